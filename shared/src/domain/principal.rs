@@ -1,0 +1,197 @@
+//! Who is asking: the principal behind a key, and what each kind of principal may do.
+
+use super::Agent;
+
+/// The kind of principal a key stands for. Members carry their role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrincipalKind {
+    /// The deployment's operator: creates tenants, nothing inside them.
+    Operator,
+    Admin {
+        member_id: String,
+    },
+    Member {
+        member_id: String,
+    },
+    Viewer {
+        member_id: String,
+    },
+    Agent {
+        agent_id: String,
+    },
+}
+
+/// An authenticated principal. `tenant_id` is empty only for the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub tenant_id: String,
+    pub kind: PrincipalKind,
+}
+
+impl Principal {
+    /// The kind as the audit log names it.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            PrincipalKind::Operator => "operator",
+            PrincipalKind::Admin { .. } => "admin",
+            PrincipalKind::Member { .. } => "member",
+            PrincipalKind::Viewer { .. } => "viewer",
+            PrincipalKind::Agent { .. } => "agent",
+        }
+    }
+
+    /// The member or agent id behind the key (empty for the operator).
+    pub fn id(&self) -> &str {
+        match &self.kind {
+            PrincipalKind::Operator => "",
+            PrincipalKind::Admin { member_id }
+            | PrincipalKind::Member { member_id }
+            | PrincipalKind::Viewer { member_id } => member_id,
+            PrincipalKind::Agent { agent_id } => agent_id,
+        }
+    }
+
+    pub fn is_admin(&self) -> bool {
+        matches!(self.kind, PrincipalKind::Admin { .. })
+    }
+
+    /// The agent id, when the key is an agent's.
+    pub fn agent_id(&self) -> Option<&str> {
+        match &self.kind {
+            PrincipalKind::Agent { agent_id } => Some(agent_id),
+            _ => None,
+        }
+    }
+
+    /// Whether this principal may manage `agent`: an admin of its tenant, or the member who owns it.
+    pub fn speaks_for(&self, agent: &Agent) -> bool {
+        if self.tenant_id != agent.tenant_id {
+            return false;
+        }
+        match &self.kind {
+            PrincipalKind::Admin { .. } => true,
+            PrincipalKind::Member { member_id } => {
+                agent.owner_member_id.as_deref() == Some(member_id.as_str())
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether this principal may read `agent` and its bindings: any person of the tenant, or the
+    /// agent itself.
+    pub fn may_read_agent(&self, agent: &Agent) -> bool {
+        if self.tenant_id != agent.tenant_id {
+            return false;
+        }
+        match &self.kind {
+            PrincipalKind::Admin { .. }
+            | PrincipalKind::Member { .. }
+            | PrincipalKind::Viewer { .. } => true,
+            PrincipalKind::Agent { agent_id } => *agent_id == agent.id,
+            PrincipalKind::Operator => false,
+        }
+    }
+
+    /// Whether this principal reads every task of its tenant (the console roles).
+    pub fn reads_all_tasks(&self) -> bool {
+        matches!(
+            self.kind,
+            PrincipalKind::Admin { .. } | PrincipalKind::Viewer { .. }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::AgentStatus;
+
+    fn agent(tenant: &str, owner: Option<&str>) -> Agent {
+        Agent {
+            id: "a1".into(),
+            tenant_id: tenant.into(),
+            name: "worker".into(),
+            description: None,
+            owner_member_id: owner.map(Into::into),
+            status: AgentStatus::Active,
+            endpoint: None,
+            claim_timeout_seconds: 900,
+            created_at: String::new(),
+            updated_at: String::new(),
+            version: 1,
+        }
+    }
+
+    fn person(tenant: &str, kind: PrincipalKind) -> Principal {
+        Principal {
+            tenant_id: tenant.into(),
+            kind,
+        }
+    }
+
+    #[test]
+    fn only_an_admin_or_the_owner_speaks_for_an_agent() {
+        let owned = agent("t1", Some("m1"));
+        let admin = person(
+            "t1",
+            PrincipalKind::Admin {
+                member_id: "x".into(),
+            },
+        );
+        let owner = person(
+            "t1",
+            PrincipalKind::Member {
+                member_id: "m1".into(),
+            },
+        );
+        let other = person(
+            "t1",
+            PrincipalKind::Member {
+                member_id: "m2".into(),
+            },
+        );
+        let viewer = person(
+            "t1",
+            PrincipalKind::Viewer {
+                member_id: "m1".into(),
+            },
+        );
+        let foreign_admin = person(
+            "t2",
+            PrincipalKind::Admin {
+                member_id: "x".into(),
+            },
+        );
+        assert!(admin.speaks_for(&owned));
+        assert!(owner.speaks_for(&owned));
+        assert!(!other.speaks_for(&owned));
+        assert!(!viewer.speaks_for(&owned));
+        assert!(!foreign_admin.speaks_for(&owned));
+    }
+
+    #[test]
+    fn an_agent_reads_only_itself_and_nobody_reads_across_tenants() {
+        let target = agent("t1", None);
+        let itself = person(
+            "t1",
+            PrincipalKind::Agent {
+                agent_id: "a1".into(),
+            },
+        );
+        let sibling = person(
+            "t1",
+            PrincipalKind::Agent {
+                agent_id: "a2".into(),
+            },
+        );
+        let foreign_viewer = person(
+            "t2",
+            PrincipalKind::Viewer {
+                member_id: "v".into(),
+            },
+        );
+        assert!(itself.may_read_agent(&target));
+        assert!(!sibling.may_read_agent(&target));
+        assert!(!foreign_viewer.may_read_agent(&target));
+    }
+}

@@ -1,0 +1,176 @@
+//! The one error type of the HTTP edge, rendered once into the documented bodies.
+//!
+//! Handlers return `Result<Response, ApiError>`; [`ApiError::into_response`] turns every modelled
+//! failure into a response, so no modelled outcome ever becomes a Lambda invocation error. A 500
+//! never carries internal detail: its cause is logged, not sent.
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Response};
+use serde_json::{json, Value};
+
+use crate::domain::{Invalid, TaskState};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    #[error("unauthenticated")]
+    Unauthenticated,
+    /// Every reason a caller may be refused on the A2A edge; the reason goes to the audit log.
+    #[error("not permitted")]
+    NotPermitted,
+    /// A management action this principal may not take.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    #[error("task not found")]
+    TaskNotFound,
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("task not working: {0:?}")]
+    TaskNotWorking(TaskState),
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("limit reached: {0}")]
+    LimitReached(String),
+    #[error("a pull result said working")]
+    PullResultWorking,
+    #[error("too large: {0}")]
+    TooLarge(String),
+    #[error("backing service unavailable")]
+    Unavailable,
+    #[error("internal error")]
+    Internal,
+}
+
+impl From<Invalid> for ApiError {
+    fn from(invalid: Invalid) -> Self {
+        ApiError::InvalidRequest(invalid.0)
+    }
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::InvalidRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ApiError::NotPermitted | ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::TaskNotFound | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::TaskNotWorking(_) | ApiError::Conflict(_) | ApiError::LimitReached(_) => {
+                StatusCode::CONFLICT
+            }
+            ApiError::PullResultWorking => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The machine-readable code of the body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::InvalidRequest(_) => "invalid_request",
+            ApiError::Unauthenticated => "unauthenticated",
+            ApiError::NotPermitted => "not_permitted",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::TaskNotFound | ApiError::NotFound(_) => "not_found",
+            ApiError::TaskNotWorking(_) => "task_not_working",
+            ApiError::Conflict(_) => "conflict",
+            ApiError::LimitReached(_) => "limit_reached",
+            ApiError::PullResultWorking => "invalid_result",
+            ApiError::TooLarge(_) => "too_large",
+            ApiError::Unavailable => "unavailable",
+            ApiError::Internal => "internal",
+        }
+    }
+
+    /// The documented body. The 403, 404, 409 and 422 of the A2A edge are the exact bodies the
+    /// public docs print; everything else is `{"detail": {"code", "message"}}`.
+    pub fn body(&self) -> Value {
+        let detail = |message: &str| json!({"detail": {"code": self.code(), "message": message}});
+        match self {
+            ApiError::NotPermitted => detail("not permitted to call that agent"),
+            ApiError::TaskNotFound => json!({"detail": "task not found"}),
+            ApiError::TaskNotWorking(state) => {
+                json!({"detail": {"code": "task_not_working", "state": state}})
+            }
+            ApiError::PullResultWorking => {
+                json!({"detail": "a pull result must be completed, failed, or input_required"})
+            }
+            ApiError::InvalidRequest(message)
+            | ApiError::Forbidden(message)
+            | ApiError::NotFound(message)
+            | ApiError::Conflict(message)
+            | ApiError::LimitReached(message)
+            | ApiError::TooLarge(message) => detail(message),
+            ApiError::Unauthenticated => {
+                detail("a valid API key is required: Authorization: Bearer <key>")
+            }
+            ApiError::Unavailable => {
+                detail("a backing service is unavailable; nothing was changed, retry later")
+            }
+            ApiError::Internal => detail("internal error"),
+        }
+    }
+
+    pub fn into_response(self) -> Response<Body> {
+        let mut response = json_response(self.status(), &self.body());
+        if matches!(self, ApiError::Unavailable) {
+            response.headers_mut().insert(
+                "retry-after",
+                lambda_http::http::HeaderValue::from_static("1"),
+            );
+        }
+        response
+    }
+}
+
+/// A JSON response with the right content type.
+pub fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
+    let mut response = Response::new(Body::Text(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        lambda_http::http::header::CONTENT_TYPE,
+        lambda_http::http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_a2a_refusals_render_the_exact_documented_bodies() {
+        assert_eq!(
+            ApiError::NotPermitted.body().to_string(),
+            r#"{"detail":{"code":"not_permitted","message":"not permitted to call that agent"}}"#
+        );
+        assert_eq!(
+            ApiError::TaskNotFound.body().to_string(),
+            r#"{"detail":"task not found"}"#
+        );
+        assert_eq!(
+            ApiError::TaskNotWorking(TaskState::Canceled)
+                .body()
+                .to_string(),
+            r#"{"detail":{"code":"task_not_working","state":"canceled"}}"#
+        );
+        assert_eq!(
+            ApiError::PullResultWorking.body().to_string(),
+            r#"{"detail":"a pull result must be completed, failed, or input_required"}"#
+        );
+        assert_eq!(
+            ApiError::PullResultWorking.status(),
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+    }
+
+    #[test]
+    fn an_internal_error_says_nothing_about_its_cause() {
+        let body = ApiError::Internal.body().to_string();
+        assert_eq!(
+            body,
+            r#"{"detail":{"code":"internal","message":"internal error"}}"#
+        );
+    }
+}

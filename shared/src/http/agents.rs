@@ -1,0 +1,226 @@
+//! Agents and their keys: create, list, read, update status, `me`, issue and revoke keys.
+
+use lambda_http::Request;
+use serde_json::{json, Value};
+
+use super::{created, json_object, ok, only_fields, path_param, HandlerResult};
+use crate::app::App;
+use crate::domain::agent::{parse_claim_timeout, parse_description, DEFAULT_CLAIM_TIMEOUT_SECONDS};
+use crate::domain::keys::{self, KeyKind};
+use crate::domain::{clock, Agent, AgentName, AgentRef, AgentStatus, Principal, PrincipalKind};
+use crate::error::ApiError;
+use crate::store::AuditEntry;
+
+/// The agent a route's `{agent}` names, if this principal may see it; 404 otherwise, whether it
+/// does not exist or belongs to someone the principal may not see.
+pub(crate) async fn visible_agent(
+    app: &App,
+    principal: &Principal,
+    segment: &str,
+) -> Result<Agent, ApiError> {
+    let agent = app
+        .store
+        .find_agent(&principal.tenant_id, &AgentRef::parse(segment))
+        .await?;
+    match agent {
+        Some(agent) if principal.may_read_agent(&agent) => Ok(agent),
+        _ => Err(ApiError::NotFound("agent not found".into())),
+    }
+}
+
+/// The agent a route's `{agent}` names, if this principal speaks for it (admin or owner).
+pub(crate) async fn managed_agent(
+    app: &App,
+    principal: &Principal,
+    segment: &str,
+) -> Result<Agent, ApiError> {
+    let agent = visible_agent(app, principal, segment).await?;
+    if principal.speaks_for(&agent) {
+        Ok(agent)
+    } else {
+        Err(ApiError::Forbidden(
+            "only the agent's owner or an admin may do this".into(),
+        ))
+    }
+}
+
+fn person_id(principal: &Principal) -> Option<&str> {
+    match &principal.kind {
+        PrincipalKind::Admin { member_id } | PrincipalKind::Member { member_id } => Some(member_id),
+        _ => None,
+    }
+}
+
+pub async fn create(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let creator = person_id(&principal)
+        .ok_or_else(|| ApiError::Forbidden("only an admin or a member may create agents".into()))?
+        .to_owned();
+    let body = json_object(&request)?;
+    only_fields(
+        &body,
+        &[
+            "name",
+            "description",
+            "owner_member_id",
+            "claim_timeout_seconds",
+        ],
+    )?;
+    let name = match body.get("name") {
+        Some(Value::String(name)) => AgentName::parse(name)?,
+        _ => return Err(ApiError::InvalidRequest("name is required".into())),
+    };
+    let description = parse_description(body.get("description"))?;
+    let claim_timeout_seconds = match body.get("claim_timeout_seconds") {
+        None | Some(Value::Null) => DEFAULT_CLAIM_TIMEOUT_SECONDS,
+        Some(value) => parse_claim_timeout(value)?,
+    };
+    let owner = match body.get("owner_member_id") {
+        None | Some(Value::Null) => creator,
+        Some(Value::String(owner)) if *owner == creator => creator,
+        Some(Value::String(owner)) if principal.is_admin() => {
+            if !app.store.member_exists(&principal.tenant_id, owner).await? {
+                return Err(ApiError::InvalidRequest(
+                    "owner_member_id names no member of this tenant".into(),
+                ));
+            }
+            owner.clone()
+        }
+        Some(Value::String(_)) => {
+            return Err(ApiError::Forbidden(
+                "only an admin may name another owner".into(),
+            ))
+        }
+        Some(_) => {
+            return Err(ApiError::InvalidRequest(
+                "owner_member_id must be a string".into(),
+            ))
+        }
+    };
+    let now = clock::now();
+    let agent = Agent {
+        id: uuid::Uuid::new_v4().to_string(),
+        tenant_id: principal.tenant_id.clone(),
+        name: name.as_str().to_owned(),
+        description,
+        owner_member_id: Some(owner),
+        status: AgentStatus::Active,
+        endpoint: None,
+        claim_timeout_seconds,
+        created_at: now.clone(),
+        updated_at: now,
+        version: 1,
+    };
+    let audit = AuditEntry::new(&principal, "agent.create", &agent.id);
+    if !app.store.create_agent(&agent, &audit).await? {
+        return Err(ApiError::Conflict(format!(
+            "an agent named {:?} already exists in this tenant",
+            agent.name
+        )));
+    }
+    created(&json!(agent))
+}
+
+pub async fn list(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    if matches!(
+        principal.kind,
+        PrincipalKind::Operator | PrincipalKind::Agent { .. }
+    ) {
+        return Err(ApiError::Forbidden(
+            "listing agents needs a member key".into(),
+        ));
+    }
+    let agents = app.store.list_agents(&principal.tenant_id).await?;
+    ok(&json!({ "items": agents }))
+}
+
+pub async fn get(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let agent = visible_agent(app, &principal, &path_param(&request, "agent")?).await?;
+    ok(&json!(agent))
+}
+
+pub async fn me(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let agent_id = principal
+        .agent_id()
+        .ok_or_else(|| ApiError::Forbidden("GET /v1/agents/me needs an agent key".into()))?
+        .to_owned();
+    let agent = visible_agent(app, &principal, &agent_id).await?;
+    ok(&json!(agent))
+}
+
+pub async fn update(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let mut agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
+    let body = json_object(&request)?;
+    only_fields(&body, &["status", "description", "claim_timeout_seconds"])?;
+    if body.is_empty() {
+        return Err(ApiError::InvalidRequest(
+            "nothing to change: send status, description or claim_timeout_seconds".into(),
+        ));
+    }
+    let mut action = "agent.update".to_owned();
+    if let Some(status) = body.get("status") {
+        let status = AgentStatus::parse(status.as_str().unwrap_or_default())?;
+        if !agent.status.may_become(status) {
+            return Err(ApiError::Conflict("a retired agent stays retired".into()));
+        }
+        action = format!("agent.status.{}", status.as_str());
+        agent.status = status;
+    }
+    if body.contains_key("description") {
+        agent.description = parse_description(body.get("description"))?;
+    }
+    if let Some(seconds) = body.get("claim_timeout_seconds") {
+        agent.claim_timeout_seconds = parse_claim_timeout(seconds)?;
+    }
+    agent.updated_at = clock::now();
+    agent.version += 1;
+    let audit = AuditEntry::new(&principal, &action, &agent.id);
+    if !app.store.update_agent(&agent, &audit).await? {
+        return Err(ApiError::Conflict(
+            "the agent changed while this request was applied; read it again and retry".into(),
+        ));
+    }
+    ok(&json!(agent))
+}
+
+pub async fn create_key(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
+    let key_id = uuid::Uuid::new_v4().to_string();
+    let key = keys::generate(KeyKind::Agent).map_err(|_| ApiError::Internal)?;
+    let audit = AuditEntry::new(&principal, "agent.key.issue", &agent.id);
+    app.store
+        .put_agent_key(
+            &agent.tenant_id,
+            &agent.id,
+            &key_id,
+            &keys::hash(&key),
+            &audit,
+        )
+        .await?;
+    created(&json!({"key_id": key_id, "key": key}))
+}
+
+pub async fn revoke_key(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
+    let key_id = path_param(&request, "key_id")?;
+    let audit = AuditEntry::new(&principal, "agent.key.revoke", &agent.id);
+    match app
+        .store
+        .revoke_agent_key(&agent.id, &key_id, &audit)
+        .await?
+    {
+        Some(hash) => {
+            app.forget_key(&hash);
+            ok(&json!({"key_id": key_id, "revoked": true}))
+        }
+        None => Err(ApiError::NotFound(
+            "no live key with that id on this agent".into(),
+        )),
+    }
+}

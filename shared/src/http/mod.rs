@@ -1,0 +1,125 @@
+//! The HTTP edge: request parsing helpers, the route table and the handlers behind each route.
+//! The same handlers serve API Gateway (one Lambda function per route) and the local gateway.
+
+mod agents;
+mod audit;
+mod bindings;
+mod members;
+mod pull;
+pub mod router;
+mod tasks;
+mod tenants;
+
+use std::time::Duration;
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde_json::Value;
+
+use crate::app::App;
+use crate::config::API_MAX_WAIT_SECONDS;
+use crate::error::{json_response, ApiError};
+
+pub use router::{Route, RouteMiss};
+
+/// What every handler returns.
+pub type HandlerResult = Result<Response<Body>, ApiError>;
+
+/// A path parameter the route template guarantees.
+pub(crate) fn path_param(request: &Request, name: &str) -> Result<String, ApiError> {
+    request
+        .path_parameters_ref()
+        .and_then(|parameters| parameters.first(name))
+        .map(str::to_owned)
+        .ok_or_else(|| ApiError::InvalidRequest(format!("path parameter {name} is missing")))
+}
+
+/// A query parameter, if present.
+pub(crate) fn query_param(request: &Request, name: &str) -> Option<String> {
+    request
+        .query_string_parameters_ref()
+        .and_then(|parameters| parameters.first(name))
+        .map(str::to_owned)
+}
+
+/// The JSON body. An empty or malformed body is a 400 that says which.
+pub(crate) fn json_body(request: &Request) -> Result<Value, ApiError> {
+    let bytes: &[u8] = match request.body() {
+        Body::Empty => &[],
+        Body::Text(text) => text.as_bytes(),
+        Body::Binary(bytes) => bytes,
+        _ => &[],
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::InvalidRequest("a JSON body is required".into()));
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|error| ApiError::InvalidRequest(format!("malformed JSON body: {error}")))
+}
+
+/// The JSON body, which must be an object.
+pub(crate) fn json_object(request: &Request) -> Result<serde_json::Map<String, Value>, ApiError> {
+    match json_body(request)? {
+        Value::Object(object) => Ok(object),
+        _ => Err(ApiError::InvalidRequest(
+            "the body must be a JSON object".into(),
+        )),
+    }
+}
+
+/// Refuses fields a body may not carry, so a typo is a clear 400 rather than silently ignored.
+pub(crate) fn only_fields(
+    object: &serde_json::Map<String, Value>,
+    allowed: &[&str],
+) -> Result<(), ApiError> {
+    match object.keys().find(|key| !allowed.contains(&key.as_str())) {
+        Some(key) => Err(ApiError::InvalidRequest(format!(
+            "unknown field {key:?}; expected any of {allowed:?}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A required string field of 1 to `max` characters.
+pub(crate) fn text_field(
+    object: &serde_json::Map<String, Value>,
+    name: &str,
+    max: usize,
+) -> Result<String, ApiError> {
+    match object.get(name) {
+        Some(Value::String(text)) if !text.trim().is_empty() && text.chars().count() <= max => {
+            Ok(text.clone())
+        }
+        _ => Err(ApiError::InvalidRequest(format!(
+            "{name} is required: a string of 1 to {max} characters"
+        ))),
+    }
+}
+
+/// `?wait=`: an integer from 0 to 30 (anything else is a 400), served up to the deployment's
+/// bound.
+pub(crate) fn wait_param(request: &Request, app: &App) -> Result<Duration, ApiError> {
+    let Some(text) = query_param(request, "wait") else {
+        return Ok(Duration::ZERO);
+    };
+    let seconds: u64 = text
+        .parse()
+        .ok()
+        .filter(|seconds| *seconds <= API_MAX_WAIT_SECONDS)
+        .ok_or_else(|| {
+            ApiError::InvalidRequest(format!(
+                "wait must be an integer from 0 to {API_MAX_WAIT_SECONDS}"
+            ))
+        })?;
+    Ok(Duration::from_secs(
+        seconds.min(app.config.max_wait_seconds),
+    ))
+}
+
+pub(crate) fn ok(body: &Value) -> HandlerResult {
+    Ok(json_response(StatusCode::OK, body))
+}
+
+pub(crate) fn created(body: &Value) -> HandlerResult {
+    Ok(json_response(StatusCode::CREATED, body))
+}

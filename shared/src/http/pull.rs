@@ -1,0 +1,92 @@
+//! The callee's pull side: claim the next task (long poll) and post its result.
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Request, Response};
+use tokio::time::Instant;
+
+use super::tasks::expire_if_overdue;
+use super::{json_body, path_param, wait_param, HandlerResult};
+use crate::app::App;
+use crate::domain::task::{ResultRejection, TaskResult};
+use crate::error::ApiError;
+use crate::store::{ClaimOutcome, TaskTransition};
+
+/// Claims in a row that may lose every candidate to other pollers before pausing one interval.
+const CONTENDED_RETRIES: u32 = 8;
+
+/// `GET /v1/agents/me/tasks/next?wait=N`: 200 with the claimed task (now `working`), or 204 when
+/// nothing arrived within `wait`. At most one queue read per poll interval while idle.
+pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let agent_id = principal
+        .agent_id()
+        .ok_or_else(|| ApiError::Forbidden("claiming tasks needs an agent key".into()))?
+        .to_owned();
+    let wait = wait_param(&request, app)?;
+    let until = Instant::now() + wait;
+    let mut contended = 0;
+    loop {
+        match app.store.claim_next(&agent_id).await? {
+            ClaimOutcome::Claimed(task) => {
+                tracing::info!(task_id = %task.id, call_id = %task.call_id, "task claimed");
+                return super::ok(&task.to_json());
+            }
+            ClaimOutcome::Contended if contended < CONTENDED_RETRIES => {
+                contended += 1;
+                continue;
+            }
+            ClaimOutcome::Contended | ClaimOutcome::Empty => contended = 0,
+        }
+        if Instant::now() >= until {
+            let mut response = Response::new(Body::Empty);
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            return Ok(response);
+        }
+        tokio::time::sleep_until((Instant::now() + app.config.claim_poll_interval).min(until))
+            .await;
+    }
+}
+
+/// `POST /v1/agents/me/tasks/{id}/result` with a TaskResultIn: only the callee holding the task,
+/// only while it is `working`.
+pub async fn post_result(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let agent_id = principal
+        .agent_id()
+        .ok_or_else(|| ApiError::Forbidden("posting a result needs an agent key".into()))?
+        .to_owned();
+    let task_id = uuid::Uuid::parse_str(&path_param(&request, "task_id")?)
+        .map_err(|_| ApiError::TaskNotFound)?
+        .to_string();
+    let body = json_body(&request)?;
+    let result = TaskResult::parse_pull(&body).map_err(|rejection| match rejection {
+        ResultRejection::WorkingFromPull => ApiError::PullResultWorking,
+        ResultRejection::Invalid(invalid) => invalid.into(),
+    })?;
+    let transition = app
+        .store
+        .finish_task(&task_id, &principal.tenant_id, &agent_id, &result)
+        .await?;
+    let current = match transition {
+        TaskTransition::Applied(task) => {
+            tracing::info!(task_id = %task.id, state = task.state.as_str(), "task answered");
+            return super::ok(&task.to_json());
+        }
+        TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),
+        TaskTransition::Refused(Some(task)) => task,
+    };
+    if current.tenant_id != principal.tenant_id {
+        return Err(ApiError::TaskNotFound);
+    }
+    if current.callee_agent_id != agent_id {
+        return Err(if current.caller_agent_id == agent_id {
+            ApiError::Forbidden("only the callee may answer a task".into())
+        } else {
+            ApiError::TaskNotFound
+        });
+    }
+    // A working task refused to its own callee has passed its claim deadline: apply it first,
+    // so the answer names the state the task is really in.
+    let current = expire_if_overdue(app, current).await?;
+    Err(ApiError::TaskNotWorking(current.state))
+}

@@ -1,0 +1,254 @@
+//! The route table: every route of the API, its method and path template, and its handler.
+//!
+//! A deployed function serves exactly one route (API Gateway has already matched it and passes
+//! the path parameters); the local gateway matches paths itself with [`Route::find`]. Literal
+//! segments win over parameters (`/v1/agents/me` before `/v1/agents/{agent}`), as in API Gateway.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use lambda_http::http::Method;
+use lambda_http::{Body, Request, Response};
+use tracing::Instrument;
+
+use super::{agents, audit, bindings, members, pull, tasks, tenants};
+use crate::app::App;
+
+/// Why no route matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteMiss {
+    /// No route has this path (404).
+    NoSuchPath,
+    /// The path exists under another method (405).
+    WrongMethod,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Route {
+    CreateTenant,
+    CreateMember,
+    CreateAgent,
+    ListAgents,
+    GetAgent,
+    UpdateAgent,
+    GetMe,
+    CreateAgentKey,
+    RevokeAgentKey,
+    GrantBindings,
+    ListBindings,
+    ApproveBinding,
+    RevokeBinding,
+    OpenTask,
+    GetTask,
+    CancelTask,
+    ClaimNextTask,
+    PostTaskResult,
+    ListAudit,
+}
+
+impl Route {
+    pub const ALL: [Route; 19] = [
+        Route::CreateTenant,
+        Route::CreateMember,
+        Route::CreateAgent,
+        Route::ListAgents,
+        Route::GetAgent,
+        Route::UpdateAgent,
+        Route::GetMe,
+        Route::CreateAgentKey,
+        Route::RevokeAgentKey,
+        Route::GrantBindings,
+        Route::ListBindings,
+        Route::ApproveBinding,
+        Route::RevokeBinding,
+        Route::OpenTask,
+        Route::GetTask,
+        Route::CancelTask,
+        Route::ClaimNextTask,
+        Route::PostTaskResult,
+        Route::ListAudit,
+    ];
+
+    /// Method and path template, as in the API docs and the deployment template.
+    pub fn spec(self) -> (Method, &'static str) {
+        match self {
+            Route::CreateTenant => (Method::POST, "/v1/tenants"),
+            Route::CreateMember => (Method::POST, "/v1/members"),
+            Route::CreateAgent => (Method::POST, "/v1/agents"),
+            Route::ListAgents => (Method::GET, "/v1/agents"),
+            Route::GetAgent => (Method::GET, "/v1/agents/{agent}"),
+            Route::UpdateAgent => (Method::PATCH, "/v1/agents/{agent}"),
+            Route::GetMe => (Method::GET, "/v1/agents/me"),
+            Route::CreateAgentKey => (Method::POST, "/v1/agents/{agent}/keys"),
+            Route::RevokeAgentKey => (Method::DELETE, "/v1/agents/{agent}/keys/{key_id}"),
+            Route::GrantBindings => (Method::POST, "/v1/agents/{agent}/agents"),
+            Route::ListBindings => (Method::GET, "/v1/agents/{agent}/agents"),
+            Route::ApproveBinding => (
+                Method::POST,
+                "/v1/agents/{agent}/agents/{binding_id}/approve",
+            ),
+            Route::RevokeBinding => (Method::DELETE, "/v1/agents/{agent}/agents/{binding_id}"),
+            Route::OpenTask => (Method::POST, "/v1/agents/{agent}/tasks"),
+            Route::GetTask => (Method::GET, "/v1/agents/{agent}/tasks/{task_id}"),
+            Route::CancelTask => (Method::POST, "/v1/agents/{agent}/tasks/{task_id}/cancel"),
+            Route::ClaimNextTask => (Method::GET, "/v1/agents/me/tasks/next"),
+            Route::PostTaskResult => (Method::POST, "/v1/agents/me/tasks/{task_id}/result"),
+            Route::ListAudit => (Method::GET, "/v1/audit"),
+        }
+    }
+
+    /// The function's name: kebab-case of the route (`open-task`), used for crates and logs.
+    pub fn name(self) -> String {
+        let debug = format!("{self:?}");
+        let mut name = String::new();
+        for (index, character) in debug.chars().enumerate() {
+            if character.is_ascii_uppercase() && index > 0 {
+                name.push('-');
+            }
+            name.push(character.to_ascii_lowercase());
+        }
+        name
+    }
+
+    /// Matches a method and path against the table; returns the route and its path parameters.
+    pub fn find(
+        method: &Method,
+        path: &str,
+    ) -> Result<(Route, HashMap<String, String>), RouteMiss> {
+        let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+        let mut best: Option<(usize, Route, HashMap<String, String>)> = None;
+        let mut path_known = false;
+        for route in Route::ALL {
+            let (route_method, template) = route.spec();
+            let Some((literals, parameters)) = match_template(template, &segments) else {
+                continue;
+            };
+            path_known = true;
+            if route_method != *method {
+                continue;
+            }
+            if best.as_ref().is_none_or(|(score, _, _)| literals > *score) {
+                best = Some((literals, route, parameters));
+            }
+        }
+        best.map(|(_, route, parameters)| (route, parameters))
+            .ok_or(if path_known {
+                RouteMiss::WrongMethod
+            } else {
+                RouteMiss::NoSuchPath
+            })
+    }
+
+    /// Serves one request: every outcome becomes a response; the handler's span carries the
+    /// route, and the status and latency are logged (never headers or bodies).
+    pub async fn handle(self, app: &App, request: Request) -> Response<Body> {
+        let span = tracing::info_span!("request", route = %self.name());
+        async move {
+            let started = Instant::now();
+            let outcome = self.dispatch(app, request).await;
+            let response = outcome.unwrap_or_else(|error| {
+                if error.status().is_server_error() {
+                    tracing::warn!(error = %error, "request failed");
+                }
+                error.into_response()
+            });
+            tracing::info!(
+                status = response.status().as_u16(),
+                latency_ms = started.elapsed().as_millis() as u64,
+                "request served"
+            );
+            response
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn dispatch(self, app: &App, request: Request) -> super::HandlerResult {
+        match self {
+            Route::CreateTenant => tenants::create(app, request).await,
+            Route::CreateMember => members::create(app, request).await,
+            Route::CreateAgent => agents::create(app, request).await,
+            Route::ListAgents => agents::list(app, request).await,
+            Route::GetAgent => agents::get(app, request).await,
+            Route::UpdateAgent => agents::update(app, request).await,
+            Route::GetMe => agents::me(app, request).await,
+            Route::CreateAgentKey => agents::create_key(app, request).await,
+            Route::RevokeAgentKey => agents::revoke_key(app, request).await,
+            Route::GrantBindings => bindings::grant(app, request).await,
+            Route::ListBindings => bindings::list(app, request).await,
+            Route::ApproveBinding => bindings::approve(app, request).await,
+            Route::RevokeBinding => bindings::revoke(app, request).await,
+            Route::OpenTask => tasks::open(app, request).await,
+            Route::GetTask => tasks::get(app, request).await,
+            Route::CancelTask => tasks::cancel(app, request).await,
+            Route::ClaimNextTask => pull::claim_next(app, request).await,
+            Route::PostTaskResult => pull::post_result(app, request).await,
+            Route::ListAudit => audit::list(app, request).await,
+        }
+    }
+}
+
+/// Matches path segments to a template; returns how many literal segments matched and the
+/// parameters.
+fn match_template(template: &str, segments: &[&str]) -> Option<(usize, HashMap<String, String>)> {
+    let parts: Vec<&str> = template.split('/').collect();
+    if parts.len() != segments.len() {
+        return None;
+    }
+    let mut literals = 0;
+    let mut parameters = HashMap::new();
+    for (part, segment) in parts.iter().zip(segments) {
+        if let Some(name) = part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+            if segment.is_empty() {
+                return None;
+            }
+            parameters.insert(name.to_owned(), (*segment).to_owned());
+        } else if part == segment {
+            literals += 1;
+        } else {
+            return None;
+        }
+    }
+    Some((literals, parameters))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_segments_win_over_parameters() {
+        let (route, _) = Route::find(&Method::GET, "/v1/agents/me").unwrap();
+        assert_eq!(route, Route::GetMe);
+        let (route, _) = Route::find(&Method::GET, "/v1/agents/me/tasks/next").unwrap();
+        assert_eq!(route, Route::ClaimNextTask);
+        let (route, params) = Route::find(&Method::GET, "/v1/agents/billing/tasks/42").unwrap();
+        assert_eq!(route, Route::GetTask);
+        assert_eq!(params["agent"], "billing");
+        assert_eq!(params["task_id"], "42");
+    }
+
+    #[test]
+    fn unknown_paths_and_wrong_methods_are_told_apart() {
+        let wrong_method = Route::find(&Method::PUT, "/v1/agents").unwrap_err();
+        assert_eq!(wrong_method, RouteMiss::WrongMethod);
+        let no_path = Route::find(&Method::GET, "/v2/nothing").unwrap_err();
+        assert_eq!(no_path, RouteMiss::NoSuchPath);
+    }
+
+    #[test]
+    fn every_route_has_a_distinct_name_and_template() {
+        let mut names: Vec<String> = Route::ALL.iter().map(|r| r.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Route::ALL.len());
+        assert_eq!(Route::OpenTask.name(), "open-task");
+        let mut specs: Vec<String> = Route::ALL
+            .iter()
+            .map(|r| format!("{} {}", r.spec().0, r.spec().1))
+            .collect();
+        specs.sort();
+        specs.dedup();
+        assert_eq!(specs.len(), Route::ALL.len());
+    }
+}

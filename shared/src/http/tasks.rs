@@ -1,0 +1,371 @@
+//! The caller's side: open a task (`SendMessage`), read it (`GetTask`), cancel it (`CancelTask`).
+
+use std::time::Duration;
+
+use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::Request;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use super::{json_object, only_fields, path_param, wait_param, HandlerResult};
+use crate::app::App;
+use crate::domain::binding::{admit, binding_id, RefusalReason};
+use crate::domain::task::Delivery;
+use crate::domain::{clock, Agent, AgentRef, Message, Principal, PrincipalKind, Task, TaskState};
+use crate::error::{json_response, ApiError};
+use crate::store::{AuditEntry, ContextJoin, OpenRefusal, OpenTask, TaskTransition};
+
+/// The header that names the governed call which caused this one.
+pub const PARENT_CALL_HEADER: &str = "x-parent-call";
+
+fn agent_principal(principal: &Principal, what: &str) -> Result<String, ApiError> {
+    principal
+        .agent_id()
+        .map(str::to_owned)
+        .ok_or_else(|| ApiError::Forbidden(format!("{what} needs an agent key")))
+}
+
+/// Refuses a task open: the precise reason to the audit log, one 403 to the caller.
+async fn refuse(
+    app: &App,
+    principal: &Principal,
+    target: &str,
+    reason: RefusalReason,
+    call_id: &str,
+) -> ApiError {
+    let mut entry = AuditEntry::new(principal, "task.open", target).refused(reason.as_str());
+    entry.call_id = Some(call_id.to_owned());
+    tracing::info!(reason = reason.as_str(), "task open refused");
+    match app.store.record_audit(&entry).await {
+        Ok(()) => ApiError::NotPermitted,
+        // The refusal must be on the record; if it cannot be written, say so instead.
+        Err(error) => error.into(),
+    }
+}
+
+/// The refusal reason for a caller whose open failed the binding or callee check.
+async fn refusal_reason(
+    app: &App,
+    principal: &Principal,
+    caller_id: &str,
+    callee_id: &str,
+) -> Result<RefusalReason, ApiError> {
+    let callee = app
+        .store
+        .find_agent(&principal.tenant_id, &AgentRef::Id(parse_uuid(callee_id)?))
+        .await?;
+    let binding = app
+        .store
+        .get_binding(&binding_id(caller_id, callee_id))
+        .await?;
+    Ok(
+        admit(&principal.tenant_id, callee.as_ref(), binding.as_ref())
+            .err()
+            .unwrap_or(RefusalReason::NoBinding),
+    )
+}
+
+fn parse_uuid(text: &str) -> Result<uuid::Uuid, ApiError> {
+    uuid::Uuid::parse_str(text).map_err(|_| ApiError::Internal)
+}
+
+/// `X-Parent-Call`, when sent: a call id (UUID). Lineage is bookkeeping, never a gate, but a
+/// value that cannot be a call id is malformed input.
+fn parent_call(request: &Request) -> Result<Option<String>, ApiError> {
+    match request.headers().get(PARENT_CALL_HEADER) {
+        None => Ok(None),
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|text| uuid::Uuid::parse_str(text.trim()).ok())
+            .map(|id| Some(id.to_string()))
+            .ok_or_else(|| {
+                ApiError::InvalidRequest("X-Parent-Call must be a call_id (a UUID)".into())
+            }),
+    }
+}
+
+/// `POST /v1/agents/{callee}/tasks?wait=N` with `{"message": Message, "context_id"?}`.
+pub async fn open(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let caller_id = agent_principal(&principal, "opening a task")?;
+    let callee_segment = path_param(&request, "agent")?;
+    let wait = wait_param(&request, app)?;
+    let body = json_object(&request)?;
+    only_fields(&body, &["message", "context_id"])?;
+    let message = Message::parse(
+        body.get("message")
+            .ok_or_else(|| ApiError::InvalidRequest("message is required".into()))?,
+        "message",
+    )?;
+    if message.role != crate::domain::message::Role::User {
+        return Err(ApiError::InvalidRequest(
+            "message.role must be \"user\" when opening a task".into(),
+        ));
+    }
+    let context = match body.get("context_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(
+            uuid::Uuid::parse_str(id)
+                .map_err(|_| ApiError::InvalidRequest("context_id must be a UUID".into()))?
+                .to_string(),
+        ),
+        Some(_) => {
+            return Err(ApiError::InvalidRequest(
+                "context_id must be a string".into(),
+            ))
+        }
+    };
+    let parent_call_id = parent_call(&request)?;
+    let call_id = uuid::Uuid::new_v4().to_string();
+
+    let callee = app
+        .store
+        .find_agent(&principal.tenant_id, &AgentRef::parse(&callee_segment))
+        .await?;
+    let callee: Agent = match callee {
+        None => {
+            return Err(refuse(
+                app,
+                &principal,
+                &callee_segment,
+                RefusalReason::UnknownCallee,
+                &call_id,
+            )
+            .await)
+        }
+        Some(callee) if callee.tenant_id != principal.tenant_id => {
+            return Err(refuse(
+                app,
+                &principal,
+                &callee.id,
+                RefusalReason::OtherTenant,
+                &call_id,
+            )
+            .await)
+        }
+        Some(callee) => callee,
+    };
+    let root_call_id = match &parent_call_id {
+        None => call_id.clone(),
+        Some(parent) => app
+            .store
+            .call_root(&principal.tenant_id, parent)
+            .await?
+            .unwrap_or_else(|| parent.clone()),
+    };
+
+    let now = clock::now();
+    let task_id = uuid::Uuid::new_v4().to_string();
+    let input = serde_json::to_value(&message).map_err(|_| ApiError::Internal)?;
+    let task = Task {
+        id: task_id.clone(),
+        tenant_id: principal.tenant_id.clone(),
+        context_id: context
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        caller_agent_id: caller_id.clone(),
+        callee_agent_id: callee.id.clone(),
+        callee_name: callee.name.clone(),
+        state: TaskState::Submitted,
+        status_message: None,
+        status_timestamp: now.clone(),
+        input: input.clone(),
+        artifacts: json!([]),
+        error: None,
+        history: vec![input],
+        call_id: call_id.clone(),
+        parent_call_id,
+        root_call_id,
+        delivery: Delivery::Pull,
+        claim_timeout_seconds: callee.claim_timeout_seconds,
+        deadline_at: None,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    let mut audit = AuditEntry::new(&principal, "task.open", &callee.id);
+    audit.call_id = Some(call_id.clone());
+    audit.task_id = Some(task_id.clone());
+    let open = OpenTask {
+        task,
+        binding_id: binding_id(&caller_id, &callee.id),
+        context: if context.is_some() {
+            ContextJoin::Continue
+        } else {
+            ContextJoin::Start
+        },
+        audit,
+    };
+    match app.store.open_task(&open).await? {
+        Ok(()) => {}
+        Err(OpenRefusal::BindingNotLive | OpenRefusal::CalleeNotActive) => {
+            let reason = refusal_reason(app, &principal, &caller_id, &callee.id).await?;
+            return Err(refuse(app, &principal, &callee.id, reason, &call_id).await);
+        }
+        Err(OpenRefusal::UnknownContext) => {
+            return Err(ApiError::NotFound(
+                "context_id names no conversation between these two agents".into(),
+            ))
+        }
+        Err(OpenRefusal::ContextFull) => {
+            return Err(ApiError::LimitReached(
+                "the conversation holds 100 tasks; start a new one".into(),
+            ))
+        }
+    }
+    tracing::info!(task_id = %task_id, call_id = %call_id, callee_id = %callee.id, "task opened");
+    let task = if wait.is_zero() {
+        open.task
+    } else {
+        wait_for_answer(app, open.task, wait).await?
+    };
+    let mut response = json_response(StatusCode::OK, &task.to_json());
+    if let Ok(value) = HeaderValue::from_str(&call_id) {
+        response.headers_mut().insert("x-call-id", value);
+    }
+    Ok(response)
+}
+
+/// Re-reads a task until it leaves submitted/working or `wait` runs out, at most one read per
+/// poll interval. A claim deadline that passes meanwhile is applied.
+async fn wait_for_answer(app: &App, mut task: Task, wait: Duration) -> Result<Task, ApiError> {
+    let until = Instant::now() + wait;
+    while task.state.is_pending() && Instant::now() < until {
+        tokio::time::sleep_until((Instant::now() + app.config.task_poll_interval).min(until)).await;
+        task = match app.store.get_task(&task.id).await? {
+            Some(task) => expire_if_overdue(app, task).await?,
+            None => return Err(ApiError::TaskNotFound),
+        };
+    }
+    Ok(task)
+}
+
+/// Applies a passed claim deadline to a task read from the store.
+pub(crate) async fn expire_if_overdue(app: &App, task: Task) -> Result<Task, ApiError> {
+    if !task.is_overdue(&clock::now()) {
+        return Ok(task);
+    }
+    let deadline = task.deadline_at.clone().unwrap_or_default();
+    match app
+        .store
+        .expire_task(&task.id, &deadline, task.claim_timeout_seconds)
+        .await?
+    {
+        TaskTransition::Applied(task) => {
+            tracing::info!(task_id = %task.id, "claim deadline passed; task failed");
+            Ok(task)
+        }
+        TaskTransition::Refused(Some(current)) => Ok(current),
+        TaskTransition::Refused(None) => Err(ApiError::TaskNotFound),
+    }
+}
+
+/// Whether `principal` may read `task` through a route naming the callee `segment`: the caller,
+/// the callee, an admin or viewer of the tenant, or a member who owns either agent.
+async fn may_read(
+    app: &App,
+    principal: &Principal,
+    task: &Task,
+    segment: &str,
+) -> Result<bool, ApiError> {
+    if task.tenant_id != principal.tenant_id
+        || !AgentRef::parse(segment).names(&task.callee_agent_id, &task.callee_name)
+    {
+        return Ok(false);
+    }
+    match &principal.kind {
+        PrincipalKind::Agent { agent_id } => {
+            Ok(*agent_id == task.caller_agent_id || *agent_id == task.callee_agent_id)
+        }
+        PrincipalKind::Admin { .. } | PrincipalKind::Viewer { .. } => Ok(true),
+        PrincipalKind::Member { .. } => {
+            for agent_id in [&task.caller_agent_id, &task.callee_agent_id] {
+                let agent = app
+                    .store
+                    .find_agent(&principal.tenant_id, &AgentRef::Id(parse_uuid(agent_id)?))
+                    .await?;
+                if agent.is_some_and(|agent| principal.speaks_for(&agent)) {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        PrincipalKind::Operator => Ok(false),
+    }
+}
+
+fn task_id_param(request: &Request) -> Result<String, ApiError> {
+    let text = path_param(request, "task_id")?;
+    // A malformed id names no task: the same 404 as any task the reader may not see.
+    uuid::Uuid::parse_str(&text)
+        .map(|id| id.to_string())
+        .map_err(|_| ApiError::TaskNotFound)
+}
+
+/// `GET /v1/agents/{callee}/tasks/{id}?wait=N`.
+pub async fn get(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let segment = path_param(&request, "agent")?;
+    let wait = wait_param(&request, app)?;
+    let task_id = task_id_param(&request)?;
+    let task = app
+        .store
+        .get_task(&task_id)
+        .await?
+        .ok_or(ApiError::TaskNotFound)?;
+    if !may_read(app, &principal, &task, &segment).await? {
+        return Err(ApiError::TaskNotFound);
+    }
+    let task = expire_if_overdue(app, task).await?;
+    let task = wait_for_answer(app, task, wait).await?;
+    super::ok(&task.to_json())
+}
+
+/// `POST /v1/agents/{callee}/tasks/{id}/cancel`: only the caller; canceling a finished task
+/// returns it unchanged.
+pub async fn cancel(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let segment = path_param(&request, "agent")?;
+    let task_id = task_id_param(&request)?;
+    let Some(caller_id) = principal.agent_id().map(str::to_owned) else {
+        let task = app
+            .store
+            .get_task(&task_id)
+            .await?
+            .ok_or(ApiError::TaskNotFound)?;
+        if may_read(app, &principal, &task, &segment).await? {
+            return Err(ApiError::Forbidden(
+                "only the caller may cancel a task".into(),
+            ));
+        }
+        return Err(ApiError::TaskNotFound);
+    };
+    let callee = match AgentRef::parse(&segment) {
+        AgentRef::Id(id) => id.to_string(),
+        AgentRef::Name(name) => name.as_str().to_owned(),
+        AgentRef::Unknown => return Err(ApiError::TaskNotFound),
+    };
+    match app
+        .store
+        .cancel_task(&task_id, &principal.tenant_id, &caller_id, &callee)
+        .await?
+    {
+        TaskTransition::Applied(task) => {
+            tracing::info!(task_id = %task.id, "task canceled");
+            super::ok(&task.to_json())
+        }
+        TaskTransition::Refused(None) => Err(ApiError::TaskNotFound),
+        TaskTransition::Refused(Some(task)) => {
+            if !may_read(app, &principal, &task, &segment).await? {
+                Err(ApiError::TaskNotFound)
+            } else if task.caller_agent_id != caller_id {
+                Err(ApiError::Forbidden(
+                    "only the caller may cancel a task".into(),
+                ))
+            } else {
+                // Already finished: canceling is a no-op, not an error.
+                super::ok(&task.to_json())
+            }
+        }
+    }
+}

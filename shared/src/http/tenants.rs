@@ -1,0 +1,30 @@
+//! `POST /v1/tenants` (operator key): a tenant and its first admin key.
+
+use lambda_http::Request;
+use serde_json::json;
+
+use super::{created, json_object, only_fields, text_field, HandlerResult};
+use crate::app::App;
+use crate::domain::keys::{self, KeyKind};
+use crate::domain::PrincipalKind;
+use crate::error::ApiError;
+
+pub async fn create(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    if principal.kind != PrincipalKind::Operator {
+        return Err(ApiError::Forbidden(
+            "only the operator key may create tenants".into(),
+        ));
+    }
+    let body = json_object(&request)?;
+    only_fields(&body, &["name"])?;
+    let name = text_field(&body, "name", 200)?;
+    let tenant_id = uuid::Uuid::new_v4().to_string();
+    let admin_id = uuid::Uuid::new_v4().to_string();
+    let admin_key = keys::generate(KeyKind::Admin).map_err(|_| ApiError::Internal)?;
+    app.store
+        .create_tenant(&tenant_id, &name, &admin_id, &keys::hash(&admin_key))
+        .await?;
+    tracing::info!(tenant_id = %tenant_id, "tenant created");
+    created(&json!({"tenant_id": tenant_id, "name": name, "admin_key": admin_key}))
+}

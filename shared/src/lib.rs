@@ -1,0 +1,15 @@
+//! The Forgebench A2A gateway's shared crate: the domain, the DynamoDB adapter, the HTTP handlers
+//! and the runtime glue that every Lambda function and the local gateway are built from.
+
+pub mod app;
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod http;
+pub mod runtime;
+pub mod store;
+pub mod sweeper;
+
+pub use app::App;
+pub use config::Config;
+pub use http::Route;

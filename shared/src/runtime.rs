@@ -1,0 +1,46 @@
+//! What every function's `main` calls: structured logs, configuration, clients, the route.
+
+use std::sync::Arc;
+
+use lambda_http::{service_fn, Error, Request};
+
+use crate::app::App;
+use crate::http::Route;
+
+/// JSON logs with the level from `RUST_LOG` (default `info`).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_current_span(true)
+        .try_init();
+}
+
+/// Serves one route as a Lambda function behind API Gateway.
+pub async fn serve_route(route: Route) -> Result<(), Error> {
+    init_tracing();
+    let app = Arc::new(App::from_env().await?);
+    lambda_http::run(service_fn(move |request: Request| {
+        let app = Arc::clone(&app);
+        async move { Ok::<_, std::convert::Infallible>(route.handle(&app, request).await) }
+    }))
+    .await
+}
+
+/// Runs the claim-deadline sweeper as a scheduled Lambda function.
+pub async fn serve_sweeper() -> Result<(), Error> {
+    init_tracing();
+    let app = Arc::new(App::from_env().await?);
+    lambda_http::lambda_runtime::run(service_fn(
+        move |_event: lambda_http::lambda_runtime::LambdaEvent<serde_json::Value>| {
+            let app = Arc::clone(&app);
+            async move {
+                let failed = crate::sweeper::sweep_overdue(&app.store).await?;
+                Ok::<_, Error>(serde_json::json!({ "failed": failed }))
+            }
+        },
+    ))
+    .await
+}

@@ -1,0 +1,172 @@
+//! Agents, stored under their id and under their tenant and name with the same attributes.
+
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+
+use super::item::{json, key, n, opt_s, s, Item, Reader};
+use super::{classify, AuditEntry, Store, StoreError, TransactError};
+use crate::domain::{Agent, AgentRef, AgentStatus};
+
+fn id_key(agent_id: &str) -> Item {
+    key(format!("AGENT#{agent_id}"), "AGENT")
+}
+
+fn name_key(tenant_id: &str, name: &str) -> Item {
+    key(format!("TENANT#{tenant_id}"), format!("AGENT#{name}"))
+}
+
+fn attributes(agent: &Agent) -> Item {
+    let mut item = Item::new();
+    item.insert("kind".into(), s("agent"));
+    item.insert("id".into(), s(&agent.id));
+    item.insert("tenant_id".into(), s(&agent.tenant_id));
+    item.insert("name".into(), s(&agent.name));
+    item.insert("description".into(), opt_s(agent.description.as_deref()));
+    item.insert(
+        "owner_member_id".into(),
+        opt_s(agent.owner_member_id.as_deref()),
+    );
+    item.insert("status".into(), s(agent.status.as_str()));
+    item.insert(
+        "endpoint".into(),
+        match &agent.endpoint {
+            Some(endpoint) => json(endpoint),
+            None => AttributeValue::Null(true),
+        },
+    );
+    item.insert(
+        "claim_timeout_seconds".into(),
+        n(agent.claim_timeout_seconds),
+    );
+    item.insert("created_at".into(), s(&agent.created_at));
+    item.insert("updated_at".into(), s(&agent.updated_at));
+    item.insert("version".into(), n(agent.version));
+    item
+}
+
+impl TryFrom<&Item> for Agent {
+    type Error = StoreError;
+
+    fn try_from(item: &Item) -> Result<Agent, StoreError> {
+        let read = Reader(item);
+        let status = read.s("status")?;
+        Ok(Agent {
+            id: read.s("id")?,
+            tenant_id: read.s("tenant_id")?,
+            name: read.s("name")?,
+            description: read.opt_s("description")?,
+            owner_member_id: read.opt_s("owner_member_id")?,
+            status: AgentStatus::parse(&status)
+                .map_err(|_| StoreError::Corrupt(format!("agent status {status:?}")))?,
+            endpoint: read.opt_json("endpoint")?,
+            claim_timeout_seconds: read.n("claim_timeout_seconds")?,
+            created_at: read.s("created_at")?,
+            updated_at: read.s("updated_at")?,
+            version: read.n("version")?,
+        })
+    }
+}
+
+/// Both stored copies of `agent`, as one item each.
+fn copies(agent: &Agent) -> [Item; 2] {
+    let mut by_id = id_key(&agent.id);
+    by_id.extend(attributes(agent));
+    let mut by_name = name_key(&agent.tenant_id, &agent.name);
+    by_name.extend(attributes(agent));
+    [by_id, by_name]
+}
+
+impl Store {
+    /// Creates an agent. Returns `false`, writing nothing, when the name is taken in the tenant.
+    pub async fn create_agent(
+        &self,
+        agent: &Agent,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let [by_id, by_name] = copies(agent);
+        match self
+            .transact_checked(vec![
+                self.put_new(by_id)?,
+                self.put_new(by_name)?,
+                self.put_new(audit.to_item())?,
+            ])
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(TransactError::Canceled(_)) => Ok(false),
+            Err(TransactError::Store(error)) => Err(error),
+        }
+    }
+
+    /// Replaces both copies of an agent whose stored version is `agent.version - 1`. Returns
+    /// `false`, writing nothing, when another write got there first.
+    pub async fn update_agent(
+        &self,
+        agent: &Agent,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let expected = agent.version.saturating_sub(1);
+        let mut items = Vec::with_capacity(2);
+        for copy in copies(agent) {
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(copy))
+                .condition_expression("version = :expected")
+                .expression_attribute_values(":expected", n(expected))
+                .build()
+                .map_err(|error| StoreError::Rejected(error.to_string()))?;
+            items.push(TransactWriteItem::builder().put(put).build());
+        }
+        items.push(self.put_new(audit.to_item())?);
+        match self.transact_checked(items).await {
+            Ok(()) => Ok(true),
+            Err(TransactError::Canceled(_)) => Ok(false),
+            Err(TransactError::Store(error)) => Err(error),
+        }
+    }
+
+    async fn get_agent_at(&self, key: Item) -> Result<Option<Agent>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        output.item().map(Agent::try_from).transpose()
+    }
+
+    /// The agent `reference` names, as seen from `tenant_id`. An id resolves across tenants (the
+    /// caller decides what another tenant's agent means); a name only within the tenant.
+    pub async fn find_agent(
+        &self,
+        tenant_id: &str,
+        reference: &AgentRef,
+    ) -> Result<Option<Agent>, StoreError> {
+        match reference {
+            AgentRef::Id(id) => self.get_agent_at(id_key(&id.to_string())).await,
+            AgentRef::Name(name) => self.get_agent_at(name_key(tenant_id, name.as_str())).await,
+            AgentRef::Unknown => Ok(None),
+        }
+    }
+
+    /// Every agent of a tenant, by name.
+    pub async fn list_agents(&self, tenant_id: &str) -> Result<Vec<Agent>, StoreError> {
+        let items: Vec<Item> = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(format!("TENANT#{tenant_id}")))
+            .expression_attribute_values(":prefix", s("AGENT#"))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(classify)?;
+        items.iter().map(Agent::try_from).collect()
+    }
+}

@@ -1,0 +1,119 @@
+//! Small helpers to build DynamoDB items and read them back with clear errors.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::StoreError;
+
+pub type Item = HashMap<String, AttributeValue>;
+
+pub fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+pub fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+pub fn b(value: bool) -> AttributeValue {
+    AttributeValue::Bool(value)
+}
+
+/// A string, or NULL when absent.
+pub fn opt_s(value: Option<&str>) -> AttributeValue {
+    match value {
+        Some(text) => AttributeValue::S(text.to_owned()),
+        None => AttributeValue::Null(true),
+    }
+}
+
+/// A JSON value stored as its text.
+pub fn json(value: &serde_json::Value) -> AttributeValue {
+    AttributeValue::S(value.to_string())
+}
+
+/// The primary key of an item.
+pub fn key(pk: impl Into<String>, sk: impl Into<String>) -> Item {
+    HashMap::from([("pk".to_owned(), s(pk)), ("sk".to_owned(), s(sk))])
+}
+
+/// Reads typed attributes out of an item, naming the attribute in every error.
+pub struct Reader<'a>(pub &'a Item);
+
+impl<'a> Reader<'a> {
+    pub fn s(&self, name: &str) -> Result<String, StoreError> {
+        match self.0.get(name) {
+            Some(AttributeValue::S(text)) => Ok(text.clone()),
+            other => Err(StoreError::Corrupt(format!(
+                "attribute {name}: expected a string, found {other:?}"
+            ))),
+        }
+    }
+
+    pub fn opt_s(&self, name: &str) -> Result<Option<String>, StoreError> {
+        match self.0.get(name) {
+            None | Some(AttributeValue::Null(_)) => Ok(None),
+            Some(AttributeValue::S(text)) => Ok(Some(text.clone())),
+            other => Err(StoreError::Corrupt(format!(
+                "attribute {name}: expected a string or null, found {other:?}"
+            ))),
+        }
+    }
+
+    pub fn n(&self, name: &str) -> Result<u64, StoreError> {
+        match self.0.get(name) {
+            Some(AttributeValue::N(number)) => number
+                .parse()
+                .map_err(|_| StoreError::Corrupt(format!("attribute {name}: bad number"))),
+            other => Err(StoreError::Corrupt(format!(
+                "attribute {name}: expected a number, found {other:?}"
+            ))),
+        }
+    }
+
+    pub fn bool(&self, name: &str) -> Result<bool, StoreError> {
+        match self.0.get(name) {
+            Some(AttributeValue::Bool(value)) => Ok(*value),
+            other => Err(StoreError::Corrupt(format!(
+                "attribute {name}: expected a boolean, found {other:?}"
+            ))),
+        }
+    }
+
+    pub fn json(&self, name: &str) -> Result<serde_json::Value, StoreError> {
+        let text = self.s(name)?;
+        serde_json::from_str(&text)
+            .map_err(|error| StoreError::Corrupt(format!("attribute {name}: bad JSON: {error}")))
+    }
+
+    pub fn opt_json(&self, name: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        match self.opt_s(name)? {
+            None => Ok(None),
+            Some(text) => serde_json::from_str(&text).map(Some).map_err(|error| {
+                StoreError::Corrupt(format!("attribute {name}: bad JSON: {error}"))
+            }),
+        }
+    }
+
+    /// A list of JSON texts.
+    pub fn json_list(&self, name: &str) -> Result<Vec<serde_json::Value>, StoreError> {
+        match self.0.get(name) {
+            None => Ok(Vec::new()),
+            Some(AttributeValue::L(items)) => items
+                .iter()
+                .map(|item| match item {
+                    AttributeValue::S(text) => serde_json::from_str(text).map_err(|error| {
+                        StoreError::Corrupt(format!("attribute {name}: bad JSON: {error}"))
+                    }),
+                    other => Err(StoreError::Corrupt(format!(
+                        "attribute {name}: expected JSON text, found {other:?}"
+                    ))),
+                })
+                .collect(),
+            other => Err(StoreError::Corrupt(format!(
+                "attribute {name}: expected a list, found {other:?}"
+            ))),
+        }
+    }
+}

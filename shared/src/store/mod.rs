@@ -1,0 +1,231 @@
+//! The DynamoDB adapter: one table, items keyed by `pk`/`sk`, two sparse global indexes.
+//!
+//! | item | pk | sk | gsi1 (pk / sk) | gsi2 (pk / sk) |
+//! |---|---|---|---|---|
+//! | tenant | `TENANT#{id}` | `TENANT` | | |
+//! | member | `MEMBER#{id}` | `MEMBER` | | |
+//! | key (hash → principal) | `KEY#{sha256}` | `KEY` | | |
+//! | agent, by id | `AGENT#{id}` | `AGENT` | | |
+//! | agent, by name (same attributes) | `TENANT#{tenant}` | `AGENT#{name}` | | |
+//! | agent key record | `AGENT#{id}` | `KEY#{key_id}` | | |
+//! | binding | `BINDING#{id}` | `BINDING` | `BOUT#{caller}` / callee | `BIN#{callee}` / caller |
+//! | task | `TASK#{id}` | `TASK` | `QUEUE#{callee}` / created#id, while claimable | `DEADLINE#{shard}` / deadline#id, while working |
+//! | conversation | `CONTEXT#{id}` | `CONTEXT` | | |
+//! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{root}` / at#id | |
+//! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
+//!
+//! The agent lives under two keys with the same attributes, written together in one transaction,
+//! so that a route naming an agent by id or by name reads it with one `GetItem`.
+
+mod agents;
+mod audit;
+mod bindings;
+pub mod item;
+pub mod schema;
+mod tasks;
+mod tenancy;
+
+pub use audit::AuditEntry;
+pub use bindings::BindingWrite;
+pub use tasks::{
+    ClaimOutcome, ContextJoin, OpenRefusal, OpenTask, TaskTransition, DEADLINE_SHARDS,
+};
+pub use tenancy::KeyRecord;
+
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+use aws_sdk_dynamodb::Client;
+
+use item::Item;
+
+use crate::error::ApiError;
+
+/// The table and the client that reaches it.
+#[derive(Clone, Debug)]
+pub struct Store {
+    client: Client,
+    table: String,
+}
+
+/// What can go wrong talking to the table, sorted by what the caller should do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The service could not be reached, timed out, throttled or failed on its side; nothing
+    /// that was asked took effect unless it was a single atomic write that the retry re-sent.
+    #[error("DynamoDB unavailable: {0}")]
+    Unavailable(String),
+    /// An item would exceed DynamoDB's item size limit.
+    #[error("item too large")]
+    TooLarge,
+    /// A stored item did not have the shape this code writes.
+    #[error("corrupt item: {0}")]
+    Corrupt(String),
+    /// Anything else the service refused (a bug on our side, not the client's).
+    #[error("DynamoDB refused the request: {0}")]
+    Rejected(String),
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(cause) => {
+                tracing::warn!(cause = %cause, "backing store unavailable");
+                ApiError::Unavailable
+            }
+            StoreError::TooLarge => ApiError::TooLarge(
+                "the task would exceed the stored size limit of one task (about 350 KB)".into(),
+            ),
+            StoreError::Corrupt(cause) | StoreError::Rejected(cause) => {
+                tracing::error!(cause = %cause, "store error");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+/// Sorts an SDK error into a [`StoreError`]. Conditional failures and transaction cancellations
+/// are handled at their call sites before this is reached.
+pub(crate) fn classify<E, R>(error: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    match &error {
+        SdkError::ServiceError(context) => {
+            let service = context.err();
+            let code = service.code().unwrap_or("Unknown");
+            let message = service.message().unwrap_or_default();
+            match code {
+                "ThrottlingException"
+                | "ProvisionedThroughputExceededException"
+                | "RequestLimitExceeded"
+                | "InternalServerError"
+                | "ServiceUnavailable"
+                | "TransactionInProgressException" => {
+                    StoreError::Unavailable(format!("{code}: {message}"))
+                }
+                "ValidationException" if message.contains("size") => StoreError::TooLarge,
+                _ => StoreError::Rejected(format!("{code}: {message}")),
+            }
+        }
+        SdkError::ConstructionFailure(_) => StoreError::Rejected(format!("{error:?}")),
+        // Dispatch failures, timeouts and unreadable responses: the service is not answering.
+        _ => StoreError::Unavailable(error.to_string()),
+    }
+}
+
+/// Why one item of a canceled transaction failed.
+#[derive(Debug, Clone)]
+pub(crate) struct CancelReason {
+    /// `ConditionalCheckFailed`, `None` (this item was fine), or another DynamoDB code.
+    pub code: String,
+    /// The item as it was, for items written with `ReturnValuesOnConditionCheckFailure`.
+    pub item: Option<Item>,
+}
+
+impl CancelReason {
+    pub fn condition_failed(&self) -> bool {
+        self.code == "ConditionalCheckFailed"
+    }
+}
+
+/// A transaction either failed a condition (with one reason per item, in order) or hit the store.
+#[derive(Debug)]
+pub(crate) enum TransactError {
+    Canceled(Vec<CancelReason>),
+    Store(StoreError),
+}
+
+impl From<TransactError> for StoreError {
+    fn from(error: TransactError) -> Self {
+        match error {
+            TransactError::Store(error) => error,
+            TransactError::Canceled(reasons) => {
+                let codes: Vec<&str> = reasons.iter().map(|reason| reason.code.as_str()).collect();
+                StoreError::Rejected(format!("transaction canceled: {codes:?}"))
+            }
+        }
+    }
+}
+
+impl Store {
+    /// A transaction item that creates `item`, failing if its key is taken.
+    pub(crate) fn put_new(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    /// Runs a transaction whose conditions are not expected to fail.
+    pub(crate) async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), StoreError> {
+        self.transact_checked(items).await.map_err(StoreError::from)
+    }
+
+    /// Runs a transaction, returning per-item reasons when a condition cancels it.
+    pub(crate) async fn transact_checked(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<(), TransactError> {
+        let error = match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(error) => error,
+        };
+        if let Some(TransactWriteItemsError::TransactionCanceledException(canceled)) =
+            error.as_service_error()
+        {
+            let reasons: Vec<CancelReason> = canceled
+                .cancellation_reasons()
+                .iter()
+                .map(|reason| CancelReason {
+                    code: reason.code().unwrap_or("None").to_owned(),
+                    item: reason.item().cloned(),
+                })
+                .collect();
+            let retryable = reasons.iter().any(|reason| {
+                matches!(
+                    reason.code.as_str(),
+                    "TransactionConflict" | "ThrottlingError" | "ProvisionedThroughputExceeded"
+                )
+            });
+            if retryable {
+                return Err(TransactError::Store(StoreError::Unavailable(format!(
+                    "transaction conflict: {reasons:?}"
+                ))));
+            }
+            if reasons
+                .iter()
+                .any(|reason| reason.code == "ValidationError")
+            {
+                return Err(TransactError::Store(StoreError::TooLarge));
+            }
+            return Err(TransactError::Canceled(reasons));
+        }
+        Err(TransactError::Store(classify(error)))
+    }
+
+    pub fn new(client: Client, table: impl Into<String>) -> Store {
+        Store {
+            client,
+            table: table.into(),
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}

@@ -1,0 +1,587 @@
+//! Tasks: the open transaction, the claim, the callee's result, cancel and the claim deadline.
+//!
+//! Every state change is one conditional write, so two writers racing on a task cannot both win:
+//! a claim only takes a `submitted` task still on the queue index, a result only lands on a
+//! `working` task of that callee before its deadline, a cancel only moves an open task.
+
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, ReturnValue, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
+};
+
+use super::audit::AuditEntry;
+use super::item::{json, key, n, opt_s, s, Item, Reader};
+use super::{classify, Store, StoreError, TransactError};
+use crate::domain::task::{deadline_error, Delivery, TaskResult};
+use crate::domain::{clock, Message, Task, TaskState};
+
+/// Most tasks one conversation may hold.
+pub const MAX_TASKS_PER_CONTEXT: u64 = 100;
+/// How many queued tasks a claim looks at per index read.
+const CLAIM_CANDIDATES: i32 = 16;
+
+fn task_key(task_id: &str) -> Item {
+    key(format!("TASK#{task_id}"), "TASK")
+}
+
+fn deadline_shard(task_id: &str) -> String {
+    format!("DEADLINE#{}", task_id.chars().next().unwrap_or('0'))
+}
+
+/// Every shard of the deadline index, for the sweeper.
+pub const DEADLINE_SHARDS: [char; 16] = [
+    '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f',
+];
+
+fn message_text(message: &Message) -> AttributeValue {
+    s(serde_json::to_string(message).unwrap_or_else(|_| "{}".into()))
+}
+
+fn to_item(task: &Task) -> Item {
+    let mut item = task_key(&task.id);
+    item.insert("kind".into(), s("task"));
+    item.insert("id".into(), s(&task.id));
+    item.insert("tenant_id".into(), s(&task.tenant_id));
+    item.insert("context_id".into(), s(&task.context_id));
+    item.insert("caller_agent_id".into(), s(&task.caller_agent_id));
+    item.insert("callee_agent_id".into(), s(&task.callee_agent_id));
+    item.insert("callee_name".into(), s(&task.callee_name));
+    item.insert("state".into(), s(task.state.as_str()));
+    item.insert(
+        "status_message".into(),
+        match &task.status_message {
+            Some(message) => json(message),
+            None => AttributeValue::Null(true),
+        },
+    );
+    item.insert("status_timestamp".into(), s(&task.status_timestamp));
+    item.insert("input".into(), json(&task.input));
+    item.insert("artifacts".into(), json(&task.artifacts));
+    item.insert("error".into(), opt_s(task.error.as_deref()));
+    item.insert(
+        "history".into(),
+        AttributeValue::L(task.history.iter().map(json).collect()),
+    );
+    item.insert("call_id".into(), s(&task.call_id));
+    item.insert(
+        "parent_call_id".into(),
+        opt_s(task.parent_call_id.as_deref()),
+    );
+    item.insert("root_call_id".into(), s(&task.root_call_id));
+    item.insert(
+        "delivery".into(),
+        s(match task.delivery {
+            Delivery::Pull => "pull",
+            Delivery::Push => "push",
+        }),
+    );
+    item.insert(
+        "claim_timeout_seconds".into(),
+        n(task.claim_timeout_seconds),
+    );
+    item.insert("created_at".into(), s(&task.created_at));
+    item.insert("updated_at".into(), s(&task.updated_at));
+    if task.state == TaskState::Submitted && task.delivery == Delivery::Pull {
+        item.insert(
+            "gsi1pk".into(),
+            s(format!("QUEUE#{}", task.callee_agent_id)),
+        );
+        item.insert(
+            "gsi1sk".into(),
+            s(format!("{}#{}", task.created_at, task.id)),
+        );
+    }
+    item
+}
+
+impl TryFrom<&Item> for Task {
+    type Error = StoreError;
+
+    fn try_from(item: &Item) -> Result<Task, StoreError> {
+        let read = Reader(item);
+        let state = read.s("state")?;
+        let delivery = match read.s("delivery")?.as_str() {
+            "push" => Delivery::Push,
+            _ => Delivery::Pull,
+        };
+        Ok(Task {
+            id: read.s("id")?,
+            tenant_id: read.s("tenant_id")?,
+            context_id: read.s("context_id")?,
+            caller_agent_id: read.s("caller_agent_id")?,
+            callee_agent_id: read.s("callee_agent_id")?,
+            callee_name: read.s("callee_name")?,
+            state: TaskState::parse(&state)
+                .ok_or_else(|| StoreError::Corrupt(format!("task state {state:?}")))?,
+            status_message: read.opt_json("status_message")?,
+            status_timestamp: read.s("status_timestamp")?,
+            input: read.json("input")?,
+            artifacts: read.json("artifacts")?,
+            error: read.opt_s("error")?,
+            history: read.json_list("history")?,
+            call_id: read.s("call_id")?,
+            parent_call_id: read.opt_s("parent_call_id")?,
+            root_call_id: read.s("root_call_id")?,
+            delivery,
+            claim_timeout_seconds: read.n("claim_timeout_seconds")?,
+            deadline_at: read.opt_s("deadline_at")?,
+            created_at: read.s("created_at")?,
+            updated_at: read.s("updated_at")?,
+        })
+    }
+}
+
+/// The conversation a new task joins.
+#[derive(Debug, Clone)]
+pub enum ContextJoin {
+    /// A new conversation whose id is the task's `context_id`.
+    Start,
+    /// An existing conversation between the same two agents (either direction).
+    Continue,
+}
+
+/// Everything the open transaction writes or checks.
+pub struct OpenTask {
+    pub task: Task,
+    pub binding_id: String,
+    pub context: ContextJoin,
+    pub audit: AuditEntry,
+}
+
+/// Why the open transaction did not commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenRefusal {
+    /// The binding is missing, pending or revoked (read it to learn which).
+    BindingNotLive,
+    /// The callee stopped being active between the read and the write.
+    CalleeNotActive,
+    /// `context_id` names no conversation between these two agents.
+    UnknownContext,
+    /// The conversation already holds the most tasks it may.
+    ContextFull,
+}
+
+/// The outcome of a conditional write on one task.
+#[derive(Debug, Clone)]
+pub enum TaskTransition {
+    Applied(Task),
+    /// The condition failed; the task as it stood, if it exists at all.
+    Refused(Option<Task>),
+}
+
+/// The outcome of one claim attempt.
+#[derive(Debug, Clone)]
+pub enum ClaimOutcome {
+    Claimed(Box<Task>),
+    /// Candidates were queued but other pollers took every one: look again at once.
+    Contended,
+    Empty,
+}
+
+fn build<T, E: std::fmt::Display>(built: Result<T, E>) -> Result<T, StoreError> {
+    built.map_err(|error| StoreError::Rejected(error.to_string()))
+}
+
+impl Store {
+    /// Writes a new task with its conversation, lineage and audit entries in one transaction,
+    /// checked against the live binding and the callee's status at the same instant.
+    pub async fn open_task(&self, open: &OpenTask) -> Result<Result<(), OpenRefusal>, StoreError> {
+        let task = &open.task;
+        let binding_check = build(
+            ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(format!("BINDING#{}", open.binding_id), "BINDING")))
+                .condition_expression("revoked = :false AND approved = :true")
+                .expression_attribute_values(":false", AttributeValue::Bool(false))
+                .expression_attribute_values(":true", AttributeValue::Bool(true))
+                .build(),
+        )?;
+        let callee_check = build(
+            ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(
+                    format!("AGENT#{}", task.callee_agent_id),
+                    "AGENT",
+                )))
+                .condition_expression("#status = :active")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":active", s("active"))
+                .build(),
+        )?;
+        let context_key = key(format!("CONTEXT#{}", task.context_id), "CONTEXT");
+        let context_write = match open.context {
+            ContextJoin::Start => {
+                let mut item = context_key;
+                item.insert("kind".into(), s("context"));
+                item.insert("tenant_id".into(), s(&task.tenant_id));
+                item.insert("agent_a".into(), s(&task.caller_agent_id));
+                item.insert("agent_b".into(), s(&task.callee_agent_id));
+                item.insert("task_count".into(), n(1));
+                item.insert("created_at".into(), s(&task.created_at));
+                self.put_new(item)?
+            }
+            ContextJoin::Continue => {
+                let update = build(
+                    Update::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(context_key))
+                        .update_expression("ADD task_count :one")
+                        .condition_expression(
+                            "tenant_id = :tenant AND task_count < :max AND \
+                             ((agent_a = :caller AND agent_b = :callee) OR \
+                              (agent_a = :callee AND agent_b = :caller))",
+                        )
+                        .expression_attribute_values(":one", n(1))
+                        .expression_attribute_values(":max", n(MAX_TASKS_PER_CONTEXT))
+                        .expression_attribute_values(":tenant", s(&task.tenant_id))
+                        .expression_attribute_values(":caller", s(&task.caller_agent_id))
+                        .expression_attribute_values(":callee", s(&task.callee_agent_id))
+                        .return_values_on_condition_check_failure(
+                            ReturnValuesOnConditionCheckFailure::AllOld,
+                        )
+                        .build(),
+                )?;
+                TransactWriteItem::builder().update(update).build()
+            }
+        };
+        let mut call = key(format!("CALL#{}", task.call_id), "CALL");
+        call.insert("kind".into(), s("call"));
+        call.insert("tenant_id".into(), s(&task.tenant_id));
+        call.insert("call_id".into(), s(&task.call_id));
+        call.insert(
+            "parent_call_id".into(),
+            opt_s(task.parent_call_id.as_deref()),
+        );
+        call.insert("root_call_id".into(), s(&task.root_call_id));
+        call.insert("task_id".into(), s(&task.id));
+        call.insert("caller_agent_id".into(), s(&task.caller_agent_id));
+        call.insert("callee_agent_id".into(), s(&task.callee_agent_id));
+        call.insert("at".into(), s(&task.created_at));
+        call.insert("gsi1pk".into(), s(format!("ROOT#{}", task.root_call_id)));
+        call.insert(
+            "gsi1sk".into(),
+            s(format!("{}#{}", task.created_at, task.call_id)),
+        );
+
+        let items = vec![
+            self.put_new(to_item(task))?,
+            TransactWriteItem::builder()
+                .condition_check(binding_check)
+                .build(),
+            TransactWriteItem::builder()
+                .condition_check(callee_check)
+                .build(),
+            context_write,
+            self.put_new(open.audit.to_item())?,
+            self.put_new(call)?,
+        ];
+        match self.transact_checked(items).await {
+            Ok(()) => Ok(Ok(())),
+            Err(TransactError::Store(error)) => Err(error),
+            Err(TransactError::Canceled(reasons)) => {
+                let failed =
+                    |index: usize| reasons.get(index).is_some_and(|r| r.condition_failed());
+                if failed(1) {
+                    Ok(Err(OpenRefusal::BindingNotLive))
+                } else if failed(2) {
+                    Ok(Err(OpenRefusal::CalleeNotActive))
+                } else if failed(3) {
+                    let full = reasons[3].item.as_ref().is_some_and(|item| {
+                        Reader(item).n("task_count").unwrap_or(0) >= MAX_TASKS_PER_CONTEXT
+                            && Reader(item).s("tenant_id").ok().as_deref() == Some(&task.tenant_id)
+                    });
+                    Ok(Err(if full {
+                        OpenRefusal::ContextFull
+                    } else {
+                        OpenRefusal::UnknownContext
+                    }))
+                } else {
+                    Err(TransactError::Canceled(reasons).into())
+                }
+            }
+        }
+    }
+
+    pub async fn get_task(&self, task_id: &str) -> Result<Option<Task>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(task_key(task_id)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        output.item().map(Task::try_from).transpose()
+    }
+
+    /// Runs a conditional update on a task and returns the new task, or the old one when the
+    /// condition failed.
+    async fn transition(
+        &self,
+        update: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
+    ) -> Result<TaskTransition, StoreError> {
+        match update
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await
+        {
+            Ok(output) => match output.attributes() {
+                Some(item) => Ok(TaskTransition::Applied(Task::try_from(item)?)),
+                None => Err(StoreError::Corrupt("update returned no attributes".into())),
+            },
+            Err(error) => match error.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                    let old = failed.item().map(Task::try_from).transpose()?;
+                    Ok(TaskTransition::Refused(old))
+                }
+                _ => Err(classify(error)),
+            },
+        }
+    }
+
+    fn task_update(
+        &self,
+        task_id: &str,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(task_key(task_id)))
+            .expression_attribute_names("#state", "state")
+    }
+
+    /// Claims one queued task of `callee_id`, trying the oldest candidates in a rotated order so
+    /// that concurrent pollers mostly try different tasks.
+    pub async fn claim_next(&self, callee_id: &str) -> Result<ClaimOutcome, StoreError> {
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name("gsi1")
+            .key_condition_expression("gsi1pk = :queue")
+            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
+            .limit(CLAIM_CANDIDATES)
+            .send()
+            .await
+            .map_err(classify)?;
+        let candidates = output.items();
+        if candidates.is_empty() {
+            return Ok(ClaimOutcome::Empty);
+        }
+        let mut offset = [0u8; 4];
+        let _ = getrandom::fill(&mut offset);
+        let start = u32::from_le_bytes(offset) as usize % candidates.len();
+        for index in 0..candidates.len() {
+            let candidate = Reader(&candidates[(start + index) % candidates.len()]);
+            let task_id = candidate.s("id")?;
+            let timeout = candidate.n("claim_timeout_seconds")?;
+            let now = clock::now();
+            let deadline = clock::after(timeout);
+            let update = self
+                .task_update(&task_id)
+                .update_expression(
+                    "SET #state = :working, status_timestamp = :now, updated_at = :now, \
+                     deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key \
+                     REMOVE gsi1pk, gsi1sk",
+                )
+                .condition_expression("#state = :submitted AND gsi1pk = :queue")
+                .expression_attribute_values(":working", s("working"))
+                .expression_attribute_values(":submitted", s("submitted"))
+                .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
+                .expression_attribute_values(":now", s(&now))
+                .expression_attribute_values(":deadline", s(&deadline))
+                .expression_attribute_values(":shard", s(deadline_shard(&task_id)))
+                .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
+            if let TaskTransition::Applied(task) = self.transition(update).await? {
+                return Ok(ClaimOutcome::Claimed(Box::new(task)));
+            }
+        }
+        Ok(ClaimOutcome::Contended)
+    }
+
+    /// Applies a callee's result to a task it holds: only a `working` task of this callee, in
+    /// this tenant, before its deadline.
+    pub async fn finish_task(
+        &self,
+        task_id: &str,
+        tenant_id: &str,
+        callee_id: &str,
+        result: &TaskResult,
+    ) -> Result<TaskTransition, StoreError> {
+        let now = clock::now();
+        let (artifacts_clause, artifacts) = match result {
+            TaskResult::Completed { artifacts, .. } => (
+                ", artifacts = :artifacts",
+                Some(serde_json::to_value(artifacts).unwrap_or_default()),
+            ),
+            _ => ("", None),
+        };
+        let error = match result {
+            TaskResult::Failed { error } => Some(error.as_str()),
+            _ => None,
+        };
+        let status_message = match result.status_message() {
+            Some(message) => message_text(&message),
+            None => AttributeValue::Null(true),
+        };
+        let mut update = self
+            .task_update(task_id)
+            .update_expression(format!(
+                "SET #state = :state, status_message = :status_message, status_timestamp = :now, \
+                 updated_at = :now, #error = :error, history = list_append(history, :entry)\
+                 {artifacts_clause} REMOVE deadline_at, gsi2pk, gsi2sk"
+            ))
+            .condition_expression(
+                "#state = :working AND tenant_id = :tenant AND callee_agent_id = :callee \
+                 AND deadline_at > :now",
+            )
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_values(":state", s(result.state().as_str()))
+            .expression_attribute_values(":status_message", status_message)
+            .expression_attribute_values(":now", s(&now))
+            .expression_attribute_values(":error", opt_s(error))
+            .expression_attribute_values(
+                ":entry",
+                AttributeValue::L(vec![message_text(&result.history_message())]),
+            )
+            .expression_attribute_values(":working", s("working"))
+            .expression_attribute_values(":tenant", s(tenant_id))
+            .expression_attribute_values(":callee", s(callee_id));
+        if let Some(artifacts) = artifacts {
+            update = update.expression_attribute_values(":artifacts", json(&artifacts));
+        }
+        self.transition(update).await
+    }
+
+    /// Cancels an open task for its caller. `callee` is the callee's id or name as the route
+    /// gave it; a task of another callee is left alone.
+    pub async fn cancel_task(
+        &self,
+        task_id: &str,
+        tenant_id: &str,
+        caller_id: &str,
+        callee: &str,
+    ) -> Result<TaskTransition, StoreError> {
+        let update = self
+            .task_update(task_id)
+            .update_expression(
+                "SET #state = :canceled, status_timestamp = :now, updated_at = :now \
+                 REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk",
+            )
+            .condition_expression(
+                "#state IN (:submitted, :working, :input_required) AND tenant_id = :tenant \
+                 AND caller_agent_id = :caller AND (callee_agent_id = :callee OR callee_name = :callee)",
+            )
+            .expression_attribute_values(":canceled", s("canceled"))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":submitted", s("submitted"))
+            .expression_attribute_values(":working", s("working"))
+            .expression_attribute_values(":input_required", s("input_required"))
+            .expression_attribute_values(":tenant", s(tenant_id))
+            .expression_attribute_values(":caller", s(caller_id))
+            .expression_attribute_values(":callee", s(callee));
+        self.transition(update).await
+    }
+
+    /// Fails a working task whose claim deadline `deadline_at` has passed. A task that was
+    /// answered, canceled or re-claimed in the meantime is left alone.
+    pub async fn expire_task(
+        &self,
+        task_id: &str,
+        deadline_at: &str,
+        timeout_seconds: u64,
+    ) -> Result<TaskTransition, StoreError> {
+        let error = deadline_error(timeout_seconds);
+        let entry = Message::agent(vec![crate::domain::Part::Text(error.clone())]);
+        let update = self
+            .task_update(task_id)
+            .update_expression(
+                "SET #state = :failed, status_timestamp = :now, updated_at = :now, \
+                 #error = :error, history = list_append(history, :entry) \
+                 REMOVE deadline_at, gsi2pk, gsi2sk",
+            )
+            .condition_expression("#state = :working AND deadline_at = :deadline")
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_values(":failed", s("failed"))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":error", s(error))
+            .expression_attribute_values(":entry", AttributeValue::L(vec![message_text(&entry)]))
+            .expression_attribute_values(":working", s("working"))
+            .expression_attribute_values(":deadline", s(deadline_at));
+        self.transition(update).await
+    }
+
+    /// Working tasks whose deadline passed before `now`, from one shard of the deadline index:
+    /// `(task id, deadline, claim timeout)`.
+    pub async fn overdue_tasks(
+        &self,
+        shard: char,
+        now: &str,
+        limit: i32,
+    ) -> Result<Vec<(String, String, u64)>, StoreError> {
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name("gsi2")
+            .key_condition_expression("gsi2pk = :shard AND gsi2sk < :now")
+            .expression_attribute_values(":shard", s(format!("DEADLINE#{shard}")))
+            .expression_attribute_values(":now", s(now))
+            .limit(limit)
+            .send()
+            .await
+            .map_err(classify)?;
+        output
+            .items()
+            .iter()
+            .map(|item| {
+                let read = Reader(item);
+                Ok((
+                    read.s("id")?,
+                    read.s("deadline_at")?,
+                    read.n("claim_timeout_seconds")?,
+                ))
+            })
+            .collect()
+    }
+
+    /// A conversation's owner tenant and its two agents, if it exists.
+    pub async fn get_context(&self, context_id: &str) -> Result<Option<Item>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(format!("CONTEXT#{context_id}"), "CONTEXT")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(output.item().cloned())
+    }
+
+    /// The root of a call, if the call is on this ledger in this tenant.
+    pub async fn call_root(
+        &self,
+        tenant_id: &str,
+        call_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(format!("CALL#{call_id}"), "CALL")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        match output.item() {
+            Some(item) if Reader(item).s("tenant_id")? == tenant_id => {
+                Ok(Some(Reader(item).s("root_call_id")?))
+            }
+            _ => Ok(None),
+        }
+    }
+}
