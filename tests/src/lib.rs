@@ -1,0 +1,415 @@
+//! Test harness: spawns the local gateway in-process on a free port with a fresh DynamoDB table
+//! on DynamoDB Local, and offers one helper per route. Nothing here fakes AWS: every request goes
+//! through the real handlers to the real emulator.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use forgebench::store::Store;
+use forgebench::{App, Config};
+use serde_json::{json, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Where DynamoDB Local listens: `AWS_ENDPOINT_URL_DYNAMODB`, as the test script exports it.
+pub fn dynamodb_endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL_DYNAMODB").unwrap_or_else(|_| "http://127.0.0.1:8000".into())
+}
+
+/// A DynamoDB client for `endpoint`, with test credentials.
+pub async fn dynamodb_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    let sdk = forgebench::app::sdk_config().await;
+    let config = aws_sdk_dynamodb::config::Builder::from(&sdk)
+        .endpoint_url(endpoint)
+        .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// One HTTP answer.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Reply {
+    pub fn field(&self, name: &str) -> String {
+        self.body[name].as_str().unwrap_or_default().to_owned()
+    }
+
+    pub fn state(&self) -> String {
+        self.body["status"]["state"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+/// An agent with a key.
+#[derive(Debug, Clone)]
+pub struct TestAgent {
+    pub id: String,
+    pub name: String,
+    pub key: String,
+}
+
+/// A tenant with its admin key.
+#[derive(Debug, Clone)]
+pub struct Tenant {
+    pub id: String,
+    pub admin_key: String,
+}
+
+/// Two agents of one tenant, the caller bound (approved) to the callee.
+#[derive(Debug, Clone)]
+pub struct Pair {
+    pub tenant: Tenant,
+    pub caller: TestAgent,
+    pub callee: TestAgent,
+    pub binding_id: String,
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub http: reqwest::Client,
+    pub operator_key: String,
+    pub app: Arc<App>,
+    pub table: String,
+    server: JoinHandle<()>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Settings a test may change before the gateway starts.
+pub struct Options {
+    pub dynamodb_endpoint: String,
+    pub key_cache_seconds: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            dynamodb_endpoint: dynamodb_endpoint(),
+            key_cache_seconds: 10,
+        }
+    }
+}
+
+/// Starts a gateway with a fresh table.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(Options::default()).await
+}
+
+pub async fn spawn_app_with(options: Options) -> TestApp {
+    let table = format!("test-{}", uuid::Uuid::new_v4());
+    let operator_key = format!("fb_op_test_{}", uuid::Uuid::new_v4().simple());
+    // The table is always created directly on DynamoDB Local, even when the gateway reaches it
+    // through a proxy the test controls.
+    let direct = Store::new(dynamodb_client(&dynamodb_endpoint()).await, table.clone());
+    let schema = forgebench::store::schema::TableSchema::deployed().expect("template schema");
+    direct.create_table(&schema).await.unwrap_or_else(|error| {
+        panic!(
+            "cannot create a table on DynamoDB Local at {}: {error}. Run the tests with \
+             scripts/test.sh, which starts the local stack.",
+            dynamodb_endpoint()
+        )
+    });
+    let mut config = Config::for_table(table.clone(), Some(&operator_key));
+    config.key_cache_ttl = Duration::from_secs(options.key_cache_seconds);
+    config.task_poll_interval = Duration::from_millis(100);
+    config.claim_poll_interval = Duration::from_millis(100);
+    let store = Store::new(
+        dynamodb_client(&options.dynamodb_endpoint).await,
+        table.clone(),
+    );
+    let app = Arc::new(App::new(store, config));
+    let (listener, address) = forgebench_local::bind("127.0.0.1:0").await.expect("bind");
+    let server = forgebench_local::serve(Arc::clone(&app), listener);
+    TestApp {
+        base: format!("http://{address}"),
+        http: reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .timeout(Duration::from_secs(60))
+            .build()
+            .expect("client"),
+        operator_key,
+        app,
+        table,
+        server,
+    }
+}
+
+pub fn text_message(text: &str) -> Value {
+    json!({"role": "user", "parts": [{"text": text}]})
+}
+
+impl TestApp {
+    /// Sends a request with an optional key and JSON body.
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<Value>,
+    ) -> Reply {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut request = self.http.request(method, format!("{}{}", self.base, path));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
+        self.finish(request).await
+    }
+
+    /// Sends a request whose body is exactly `raw`.
+    pub async fn send_raw(&self, method: &str, path: &str, key: &str, raw: &str) -> Reply {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let request = self
+            .http
+            .request(method, format!("{}{}", self.base, path))
+            .bearer_auth(key)
+            .header("content-type", "application/json")
+            .body(raw.to_owned());
+        self.finish(request).await
+    }
+
+    pub async fn finish(&self, request: reqwest::RequestBuilder) -> Reply {
+        let response = request.send().await.expect("request reached the gateway");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Reply {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
+    pub async fn post(&self, path: &str, key: &str, body: Value) -> Reply {
+        self.send("POST", path, Some(key), Some(body)).await
+    }
+
+    pub async fn get(&self, path: &str, key: &str) -> Reply {
+        self.send("GET", path, Some(key), None).await
+    }
+
+    pub async fn create_tenant(&self) -> Tenant {
+        let reply = self
+            .post(
+                "/v1/tenants",
+                &self.operator_key.clone(),
+                json!({"name": "acme"}),
+            )
+            .await;
+        assert_eq!(reply.status, 201, "{}", reply.text);
+        Tenant {
+            id: reply.field("tenant_id"),
+            admin_key: reply.field("admin_key"),
+        }
+    }
+
+    /// Adds a member with `role`; returns (member_id, key).
+    pub async fn create_member(&self, tenant: &Tenant, role: &str) -> (String, String) {
+        let reply = self
+            .post(
+                "/v1/members",
+                &tenant.admin_key,
+                json!({"name": "pat", "role": role}),
+            )
+            .await;
+        assert_eq!(reply.status, 201, "{}", reply.text);
+        (reply.field("member_id"), reply.field("key"))
+    }
+
+    /// Creates an agent as `creator_key` and issues it a key.
+    pub async fn create_agent(&self, creator_key: &str, name: &str) -> TestAgent {
+        let reply = self
+            .post("/v1/agents", creator_key, json!({ "name": name }))
+            .await;
+        assert_eq!(reply.status, 201, "{}", reply.text);
+        let id = reply.field("id");
+        let key = self.issue_key(creator_key, &id).await;
+        TestAgent {
+            id,
+            name: name.to_owned(),
+            key,
+        }
+    }
+
+    pub async fn issue_key(&self, manager_key: &str, agent: &str) -> String {
+        let reply = self
+            .post(&format!("/v1/agents/{agent}/keys"), manager_key, json!({}))
+            .await;
+        assert_eq!(reply.status, 201, "{}", reply.text);
+        reply.field("key")
+    }
+
+    pub async fn grant(&self, key: &str, caller: &str, callees: &[&str]) -> Reply {
+        self.post(
+            &format!("/v1/agents/{caller}/agents"),
+            key,
+            json!({ "callees": callees }),
+        )
+        .await
+    }
+
+    /// A tenant with a caller bound to a callee by the admin (so approved at once).
+    pub async fn pair(&self) -> Pair {
+        let tenant = self.create_tenant().await;
+        let caller = self
+            .create_agent(&tenant.admin_key, "billing-orchestrator")
+            .await;
+        let callee = self
+            .create_agent(&tenant.admin_key, "invoice-classifier")
+            .await;
+        let reply = self
+            .grant(&tenant.admin_key, &caller.id, &[&callee.name])
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        let binding_id = reply.body[0]["id"].as_str().expect("binding id").to_owned();
+        Pair {
+            tenant,
+            caller,
+            callee,
+            binding_id,
+        }
+    }
+
+    pub async fn open_task(
+        &self,
+        caller_key: &str,
+        callee: &str,
+        message: Value,
+        wait: u32,
+    ) -> Reply {
+        self.post(
+            &format!("/v1/agents/{callee}/tasks?wait={wait}"),
+            caller_key,
+            json!({ "message": message }),
+        )
+        .await
+    }
+
+    pub async fn claim(&self, callee_key: &str, wait: u32) -> Reply {
+        self.get(&format!("/v1/agents/me/tasks/next?wait={wait}"), callee_key)
+            .await
+    }
+
+    pub async fn post_result(&self, callee_key: &str, task_id: &str, result: Value) -> Reply {
+        self.post(
+            &format!("/v1/agents/me/tasks/{task_id}/result"),
+            callee_key,
+            result,
+        )
+        .await
+    }
+
+    pub async fn get_task(&self, key: &str, callee: &str, task_id: &str) -> Reply {
+        self.get(&format!("/v1/agents/{callee}/tasks/{task_id}"), key)
+            .await
+    }
+
+    pub async fn cancel(&self, key: &str, callee: &str, task_id: &str) -> Reply {
+        self.post(
+            &format!("/v1/agents/{callee}/tasks/{task_id}/cancel"),
+            key,
+            json!({}),
+        )
+        .await
+    }
+
+    /// The audit entries of a tenant, newest first (first page of 100).
+    pub async fn audit(&self, admin_key: &str) -> Vec<Value> {
+        let reply = self.get("/v1/audit?limit=100", admin_key).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.body["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Every item of the test's table, for asserting what was (not) written.
+    pub async fn scan_all(
+        &self,
+    ) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+        let client = dynamodb_client(&dynamodb_endpoint()).await;
+        client
+            .scan()
+            .table_name(&self.table)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .expect("scan")
+    }
+}
+
+/// A TCP proxy in front of DynamoDB Local that a test can cut and restore, to show what the
+/// gateway does when its backing store stops answering.
+pub struct Proxy {
+    pub endpoint: String,
+    up: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Proxy {
+    pub async fn start(target: &str) -> Proxy {
+        let target = target.trim_start_matches("http://").to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let endpoint = format!("http://{}", listener.local_addr().expect("address"));
+        let (up, watch_up) = watch::channel(true);
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                let mut up = watch_up.clone();
+                if !*up.borrow() {
+                    drop(inbound);
+                    continue;
+                }
+                let target = target.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = TcpStream::connect(&target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = up.wait_for(|up| !*up) => {}
+                    }
+                });
+            }
+        });
+        Proxy { endpoint, up, task }
+    }
+
+    /// Drops every open connection and refuses new ones until [`Proxy::restore`].
+    pub fn cut(&self) {
+        let _ = self.up.send(false);
+    }
+
+    pub fn restore(&self) {
+        let _ = self.up.send(true);
+    }
+}

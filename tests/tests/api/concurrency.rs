@@ -1,0 +1,166 @@
+//! Concurrency: real concurrent HTTP clients racing on claims and on cancel-versus-result.
+
+use std::collections::HashSet;
+
+use forgebench_tests::{spawn_app, text_message};
+use futures::future::join_all;
+use serde_json::{json, Value};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_pollers_claim_five_hundred_tasks_each_exactly_once() {
+    const TASKS: usize = 500;
+    const POLLERS: usize = 8;
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+
+    // Open the tasks from a few concurrent callers so the queue fills while pollers run.
+    let opens = (0..TASKS).map(|index| {
+        let app = &app;
+        let key = pair.caller.key.clone();
+        let callee = pair.callee.name.clone();
+        async move {
+            let reply = app
+                .open_task(&key, &callee, text_message(&format!("task {index}")), 0)
+                .await;
+            assert_eq!(reply.status, 200, "{}", reply.text);
+            reply.field("id")
+        }
+    });
+    let pollers = (0..POLLERS).map(|_| {
+        let base = app.base.clone();
+        let key = pair.callee.key.clone();
+        tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let mut claimed = Vec::new();
+            let mut empty_in_a_row = 0;
+            while empty_in_a_row < 2 {
+                let response = http
+                    .get(format!("{base}/v1/agents/me/tasks/next?wait=1"))
+                    .bearer_auth(&key)
+                    .send()
+                    .await
+                    .expect("claim");
+                if response.status() == 204 {
+                    empty_in_a_row += 1;
+                    continue;
+                }
+                assert_eq!(response.status(), 200);
+                empty_in_a_row = 0;
+                let task: Value = response.json().await.expect("task");
+                assert_eq!(task["status"]["state"], "working");
+                claimed.push(task["id"].as_str().unwrap().to_owned());
+            }
+            claimed
+        })
+    });
+    let pollers: Vec<_> = pollers.collect();
+    let opened: Vec<String> = futures::stream::iter(opens)
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    let mut all_claims = Vec::new();
+    for poller in join_all(pollers).await {
+        all_claims.extend(poller.expect("poller"));
+    }
+    let unique: HashSet<&String> = all_claims.iter().collect();
+    assert_eq!(all_claims.len(), TASKS, "every task claimed, none twice");
+    assert_eq!(unique.len(), TASKS);
+    let opened: HashSet<&String> = opened.iter().collect();
+    assert_eq!(
+        unique, opened,
+        "the claimed tasks are exactly the opened ones"
+    );
+}
+
+use futures::StreamExt;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_and_result_at_the_same_moment_exactly_one_wins_every_time() {
+    const ROUNDS: usize = 200;
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (mut canceled_wins, mut completed_wins) = (0, 0);
+    for round in 0..ROUNDS {
+        let opened = app
+            .open_task(
+                &pair.caller.key,
+                &pair.callee.name,
+                text_message(&format!("{round}")),
+                0,
+            )
+            .await;
+        let task_id = opened.field("id");
+        assert_eq!(app.claim(&pair.callee.key, 1).await.field("id"), task_id);
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+        let cancel = {
+            let (base, key, callee, id, barrier) = (
+                app.base.clone(),
+                pair.caller.key.clone(),
+                pair.callee.name.clone(),
+                task_id.clone(),
+                barrier.clone(),
+            );
+            tokio::spawn(async move {
+                let request = reqwest::Client::new()
+                    .post(format!("{base}/v1/agents/{callee}/tasks/{id}/cancel"))
+                    .bearer_auth(key);
+                barrier.wait().await;
+                let response = request.send().await.unwrap();
+                (
+                    response.status().as_u16(),
+                    response.json::<Value>().await.unwrap(),
+                )
+            })
+        };
+        let result = {
+            let (base, key, id, barrier) = (
+                app.base.clone(),
+                pair.callee.key.clone(),
+                task_id.clone(),
+                barrier.clone(),
+            );
+            tokio::spawn(async move {
+                let request = reqwest::Client::new()
+                    .post(format!("{base}/v1/agents/me/tasks/{id}/result"))
+                    .bearer_auth(key)
+                    .json(&json!({"state": "completed", "artifacts": []}));
+                barrier.wait().await;
+                let response = request.send().await.unwrap();
+                (
+                    response.status().as_u16(),
+                    response.json::<Value>().await.unwrap(),
+                )
+            })
+        };
+        let (cancel_status, cancel_body) = cancel.await.unwrap();
+        let (result_status, result_body) = result.await.unwrap();
+        assert_eq!(cancel_status, 200, "cancel always answers 200 ({round})");
+        let final_state = app
+            .app
+            .store
+            .get_task(&task_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state;
+        match (result_status, cancel_body["status"]["state"].as_str()) {
+            (200, Some("completed")) => {
+                // The result won; the cancel was a no-op on a finished task.
+                assert_eq!(result_body["status"]["state"], "completed");
+                assert_eq!(final_state, forgebench::domain::TaskState::Completed);
+                completed_wins += 1;
+            }
+            (409, Some("canceled")) => {
+                assert_eq!(
+                    result_body,
+                    json!({"detail": {"code": "task_not_working", "state": "canceled"}})
+                );
+                assert_eq!(final_state, forgebench::domain::TaskState::Canceled);
+                canceled_wins += 1;
+            }
+            other => panic!("round {round}: both or neither won: {other:?} {result_body}"),
+        }
+    }
+    assert_eq!(canceled_wins + completed_wins, ROUNDS);
+    println!("cancel won {canceled_wins} rounds, result won {completed_wins}");
+}

@@ -1,0 +1,10 @@
+//! Black-box tests of the gateway over real HTTP, against DynamoDB Local. One binary, one fresh
+//! table per test, so tests run in parallel without seeing each other.
+
+mod bad_input;
+mod bindings;
+mod concurrency;
+mod management;
+mod outage;
+mod pull;
+mod tasks;

@@ -1,0 +1,70 @@
+//! A backing store that stops answering: a 503 with the documented body, and nothing
+//! half-written.
+
+use forgebench_tests::{dynamodb_endpoint, spawn_app_with, text_message, Options, Proxy};
+use serde_json::json;
+
+#[tokio::test]
+async fn dynamodb_stopped_mid_test_is_503_and_nothing_is_half_written() {
+    let proxy = Proxy::start(&dynamodb_endpoint()).await;
+    let app = spawn_app_with(Options {
+        dynamodb_endpoint: proxy.endpoint.clone(),
+        key_cache_seconds: 60,
+    })
+    .await;
+    let pair = app.pair().await;
+    let first = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("kept"), 0)
+        .await;
+    assert_eq!(first.status, 200);
+    let claimed = app.claim(&pair.callee.key, 0).await;
+    assert_eq!(claimed.status, 200);
+    let items_before = app.scan_all().await.len();
+
+    proxy.cut();
+    let open = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("lost"), 0)
+        .await;
+    assert_eq!(open.status, 503, "{}", open.text);
+    assert_eq!(open.body["detail"]["code"], "unavailable");
+    assert!(
+        !open.text.to_lowercase().contains("dynamodb"),
+        "no internals: {}",
+        open.text
+    );
+    let result = app
+        .post_result(
+            &pair.callee.key,
+            &first.field("id"),
+            json!({"state": "completed"}),
+        )
+        .await;
+    assert_eq!(result.status, 503);
+    let grant = app
+        .grant(
+            &pair.tenant.admin_key,
+            &pair.callee.id,
+            &[&pair.caller.name],
+        )
+        .await;
+    assert_eq!(grant.status, 503);
+
+    proxy.restore();
+    // Nothing of the failed calls landed: no new item at all, the first task still working.
+    assert_eq!(app.scan_all().await.len(), items_before);
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &first.field("id"))
+        .await;
+    assert_eq!(read.state(), "working");
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 204);
+    // And the gateway works again once the store answers.
+    let after = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("after"),
+            0,
+        )
+        .await;
+    assert_eq!(after.status, 200);
+}
