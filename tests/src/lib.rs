@@ -19,15 +19,18 @@ pub fn dynamodb_endpoint() -> String {
 
 /// A DynamoDB client for `endpoint`, with test credentials.
 pub async fn dynamodb_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    aws_sdk_dynamodb::Client::from_conf(dynamodb_config(endpoint).await.build())
+}
+
+/// The configuration [`dynamodb_client`] builds, open for more settings.
+pub async fn dynamodb_config(endpoint: &str) -> aws_sdk_dynamodb::config::Builder {
     let sdk = forgebench::app::sdk_config().await;
-    let config = aws_sdk_dynamodb::config::Builder::from(&sdk)
+    aws_sdk_dynamodb::config::Builder::from(&sdk)
         .endpoint_url(endpoint)
         .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
             "test", "test", None, None, "tests",
         ))
-        .build();
-    aws_sdk_dynamodb::Client::from_conf(config)
 }
 
 /// One HTTP answer.
@@ -95,6 +98,11 @@ impl Drop for TestApp {
 pub struct Options {
     pub dynamodb_endpoint: String,
     pub key_cache_seconds: u64,
+    /// A client to use instead of one built for `dynamodb_endpoint` (benchmarks count calls
+    /// through one).
+    pub client: Option<aws_sdk_dynamodb::Client>,
+    /// Keep the deployed long-poll intervals; otherwise tests poll every 100 ms to run quickly.
+    pub deployed_poll_intervals: bool,
 }
 
 impl Default for Options {
@@ -102,6 +110,8 @@ impl Default for Options {
         Options {
             dynamodb_endpoint: dynamodb_endpoint(),
             key_cache_seconds: 10,
+            client: None,
+            deployed_poll_intervals: false,
         }
     }
 }
@@ -127,12 +137,15 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     });
     let mut config = Config::for_table(table.clone(), Some(&operator_key));
     config.key_cache_ttl = Duration::from_secs(options.key_cache_seconds);
-    config.task_poll_interval = Duration::from_millis(100);
-    config.claim_poll_interval = Duration::from_millis(100);
-    let store = Store::new(
-        dynamodb_client(&options.dynamodb_endpoint).await,
-        table.clone(),
-    );
+    if !options.deployed_poll_intervals {
+        config.task_poll_interval = Duration::from_millis(100);
+        config.claim_poll_interval = Duration::from_millis(100);
+    }
+    let client = match options.client {
+        Some(client) => client,
+        None => dynamodb_client(&options.dynamodb_endpoint).await,
+    };
+    let store = Store::new(client, table.clone());
     let app = Arc::new(App::new(store, config));
     let (listener, address) = forgebench_local::bind("127.0.0.1:0").await.expect("bind");
     let server = forgebench_local::serve(Arc::clone(&app), listener);

@@ -4,6 +4,7 @@
 mod bad_input;
 mod bindings;
 mod concurrency;
+mod deployment;
 mod management;
 mod outage;
 mod pull;

@@ -10,6 +10,7 @@ async fn dynamodb_stopped_mid_test_is_503_and_nothing_is_half_written() {
     let app = spawn_app_with(Options {
         dynamodb_endpoint: proxy.endpoint.clone(),
         key_cache_seconds: 60,
+        ..Options::default()
     })
     .await;
     let pair = app.pair().await;

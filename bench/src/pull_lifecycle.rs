@@ -1,0 +1,263 @@
+//! Benchmark of one pull task's life against DynamoDB Local, through the real HTTP gateway:
+//!
+//! 1. DynamoDB calls per step (open, claim, result, the caller's final read), counted by an SDK
+//!    interceptor, with the key cache warm (the steady state of a busy agent) and cold (every
+//!    request looks its key up). Target: at most 6 for the four steps.
+//! 2. The cost of long polls: DynamoDB reads per second of an idle `wait` (caller and callee).
+//! 3. How fast an answer reaches a waiting caller: time from the callee's result (200) to the
+//!    caller's `?wait=` response, as a ratio of the poll interval.
+//!
+//! Run with the local stack up: `scripts/bench.sh` (or `cargo run -p forgebench-bench --release
+//! --bin pull-lifecycle` with the `AWS_*` settings of `scripts/local-stack.sh env`).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::config_bag::ConfigBag;
+use forgebench_tests::{
+    dynamodb_config, dynamodb_endpoint, spawn_app_with, text_message, Options, TestApp,
+};
+use serde_json::json;
+
+/// Counts DynamoDB operations by name.
+#[derive(Debug, Clone, Default)]
+struct CallCounter(Arc<Mutex<BTreeMap<String, usize>>>);
+
+impl CallCounter {
+    fn take(&self) -> BTreeMap<String, usize> {
+        std::mem::take(&mut *self.0.lock().expect("counter"))
+    }
+}
+
+impl Intercept for CallCounter {
+    fn name(&self) -> &'static str {
+        "CallCounter"
+    }
+
+    /// Every request sent to DynamoDB, named by its `X-Amz-Target` operation.
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let name = context
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .and_then(|target| target.rsplit('.').next())
+            .unwrap_or("unknown")
+            .to_owned();
+        *self.0.lock().expect("counter").entry(name).or_default() += 1;
+        Ok(())
+    }
+}
+
+fn describe(calls: &BTreeMap<String, usize>) -> String {
+    calls
+        .iter()
+        .map(|(name, count)| format!("{count} {name}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn total(calls: &BTreeMap<String, usize>) -> usize {
+    calls.values().sum()
+}
+
+/// A gateway whose DynamoDB client counts its calls, with the deployed poll intervals.
+async fn spawn(counter: &CallCounter, key_cache_seconds: u64) -> TestApp {
+    let config = dynamodb_config(&dynamodb_endpoint())
+        .await
+        .interceptor(counter.clone());
+    spawn_app_with(Options {
+        key_cache_seconds,
+        client: Some(aws_sdk_dynamodb::Client::from_conf(config.build())),
+        deployed_poll_intervals: true,
+        ..Options::default()
+    })
+    .await
+}
+
+/// Runs one task's life and returns the calls of each step.
+async fn lifecycle(
+    app: &TestApp,
+    counter: &CallCounter,
+    pair: &forgebench_tests::Pair,
+) -> Vec<(&'static str, BTreeMap<String, usize>)> {
+    counter.take();
+    let opened = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.id,
+            text_message("classify"),
+            0,
+        )
+        .await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let open = counter.take();
+    let claimed = app.claim(&pair.callee.key, 0).await;
+    assert_eq!(claimed.status, 200, "{}", claimed.text);
+    let claim = counter.take();
+    let done = app
+        .post_result(
+            &pair.callee.key,
+            &opened.field("id"),
+            json!({"state": "completed", "artifacts": []}),
+        )
+        .await;
+    assert_eq!(done.state(), "completed");
+    let result = counter.take();
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.id, &opened.field("id"))
+        .await;
+    assert_eq!(read.state(), "completed");
+    let final_read = counter.take();
+    vec![
+        ("open", open),
+        ("claim", claim),
+        ("result", result),
+        ("final read", final_read),
+    ]
+}
+
+fn report(title: &str, steps: &[(&'static str, BTreeMap<String, usize>)]) -> usize {
+    println!("\n{title}");
+    println!("| step | DynamoDB calls | operations |");
+    println!("|---|---|---|");
+    let mut sum = 0;
+    for (step, calls) in steps {
+        println!("| {step} | {} | {} |", total(calls), describe(calls));
+        sum += total(calls);
+    }
+    println!("| **whole life** | **{sum}** | |");
+    sum
+}
+
+#[tokio::main]
+async fn main() {
+    let counter = CallCounter::default();
+
+    // 1. Calls per task, warm key cache (a warm Lambda or the local gateway after first use).
+    let app = spawn(&counter, 60).await;
+    let pair = app.pair().await;
+    lifecycle(&app, &counter, &pair).await; // warms the key cache
+    let warm = lifecycle(&app, &counter, &pair).await;
+    let warm_total = report("DynamoDB calls for one pull task, key cache warm", &warm);
+    drop(app);
+
+    let cold_app = spawn(&counter, 0).await;
+    let cold_pair = cold_app.pair().await;
+    let cold = lifecycle(&cold_app, &counter, &cold_pair).await;
+    let cold_total = report(
+        "DynamoDB calls for one pull task, key cache off (one key lookup per request)",
+        &cold,
+    );
+    println!(
+        "\ntarget <= 6 for the task's own life: {} (warm {warm_total}, cold {cold_total} = {warm_total} + 4 key lookups)",
+        if warm_total <= 6 { "met" } else { "MISSED" }
+    );
+
+    // 2. Reads while idle-waiting.
+    let opened = cold_app
+        .open_task(
+            &cold_pair.caller.key,
+            &cold_pair.callee.id,
+            text_message("idle"),
+            0,
+        )
+        .await;
+    counter.take();
+    let wait_seconds = 3;
+    cold_app
+        .get(
+            &format!(
+                "/v1/agents/{}/tasks/{}?wait={wait_seconds}",
+                cold_pair.callee.id,
+                opened.field("id")
+            ),
+            &cold_pair.caller.key,
+        )
+        .await;
+    let caller_wait = total(&counter.take());
+    cold_app.claim(&cold_pair.callee.key, 0).await; // take the idle task off the queue
+    counter.take();
+    cold_app
+        .claim(&cold_pair.callee.key, wait_seconds as u32)
+        .await;
+    let callee_wait = total(&counter.take());
+    let poll = cold_app.app.config.task_poll_interval;
+    let claim_poll = cold_app.app.config.claim_poll_interval;
+    println!("\nLong-poll cost over an idle {wait_seconds} s wait (poll interval {} ms caller, {} ms callee in this run):", poll.as_millis(), claim_poll.as_millis());
+    println!("| who waits | DynamoDB calls | per waiting second |");
+    println!("|---|---|---|");
+    println!(
+        "| caller, GET ?wait | {caller_wait} | {:.1} |",
+        caller_wait as f64 / wait_seconds as f64
+    );
+    println!(
+        "| callee, next?wait | {callee_wait} | {:.1} |",
+        callee_wait as f64 / wait_seconds as f64
+    );
+    drop(cold_app);
+
+    // 3. Answer-to-waiter latency.
+    let app = spawn(&counter, 60).await;
+    let pair = app.pair().await;
+    let poll = app.app.config.task_poll_interval;
+    let mut lags = Vec::new();
+    for round in 0..20 {
+        let caller = {
+            let (base, key, callee) = (
+                app.base.clone(),
+                pair.caller.key.clone(),
+                pair.callee.id.clone(),
+            );
+            tokio::spawn(async move {
+                let response = reqwest::Client::new()
+                    .post(format!("{base}/v1/agents/{callee}/tasks?wait=30"))
+                    .bearer_auth(key)
+                    .json(&json!({"message": text_message(&format!("round {round}"))}))
+                    .send()
+                    .await
+                    .expect("open");
+                let body: serde_json::Value = response.json().await.expect("body");
+                (Instant::now(), body)
+            })
+        };
+        let claimed = app.claim(&pair.callee.key, 10).await;
+        // Answer at a random-ish point of the caller's poll cycle.
+        tokio::time::sleep(Duration::from_millis(37 * round % poll.as_millis() as u64)).await;
+        app.post_result(
+            &pair.callee.key,
+            &claimed.field("id"),
+            json!({"state": "completed"}),
+        )
+        .await;
+        let answered = Instant::now();
+        let (returned, body) = caller.await.expect("caller");
+        assert_eq!(body["status"]["state"], "completed");
+        lags.push(returned.saturating_duration_since(answered));
+    }
+    lags.sort();
+    let median = lags[lags.len() / 2];
+    let p90 = lags[lags.len() * 9 / 10];
+    println!(
+        "\nAnswer reaching a waiting caller (20 rounds, poll interval {} ms):",
+        poll.as_millis()
+    );
+    println!("| median | p90 | max | median / poll interval |");
+    println!("|---|---|---|---|");
+    println!(
+        "| {} ms | {} ms | {} ms | {:.2} |",
+        median.as_millis(),
+        p90.as_millis(),
+        lags[lags.len() - 1].as_millis(),
+        median.as_secs_f64() / poll.as_secs_f64()
+    );
+}

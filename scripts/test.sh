@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every check and test of the project from a fresh clone: installs what is missing, starts
+# its own local AWS stack (on ports apart from a dev stack's), builds every crate (each Lambda
+# function included), runs the linters, the unit and integration tests, then the benchmarks.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+export FORGEBENCH_DYNAMODB_PORT=${FORGEBENCH_TEST_DYNAMODB_PORT:-8010}
+export FORGEBENCH_MOTO_PORT=${FORGEBENCH_TEST_MOTO_PORT:-5010}
+
+stop_stack() { scripts/local-stack.sh stop; }
+trap stop_stack EXIT
+
+scripts/local-stack.sh start
+eval "$(scripts/local-stack.sh env)"
+
+echo "== format and lints" >&2
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== build every crate (each Lambda function included)" >&2
+cargo build --workspace --locked
+
+echo "== unit and integration tests" >&2
+cargo test --workspace --locked
+
+echo "== benchmark: one pull task's DynamoDB calls and long-poll cost" >&2
+cargo run --quiet --locked -p forgebench-bench --bin pull-lifecycle

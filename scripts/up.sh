@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Brings the whole gateway up locally from a fresh clone: installs what is missing, starts the
+# local AWS stack (DynamoDB Local, moto for SQS and KMS), builds and starts the gateway, which
+# creates its table from infra/template.yaml. Prints the URL and the operator key.
+#   FORGEBENCH_LISTEN        address to serve on (default 127.0.0.1:8080; 0.0.0.0:8080 for all)
+#   FORGEBENCH_OPERATOR_KEY  operator key (default: a new random one, printed below)
+#   FORGEBENCH_TABLE         table name (default forgebench)
+# Stop with Ctrl-C; `scripts/local-stack.sh stop` stops the emulators.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+scripts/local-stack.sh start
+eval "$(scripts/local-stack.sh env)"
+export FORGEBENCH_TABLE=${FORGEBENCH_TABLE:-forgebench}
+export FORGEBENCH_LISTEN=${FORGEBENCH_LISTEN:-127.0.0.1:8080}
+if [ -z "${FORGEBENCH_OPERATOR_KEY:-}" ]; then
+  FORGEBENCH_OPERATOR_KEY="fb_op_$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  export FORGEBENCH_OPERATOR_KEY
+fi
+
+cargo build --locked -p forgebench-local
+url="http://${FORGEBENCH_LISTEN/0.0.0.0/127.0.0.1}"
+cat >&2 <<INFO
+
+  Forgebench gateway: $url
+  Operator key:       $FORGEBENCH_OPERATOR_KEY
+  Create a tenant:    curl -X POST $url/v1/tenants -H "Authorization: Bearer \$FORGEBENCH_OPERATOR_KEY" -d '{"name":"acme"}'
+
+INFO
+exec target/debug/forgebench-local
