@@ -22,8 +22,12 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== build every crate (each Lambda function included)" >&2
 cargo build --workspace --locked
 
-echo "== unit and integration tests" >&2
-cargo test --workspace --locked
-
 echo "== benchmark: one pull task's DynamoDB calls and long-poll cost" >&2
 cargo run --quiet --locked -p forgebench-bench --bin pull-lifecycle
+
+echo "== unit and integration tests" >&2
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --locked --no-fail-fast
+else
+  cargo test --workspace --locked --no-fail-fast
+fi
