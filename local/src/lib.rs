@@ -115,26 +115,53 @@ pub fn serve(app: Arc<App>, listener: TcpListener) -> JoinHandle<()> {
     })
 }
 
-/// Runs the claim-deadline sweeper every `every`, as the deployed schedule does.
+/// Runs the sweeper (claim deadlines, push outbox) every `every`, as the deployed schedule does.
 pub fn run_sweeper(app: Arc<App>, every: Duration) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every);
         loop {
             ticks.tick().await;
             if let Err(error) = forgebench::sweeper::sweep_overdue(&app.store).await {
-                tracing::warn!(error = %error, "sweep failed");
+                tracing::warn!(error = %error, "deadline sweep failed");
+            }
+            if let Err(error) = forgebench::sweeper::sweep_outbox(&app.store, &app.queue).await {
+                tracing::warn!(error = %error, "outbox sweep failed");
             }
         }
     })
 }
 
-/// Creates the state table from the deployment template's definition, if missing.
-pub async fn bootstrap(app: &App) -> Result<bool, String> {
-    let schema = forgebench::store::schema::TableSchema::deployed()?;
-    app.store
-        .create_table(&schema)
-        .await
-        .map_err(|error| error.to_string())
+/// Runs the push worker on the push queue with the semantics of a Lambda SQS event source with
+/// partial batch failures: a handled message is deleted, a failed one stays on the queue and
+/// comes back when its visibility (set by the worker for the retry) runs out.
+pub fn run_push_worker(app: Arc<App>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let worker = Arc::new(app.worker());
+        loop {
+            let jobs = match app.queue.receive(Duration::from_secs(1)).await {
+                Ok(jobs) => jobs,
+                Err(error) => {
+                    tracing::warn!(error = %error, "receive failed");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            if jobs.is_empty() {
+                continue;
+            }
+            let worker = Arc::clone(&worker);
+            let queue = app.queue.clone();
+            // Batches run side by side, like concurrent Lambda invocations.
+            tokio::spawn(async move {
+                let failed = worker.handle_batch(&jobs).await;
+                for job in jobs.iter().filter(|job| !failed.contains(&job.message_id)) {
+                    if let Err(error) = queue.delete(&job.receipt_handle).await {
+                        tracing::warn!(error = %error, "delete failed; the message will come back");
+                    }
+                }
+            });
+        }
+    })
 }
 
 /// Binds the listen address (`FORGEBENCH_LISTEN`, default `127.0.0.1:8080`).

@@ -1,24 +1,38 @@
-//! `forgebench-local`: the whole gateway in one process, in front of the local AWS stack.
+//! `forgebench-local`: the whole gateway in one process, in front of the local AWS stack: every
+//! route, the push worker on the local queue, and the sweeper on a timer.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use forgebench::runtime::init_tracing;
-use forgebench::App;
+use forgebench::store::Store;
+use forgebench::{App, Config};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     init_tracing();
     let address = std::env::var("FORGEBENCH_LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".into());
-    let app = Arc::new(App::from_env().await?);
-    let created = forgebench_local::bootstrap(&app).await?;
-    tracing::info!(table = app.config.table, created, "state table ready");
+    let mut config = Config::from_env()?;
+    let sdk = forgebench::app::sdk_config().await;
+    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let kms = aws_sdk_kms::Client::new(&sdk);
+    let store = Store::new(dynamodb.clone(), config.table.clone());
+    let resources = forgebench::bootstrap::bootstrap(&store, &sqs, &kms).await?;
+    config
+        .push_queue_url
+        .get_or_insert(resources.push_queue_url);
+    config.kms_key_id.get_or_insert(resources.kms_key_id);
+    tracing::info!(table = config.table, "local resources ready");
+    let app = Arc::new(App::new(dynamodb, sqs, kms, config)?);
     let (listener, local) = forgebench_local::bind(&address).await?;
     let sweeper = forgebench_local::run_sweeper(Arc::clone(&app), Duration::from_secs(5));
+    let worker = forgebench_local::run_push_worker(Arc::clone(&app));
     let server = forgebench_local::serve(app, listener);
     eprintln!("forgebench: gateway listening on http://{local}");
     tokio::signal::ctrl_c().await?;
     server.abort();
+    worker.abort();
     sweeper.abort();
     Ok(())
 }

@@ -10,7 +10,9 @@ use aws_config::BehaviorVersion;
 use crate::config::Config;
 use crate::domain::{keys, Principal, PrincipalKind};
 use crate::error::ApiError;
+use crate::push::{Dialer, Queue, Worker};
 use crate::store::Store;
+use crate::vault::Vault;
 
 /// Remembers recent key lookups so a busy callee does not pay one read per request.
 #[derive(Default)]
@@ -46,6 +48,9 @@ impl KeyCache {
 
 pub struct App {
     pub store: Store,
+    pub queue: Queue,
+    pub vault: Vault,
+    pub dialer: Dialer,
     pub config: Config,
     key_cache: KeyCache,
 }
@@ -67,20 +72,50 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
 }
 
 impl App {
-    pub fn new(store: Store, config: Config) -> App {
-        App {
-            store,
+    /// Assembles the app from its clients; the queue and the KMS key come from `config`.
+    pub fn new(
+        dynamodb: aws_sdk_dynamodb::Client,
+        sqs: aws_sdk_sqs::Client,
+        kms: aws_sdk_kms::Client,
+        config: Config,
+    ) -> Result<App, crate::config::ConfigError> {
+        let dialer = Dialer::new(
+            config.push_allowed_cidrs.clone(),
+            config.push_resolve.clone(),
+            config.push_timeout,
+        )
+        .map_err(|error| crate::config::ConfigError::Invalid("push client", error.to_string()))?;
+        Ok(App {
+            store: Store::new(dynamodb, config.table.clone()),
+            queue: Queue::new(sqs, config.push_queue_url.clone()),
+            vault: Vault::new(kms, config.kms_key_id.clone()),
+            dialer,
             config,
             key_cache: KeyCache::default(),
-        }
+        })
     }
 
     /// The app as a function runs it: configuration from the environment, clients built once.
     pub async fn from_env() -> Result<App, crate::config::ConfigError> {
         let config = Config::from_env()?;
         let sdk = sdk_config().await;
-        let store = Store::new(aws_sdk_dynamodb::Client::new(&sdk), config.table.clone());
-        Ok(App::new(store, config))
+        App::new(
+            aws_sdk_dynamodb::Client::new(&sdk),
+            aws_sdk_sqs::Client::new(&sdk),
+            aws_sdk_kms::Client::new(&sdk),
+            config,
+        )
+    }
+
+    /// The push worker over this app's clients.
+    pub fn worker(&self) -> Worker {
+        Worker {
+            store: self.store.clone(),
+            vault: self.vault.clone(),
+            queue: self.queue.clone(),
+            dialer: self.dialer.clone(),
+            schedule: self.config.retry_schedule.clone(),
+        }
     }
 
     /// Authenticates the `Authorization: Bearer <key>` header.

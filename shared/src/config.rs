@@ -3,6 +3,14 @@
 use std::time::Duration;
 
 use crate::domain::keys;
+use crate::push::ssrf::{Cidr, HostResolver};
+use crate::push::verdict::RetrySchedule;
+
+fn optional(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+}
 
 /// The longest `wait` any route accepts, per the API.
 pub const API_MAX_WAIT_SECONDS: u64 = 30;
@@ -25,6 +33,20 @@ pub struct Config {
     /// Interval between queue reads while a callee long-polls for work (`FORGEBENCH_CLAIM_POLL_MS`,
     /// 250).
     pub claim_poll_interval: Duration,
+    /// `FORGEBENCH_PUSH_QUEUE_URL`: the SQS queue of push deliveries.
+    pub push_queue_url: Option<String>,
+    /// `FORGEBENCH_KMS_KEY_ID`: the KMS key that seals endpoint secrets.
+    pub kms_key_id: Option<String>,
+    /// `FORGEBENCH_PUSH_ALLOWED_CIDRS`: extra ranges push may reach, for local development only
+    /// (for example `127.0.0.0/8`). Empty by default; the deployment template never sets it.
+    pub push_allowed_cidrs: Vec<Cidr>,
+    /// `FORGEBENCH_PUSH_RESOLVE`: fixed answers for push host names (`host=addr|addr;…`), like
+    /// curl's `--resolve`. Every answer still passes the SSRF guard.
+    pub push_resolve: HostResolver,
+    /// `FORGEBENCH_PUSH_TIMEOUT_MS` (10,000): time for one POST to an endpoint, answer included.
+    pub push_timeout: Duration,
+    /// `FORGEBENCH_PUSH_RETRY_SECONDS` (`5,30,120,600,1800`): delays between delivery attempts.
+    pub retry_schedule: RetrySchedule,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +95,34 @@ impl Config {
             claim_poll_interval: Duration::from_millis(
                 number("FORGEBENCH_CLAIM_POLL_MS", 250)?.max(20),
             ),
+            push_queue_url: optional("FORGEBENCH_PUSH_QUEUE_URL"),
+            kms_key_id: optional("FORGEBENCH_KMS_KEY_ID"),
+            push_allowed_cidrs: match optional("FORGEBENCH_PUSH_ALLOWED_CIDRS") {
+                None => Vec::new(),
+                Some(text) => Cidr::parse_list(&text).map_err(|entry| {
+                    ConfigError::Invalid(
+                        "FORGEBENCH_PUSH_ALLOWED_CIDRS",
+                        format!("{entry:?} is not a range"),
+                    )
+                })?,
+            },
+            push_resolve: match optional("FORGEBENCH_PUSH_RESOLVE") {
+                None => HostResolver::default(),
+                Some(text) => HostResolver::parse_overrides(&text)
+                    .map_err(|error| ConfigError::Invalid("FORGEBENCH_PUSH_RESOLVE", error))?,
+            },
+            push_timeout: Duration::from_millis(
+                number("FORGEBENCH_PUSH_TIMEOUT_MS", 10_000)?.max(100),
+            ),
+            retry_schedule: match optional("FORGEBENCH_PUSH_RETRY_SECONDS") {
+                None => RetrySchedule::default(),
+                Some(text) => RetrySchedule::parse(&text).ok_or_else(|| {
+                    ConfigError::Invalid(
+                        "FORGEBENCH_PUSH_RETRY_SECONDS",
+                        "seconds separated by commas".into(),
+                    )
+                })?,
+            },
         })
     }
 
@@ -85,6 +135,12 @@ impl Config {
             max_wait_seconds: API_MAX_WAIT_SECONDS,
             task_poll_interval: Duration::from_millis(200),
             claim_poll_interval: Duration::from_millis(250),
+            push_queue_url: None,
+            kms_key_id: None,
+            push_allowed_cidrs: Vec::new(),
+            push_resolve: HostResolver::default(),
+            push_timeout: Duration::from_secs(10),
+            retry_schedule: RetrySchedule::default(),
         }
     }
 }

@@ -2,13 +2,16 @@
 //! and the runtime glue that every Lambda function and the local gateway are built from.
 
 pub mod app;
+pub mod bootstrap;
 pub mod config;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod push;
 pub mod runtime;
 pub mod store;
 pub mod sweeper;
+pub mod vault;
 
 pub use app::App;
 pub use config::Config;

@@ -38,7 +38,44 @@ pub async fn serve_sweeper() -> Result<(), Error> {
             let app = Arc::clone(&app);
             async move {
                 let failed = crate::sweeper::sweep_overdue(&app.store).await?;
-                Ok::<_, Error>(serde_json::json!({ "failed": failed }))
+                let enqueued = crate::sweeper::sweep_outbox(&app.store, &app.queue).await?;
+                Ok::<_, Error>(serde_json::json!({ "failed": failed, "enqueued": enqueued }))
+            }
+        },
+    ))
+    .await
+}
+
+/// Runs the push worker as a Lambda function on the push queue's event source, reporting
+/// partial batch failures: only the messages to retry stay on the queue.
+pub async fn serve_push_worker() -> Result<(), Error> {
+    use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+    init_tracing();
+    let app = App::from_env().await?;
+    let worker = Arc::new(app.worker());
+    lambda_http::lambda_runtime::run(service_fn(
+        move |event: lambda_http::lambda_runtime::LambdaEvent<SqsEvent>| {
+            let worker = Arc::clone(&worker);
+            async move {
+                let jobs: Vec<crate::push::Job> = event
+                    .payload
+                    .records
+                    .into_iter()
+                    .filter_map(|record| {
+                        Some(crate::push::Job {
+                            message_id: record.message_id?,
+                            receipt_handle: record.receipt_handle.unwrap_or_default(),
+                            body: record.body.unwrap_or_default(),
+                        })
+                    })
+                    .collect();
+                let mut response = SqsBatchResponse::default();
+                for message_id in worker.handle_batch(&jobs).await {
+                    let mut failure = BatchItemFailure::default();
+                    failure.item_identifier = message_id;
+                    response.batch_item_failures.push(failure);
+                }
+                Ok::<_, Error>(response)
             }
         },
     ))

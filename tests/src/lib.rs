@@ -85,38 +85,93 @@ pub struct TestApp {
     pub operator_key: String,
     pub app: Arc<App>,
     pub table: String,
+    pub push_queue_url: String,
+    pub dead_letter_queue_url: String,
     server: JoinHandle<()>,
+    worker: Option<JoinHandle<()>>,
 }
 
 impl Drop for TestApp {
     fn drop(&mut self) {
         self.server.abort();
+        if let Some(worker) = &self.worker {
+            worker.abort();
+        }
     }
+}
+
+/// Where moto (SQS, KMS) listens: `AWS_ENDPOINT_URL`, as the test script exports it.
+pub fn moto_endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "http://127.0.0.1:5000".into())
+}
+
+/// SQS and KMS clients for `endpoint`, with test credentials.
+pub async fn sqs_and_kms(endpoint: &str) -> (aws_sdk_sqs::Client, aws_sdk_kms::Client) {
+    let sdk = forgebench::app::sdk_config().await;
+    let credentials = aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "tests");
+    let sqs = aws_sdk_sqs::config::Builder::from(&sdk)
+        .endpoint_url(endpoint)
+        .region(aws_sdk_sqs::config::Region::new("us-east-1"))
+        .credentials_provider(credentials.clone())
+        .build();
+    let kms = aws_sdk_kms::config::Builder::from(&sdk)
+        .endpoint_url(endpoint)
+        .region(aws_sdk_kms::config::Region::new("us-east-1"))
+        .credentials_provider(credentials)
+        .build();
+    (
+        aws_sdk_sqs::Client::from_conf(sqs),
+        aws_sdk_kms::Client::from_conf(kms),
+    )
 }
 
 /// Settings a test may change before the gateway starts.
 pub struct Options {
     pub dynamodb_endpoint: String,
+    /// Where the gateway reaches SQS and KMS (resources are always created on moto directly).
+    pub moto_endpoint: String,
     pub key_cache_seconds: u64,
     /// A client to use instead of one built for `dynamodb_endpoint` (benchmarks count calls
     /// through one).
     pub client: Option<aws_sdk_dynamodb::Client>,
     /// Keep the deployed long-poll intervals; otherwise tests poll every 100 ms to run quickly.
     pub deployed_poll_intervals: bool,
+    /// Ranges push may reach besides public addresses (the operator allowlist); none by default.
+    pub push_allowed_cidrs: &'static str,
+    /// Push retry delays in seconds; short so retry tests finish quickly.
+    pub retry_seconds: &'static str,
+    pub push_timeout: Duration,
+    /// Run the push worker on the test's queue.
+    pub push_worker: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             dynamodb_endpoint: dynamodb_endpoint(),
+            moto_endpoint: moto_endpoint(),
             key_cache_seconds: 10,
             client: None,
             deployed_poll_intervals: false,
+            push_allowed_cidrs: "",
+            retry_seconds: "0.2,0.2",
+            push_timeout: Duration::from_secs(2),
+            push_worker: true,
         }
     }
 }
 
-/// Starts a gateway with a fresh table.
+impl Options {
+    /// Push endpoints on this machine's loopback allowed, as for local development.
+    pub fn local_push() -> Options {
+        Options {
+            push_allowed_cidrs: "127.0.0.0/8",
+            ..Options::default()
+        }
+    }
+}
+
+/// Starts a gateway with a fresh table, queue and key.
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(Options::default()).await
 }
@@ -124,31 +179,44 @@ pub async fn spawn_app() -> TestApp {
 pub async fn spawn_app_with(options: Options) -> TestApp {
     let table = format!("test-{}", uuid::Uuid::new_v4());
     let operator_key = format!("fb_op_test_{}", uuid::Uuid::new_v4().simple());
-    // The table is always created directly on DynamoDB Local, even when the gateway reaches it
-    // through a proxy the test controls.
+    // Resources are always created directly on the emulators, even when the gateway reaches
+    // them through a proxy the test controls.
     let direct = Store::new(dynamodb_client(&dynamodb_endpoint()).await, table.clone());
-    let schema = forgebench::store::schema::TableSchema::deployed().expect("template schema");
-    direct.create_table(&schema).await.unwrap_or_else(|error| {
-        panic!(
-            "cannot create a table on DynamoDB Local at {}: {error}. Run the tests with \
-             scripts/test.sh, which starts the local stack.",
-            dynamodb_endpoint()
-        )
-    });
+    let (direct_sqs, direct_kms) = sqs_and_kms(&moto_endpoint()).await;
+    let resources = forgebench::bootstrap::bootstrap(&direct, &direct_sqs, &direct_kms)
+        .await
+        .unwrap_or_else(|error| {
+            panic!(
+                "cannot create resources on the local stack (DynamoDB Local at {}, moto at {}): \
+                 {error}. Run the tests with scripts/test.sh, which starts the local stack.",
+                dynamodb_endpoint(),
+                moto_endpoint()
+            )
+        });
     let mut config = Config::for_table(table.clone(), Some(&operator_key));
     config.key_cache_ttl = Duration::from_secs(options.key_cache_seconds);
     if !options.deployed_poll_intervals {
         config.task_poll_interval = Duration::from_millis(100);
         config.claim_poll_interval = Duration::from_millis(100);
     }
+    config.push_queue_url = Some(resources.push_queue_url.clone());
+    config.kms_key_id = Some(resources.kms_key_id.clone());
+    config.push_allowed_cidrs =
+        forgebench::push::ssrf::Cidr::parse_list(options.push_allowed_cidrs).expect("cidrs");
+    config.retry_schedule =
+        forgebench::push::verdict::RetrySchedule::parse(options.retry_seconds).expect("schedule");
+    config.push_timeout = options.push_timeout;
     let client = match options.client {
         Some(client) => client,
         None => dynamodb_client(&options.dynamodb_endpoint).await,
     };
-    let store = Store::new(client, table.clone());
-    let app = Arc::new(App::new(store, config));
+    let (sqs, kms) = sqs_and_kms(&options.moto_endpoint).await;
+    let app = Arc::new(App::new(client, sqs, kms, config).expect("app"));
     let (listener, address) = forgebench_local::bind("127.0.0.1:0").await.expect("bind");
     let server = forgebench_local::serve(Arc::clone(&app), listener);
+    let worker = options
+        .push_worker
+        .then(|| forgebench_local::run_push_worker(Arc::clone(&app)));
     TestApp {
         base: format!("http://{address}"),
         http: reqwest::Client::builder()
@@ -159,7 +227,10 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         operator_key,
         app,
         table,
+        push_queue_url: resources.push_queue_url,
+        dead_letter_queue_url: resources.push_dead_letter_queue_url,
         server,
+        worker,
     }
 }
 

@@ -122,8 +122,12 @@ pub struct Agent {
     pub description: Option<String>,
     pub owner_member_id: Option<String>,
     pub status: AgentStatus,
-    /// Push delivery settings; `null` while the agent is pull-only.
+    /// Push delivery settings as the API shows them (never the secret); `null` while the agent
+    /// is pull-only.
     pub endpoint: Option<serde_json::Value>,
+    /// The endpoint credential, sealed by KMS for this tenant and agent; never serialized.
+    #[serde(skip)]
+    pub sealed_secret: Option<String>,
     pub claim_timeout_seconds: u64,
     pub created_at: String,
     pub updated_at: String,

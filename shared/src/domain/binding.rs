@@ -107,6 +107,7 @@ mod tests {
             owner_member_id: None,
             status,
             endpoint: None,
+            sealed_secret: None,
             claim_timeout_seconds: 900,
             created_at: String::new(),
             updated_at: String::new(),

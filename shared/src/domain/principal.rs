@@ -115,6 +115,7 @@ mod tests {
             owner_member_id: owner.map(Into::into),
             status: AgentStatus::Active,
             endpoint: None,
+            sealed_secret: None,
             claim_timeout_seconds: 900,
             created_at: String::new(),
             updated_at: String::new(),

@@ -274,6 +274,9 @@ pub struct Task {
     pub claim_timeout_seconds: u64,
     /// When a claimed task fails for want of an answer; set while `working`.
     pub deadline_at: Option<String>,
+    /// Push only: attempts made so far, and when the callee accepted the task to finish later.
+    pub delivery_attempts: u64,
+    pub delivered_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -398,6 +401,8 @@ mod tests {
             delivery: Delivery::Pull,
             claim_timeout_seconds: 5,
             deadline_at: Some("2026-01-01T00:00:05.000000Z".into()),
+            delivery_attempts: 0,
+            delivered_at: None,
             created_at: String::new(),
             updated_at: String::new(),
         };

@@ -106,6 +106,7 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
         owner_member_id: Some(owner),
         status: AgentStatus::Active,
         endpoint: None,
+        sealed_secret: None,
         claim_timeout_seconds,
         created_at: now.clone(),
         updated_at: now,

@@ -11,7 +11,7 @@ use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use tracing::Instrument;
 
-use super::{agents, audit, bindings, members, pull, tasks, tenants};
+use super::{agents, audit, bindings, endpoint, members, pull, tasks, tenants};
 use crate::app::App;
 
 /// Why no route matched.
@@ -44,10 +44,12 @@ pub enum Route {
     ClaimNextTask,
     PostTaskResult,
     ListAudit,
+    SetEndpoint,
+    ListDeliveryAttempts,
 }
 
 impl Route {
-    pub const ALL: [Route; 19] = [
+    pub const ALL: [Route; 21] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -67,6 +69,8 @@ impl Route {
         Route::ClaimNextTask,
         Route::PostTaskResult,
         Route::ListAudit,
+        Route::SetEndpoint,
+        Route::ListDeliveryAttempts,
     ];
 
     /// Method and path template, as in the API docs and the deployment template.
@@ -94,6 +98,10 @@ impl Route {
             Route::ClaimNextTask => (Method::GET, "/v1/agents/me/tasks/next"),
             Route::PostTaskResult => (Method::POST, "/v1/agents/me/tasks/{task_id}/result"),
             Route::ListAudit => (Method::GET, "/v1/audit"),
+            Route::SetEndpoint => (Method::PUT, "/v1/agents/{agent}/endpoint"),
+            Route::ListDeliveryAttempts => {
+                (Method::GET, "/v1/agents/{agent}/tasks/{task_id}/attempts")
+            }
         }
     }
 
@@ -184,6 +192,8 @@ impl Route {
             Route::ClaimNextTask => pull::claim_next(app, request).await,
             Route::PostTaskResult => pull::post_result(app, request).await,
             Route::ListAudit => audit::list(app, request).await,
+            Route::SetEndpoint => endpoint::put(app, request).await,
+            Route::ListDeliveryAttempts => endpoint::attempts(app, request).await,
         }
     }
 }

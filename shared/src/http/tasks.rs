@@ -177,9 +177,15 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
         call_id: call_id.clone(),
         parent_call_id,
         root_call_id,
-        delivery: Delivery::Pull,
+        delivery: if callee.endpoint.is_some() {
+            Delivery::Push
+        } else {
+            Delivery::Pull
+        },
         claim_timeout_seconds: callee.claim_timeout_seconds,
         deadline_at: None,
+        delivery_attempts: 0,
+        delivered_at: None,
         created_at: now.clone(),
         updated_at: now,
     };
@@ -214,6 +220,12 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
         }
     }
     tracing::info!(task_id = %task_id, call_id = %call_id, callee_id = %callee.id, "task opened");
+    if open.task.delivery == Delivery::Push {
+        // The task is on the record already; if this enqueue is lost, the outbox sweep redoes it.
+        if let Err(error) = app.queue.enqueue(&task_id).await {
+            tracing::warn!(task_id = %task_id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
+        }
+    }
     let task = if wait.is_zero() {
         open.task
     } else {

@@ -58,6 +58,7 @@ impl TryFrom<&Item> for Agent {
             status: AgentStatus::parse(&status)
                 .map_err(|_| StoreError::Corrupt(format!("agent status {status:?}")))?,
             endpoint: read.opt_json("endpoint")?,
+            sealed_secret: read.opt_s("endpoint_secret")?,
             claim_timeout_seconds: read.n("claim_timeout_seconds")?,
             created_at: read.s("created_at")?,
             updated_at: read.s("updated_at")?,

@@ -21,16 +21,21 @@ mod agents;
 mod audit;
 mod bindings;
 pub mod item;
+mod push;
 pub mod schema;
 mod tasks;
 mod tenancy;
 
 pub use audit::AuditEntry;
 pub use bindings::BindingWrite;
+pub use push::Attempt;
 pub use tasks::{
     ClaimOutcome, ContextJoin, OpenRefusal, OpenTask, TaskTransition, DEADLINE_SHARDS,
 };
 pub use tenancy::KeyRecord;
+
+/// Shards of the outbox index (the first hex digit of the task id), like the deadline index.
+pub const OUTBOX_SHARDS: [char; 16] = DEADLINE_SHARDS;
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;

@@ -21,11 +21,18 @@ pub const MAX_TASKS_PER_CONTEXT: u64 = 100;
 /// How many queued tasks a claim looks at per index read.
 const CLAIM_CANDIDATES: i32 = 16;
 
-fn task_key(task_id: &str) -> Item {
+pub(crate) fn task_key(task_id: &str) -> Item {
     key(format!("TASK#{task_id}"), "TASK")
 }
 
-fn deadline_shard(task_id: &str) -> String {
+/// How long a push task may wait for its first delivery attempt before the sweeper re-enqueues it.
+pub const OUTBOX_GRACE_SECONDS: u64 = 60;
+
+pub(crate) fn outbox_shard(task_id: &str) -> String {
+    format!("OUTBOX#{}", task_id.chars().next().unwrap_or('0'))
+}
+
+pub(crate) fn deadline_shard(task_id: &str) -> String {
     format!("DEADLINE#{}", task_id.chars().next().unwrap_or('0'))
 }
 
@@ -34,7 +41,7 @@ pub const DEADLINE_SHARDS: [char; 16] = [
     '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f',
 ];
 
-fn message_text(message: &Message) -> AttributeValue {
+pub(crate) fn message_text(message: &Message) -> AttributeValue {
     s(serde_json::to_string(message).unwrap_or_else(|_| "{}".into()))
 }
 
@@ -82,15 +89,20 @@ fn to_item(task: &Task) -> Item {
     );
     item.insert("created_at".into(), s(&task.created_at));
     item.insert("updated_at".into(), s(&task.updated_at));
-    if task.state == TaskState::Submitted && task.delivery == Delivery::Pull {
-        item.insert(
-            "gsi1pk".into(),
-            s(format!("QUEUE#{}", task.callee_agent_id)),
-        );
-        item.insert(
-            "gsi1sk".into(),
-            s(format!("{}#{}", task.created_at, task.id)),
-        );
+    if task.state == TaskState::Submitted {
+        let (queue, order) = match task.delivery {
+            Delivery::Pull => (
+                format!("QUEUE#{}", task.callee_agent_id),
+                format!("{}#{}", task.created_at, task.id),
+            ),
+            // On the outbox until a delivery attempt takes it, so a lost enqueue is redone.
+            Delivery::Push => (
+                outbox_shard(&task.id),
+                format!("{}#{}", clock::after(OUTBOX_GRACE_SECONDS), task.id),
+            ),
+        };
+        item.insert("gsi1pk".into(), s(queue));
+        item.insert("gsi1sk".into(), s(order));
     }
     item
 }
@@ -126,6 +138,11 @@ impl TryFrom<&Item> for Task {
             delivery,
             claim_timeout_seconds: read.n("claim_timeout_seconds")?,
             deadline_at: read.opt_s("deadline_at")?,
+            delivery_attempts: match item.get("delivery_attempts") {
+                Some(_) => read.n("delivery_attempts")?,
+                None => 0,
+            },
+            delivered_at: read.opt_s("delivered_at")?,
             created_at: read.s("created_at")?,
             updated_at: read.s("updated_at")?,
         })
@@ -318,7 +335,7 @@ impl Store {
 
     /// Runs a conditional update on a task and returns the new task, or the old one when the
     /// condition failed.
-    async fn transition(
+    pub(crate) async fn transition(
         &self,
         update: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
     ) -> Result<TaskTransition, StoreError> {
@@ -342,7 +359,7 @@ impl Store {
         }
     }
 
-    fn task_update(
+    pub(crate) fn task_update(
         &self,
         task_id: &str,
     ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
@@ -432,12 +449,14 @@ impl Store {
             .update_expression(format!(
                 "SET #state = :state, status_message = :status_message, status_timestamp = :now, \
                  updated_at = :now, #error = :error, history = list_append(history, :entry)\
-                 {artifacts_clause} REMOVE deadline_at, gsi2pk, gsi2sk"
+                 {artifacts_clause} REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, \
+                 lease_token, lease_until"
             ))
             .condition_expression(
                 "#state = :working AND tenant_id = :tenant AND callee_agent_id = :callee \
-                 AND deadline_at > :now",
+                 AND (deadline_at > :now OR (delivery = :push AND attribute_not_exists(deadline_at)))",
             )
+            .expression_attribute_values(":push", s("push"))
             .expression_attribute_names("#error", "error")
             .expression_attribute_values(":state", s(result.state().as_str()))
             .expression_attribute_values(":status_message", status_message)
@@ -469,7 +488,7 @@ impl Store {
             .task_update(task_id)
             .update_expression(
                 "SET #state = :canceled, status_timestamp = :now, updated_at = :now \
-                 REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk",
+                 REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
             )
             .condition_expression(
                 "#state IN (:submitted, :working, :input_required) AND tenant_id = :tenant \

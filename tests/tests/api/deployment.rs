@@ -37,7 +37,7 @@ fn every_route_is_one_function_crate_that_serves_exactly_it() {
     let expected: BTreeSet<String> = Route::ALL
         .iter()
         .map(|route| route.name())
-        .chain(["sweep-deadlines".to_owned()])
+        .chain(["sweep-deadlines".to_owned(), "push-worker".to_owned()])
         .collect();
     assert_eq!(
         crates, expected,
@@ -51,6 +51,7 @@ fn the_template_deploys_each_function_at_its_route() {
     let resources = document["Resources"].as_mapping().expect("Resources");
     let mut deployed = BTreeSet::new();
     let mut scheduled = BTreeSet::new();
+    let mut queue_driven = BTreeSet::new();
     for (_, resource) in resources {
         if resource["Type"] != "AWS::Serverless::Function" {
             continue;
@@ -76,6 +77,14 @@ fn the_template_deploys_each_function_at_its_route() {
                 Some("Schedule") => {
                     scheduled.insert(binary.clone());
                 }
+                Some("SQS") => {
+                    let properties = &event["Properties"];
+                    assert_eq!(
+                        properties["FunctionResponseTypes"][0],
+                        "ReportBatchItemFailures"
+                    );
+                    queue_driven.insert(binary.clone());
+                }
                 other => panic!("unexpected event type {other:?}"),
             }
         }
@@ -89,6 +98,29 @@ fn the_template_deploys_each_function_at_its_route() {
         .collect();
     assert_eq!(deployed, expected);
     assert_eq!(scheduled, BTreeSet::from(["sweep-deadlines".to_owned()]));
+    assert_eq!(queue_driven, BTreeSet::from(["push-worker".to_owned()]));
+}
+
+#[test]
+fn the_push_queue_outlasts_the_worker_and_has_a_dead_letter_queue() {
+    let document = template();
+    let resources = &document["Resources"];
+    let worker_timeout = resources["PushWorkerFunction"]["Properties"]["Timeout"]
+        .as_u64()
+        .unwrap();
+    let queue = &resources["PushQueue"]["Properties"];
+    let visibility = queue["VisibilityTimeout"].as_u64().unwrap();
+    assert!(
+        visibility >= 6 * worker_timeout,
+        "visibility {visibility} < 6 x {worker_timeout}"
+    );
+    let max_receive = queue["RedrivePolicy"]["maxReceiveCount"].as_u64().unwrap();
+    let attempts = forgebench::push::verdict::RetrySchedule::default().max_attempts();
+    assert!(
+        max_receive > attempts,
+        "the DLQ must not take messages still being retried"
+    );
+    assert_eq!(resources["PushDeadLetterQueue"]["Type"], "AWS::SQS::Queue");
 }
 
 #[test]

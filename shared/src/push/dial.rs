@@ -1,0 +1,199 @@
+//! The HTTP client that POSTs tasks to push endpoints, with the SSRF guard at connect time:
+//! hostnames resolve through a resolver that checks every address it returns (the addresses it
+//! checks are the ones dialed), address literals are checked before the request, redirects are
+//! never followed and no proxy is used.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+use super::ssrf::{AddressPolicy, HostResolver, PushUrl, Refusal};
+
+/// Largest response body read from an endpoint (the API's message limit).
+pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+
+/// A resolver for reqwest that refuses a name if any of its addresses is not allowed.
+struct GuardedResolver {
+    policy: AddressPolicy,
+    resolver: HostResolver,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = self.policy.clone();
+        let resolver = self.resolver.clone();
+        Box::pin(async move {
+            let addresses = resolver.resolve(name.as_str(), 0).await.map_err(
+                |refusal| -> Box<dyn std::error::Error + Send + Sync> { Box::new(refusal) },
+            )?;
+            policy.check_all(&addresses).map_err(
+                |refusal| -> Box<dyn std::error::Error + Send + Sync> { Box::new(refusal) },
+            )?;
+            let sockets: Vec<SocketAddr> = addresses
+                .into_iter()
+                .map(|address| SocketAddr::new(address, 0))
+                .collect();
+            let addrs: Addrs = Box::new(sockets.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// What came back from an endpoint.
+#[derive(Debug, Clone)]
+pub struct EndpointResponse {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub retry_after: Option<Duration>,
+    pub body: Vec<u8>,
+}
+
+/// Why a POST produced no response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DialError {
+    #[error("delivery refused: {0}")]
+    Refused(Refusal),
+    #[error("timed out")]
+    Timeout,
+    #[error("connection failed")]
+    Connect,
+    #[error("the response was larger than {MAX_RESPONSE_BYTES} bytes")]
+    TooLarge,
+    #[error("request failed")]
+    Other,
+}
+
+/// Two clients, one per address policy (private networks allowed or not).
+#[derive(Clone)]
+pub struct Dialer {
+    strict: reqwest::Client,
+    private: reqwest::Client,
+    operator: AddressPolicy,
+    resolver: HostResolver,
+}
+
+impl Dialer {
+    pub fn new(
+        operator_allowed: Vec<super::ssrf::Cidr>,
+        resolver: HostResolver,
+        timeout: Duration,
+    ) -> Result<Dialer, reqwest::Error> {
+        let client = |allow_private: bool| {
+            let policy = AddressPolicy {
+                allow_private,
+                operator_allowed: operator_allowed.clone(),
+            };
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .timeout(timeout)
+                .connect_timeout(timeout.min(Duration::from_secs(5)))
+                .user_agent("forgebench-push/1")
+                .dns_resolver(Arc::new(GuardedResolver {
+                    policy,
+                    resolver: resolver.clone(),
+                }))
+                .build()
+        };
+        Ok(Dialer {
+            strict: client(false)?,
+            private: client(true)?,
+            operator: AddressPolicy {
+                allow_private: false,
+                operator_allowed,
+            },
+            resolver,
+        })
+    }
+
+    pub fn policy(&self, allow_private: bool) -> AddressPolicy {
+        AddressPolicy {
+            allow_private,
+            ..self.operator.clone()
+        }
+    }
+
+    pub fn resolver(&self) -> &HostResolver {
+        &self.resolver
+    }
+
+    /// Vets a URL as it would be dialed: every resolved address against the policy.
+    pub async fn vet(&self, url: &str, allow_private: bool) -> Result<PushUrl, Refusal> {
+        let parsed = PushUrl::parse(url)?;
+        parsed
+            .vet(&self.policy(allow_private), &self.resolver)
+            .await?;
+        Ok(parsed)
+    }
+
+    /// POSTs `body` to `url` with `headers`, the guard applied to this very dial.
+    pub async fn post(
+        &self,
+        url: &str,
+        allow_private: bool,
+        headers: reqwest::header::HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<EndpointResponse, DialError> {
+        let parsed = self
+            .vet(url, allow_private)
+            .await
+            .map_err(DialError::Refused)?;
+        let client = if allow_private {
+            &self.private
+        } else {
+            &self.strict
+        };
+        let response = client
+            .post(parsed.url)
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| classify(&error))?;
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let mut body = Vec::new();
+        let mut response = response;
+        while let Some(chunk) = response.chunk().await.map_err(|error| classify(&error))? {
+            if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                return Err(DialError::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(EndpointResponse {
+            status,
+            content_type,
+            retry_after,
+            body,
+        })
+    }
+}
+
+fn classify(error: &reqwest::Error) -> DialError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = source {
+        if let Some(refusal) = cause.downcast_ref::<Refusal>() {
+            return DialError::Refused(refusal.clone());
+        }
+        source = cause.source();
+    }
+    if error.is_timeout() {
+        DialError::Timeout
+    } else if error.is_connect() {
+        DialError::Connect
+    } else {
+        DialError::Other
+    }
+}

@@ -1,0 +1,13 @@
+//! Push delivery: the SSRF guard, the HTTP dialer, the queue, what an answer means, and the
+//! worker that ties them together for each SQS message.
+
+pub mod dial;
+pub mod endpoint;
+pub mod queue;
+pub mod ssrf;
+pub mod verdict;
+pub mod worker;
+
+pub use dial::Dialer;
+pub use queue::{Job, Queue};
+pub use worker::{JobOutcome, Worker};

@@ -1,0 +1,324 @@
+//! Push delivery bookkeeping on the task item: the delivery lease, the answer, the attempts log
+//! and the outbox index that recovers tasks whose enqueue or delivery was lost.
+//!
+//! A delivery attempt first takes a lease (a conditional write naming a fresh token), so two
+//! copies of one SQS message never POST the same task at once, and every write that follows is
+//! conditioned on still holding that lease: an answer that arrives after a cancel is discarded.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde_json::{json, Value};
+
+use super::item::{key, n, opt_s, s, Reader};
+use super::tasks::{deadline_shard, message_text, outbox_shard, task_key};
+use super::{classify, Store, StoreError, TaskTransition};
+use crate::domain::task::TaskResult;
+use crate::domain::{clock, Message, Part};
+
+/// One recorded delivery attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    pub number: u64,
+    pub at: String,
+    pub status: Option<u16>,
+    pub latency_ms: u64,
+    pub error: Option<String>,
+}
+
+impl Attempt {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "attempt": self.number,
+            "at": self.at,
+            "status": self.status,
+            "latency_ms": self.latency_ms,
+            "error": self.error,
+        })
+    }
+}
+
+impl Store {
+    /// Takes the delivery lease of a push task that is not finished, not accepted and not leased
+    /// by another attempt, and counts the attempt.
+    pub async fn lease_delivery(
+        &self,
+        task_id: &str,
+        token: &str,
+        lease_seconds: u64,
+        max_attempts: u64,
+    ) -> Result<TaskTransition, StoreError> {
+        let until = clock::after(lease_seconds);
+        let due = clock::after(lease_seconds + 30);
+        let update = self
+            .task_update(task_id)
+            .update_expression(
+                "SET #state = :working, status_timestamp = :now, updated_at = :now, \
+                 lease_token = :token, lease_until = :until, gsi1pk = :outbox, gsi1sk = :due \
+                 ADD delivery_attempts :one",
+            )
+            .condition_expression(
+                "delivery = :push AND #state IN (:submitted, :working) \
+                 AND attribute_not_exists(delivered_at) \
+                 AND (attribute_not_exists(lease_until) OR lease_until < :now) \
+                 AND (attribute_not_exists(delivery_attempts) OR delivery_attempts < :max)",
+            )
+            .expression_attribute_values(":working", s("working"))
+            .expression_attribute_values(":submitted", s("submitted"))
+            .expression_attribute_values(":push", s("push"))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":token", s(token))
+            .expression_attribute_values(":until", s(until))
+            .expression_attribute_values(":outbox", s(outbox_shard(task_id)))
+            .expression_attribute_values(":due", s(format!("{due}#{task_id}")))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":max", n(max_attempts));
+        self.transition(update).await
+    }
+
+    /// Ends a failed attempt that will be retried: the lease lapses now and the outbox entry
+    /// falls due after the retry should have happened.
+    pub async fn release_for_retry(
+        &self,
+        task_id: &str,
+        token: &str,
+        retry_in_seconds: u64,
+    ) -> Result<TaskTransition, StoreError> {
+        let due = clock::after(retry_in_seconds + 60);
+        let update = self
+            .task_update(task_id)
+            .update_expression("SET lease_until = :now, updated_at = :now, gsi1sk = :due")
+            .condition_expression("#state = :working AND lease_token = :token")
+            .expression_attribute_values(":working", s("working"))
+            .expression_attribute_values(":token", s(token))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":due", s(format!("{due}#{task_id}")));
+        self.transition(update).await
+    }
+
+    /// Applies the endpoint's answer, if this attempt still holds the lease.
+    pub async fn apply_push_answer(
+        &self,
+        task_id: &str,
+        token: &str,
+        result: &TaskResult,
+    ) -> Result<TaskTransition, StoreError> {
+        let artifacts = match result {
+            TaskResult::Completed { artifacts, .. } => {
+                Some(serde_json::to_value(artifacts).unwrap_or_default())
+            }
+            _ => None,
+        };
+        let error = match result {
+            TaskResult::Failed { error } => Some(error.as_str()),
+            _ => None,
+        };
+        let status_message = match result.status_message() {
+            Some(message) => message_text(&message),
+            None => AttributeValue::Null(true),
+        };
+        let mut update =
+            self.task_update(task_id)
+                .update_expression(format!(
+                "SET #state = :state, status_message = :status_message, status_timestamp = :now, \
+                 updated_at = :now, #error = :error, history = list_append(history, :entry){} \
+                 REMOVE lease_token, lease_until, gsi1pk, gsi1sk, deadline_at, gsi2pk, gsi2sk",
+                if artifacts.is_some() { ", artifacts = :artifacts" } else { "" }
+            ))
+                .condition_expression("#state = :working AND lease_token = :token")
+                .expression_attribute_names("#error", "error")
+                .expression_attribute_values(":state", s(result.state().as_str()))
+                .expression_attribute_values(":status_message", status_message)
+                .expression_attribute_values(":now", s(clock::now()))
+                .expression_attribute_values(":error", opt_s(error))
+                .expression_attribute_values(
+                    ":entry",
+                    AttributeValue::L(vec![message_text(&result.history_message())]),
+                )
+                .expression_attribute_values(":working", s("working"))
+                .expression_attribute_values(":token", s(token));
+        if let Some(artifacts) = artifacts {
+            update = update.expression_attribute_values(":artifacts", s(artifacts.to_string()));
+        }
+        self.transition(update).await
+    }
+
+    /// The endpoint said `working`: the callee finishes through the result route before its
+    /// claim deadline, like a pull callee that claimed the task.
+    pub async fn accept_push(
+        &self,
+        task_id: &str,
+        token: &str,
+        timeout_seconds: u64,
+    ) -> Result<TaskTransition, StoreError> {
+        let deadline = clock::after(timeout_seconds);
+        let update = self
+            .task_update(task_id)
+            .update_expression(
+                "SET delivered_at = :now, updated_at = :now, deadline_at = :deadline, \
+                 gsi2pk = :shard, gsi2sk = :deadline_key \
+                 REMOVE lease_token, lease_until, gsi1pk, gsi1sk",
+            )
+            .condition_expression("#state = :working AND lease_token = :token")
+            .expression_attribute_values(":working", s("working"))
+            .expression_attribute_values(":token", s(token))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":deadline", s(&deadline))
+            .expression_attribute_values(":shard", s(deadline_shard(task_id)))
+            .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
+        self.transition(update).await
+    }
+
+    /// Fails a push task whose delivery cannot succeed. With a token, only while that attempt
+    /// holds the lease; without one, only while no attempt holds a live lease.
+    pub async fn fail_delivery(
+        &self,
+        task_id: &str,
+        token: Option<&str>,
+        error: &str,
+    ) -> Result<TaskTransition, StoreError> {
+        let entry = Message::agent(vec![Part::Text(error.to_owned())]);
+        let now = clock::now();
+        let mut update = self
+            .task_update(task_id)
+            .update_expression(
+                "SET #state = :failed, status_timestamp = :now, updated_at = :now, #error = :error, \
+                 history = list_append(history, :entry) \
+                 REMOVE lease_token, lease_until, gsi1pk, gsi1sk, deadline_at, gsi2pk, gsi2sk",
+            )
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_values(":failed", s("failed"))
+            .expression_attribute_values(":now", s(&now))
+            .expression_attribute_values(":error", s(error))
+            .expression_attribute_values(":entry", AttributeValue::L(vec![message_text(&entry)]))
+            .expression_attribute_values(":submitted", s("submitted"))
+            .expression_attribute_values(":working", s("working"));
+        update = match token {
+            Some(token) => update
+                .condition_expression("#state IN (:submitted, :working) AND lease_token = :token")
+                .expression_attribute_values(":token", s(token)),
+            None => update.condition_expression(
+                "#state IN (:submitted, :working) AND attribute_not_exists(delivered_at) \
+                 AND (attribute_not_exists(lease_until) OR lease_until < :now)",
+            ),
+        };
+        self.transition(update).await
+    }
+
+    /// Records one delivery attempt under its task.
+    pub async fn record_attempt(&self, task_id: &str, attempt: &Attempt) -> Result<(), StoreError> {
+        let mut item = key(
+            format!("TASK#{task_id}"),
+            format!("ATTEMPT#{:04}", attempt.number),
+        );
+        item.insert("kind".into(), s("attempt"));
+        item.insert("attempt".into(), n(attempt.number));
+        item.insert("at".into(), s(&attempt.at));
+        item.insert(
+            "status".into(),
+            match attempt.status {
+                Some(status) => n(u64::from(status)),
+                None => AttributeValue::Null(true),
+            },
+        );
+        item.insert("latency_ms".into(), n(attempt.latency_ms));
+        item.insert("error".into(), opt_s(attempt.error.as_deref()));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    /// Every recorded attempt of a task, in order.
+    pub async fn list_attempts(&self, task_id: &str) -> Result<Vec<Attempt>, StoreError> {
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(format!("TASK#{task_id}")))
+            .expression_attribute_values(":prefix", s("ATTEMPT#"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        output
+            .items()
+            .iter()
+            .map(|item| {
+                let read = Reader(item);
+                Ok(Attempt {
+                    number: read.n("attempt")?,
+                    at: read.s("at")?,
+                    status: match item.get("status") {
+                        Some(AttributeValue::N(_)) => Some(read.n("status")? as u16),
+                        _ => None,
+                    },
+                    latency_ms: read.n("latency_ms")?,
+                    error: read.opt_s("error")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Push tasks on one outbox shard whose entry fell due before `now`: `(task id, sort key)`.
+    pub async fn outbox_due(
+        &self,
+        shard: char,
+        now: &str,
+        limit: i32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name("gsi1")
+            .key_condition_expression("gsi1pk = :shard AND gsi1sk < :now")
+            .expression_attribute_values(":shard", s(format!("OUTBOX#{shard}")))
+            .expression_attribute_values(":now", s(now))
+            .limit(limit)
+            .send()
+            .await
+            .map_err(classify)?;
+        output
+            .items()
+            .iter()
+            .map(|item| Ok((Reader(item).s("id")?, Reader(item).s("gsi1sk")?)))
+            .collect()
+    }
+
+    /// Pushes an outbox entry's due time forward, if nobody moved it since it was read. Returns
+    /// whether this caller moved it (and so should re-enqueue the task).
+    pub async fn bump_outbox(
+        &self,
+        task_id: &str,
+        seen: &str,
+        seconds: u64,
+    ) -> Result<bool, StoreError> {
+        let due = clock::after(seconds);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(task_key(task_id)))
+            .update_expression("SET gsi1sk = :due")
+            .condition_expression("gsi1sk = :seen")
+            .expression_attribute_values(":due", s(format!("{due}#{task_id}")))
+            .expression_attribute_values(":seen", s(seen))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|service| service.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(classify(error)),
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Sealed secrets: endpoint credentials encrypted with KMS under an encryption context naming the
+//! tenant and the agent, so a sealed value copied onto another agent does not open.
+
+use aws_sdk_kms::primitives::Blob;
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+
+#[derive(Clone, Debug)]
+pub struct Vault {
+    client: aws_sdk_kms::Client,
+    key_id: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VaultError {
+    #[error("KMS unavailable: {0}")]
+    Unavailable(String),
+    #[error("no KMS key configured (FORGEBENCH_KMS_KEY_ID)")]
+    NoKey,
+    #[error("the sealed value does not open under this context")]
+    Refused,
+}
+
+impl From<VaultError> for crate::error::ApiError {
+    fn from(error: VaultError) -> Self {
+        tracing::warn!(error = %error, "vault error");
+        match error {
+            VaultError::Unavailable(_) => crate::error::ApiError::Unavailable,
+            VaultError::NoKey | VaultError::Refused => crate::error::ApiError::Internal,
+        }
+    }
+}
+
+fn classify<E: std::fmt::Debug, R: std::fmt::Debug>(
+    error: aws_sdk_kms::error::SdkError<E, R>,
+) -> VaultError {
+    match &error {
+        aws_sdk_kms::error::SdkError::ServiceError(context) => {
+            let text = format!("{:?}", context.err());
+            if text.contains("InvalidCiphertext") || text.contains("AccessDenied") {
+                VaultError::Refused
+            } else {
+                VaultError::Unavailable(text)
+            }
+        }
+        _ => VaultError::Unavailable(format!("{error:?}")),
+    }
+}
+
+impl Vault {
+    pub fn new(client: aws_sdk_kms::Client, key_id: Option<String>) -> Vault {
+        Vault { client, key_id }
+    }
+
+    pub fn key_id(&self) -> Option<&str> {
+        self.key_id.as_deref()
+    }
+
+    /// Encrypts `secret` for `(tenant, agent)`; returns base64 ciphertext.
+    pub async fn seal(
+        &self,
+        tenant_id: &str,
+        agent_id: &str,
+        secret: &str,
+    ) -> Result<String, VaultError> {
+        let key_id = self.key_id.as_deref().ok_or(VaultError::NoKey)?;
+        let output = self
+            .client
+            .encrypt()
+            .key_id(key_id)
+            .plaintext(Blob::new(secret.as_bytes()))
+            .encryption_context("tenant_id", tenant_id)
+            .encryption_context("agent_id", agent_id)
+            .encryption_context("purpose", "endpoint-secret")
+            .send()
+            .await
+            .map_err(classify)?;
+        let ciphertext = output.ciphertext_blob().ok_or(VaultError::Refused)?;
+        Ok(STANDARD.encode(ciphertext.as_ref()))
+    }
+
+    /// Decrypts what [`Vault::seal`] made for the same `(tenant, agent)`.
+    pub async fn unseal(
+        &self,
+        tenant_id: &str,
+        agent_id: &str,
+        sealed: &str,
+    ) -> Result<String, VaultError> {
+        let ciphertext = STANDARD.decode(sealed).map_err(|_| VaultError::Refused)?;
+        let output = self
+            .client
+            .decrypt()
+            .ciphertext_blob(Blob::new(ciphertext))
+            .encryption_context("tenant_id", tenant_id)
+            .encryption_context("agent_id", agent_id)
+            .encryption_context("purpose", "endpoint-secret")
+            .send()
+            .await
+            .map_err(classify)?;
+        let plaintext = output.plaintext().ok_or(VaultError::Refused)?;
+        String::from_utf8(plaintext.as_ref().to_vec()).map_err(|_| VaultError::Refused)
+    }
+}
