@@ -34,10 +34,18 @@ const OUTBOX_RETRY_SECONDS: u64 = 60;
 /// Re-enqueues push tasks whose outbox entry fell due: the enqueue at open was lost, or an
 /// attempt died holding its lease. Returns how many it enqueued.
 pub async fn sweep_outbox(store: &Store, queue: &Queue) -> Result<usize, StoreError> {
-    let now = clock::now();
+    sweep_outbox_until(store, queue, &clock::now()).await
+}
+
+/// [`sweep_outbox`] for entries due before `now` (a formatted moment).
+pub async fn sweep_outbox_until(
+    store: &Store,
+    queue: &Queue,
+    now: &str,
+) -> Result<usize, StoreError> {
     let mut enqueued = 0;
     for shard in OUTBOX_SHARDS {
-        for (task_id, seen) in store.outbox_due(shard, &now, BATCH).await? {
+        for (task_id, seen) in store.outbox_due(shard, now, BATCH).await? {
             if !store
                 .bump_outbox(&task_id, &seen, OUTBOX_RETRY_SECONDS)
                 .await?

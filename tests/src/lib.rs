@@ -497,3 +497,180 @@ impl Proxy {
         let _ = self.up.send(true);
     }
 }
+
+/// One request a test callee received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+    pub at: std::time::Instant,
+}
+
+/// What a test callee answers: status, content type, body, and how long to wait first.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: String,
+    pub delay: Duration,
+    pub retry_after: Option<u64>,
+}
+
+impl Answer {
+    pub fn json(status: u16, body: Value) -> Answer {
+        Answer {
+            status,
+            content_type: "application/json",
+            body: body.to_string(),
+            delay: Duration::ZERO,
+            retry_after: None,
+        }
+    }
+
+    pub fn text(status: u16, body: &str) -> Answer {
+        Answer {
+            status,
+            content_type: "text/plain",
+            body: body.to_owned(),
+            delay: Duration::ZERO,
+            retry_after: None,
+        }
+    }
+}
+
+type Script = Arc<dyn Fn(usize) -> Answer + Send + Sync>;
+
+/// A real HTTP server on loopback standing in for a callee's push endpoint. `script(n)` decides
+/// the answer to the n-th request (0-based); every request is recorded.
+pub struct Callee {
+    pub url: String,
+    pub port: u16,
+    received: Arc<std::sync::Mutex<Vec<Received>>>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Callee {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Callee {
+    pub async fn start(script: impl Fn(usize) -> Answer + Send + Sync + 'static) -> Callee {
+        use http_body_util::BodyExt;
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind callee");
+        let port = listener.local_addr().expect("address").port();
+        let received: Arc<std::sync::Mutex<Vec<Received>>> = Arc::default();
+        let script: Script = Arc::new(script);
+        let log = Arc::clone(&received);
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let (log, script) = (Arc::clone(&log), Arc::clone(&script));
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(
+                        move |request: hyper::Request<hyper::body::Incoming>| {
+                            let (log, script) = (Arc::clone(&log), Arc::clone(&script));
+                            async move {
+                                let (parts, body) = request.into_parts();
+                                let bytes = body
+                                    .collect()
+                                    .await
+                                    .map(|b| b.to_bytes())
+                                    .unwrap_or_default();
+                                let mut headers = reqwest::header::HeaderMap::new();
+                                for (name, value) in parts.headers.iter() {
+                                    if let (Ok(name), Ok(value)) = (
+                                        reqwest::header::HeaderName::from_bytes(
+                                            name.as_str().as_bytes(),
+                                        ),
+                                        reqwest::header::HeaderValue::from_bytes(value.as_bytes()),
+                                    ) {
+                                        headers.append(name, value);
+                                    }
+                                }
+                                let index = {
+                                    let mut log = log.lock().expect("log");
+                                    log.push(Received {
+                                        headers,
+                                        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                                        at: std::time::Instant::now(),
+                                    });
+                                    log.len() - 1
+                                };
+                                let answer = script(index);
+                                tokio::time::sleep(answer.delay).await;
+                                let mut response = hyper::Response::builder()
+                                    .status(answer.status)
+                                    .header("content-type", answer.content_type);
+                                if let Some(seconds) = answer.retry_after {
+                                    response = response.header("retry-after", seconds.to_string());
+                                }
+                                Ok::<_, std::convert::Infallible>(
+                                    response
+                                        .body(http_body_util::Full::new(hyper::body::Bytes::from(
+                                            answer.body,
+                                        )))
+                                        .expect("response"),
+                                )
+                            }
+                        },
+                    );
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Callee {
+            url: format!("http://127.0.0.1:{port}/a2a"),
+            port,
+            received,
+            task,
+        }
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().expect("log").clone()
+    }
+
+    /// Waits until at least `count` requests arrived (or 15 s passed).
+    pub async fn wait_for(&self, count: usize) -> Vec<Received> {
+        for _ in 0..150 {
+            let received = self.received();
+            if received.len() >= count {
+                return received;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.received()
+    }
+}
+
+impl TestApp {
+    /// Points a callee at a push endpoint; returns the reply.
+    pub async fn set_endpoint(&self, key: &str, agent: &str, body: Value) -> Reply {
+        self.send(
+            "PUT",
+            &format!("/v1/agents/{agent}/endpoint"),
+            Some(key),
+            Some(body),
+        )
+        .await
+    }
+
+    /// Reads a task until it leaves submitted/working (or 15 s passed).
+    pub async fn settled(&self, key: &str, callee: &str, task_id: &str) -> Reply {
+        let mut reply = self.get_task(key, callee, task_id).await;
+        for _ in 0..150 {
+            if !matches!(reply.state().as_str(), "submitted" | "working") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            reply = self.get_task(key, callee, task_id).await;
+        }
+        reply
+    }
+}

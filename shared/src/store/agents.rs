@@ -34,6 +34,10 @@ fn attributes(agent: &Agent) -> Item {
         },
     );
     item.insert(
+        "endpoint_secret".into(),
+        opt_s(agent.sealed_secret.as_deref()),
+    );
+    item.insert(
         "claim_timeout_seconds".into(),
         n(agent.claim_timeout_seconds),
     );

@@ -8,4 +8,6 @@ mod deployment;
 mod management;
 mod outage;
 mod pull;
+mod push;
+mod push_security;
 mod tasks;

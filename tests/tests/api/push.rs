@@ -1,0 +1,318 @@
+//! Push delivery against real callee HTTP servers on loopback (allowed here through the
+//! operator allowlist, as for local development).
+
+use std::time::Duration;
+
+use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Pair, TestApp};
+use serde_json::{json, Value};
+
+const SECRET: &str = "s3cret-7f1c2b9e-never-shown";
+
+async fn push_pair(callee: &Callee) -> (TestApp, Pair) {
+    push_pair_with(callee, Options::local_push()).await
+}
+
+async fn push_pair_with(callee: &Callee, options: Options) -> (TestApp, Pair) {
+    let app = spawn_app_with(options).await;
+    let pair = app.pair().await;
+    let reply = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": callee.url, "auth": {"type": "bearer", "secret": SECRET}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    (app, pair)
+}
+
+async fn open(app: &TestApp, pair: &Pair, wait: u32) -> forgebench_tests::Reply {
+    let reply = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("Classify"),
+            wait,
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply
+}
+
+async fn attempts(app: &TestApp, pair: &Pair, task_id: &str) -> Vec<Value> {
+    let reply = app
+        .get(
+            &format!("/v1/agents/{}/tasks/{task_id}/attempts", pair.callee.name),
+            &pair.tenant.admin_key,
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body["items"].as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_endpoint_post_carries_the_documented_headers_and_body() {
+    let callee = Callee::start(|_| {
+        Answer::json(200, json!({"state": "completed", "artifacts": [{"name": "response", "parts": [{"text": "handled"}]}]}))
+    })
+    .await;
+    let (app, pair) = push_pair(&callee).await;
+    let opened = open(&app, &pair, 10).await;
+    assert_eq!(opened.state(), "completed", "{}", opened.text);
+    assert_eq!(opened.body["delivery"], "push");
+    assert_eq!(opened.body["artifacts"][0]["parts"][0]["text"], "handled");
+
+    let received = callee.received();
+    assert_eq!(received.len(), 1);
+    let request = &received[0];
+    assert_eq!(
+        request.headers["x-forgebench-task"],
+        opened.field("id").as_str()
+    );
+    assert_eq!(
+        request.headers["x-parent-call"],
+        opened.field("call_id").as_str()
+    );
+    assert_eq!(
+        request.headers["authorization"],
+        format!("Bearer {SECRET}").as_str()
+    );
+    assert_eq!(request.headers["content-type"], "application/json");
+    assert_eq!(
+        request.body,
+        json!({"task_id": opened.field("id"), "call_id": opened.field("call_id"), "message": text_message("Classify")})
+    );
+}
+
+#[tokio::test]
+async fn a_named_header_carries_the_secret_instead() {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let (app, pair) = push_pair(&callee).await;
+    let reply = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": callee.url, "auth": {"type": "header", "name": "X-Api-Key", "secret": SECRET}}),
+        )
+        .await;
+    assert_eq!(
+        reply.body["endpoint"]["auth"],
+        json!({"type": "header", "name": "X-Api-Key", "configured": true})
+    );
+    open(&app, &pair, 10).await;
+    let request = &callee.wait_for(1).await[0];
+    assert_eq!(request.headers["x-api-key"], SECRET);
+    assert!(request.headers.get("authorization").is_none());
+}
+
+#[tokio::test]
+async fn a_json_answer_without_state_is_one_data_artifact() {
+    let callee = Callee::start(|_| Answer::json(200, json!({"category": "software"}))).await;
+    let (app, pair) = push_pair(&callee).await;
+    let opened = open(&app, &pair, 10).await;
+    assert_eq!(opened.state(), "completed");
+    assert_eq!(
+        opened.body["artifacts"],
+        json!([{"name": "response", "parts": [{"data": {"category": "software"}}]}])
+    );
+}
+
+#[tokio::test]
+async fn a_plain_text_answer_is_one_text_artifact() {
+    let callee = Callee::start(|_| Answer::text(200, "handled: Classify")).await;
+    let (app, pair) = push_pair(&callee).await;
+    let opened = open(&app, &pair, 10).await;
+    assert_eq!(opened.state(), "completed");
+    assert_eq!(
+        opened.body["artifacts"],
+        json!([{"name": "response", "parts": [{"text": "handled: Classify"}]}])
+    );
+}
+
+#[tokio::test]
+async fn working_means_the_callee_finishes_later_through_the_result_route() {
+    let callee = Callee::start(|_| Answer::json(202, json!({"state": "working"}))).await;
+    let (app, pair) = push_pair(&callee).await;
+    let opened = open(&app, &pair, 0).await;
+    let task_id = opened.field("id");
+    callee.wait_for(1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(read.state(), "working");
+    let done = app
+        .post_result(
+            &pair.callee.key,
+            &task_id,
+            json!({"state": "completed", "artifacts": [{"parts": [{"text": "later"}]}]}),
+        )
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    assert_eq!(done.state(), "completed");
+    // Accepted once: it is never POSTed again.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(callee.received().len(), 1);
+}
+
+#[tokio::test]
+async fn transient_failures_are_retried_until_the_endpoint_answers() {
+    let callee = Callee::start(|n| match n {
+        0 => Answer::text(503, "busy"),
+        1 => Answer::text(500, "oops"),
+        _ => Answer::json(200, json!({"state": "completed"})),
+    })
+    .await;
+    let (app, pair) = push_pair(&callee).await;
+    let opened = open(&app, &pair, 0).await;
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
+        .await;
+    assert_eq!(settled.state(), "completed", "{}", settled.text);
+    assert_eq!(callee.received().len(), 3);
+    let statuses: Vec<Value> = attempts(&app, &pair, &opened.field("id"))
+        .await
+        .iter()
+        .map(|a| a["status"].clone())
+        .collect();
+    assert_eq!(statuses, [json!(503), json!(500), json!(200)]);
+}
+
+#[tokio::test]
+async fn retries_that_never_succeed_fail_the_task_with_a_delivery_error() {
+    let callee = Callee::start(|_| Answer::text(502, "bad gateway")).await;
+    let (app, pair) = push_pair(&callee).await;
+    let opened = open(&app, &pair, 0).await;
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
+        .await;
+    assert_eq!(settled.state(), "failed");
+    assert!(
+        settled
+            .field("error")
+            .starts_with("delivery failed after 3 attempts"),
+        "{}",
+        settled.text
+    );
+    assert_eq!(callee.received().len(), 3);
+    let recorded = attempts(&app, &pair, &opened.field("id")).await;
+    assert_eq!(recorded.len(), 3);
+    assert!(recorded
+        .iter()
+        .all(|a| a["status"] == 502 && a["error"].is_string() && a["latency_ms"].is_u64()));
+}
+
+#[tokio::test]
+async fn a_4xx_fails_the_task_at_once() {
+    let callee = Callee::start(|_| Answer::text(404, "no such route")).await;
+    let (app, pair) = push_pair(&callee).await;
+    let opened = open(&app, &pair, 0).await;
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
+        .await;
+    assert_eq!(settled.state(), "failed");
+    assert_eq!(
+        settled.field("error"),
+        "the endpoint refused the task: HTTP 404"
+    );
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(callee.received().len(), 1);
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured() {
+    let callee = Callee::start(|n| match n {
+        0 => Answer {
+            retry_after: Some(2),
+            ..Answer::text(429, "slow down")
+        },
+        _ => Answer::json(200, json!({"state": "completed"})),
+    })
+    .await;
+    let (app, pair) = push_pair(&callee).await;
+    let opened = open(&app, &pair, 0).await;
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
+        .await;
+    assert_eq!(settled.state(), "completed");
+    let received = callee.received();
+    // The schedule says 0.2 s; the endpoint asked for 2 s.
+    assert!(received[1].at.duration_since(received[0].at) >= Duration::from_millis(1900));
+}
+
+#[tokio::test]
+async fn an_answer_after_the_caller_canceled_is_discarded() {
+    let callee = Callee::start(|_| Answer {
+        delay: Duration::from_millis(1500),
+        ..Answer::json(200, json!({"state": "completed"}))
+    })
+    .await;
+    let (app, pair) = push_pair(&callee).await;
+    let opened = open(&app, &pair, 0).await;
+    let task_id = opened.field("id");
+    callee.wait_for(1).await;
+    let canceled = app
+        .cancel(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(canceled.state(), "canceled");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(read.state(), "canceled");
+    assert_eq!(read.body["artifacts"], json!([]));
+    assert_eq!(callee.received().len(), 1);
+}
+
+#[tokio::test]
+async fn a_redelivered_message_does_not_post_a_finished_task_again() {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let (app, pair) = push_pair(&callee).await;
+    let opened = open(&app, &pair, 10).await;
+    assert_eq!(opened.state(), "completed");
+    // SQS delivers at least once: the same message again, twice.
+    app.app.queue.enqueue(&opened.field("id")).await.unwrap();
+    app.app.queue.enqueue(&opened.field("id")).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(callee.received().len(), 1);
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &opened.field("id"))
+        .await;
+    assert_eq!(read.body, opened.body);
+}
+
+#[tokio::test]
+async fn a_task_whose_enqueue_was_lost_is_delivered_from_the_outbox() {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let proxy = forgebench_tests::Proxy::start(&forgebench_tests::moto_endpoint()).await;
+    let (app, pair) = push_pair_with(
+        &callee,
+        Options {
+            moto_endpoint: proxy.endpoint.clone(),
+            push_worker: false,
+            ..Options::local_push()
+        },
+    )
+    .await;
+    proxy.cut();
+    let opened = open(&app, &pair, 0).await;
+    proxy.restore();
+    assert_eq!(opened.state(), "submitted");
+    // Nothing was enqueued; the sweep finds the task on the outbox once its grace has passed.
+    let later = forgebench::domain::clock::after(120);
+    let enqueued = forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &later)
+        .await
+        .unwrap();
+    assert_eq!(enqueued, 1);
+    let _worker = forgebench_local::run_push_worker(app.app.clone());
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
+        .await;
+    assert_eq!(settled.state(), "completed");
+    assert_eq!(callee.received().len(), 1);
+    // Delivered tasks leave the outbox.
+    let again = forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &later)
+        .await
+        .unwrap();
+    assert_eq!(again, 0);
+}
