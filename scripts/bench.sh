@@ -9,3 +9,4 @@ trap 'scripts/local-stack.sh stop' EXIT
 scripts/local-stack.sh start
 eval "$(scripts/local-stack.sh env)"
 cargo run --release --locked -p forgebench-bench --bin pull-lifecycle
+cargo run --release --locked -p forgebench-bench --bin push-delivery

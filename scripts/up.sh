@@ -5,6 +5,9 @@
 #   FORGEBENCH_LISTEN        address to serve on (default 127.0.0.1:8080; 0.0.0.0:8080 for all)
 #   FORGEBENCH_OPERATOR_KEY  operator key (default: a new random one, printed below)
 #   FORGEBENCH_TABLE         table name (default forgebench)
+#   FORGEBENCH_PUSH_ALLOWED_CIDRS  ranges push endpoints may reach besides public addresses;
+#                            127.0.0.0/8 here so callees on this machine can be tried out
+#                            (local development only: a deployment leaves it empty)
 # Stop with Ctrl-C; `scripts/local-stack.sh stop` stops the emulators.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +17,7 @@ scripts/local-stack.sh start
 eval "$(scripts/local-stack.sh env)"
 export FORGEBENCH_TABLE=${FORGEBENCH_TABLE:-forgebench}
 export FORGEBENCH_LISTEN=${FORGEBENCH_LISTEN:-127.0.0.1:8080}
+export FORGEBENCH_PUSH_ALLOWED_CIDRS=${FORGEBENCH_PUSH_ALLOWED_CIDRS-127.0.0.0/8}
 if [ -z "${FORGEBENCH_OPERATOR_KEY:-}" ]; then
   FORGEBENCH_OPERATOR_KEY="fb_op_$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
   export FORGEBENCH_OPERATOR_KEY
@@ -25,6 +29,7 @@ cat >&2 <<INFO
 
   Forgebench gateway: $url
   Operator key:       $FORGEBENCH_OPERATOR_KEY
+  Push may reach:     public addresses${FORGEBENCH_PUSH_ALLOWED_CIDRS:+ and $FORGEBENCH_PUSH_ALLOWED_CIDRS (local development)}
   Create a tenant:    curl -X POST $url/v1/tenants -H "Authorization: Bearer \$FORGEBENCH_OPERATOR_KEY" -d '{"name":"acme"}'
 
 INFO

@@ -1,0 +1,142 @@
+//! Benchmark of push delivery through the local gateway, SQS (moto) and the worker, against a
+//! direct POST between the same processes:
+//!
+//! 1. latency: from the caller's open request to the callee receiving the POST, median of 30,
+//!    against a direct POST from this process to the same callee;
+//! 2. throughput: 200 tasks opened 16 at a time, until every one is answered, against 200 direct
+//!    POSTs 16 at a time.
+//!
+//! Reported as ratios measured in one run. Run with `scripts/bench.sh`.
+
+use std::time::{Duration, Instant};
+
+use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options};
+use futures::StreamExt;
+use serde_json::json;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+#[tokio::main]
+async fn main() {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let reply = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": callee.url, "auth": {"type": "bearer", "secret": "bench"}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let direct = reqwest::Client::new();
+
+    // Warm both paths.
+    app.open_task(
+        &pair.caller.key,
+        &pair.callee.name,
+        text_message("warm"),
+        10,
+    )
+    .await;
+    direct
+        .post(&callee.url)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("direct");
+
+    const ROUNDS: usize = 30;
+    let mut gated = Vec::new();
+    let mut straight = Vec::new();
+    for round in 0..ROUNDS {
+        let before = callee.received().len();
+        let started = Instant::now();
+        let opened = app
+            .open_task(
+                &pair.caller.key,
+                &pair.callee.name,
+                text_message(&format!("{round}")),
+                0,
+            )
+            .await;
+        assert_eq!(opened.status, 200);
+        let received = callee.wait_for(before + 1).await;
+        gated.push(received[before].at.duration_since(started));
+
+        let before = callee.received().len();
+        let started = Instant::now();
+        direct
+            .post(&callee.url)
+            .json(&json!({"round": round}))
+            .send()
+            .await
+            .expect("direct");
+        straight.push(callee.received()[before].at.duration_since(started));
+    }
+    let (gated, straight) = (median(gated), median(straight));
+    println!("\nOpen → callee receives the POST (median of {ROUNDS}):");
+    println!("| path | median | ratio |");
+    println!("|---|---|---|");
+    println!(
+        "| direct POST | {:.2} ms | 1 |",
+        straight.as_secs_f64() * 1e3
+    );
+    println!(
+        "| gateway: open, SQS, worker, POST | {:.2} ms | {:.0}x |",
+        gated.as_secs_f64() * 1e3,
+        gated.as_secs_f64() / straight.as_secs_f64()
+    );
+
+    const TASKS: usize = 200;
+    const CONCURRENCY: usize = 16;
+    let started = Instant::now();
+    let ids: Vec<String> = futures::stream::iter(0..TASKS)
+        .map(|index| {
+            let (app, key, callee) = (&app, pair.caller.key.clone(), pair.callee.name.clone());
+            async move {
+                app.open_task(&key, &callee, text_message(&format!("t{index}")), 0)
+                    .await
+                    .field("id")
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    for id in &ids {
+        let settled = app.settled(&pair.caller.key, &pair.callee.name, id).await;
+        assert_eq!(settled.state(), "completed", "{}", settled.text);
+    }
+    let gated = started.elapsed();
+
+    let started = Instant::now();
+    futures::stream::iter(0..TASKS)
+        .map(|index| {
+            let (direct, url) = (&direct, callee.url.clone());
+            async move {
+                direct
+                    .post(url)
+                    .json(&json!({"index": index}))
+                    .send()
+                    .await
+                    .expect("direct")
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
+    let straight = started.elapsed();
+    let rate = |elapsed: Duration| TASKS as f64 / elapsed.as_secs_f64();
+    println!("\n{TASKS} tasks, {CONCURRENCY} at a time, until every one is answered:");
+    println!("| path | tasks/s | ratio to direct |");
+    println!("|---|---|---|");
+    println!("| direct POST | {:.0} | 1 |", rate(straight));
+    println!(
+        "| gateway push | {:.0} | {:.3} |",
+        rate(gated),
+        rate(gated) / rate(straight)
+    );
+}
