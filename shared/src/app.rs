@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::domain::{keys, Principal, PrincipalKind};
 use crate::error::ApiError;
 use crate::push::{Dialer, Queue, Worker};
+use crate::signing::SigningCache;
 use crate::store::Store;
 use crate::vault::Vault;
 
@@ -52,6 +53,7 @@ pub struct App {
     pub vault: Vault,
     pub dialer: Dialer,
     pub config: Config,
+    pub signing: SigningCache,
     key_cache: KeyCache,
 }
 
@@ -91,6 +93,7 @@ impl App {
             vault: Vault::new(kms, config.kms_key_id.clone()),
             dialer,
             config,
+            signing: SigningCache::default(),
             key_cache: KeyCache::default(),
         })
     }

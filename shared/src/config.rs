@@ -33,6 +33,9 @@ pub struct Config {
     /// Interval between queue reads while a callee long-polls for work (`FORGEBENCH_CLAIM_POLL_MS`,
     /// 250).
     pub claim_poll_interval: Duration,
+    /// `FORGEBENCH_PUBLIC_URL`: the gateway's public base URL for cards; when unset, each
+    /// request's own scheme, host and API Gateway stage.
+    pub public_url: Option<String>,
     /// `FORGEBENCH_PUSH_QUEUE_URL`: the SQS queue of push deliveries.
     pub push_queue_url: Option<String>,
     /// `FORGEBENCH_KMS_KEY_ID`: the KMS key that seals endpoint secrets.
@@ -95,6 +98,7 @@ impl Config {
             claim_poll_interval: Duration::from_millis(
                 number("FORGEBENCH_CLAIM_POLL_MS", 250)?.max(20),
             ),
+            public_url: optional("FORGEBENCH_PUBLIC_URL"),
             push_queue_url: optional("FORGEBENCH_PUSH_QUEUE_URL"),
             kms_key_id: optional("FORGEBENCH_KMS_KEY_ID"),
             push_allowed_cidrs: match optional("FORGEBENCH_PUSH_ALLOWED_CIDRS") {
@@ -135,6 +139,7 @@ impl Config {
             max_wait_seconds: API_MAX_WAIT_SECONDS,
             task_poll_interval: Duration::from_millis(200),
             claim_poll_interval: Duration::from_millis(250),
+            public_url: None,
             push_queue_url: None,
             kms_key_id: None,
             push_allowed_cidrs: Vec::new(),

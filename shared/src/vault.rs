@@ -56,48 +56,71 @@ impl Vault {
         self.key_id.as_deref()
     }
 
-    /// Encrypts `secret` for `(tenant, agent)`; returns base64 ciphertext.
+    /// Encrypts `plaintext` under `context`; returns base64 ciphertext.
+    pub async fn seal_bytes(
+        &self,
+        context: &[(&str, &str)],
+        plaintext: &[u8],
+    ) -> Result<String, VaultError> {
+        let key_id = self.key_id.as_deref().ok_or(VaultError::NoKey)?;
+        let mut request = self
+            .client
+            .encrypt()
+            .key_id(key_id)
+            .plaintext(Blob::new(plaintext));
+        for (name, value) in context {
+            request = request.encryption_context(*name, *value);
+        }
+        let output = request.send().await.map_err(classify)?;
+        let ciphertext = output.ciphertext_blob().ok_or(VaultError::Refused)?;
+        Ok(STANDARD.encode(ciphertext.as_ref()))
+    }
+
+    /// Decrypts what [`Vault::seal_bytes`] made under the same `context`.
+    pub async fn unseal_bytes(
+        &self,
+        context: &[(&str, &str)],
+        sealed: &str,
+    ) -> Result<Vec<u8>, VaultError> {
+        let ciphertext = STANDARD.decode(sealed).map_err(|_| VaultError::Refused)?;
+        let mut request = self.client.decrypt().ciphertext_blob(Blob::new(ciphertext));
+        for (name, value) in context {
+            request = request.encryption_context(*name, *value);
+        }
+        let output = request.send().await.map_err(classify)?;
+        let plaintext = output.plaintext().ok_or(VaultError::Refused)?;
+        Ok(plaintext.as_ref().to_vec())
+    }
+
+    /// Seals an endpoint secret for `(tenant, agent)`.
     pub async fn seal(
         &self,
         tenant_id: &str,
         agent_id: &str,
         secret: &str,
     ) -> Result<String, VaultError> {
-        let key_id = self.key_id.as_deref().ok_or(VaultError::NoKey)?;
-        let output = self
-            .client
-            .encrypt()
-            .key_id(key_id)
-            .plaintext(Blob::new(secret.as_bytes()))
-            .encryption_context("tenant_id", tenant_id)
-            .encryption_context("agent_id", agent_id)
-            .encryption_context("purpose", "endpoint-secret")
-            .send()
+        self.seal_bytes(&endpoint_context(tenant_id, agent_id), secret.as_bytes())
             .await
-            .map_err(classify)?;
-        let ciphertext = output.ciphertext_blob().ok_or(VaultError::Refused)?;
-        Ok(STANDARD.encode(ciphertext.as_ref()))
     }
 
-    /// Decrypts what [`Vault::seal`] made for the same `(tenant, agent)`.
+    /// Opens an endpoint secret sealed for the same `(tenant, agent)`.
     pub async fn unseal(
         &self,
         tenant_id: &str,
         agent_id: &str,
         sealed: &str,
     ) -> Result<String, VaultError> {
-        let ciphertext = STANDARD.decode(sealed).map_err(|_| VaultError::Refused)?;
-        let output = self
-            .client
-            .decrypt()
-            .ciphertext_blob(Blob::new(ciphertext))
-            .encryption_context("tenant_id", tenant_id)
-            .encryption_context("agent_id", agent_id)
-            .encryption_context("purpose", "endpoint-secret")
-            .send()
-            .await
-            .map_err(classify)?;
-        let plaintext = output.plaintext().ok_or(VaultError::Refused)?;
-        String::from_utf8(plaintext.as_ref().to_vec()).map_err(|_| VaultError::Refused)
+        let plaintext = self
+            .unseal_bytes(&endpoint_context(tenant_id, agent_id), sealed)
+            .await?;
+        String::from_utf8(plaintext).map_err(|_| VaultError::Refused)
     }
+}
+
+fn endpoint_context<'a>(tenant_id: &'a str, agent_id: &'a str) -> [(&'a str, &'a str); 3] {
+    [
+        ("tenant_id", tenant_id),
+        ("agent_id", agent_id),
+        ("purpose", "endpoint-secret"),
+    ]
 }

@@ -3,7 +3,9 @@
 
 pub mod agent;
 pub mod binding;
+pub mod card;
 pub mod clock;
+pub mod jcs;
 pub mod keys;
 pub mod message;
 pub mod principal;

@@ -4,6 +4,7 @@
 mod agents;
 mod audit;
 mod bindings;
+mod cards;
 mod endpoint;
 mod members;
 mod pull;

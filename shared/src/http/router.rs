@@ -11,7 +11,7 @@ use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use tracing::Instrument;
 
-use super::{agents, audit, bindings, endpoint, members, pull, tasks, tenants};
+use super::{agents, audit, bindings, cards, endpoint, members, pull, tasks, tenants};
 use crate::app::App;
 
 /// Why no route matched.
@@ -46,10 +46,18 @@ pub enum Route {
     ListAudit,
     SetEndpoint,
     ListDeliveryAttempts,
+    GetAgentCard,
+    ListAgentCards,
+    GetSigningKeys,
+    RotateSigningKey,
+    PutTool,
+    DeleteTool,
+    ListTools,
+    ListCalls,
 }
 
 impl Route {
-    pub const ALL: [Route; 21] = [
+    pub const ALL: [Route; 29] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -71,6 +79,14 @@ impl Route {
         Route::ListAudit,
         Route::SetEndpoint,
         Route::ListDeliveryAttempts,
+        Route::GetAgentCard,
+        Route::ListAgentCards,
+        Route::GetSigningKeys,
+        Route::RotateSigningKey,
+        Route::PutTool,
+        Route::DeleteTool,
+        Route::ListTools,
+        Route::ListCalls,
     ];
 
     /// Method and path template, as in the API docs and the deployment template.
@@ -99,6 +115,17 @@ impl Route {
             Route::PostTaskResult => (Method::POST, "/v1/agents/me/tasks/{task_id}/result"),
             Route::ListAudit => (Method::GET, "/v1/audit"),
             Route::SetEndpoint => (Method::PUT, "/v1/agents/{agent}/endpoint"),
+            Route::GetAgentCard => (
+                Method::GET,
+                "/v1/agents/{agent}/.well-known/agent-card.json",
+            ),
+            Route::ListAgentCards => (Method::GET, "/v1/agents/cards"),
+            Route::GetSigningKeys => (Method::GET, "/v1/billing/export/pubkey"),
+            Route::RotateSigningKey => (Method::POST, "/v1/signing-keys/rotate"),
+            Route::PutTool => (Method::PUT, "/v1/agents/{agent}/tools/{tool}"),
+            Route::DeleteTool => (Method::DELETE, "/v1/agents/{agent}/tools/{tool}"),
+            Route::ListTools => (Method::GET, "/v1/agents/{agent}/tools"),
+            Route::ListCalls => (Method::GET, "/v1/calls"),
             Route::ListDeliveryAttempts => {
                 (Method::GET, "/v1/agents/{agent}/tasks/{task_id}/attempts")
             }
@@ -194,6 +221,14 @@ impl Route {
             Route::ListAudit => audit::list(app, request).await,
             Route::SetEndpoint => endpoint::put(app, request).await,
             Route::ListDeliveryAttempts => endpoint::attempts(app, request).await,
+            Route::GetAgentCard => cards::get_card(app, request).await,
+            Route::ListAgentCards => cards::list_cards(app, request).await,
+            Route::GetSigningKeys => cards::pubkey(app, request).await,
+            Route::RotateSigningKey => cards::rotate(app, request).await,
+            Route::PutTool => cards::put_tool(app, request).await,
+            Route::DeleteTool => cards::delete_tool(app, request).await,
+            Route::ListTools => cards::list_tools(app, request).await,
+            Route::ListCalls => cards::list_calls(app, request).await,
         }
     }
 }

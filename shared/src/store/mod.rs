@@ -20,6 +20,7 @@
 mod agents;
 mod audit;
 mod bindings;
+mod cards;
 pub mod item;
 mod push;
 pub mod schema;
@@ -28,6 +29,7 @@ mod tenancy;
 
 pub use audit::AuditEntry;
 pub use bindings::BindingWrite;
+pub use cards::SigningKeyRecord;
 pub use push::Attempt;
 pub use tasks::{
     ClaimOutcome, ContextJoin, OpenRefusal, OpenTask, TaskTransition, DEADLINE_SHARDS,

@@ -3,8 +3,10 @@
 
 mod bad_input;
 mod bindings;
+mod cards;
 mod concurrency;
 mod deployment;
+mod ledger;
 mod management;
 mod outage;
 mod pull;

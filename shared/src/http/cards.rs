@@ -1,0 +1,243 @@
+//! Agent cards (per agent and the tenant registry), the signing JWKS, key rotation, tool
+//! bindings (which become card skills) and lineage reads.
+
+use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::agents::managed_agent;
+use super::{json_object, ok, only_fields, path_param, query_param, HandlerResult};
+use crate::app::App;
+use crate::domain::card::{card, jwk, parse_tool_name, sign, Tool};
+use crate::domain::jcs::canonicalize;
+use crate::domain::{Agent, AgentRef, AgentStatus, Principal, PrincipalKind};
+use crate::error::{json_response, ApiError};
+use crate::store::AuditEntry;
+
+/// The gateway's public base URL: `FORGEBENCH_PUBLIC_URL` when set, else the request's own
+/// scheme, host and API Gateway stage.
+fn base_url(app: &App, request: &Request) -> String {
+    if let Some(url) = &app.config.public_url {
+        return url.trim_end_matches('/').to_owned();
+    }
+    let header = |name: &str| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+    };
+    let host = header("host").unwrap_or_else(|| "localhost".into());
+    let scheme = header("x-forwarded-proto").unwrap_or_else(|| "http".into());
+    let stage = match request.request_context_ref() {
+        Some(lambda_http::request::RequestContext::ApiGatewayV1(context)) => context
+            .stage
+            .clone()
+            .filter(|stage| !stage.is_empty() && stage != "$default")
+            .map(|stage| format!("/{stage}"))
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    format!("{scheme}://{host}{stage}")
+}
+
+fn tenant_principal(principal: &Principal) -> Result<(), ApiError> {
+    if principal.kind == PrincipalKind::Operator {
+        return Err(ApiError::Forbidden(
+            "cards are read with a key of the tenant".into(),
+        ));
+    }
+    Ok(())
+}
+
+async fn signed_card(app: &App, request: &Request, agent: &Agent) -> Result<Value, ApiError> {
+    let tools = app.store.list_tools(&agent.id).await?;
+    let (kid, key) = app.signing.active(&app.store, &app.vault).await?;
+    Ok(sign(
+        card(agent, &tools, &base_url(app, request)),
+        &kid,
+        &key,
+    ))
+}
+
+/// A JSON response with a strong ETag over the canonical body, answering a matching
+/// `If-None-Match` with 304. Cards change whenever the agent or its tools do, so clients
+/// revalidate on every use (`no-cache`) instead of trusting an age.
+fn cacheable(request: &Request, body: &Value) -> Response<Body> {
+    let etag = format!(
+        "\"{}\"",
+        hex::encode(&Sha256::digest(canonicalize(body).as_bytes())[..16])
+    );
+    let matches = request
+        .headers()
+        .get("if-none-match")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .split(',')
+                .any(|tag| tag.trim() == etag || tag.trim() == "*")
+        });
+    let mut response = if matches {
+        let mut response = Response::new(Body::Empty);
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        response
+    } else {
+        json_response(StatusCode::OK, body)
+    };
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        response.headers_mut().insert("etag", value);
+    }
+    response.headers_mut().insert(
+        "cache-control",
+        HeaderValue::from_static("private, no-cache"),
+    );
+    response
+}
+
+/// `GET /v1/agents/{agent}/.well-known/agent-card.json`.
+pub async fn get_card(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    tenant_principal(&principal)?;
+    let segment = path_param(&request, "agent")?;
+    let agent = app
+        .store
+        .find_agent(&principal.tenant_id, &AgentRef::parse(&segment))
+        .await?
+        .filter(|agent| {
+            agent.tenant_id == principal.tenant_id && agent.status != AgentStatus::Retired
+        })
+        .ok_or_else(|| ApiError::NotFound("agent not found".into()))?;
+    let card = signed_card(app, &request, &agent).await?;
+    Ok(cacheable(&request, &card))
+}
+
+/// `GET /v1/agents/cards`: every non-retired agent's card in the tenant.
+pub async fn list_cards(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    tenant_principal(&principal)?;
+    let mut cards = Vec::new();
+    for agent in app.store.list_agents(&principal.tenant_id).await? {
+        if agent.status != AgentStatus::Retired {
+            cards.push(signed_card(app, &request, &agent).await?);
+        }
+    }
+    Ok(cacheable(&request, &json!({ "cards": cards })))
+}
+
+/// `GET /v1/billing/export/pubkey` (any key): the JWKS of every card-signing key ever used.
+pub async fn pubkey(app: &App, request: Request) -> HandlerResult {
+    app.authenticate(request.headers()).await?;
+    // Makes the first key if there is none yet, so the set is never empty.
+    app.signing.active(&app.store, &app.vault).await?;
+    let mut keys = Vec::new();
+    for record in app.store.signing_keys().await? {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&record.public_x)
+            .map_err(|_| ApiError::Internal)?;
+        let bytes: [u8; 32] = bytes.try_into().map_err(|_| ApiError::Internal)?;
+        let public =
+            ed25519_dalek::VerifyingKey::from_bytes(&bytes).map_err(|_| ApiError::Internal)?;
+        keys.push(jwk(&record.kid, &public));
+    }
+    Ok(cacheable(&request, &json!({ "keys": keys })))
+}
+
+/// `POST /v1/signing-keys/rotate` (operator): a new active key; old public keys stay listed.
+pub async fn rotate(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    if principal.kind != PrincipalKind::Operator {
+        return Err(ApiError::Forbidden(
+            "only the operator rotates the signing key".into(),
+        ));
+    }
+    let kid = app.signing.rotate(&app.store, &app.vault).await?;
+    ok(&json!({ "kid": kid }))
+}
+
+fn tool_json(tool: &Tool) -> Value {
+    json!({"name": tool.name, "description": tool.description, "tags": tool.tags})
+}
+
+/// `PUT /v1/agents/{agent}/tools/{tool}` `{description, tags?}` (owner or admin).
+pub async fn put_tool(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
+    let name = parse_tool_name(&path_param(&request, "tool")?)?;
+    let body = json_object(&request)?;
+    only_fields(&body, &["description", "tags"])?;
+    let description = super::text_field(&body, "description", 2000)?;
+    let tags = match body.get("tags") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(tags)) if tags.len() <= 20 => tags
+            .iter()
+            .map(|tag| {
+                tag.as_str()
+                    .filter(|t| !t.is_empty() && t.len() <= 64)
+                    .map(str::to_owned)
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| ApiError::InvalidRequest("tags are 1 to 64 character strings".into()))?,
+        Some(_) => {
+            return Err(ApiError::InvalidRequest(
+                "tags must be a list of at most 20 strings".into(),
+            ))
+        }
+    };
+    let tool = Tool {
+        name,
+        description,
+        tags,
+    };
+    let audit = AuditEntry::new(
+        &principal,
+        "agent.tool.grant",
+        &format!("{}/{}", agent.id, tool.name),
+    );
+    app.store.put_tool(&agent.id, &tool, &audit).await?;
+    ok(&tool_json(&tool))
+}
+
+/// `DELETE /v1/agents/{agent}/tools/{tool}` (owner or admin).
+pub async fn delete_tool(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
+    let name = parse_tool_name(&path_param(&request, "tool")?)?;
+    let audit = AuditEntry::new(
+        &principal,
+        "agent.tool.revoke",
+        &format!("{}/{name}", agent.id),
+    );
+    if !app.store.delete_tool(&agent.id, &name, &audit).await? {
+        return Err(ApiError::NotFound("the agent has no such tool".into()));
+    }
+    ok(&json!({"name": name, "removed": true}))
+}
+
+/// `GET /v1/agents/{agent}/tools`.
+pub async fn list_tools(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let agent =
+        super::agents::visible_agent(app, &principal, &path_param(&request, "agent")?).await?;
+    let tools = app.store.list_tools(&agent.id).await?;
+    ok(&json!({"items": tools.iter().map(tool_json).collect::<Vec<_>>()}))
+}
+
+/// `GET /v1/calls?root_call_id=` (admin, viewer): every call of one lineage tree.
+pub async fn list_calls(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    if !principal.reads_all_tasks() {
+        return Err(ApiError::Forbidden(
+            "the ledger is for admins and viewers".into(),
+        ));
+    }
+    let root = query_param(&request, "root_call_id")
+        .and_then(|root| uuid::Uuid::parse_str(&root).ok())
+        .ok_or_else(|| ApiError::InvalidRequest("root_call_id is required: a call_id".into()))?;
+    let items = app
+        .store
+        .calls_of_root(&principal.tenant_id, &root.to_string())
+        .await?;
+    ok(&json!({ "items": items }))
+}

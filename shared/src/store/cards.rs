@@ -1,0 +1,241 @@
+//! What cards are made of besides the agent: its tool bindings, the card-signing keys (public
+//! half in clear, private seed sealed by KMS), and the call records lineage queries read.
+
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use serde_json::{json, Value};
+
+use super::item::{key, s, Item, Reader};
+use super::{classify, AuditEntry, Store, StoreError, TransactError};
+use crate::domain::card::Tool;
+use crate::domain::clock;
+
+/// A signing key as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SigningKeyRecord {
+    pub kid: String,
+    /// Base64url of the 32-byte Ed25519 public key.
+    pub public_x: String,
+    /// The 32-byte seed, sealed by KMS for this kid.
+    pub sealed_seed: String,
+    pub created_at: String,
+}
+
+const SIGNING_PK: &str = "SIGNING#KEYS";
+
+impl Store {
+    /// Sets (creates or replaces) one tool binding.
+    pub async fn put_tool(
+        &self,
+        agent_id: &str,
+        tool: &Tool,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let mut item = key(format!("AGENT#{agent_id}"), format!("TOOL#{}", tool.name));
+        item.insert("kind".into(), s("tool"));
+        item.insert("name".into(), s(&tool.name));
+        item.insert("description".into(), s(&tool.description));
+        item.insert(
+            "tags".into(),
+            AttributeValue::L(tool.tags.iter().map(s).collect()),
+        );
+        let put = aws_sdk_dynamodb::types::Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .build()
+            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        self.transact(vec![
+            TransactWriteItem::builder().put(put).build(),
+            self.put_new(audit.to_item())?,
+        ])
+        .await
+    }
+
+    /// Removes a tool binding. Returns `false` when there was none.
+    pub async fn delete_tool(
+        &self,
+        agent_id: &str,
+        tool: &str,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let delete = aws_sdk_dynamodb::types::Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(
+                format!("AGENT#{agent_id}"),
+                format!("TOOL#{tool}"),
+            )))
+            .condition_expression("attribute_exists(pk)")
+            .build()
+            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        match self
+            .transact_checked(vec![
+                TransactWriteItem::builder().delete(delete).build(),
+                self.put_new(audit.to_item())?,
+            ])
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(TransactError::Canceled(_)) => Ok(false),
+            Err(TransactError::Store(error)) => Err(error),
+        }
+    }
+
+    /// An agent's tool bindings, by name.
+    pub async fn list_tools(&self, agent_id: &str) -> Result<Vec<Tool>, StoreError> {
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(format!("AGENT#{agent_id}")))
+            .expression_attribute_values(":prefix", s("TOOL#"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        output
+            .items()
+            .iter()
+            .map(|item| {
+                let read = Reader(item);
+                let tags = match item.get("tags") {
+                    Some(AttributeValue::L(tags)) => tags
+                        .iter()
+                        .filter_map(|tag| tag.as_s().ok().cloned())
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                Ok(Tool {
+                    name: read.s("name")?,
+                    description: read.s("description")?,
+                    tags,
+                })
+            })
+            .collect()
+    }
+
+    /// The kid of the active signing key, if one was made.
+    pub async fn active_signing_kid(&self) -> Result<Option<String>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(SIGNING_PK, "ACTIVE")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        output.item().map(|item| Reader(item).s("kid")).transpose()
+    }
+
+    fn signing_item(record: &SigningKeyRecord) -> Item {
+        let mut item = key(SIGNING_PK, format!("KID#{}", record.kid));
+        item.insert("kind".into(), s("signing-key"));
+        item.insert("kid".into(), s(&record.kid));
+        item.insert("public_x".into(), s(&record.public_x));
+        item.insert("sealed_seed".into(), s(&record.sealed_seed));
+        item.insert("created_at".into(), s(&record.created_at));
+        item
+    }
+
+    /// Stores a new key and makes it the active one, if the active key is still `previous`
+    /// (`None`: no key yet). Returns `false`, writing nothing, when another writer got there first.
+    pub async fn activate_signing_key(
+        &self,
+        record: &SigningKeyRecord,
+        previous: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let mut active = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(SIGNING_PK, "ACTIVE")))
+            .update_expression("SET kid = :kid, updated_at = :now")
+            .expression_attribute_values(":kid", s(&record.kid))
+            .expression_attribute_values(":now", s(clock::now()));
+        active = match previous {
+            None => active.condition_expression("attribute_not_exists(pk)"),
+            Some(previous) => active
+                .condition_expression("kid = :previous")
+                .expression_attribute_values(":previous", s(previous)),
+        };
+        let active = active
+            .build()
+            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        match self
+            .transact_checked(vec![
+                self.put_new(Self::signing_item(record))?,
+                TransactWriteItem::builder().update(active).build(),
+            ])
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(TransactError::Canceled(_)) => Ok(false),
+            Err(TransactError::Store(error)) => Err(error),
+        }
+    }
+
+    /// Every signing key ever made, oldest first (public halves stay listed after rotation).
+    pub async fn signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError> {
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(SIGNING_PK))
+            .expression_attribute_values(":prefix", s("KID#"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        let mut records = output
+            .items()
+            .iter()
+            .map(|item| {
+                let read = Reader(item);
+                Ok(SigningKeyRecord {
+                    kid: read.s("kid")?,
+                    public_x: read.s("public_x")?,
+                    sealed_seed: read.s("sealed_seed")?,
+                    created_at: read.s("created_at")?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        records.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+        Ok(records)
+    }
+
+    /// Every call of one lineage tree in a tenant, oldest first.
+    pub async fn calls_of_root(
+        &self,
+        tenant_id: &str,
+        root_call_id: &str,
+    ) -> Result<Vec<Value>, StoreError> {
+        let items: Vec<Item> = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name("gsi1")
+            .key_condition_expression("gsi1pk = :root")
+            .expression_attribute_values(":root", s(format!("ROOT#{root_call_id}")))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(classify)?;
+        items
+            .iter()
+            .filter(|item| Reader(item).s("tenant_id").ok().as_deref() == Some(tenant_id))
+            .map(|item| {
+                let read = Reader(item);
+                Ok(json!({
+                    "call_id": read.s("call_id")?,
+                    "parent_call_id": read.opt_s("parent_call_id")?,
+                    "root_call_id": read.s("root_call_id")?,
+                    "task_id": read.s("task_id")?,
+                    "caller_agent_id": read.s("caller_agent_id")?,
+                    "callee_agent_id": read.s("callee_agent_id")?,
+                    "at": read.s("at")?,
+                }))
+            })
+            .collect()
+    }
+}

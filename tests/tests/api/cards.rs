@@ -1,0 +1,328 @@
+//! Agent cards: generated from live state, signed, verified by an independent implementation.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use forgebench_tests::{spawn_app, TestApp};
+use serde_json::{json, Value};
+
+/// Runs the Python verifier (`cryptography` + `rfc8785`) on a card against a JWKS.
+fn verify_independently(card: &Value, jwks: &Value) -> (bool, String) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var("FORGEBENCH_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root.join("../.local/venv/bin/python"));
+    let dir = std::env::temp_dir().join(format!("card-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (card_path, jwks_path) = (dir.join("card.json"), dir.join("jwks.json"));
+    std::fs::write(&card_path, card.to_string()).unwrap();
+    std::fs::write(&jwks_path, jwks.to_string()).unwrap();
+    let output = Command::new(&python)
+        .arg(root.join("verify_card.py"))
+        .arg(&card_path)
+        .arg(&jwks_path)
+        .output()
+        .unwrap_or_else(|error| {
+            panic!(
+                "cannot run {}: {error}; run scripts/install.sh",
+                python.display()
+            )
+        });
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!text.contains("ModuleNotFoundError"), "{text}");
+    (output.status.success(), text)
+}
+
+async fn jwks(app: &TestApp, key: &str) -> Value {
+    let reply = app.get("/v1/billing/export/pubkey", key).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body
+}
+
+#[tokio::test]
+async fn a_card_is_read_by_name_or_id_and_points_at_the_gate() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let by_name = app
+        .get(
+            "/v1/agents/invoice-classifier/.well-known/agent-card.json",
+            &pair.caller.key,
+        )
+        .await;
+    assert_eq!(by_name.status, 200, "{}", by_name.text);
+    let by_id = app
+        .get(
+            &format!("/v1/agents/{}/.well-known/agent-card.json", pair.callee.id),
+            &pair.tenant.admin_key,
+        )
+        .await;
+    assert_eq!(by_name.body, by_id.body);
+    let card = &by_name.body;
+    let url = format!("{}/v1/agents/{}/tasks", app.base, pair.callee.id);
+    assert_eq!(card["url"], url.as_str());
+    assert_eq!(card["supportedInterfaces"][0]["url"], url.as_str());
+    assert_eq!(
+        card["supportedInterfaces"][0]["protocolBinding"],
+        "HTTP+JSON"
+    );
+    assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
+    assert_eq!(card["name"], "invoice-classifier");
+    for field in [
+        "description",
+        "version",
+        "capabilities",
+        "defaultInputModes",
+        "defaultOutputModes",
+        "securitySchemes",
+        "signatures",
+    ] {
+        assert!(card.get(field).is_some(), "{field} missing");
+    }
+    // The card never shows where the agent itself runs.
+    let admin = &pair.tenant.admin_key;
+    app.set_endpoint(
+        admin,
+        &pair.callee.name,
+        json!({"url": "https://93.184.216.34/private-a2a"}),
+    )
+    .await;
+    let again = app
+        .get(
+            "/v1/agents/invoice-classifier/.well-known/agent-card.json",
+            admin,
+        )
+        .await;
+    assert!(!again.text.contains("private-a2a"));
+    assert_eq!(again.body["url"], url.as_str());
+}
+
+#[tokio::test]
+async fn skills_follow_tool_grants_and_revokes_on_the_next_read() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    let card_path = format!("/v1/agents/{}/.well-known/agent-card.json", pair.callee.id);
+    assert!(app
+        .get(&card_path, admin)
+        .await
+        .body
+        .get("skills")
+        .is_none());
+    let put = app
+        .send(
+            "PUT",
+            &format!("/v1/agents/{}/tools/classify", pair.callee.id),
+            Some(admin),
+            Some(json!({"description": "Classifies an invoice", "tags": ["finance"]})),
+        )
+        .await;
+    assert_eq!(put.status, 200, "{}", put.text);
+    app.send(
+        "PUT",
+        &format!("/v1/agents/{}/tools/lookup", pair.callee.id),
+        Some(admin),
+        Some(json!({"description": "Looks up an invoice"})),
+    )
+    .await;
+    let card = app.get(&card_path, admin).await.body;
+    assert_eq!(
+        card["skills"],
+        json!([
+            {"id": "classify", "name": "classify", "description": "Classifies an invoice", "tags": ["finance"]},
+            {"id": "lookup", "name": "lookup", "description": "Looks up an invoice"}
+        ])
+    );
+    let removed = app
+        .send(
+            "DELETE",
+            &format!("/v1/agents/{}/tools/classify", pair.callee.id),
+            Some(admin),
+            None,
+        )
+        .await;
+    assert_eq!(removed.status, 200);
+    let card = app.get(&card_path, admin).await.body;
+    assert_eq!(card["skills"].as_array().map(Vec::len), Some(1));
+    assert_eq!(card["skills"][0]["id"], "lookup");
+    let listed = app
+        .get(&format!("/v1/agents/{}/tools", pair.callee.id), admin)
+        .await;
+    assert_eq!(listed.body["items"].as_array().map(Vec::len), Some(1));
+    // Only the owner or an admin grants tools: another member is refused, an agent does not
+    // even see the other agent.
+    let (_, member) = app.create_member(&pair.tenant, "member").await;
+    let tool_path = format!("/v1/agents/{}/tools/x", pair.callee.id);
+    let refused = app
+        .send(
+            "PUT",
+            &tool_path,
+            Some(&member),
+            Some(json!({"description": "x"})),
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+    let hidden = app
+        .send(
+            "PUT",
+            &tool_path,
+            Some(&pair.caller.key),
+            Some(json!({"description": "x"})),
+        )
+        .await;
+    assert_eq!(hidden.status, 404);
+}
+
+#[tokio::test]
+async fn the_registry_leaves_retired_agents_out_and_other_tenants_see_nothing() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    let spare = app.create_agent(admin, "spare").await;
+    let registry = app.get("/v1/agents/cards", &pair.caller.key).await;
+    assert_eq!(registry.status, 200, "{}", registry.text);
+    assert_eq!(registry.body["cards"].as_array().map(Vec::len), Some(3));
+    app.send(
+        "PATCH",
+        "/v1/agents/spare",
+        Some(admin),
+        Some(json!({"status": "retired"})),
+    )
+    .await;
+    let registry = app.get("/v1/agents/cards", admin).await;
+    let names: Vec<&str> = registry.body["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|card| card["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["billing-orchestrator", "invoice-classifier"]);
+    assert_eq!(
+        app.get("/v1/agents/spare/.well-known/agent-card.json", admin)
+            .await
+            .status,
+        404
+    );
+
+    let other = app.create_tenant().await;
+    let foreign = app
+        .get(
+            &format!("/v1/agents/{}/.well-known/agent-card.json", pair.callee.id),
+            &other.admin_key,
+        )
+        .await;
+    assert_eq!(foreign.status, 404);
+    assert_eq!(
+        app.get("/v1/agents/cards", &other.admin_key).await.body["cards"],
+        json!([])
+    );
+    let _ = spare;
+}
+
+#[tokio::test]
+async fn cards_carry_an_etag_and_revalidate() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let path = "/v1/agents/invoice-classifier/.well-known/agent-card.json";
+    let first = app.get(path, &pair.caller.key).await;
+    let etag = first.headers["etag"].to_str().unwrap().to_owned();
+    assert!(etag.starts_with('"'));
+    assert_eq!(first.headers["cache-control"], "private, no-cache");
+    let request = app
+        .http
+        .get(format!("{}{path}", app.base))
+        .bearer_auth(&pair.caller.key)
+        .header("if-none-match", &etag);
+    let revalidated = app.finish(request).await;
+    assert_eq!(revalidated.status, 304);
+    // A change to the agent is a new card and a new tag.
+    app.send(
+        "PATCH",
+        "/v1/agents/invoice-classifier",
+        Some(&pair.tenant.admin_key),
+        Some(json!({"description": "new"})),
+    )
+    .await;
+    let request = app
+        .http
+        .get(format!("{}{path}", app.base))
+        .bearer_auth(&pair.caller.key)
+        .header("if-none-match", &etag);
+    let changed = app.finish(request).await;
+    assert_eq!(changed.status, 200);
+    assert_ne!(changed.headers["etag"].to_str().unwrap(), etag);
+}
+
+#[tokio::test]
+async fn an_independent_verifier_accepts_the_signature_and_refuses_a_tampered_card() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let card = app
+        .get(
+            "/v1/agents/invoice-classifier/.well-known/agent-card.json",
+            &pair.caller.key,
+        )
+        .await
+        .body;
+    let keys = jwks(&app, &pair.caller.key).await;
+    assert_eq!(keys["keys"][0]["kty"], "OKP");
+    assert_eq!(keys["keys"][0]["crv"], "Ed25519");
+    assert_eq!(keys["keys"][0]["alg"], "EdDSA");
+    let (valid, text) = verify_independently(&card, &keys);
+    assert!(valid, "{text}");
+
+    let mut tampered = card.clone();
+    tampered["url"] = json!("https://evil.example.com/v1/agents/x/tasks");
+    let (valid, text) = verify_independently(&tampered, &keys);
+    assert!(!valid, "a tampered card verified: {text}");
+    let mut reordered_skill = card.clone();
+    reordered_skill["name"] = json!("invoice-classifier-2");
+    assert!(!verify_independently(&reordered_skill, &keys).0);
+}
+
+#[tokio::test]
+async fn after_rotation_old_cards_still_verify_and_new_ones_use_the_new_key() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let path = "/v1/agents/invoice-classifier/.well-known/agent-card.json";
+    let old_card = app.get(path, &pair.caller.key).await.body;
+    let refused = app
+        .post("/v1/signing-keys/rotate", &pair.tenant.admin_key, json!({}))
+        .await;
+    assert_eq!(refused.status, 403);
+    let rotated = app
+        .post(
+            "/v1/signing-keys/rotate",
+            &app.operator_key.clone(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.text);
+    let new_kid = rotated.field("kid");
+
+    let keys = jwks(&app, &pair.caller.key).await;
+    assert_eq!(
+        keys["keys"].as_array().map(Vec::len),
+        Some(2),
+        "the old public key stays listed"
+    );
+    let (valid, text) = verify_independently(&old_card, &keys);
+    assert!(valid, "{text}");
+    let new_card = app.get(path, &pair.caller.key).await.body;
+    let header: Value = {
+        use base64::Engine;
+        let protected = new_card["signatures"][0]["protected"].as_str().unwrap();
+        serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(protected)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(header["kid"], new_kid.as_str());
+    assert!(verify_independently(&new_card, &keys).0);
+}
