@@ -24,12 +24,39 @@ use tokio::task::JoinHandle;
 /// API Gateway's payload limit for a Lambda proxy integration, enforced here too.
 pub const MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
 
+/// The API document, as `infra/openapi.yaml` has it, less the API Gateway integration blocks.
+pub fn openapi_json() -> serde_json::Value {
+    static DOCUMENT: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(|| {
+        let mut document: serde_json::Value =
+            serde_yaml::from_str(include_str!("../../infra/openapi.yaml")).unwrap_or_default();
+        if let Some(paths) = document
+            .get_mut("paths")
+            .and_then(|paths| paths.as_object_mut())
+        {
+            for operations in paths.values_mut() {
+                if let Some(operations) = operations.as_object_mut() {
+                    for operation in operations.values_mut() {
+                        if let Some(operation) = operation.as_object_mut() {
+                            operation.remove("x-amazon-apigateway-integration");
+                        }
+                    }
+                }
+            }
+        }
+        document
+    });
+    DOCUMENT.clone()
+}
+
 /// Turns a hyper request into the request a Lambda function would receive from API Gateway,
 /// path and query parameters included, or into the response that refuses it.
 async fn to_lambda_request(
     request: hyper::Request<Incoming>,
 ) -> Result<(Route, lambda_http::Request), lambda_http::Response<Body>> {
     let (parts, body) = request.into_parts();
+    if parts.method == http::Method::GET && parts.uri.path() == "/openapi.json" {
+        return Err(json_response(StatusCode::OK, &openapi_json()));
+    }
     let (route, parameters) = match Route::find(&parts.method, parts.uri.path()) {
         Ok(found) => found,
         Err(RouteMiss::WrongMethod) => {

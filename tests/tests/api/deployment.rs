@@ -45,60 +45,135 @@ fn every_route_is_one_function_crate_that_serves_exactly_it() {
     );
 }
 
-#[test]
-fn the_template_deploys_each_function_at_its_route() {
-    let document = template();
-    let resources = document["Resources"].as_mapping().expect("Resources");
-    let mut deployed = BTreeSet::new();
-    let mut scheduled = BTreeSet::new();
-    let mut queue_driven = BTreeSet::new();
-    for (_, resource) in resources {
-        if resource["Type"] != "AWS::Serverless::Function" {
-            continue;
-        }
-        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
-            .as_str()
-            .expect("each function names its binary")
-            .to_owned();
-        assert_eq!(resource["Metadata"]["BuildMethod"], "rust-cargolambda");
-        let events = resource["Properties"]["Events"]
-            .as_mapping()
-            .expect("events");
-        for (_, event) in events {
-            match event["Type"].as_str() {
-                Some("Api") => {
-                    let method = event["Properties"]["Method"]
-                        .as_str()
-                        .unwrap()
-                        .to_uppercase();
-                    let path = event["Properties"]["Path"].as_str().unwrap().to_owned();
-                    deployed.insert((binary.clone(), method, path));
-                }
-                Some("Schedule") => {
-                    scheduled.insert(binary.clone());
-                }
-                Some("SQS") => {
-                    let properties = &event["Properties"];
-                    assert_eq!(
-                        properties["FunctionResponseTypes"][0],
-                        "ReportBatchItemFailures"
-                    );
-                    queue_driven.insert(binary.clone());
-                }
-                other => panic!("unexpected event type {other:?}"),
-            }
+fn openapi() -> serde_yaml::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../infra/openapi.yaml");
+    serde_yaml::from_str(&std::fs::read_to_string(path).expect("infra/openapi.yaml"))
+        .expect("openapi parses")
+}
+
+/// `(method, path) -> function resource` from the OpenAPI document's integrations.
+fn openapi_routes() -> BTreeSet<(String, String, String)> {
+    let document = openapi();
+    let mut routes = BTreeSet::new();
+    for (path, operations) in document["paths"].as_mapping().expect("paths") {
+        for (method, operation) in operations.as_mapping().expect("operations") {
+            let uri = operation["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
+                .as_str()
+                .expect("every operation is integrated with a function");
+            let function = uri
+                .split("${")
+                .find_map(|part| part.strip_suffix(".Arn}/invocations"))
+                .expect("the integration names a function")
+                .to_owned();
+            assert_eq!(
+                operation["x-amazon-apigateway-integration"]["type"],
+                "aws_proxy"
+            );
+            routes.insert((
+                method.as_str().unwrap().to_uppercase(),
+                path.as_str().unwrap().to_owned(),
+                function,
+            ));
         }
     }
-    let expected: BTreeSet<(String, String, String)> = Route::ALL
+    routes
+}
+
+#[test]
+fn openapi_the_template_the_route_table_and_the_crates_agree() {
+    let document = template();
+    let resources = document["Resources"].as_mapping().expect("Resources");
+    let binary_of = |resource: &str| {
+        resources
+            .get(serde_yaml::Value::from(resource))
+            .and_then(|function| function["Metadata"]["BuildProperties"]["Binary"].as_str())
+            .map(str::to_owned)
+    };
+    // OpenAPI operation -> template function -> binary, against the route table.
+    let from_openapi: BTreeSet<(String, String, String)> = openapi_routes()
+        .into_iter()
+        .map(|(method, path, function)| {
+            let binary =
+                binary_of(&function).unwrap_or_else(|| panic!("{function} is not in the template"));
+            (binary, method, path)
+        })
+        .collect();
+    let from_routes: BTreeSet<(String, String, String)> = Route::ALL
         .iter()
         .map(|route| {
             let (method, path) = route.spec();
             (route.name(), method.to_string(), path.to_owned())
         })
         .collect();
-    assert_eq!(deployed, expected);
+    assert_eq!(from_openapi, from_routes);
+
+    // The template includes that very document, and every route function may be invoked by it.
+    let definition = &document["Resources"]["Api"]["Properties"]["DefinitionBody"]["Fn::Transform"];
+    assert_eq!(definition["Name"], "AWS::Include");
+    assert_eq!(definition["Parameters"]["Location"], "openapi.yaml");
+    let mut scheduled = BTreeSet::new();
+    let mut queue_driven = BTreeSet::new();
+    let mut permitted = BTreeSet::new();
+    for (_, resource) in resources {
+        match resource["Type"].as_str() {
+            Some("AWS::Lambda::Permission") => {
+                assert_eq!(
+                    resource["Properties"]["Principal"],
+                    "apigateway.amazonaws.com"
+                );
+                let function = match &resource["Properties"]["FunctionName"] {
+                    serde_yaml::Value::Tagged(tagged) => tagged.value.as_str().unwrap().to_owned(),
+                    other => panic!("FunctionName {other:?}"),
+                };
+                permitted.insert(binary_of(&function).expect("permission for a function"));
+            }
+            Some("AWS::Serverless::Function") => {
+                assert_eq!(resource["Metadata"]["BuildMethod"], "rust-cargolambda");
+                let binary = resource["Metadata"]["BuildProperties"]["Binary"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let events = resource["Properties"]["Events"]
+                    .as_mapping()
+                    .cloned()
+                    .unwrap_or_default();
+                for (_, event) in events {
+                    match event["Type"].as_str() {
+                        Some("Schedule") => {
+                            scheduled.insert(binary.clone());
+                        }
+                        Some("SQS") => {
+                            assert_eq!(
+                                event["Properties"]["FunctionResponseTypes"][0],
+                                "ReportBatchItemFailures"
+                            );
+                            queue_driven.insert(binary.clone());
+                        }
+                        other => panic!("unexpected event type {other:?}"),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let route_binaries: BTreeSet<String> = Route::ALL.iter().map(|route| route.name()).collect();
+    assert_eq!(permitted, route_binaries);
     assert_eq!(scheduled, BTreeSet::from(["sweep-deadlines".to_owned()]));
     assert_eq!(queue_driven, BTreeSet::from(["push-worker".to_owned()]));
+}
+
+#[test]
+fn the_wait_bound_of_the_deployment_fits_the_integration_timeout() {
+    let document = template();
+    let max_wait = document["Parameters"]["MaxWaitSeconds"]["Default"]
+        .as_u64()
+        .unwrap();
+    let timeout = document["Globals"]["Function"]["Timeout"].as_u64().unwrap();
+    // API Gateway REST integrations time out at 29 s; the wait must leave room for the work.
+    assert!(
+        max_wait + 2 <= timeout && timeout <= 29,
+        "wait {max_wait}, timeout {timeout}"
+    );
 }
 
 #[test]
@@ -121,18 +196,18 @@ fn the_push_queue_outlasts_the_worker_and_has_a_dead_letter_queue() {
         "the DLQ must not take messages still being retried"
     );
     assert_eq!(resources["PushDeadLetterQueue"]["Type"], "AWS::SQS::Queue");
+    assert_eq!(
+        resources["PushDeadLetterAlarm"]["Type"],
+        "AWS::CloudWatch::Alarm"
+    );
 }
 
-#[test]
-fn the_wait_bound_of_the_deployment_fits_the_integration_timeout() {
-    let document = template();
-    let max_wait = document["Parameters"]["MaxWaitSeconds"]["Default"]
-        .as_u64()
-        .unwrap();
-    let timeout = document["Globals"]["Function"]["Timeout"].as_u64().unwrap();
-    // API Gateway REST integrations time out at 29 s; the wait must leave room for the work.
-    assert!(
-        max_wait + 2 <= timeout && timeout <= 29,
-        "wait {max_wait}, timeout {timeout}"
-    );
+#[tokio::test]
+async fn the_local_gateway_serves_the_api_document() {
+    let app = forgebench_tests::spawn_app().await;
+    let reply = app.send("GET", "/openapi.json", None, None).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body["openapi"], "3.0.3");
+    assert!(reply.body["paths"]["/v1/agents/{agent}/tasks"]["post"].is_object());
+    assert!(!reply.text.contains("x-amazon-apigateway-integration"));
 }
