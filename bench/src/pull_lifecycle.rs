@@ -11,51 +11,20 @@
 //! --bin pull-lifecycle` with the `AWS_*` settings of `scripts/local-stack.sh env`).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
-use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::config_bag::ConfigBag;
-use forgebench_tests::{
-    dynamodb_config, dynamodb_endpoint, spawn_app_with, text_message, Options, TestApp,
-};
+use forgebench_tests::{spawn_app_with, text_message, Options, Recorder, TestApp};
 use serde_json::json;
 
-/// Counts DynamoDB operations by name.
-#[derive(Debug, Clone, Default)]
-struct CallCounter(Arc<Mutex<BTreeMap<String, usize>>>);
-
-impl CallCounter {
-    fn take(&self) -> BTreeMap<String, usize> {
-        std::mem::take(&mut *self.0.lock().expect("counter"))
+/// DynamoDB requests by operation name, from the recorder's log since the last take.
+fn take_calls(recorder: &Recorder) -> BTreeMap<String, usize> {
+    let mut calls = BTreeMap::new();
+    for (operation, actions) in recorder.take_requests() {
+        if actions.iter().any(|action| action.starts_with("dynamodb:")) {
+            *calls.entry(operation).or_default() += 1;
+        }
     }
-}
-
-impl Intercept for CallCounter {
-    fn name(&self) -> &'static str {
-        "CallCounter"
-    }
-
-    /// Every request sent to DynamoDB, named by its `X-Amz-Target` operation.
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let name = context
-            .request()
-            .headers()
-            .get("x-amz-target")
-            .and_then(|target| target.rsplit('.').next())
-            .unwrap_or("unknown")
-            .to_owned();
-        *self.0.lock().expect("counter").entry(name).or_default() += 1;
-        Ok(())
-    }
+    calls
 }
 
 fn describe(calls: &BTreeMap<String, usize>) -> String {
@@ -70,15 +39,13 @@ fn total(calls: &BTreeMap<String, usize>) -> usize {
     calls.values().sum()
 }
 
-/// A gateway whose DynamoDB client counts its calls, with the deployed poll intervals.
-async fn spawn(counter: &CallCounter, key_cache_seconds: u64) -> TestApp {
-    let config = dynamodb_config(&dynamodb_endpoint())
-        .await
-        .interceptor(counter.clone());
+/// A gateway whose AWS clients record their calls, with the deployed poll intervals.
+async fn spawn(recorder: &Recorder, key_cache_seconds: u64) -> TestApp {
     spawn_app_with(Options {
         key_cache_seconds,
-        client: Some(aws_sdk_dynamodb::Client::from_conf(config.build())),
+        recorder: Some(recorder.clone()),
         deployed_poll_intervals: true,
+        push_worker: false,
         ..Options::default()
     })
     .await
@@ -87,10 +54,10 @@ async fn spawn(counter: &CallCounter, key_cache_seconds: u64) -> TestApp {
 /// Runs one task's life and returns the calls of each step.
 async fn lifecycle(
     app: &TestApp,
-    counter: &CallCounter,
+    counter: &Recorder,
     pair: &forgebench_tests::Pair,
 ) -> Vec<(&'static str, BTreeMap<String, usize>)> {
-    counter.take();
+    take_calls(counter);
     let opened = app
         .open_task(
             &pair.caller.key,
@@ -100,10 +67,10 @@ async fn lifecycle(
         )
         .await;
     assert_eq!(opened.status, 200, "{}", opened.text);
-    let open = counter.take();
+    let open = take_calls(counter);
     let claimed = app.claim(&pair.callee.key, 0).await;
     assert_eq!(claimed.status, 200, "{}", claimed.text);
-    let claim = counter.take();
+    let claim = take_calls(counter);
     let done = app
         .post_result(
             &pair.callee.key,
@@ -112,12 +79,12 @@ async fn lifecycle(
         )
         .await;
     assert_eq!(done.state(), "completed");
-    let result = counter.take();
+    let result = take_calls(counter);
     let read = app
         .get_task(&pair.caller.key, &pair.callee.id, &opened.field("id"))
         .await;
     assert_eq!(read.state(), "completed");
-    let final_read = counter.take();
+    let final_read = take_calls(counter);
     vec![
         ("open", open),
         ("claim", claim),
@@ -141,7 +108,7 @@ fn report(title: &str, steps: &[(&'static str, BTreeMap<String, usize>)]) -> usi
 
 #[tokio::main]
 async fn main() {
-    let counter = CallCounter::default();
+    let counter = Recorder::default();
 
     // 1. Calls per task, warm key cache (a warm Lambda or the local gateway after first use).
     let app = spawn(&counter, 60).await;
@@ -172,7 +139,7 @@ async fn main() {
             0,
         )
         .await;
-    counter.take();
+    take_calls(&counter);
     let wait_seconds = 3;
     cold_app
         .get(
@@ -184,13 +151,13 @@ async fn main() {
             &cold_pair.caller.key,
         )
         .await;
-    let caller_wait = total(&counter.take());
+    let caller_wait = total(&take_calls(&counter));
     cold_app.claim(&cold_pair.callee.key, 0).await; // take the idle task off the queue
-    counter.take();
+    take_calls(&counter);
     cold_app
         .claim(&cold_pair.callee.key, wait_seconds as u32)
         .await;
-    let callee_wait = total(&counter.take());
+    let callee_wait = total(&take_calls(&counter));
     let poll = cold_app.app.config.task_poll_interval;
     let claim_poll = cold_app.app.config.claim_poll_interval;
     println!("\nLong-poll cost over an idle {wait_seconds} s wait (poll interval {} ms caller, {} ms callee in this run):", poll.as_millis(), claim_poll.as_millis());

@@ -107,22 +107,110 @@ pub fn moto_endpoint() -> String {
 
 /// SQS and KMS clients for `endpoint`, with test credentials.
 pub async fn sqs_and_kms(endpoint: &str) -> (aws_sdk_sqs::Client, aws_sdk_kms::Client) {
+    sqs_and_kms_recorded(endpoint, None).await
+}
+
+/// [`sqs_and_kms`], every request also noted by `recorder`.
+pub async fn sqs_and_kms_recorded(
+    endpoint: &str,
+    recorder: Option<&Recorder>,
+) -> (aws_sdk_sqs::Client, aws_sdk_kms::Client) {
     let sdk = forgebench::app::sdk_config().await;
     let credentials = aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "tests");
-    let sqs = aws_sdk_sqs::config::Builder::from(&sdk)
+    let mut sqs = aws_sdk_sqs::config::Builder::from(&sdk)
         .endpoint_url(endpoint)
         .region(aws_sdk_sqs::config::Region::new("us-east-1"))
-        .credentials_provider(credentials.clone())
-        .build();
-    let kms = aws_sdk_kms::config::Builder::from(&sdk)
+        .credentials_provider(credentials.clone());
+    let mut kms = aws_sdk_kms::config::Builder::from(&sdk)
         .endpoint_url(endpoint)
         .region(aws_sdk_kms::config::Region::new("us-east-1"))
-        .credentials_provider(credentials)
-        .build();
+        .credentials_provider(credentials);
+    if let Some(recorder) = recorder {
+        sqs = sqs.interceptor(recorder.clone());
+        kms = kms.interceptor(recorder.clone());
+    }
     (
-        aws_sdk_sqs::Client::from_conf(sqs),
-        aws_sdk_kms::Client::from_conf(kms),
+        aws_sdk_sqs::Client::from_conf(sqs.build()),
+        aws_sdk_kms::Client::from_conf(kms.build()),
     )
+}
+
+/// Notes every request the SDK clients send, as the IAM action it needs (`dynamodb:GetItem`,
+/// `sqs:SendMessage`, `kms:Encrypt`; a DynamoDB transaction as the action of each of its items).
+#[derive(Debug, Clone, Default)]
+pub struct Recorder(Arc<std::sync::Mutex<RequestLog>>);
+
+/// Requests in order: each one's operation and the IAM actions it needs.
+type RequestLog = Vec<(String, Vec<String>)>;
+
+impl Recorder {
+    /// The IAM actions of every request since the last take.
+    pub fn take(&self) -> Vec<String> {
+        self.take_requests()
+            .into_iter()
+            .flat_map(|(_, actions)| actions)
+            .collect()
+    }
+
+    /// Every request since the last take: its operation (`GetItem`, `TransactWriteItems`, …)
+    /// and the IAM actions it needs.
+    pub fn take_requests(&self) -> Vec<(String, Vec<String>)> {
+        std::mem::take(&mut *self.0.lock().expect("recorder"))
+    }
+}
+
+impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
+    fn name(&self) -> &'static str {
+        "Recorder"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        _cfg: &mut aws_smithy_types::config_bag::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        let request = context.request();
+        let target = request.headers().get("x-amz-target").unwrap_or_default();
+        let (service, operation) = target.split_once('.').unwrap_or(("", target));
+        let prefix = match service {
+            s if s.starts_with("DynamoDB") => "dynamodb",
+            s if s.starts_with("AmazonSQS") => "sqs",
+            s if s.starts_with("TrentService") => "kms",
+            _ => "unknown",
+        };
+        let mut actions = Vec::new();
+        if prefix == "dynamodb" && operation == "TransactWriteItems" {
+            let body: Value = request
+                .body()
+                .bytes()
+                .and_then(|bytes| serde_json::from_slice(bytes).ok())
+                .unwrap_or_default();
+            for item in body["TransactItems"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+            {
+                for (kind, action) in [
+                    ("Put", "PutItem"),
+                    ("Update", "UpdateItem"),
+                    ("Delete", "DeleteItem"),
+                    ("ConditionCheck", "ConditionCheckItem"),
+                ] {
+                    if item.get(kind).is_some() {
+                        actions.push(format!("dynamodb:{action}"));
+                    }
+                }
+            }
+        } else {
+            actions.push(format!("{prefix}:{operation}"));
+        }
+        self.0
+            .lock()
+            .expect("recorder")
+            .push((operation.to_owned(), actions));
+        Ok(())
+    }
 }
 
 /// Settings a test may change before the gateway starts.
@@ -131,9 +219,6 @@ pub struct Options {
     /// Where the gateway reaches SQS and KMS (resources are always created on moto directly).
     pub moto_endpoint: String,
     pub key_cache_seconds: u64,
-    /// A client to use instead of one built for `dynamodb_endpoint` (benchmarks count calls
-    /// through one).
-    pub client: Option<aws_sdk_dynamodb::Client>,
     /// Keep the deployed long-poll intervals; otherwise tests poll every 100 ms to run quickly.
     pub deployed_poll_intervals: bool,
     /// Ranges push may reach besides public addresses (the operator allowlist); none by default.
@@ -143,6 +228,10 @@ pub struct Options {
     pub push_timeout: Duration,
     /// Run the push worker on the test's queue.
     pub push_worker: bool,
+    /// Notes every AWS request the gateway makes.
+    pub recorder: Option<Recorder>,
+    /// Serve an existing stack (a second, cold process on the same table) instead of a new one.
+    pub table: Option<String>,
 }
 
 impl Default for Options {
@@ -151,12 +240,13 @@ impl Default for Options {
             dynamodb_endpoint: dynamodb_endpoint(),
             moto_endpoint: moto_endpoint(),
             key_cache_seconds: 10,
-            client: None,
             deployed_poll_intervals: false,
             push_allowed_cidrs: "",
             retry_seconds: "0.2,0.2",
             push_timeout: Duration::from_secs(2),
             push_worker: true,
+            recorder: None,
+            table: None,
         }
     }
 }
@@ -177,7 +267,10 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_with(options: Options) -> TestApp {
-    let table = format!("test-{}", uuid::Uuid::new_v4());
+    let table = options
+        .table
+        .clone()
+        .unwrap_or_else(|| format!("test-{}", uuid::Uuid::new_v4()));
     let operator_key = format!("fb_op_test_{}", uuid::Uuid::new_v4().simple());
     // Resources are always created directly on the emulators, even when the gateway reaches
     // them through a proxy the test controls.
@@ -206,11 +299,12 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     config.retry_schedule =
         forgebench::push::verdict::RetrySchedule::parse(options.retry_seconds).expect("schedule");
     config.push_timeout = options.push_timeout;
-    let client = match options.client {
-        Some(client) => client,
-        None => dynamodb_client(&options.dynamodb_endpoint).await,
-    };
-    let (sqs, kms) = sqs_and_kms(&options.moto_endpoint).await;
+    let mut dynamodb = dynamodb_config(&options.dynamodb_endpoint).await;
+    if let Some(recorder) = &options.recorder {
+        dynamodb = dynamodb.interceptor(recorder.clone());
+    }
+    let client = aws_sdk_dynamodb::Client::from_conf(dynamodb.build());
+    let (sqs, kms) = sqs_and_kms_recorded(&options.moto_endpoint, options.recorder.as_ref()).await;
     let app = Arc::new(App::new(client, sqs, kms, config).expect("app"));
     let (listener, address) = forgebench_local::bind("127.0.0.1:0").await.expect("bind");
     let server = forgebench_local::serve(Arc::clone(&app), listener);

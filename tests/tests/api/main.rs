@@ -9,6 +9,7 @@ mod deployment;
 mod ledger;
 mod management;
 mod outage;
+mod permissions;
 mod pull;
 mod push;
 mod push_security;

@@ -1,0 +1,402 @@
+//! Least privilege: every AWS call each function makes, observed while a tour drives every route,
+//! the push worker and the sweeper, is allowed by that function's policy in the template; and
+//! the functions that only read have no write permission at all.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use forgebench::store::schema::TEMPLATE;
+use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Recorder, Reply};
+use serde_json::json;
+
+/// `binary -> allowed actions`, read from the template's inline policies.
+fn allowed_actions() -> BTreeMap<String, BTreeSet<String>> {
+    let document: serde_yaml::Value = serde_yaml::from_str(TEMPLATE).unwrap();
+    let mut allowed = BTreeMap::new();
+    for (_, resource) in document["Resources"].as_mapping().unwrap() {
+        if resource["Type"] != "AWS::Serverless::Function" {
+            continue;
+        }
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut actions = BTreeSet::new();
+        for policy in resource["Properties"]["Policies"].as_sequence().unwrap() {
+            let statements = policy["Statement"].as_sequence().unwrap_or_else(|| {
+                panic!("{binary}: policies are inline statements, not templates")
+            });
+            for statement in statements {
+                for action in statement["Action"].as_sequence().unwrap() {
+                    actions.insert(action.as_str().unwrap().to_owned());
+                }
+            }
+        }
+        allowed.insert(binary, actions);
+    }
+    allowed
+}
+
+#[test]
+fn functions_that_only_read_cannot_write() {
+    let allowed = allowed_actions();
+    for binary in [
+        "get-agent",
+        "get-me",
+        "list-agents",
+        "list-bindings",
+        "list-audit",
+        "list-delivery-attempts",
+        "list-tools",
+        "list-calls",
+    ] {
+        let actions = &allowed[binary];
+        let writes: Vec<&String> = actions
+            .iter()
+            .filter(|action| !matches!(action.as_str(), "dynamodb:GetItem" | "dynamodb:Query"))
+            .collect();
+        assert!(writes.is_empty(), "{binary} may {writes:?}");
+    }
+}
+
+#[tokio::test]
+async fn every_call_a_function_makes_is_allowed_by_its_policy() {
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        push_worker: false,
+        ..Options::local_push()
+    })
+    .await;
+    let observed: std::cell::RefCell<BTreeMap<String, BTreeSet<String>>> = Default::default();
+    let note = |route: &str, reply: Reply, recorder: &Recorder| {
+        assert!(reply.status < 500, "{route}: {}", reply.text);
+        observed
+            .borrow_mut()
+            .entry(route.to_owned())
+            .or_default()
+            .extend(recorder.take());
+        reply
+    };
+    recorder.take();
+    let op = app.operator_key.clone();
+    let r = &recorder;
+
+    let tenant = note(
+        "create-tenant",
+        app.post("/v1/tenants", &op, json!({"name": "t"})).await,
+        r,
+    );
+    let admin = tenant.field("admin_key");
+    let member = note(
+        "create-member",
+        app.post(
+            "/v1/members",
+            &admin,
+            json!({"name": "m", "role": "member"}),
+        )
+        .await,
+        r,
+    );
+    let member_key = member.field("key");
+    for (key, name) in [
+        (&admin, "caller"),
+        (&admin, "callee"),
+        (&admin, "pushee"),
+        (&member_key, "mine"),
+    ] {
+        note(
+            "create-agent",
+            app.post("/v1/agents", key, json!({ "name": name })).await,
+            r,
+        );
+    }
+    note("list-agents", app.get("/v1/agents", &admin).await, r);
+    note("get-agent", app.get("/v1/agents/callee", &admin).await, r);
+    note(
+        "update-agent",
+        app.send(
+            "PATCH",
+            "/v1/agents/callee",
+            Some(&admin),
+            Some(json!({"claim_timeout_seconds": 1})),
+        )
+        .await,
+        r,
+    );
+    let mut keys = BTreeMap::new();
+    for name in ["caller", "callee", "pushee", "mine"] {
+        let reply = note(
+            "create-agent-key",
+            app.post(&format!("/v1/agents/{name}/keys"), &admin, json!({}))
+                .await,
+            r,
+        );
+        keys.insert(name, reply.field("key"));
+    }
+    let spare = note(
+        "create-agent-key",
+        app.post("/v1/agents/caller/keys", &admin, json!({})).await,
+        r,
+    );
+    note(
+        "revoke-agent-key",
+        app.send(
+            "DELETE",
+            &format!("/v1/agents/caller/keys/{}", spare.field("key_id")),
+            Some(&admin),
+            None,
+        )
+        .await,
+        r,
+    );
+    note("get-me", app.get("/v1/agents/me", &keys["caller"]).await, r);
+    note(
+        "grant-bindings",
+        app.grant(&admin, "caller", &["callee", "pushee"]).await,
+        r,
+    );
+    let pending = note(
+        "grant-bindings",
+        app.grant(&member_key, "mine", &["callee"]).await,
+        r,
+    );
+    let binding = pending.body[0]["id"].as_str().unwrap().to_owned();
+    note(
+        "approve-binding",
+        app.post(
+            &format!("/v1/agents/callee/agents/{binding}/approve"),
+            &admin,
+            json!({}),
+        )
+        .await,
+        r,
+    );
+    note(
+        "revoke-binding",
+        app.send(
+            "DELETE",
+            &format!("/v1/agents/callee/agents/{binding}"),
+            Some(&admin),
+            None,
+        )
+        .await,
+        r,
+    );
+    note(
+        "list-bindings",
+        app.get("/v1/agents/callee/agents", &admin).await,
+        r,
+    );
+
+    // Pull: open, claim, answer; a second one runs past its deadline and is read; a third canceled.
+    let task = note(
+        "open-task",
+        app.open_task(&keys["caller"], "callee", text_message("a"), 0)
+            .await,
+        r,
+    );
+    note("claim-next-task", app.claim(&keys["callee"], 0).await, r);
+    note(
+        "post-task-result",
+        app.post_result(
+            &keys["callee"],
+            &task.field("id"),
+            json!({"state": "completed"}),
+        )
+        .await,
+        r,
+    );
+    let late = note(
+        "open-task",
+        app.open_task(&keys["caller"], "callee", text_message("b"), 0)
+            .await,
+        r,
+    );
+    note("claim-next-task", app.claim(&keys["callee"], 0).await, r);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let expired = note(
+        "get-task",
+        app.get_task(&keys["caller"], "callee", &late.field("id"))
+            .await,
+        r,
+    );
+    assert_eq!(expired.state(), "failed");
+    let third = note(
+        "open-task",
+        app.open_task(&keys["caller"], "callee", text_message("c"), 0)
+            .await,
+        r,
+    );
+    note(
+        "cancel-task",
+        app.cancel(&keys["caller"], "callee", &third.field("id"))
+            .await,
+        r,
+    );
+    // The sweeper over a task whose deadline passed unread.
+    let unread = note(
+        "open-task",
+        app.open_task(&keys["caller"], "callee", text_message("d"), 0)
+            .await,
+        r,
+    );
+    note("claim-next-task", app.claim(&keys["callee"], 0).await, r);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    recorder.take();
+    assert_eq!(
+        forgebench::sweeper::sweep_overdue(&app.app.store)
+            .await
+            .unwrap(),
+        1
+    );
+    forgebench::sweeper::sweep_outbox(&app.app.store, &app.app.queue)
+        .await
+        .unwrap();
+    observed
+        .borrow_mut()
+        .entry("sweep-deadlines".into())
+        .or_default()
+        .extend(recorder.take());
+    let _ = unread;
+
+    note("list-audit", app.get("/v1/audit", &admin).await, r);
+    note(
+        "list-calls",
+        app.get(
+            &format!("/v1/calls?root_call_id={}", task.field("call_id")),
+            &admin,
+        )
+        .await,
+        r,
+    );
+
+    // Push: endpoint with a sealed secret, an open that enqueues, the worker's delivery.
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    note(
+        "set-endpoint",
+        app.set_endpoint(
+            &admin,
+            "pushee",
+            json!({"url": callee.url, "auth": {"type": "bearer", "secret": "s"}}),
+        )
+        .await,
+        r,
+    );
+    let pushed = note(
+        "open-task",
+        app.open_task(&keys["caller"], "pushee", text_message("p"), 0)
+            .await,
+        r,
+    );
+    recorder.take();
+    let worker = app.app.worker();
+    let jobs = app.app.queue.receive(Duration::from_secs(2)).await.unwrap();
+    assert!(!jobs.is_empty());
+    let failed = worker.handle_batch(&jobs).await;
+    for job in jobs.iter().filter(|job| !failed.contains(&job.message_id)) {
+        app.app.queue.delete(&job.receipt_handle).await.unwrap();
+    }
+    observed
+        .borrow_mut()
+        .entry("push-worker".into())
+        .or_default()
+        .extend(recorder.take());
+    note(
+        "list-delivery-attempts",
+        app.get(
+            &format!("/v1/agents/pushee/tasks/{}/attempts", pushed.field("id")),
+            &admin,
+        )
+        .await,
+        r,
+    );
+
+    // Cards and keys: the first read makes the signing key; a cold process opens it.
+    note(
+        "put-tool",
+        app.send(
+            "PUT",
+            "/v1/agents/callee/tools/lookup",
+            Some(&admin),
+            Some(json!({"description": "d"})),
+        )
+        .await,
+        r,
+    );
+    note(
+        "list-tools",
+        app.get("/v1/agents/callee/tools", &admin).await,
+        r,
+    );
+    note(
+        "get-agent-card",
+        app.get("/v1/agents/callee/.well-known/agent-card.json", &admin)
+            .await,
+        r,
+    );
+    note(
+        "list-agent-cards",
+        app.get("/v1/agents/cards", &admin).await,
+        r,
+    );
+    note(
+        "get-signing-keys",
+        app.get("/v1/billing/export/pubkey", &admin).await,
+        r,
+    );
+    note(
+        "rotate-signing-key",
+        app.post("/v1/signing-keys/rotate", &op, json!({})).await,
+        r,
+    );
+    note(
+        "delete-tool",
+        app.send(
+            "DELETE",
+            "/v1/agents/callee/tools/lookup",
+            Some(&admin),
+            None,
+        )
+        .await,
+        r,
+    );
+    let cold = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        push_worker: false,
+        table: Some(app.table.clone()),
+        ..Options::local_push()
+    })
+    .await;
+    recorder.take();
+    note(
+        "get-agent-card",
+        cold.get("/v1/agents/callee/.well-known/agent-card.json", &admin)
+            .await,
+        r,
+    );
+
+    let observed = observed.into_inner();
+    let allowed = allowed_actions();
+    let mut toured: BTreeSet<String> = forgebench::Route::ALL
+        .iter()
+        .map(|route| route.name())
+        .collect();
+    toured.extend(["push-worker".to_owned(), "sweep-deadlines".to_owned()]);
+    assert_eq!(
+        observed.keys().cloned().collect::<BTreeSet<_>>(),
+        toured,
+        "the tour covers every function"
+    );
+    for (function, actions) in &observed {
+        let permitted = &allowed[function];
+        let missing: Vec<&String> = actions
+            .iter()
+            .filter(|action| !permitted.contains(*action))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{function} calls {missing:?} but its policy allows only {permitted:?}"
+        );
+    }
+}
