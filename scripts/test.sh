@@ -25,6 +25,9 @@ cargo build --workspace --locked
 echo "== benchmark: one pull task's DynamoDB calls and long-poll cost" >&2
 cargo run --quiet --locked -p forgebench-bench --bin pull-lifecycle
 
+echo "== schemathesis: the gateway against its own OpenAPI document" >&2
+scripts/schemathesis.sh
+
 echo "== unit and integration tests" >&2
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast
