@@ -211,3 +211,36 @@ async fn the_local_gateway_serves_the_api_document() {
     assert!(reply.body["paths"]["/v1/agents/{agent}/tasks"]["post"].is_object());
     assert!(!reply.text.contains("x-amazon-apigateway-integration"));
 }
+
+#[test]
+fn every_function_has_a_log_group_with_a_retention() {
+    let document = template();
+    let resources = document["Resources"].as_mapping().unwrap();
+    let functions: BTreeSet<String> = resources
+        .iter()
+        .filter(|(_, resource)| resource["Type"] == "AWS::Serverless::Function")
+        .map(|(name, _)| name.as_str().unwrap().to_owned())
+        .collect();
+    let mut logged = BTreeSet::new();
+    for (_, resource) in resources {
+        if resource["Type"] != "AWS::Logs::LogGroup" {
+            continue;
+        }
+        assert!(
+            matches!(
+                resource["Properties"]["RetentionInDays"],
+                serde_yaml::Value::Tagged(_)
+            ),
+            "retention comes from the parameter"
+        );
+        if let serde_yaml::Value::Tagged(name) = &resource["Properties"]["LogGroupName"] {
+            let text = name.value.as_str().unwrap();
+            logged.insert(
+                text.trim_start_matches("/aws/lambda/${")
+                    .trim_end_matches('}')
+                    .to_owned(),
+            );
+        }
+    }
+    assert_eq!(logged, functions);
+}
