@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 
 use super::item::{json, key, n, opt_s, s, Item, Reader};
-use super::{classify, AuditEntry, Store, StoreError, TransactError};
+use super::{AuditEntry, Store, StoreError, TransactError};
 use crate::domain::{Agent, AgentRef, AgentStatus};
 
 fn id_key(agent_id: &str) -> Item {
@@ -130,16 +130,8 @@ impl Store {
     }
 
     async fn get_agent_at(&self, key: Item) -> Result<Option<Agent>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        output.item().map(Agent::try_from).transpose()
+        let output = self.get(key).await?;
+        output.as_ref().map(Agent::try_from).transpose()
     }
 
     /// The agent `reference` names, as seen from `tenant_id`. An id resolves across tenants (the
@@ -158,20 +150,9 @@ impl Store {
 
     /// Every agent of a tenant, by name.
     pub async fn list_agents(&self, tenant_id: &str) -> Result<Vec<Agent>, StoreError> {
-        let items: Vec<Item> = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(format!("TENANT#{tenant_id}")))
-            .expression_attribute_values(":prefix", s("AGENT#"))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(classify)?;
+        let items = self
+            .query_prefix(format!("TENANT#{tenant_id}"), "AGENT#")
+            .await?;
         items.iter().map(Agent::try_from).collect()
     }
 }

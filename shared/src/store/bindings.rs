@@ -67,16 +67,8 @@ pub struct BindingWrite {
 
 impl Store {
     pub async fn get_binding(&self, binding_id: &str) -> Result<Option<Binding>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(binding_key(binding_id)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        output.item().map(Binding::try_from).transpose()
+        let output = self.get(binding_key(binding_id)).await?;
+        output.as_ref().map(Binding::try_from).transpose()
     }
 
     /// Writes bindings all together, each only if unchanged since it was read. Returns `false`,

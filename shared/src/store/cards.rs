@@ -81,19 +81,10 @@ impl Store {
 
     /// An agent's tool bindings, by name.
     pub async fn list_tools(&self, agent_id: &str) -> Result<Vec<Tool>, StoreError> {
-        let output = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(format!("AGENT#{agent_id}")))
-            .expression_attribute_values(":prefix", s("TOOL#"))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        output
-            .items()
+        let items = self
+            .query_prefix(format!("AGENT#{agent_id}"), "TOOL#")
+            .await?;
+        items
             .iter()
             .map(|item| {
                 let read = Reader(item);
@@ -115,16 +106,11 @@ impl Store {
 
     /// The kid of the active signing key, if one was made.
     pub async fn active_signing_kid(&self) -> Result<Option<String>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(SIGNING_PK, "ACTIVE")))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        output.item().map(|item| Reader(item).s("kid")).transpose()
+        let output = self.get(key(SIGNING_PK, "ACTIVE")).await?;
+        output
+            .as_ref()
+            .map(|item| Reader(item).s("kid"))
+            .transpose()
     }
 
     fn signing_item(record: &SigningKeyRecord) -> Item {
@@ -174,19 +160,8 @@ impl Store {
 
     /// Every signing key ever made, oldest first (public halves stay listed after rotation).
     pub async fn signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError> {
-        let output = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(SIGNING_PK))
-            .expression_attribute_values(":prefix", s("KID#"))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        let mut records = output
-            .items()
+        let items = self.query_prefix(SIGNING_PK.to_owned(), "KID#").await?;
+        let mut records = items
             .iter()
             .map(|item| {
                 let read = Reader(item);

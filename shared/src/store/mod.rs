@@ -221,6 +221,66 @@ impl Store {
         Err(TransactError::Store(classify(error)))
     }
 
+    /// One item by key, strongly consistent.
+    pub(crate) async fn get(&self, key: Item) -> Result<Option<Item>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(output.item)
+    }
+
+    /// Every item of partition `pk` whose sort key starts with `prefix`, strongly consistent,
+    /// all pages.
+    pub(crate) async fn query_prefix(
+        &self,
+        pk: String,
+        prefix: &str,
+    ) -> Result<Vec<Item>, StoreError> {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", item::s(pk))
+            .expression_attribute_values(":prefix", item::s(prefix))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(classify)
+    }
+
+    /// Up to `limit` items on `index` under partition `pk` whose sort key sorts before `before`
+    /// (the sweeps: entries that fell due).
+    pub(crate) async fn query_due(
+        &self,
+        index: &str,
+        pk: String,
+        before: &str,
+        limit: i32,
+    ) -> Result<Vec<Item>, StoreError> {
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(index)
+            .key_condition_expression(format!("{index}pk = :pk AND {index}sk < :before"))
+            .expression_attribute_values(":pk", item::s(pk))
+            .expression_attribute_values(":before", item::s(before))
+            .limit(limit)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(output.items.unwrap_or_default())
+    }
+
     pub fn new(client: Client, table: impl Into<String>) -> Store {
         Store {
             client,

@@ -233,19 +233,10 @@ impl Store {
 
     /// Every recorded attempt of a task, in order.
     pub async fn list_attempts(&self, task_id: &str) -> Result<Vec<Attempt>, StoreError> {
-        let output = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(format!("TASK#{task_id}")))
-            .expression_attribute_values(":prefix", s("ATTEMPT#"))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        output
-            .items()
+        let items = self
+            .query_prefix(format!("TASK#{task_id}"), "ATTEMPT#")
+            .await?;
+        items
             .iter()
             .map(|item| {
                 let read = Reader(item);
@@ -270,20 +261,10 @@ impl Store {
         now: &str,
         limit: i32,
     ) -> Result<Vec<(String, String)>, StoreError> {
-        let output = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name("gsi1")
-            .key_condition_expression("gsi1pk = :shard AND gsi1sk < :now")
-            .expression_attribute_values(":shard", s(format!("OUTBOX#{shard}")))
-            .expression_attribute_values(":now", s(now))
-            .limit(limit)
-            .send()
-            .await
-            .map_err(classify)?;
-        output
-            .items()
+        let items = self
+            .query_due("gsi1", format!("OUTBOX#{shard}"), now, limit)
+            .await?;
+        items
             .iter()
             .map(|item| Ok((Reader(item).s("id")?, Reader(item).s("gsi1sk")?)))
             .collect()

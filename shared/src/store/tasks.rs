@@ -321,16 +321,8 @@ impl Store {
     }
 
     pub async fn get_task(&self, task_id: &str) -> Result<Option<Task>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(task_key(task_id)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        output.item().map(Task::try_from).transpose()
+        let output = self.get(task_key(task_id)).await?;
+        output.as_ref().map(Task::try_from).transpose()
     }
 
     /// Runs a conditional update on a task and returns the new task, or the old one when the
@@ -541,20 +533,10 @@ impl Store {
         now: &str,
         limit: i32,
     ) -> Result<Vec<(String, String, u64)>, StoreError> {
-        let output = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name("gsi2")
-            .key_condition_expression("gsi2pk = :shard AND gsi2sk < :now")
-            .expression_attribute_values(":shard", s(format!("DEADLINE#{shard}")))
-            .expression_attribute_values(":now", s(now))
-            .limit(limit)
-            .send()
-            .await
-            .map_err(classify)?;
-        output
-            .items()
+        let items = self
+            .query_due("gsi2", format!("DEADLINE#{shard}"), now, limit)
+            .await?;
+        items
             .iter()
             .map(|item| {
                 let read = Reader(item);
@@ -567,36 +549,14 @@ impl Store {
             .collect()
     }
 
-    /// A conversation's owner tenant and its two agents, if it exists.
-    pub async fn get_context(&self, context_id: &str) -> Result<Option<Item>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(format!("CONTEXT#{context_id}"), "CONTEXT")))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        Ok(output.item().cloned())
-    }
-
     /// The root of a call, if the call is on this ledger in this tenant.
     pub async fn call_root(
         &self,
         tenant_id: &str,
         call_id: &str,
     ) -> Result<Option<String>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(format!("CALL#{call_id}"), "CALL")))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        match output.item() {
+        let output = self.get(key(format!("CALL#{call_id}"), "CALL")).await?;
+        match output.as_ref() {
             Some(item) if Reader(item).s("tenant_id")? == tenant_id => {
                 Ok(Some(Reader(item).s("root_call_id")?))
             }

@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::types::{Delete, TransactWriteItem, Update};
 
 use super::item::{key, s, Item, Reader};
-use super::{classify, AuditEntry, Store, StoreError, TransactError};
+use super::{AuditEntry, Store, StoreError, TransactError};
 use crate::domain::clock;
 
 /// What a key hash stands for.
@@ -98,15 +98,9 @@ impl Store {
         member_id: &str,
     ) -> Result<bool, StoreError> {
         let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(format!("MEMBER#{member_id}"), "MEMBER")))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        Ok(match output.item() {
+            .get(key(format!("MEMBER#{member_id}"), "MEMBER"))
+            .await?;
+        Ok(match output.as_ref() {
             Some(item) => Reader(item).s("tenant_id")? == tenant_id,
             None => false,
         })
@@ -114,16 +108,8 @@ impl Store {
 
     /// The principal behind a key hash, if the key exists and is not revoked.
     pub async fn lookup_key(&self, hash: &str) -> Result<Option<KeyRecord>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(format!("KEY#{hash}"), "KEY")))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        let Some(item) = output.item() else {
+        let output = self.get(key(format!("KEY#{hash}"), "KEY")).await?;
+        let Some(item) = output.as_ref() else {
             return Ok(None);
         };
         let read = Reader(item);
@@ -172,16 +158,8 @@ impl Store {
         audit: &AuditEntry,
     ) -> Result<Option<String>, StoreError> {
         let pointer_key = key(format!("AGENT#{agent_id}"), format!("KEY#{key_id}"));
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(pointer_key.clone()))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        let Some(item) = output.item() else {
+        let output = self.get(pointer_key.clone()).await?;
+        let Some(item) = output.as_ref() else {
             return Ok(None);
         };
         let read = Reader(item);
