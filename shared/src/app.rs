@@ -1,7 +1,7 @@
 //! The application state every handler borrows: the store, the configuration, the key cache.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_config::timeout::TimeoutConfig;
@@ -53,7 +53,7 @@ pub struct App {
     pub vault: Vault,
     pub dialer: Dialer,
     pub config: Config,
-    pub signing: SigningCache,
+    pub signing: Arc<SigningCache>,
     key_cache: KeyCache,
 }
 
@@ -93,7 +93,7 @@ impl App {
             vault: Vault::new(kms, config.kms_key_id.clone()),
             dialer,
             config,
-            signing: SigningCache::default(),
+            signing: Arc::default(),
             key_cache: KeyCache::default(),
         })
     }
@@ -118,6 +118,7 @@ impl App {
             queue: self.queue.clone(),
             dialer: self.dialer.clone(),
             schedule: self.config.retry_schedule.clone(),
+            signing: Arc::clone(&self.signing),
         }
     }
 

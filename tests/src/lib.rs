@@ -597,6 +597,7 @@ impl Proxy {
 pub struct Received {
     pub headers: reqwest::header::HeaderMap,
     pub body: Value,
+    pub raw_body: Vec<u8>,
     pub at: std::time::Instant,
 }
 
@@ -690,6 +691,7 @@ impl Callee {
                                     log.push(Received {
                                         headers,
                                         body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                                        raw_body: bytes.to_vec(),
                                         at: std::time::Instant::now(),
                                     });
                                     log.len() - 1

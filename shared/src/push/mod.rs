@@ -1,9 +1,10 @@
 //! Push delivery: the SSRF guard, the HTTP dialer, the queue, what an answer means, and the
-//! worker that ties them together for each SQS message.
+//! delivery signature, and the worker that ties them together for each SQS message.
 
 pub mod dial;
 pub mod endpoint;
 pub mod queue;
+pub mod signature;
 pub mod ssrf;
 pub mod verdict;
 pub mod worker;

@@ -7,6 +7,7 @@
 //! or fail the task. Every write after the lease is conditioned on still holding it, so an
 //! answer that comes back after the caller canceled is discarded.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
@@ -16,9 +17,11 @@ use tracing::Instrument;
 use super::dial::Dialer;
 use super::endpoint::{AuthScheme, Endpoint};
 use super::queue::{Job, Queue};
+use super::signature::sign_delivery;
 use super::verdict::{judge, RetrySchedule, Verdict};
 use crate::domain::task::Delivery;
 use crate::domain::{clock, AgentRef, Task, TaskState};
+use crate::signing::SigningCache;
 use crate::store::{Attempt, Store, StoreError, TaskTransition};
 use crate::vault::Vault;
 
@@ -42,6 +45,8 @@ pub struct Worker {
     pub queue: Queue,
     pub dialer: Dialer,
     pub schedule: RetrySchedule,
+    /// The card-signing key, which also signs every delivery.
+    pub signing: Arc<SigningCache>,
 }
 
 fn jitter() -> f64 {
@@ -149,9 +154,25 @@ impl Worker {
             },
             _ => None,
         };
-        let headers = request_headers(&task, &endpoint, secret.as_deref());
+        let mut headers = request_headers(&task, &endpoint, secret.as_deref());
         let body =
             json!({"task_id": task.id, "call_id": task.call_id, "message": task.input}).to_string();
+        match self.signing.active(&self.store, &self.vault).await {
+            Ok((_, key)) => {
+                let timestamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|since| since.as_secs())
+                    .unwrap_or_default();
+                sign_delivery(&mut headers, &key, &task.id, timestamp, &body);
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "cannot open the signing key; will retry");
+                self.store
+                    .release_for_retry(task_id, &token, STORE_RETRY.as_secs())
+                    .await?;
+                return Ok(JobOutcome::RetryIn(STORE_RETRY));
+            }
+        }
 
         let started = Instant::now();
         let outcome = self

@@ -316,3 +316,62 @@ async fn a_task_whose_enqueue_was_lost_is_delivered_from_the_outbox() {
         .unwrap();
     assert_eq!(again, 0);
 }
+
+#[tokio::test]
+async fn every_delivery_is_signed_and_verifies_against_the_published_keys() {
+    use base64::Engine;
+    use ed25519_dalek::Verifier;
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let (app, pair) = push_pair(&callee).await;
+    let opened = open(&app, &pair, 10).await;
+    let request = &callee.received()[0];
+    assert_eq!(request.headers["webhook-id"], opened.field("id").as_str());
+    let timestamp = request.headers["webhook-timestamp"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(now.abs_diff(timestamp.parse::<u64>().unwrap()) < 60);
+    let signature = request.headers["webhook-signature"].to_str().unwrap();
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(signature.strip_prefix("v1a,").expect("v1a scheme"))
+        .unwrap();
+    let signature = ed25519_dalek::Signature::from_slice(&signature).unwrap();
+    let signed = [
+        opened.field("id").as_bytes(),
+        b".",
+        timestamp.as_bytes(),
+        b".",
+        &request.raw_body,
+    ]
+    .concat();
+
+    // A callee verifies with the public JWKS: some published key verifies, and a changed body
+    // fails with all of them.
+    let jwks = app
+        .get("/v1/billing/export/pubkey", &pair.callee.key)
+        .await
+        .body;
+    let keys: Vec<ed25519_dalek::VerifyingKey> = jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|key| {
+            let x = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(key["x"].as_str().unwrap())
+                .unwrap();
+            ed25519_dalek::VerifyingKey::from_bytes(&x.try_into().unwrap()).unwrap()
+        })
+        .collect();
+    assert!(keys
+        .iter()
+        .any(|key| key.verify(&signed, &signature).is_ok()));
+    let mut tampered = signed.clone();
+    *tampered.last_mut().unwrap() ^= 1;
+    assert!(keys
+        .iter()
+        .all(|key| key.verify(&tampered, &signature).is_err()));
+}
