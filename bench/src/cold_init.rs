@@ -150,6 +150,12 @@ async fn cold_start(bootstrap: &Path, function: &str) -> (Duration, Duration) {
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+        // The sweeper's first answer is a sweep: let it reach the local DynamoDB when one is up.
+        .env(
+            "AWS_ENDPOINT_URL_DYNAMODB",
+            std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+                .unwrap_or_else(|_| "http://127.0.0.1:9".into()),
+        )
         .env("FORGEBENCH_TABLE", "bench")
         .env("RUST_LOG", "off")
         .kill_on_drop(true)

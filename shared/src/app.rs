@@ -61,7 +61,19 @@ pub struct App {
 /// `AWS_ENDPOINT_URL*` endpoint overrides the local stack uses), with timeouts that turn an
 /// unreachable service into a prompt 503 instead of a hung request.
 pub async fn sdk_config() -> aws_config::SdkConfig {
-    aws_config::defaults(BehaviorVersion::latest())
+    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    // Inside Lambda the runtime hands the function its credentials and region in the
+    // environment; naming those providers skips building the full default chains (profile
+    // files, SSO, web identity, container and instance metadata), which is most of the SDK's
+    // share of a cold start.
+    if std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some() {
+        loader = loader
+            .credentials_provider(
+                aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+            )
+            .region(aws_config::environment::EnvironmentVariableRegionProvider::new());
+    }
+    loader
         .timeout_config(
             TimeoutConfig::builder()
                 .connect_timeout(Duration::from_secs(2))
@@ -85,8 +97,7 @@ impl App {
             config.push_allowed_cidrs.clone(),
             config.push_resolve.clone(),
             config.push_timeout,
-        )
-        .map_err(|error| crate::config::ConfigError::Invalid("push client", error.to_string()))?;
+        );
         Ok(App {
             store: Store::new(dynamodb, config.table.clone()),
             queue: Queue::new(sqs, config.push_queue_url.clone()),

@@ -65,11 +65,15 @@ pub enum DialError {
     Other,
 }
 
-/// Two clients, one per address policy (private networks allowed or not).
+/// The two HTTP clients, one per address policy (private networks allowed or not).
+type Clients = Result<(reqwest::Client, reqwest::Client), String>;
+
+/// Dials push endpoints. Its HTTP clients (and the TLS roots they load) are built on first use,
+/// so the functions that never dial pay nothing for them at cold start.
 #[derive(Clone)]
 pub struct Dialer {
-    strict: reqwest::Client,
-    private: reqwest::Client,
+    clients: Arc<std::sync::OnceLock<Clients>>,
+    timeout: Duration,
     operator: AddressPolicy,
     resolver: HostResolver,
 }
@@ -79,33 +83,43 @@ impl Dialer {
         operator_allowed: Vec<super::ssrf::Cidr>,
         resolver: HostResolver,
         timeout: Duration,
-    ) -> Result<Dialer, reqwest::Error> {
-        let client = |allow_private: bool| {
-            let policy = AddressPolicy {
-                allow_private,
-                operator_allowed: operator_allowed.clone(),
-            };
-            reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .timeout(timeout)
-                .connect_timeout(timeout.min(Duration::from_secs(5)))
-                .user_agent("forgebench-push/1")
-                .dns_resolver(Arc::new(GuardedResolver {
-                    policy,
-                    resolver: resolver.clone(),
-                }))
-                .build()
-        };
-        Ok(Dialer {
-            strict: client(false)?,
-            private: client(true)?,
+    ) -> Dialer {
+        Dialer {
+            clients: Arc::default(),
+            timeout,
             operator: AddressPolicy {
                 allow_private: false,
                 operator_allowed,
             },
             resolver,
-        })
+        }
+    }
+
+    fn client(&self, allow_private: bool) -> Result<&reqwest::Client, DialError> {
+        let clients = self.clients.get_or_init(|| {
+            let build = |allow_private: bool| {
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .timeout(self.timeout)
+                    .connect_timeout(self.timeout.min(Duration::from_secs(5)))
+                    .user_agent("forgebench-push/1")
+                    .dns_resolver(Arc::new(GuardedResolver {
+                        policy: self.policy(allow_private),
+                        resolver: self.resolver.clone(),
+                    }))
+                    .build()
+                    .map_err(|error| error.to_string())
+            };
+            Ok((build(false)?, build(true)?))
+        });
+        match clients {
+            Ok((strict, private)) => Ok(if allow_private { private } else { strict }),
+            Err(error) => {
+                tracing::error!(error = %error, "cannot build the push HTTP client");
+                Err(DialError::Other)
+            }
+        }
     }
 
     pub fn policy(&self, allow_private: bool) -> AddressPolicy {
@@ -140,12 +154,8 @@ impl Dialer {
             .vet(url, allow_private)
             .await
             .map_err(DialError::Refused)?;
-        let client = if allow_private {
-            &self.private
-        } else {
-            &self.strict
-        };
-        let response = client
+        let response = self
+            .client(allow_private)?
             .post(parsed.url)
             .headers(headers)
             .body(body)
