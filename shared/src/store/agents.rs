@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 
 use super::item::{json, key, n, opt_s, s, Item, Reader};
-use super::{AuditEntry, Store, StoreError, TransactError};
+use super::{AuditEntry, Store, StoreError};
 use crate::domain::{Agent, AgentRef, AgentStatus};
 
 fn id_key(agent_id: &str) -> Item {
@@ -88,18 +88,12 @@ impl Store {
         audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
         let [by_id, by_name] = copies(agent);
-        match self
-            .transact_checked(vec![
-                self.put_new(by_id)?,
-                self.put_new(by_name)?,
-                self.put_new(audit.to_item())?,
-            ])
-            .await
-        {
-            Ok(()) => Ok(true),
-            Err(TransactError::Canceled(_)) => Ok(false),
-            Err(TransactError::Store(error)) => Err(error),
-        }
+        self.transact_if(vec![
+            self.put_new(by_id)?,
+            self.put_new(by_name)?,
+            self.put_new(audit.to_item())?,
+        ])
+        .await
     }
 
     /// Replaces both copies of an agent whose stored version is `agent.version - 1`. Returns
@@ -122,11 +116,7 @@ impl Store {
             items.push(TransactWriteItem::builder().put(put).build());
         }
         items.push(self.put_new(audit.to_item())?);
-        match self.transact_checked(items).await {
-            Ok(()) => Ok(true),
-            Err(TransactError::Canceled(_)) => Ok(false),
-            Err(TransactError::Store(error)) => Err(error),
-        }
+        self.transact_if(items).await
     }
 
     async fn get_agent_at(&self, key: Item) -> Result<Option<Agent>, StoreError> {

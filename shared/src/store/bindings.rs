@@ -4,7 +4,7 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 
 use super::item::{key, opt_s, s, Item, Reader};
-use super::{classify, AuditEntry, Store, StoreError, TransactError};
+use super::{classify, AuditEntry, Store, StoreError};
 use crate::domain::Binding;
 
 fn binding_key(binding_id: &str) -> Item {
@@ -97,11 +97,7 @@ impl Store {
         for entry in audit {
             items.push(self.put_new(entry.to_item())?);
         }
-        match self.transact_checked(items).await {
-            Ok(()) => Ok(true),
-            Err(TransactError::Canceled(_)) => Ok(false),
-            Err(TransactError::Store(error)) => Err(error),
-        }
+        self.transact_if(items).await
     }
 
     /// Bindings where `agent_id` is the caller (`outbound`) or the callee (inbound).

@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use serde_json::{json, Value};
 
 use super::item::{key, s, Item, Reader};
-use super::{classify, AuditEntry, Store, StoreError, TransactError};
+use super::{classify, AuditEntry, Store, StoreError};
 use crate::domain::card::Tool;
 use crate::domain::clock;
 
@@ -66,17 +66,11 @@ impl Store {
             .condition_expression("attribute_exists(pk)")
             .build()
             .map_err(|error| StoreError::Rejected(error.to_string()))?;
-        match self
-            .transact_checked(vec![
-                TransactWriteItem::builder().delete(delete).build(),
-                self.put_new(audit.to_item())?,
-            ])
-            .await
-        {
-            Ok(()) => Ok(true),
-            Err(TransactError::Canceled(_)) => Ok(false),
-            Err(TransactError::Store(error)) => Err(error),
-        }
+        self.transact_if(vec![
+            TransactWriteItem::builder().delete(delete).build(),
+            self.put_new(audit.to_item())?,
+        ])
+        .await
     }
 
     /// An agent's tool bindings, by name.
@@ -145,17 +139,11 @@ impl Store {
         let active = active
             .build()
             .map_err(|error| StoreError::Rejected(error.to_string()))?;
-        match self
-            .transact_checked(vec![
-                self.put_new(Self::signing_item(record))?,
-                TransactWriteItem::builder().update(active).build(),
-            ])
-            .await
-        {
-            Ok(()) => Ok(true),
-            Err(TransactError::Canceled(_)) => Ok(false),
-            Err(TransactError::Store(error)) => Err(error),
-        }
+        self.transact_if(vec![
+            self.put_new(Self::signing_item(record))?,
+            TransactWriteItem::builder().update(active).build(),
+        ])
+        .await
     }
 
     /// Every signing key ever made, oldest first (public halves stay listed after rotation).

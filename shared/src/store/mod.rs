@@ -173,6 +173,19 @@ impl Store {
         self.transact_checked(items).await.map_err(StoreError::from)
     }
 
+    /// Runs a transaction whose conditions guard against concurrent writers: `true` when it
+    /// committed, `false` (nothing written) when a condition failed.
+    pub(crate) async fn transact_if(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<bool, StoreError> {
+        match self.transact_checked(items).await {
+            Ok(()) => Ok(true),
+            Err(TransactError::Canceled(_)) => Ok(false),
+            Err(TransactError::Store(error)) => Err(error),
+        }
+    }
+
     /// Runs a transaction, returning per-item reasons when a condition cancels it.
     pub(crate) async fn transact_checked(
         &self,
