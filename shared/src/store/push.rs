@@ -9,10 +9,10 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 
 use super::item::{key, n, opt_s, s, Reader};
-use super::tasks::{deadline_shard, message_text, outbox_shard, task_key};
+use super::tasks::{deadline_shard, outbox_shard, task_key};
 use super::{classify, Store, StoreError, TaskTransition};
+use crate::domain::clock;
 use crate::domain::task::TaskResult;
-use crate::domain::{clock, Message, Part};
 
 /// One recorded delivery attempt.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,43 +101,10 @@ impl Store {
         token: &str,
         result: &TaskResult,
     ) -> Result<TaskTransition, StoreError> {
-        let artifacts = match result {
-            TaskResult::Completed { artifacts, .. } => {
-                Some(serde_json::to_value(artifacts).unwrap_or_default())
-            }
-            _ => None,
-        };
-        let error = match result {
-            TaskResult::Failed { error } => Some(error.as_str()),
-            _ => None,
-        };
-        let status_message = match result.status_message() {
-            Some(message) => message_text(&message),
-            None => AttributeValue::Null(true),
-        };
-        let mut update =
-            self.task_update(task_id)
-                .update_expression(format!(
-                "SET #state = :state, status_message = :status_message, status_timestamp = :now, \
-                 updated_at = :now, #error = :error, history = list_append(history, :entry){} \
-                 REMOVE lease_token, lease_until, gsi1pk, gsi1sk, deadline_at, gsi2pk, gsi2sk",
-                if artifacts.is_some() { ", artifacts = :artifacts" } else { "" }
-            ))
-                .condition_expression("#state = :working AND lease_token = :token")
-                .expression_attribute_names("#error", "error")
-                .expression_attribute_values(":state", s(result.state().as_str()))
-                .expression_attribute_values(":status_message", status_message)
-                .expression_attribute_values(":now", s(clock::now()))
-                .expression_attribute_values(":error", opt_s(error))
-                .expression_attribute_values(
-                    ":entry",
-                    AttributeValue::L(vec![message_text(&result.history_message())]),
-                )
-                .expression_attribute_values(":working", s("working"))
-                .expression_attribute_values(":token", s(token));
-        if let Some(artifacts) = artifacts {
-            update = update.expression_attribute_values(":artifacts", s(artifacts.to_string()));
-        }
+        let update = self
+            .answer_update(task_id, result)
+            .condition_expression("#state = :working AND lease_token = :token")
+            .expression_attribute_values(":token", s(token));
         self.transition(update).await
     }
 
@@ -175,22 +142,12 @@ impl Store {
         token: Option<&str>,
         error: &str,
     ) -> Result<TaskTransition, StoreError> {
-        let entry = Message::agent(vec![Part::Text(error.to_owned())]);
-        let now = clock::now();
+        let failure = TaskResult::Failed {
+            error: error.to_owned(),
+        };
         let mut update = self
-            .task_update(task_id)
-            .update_expression(
-                "SET #state = :failed, status_timestamp = :now, updated_at = :now, #error = :error, \
-                 history = list_append(history, :entry) \
-                 REMOVE lease_token, lease_until, gsi1pk, gsi1sk, deadline_at, gsi2pk, gsi2sk",
-            )
-            .expression_attribute_names("#error", "error")
-            .expression_attribute_values(":failed", s("failed"))
-            .expression_attribute_values(":now", s(&now))
-            .expression_attribute_values(":error", s(error))
-            .expression_attribute_values(":entry", AttributeValue::L(vec![message_text(&entry)]))
-            .expression_attribute_values(":submitted", s("submitted"))
-            .expression_attribute_values(":working", s("working"));
+            .answer_update(task_id, &failure)
+            .expression_attribute_values(":submitted", s("submitted"));
         update = match token {
             Some(token) => update
                 .condition_expression("#state IN (:submitted, :working) AND lease_token = :token")

@@ -4,6 +4,7 @@
 //! a claim only takes a `submitted` task still on the queue index, a result only lands on a
 //! `working` task of that callee before its deadline, a cancel only moves an open task.
 
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, ReturnValue, ReturnValuesOnConditionCheckFailure,
@@ -329,7 +330,7 @@ impl Store {
     /// condition failed.
     pub(crate) async fn transition(
         &self,
-        update: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
+        update: UpdateItemFluentBuilder,
     ) -> Result<TaskTransition, StoreError> {
         match update
             .return_values(ReturnValue::AllNew)
@@ -351,10 +352,7 @@ impl Store {
         }
     }
 
-    pub(crate) fn task_update(
-        &self,
-        task_id: &str,
-    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+    pub(crate) fn task_update(&self, task_id: &str) -> UpdateItemFluentBuilder {
         self.client
             .update_item()
             .table_name(&self.table)
@@ -411,22 +409,20 @@ impl Store {
         Ok(ClaimOutcome::Contended)
     }
 
-    /// Applies a callee's result to a task it holds: only a `working` task of this callee, in
-    /// this tenant, before its deadline.
-    pub async fn finish_task(
+    /// The write that applies a callee's answer to a working task: its state, status, error,
+    /// history entry and (when completed) artifacts, with every queue, deadline and delivery
+    /// bookkeeping attribute removed. `:now` and `:working` are bound for the caller's
+    /// condition, which it adds.
+    pub(crate) fn answer_update(
         &self,
         task_id: &str,
-        tenant_id: &str,
-        callee_id: &str,
         result: &TaskResult,
-    ) -> Result<TaskTransition, StoreError> {
-        let now = clock::now();
-        let (artifacts_clause, artifacts) = match result {
-            TaskResult::Completed { artifacts, .. } => (
-                ", artifacts = :artifacts",
-                Some(serde_json::to_value(artifacts).unwrap_or_default()),
-            ),
-            _ => ("", None),
+    ) -> UpdateItemFluentBuilder {
+        let artifacts = match result {
+            TaskResult::Completed { artifacts, .. } => {
+                Some(serde_json::to_value(artifacts).unwrap_or_default())
+            }
+            _ => None,
         };
         let error = match result {
             TaskResult::Failed { error } => Some(error.as_str()),
@@ -436,34 +432,48 @@ impl Store {
             Some(message) => message_text(&message),
             None => AttributeValue::Null(true),
         };
-        let mut update = self
-            .task_update(task_id)
-            .update_expression(format!(
+        let update =
+            self.task_update(task_id)
+                .update_expression(format!(
                 "SET #state = :state, status_message = :status_message, status_timestamp = :now, \
-                 updated_at = :now, #error = :error, history = list_append(history, :entry)\
-                 {artifacts_clause} REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, \
-                 lease_token, lease_until"
+                 updated_at = :now, #error = :error, history = list_append(history, :entry){} \
+                 REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
+                if artifacts.is_some() { ", artifacts = :artifacts" } else { "" }
             ))
+                .expression_attribute_names("#error", "error")
+                .expression_attribute_values(":state", s(result.state().as_str()))
+                .expression_attribute_values(":status_message", status_message)
+                .expression_attribute_values(":now", s(clock::now()))
+                .expression_attribute_values(":error", opt_s(error))
+                .expression_attribute_values(
+                    ":entry",
+                    AttributeValue::L(vec![message_text(&result.history_message())]),
+                )
+                .expression_attribute_values(":working", s("working"));
+        match artifacts {
+            Some(artifacts) => update.expression_attribute_values(":artifacts", json(&artifacts)),
+            None => update,
+        }
+    }
+
+    /// Applies a callee's result to a task it holds: only a `working` task of this callee, in
+    /// this tenant, before its deadline (or a push task still being delivered).
+    pub async fn finish_task(
+        &self,
+        task_id: &str,
+        tenant_id: &str,
+        callee_id: &str,
+        result: &TaskResult,
+    ) -> Result<TaskTransition, StoreError> {
+        let update = self
+            .answer_update(task_id, result)
             .condition_expression(
                 "#state = :working AND tenant_id = :tenant AND callee_agent_id = :callee \
                  AND (deadline_at > :now OR (delivery = :push AND attribute_not_exists(deadline_at)))",
             )
             .expression_attribute_values(":push", s("push"))
-            .expression_attribute_names("#error", "error")
-            .expression_attribute_values(":state", s(result.state().as_str()))
-            .expression_attribute_values(":status_message", status_message)
-            .expression_attribute_values(":now", s(&now))
-            .expression_attribute_values(":error", opt_s(error))
-            .expression_attribute_values(
-                ":entry",
-                AttributeValue::L(vec![message_text(&result.history_message())]),
-            )
-            .expression_attribute_values(":working", s("working"))
             .expression_attribute_values(":tenant", s(tenant_id))
             .expression_attribute_values(":callee", s(callee_id));
-        if let Some(artifacts) = artifacts {
-            update = update.expression_attribute_values(":artifacts", json(&artifacts));
-        }
         self.transition(update).await
     }
 
@@ -505,22 +515,12 @@ impl Store {
         deadline_at: &str,
         timeout_seconds: u64,
     ) -> Result<TaskTransition, StoreError> {
-        let error = deadline_error(timeout_seconds);
-        let entry = Message::agent(vec![crate::domain::Part::Text(error.clone())]);
+        let failure = TaskResult::Failed {
+            error: deadline_error(timeout_seconds),
+        };
         let update = self
-            .task_update(task_id)
-            .update_expression(
-                "SET #state = :failed, status_timestamp = :now, updated_at = :now, \
-                 #error = :error, history = list_append(history, :entry) \
-                 REMOVE deadline_at, gsi2pk, gsi2sk",
-            )
+            .answer_update(task_id, &failure)
             .condition_expression("#state = :working AND deadline_at = :deadline")
-            .expression_attribute_names("#error", "error")
-            .expression_attribute_values(":failed", s("failed"))
-            .expression_attribute_values(":now", s(clock::now()))
-            .expression_attribute_values(":error", s(error))
-            .expression_attribute_values(":entry", AttributeValue::L(vec![message_text(&entry)]))
-            .expression_attribute_values(":working", s("working"))
             .expression_attribute_values(":deadline", s(deadline_at));
         self.transition(update).await
     }
