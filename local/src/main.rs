@@ -13,7 +13,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     init_tracing();
     let address = std::env::var("FORGEBENCH_LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".into());
     let mut config = Config::from_env()?;
-    let sdk = forgebench::app::sdk_config().await;
+    let sdk = forgebench::app::sdk_config().await?;
     let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let kms = aws_sdk_kms::Client::new(&sdk);

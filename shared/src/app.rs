@@ -59,9 +59,13 @@ pub struct App {
 
 /// Builds the SDK configuration from the standard AWS settings (region, credentials, and the
 /// `AWS_ENDPOINT_URL*` endpoint overrides the local stack uses), with timeouts that turn an
-/// unreachable service into a prompt 503 instead of a hung request.
-pub async fn sdk_config() -> aws_config::SdkConfig {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+/// unreachable service into a prompt 503 instead of a hung request, over the HTTPS client of
+/// [`crate::sdk_http`] (compiled-in trust roots: no certificate store to read at cold start).
+pub async fn sdk_config() -> Result<aws_config::SdkConfig, crate::config::ConfigError> {
+    let tls = crate::sdk_http::aws_tls_config()
+        .map_err(|error| crate::config::ConfigError::Tls(error.to_string()))?;
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(crate::sdk_http::http_client(tls));
     // Inside Lambda the runtime hands the function its credentials and region in the
     // environment; naming those providers skips building the full default chains (profile
     // files, SSO, web identity, container and instance metadata), which is most of the SDK's
@@ -73,7 +77,7 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
             )
             .region(aws_config::environment::EnvironmentVariableRegionProvider::new());
     }
-    loader
+    Ok(loader
         .timeout_config(
             TimeoutConfig::builder()
                 .connect_timeout(Duration::from_secs(2))
@@ -82,7 +86,7 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
                 .build(),
         )
         .load()
-        .await
+        .await)
 }
 
 impl App {
@@ -112,7 +116,7 @@ impl App {
     /// The app as a function runs it: configuration from the environment, clients built once.
     pub async fn from_env() -> Result<App, crate::config::ConfigError> {
         let config = Config::from_env()?;
-        let sdk = sdk_config().await;
+        let sdk = sdk_config().await?;
         App::new(
             aws_sdk_dynamodb::Client::new(&sdk),
             aws_sdk_sqs::Client::new(&sdk),

@@ -58,6 +58,8 @@ pub enum ConfigError {
     Missing(&'static str),
     #[error("environment variable {0} is invalid: {1}")]
     Invalid(&'static str, String),
+    #[error("the TLS configuration for AWS endpoints cannot be built: {0}")]
+    Tls(String),
 }
 
 fn number(name: &'static str, default: u64) -> Result<u64, ConfigError> {

@@ -9,6 +9,7 @@ pub mod error;
 pub mod http;
 pub mod push;
 pub mod runtime;
+pub mod sdk_http;
 pub mod signing;
 pub mod store;
 pub mod sweeper;

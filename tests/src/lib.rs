@@ -24,7 +24,9 @@ pub async fn dynamodb_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
 
 /// The configuration [`dynamodb_client`] builds, open for more settings.
 pub async fn dynamodb_config(endpoint: &str) -> aws_sdk_dynamodb::config::Builder {
-    let sdk = forgebench::app::sdk_config().await;
+    let sdk = forgebench::app::sdk_config()
+        .await
+        .expect("TLS configuration for the SDK");
     aws_sdk_dynamodb::config::Builder::from(&sdk)
         .endpoint_url(endpoint)
         .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
@@ -115,7 +117,9 @@ pub async fn sqs_and_kms_recorded(
     endpoint: &str,
     recorder: Option<&Recorder>,
 ) -> (aws_sdk_sqs::Client, aws_sdk_kms::Client) {
-    let sdk = forgebench::app::sdk_config().await;
+    let sdk = forgebench::app::sdk_config()
+        .await
+        .expect("TLS configuration for the SDK");
     let credentials = aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "tests");
     let mut sqs = aws_sdk_sqs::config::Builder::from(&sdk)
         .endpoint_url(endpoint)

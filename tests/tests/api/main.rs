@@ -13,4 +13,5 @@ mod permissions;
 mod pull;
 mod push;
 mod push_security;
+mod sdk_tls;
 mod tasks;
