@@ -46,6 +46,12 @@ fn event_for(function: &str) -> String {
     }
 }
 
+/// Whether a function's first answer includes AWS calls (the sweeper's answer is a sweep), so
+/// its answer time is more than cold start.
+fn first_answer_calls_aws(function: &str) -> bool {
+    function == "sweep-deadlines"
+}
+
 #[derive(Default)]
 struct Marks {
     next: Option<Instant>,
@@ -204,11 +210,13 @@ async fn main() {
     };
     let (hello_init, hello_answer, hello_size) = measure(hello.clone(), "hello".into()).await;
     println!("\nCold start under a local runtime API (median of {RUNS}), against hello-world lambda_http:");
-    println!("| function | init | first answer | answer / hello | size | size / hello |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| function | init | init / hello | first answer | answer / hello | size | size / hello |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "| hello-world | {:.1} ms | {:.1} ms | 1.00 | {:.1} MB | 1.00 |",
+        "| hello-world | {:.1} ms | 1.00 | {:.1} ms | 1.00 | {:.1} MB | 1.00 |",
         ms(hello_init),
         ms(hello_answer),
         hello_size as f64 / 1048576.0
@@ -219,20 +227,30 @@ async fn main() {
         .filter(|name| functions.join(name).join("bootstrap").exists() && name != "hello-lambda")
         .collect();
     names.sort();
-    let mut worst: f64 = 0.0;
+    let (mut worst_init, mut worst_answer): (f64, f64) = (0.0, 0.0);
     for name in names {
         let (init, answer, size) =
             measure(functions.join(&name).join("bootstrap"), name.clone()).await;
-        let ratio = answer.as_secs_f64() / hello_answer.as_secs_f64();
-        worst = worst.max(ratio);
+        let init_ratio = init.as_secs_f64() / hello_init.as_secs_f64();
+        let answer_ratio = answer.as_secs_f64() / hello_answer.as_secs_f64();
+        worst_init = worst_init.max(init_ratio);
+        let marker = if first_answer_calls_aws(&name) {
+            " (sweeps: DynamoDB calls)"
+        } else {
+            worst_answer = worst_answer.max(answer_ratio);
+            ""
+        };
         println!(
-            "| {name} | {:.1} ms | {:.1} ms | {:.2} | {:.1} MB | {:.2} |",
+            "| {name} | {:.1} ms | {init_ratio:.2} | {:.1} ms{marker} | {answer_ratio:.2} | {:.1} MB | {:.2} |",
             ms(init),
             ms(answer),
-            ratio,
             size as f64 / 1048576.0,
             size as f64 / hello_size as f64
         );
     }
-    println!("\nworst first-answer ratio to hello-world: {worst:.2} (target <= 2)");
+    println!("\nworst init ratio to hello-world: {worst_init:.2} (target <= 2)");
+    println!(
+        "worst first-answer ratio to hello-world, first answers without AWS calls: \
+         {worst_answer:.2} (target <= 2)"
+    );
 }

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::domain::{keys, Principal, PrincipalKind};
 use crate::error::ApiError;
 use crate::push::{Dialer, Queue, Worker};
+use crate::sdk_http::TlsSetupError;
 use crate::signing::SigningCache;
 use crate::store::Store;
 use crate::vault::Vault;
@@ -60,10 +61,24 @@ pub struct App {
 /// Builds the SDK configuration from the standard AWS settings (region, credentials, and the
 /// `AWS_ENDPOINT_URL*` endpoint overrides the local stack uses), with timeouts that turn an
 /// unreachable service into a prompt 503 instead of a hung request, over the HTTPS client of
-/// [`crate::sdk_http`] (compiled-in trust roots: no certificate store to read at cold start).
-pub async fn sdk_config() -> Result<aws_config::SdkConfig, crate::config::ConfigError> {
-    let tls = crate::sdk_http::aws_tls_config()
-        .map_err(|error| crate::config::ConfigError::Tls(error.to_string()))?;
+/// [`crate::sdk_http`] (compiled-in trust roots: no certificate store to read at cold start;
+/// `FORGEBENCH_EXTRA_CA_FILE` names a PEM file of further authorities to trust).
+pub async fn sdk_config() -> Result<aws_config::SdkConfig, ConfigError> {
+    const EXTRA_AUTHORITIES: &str = "FORGEBENCH_EXTRA_CA_FILE";
+    let extra_authorities = match std::env::var_os(EXTRA_AUTHORITIES) {
+        Some(path) if !path.is_empty() => Some(
+            std::fs::read(&path)
+                .map_err(|error| ConfigError::Invalid(EXTRA_AUTHORITIES, error.to_string()))?,
+        ),
+        _ => None,
+    };
+    let tls =
+        crate::sdk_http::aws_tls_config(extra_authorities.as_deref()).map_err(
+            |error| match error {
+                TlsSetupError::Pem(reason) => ConfigError::Invalid(EXTRA_AUTHORITIES, reason),
+                TlsSetupError::Rustls(error) => ConfigError::Tls(error.to_string()),
+            },
+        )?;
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
         .http_client(crate::sdk_http::http_client(tls));
     // Inside Lambda the runtime hands the function its credentials and region in the
@@ -96,7 +111,7 @@ impl App {
         sqs: aws_sdk_sqs::Client,
         kms: aws_sdk_kms::Client,
         config: Config,
-    ) -> Result<App, crate::config::ConfigError> {
+    ) -> Result<App, ConfigError> {
         let dialer = Dialer::new(
             config.push_allowed_cidrs.clone(),
             config.push_resolve.clone(),
@@ -114,7 +129,7 @@ impl App {
     }
 
     /// The app as a function runs it: configuration from the environment, clients built once.
-    pub async fn from_env() -> Result<App, crate::config::ConfigError> {
+    pub async fn from_env() -> Result<App, ConfigError> {
         let config = Config::from_env()?;
         let sdk = sdk_config().await?;
         App::new(

@@ -31,17 +31,46 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector as TcpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
 
 /// Idle keep-alive connections are closed after this long (the SDK's default is 90 s; DynamoDB
 /// itself drops idle connections sooner, and a frozen Lambda should not wake to a stale pool).
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(50);
 
 /// The TLS configuration for AWS endpoints: TLS 1.2 and 1.3 with aws-lc-rs, the compiled-in
-/// Mozilla roots. (The connector offers HTTP/1.1 by ALPN.)
-pub fn aws_tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
-    tls_config(rustls::RootCertStore {
+/// Mozilla roots, plus the PEM certificates of `extra_authorities` when given (for an endpoint
+/// behind a private authority, such as an emulator with its own certificate or an inspecting
+/// proxy). The connector offers HTTP/1.1 by ALPN.
+pub fn aws_tls_config(
+    extra_authorities: Option<&[u8]>,
+) -> Result<rustls::ClientConfig, TlsSetupError> {
+    let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    })
+    };
+    if let Some(pem) = extra_authorities {
+        let mut added = 0;
+        for certificate in CertificateDer::pem_slice_iter(pem) {
+            let certificate = certificate.map_err(|error| TlsSetupError::Pem(error.to_string()))?;
+            roots
+                .add(certificate)
+                .map_err(|error| TlsSetupError::Pem(error.to_string()))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(TlsSetupError::Pem("no certificate in the file".into()));
+        }
+    }
+    Ok(tls_config(roots)?)
+}
+
+/// Why the SDK's TLS configuration could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsSetupError {
+    #[error("extra certificate authorities: {0}")]
+    Pem(String),
+    #[error(transparent)]
+    Rustls(#[from] rustls::Error),
 }
 
 /// A TLS configuration trusting exactly `roots`.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::error::SdkError;
-use forgebench::sdk_http::{aws_tls_config, http_client, tls_config};
+use forgebench::sdk_http::{aws_tls_config, http_client, tls_config, TlsSetupError};
 use forgebench_tests::dynamodb_endpoint;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use tokio::net::{TcpListener, TcpStream};
@@ -16,6 +16,7 @@ use tokio_rustls::TlsAcceptor;
 /// A test certificate authority and a server certificate it issued for `server_name`.
 struct Certificates {
     authority: rustls::pki_types::CertificateDer<'static>,
+    authority_pem: String,
     server: rustls::pki_types::CertificateDer<'static>,
     server_key: rustls::pki_types::PrivateKeyDer<'static>,
 }
@@ -35,6 +36,7 @@ fn certificates(server_name: &str) -> Certificates {
         .expect("server certificate");
     Certificates {
         authority: authority.der().clone(),
+        authority_pem: authority.pem(),
         server: server.der().clone(),
         server_key: rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into()),
     }
@@ -113,7 +115,7 @@ async fn a_server_outside_the_compiled_in_roots_is_refused_before_any_request() 
     let certificates = certificates("localhost");
     let (endpoint, handshakes) = tls_proxy(&certificates).await;
     // The deployed configuration: Mozilla's roots, which do not include the test authority.
-    let deployed = dynamodb_over(&endpoint, aws_tls_config().expect("tls config"));
+    let deployed = dynamodb_over(&endpoint, aws_tls_config(None).expect("tls config"));
     let refused = deployed.list_tables().send().await;
     match refused {
         Err(SdkError::DispatchFailure(failure)) => assert!(failure.is_io(), "{failure:?}"),
@@ -140,4 +142,32 @@ async fn a_trusted_certificate_for_another_name_is_refused() {
         0,
         "no handshake completed"
     );
+}
+
+#[tokio::test]
+async fn an_extra_authority_file_is_trusted_beside_the_compiled_in_roots() {
+    let certificates = certificates("localhost");
+    let (endpoint, handshakes) = tls_proxy(&certificates).await;
+    let with_extra = aws_tls_config(Some(certificates.authority_pem.as_bytes())).expect("config");
+    let listed = dynamodb_over(&endpoint, with_extra)
+        .list_tables()
+        .send()
+        .await;
+    assert!(listed.is_ok(), "{listed:?}");
+    assert_eq!(handshakes.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn an_extra_authority_file_without_certificates_is_a_configuration_error() {
+    for unusable in [
+        &b""[..],
+        b"not a certificate",
+        b"-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n",
+    ] {
+        assert!(
+            matches!(aws_tls_config(Some(unusable)), Err(TlsSetupError::Pem(_))),
+            "{:?}",
+            String::from_utf8_lossy(unusable)
+        );
+    }
 }
