@@ -10,6 +10,7 @@ use aws_config::BehaviorVersion;
 use crate::config::{Config, ConfigError};
 use crate::domain::{keys, Principal, PrincipalKind};
 use crate::error::ApiError;
+use crate::on_first_use::OnFirstUse;
 use crate::push::{Dialer, Queue, Worker};
 use crate::sdk_http::TlsSetupError;
 use crate::signing::SigningCache;
@@ -108,8 +109,8 @@ impl App {
     /// Assembles the app from its clients; the queue and the KMS key come from `config`.
     pub fn new(
         dynamodb: aws_sdk_dynamodb::Client,
-        sqs: aws_sdk_sqs::Client,
-        kms: aws_sdk_kms::Client,
+        sqs: impl Into<OnFirstUse<aws_sdk_sqs::Client>>,
+        kms: impl Into<OnFirstUse<aws_sdk_kms::Client>>,
         config: Config,
     ) -> Result<App, ConfigError> {
         let dialer = Dialer::new(
@@ -128,14 +129,17 @@ impl App {
         })
     }
 
-    /// The app as a function runs it: configuration from the environment, clients built once.
+    /// The app as a function runs it: configuration from the environment, the DynamoDB client
+    /// built now (every route reads the store), the SQS and KMS clients on first use (most
+    /// routes never call them).
     pub async fn from_env() -> Result<App, ConfigError> {
         let config = Config::from_env()?;
         let sdk = sdk_config().await?;
+        let (for_sqs, for_kms) = (sdk.clone(), sdk.clone());
         App::new(
             aws_sdk_dynamodb::Client::new(&sdk),
-            aws_sdk_sqs::Client::new(&sdk),
-            aws_sdk_kms::Client::new(&sdk),
+            OnFirstUse::new(move || aws_sdk_sqs::Client::new(&for_sqs)),
+            OnFirstUse::new(move || aws_sdk_kms::Client::new(&for_kms)),
             config,
         )
     }

@@ -7,6 +7,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod on_first_use;
 pub mod push;
 pub mod runtime;
 pub mod sdk_http;

@@ -5,9 +5,11 @@ use aws_sdk_kms::primitives::Blob;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 
+use crate::on_first_use::OnFirstUse;
+
 #[derive(Clone, Debug)]
 pub struct Vault {
-    client: aws_sdk_kms::Client,
+    client: OnFirstUse<aws_sdk_kms::Client>,
     key_id: Option<String>,
 }
 
@@ -48,8 +50,14 @@ fn classify<E: std::fmt::Debug, R: std::fmt::Debug>(
 }
 
 impl Vault {
-    pub fn new(client: aws_sdk_kms::Client, key_id: Option<String>) -> Vault {
-        Vault { client, key_id }
+    pub fn new(
+        client: impl Into<OnFirstUse<aws_sdk_kms::Client>>,
+        key_id: Option<String>,
+    ) -> Vault {
+        Vault {
+            client: client.into(),
+            key_id,
+        }
     }
 
     pub fn key_id(&self) -> Option<&str> {
@@ -65,6 +73,7 @@ impl Vault {
         let key_id = self.key_id.as_deref().ok_or(VaultError::NoKey)?;
         let mut request = self
             .client
+            .get()
             .encrypt()
             .key_id(key_id)
             .plaintext(Blob::new(plaintext));
@@ -83,7 +92,11 @@ impl Vault {
         sealed: &str,
     ) -> Result<Vec<u8>, VaultError> {
         let ciphertext = STANDARD.decode(sealed).map_err(|_| VaultError::Refused)?;
-        let mut request = self.client.decrypt().ciphertext_blob(Blob::new(ciphertext));
+        let mut request = self
+            .client
+            .get()
+            .decrypt()
+            .ciphertext_blob(Blob::new(ciphertext));
         for (name, value) in context {
             request = request.encryption_context(*name, *value);
         }

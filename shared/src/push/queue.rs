@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::on_first_use::OnFirstUse;
+
 /// One message taken from the queue, in the shape both the Lambda event source and the local
 /// poller hand to the worker.
 #[derive(Debug, Clone)]
@@ -13,7 +15,7 @@ pub struct Job {
 
 #[derive(Clone, Debug)]
 pub struct Queue {
-    client: aws_sdk_sqs::Client,
+    client: OnFirstUse<aws_sdk_sqs::Client>,
     url: Option<String>,
 }
 
@@ -22,8 +24,11 @@ pub struct Queue {
 pub struct QueueError(pub String);
 
 impl Queue {
-    pub fn new(client: aws_sdk_sqs::Client, url: Option<String>) -> Queue {
-        Queue { client, url }
+    pub fn new(client: impl Into<OnFirstUse<aws_sdk_sqs::Client>>, url: Option<String>) -> Queue {
+        Queue {
+            client: client.into(),
+            url,
+        }
     }
 
     fn url(&self) -> Result<&str, QueueError> {
@@ -35,6 +40,7 @@ impl Queue {
     /// Asks for the task to be delivered.
     pub async fn enqueue(&self, task_id: &str) -> Result<(), QueueError> {
         self.client
+            .get()
             .send_message()
             .queue_url(self.url()?)
             .message_body(serde_json::json!({ "task_id": task_id }).to_string())
@@ -47,6 +53,7 @@ impl Queue {
     /// Makes a received message visible again after `delay` (at most 12 hours).
     pub async fn delay(&self, receipt_handle: &str, delay: Duration) -> Result<(), QueueError> {
         self.client
+            .get()
             .change_message_visibility()
             .queue_url(self.url()?)
             .receipt_handle(receipt_handle)
@@ -60,6 +67,7 @@ impl Queue {
     /// Removes a handled message.
     pub async fn delete(&self, receipt_handle: &str) -> Result<(), QueueError> {
         self.client
+            .get()
             .delete_message()
             .queue_url(self.url()?)
             .receipt_handle(receipt_handle)
@@ -73,6 +81,7 @@ impl Queue {
     pub async fn receive(&self, wait: Duration) -> Result<Vec<Job>, QueueError> {
         let output = self
             .client
+            .get()
             .receive_message()
             .queue_url(self.url()?)
             .max_number_of_messages(10)
