@@ -74,7 +74,9 @@ impl Message {
         };
         let message_id = match object.get("message_id") {
             None | Some(Value::Null) => None,
-            Some(Value::String(id)) if !id.is_empty() && id.len() <= 128 => Some(id.clone()),
+            Some(Value::String(id)) if !id.is_empty() && id.chars().count() <= 128 => {
+                Some(id.clone())
+            }
             Some(_) => {
                 return Err(Invalid(format!(
                     "{at}.message_id must be a string of 1 to 128 characters"
@@ -248,6 +250,15 @@ mod tests {
         ]});
         let message = parse(input.clone()).unwrap();
         assert_eq!(serde_json::to_value(&message).unwrap(), input);
+    }
+
+    #[test]
+    fn message_id_is_one_to_128_characters_not_bytes() {
+        let with_id = |id: String| parse(json!({"parts": [{"text": "a"}], "message_id": id}));
+        let longest = "é".repeat(128);
+        assert_eq!(with_id(longest.clone()).unwrap().message_id, Some(longest));
+        assert!(with_id("é".repeat(129)).is_err());
+        assert!(with_id(String::new()).is_err());
     }
 
     #[test]

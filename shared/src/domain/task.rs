@@ -318,6 +318,21 @@ impl Task {
 }
 
 /// The error a task carries when its claim deadline passes.
+/// Namespace for the ids of tasks opened with a `message.message_id`.
+const KEYED_TASK_NAMESPACE: uuid::Uuid =
+    uuid::Uuid::from_u128(0x2c8e_71d0_94b3_4a5f_8e16_53f0_a7c9_d402);
+
+/// The id a task gets when its opening message carries `message_id`: derived from the caller,
+/// the callee and the message id, so a repeated open addresses the task the first one wrote
+/// (the write is conditional on the id being new) and can never make a second one.
+pub fn keyed_task_id(caller_id: &str, callee_id: &str, message_id: &str) -> String {
+    uuid::Uuid::new_v5(
+        &KEYED_TASK_NAMESPACE,
+        format!("{caller_id}->{callee_id}#{message_id}").as_bytes(),
+    )
+    .to_string()
+}
+
 pub fn deadline_error(seconds: u64) -> String {
     format!("claim deadline exceeded: the callee did not answer within {seconds} seconds of claiming the task")
 }

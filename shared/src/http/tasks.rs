@@ -10,10 +10,10 @@ use tokio::time::Instant;
 use super::{json_object, only_fields, path_param, wait_param, HandlerResult};
 use crate::app::App;
 use crate::domain::binding::{admit, binding_id, RefusalReason};
-use crate::domain::task::Delivery;
+use crate::domain::task::{keyed_task_id, Delivery};
 use crate::domain::{clock, Agent, AgentRef, Message, Principal, PrincipalKind, Task, TaskState};
 use crate::error::{json_response, ApiError};
-use crate::store::{AuditEntry, ContextJoin, OpenRefusal, OpenTask, TaskTransition};
+use crate::store::{AuditEntry, ContextJoin, OpenRefusal, OpenTask, StoreError, TaskTransition};
 
 /// The header that names the governed call which caused this one.
 pub const PARENT_CALL_HEADER: &str = "x-parent-call";
@@ -156,7 +156,11 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
     };
 
     let now = clock::now();
-    let task_id = uuid::Uuid::new_v4().to_string();
+    let task_id = match &message.message_id {
+        Some(message_id) => keyed_task_id(&caller_id, &callee.id, message_id),
+        None => uuid::Uuid::new_v4().to_string(),
+    };
+    let keyed = message.message_id.is_some();
     let input = serde_json::to_value(&message).map_err(|_| ApiError::Internal)?;
     let task = Task {
         id: task_id.clone(),
@@ -202,8 +206,24 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
         },
         audit,
     };
-    match app.store.open_task(&open).await? {
+    let opened = match app.store.open_task(&open).await {
+        // A concurrent open with the same message_id can hold the task item mid-transaction
+        // (DynamoDB cancels this one as a conflict); once that one commits, its task is this
+        // request's answer too.
+        Err(StoreError::Unavailable(reason)) if keyed => {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            match app.store.get_task(&task_id).await? {
+                Some(_) => Err(OpenRefusal::AlreadyOpen),
+                None => return Err(StoreError::Unavailable(reason).into()),
+            }
+        }
+        other => other?,
+    };
+    match opened {
         Ok(()) => {}
+        Err(OpenRefusal::AlreadyOpen) => {
+            return replay_open(app, &caller_id, &callee.id, &task_id, wait).await
+        }
         Err(OpenRefusal::BindingNotLive | OpenRefusal::CalleeNotActive) => {
             let reason = refusal_reason(app, &principal, &caller_id, &callee.id).await?;
             return Err(refuse(app, &principal, &callee.id, reason, &call_id).await);
@@ -226,13 +246,37 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
             tracing::warn!(task_id = %task_id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
         }
     }
+    opened_response(app, open.task, wait).await
+}
+
+/// The answer to an open repeated with the same `message_id`: the task the first one wrote, as
+/// it stands now (waited on like a new one), and nothing written again.
+async fn replay_open(
+    app: &App,
+    caller_id: &str,
+    callee_id: &str,
+    task_id: &str,
+    wait: Duration,
+) -> HandlerResult {
+    let task = app.store.get_task(task_id).await?;
+    // The id is derived from this caller and callee; anything else under it is not theirs.
+    let task = task
+        .filter(|task| task.caller_agent_id == caller_id && task.callee_agent_id == callee_id)
+        .ok_or(ApiError::Internal)?;
+    tracing::info!(task_id = %task.id, call_id = %task.call_id, "task open repeated; existing task returned");
+    let task = expire_if_overdue(app, task).await?;
+    opened_response(app, task, wait).await
+}
+
+/// `200` with the task (after waiting up to `wait` for its answer) and its call id.
+async fn opened_response(app: &App, task: Task, wait: Duration) -> HandlerResult {
     let task = if wait.is_zero() {
-        open.task
+        task
     } else {
-        wait_for_answer(app, open.task, wait).await?
+        wait_for_answer(app, task, wait).await?
     };
     let mut response = json_response(StatusCode::OK, &task.to_json());
-    if let Ok(value) = HeaderValue::from_str(&call_id) {
+    if let Ok(value) = HeaderValue::from_str(&task.call_id) {
         response.headers_mut().insert("x-call-id", value);
     }
     Ok(response)

@@ -170,6 +170,8 @@ pub struct OpenTask {
 /// Why the open transaction did not commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OpenRefusal {
+    /// A task with this id exists: an open repeated with the same `message_id`.
+    AlreadyOpen,
     /// The binding is missing, pending or revoked (read it to learn which).
     BindingNotLive,
     /// The callee stopped being active between the read and the write.
@@ -300,7 +302,9 @@ impl Store {
             Err(TransactError::Canceled(reasons)) => {
                 let failed =
                     |index: usize| reasons.get(index).is_some_and(|r| r.condition_failed());
-                if failed(1) {
+                if failed(0) {
+                    Ok(Err(OpenRefusal::AlreadyOpen))
+                } else if failed(1) {
                     Ok(Err(OpenRefusal::BindingNotLive))
                 } else if failed(2) {
                     Ok(Err(OpenRefusal::CalleeNotActive))

@@ -6,6 +6,7 @@ mod bindings;
 mod cards;
 mod concurrency;
 mod deployment;
+mod idempotency;
 mod ledger;
 mod management;
 mod outage;
