@@ -17,6 +17,13 @@ use super::Invalid;
 /// Most artifacts one result may carry.
 pub const MAX_ARTIFACTS: usize = 64;
 
+/// The most messages a task's history holds (the opening message, progress reports, answers).
+pub const MAX_TASK_MESSAGES: usize = 500;
+
+/// The history length up to which a progress report is taken: the last place is kept for the
+/// answer, so a task full of progress can still be answered.
+pub const MAX_HISTORY_BEFORE_ANSWER: usize = MAX_TASK_MESSAGES - 1;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {

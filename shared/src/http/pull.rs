@@ -5,9 +5,13 @@ use lambda_http::{Body, Request, Response};
 use tokio::time::Instant;
 
 use super::tasks::expire_if_overdue;
-use super::{json_body, path_param, wait_param, HandlerResult};
+use super::{json_body, json_object, only_fields, path_param, wait_param, HandlerResult};
 use crate::app::App;
-use crate::domain::task::{ResultRejection, TaskResult};
+use crate::domain::message::Role;
+use crate::domain::task::{
+    ResultRejection, TaskResult, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES,
+};
+use crate::domain::{Message, Task, TaskState};
 use crate::error::ApiError;
 use crate::store::{ClaimOutcome, TaskTransition};
 
@@ -75,18 +79,73 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),
         TaskTransition::Refused(Some(task)) => task,
     };
-    if current.tenant_id != principal.tenant_id {
-        return Err(ApiError::TaskNotFound);
+    Err(refused_to_callee(app, current, &principal.tenant_id, &agent_id).await?)
+}
+
+/// Why a callee's write on a task it should hold was refused, as the error to answer with: the
+/// task is not this agent's to see (404), it is its caller's (403), or it is not `working`
+/// (409 with the current state, a passed claim deadline applied first so the state is true).
+async fn refused_to_callee(
+    app: &App,
+    current: Task,
+    tenant_id: &str,
+    agent_id: &str,
+) -> Result<ApiError, ApiError> {
+    if current.tenant_id != tenant_id {
+        return Ok(ApiError::TaskNotFound);
     }
     if current.callee_agent_id != agent_id {
-        return Err(if current.caller_agent_id == agent_id {
+        return Ok(if current.caller_agent_id == agent_id {
             ApiError::Forbidden("only the callee may answer a task".into())
         } else {
             ApiError::TaskNotFound
         });
     }
-    // A working task refused to its own callee has passed its claim deadline: apply it first,
-    // so the answer names the state the task is really in.
     let current = expire_if_overdue(app, current).await?;
-    Err(ApiError::TaskNotWorking(current.state))
+    if current.state == TaskState::Working && current.history.len() >= MAX_HISTORY_BEFORE_ANSWER {
+        return Ok(ApiError::LimitReached(format!(
+            "a task holds {MAX_TASK_MESSAGES} messages and the last is kept for the answer; \
+             answer this one or open a new task"
+        )));
+    }
+    Ok(ApiError::TaskNotWorking(current.state))
+}
+
+/// `POST /v1/agents/me/tasks/{id}/progress` with `{"message": Message}`: the callee holding a
+/// working task says what it is doing. The state stays `working`; the message becomes the
+/// task's status message and joins its history. The claim deadline is not moved.
+pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let agent_id = principal
+        .agent_id()
+        .ok_or_else(|| ApiError::Forbidden("reporting progress needs an agent key".into()))?
+        .to_owned();
+    let task_id = uuid::Uuid::parse_str(&path_param(&request, "task_id")?)
+        .map_err(|_| ApiError::TaskNotFound)?
+        .to_string();
+    let body = json_object(&request)?;
+    only_fields(&body, &["message"])?;
+    let raw = body
+        .get("message")
+        .ok_or_else(|| ApiError::InvalidRequest("message is required".into()))?;
+    let mut message = Message::parse(raw, "message")?;
+    if raw.get("role").is_some() && message.role != Role::Agent {
+        return Err(ApiError::InvalidRequest(
+            "message.role must be \"agent\" when reporting progress".into(),
+        ));
+    }
+    message.role = Role::Agent;
+    let transition = app
+        .store
+        .report_progress(&task_id, &principal.tenant_id, &agent_id, &message)
+        .await?;
+    let current = match transition {
+        TaskTransition::Applied(task) => {
+            tracing::info!(task_id = %task.id, "task progress reported");
+            return super::ok(&task.to_json());
+        }
+        TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),
+        TaskTransition::Refused(Some(task)) => task,
+    };
+    Err(refused_to_callee(app, current, &principal.tenant_id, &agent_id).await?)
 }

@@ -43,6 +43,7 @@ pub enum Route {
     CancelTask,
     ClaimNextTask,
     PostTaskResult,
+    ReportTaskProgress,
     ListAudit,
     SetEndpoint,
     ListDeliveryAttempts,
@@ -57,7 +58,7 @@ pub enum Route {
 }
 
 impl Route {
-    pub const ALL: [Route; 29] = [
+    pub const ALL: [Route; 30] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -76,6 +77,7 @@ impl Route {
         Route::CancelTask,
         Route::ClaimNextTask,
         Route::PostTaskResult,
+        Route::ReportTaskProgress,
         Route::ListAudit,
         Route::SetEndpoint,
         Route::ListDeliveryAttempts,
@@ -113,6 +115,7 @@ impl Route {
             Route::CancelTask => (Method::POST, "/v1/agents/{agent}/tasks/{task_id}/cancel"),
             Route::ClaimNextTask => (Method::GET, "/v1/agents/me/tasks/next"),
             Route::PostTaskResult => (Method::POST, "/v1/agents/me/tasks/{task_id}/result"),
+            Route::ReportTaskProgress => (Method::POST, "/v1/agents/me/tasks/{task_id}/progress"),
             Route::ListAudit => (Method::GET, "/v1/audit"),
             Route::SetEndpoint => (Method::PUT, "/v1/agents/{agent}/endpoint"),
             Route::GetAgentCard => (
@@ -218,6 +221,7 @@ impl Route {
             Route::CancelTask => tasks::cancel(app, request).await,
             Route::ClaimNextTask => pull::claim_next(app, request).await,
             Route::PostTaskResult => pull::post_result(app, request).await,
+            Route::ReportTaskProgress => pull::report_progress(app, request).await,
             Route::ListAudit => audit::list(app, request).await,
             Route::SetEndpoint => endpoint::put(app, request).await,
             Route::ListDeliveryAttempts => endpoint::attempts(app, request).await,

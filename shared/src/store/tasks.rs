@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::types::{
 use super::audit::AuditEntry;
 use super::item::{json, key, n, opt_s, s, Item, Reader};
 use super::{classify, Store, StoreError, TransactError};
-use crate::domain::task::{deadline_error, Delivery, TaskResult};
+use crate::domain::task::{deadline_error, Delivery, TaskResult, MAX_HISTORY_BEFORE_ANSWER};
 use crate::domain::{clock, Message, Task, TaskState};
 
 /// Most tasks one conversation may hold.
@@ -198,6 +198,12 @@ pub enum ClaimOutcome {
     Contended,
     Empty,
 }
+
+/// The condition for a callee's write on a task it holds: `working`, this tenant and callee,
+/// before the claim deadline (or a push task still being delivered, which has none).
+const HELD_BY_CALLEE: &str =
+    "#state = :working AND tenant_id = :tenant AND callee_agent_id = :callee \
+     AND (deadline_at > :now OR (delivery = :push AND attribute_not_exists(deadline_at)))";
 
 fn build<T, E: std::fmt::Display>(built: Result<T, E>) -> Result<T, StoreError> {
     built.map_err(|error| StoreError::Rejected(error.to_string()))
@@ -471,10 +477,35 @@ impl Store {
     ) -> Result<TaskTransition, StoreError> {
         let update = self
             .answer_update(task_id, result)
-            .condition_expression(
-                "#state = :working AND tenant_id = :tenant AND callee_agent_id = :callee \
-                 AND (deadline_at > :now OR (delivery = :push AND attribute_not_exists(deadline_at)))",
+            .condition_expression(HELD_BY_CALLEE)
+            .expression_attribute_values(":push", s("push"))
+            .expression_attribute_values(":tenant", s(tenant_id))
+            .expression_attribute_values(":callee", s(callee_id));
+        self.transition(update).await
+    }
+
+    /// Adds a callee's progress message to a working task it holds: the state stays `working`,
+    /// the message becomes the status message and joins the history, which must have room for
+    /// it and the answer still to come.
+    pub async fn report_progress(
+        &self,
+        task_id: &str,
+        tenant_id: &str,
+        callee_id: &str,
+        message: &Message,
+    ) -> Result<TaskTransition, StoreError> {
+        let update = self
+            .task_update(task_id)
+            .update_expression(
+                "SET status_message = :message, status_timestamp = :now, updated_at = :now, \
+                 history = list_append(history, :entry)",
             )
+            .condition_expression(format!("{HELD_BY_CALLEE} AND size(history) < :max"))
+            .expression_attribute_values(":message", message_text(message))
+            .expression_attribute_values(":entry", AttributeValue::L(vec![message_text(message)]))
+            .expression_attribute_values(":max", n(MAX_HISTORY_BEFORE_ANSWER as u64))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":working", s("working"))
             .expression_attribute_values(":push", s("push"))
             .expression_attribute_values(":tenant", s(tenant_id))
             .expression_attribute_values(":callee", s(callee_id));

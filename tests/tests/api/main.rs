@@ -11,6 +11,7 @@ mod ledger;
 mod management;
 mod outage;
 mod permissions;
+mod progress;
 mod pull;
 mod push;
 mod push_security;

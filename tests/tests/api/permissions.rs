@@ -198,6 +198,16 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     );
     note("claim-next-task", app.claim(&keys["callee"], 0).await, r);
     note(
+        "report-task-progress",
+        app.post(
+            &format!("/v1/agents/me/tasks/{}/progress", task.field("id")),
+            &keys["callee"],
+            json!({"message": {"parts": [{"text": "halfway"}]}}),
+        )
+        .await,
+        r,
+    );
+    note(
         "post-task-result",
         app.post_result(
             &keys["callee"],
