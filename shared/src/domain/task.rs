@@ -2,11 +2,12 @@
 //!
 //! ```text
 //! submitted ─claim─► working ─result─► completed | failed | input_required
-//!     │                 └─deadline─► failed
+//!     │                 ▲  └─deadline─► failed                    │
+//!     │                 └──── the caller's message (claimable / delivered again)
 //!     └──── any open state ─cancel (caller)─► canceled
 //! ```
-//! `completed`, `failed` and `canceled` are final; `input_required` ends the exchange until the
-//! caller continues the conversation.
+//! `completed`, `failed` and `canceled` are final; `input_required` waits for the caller's
+//! answer on the same task (or a new task in the same conversation).
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -289,6 +290,16 @@ pub struct Task {
 }
 
 impl Task {
+    /// The caller's newest message: the opening message, or its answer to the callee's latest
+    /// question. A push delivery carries this one.
+    pub fn latest_caller_message(&self) -> &Value {
+        self.history
+            .iter()
+            .rev()
+            .find(|message| message["role"] == "user")
+            .unwrap_or(&self.input)
+    }
+
     /// The API view of the task.
     pub fn to_json(&self) -> Value {
         json!({

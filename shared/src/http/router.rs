@@ -41,6 +41,7 @@ pub enum Route {
     OpenTask,
     GetTask,
     CancelTask,
+    AddTaskMessage,
     ClaimNextTask,
     PostTaskResult,
     ReportTaskProgress,
@@ -58,7 +59,7 @@ pub enum Route {
 }
 
 impl Route {
-    pub const ALL: [Route; 30] = [
+    pub const ALL: [Route; 31] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -75,6 +76,7 @@ impl Route {
         Route::OpenTask,
         Route::GetTask,
         Route::CancelTask,
+        Route::AddTaskMessage,
         Route::ClaimNextTask,
         Route::PostTaskResult,
         Route::ReportTaskProgress,
@@ -113,6 +115,7 @@ impl Route {
             Route::OpenTask => (Method::POST, "/v1/agents/{agent}/tasks"),
             Route::GetTask => (Method::GET, "/v1/agents/{agent}/tasks/{task_id}"),
             Route::CancelTask => (Method::POST, "/v1/agents/{agent}/tasks/{task_id}/cancel"),
+            Route::AddTaskMessage => (Method::POST, "/v1/agents/{agent}/tasks/{task_id}/messages"),
             Route::ClaimNextTask => (Method::GET, "/v1/agents/me/tasks/next"),
             Route::PostTaskResult => (Method::POST, "/v1/agents/me/tasks/{task_id}/result"),
             Route::ReportTaskProgress => (Method::POST, "/v1/agents/me/tasks/{task_id}/progress"),
@@ -219,6 +222,7 @@ impl Route {
             Route::OpenTask => tasks::open(app, request).await,
             Route::GetTask => tasks::get(app, request).await,
             Route::CancelTask => tasks::cancel(app, request).await,
+            Route::AddTaskMessage => tasks::add_message(app, request).await,
             Route::ClaimNextTask => pull::claim_next(app, request).await,
             Route::PostTaskResult => pull::post_result(app, request).await,
             Route::ReportTaskProgress => pull::report_progress(app, request).await,

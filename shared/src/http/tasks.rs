@@ -10,10 +10,12 @@ use tokio::time::Instant;
 use super::{json_object, only_fields, path_param, wait_param, HandlerResult};
 use crate::app::App;
 use crate::domain::binding::{admit, binding_id, RefusalReason};
-use crate::domain::task::{keyed_task_id, Delivery};
+use crate::domain::task::{keyed_task_id, Delivery, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
 use crate::domain::{clock, Agent, AgentRef, Message, Principal, PrincipalKind, Task, TaskState};
 use crate::error::{json_response, ApiError};
-use crate::store::{AuditEntry, ContextJoin, OpenRefusal, OpenTask, StoreError, TaskTransition};
+use crate::store::{
+    AuditEntry, ContextJoin, InputRefusal, OpenRefusal, OpenTask, StoreError, TaskTransition,
+};
 
 /// The header that names the governed call which caused this one.
 pub const PARENT_CALL_HEADER: &str = "x-parent-call";
@@ -33,9 +35,24 @@ async fn refuse(
     reason: RefusalReason,
     call_id: &str,
 ) -> ApiError {
-    let mut entry = AuditEntry::new(principal, "task.open", target).refused(reason.as_str());
+    refuse_action(app, principal, "task.open", target, reason, call_id, None).await
+}
+
+/// Refuses a governed call (`action`): the precise reason to the audit log, one 403 to the
+/// caller.
+async fn refuse_action(
+    app: &App,
+    principal: &Principal,
+    action: &str,
+    target: &str,
+    reason: RefusalReason,
+    call_id: &str,
+    task_id: Option<&str>,
+) -> ApiError {
+    let mut entry = AuditEntry::new(principal, action, target).refused(reason.as_str());
     entry.call_id = Some(call_id.to_owned());
-    tracing::info!(reason = reason.as_str(), "task open refused");
+    entry.task_id = task_id.map(str::to_owned);
+    tracing::info!(action, reason = reason.as_str(), "call refused");
     match app.store.record_audit(&entry).await {
         Ok(()) => ApiError::NotPermitted,
         // The refusal must be on the record; if it cannot be written, say so instead.
@@ -424,4 +441,108 @@ pub async fn cancel(app: &App, request: Request) -> HandlerResult {
             }
         }
     }
+}
+
+/// `POST /v1/agents/{agent}/tasks/{task_id}/messages` with `{"message": Message}`: the caller
+/// answers the callee's question in place. The `input_required` task goes back to `working` with
+/// the message in its history, claimable again (pull) or delivered again (push). Like an open, it
+/// holds only over a live binding to an active callee; a refusal is the one 403 with the reason
+/// on the audit log.
+pub async fn add_message(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let segment = path_param(&request, "agent")?;
+    let task_id = task_id_param(&request)?;
+    let body = json_object(&request)?;
+    only_fields(&body, &["message"])?;
+    let message = Message::parse(
+        body.get("message")
+            .ok_or_else(|| ApiError::InvalidRequest("message is required".into()))?,
+        "message",
+    )?;
+    if message.role != crate::domain::message::Role::User {
+        return Err(ApiError::InvalidRequest(
+            "message.role must be \"user\" when answering a task".into(),
+        ));
+    }
+    let task = app
+        .store
+        .get_task(&task_id)
+        .await?
+        .ok_or(ApiError::TaskNotFound)?;
+    if !may_read(app, &principal, &task, &segment).await? {
+        return Err(ApiError::TaskNotFound);
+    }
+    if principal.agent_id() != Some(task.caller_agent_id.as_str()) {
+        return Err(ApiError::Forbidden(
+            "only the caller may answer a task's question".into(),
+        ));
+    }
+    let task = expire_if_overdue(app, task).await?;
+    not_waiting_for_input(&task)?;
+    let mut audit = AuditEntry::new(&principal, "task.message", &task.callee_agent_id);
+    audit.call_id = Some(task.call_id.clone());
+    audit.task_id = Some(task.id.clone());
+    match app.store.answer_input(&task, &message, &audit).await? {
+        Ok(()) => {}
+        Err(InputRefusal::NotWaiting) => {
+            // Changed meanwhile (answered, canceled, another message): say what it is now.
+            let current = app
+                .store
+                .get_task(&task.id)
+                .await?
+                .ok_or(ApiError::TaskNotFound)?;
+            not_waiting_for_input(&current)?;
+            return Err(ApiError::Unavailable);
+        }
+        Err(InputRefusal::BindingNotLive | InputRefusal::CalleeNotActive) => {
+            let reason = refusal_reason(
+                app,
+                &principal,
+                &task.caller_agent_id,
+                &task.callee_agent_id,
+            )
+            .await?;
+            return Err(refuse_action(
+                app,
+                &principal,
+                "task.message",
+                &task.callee_agent_id,
+                reason,
+                &task.call_id,
+                Some(&task.id),
+            )
+            .await);
+        }
+    }
+    tracing::info!(task_id = %task.id, call_id = %task.call_id, "task question answered");
+    if task.delivery == Delivery::Push {
+        // On the outbox already; if this enqueue is lost, the outbox sweep redoes it.
+        if let Err(error) = app.queue.enqueue(&task.id).await {
+            tracing::warn!(task_id = %task.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
+        }
+    }
+    let answered = app
+        .store
+        .get_task(&task.id)
+        .await?
+        .ok_or(ApiError::TaskNotFound)?;
+    super::ok(&answered.to_json())
+}
+
+/// `Ok` for a task that waits for its caller's input with room in its history; otherwise the
+/// `409` that says why not.
+fn not_waiting_for_input(task: &Task) -> Result<(), ApiError> {
+    if task.state != TaskState::InputRequired {
+        return Err(ApiError::Conflict(format!(
+            "the task is {}, not waiting for input",
+            task.state.as_str()
+        )));
+    }
+    if task.history.len() >= MAX_HISTORY_BEFORE_ANSWER {
+        return Err(ApiError::LimitReached(format!(
+            "a task holds {MAX_TASK_MESSAGES} messages and the last is kept for the answer; \
+             open a new task in this conversation"
+        )));
+    }
+    Ok(())
 }

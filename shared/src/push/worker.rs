@@ -155,8 +155,12 @@ impl Worker {
             _ => None,
         };
         let mut headers = request_headers(&task, &endpoint, secret.as_deref());
-        let body =
-            json!({"task_id": task.id, "call_id": task.call_id, "message": task.input}).to_string();
+        let body = json!({
+            "task_id": task.id,
+            "call_id": task.call_id,
+            "message": task.latest_caller_message(),
+        })
+        .to_string();
         match self.signing.active(&self.store, &self.vault).await {
             Ok((_, key)) => {
                 let timestamp = std::time::SystemTime::now()

@@ -1,8 +1,9 @@
 //! Tasks: the open transaction, the claim, the callee's result, cancel and the claim deadline.
 //!
 //! Every state change is one conditional write, so two writers racing on a task cannot both win:
-//! a claim only takes a `submitted` task still on the queue index, a result only lands on a
-//! `working` task of that callee before its deadline, a cancel only moves an open task.
+//! a claim only takes a task still on the queue index (`submitted`, or `working` again after its
+//! caller answered a question), a result only lands on a `working` task of that callee before its
+//! deadline, a cancel only moves an open task.
 
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -14,6 +15,7 @@ use aws_sdk_dynamodb::types::{
 use super::audit::AuditEntry;
 use super::item::{json, key, n, opt_s, s, Item, Reader};
 use super::{classify, Store, StoreError, TransactError};
+use crate::domain::binding::binding_id;
 use crate::domain::task::{deadline_error, Delivery, TaskResult, MAX_HISTORY_BEFORE_ANSWER};
 use crate::domain::{clock, Message, Task, TaskState};
 
@@ -182,6 +184,18 @@ pub enum OpenRefusal {
     ContextFull,
 }
 
+/// Why the caller's answer to a question was not taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputRefusal {
+    /// The task is no longer (or never was) waiting for this caller's input, or its history is
+    /// full; read it to learn which.
+    NotWaiting,
+    /// The binding is missing, pending or revoked.
+    BindingNotLive,
+    /// The callee is paused or retired.
+    CalleeNotActive,
+}
+
 /// The outcome of a conditional write on one task.
 #[derive(Debug, Clone)]
 pub enum TaskTransition {
@@ -214,27 +228,6 @@ impl Store {
     /// checked against the live binding and the callee's status at the same instant.
     pub async fn open_task(&self, open: &OpenTask) -> Result<Result<(), OpenRefusal>, StoreError> {
         let task = &open.task;
-        let binding_check = build(
-            ConditionCheck::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(format!("BINDING#{}", open.binding_id), "BINDING")))
-                .condition_expression("revoked = :false AND approved = :true")
-                .expression_attribute_values(":false", AttributeValue::Bool(false))
-                .expression_attribute_values(":true", AttributeValue::Bool(true))
-                .build(),
-        )?;
-        let callee_check = build(
-            ConditionCheck::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(
-                    format!("AGENT#{}", task.callee_agent_id),
-                    "AGENT",
-                )))
-                .condition_expression("#status = :active")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_values(":active", s("active"))
-                .build(),
-        )?;
         let context_key = key(format!("CONTEXT#{}", task.context_id), "CONTEXT");
         let context_write = match open.context {
             ContextJoin::Start => {
@@ -292,12 +285,8 @@ impl Store {
 
         let items = vec![
             self.put_new(to_item(task))?,
-            TransactWriteItem::builder()
-                .condition_check(binding_check)
-                .build(),
-            TransactWriteItem::builder()
-                .condition_check(callee_check)
-                .build(),
+            self.live_binding_check(&open.binding_id)?,
+            self.active_callee_check(&task.callee_agent_id)?,
             context_write,
             self.put_new(open.audit.to_item())?,
             self.put_new(call)?,
@@ -329,6 +318,34 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// A transaction item that holds only while the binding is approved and not revoked.
+    fn live_binding_check(&self, binding_id: &str) -> Result<TransactWriteItem, StoreError> {
+        let check = build(
+            ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(format!("BINDING#{binding_id}"), "BINDING")))
+                .condition_expression("revoked = :false AND approved = :true")
+                .expression_attribute_values(":false", AttributeValue::Bool(false))
+                .expression_attribute_values(":true", AttributeValue::Bool(true))
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+
+    /// A transaction item that holds only while the agent is active.
+    fn active_callee_check(&self, callee_id: &str) -> Result<TransactWriteItem, StoreError> {
+        let check = build(
+            ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(format!("AGENT#{callee_id}"), "AGENT")))
+                .condition_expression("#status = :active")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":active", s("active"))
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
     }
 
     pub async fn get_task(&self, task_id: &str) -> Result<Option<Task>, StoreError> {
@@ -404,7 +421,7 @@ impl Store {
                      deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key \
                      REMOVE gsi1pk, gsi1sk",
                 )
-                .condition_expression("#state = :submitted AND gsi1pk = :queue")
+                .condition_expression("#state IN (:submitted, :working) AND gsi1pk = :queue")
                 .expression_attribute_values(":working", s("working"))
                 .expression_attribute_values(":submitted", s("submitted"))
                 .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
@@ -510,6 +527,82 @@ impl Store {
             .expression_attribute_values(":tenant", s(tenant_id))
             .expression_attribute_values(":callee", s(callee_id));
         self.transition(update).await
+    }
+
+    /// The caller's answer to the callee's question: an `input_required` task of this caller
+    /// goes back to `working` with the message in its history, back on the callee's queue (pull)
+    /// or the push outbox for a new delivery (push). Checked in one transaction against the live
+    /// binding and the callee's status, like an open, with its audit entry.
+    pub async fn answer_input(
+        &self,
+        task: &Task,
+        message: &Message,
+        audit: &AuditEntry,
+    ) -> Result<Result<(), InputRefusal>, StoreError> {
+        let now = clock::now();
+        let (queue, order, redelivery) = match task.delivery {
+            Delivery::Pull => (
+                format!("QUEUE#{}", task.callee_agent_id),
+                format!("{now}#{}", task.id),
+                "",
+            ),
+            Delivery::Push => (
+                outbox_shard(&task.id),
+                format!("{}#{}", clock::after(OUTBOX_GRACE_SECONDS), task.id),
+                ", delivery_attempts = :zero REMOVE delivered_at, lease_token, lease_until",
+            ),
+        };
+        let mut update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(task_key(&task.id)))
+            .update_expression(format!(
+                "SET #state = :working, status_message = :none, status_timestamp = :now, \
+                 updated_at = :now, history = list_append(history, :entry), \
+                 gsi1pk = :queue, gsi1sk = :order{redelivery}"
+            ))
+            .condition_expression(
+                "#state = :input_required AND tenant_id = :tenant AND caller_agent_id = :caller \
+                 AND size(history) < :max",
+            )
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":working", s("working"))
+            .expression_attribute_values(":input_required", s("input_required"))
+            .expression_attribute_values(":none", AttributeValue::Null(true))
+            .expression_attribute_values(":now", s(&now))
+            .expression_attribute_values(":entry", AttributeValue::L(vec![message_text(message)]))
+            .expression_attribute_values(":queue", s(queue))
+            .expression_attribute_values(":order", s(order))
+            .expression_attribute_values(":tenant", s(&task.tenant_id))
+            .expression_attribute_values(":caller", s(&task.caller_agent_id))
+            .expression_attribute_values(":max", n(MAX_HISTORY_BEFORE_ANSWER as u64));
+        if task.delivery == Delivery::Push {
+            update = update.expression_attribute_values(":zero", n(0));
+        }
+        let items = vec![
+            TransactWriteItem::builder()
+                .update(build(update.build())?)
+                .build(),
+            self.live_binding_check(&binding_id(&task.caller_agent_id, &task.callee_agent_id))?,
+            self.active_callee_check(&task.callee_agent_id)?,
+            self.put_new(audit.to_item())?,
+        ];
+        match self.transact_checked(items).await {
+            Ok(()) => Ok(Ok(())),
+            Err(TransactError::Store(error)) => Err(error),
+            Err(TransactError::Canceled(reasons)) => {
+                let failed =
+                    |index: usize| reasons.get(index).is_some_and(|r| r.condition_failed());
+                if failed(0) {
+                    Ok(Err(InputRefusal::NotWaiting))
+                } else if failed(1) {
+                    Ok(Err(InputRefusal::BindingNotLive))
+                } else if failed(2) {
+                    Ok(Err(InputRefusal::CalleeNotActive))
+                } else {
+                    Err(TransactError::Canceled(reasons).into())
+                }
+            }
+        }
     }
 
     /// Cancels an open task for its caller. `callee` is the callee's id or name as the route

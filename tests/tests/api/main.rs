@@ -7,6 +7,7 @@ mod cards;
 mod concurrency;
 mod deployment;
 mod idempotency;
+mod input;
 mod ledger;
 mod management;
 mod outage;

@@ -244,6 +244,45 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
             .await,
         r,
     );
+    // A question answered in place, claimed again and answered.
+    let question = note(
+        "open-task",
+        app.open_task(&keys["caller"], "callee", text_message("q"), 0)
+            .await,
+        r,
+    );
+    note("claim-next-task", app.claim(&keys["callee"], 0).await, r);
+    note(
+        "post-task-result",
+        app.post_result(
+            &keys["callee"],
+            &question.field("id"),
+            json!({"state": "input_required", "message": {"role": "agent", "parts": [{"text": "?"}]}}),
+        )
+        .await,
+        r,
+    );
+    note(
+        "add-task-message",
+        app.post(
+            &format!("/v1/agents/callee/tasks/{}/messages", question.field("id")),
+            &keys["caller"],
+            json!({"message": text_message("!")}),
+        )
+        .await,
+        r,
+    );
+    note("claim-next-task", app.claim(&keys["callee"], 0).await, r);
+    note(
+        "post-task-result",
+        app.post_result(
+            &keys["callee"],
+            &question.field("id"),
+            json!({"state": "completed"}),
+        )
+        .await,
+        r,
+    );
     // The sweeper over a task whose deadline passed unread.
     let unread = note(
         "open-task",
