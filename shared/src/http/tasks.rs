@@ -27,6 +27,22 @@ fn agent_principal(principal: &Principal, what: &str) -> Result<String, ApiError
         .ok_or_else(|| ApiError::Forbidden(format!("{what} needs an agent key")))
 }
 
+/// The body's `message`, which must be the caller's (`role` `user`, the default); `when` names
+/// the call in the error text.
+fn caller_message(body: &serde_json::Map<String, Value>, when: &str) -> Result<Message, ApiError> {
+    let message = Message::parse(
+        body.get("message")
+            .ok_or_else(|| ApiError::InvalidRequest("message is required".into()))?,
+        "message",
+    )?;
+    if message.role != crate::domain::message::Role::User {
+        return Err(ApiError::InvalidRequest(format!(
+            "message.role must be \"user\" when {when}"
+        )));
+    }
+    Ok(message)
+}
+
 /// Refuses a task open: the precise reason to the audit log, one 403 to the caller.
 async fn refuse(
     app: &App,
@@ -110,16 +126,7 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
     let wait = wait_param(&request, app)?;
     let body = json_object(&request)?;
     only_fields(&body, &["message", "context_id"])?;
-    let message = Message::parse(
-        body.get("message")
-            .ok_or_else(|| ApiError::InvalidRequest("message is required".into()))?,
-        "message",
-    )?;
-    if message.role != crate::domain::message::Role::User {
-        return Err(ApiError::InvalidRequest(
-            "message.role must be \"user\" when opening a task".into(),
-        ));
-    }
+    let message = caller_message(&body, "opening a task")?;
     let context = match body.get("context_id") {
         None | Some(Value::Null) => None,
         Some(Value::String(id)) => Some(
@@ -454,16 +461,7 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
     let task_id = task_id_param(&request)?;
     let body = json_object(&request)?;
     only_fields(&body, &["message"])?;
-    let message = Message::parse(
-        body.get("message")
-            .ok_or_else(|| ApiError::InvalidRequest("message is required".into()))?,
-        "message",
-    )?;
-    if message.role != crate::domain::message::Role::User {
-        return Err(ApiError::InvalidRequest(
-            "message.role must be \"user\" when answering a task".into(),
-        ));
-    }
+    let message = caller_message(&body, "answering a task")?;
     let task = app
         .store
         .get_task(&task_id)

@@ -213,11 +213,24 @@ pub enum ClaimOutcome {
     Empty,
 }
 
-/// The condition for a callee's write on a task it holds: `working`, this tenant and callee,
-/// before the claim deadline (or a push task still being delivered, which has none).
-const HELD_BY_CALLEE: &str =
-    "#state = :working AND tenant_id = :tenant AND callee_agent_id = :callee \
-     AND (deadline_at > :now OR (delivery = :push AND attribute_not_exists(deadline_at)))";
+/// Conditions a callee's write on a task it holds: `working`, this tenant and callee, before
+/// the claim deadline (or a push task still being delivered, which has none), and `also`.
+/// `:now` and `:working` are the update's own.
+fn held_by_callee(
+    update: UpdateItemFluentBuilder,
+    also: &str,
+    tenant_id: &str,
+    callee_id: &str,
+) -> UpdateItemFluentBuilder {
+    update
+        .condition_expression(format!(
+            "#state = :working AND tenant_id = :tenant AND callee_agent_id = :callee \
+             AND (deadline_at > :now OR (delivery = :push AND attribute_not_exists(deadline_at))){also}"
+        ))
+        .expression_attribute_values(":push", s("push"))
+        .expression_attribute_values(":tenant", s(tenant_id))
+        .expression_attribute_values(":callee", s(callee_id))
+}
 
 fn build<T, E: std::fmt::Display>(built: Result<T, E>) -> Result<T, StoreError> {
     built.map_err(|error| StoreError::Rejected(error.to_string()))
@@ -492,12 +505,12 @@ impl Store {
         callee_id: &str,
         result: &TaskResult,
     ) -> Result<TaskTransition, StoreError> {
-        let update = self
-            .answer_update(task_id, result)
-            .condition_expression(HELD_BY_CALLEE)
-            .expression_attribute_values(":push", s("push"))
-            .expression_attribute_values(":tenant", s(tenant_id))
-            .expression_attribute_values(":callee", s(callee_id));
+        let update = held_by_callee(
+            self.answer_update(task_id, result),
+            "",
+            tenant_id,
+            callee_id,
+        );
         self.transition(update).await
     }
 
@@ -517,15 +530,12 @@ impl Store {
                 "SET status_message = :message, status_timestamp = :now, updated_at = :now, \
                  history = list_append(history, :entry)",
             )
-            .condition_expression(format!("{HELD_BY_CALLEE} AND size(history) < :max"))
             .expression_attribute_values(":message", message_text(message))
             .expression_attribute_values(":entry", AttributeValue::L(vec![message_text(message)]))
             .expression_attribute_values(":max", n(MAX_HISTORY_BEFORE_ANSWER as u64))
             .expression_attribute_values(":now", s(clock::now()))
-            .expression_attribute_values(":working", s("working"))
-            .expression_attribute_values(":push", s("push"))
-            .expression_attribute_values(":tenant", s(tenant_id))
-            .expression_attribute_values(":callee", s(callee_id));
+            .expression_attribute_values(":working", s("working"));
+        let update = held_by_callee(update, " AND size(history) < :max", tenant_id, callee_id);
         self.transition(update).await
     }
 
