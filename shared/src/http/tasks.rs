@@ -342,6 +342,26 @@ pub(crate) async fn expire_if_overdue(app: &App, task: Task) -> Result<Task, Api
 
 /// Whether `principal` may read `task` through a route naming the callee `segment`: the caller,
 /// the callee, an admin or viewer of the tenant, or a member who owns either agent.
+/// The task, if `principal` may read it under the route's `{agent}` (`segment`); otherwise the
+/// one `404`, whether it exists or not.
+async fn readable_task(
+    app: &App,
+    principal: &Principal,
+    task_id: &str,
+    segment: &str,
+) -> Result<Task, ApiError> {
+    let task = app
+        .store
+        .get_task(task_id)
+        .await?
+        .ok_or(ApiError::TaskNotFound)?;
+    if may_read(app, principal, &task, segment).await? {
+        Ok(task)
+    } else {
+        Err(ApiError::TaskNotFound)
+    }
+}
+
 async fn may_read(
     app: &App,
     principal: &Principal,
@@ -388,14 +408,7 @@ pub async fn get(app: &App, request: Request) -> HandlerResult {
     let segment = path_param(&request, "agent")?;
     let wait = wait_param(&request, app)?;
     let task_id = task_id_param(&request)?;
-    let task = app
-        .store
-        .get_task(&task_id)
-        .await?
-        .ok_or(ApiError::TaskNotFound)?;
-    if !may_read(app, &principal, &task, &segment).await? {
-        return Err(ApiError::TaskNotFound);
-    }
+    let task = readable_task(app, &principal, &task_id, &segment).await?;
     let task = expire_if_overdue(app, task).await?;
     let task = wait_for_answer(app, task, wait).await?;
     super::ok(&task.to_json())
@@ -462,14 +475,7 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
     let body = json_object(&request)?;
     only_fields(&body, &["message"])?;
     let message = caller_message(&body, "answering a task")?;
-    let task = app
-        .store
-        .get_task(&task_id)
-        .await?
-        .ok_or(ApiError::TaskNotFound)?;
-    if !may_read(app, &principal, &task, &segment).await? {
-        return Err(ApiError::TaskNotFound);
-    }
+    let task = readable_task(app, &principal, &task_id, &segment).await?;
     if principal.agent_id() != Some(task.caller_agent_id.as_str()) {
         return Err(ApiError::Forbidden(
             "only the caller may answer a task's question".into(),
