@@ -335,7 +335,6 @@ impl Task {
     }
 }
 
-/// The error a task carries when its claim deadline passes.
 /// Namespace for the ids of tasks opened with a `message.message_id`.
 const KEYED_TASK_NAMESPACE: uuid::Uuid =
     uuid::Uuid::from_u128(0x2c8e_71d0_94b3_4a5f_8e16_53f0_a7c9_d402);
@@ -351,6 +350,7 @@ pub fn keyed_task_id(caller_id: &str, callee_id: &str, message_id: &str) -> Stri
     .to_string()
 }
 
+/// The error a task carries when its claim deadline passes.
 pub fn deadline_error(seconds: u64) -> String {
     format!("claim deadline exceeded: the callee did not answer within {seconds} seconds of claiming the task")
 }
