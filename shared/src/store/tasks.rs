@@ -93,21 +93,27 @@ fn to_item(task: &Task) -> Item {
     item.insert("created_at".into(), s(&task.created_at));
     item.insert("updated_at".into(), s(&task.updated_at));
     if task.state == TaskState::Submitted {
-        let (queue, order) = match task.delivery {
-            Delivery::Pull => (
-                format!("QUEUE#{}", task.callee_agent_id),
-                format!("{}#{}", task.created_at, task.id),
-            ),
-            // On the outbox until a delivery attempt takes it, so a lost enqueue is redone.
-            Delivery::Push => (
-                outbox_shard(&task.id),
-                format!("{}#{}", clock::after(OUTBOX_GRACE_SECONDS), task.id),
-            ),
-        };
+        let (queue, order) = queue_entry(task, &task.created_at);
         item.insert("gsi1pk".into(), s(queue));
         item.insert("gsi1sk".into(), s(order));
     }
     item
+}
+
+/// Where a task waits for its callee on the queue index (`gsi1pk`, `gsi1sk`): on the callee's
+/// queue in order of `since` (pull), or on the outbox until a delivery attempt takes it, so a
+/// lost enqueue is redone (push).
+fn queue_entry(task: &Task, since: &str) -> (String, String) {
+    match task.delivery {
+        Delivery::Pull => (
+            format!("QUEUE#{}", task.callee_agent_id),
+            format!("{since}#{}", task.id),
+        ),
+        Delivery::Push => (
+            outbox_shard(&task.id),
+            format!("{}#{}", clock::after(OUTBOX_GRACE_SECONDS), task.id),
+        ),
+    }
 }
 
 impl TryFrom<&Item> for Task {
@@ -550,17 +556,12 @@ impl Store {
         audit: &AuditEntry,
     ) -> Result<Result<(), InputRefusal>, StoreError> {
         let now = clock::now();
-        let (queue, order, redelivery) = match task.delivery {
-            Delivery::Pull => (
-                format!("QUEUE#{}", task.callee_agent_id),
-                format!("{now}#{}", task.id),
-                "",
-            ),
-            Delivery::Push => (
-                outbox_shard(&task.id),
-                format!("{}#{}", clock::after(OUTBOX_GRACE_SECONDS), task.id),
-                ", delivery_attempts = :zero REMOVE delivered_at, lease_token, lease_until",
-            ),
+        let (queue, order) = queue_entry(task, &now);
+        let redelivery = match task.delivery {
+            Delivery::Pull => "",
+            Delivery::Push => {
+                ", delivery_attempts = :zero REMOVE delivered_at, lease_token, lease_until"
+            }
         };
         let mut update = Update::builder()
             .table_name(&self.table)
