@@ -4,14 +4,14 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use tokio::time::Instant;
 
-use super::tasks::expire_if_overdue;
-use super::{json_body, json_object, only_fields, path_param, wait_param, HandlerResult};
+use super::tasks::{agent_principal, expire_if_overdue, task_id_param};
+use super::{json_body, json_object, only_fields, wait_param, HandlerResult};
 use crate::app::App;
 use crate::domain::message::Role;
 use crate::domain::task::{
     ResultRejection, TaskResult, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES,
 };
-use crate::domain::{Message, Task, TaskState};
+use crate::domain::{clock, Message, Task, TaskState};
 use crate::error::ApiError;
 use crate::store::{ClaimOutcome, TaskTransition};
 
@@ -22,10 +22,7 @@ const CONTENDED_RETRIES: u32 = 8;
 /// nothing arrived within `wait`. At most one queue read per poll interval while idle.
 pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate(request.headers()).await?;
-    let agent_id = principal
-        .agent_id()
-        .ok_or_else(|| ApiError::Forbidden("claiming tasks needs an agent key".into()))?
-        .to_owned();
+    let agent_id = agent_principal(&principal, "claiming tasks")?;
     let wait = wait_param(&request, app)?;
     let until = Instant::now() + wait;
     let mut contended = 0;
@@ -55,13 +52,8 @@ pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
 /// only while it is `working`.
 pub async fn post_result(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate(request.headers()).await?;
-    let agent_id = principal
-        .agent_id()
-        .ok_or_else(|| ApiError::Forbidden("posting a result needs an agent key".into()))?
-        .to_owned();
-    let task_id = uuid::Uuid::parse_str(&path_param(&request, "task_id")?)
-        .map_err(|_| ApiError::TaskNotFound)?
-        .to_string();
+    let agent_id = agent_principal(&principal, "posting a result")?;
+    let task_id = task_id_param(&request)?;
     let body = json_body(&request)?;
     let result = TaskResult::parse_pull(&body).map_err(|rejection| match rejection {
         ResultRejection::WorkingFromPull => ApiError::PullResultWorking,
@@ -102,12 +94,6 @@ async fn refused_to_callee(
         });
     }
     let current = expire_if_overdue(app, current).await?;
-    if current.state == TaskState::Working && current.history.len() >= MAX_HISTORY_BEFORE_ANSWER {
-        return Ok(ApiError::LimitReached(format!(
-            "a task holds {MAX_TASK_MESSAGES} messages and the last is kept for the answer; \
-             answer this one or open a new task"
-        )));
-    }
     Ok(ApiError::TaskNotWorking(current.state))
 }
 
@@ -116,13 +102,8 @@ async fn refused_to_callee(
 /// task's status message and joins its history. The claim deadline is not moved.
 pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate(request.headers()).await?;
-    let agent_id = principal
-        .agent_id()
-        .ok_or_else(|| ApiError::Forbidden("reporting progress needs an agent key".into()))?
-        .to_owned();
-    let task_id = uuid::Uuid::parse_str(&path_param(&request, "task_id")?)
-        .map_err(|_| ApiError::TaskNotFound)?
-        .to_string();
+    let agent_id = agent_principal(&principal, "reporting progress")?;
+    let task_id = task_id_param(&request)?;
     let body = json_object(&request)?;
     only_fields(&body, &["message"])?;
     let raw = body
@@ -147,5 +128,16 @@ pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),
         TaskTransition::Refused(Some(task)) => task,
     };
+    // Held by this callee and on time, so only the history's room refused it.
+    let held = current.tenant_id == principal.tenant_id
+        && current.callee_agent_id == agent_id
+        && current.state == TaskState::Working
+        && !current.is_overdue(&clock::now());
+    if held && current.history.len() >= MAX_HISTORY_BEFORE_ANSWER {
+        return Err(ApiError::LimitReached(format!(
+            "a task holds {MAX_TASK_MESSAGES} messages and the last is kept for the answer; \
+             answer this one or open a new task"
+        )));
+    }
     Err(refused_to_callee(app, current, &principal.tenant_id, &agent_id).await?)
 }

@@ -20,7 +20,7 @@ use crate::store::{
 /// The header that names the governed call which caused this one.
 pub const PARENT_CALL_HEADER: &str = "x-parent-call";
 
-fn agent_principal(principal: &Principal, what: &str) -> Result<String, ApiError> {
+pub(super) fn agent_principal(principal: &Principal, what: &str) -> Result<String, ApiError> {
     principal
         .agent_id()
         .map(str::to_owned)
@@ -236,17 +236,22 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
         // request's answer too.
         Err(StoreError::Unavailable(reason)) if keyed => {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            match app.store.get_task(&task_id).await? {
-                Some(_) => Err(OpenRefusal::AlreadyOpen),
-                None => return Err(StoreError::Unavailable(reason).into()),
-            }
+            return match app.store.get_task(&task_id).await? {
+                Some(existing) => replay_open(app, &caller_id, &callee.id, existing, wait).await,
+                None => Err(StoreError::Unavailable(reason).into()),
+            };
         }
         other => other?,
     };
     match opened {
         Ok(()) => {}
         Err(OpenRefusal::AlreadyOpen) => {
-            return replay_open(app, &caller_id, &callee.id, &task_id, wait).await
+            let existing = app
+                .store
+                .get_task(&task_id)
+                .await?
+                .ok_or(ApiError::Internal)?;
+            return replay_open(app, &caller_id, &callee.id, existing, wait).await;
         }
         Err(OpenRefusal::BindingNotLive | OpenRefusal::CalleeNotActive) => {
             let reason = refusal_reason(app, &principal, &caller_id, &callee.id).await?;
@@ -279,14 +284,13 @@ async fn replay_open(
     app: &App,
     caller_id: &str,
     callee_id: &str,
-    task_id: &str,
+    task: Task,
     wait: Duration,
 ) -> HandlerResult {
-    let task = app.store.get_task(task_id).await?;
     // The id is derived from this caller and callee; anything else under it is not theirs.
-    let task = task
-        .filter(|task| task.caller_agent_id == caller_id && task.callee_agent_id == callee_id)
-        .ok_or(ApiError::Internal)?;
+    if task.caller_agent_id != caller_id || task.callee_agent_id != callee_id {
+        return Err(ApiError::Internal);
+    }
     tracing::info!(task_id = %task.id, call_id = %task.call_id, "task open repeated; existing task returned");
     let task = expire_if_overdue(app, task).await?;
     opened_response(app, task, wait).await
@@ -394,7 +398,7 @@ async fn may_read(
     }
 }
 
-fn task_id_param(request: &Request) -> Result<String, ApiError> {
+pub(super) fn task_id_param(request: &Request) -> Result<String, ApiError> {
     let text = path_param(request, "task_id")?;
     // A malformed id names no task: the same 404 as any task the reader may not see.
     uuid::Uuid::parse_str(&text)
