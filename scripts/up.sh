@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Brings the whole gateway up locally from a fresh clone: installs what is missing, starts the
-# local AWS stack (DynamoDB Local, moto for SQS and KMS), builds and starts the gateway, which
+# local AWS stack (DynamoDB Local, moto for SQS, KMS and S3), builds and starts the gateway, which
 # creates its table from infra/template.yaml. Prints the URL and the operator key.
 #   FORGEBENCH_LISTEN        address to serve on (default 127.0.0.1:8080; 0.0.0.0:8080 for all)
 #   FORGEBENCH_OPERATOR_KEY  operator key (default: a new random one, printed below)

@@ -1,8 +1,9 @@
 //! Benchmark of one pull task's life against DynamoDB Local, through the real HTTP gateway:
 //!
-//! 1. DynamoDB calls per step (open, claim, result, the caller's final read), counted by an SDK
+//! 1. Store calls per step (open, claim, result, the caller's final read), counted by an SDK
 //!    interceptor, with the key cache warm (the steady state of a busy agent) and cold (every
-//!    request looks its key up). Target: at most 6 for the four steps.
+//!    request looks its key up). Target: at most 6 for the four steps of a small task. The same
+//!    for a 1 MiB task (1 MiB message, 1 MiB answer), whose bodies live in the body store (S3).
 //! 2. The cost of long polls: DynamoDB reads per second of an idle `wait` (caller and callee).
 //! 3. How fast an answer reaches a waiting caller: time from the callee's result (200) to the
 //!    caller's `?wait=` response, as a ratio of the poll interval.
@@ -16,15 +17,50 @@ use std::time::{Duration, Instant};
 use forgebench_tests::{spawn_app_with, text_message, Options, Recorder, TestApp};
 use serde_json::json;
 
-/// DynamoDB requests by operation name, from the recorder's log since the last take.
+/// Store requests (DynamoDB and the S3 body store) by operation name, from the recorder's log
+/// since the last take.
 fn take_calls(recorder: &Recorder) -> BTreeMap<String, usize> {
     let mut calls = BTreeMap::new();
     for (operation, actions) in recorder.take_requests() {
-        if actions.iter().any(|action| action.starts_with("dynamodb:")) {
+        if actions
+            .iter()
+            .any(|action| action.starts_with("dynamodb:") || action.starts_with("s3:"))
+        {
             *calls.entry(operation).or_default() += 1;
         }
     }
     calls
+}
+
+/// Parts of about `bytes` bytes of text in all, each within the 256 KiB part limit.
+fn large_parts(bytes: usize) -> serde_json::Value {
+    let part = 250 * 1024;
+    let parts: Vec<serde_json::Value> = (0..bytes.div_ceil(part))
+        .map(|index| json!({ "text": "x".repeat(part.min(bytes - index * part)) }))
+        .collect();
+    json!(parts)
+}
+
+/// What one task's life carries: the opening message and the answer's artifacts.
+struct Bodies {
+    message: serde_json::Value,
+    artifacts: serde_json::Value,
+}
+
+fn small_task() -> Bodies {
+    Bodies {
+        message: text_message("classify"),
+        artifacts: json!([]),
+    }
+}
+
+/// A message and an answer just under the 1 MiB limit each.
+fn mebibyte_task() -> Bodies {
+    let bytes = 1024 * 1024 - 1024;
+    Bodies {
+        message: json!({ "parts": large_parts(bytes) }),
+        artifacts: json!([{ "name": "response", "parts": large_parts(bytes) }]),
+    }
 }
 
 fn describe(calls: &BTreeMap<String, usize>) -> String {
@@ -56,15 +92,11 @@ async fn lifecycle(
     app: &TestApp,
     counter: &Recorder,
     pair: &forgebench_tests::Pair,
+    bodies: &Bodies,
 ) -> Vec<(&'static str, BTreeMap<String, usize>)> {
     take_calls(counter);
     let opened = app
-        .open_task(
-            &pair.caller.key,
-            &pair.callee.id,
-            text_message("classify"),
-            0,
-        )
+        .open_task(&pair.caller.key, &pair.callee.id, bodies.message.clone(), 0)
         .await;
     assert_eq!(opened.status, 200, "{}", opened.text);
     let open = take_calls(counter);
@@ -75,7 +107,7 @@ async fn lifecycle(
         .post_result(
             &pair.callee.key,
             &opened.field("id"),
-            json!({"state": "completed", "artifacts": []}),
+            json!({"state": "completed", "artifacts": bodies.artifacts}),
         )
         .await;
     assert_eq!(done.state(), "completed");
@@ -95,7 +127,7 @@ async fn lifecycle(
 
 fn report(title: &str, steps: &[(&'static str, BTreeMap<String, usize>)]) -> usize {
     println!("\n{title}");
-    println!("| step | DynamoDB calls | operations |");
+    println!("| step | store calls | operations |");
     println!("|---|---|---|");
     let mut sum = 0;
     for (step, calls) in steps {
@@ -113,16 +145,21 @@ async fn main() {
     // 1. Calls per task, warm key cache (a warm Lambda or the local gateway after first use).
     let app = spawn(&counter, 60).await;
     let pair = app.pair().await;
-    lifecycle(&app, &counter, &pair).await; // warms the key cache
-    let warm = lifecycle(&app, &counter, &pair).await;
-    let warm_total = report("DynamoDB calls for one pull task, key cache warm", &warm);
+    lifecycle(&app, &counter, &pair, &small_task()).await; // warms the key cache
+    let warm = lifecycle(&app, &counter, &pair, &small_task()).await;
+    let warm_total = report("Store calls for one small pull task, key cache warm", &warm);
+    let large = lifecycle(&app, &counter, &pair, &mebibyte_task()).await;
+    report(
+        "Store calls for one 1 MiB pull task (1 MiB message, 1 MiB answer), key cache warm",
+        &large,
+    );
     drop(app);
 
     let cold_app = spawn(&counter, 0).await;
     let cold_pair = cold_app.pair().await;
-    let cold = lifecycle(&cold_app, &counter, &cold_pair).await;
+    let cold = lifecycle(&cold_app, &counter, &cold_pair, &small_task()).await;
     let cold_total = report(
-        "DynamoDB calls for one pull task, key cache off (one key lookup per request)",
+        "Store calls for one small pull task, key cache off (one key lookup per request)",
         &cold,
     );
     println!(

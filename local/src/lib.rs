@@ -148,12 +148,7 @@ pub fn run_sweeper(app: Arc<App>, every: Duration) -> JoinHandle<()> {
         let mut ticks = tokio::time::interval(every);
         loop {
             ticks.tick().await;
-            if let Err(error) = forgebench::sweeper::sweep_overdue(&app.store).await {
-                tracing::warn!(error = %error, "deadline sweep failed");
-            }
-            if let Err(error) = forgebench::sweeper::sweep_outbox(&app.store, &app.queue).await {
-                tracing::warn!(error = %error, "outbox sweep failed");
-            }
+            forgebench::sweeper::sweep(&app.store, &app.queue).await;
         }
     })
 }

@@ -17,14 +17,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let kms = aws_sdk_kms::Client::new(&sdk);
+    let s3 = forgebench::bodies::s3_client(&sdk);
     let store = Store::new(dynamodb.clone(), config.table.clone());
-    let resources = forgebench::bootstrap::bootstrap(&store, &sqs, &kms).await?;
+    let resources = forgebench::bootstrap::bootstrap(&store, &sqs, &kms, &s3).await?;
     config
         .push_queue_url
         .get_or_insert(resources.push_queue_url);
     config.kms_key_id.get_or_insert(resources.kms_key_id);
+    config.body_bucket.get_or_insert(resources.body_bucket);
     tracing::info!(table = config.table, "local resources ready");
-    let app = Arc::new(App::new(dynamodb, sqs, kms, config)?);
+    let app = Arc::new(App::new(dynamodb, sqs, kms, s3, config)?);
     let (listener, local) = forgebench_local::bind(&address).await?;
     let sweeper = forgebench_local::run_sweeper(Arc::clone(&app), Duration::from_secs(5));
     let worker = forgebench_local::run_push_worker(Arc::clone(&app));

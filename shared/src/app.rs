@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 
+use crate::bodies::Bodies;
 use crate::config::{Config, ConfigError};
 use crate::domain::{keys, Principal, PrincipalKind};
 use crate::error::ApiError;
@@ -51,6 +52,7 @@ impl KeyCache {
 
 pub struct App {
     pub store: Store,
+    pub bodies: Bodies,
     pub queue: Queue,
     pub vault: Vault,
     pub dialer: Dialer,
@@ -106,11 +108,13 @@ pub async fn sdk_config() -> Result<aws_config::SdkConfig, ConfigError> {
 }
 
 impl App {
-    /// Assembles the app from its clients; the queue and the KMS key come from `config`.
+    /// Assembles the app from its clients; the queue, the KMS key and the body bucket come from
+    /// `config`.
     pub fn new(
         dynamodb: aws_sdk_dynamodb::Client,
         sqs: impl Into<OnFirstUse<aws_sdk_sqs::Client>>,
         kms: impl Into<OnFirstUse<aws_sdk_kms::Client>>,
+        s3: impl Into<OnFirstUse<aws_sdk_s3::Client>>,
         config: Config,
     ) -> Result<App, ConfigError> {
         let dialer = Dialer::new(
@@ -120,6 +124,7 @@ impl App {
         );
         Ok(App {
             store: Store::new(dynamodb, config.table.clone()),
+            bodies: Bodies::new(s3, config.body_bucket.clone(), config.kms_key_id.clone()),
             queue: Queue::new(sqs, config.push_queue_url.clone()),
             vault: Vault::new(kms, config.kms_key_id.clone()),
             dialer,
@@ -130,16 +135,17 @@ impl App {
     }
 
     /// The app as a function runs it: configuration from the environment, the DynamoDB client
-    /// built now (every route reads the store), the SQS and KMS clients on first use (most
+    /// built now (every route reads the store), the SQS, KMS and S3 clients on first use (most
     /// routes never call them).
     pub async fn from_env() -> Result<App, ConfigError> {
         let config = Config::from_env()?;
         let sdk = sdk_config().await?;
-        let (for_sqs, for_kms) = (sdk.clone(), sdk.clone());
+        let (for_sqs, for_kms, for_s3) = (sdk.clone(), sdk.clone(), sdk.clone());
         App::new(
             aws_sdk_dynamodb::Client::new(&sdk),
             OnFirstUse::new(move || aws_sdk_sqs::Client::new(&for_sqs)),
             OnFirstUse::new(move || aws_sdk_kms::Client::new(&for_kms)),
+            OnFirstUse::new(move || crate::bodies::s3_client(&for_s3)),
             config,
         )
     }
@@ -150,6 +156,7 @@ impl App {
             store: self.store.clone(),
             vault: self.vault.clone(),
             queue: self.queue.clone(),
+            bodies: self.bodies.clone(),
             dialer: self.dialer.clone(),
             schedule: self.config.retry_schedule.clone(),
             signing: Arc::clone(&self.signing),

@@ -1,6 +1,8 @@
 //! Creates a local stack's resources from the deployment template's own definitions: the table
 //! (`Table`), the push queue and its dead-letter queue (`PushQueue`, `PushDeadLetterQueue`), and
-//! the key that seals secrets (`SecretsKey`). Nothing here is a second list that could drift.
+//! the key that seals secrets (`SecretsKey`), the bucket of large bodies (`BodyBucket`: its
+//! encryption, public access block and lifecycle rule). Nothing here is a second list that could
+//! drift.
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use serde_yaml::Value;
@@ -14,6 +16,7 @@ pub struct Resources {
     pub push_queue_url: String,
     pub push_dead_letter_queue_url: String,
     pub kms_key_id: String,
+    pub body_bucket: String,
 }
 
 fn resource_properties(name: &str) -> Result<Value, String> {
@@ -115,18 +118,175 @@ async fn ensure_key(kms: &aws_sdk_kms::Client, alias: &str) -> Result<String, St
     Ok(key_id)
 }
 
+/// A template number that may be a `!Ref` to a parameter: the parameter's default then.
+fn number_or_parameter_default(value: &Value) -> Option<i64> {
+    if let Some(number) = value.as_i64() {
+        return Some(number);
+    }
+    let Value::Tagged(tagged) = value else {
+        return None;
+    };
+    let parameter = tagged.value.as_str()?;
+    let document: Value = serde_yaml::from_str(TEMPLATE).ok()?;
+    document["Parameters"][parameter]["Default"].as_i64()
+}
+
+/// The lifecycle rules of the template's `BodyBucket`.
+fn lifecycle_rules() -> Result<Vec<aws_sdk_s3::types::LifecycleRule>, String> {
+    use aws_sdk_s3::types::{
+        AbortIncompleteMultipartUpload, ExpirationStatus, LifecycleExpiration, LifecycleRule,
+        LifecycleRuleFilter,
+    };
+    let properties = resource_properties("BodyBucket")?;
+    let rules = properties["LifecycleConfiguration"]["Rules"]
+        .as_sequence()
+        .ok_or("template: BodyBucket lifecycle rules missing")?;
+    rules
+        .iter()
+        .map(|rule| {
+            let days = number_or_parameter_default(&rule["ExpirationInDays"])
+                .ok_or("template: BodyBucket rule without ExpirationInDays")?;
+            let abort = rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"].as_i64();
+            LifecycleRule::builder()
+                .id(rule["Id"].as_str().unwrap_or("rule"))
+                .status(ExpirationStatus::Enabled)
+                .filter(
+                    LifecycleRuleFilter::builder()
+                        .prefix(rule["Prefix"].as_str().unwrap_or_default())
+                        .build(),
+                )
+                .expiration(LifecycleExpiration::builder().days(days as i32).build())
+                .set_abort_incomplete_multipart_upload(abort.map(|days| {
+                    AbortIncompleteMultipartUpload::builder()
+                        .days_after_initiation(days as i32)
+                        .build()
+                }))
+                .build()
+                .map_err(|error| format!("lifecycle rule: {error}"))
+        })
+        .collect()
+}
+
+/// Creates (or finds) the body bucket, private, encrypted by default with `kms_key_id`, with
+/// the template's lifecycle rule.
+async fn ensure_body_bucket(
+    s3: &aws_sdk_s3::Client,
+    name: &str,
+    kms_key_id: &str,
+) -> Result<(), String> {
+    use aws_sdk_s3::types::{
+        BucketLifecycleConfiguration, PublicAccessBlockConfiguration, ServerSideEncryption,
+        ServerSideEncryptionByDefault, ServerSideEncryptionConfiguration, ServerSideEncryptionRule,
+    };
+    if s3.head_bucket().bucket(name).send().await.is_err() {
+        s3.create_bucket()
+            .bucket(name)
+            .send()
+            .await
+            .map_err(|error| format!("create bucket {name}: {error:?}"))?;
+    }
+    let by_default = ServerSideEncryptionByDefault::builder()
+        .sse_algorithm(ServerSideEncryption::AwsKms)
+        .kms_master_key_id(kms_key_id)
+        .build()
+        .map_err(|error| error.to_string())?;
+    let encryption = ServerSideEncryptionConfiguration::builder()
+        .rules(
+            ServerSideEncryptionRule::builder()
+                .apply_server_side_encryption_by_default(by_default)
+                .bucket_key_enabled(true)
+                .build(),
+        )
+        .build()
+        .map_err(|error| error.to_string())?;
+    s3.put_bucket_encryption()
+        .bucket(name)
+        .server_side_encryption_configuration(encryption)
+        .send()
+        .await
+        .map_err(|error| format!("bucket encryption: {error:?}"))?;
+    s3.put_public_access_block()
+        .bucket(name)
+        .public_access_block_configuration(
+            PublicAccessBlockConfiguration::builder()
+                .block_public_acls(true)
+                .block_public_policy(true)
+                .ignore_public_acls(true)
+                .restrict_public_buckets(true)
+                .build(),
+        )
+        .send()
+        .await
+        .map_err(|error| format!("public access block: {error:?}"))?;
+    let lifecycle = BucketLifecycleConfiguration::builder()
+        .set_rules(Some(lifecycle_rules()?))
+        .build()
+        .map_err(|error| error.to_string())?;
+    s3.put_bucket_lifecycle_configuration()
+        .bucket(name)
+        .lifecycle_configuration(lifecycle)
+        .send()
+        .await
+        .map_err(|error| format!("bucket lifecycle: {error:?}"))?;
+    Ok(())
+}
+
+/// Turns on the table's time to live as the template's `TimeToLiveSpecification` says.
+async fn ensure_time_to_live(store: &Store) -> Result<(), String> {
+    let properties = resource_properties("Table")?;
+    let Some(attribute) = properties["TimeToLiveSpecification"]["AttributeName"].as_str() else {
+        return Ok(());
+    };
+    let described = store
+        .client()
+        .describe_time_to_live()
+        .table_name(store.table())
+        .send()
+        .await
+        .map_err(|error| format!("describe time to live: {error:?}"))?;
+    let enabled = described
+        .time_to_live_description()
+        .and_then(|description| description.attribute_name())
+        == Some(attribute);
+    if enabled {
+        return Ok(());
+    }
+    let specification = aws_sdk_dynamodb::types::TimeToLiveSpecification::builder()
+        .attribute_name(attribute)
+        .enabled(true)
+        .build()
+        .map_err(|error| error.to_string())?;
+    store
+        .client()
+        .update_time_to_live()
+        .table_name(store.table())
+        .time_to_live_specification(specification)
+        .send()
+        .await
+        .map_err(|error| format!("update time to live: {error:?}"))?;
+    Ok(())
+}
+
+/// The body bucket's name for a stack whose table is `table` (bucket names are lower case).
+pub fn body_bucket_name(table: &str) -> String {
+    format!("{}-bodies", table.to_ascii_lowercase())
+}
+
 /// Creates (or finds) every resource for a stack whose table is `store.table()`. Queue and
-/// alias names derive from the table name, so several stacks (one per test) share one emulator.
+/// alias and bucket names derive from the table name, so several stacks (one per test) share one
+/// emulator.
 pub async fn bootstrap(
     store: &Store,
     sqs: &aws_sdk_sqs::Client,
     kms: &aws_sdk_kms::Client,
+    s3: &aws_sdk_s3::Client,
 ) -> Result<Resources, String> {
     let schema = TableSchema::deployed()?;
     store
         .create_table(&schema)
         .await
         .map_err(|error| error.to_string())?;
+    ensure_time_to_live(store).await?;
     let base = store.table().to_owned();
     let dead_letter = create_queue(
         sqs,
@@ -144,9 +304,12 @@ pub async fn bootstrap(
     )
     .await?;
     let kms_key_id = ensure_key(kms, &format!("alias/{base}-secrets")).await?;
+    let body_bucket = body_bucket_name(&base);
+    ensure_body_bucket(s3, &body_bucket, &kms_key_id).await?;
     Ok(Resources {
         push_queue_url: push,
         push_dead_letter_queue_url: dead_letter,
         kms_key_id,
+        body_bucket,
     })
 }

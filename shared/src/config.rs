@@ -50,7 +50,18 @@ pub struct Config {
     pub push_timeout: Duration,
     /// `FORGEBENCH_PUSH_RETRY_SECONDS` (`5,30,120,600,1800`): delays between delivery attempts.
     pub retry_schedule: RetrySchedule,
+    /// `FORGEBENCH_BODY_BUCKET`: the S3 bucket of message and artifact bodies too large to stay
+    /// inside a task item. Routes that never meet such a body run without it.
+    pub body_bucket: Option<String>,
+    /// `FORGEBENCH_TASK_RETENTION_DAYS` (365, 1 to 3,650): how long a task and its stored bodies
+    /// are kept; the table's time to live and the bucket's lifecycle rule use the same number.
+    pub task_retention_days: u64,
 }
+
+/// The default of `FORGEBENCH_TASK_RETENTION_DAYS`.
+pub const DEFAULT_TASK_RETENTION_DAYS: u64 = 365;
+/// The longest retention a deployment may set.
+pub const MAX_TASK_RETENTION_DAYS: u64 = 3650;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -87,6 +98,16 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "FORGEBENCH_MAX_WAIT_SECONDS",
                 format!("at most {API_MAX_WAIT_SECONDS}"),
+            ));
+        }
+        let task_retention_days = number(
+            "FORGEBENCH_TASK_RETENTION_DAYS",
+            DEFAULT_TASK_RETENTION_DAYS,
+        )?;
+        if !(1..=MAX_TASK_RETENTION_DAYS).contains(&task_retention_days) {
+            return Err(ConfigError::Invalid(
+                "FORGEBENCH_TASK_RETENTION_DAYS",
+                format!("from 1 to {MAX_TASK_RETENTION_DAYS} days"),
             ));
         }
         Ok(Config {
@@ -129,6 +150,8 @@ impl Config {
                     )
                 })?,
             },
+            body_bucket: optional("FORGEBENCH_BODY_BUCKET"),
+            task_retention_days,
         })
     }
 
@@ -148,6 +171,13 @@ impl Config {
             push_resolve: HostResolver::default(),
             push_timeout: Duration::from_secs(10),
             retry_schedule: RetrySchedule::default(),
+            body_bucket: None,
+            task_retention_days: DEFAULT_TASK_RETENTION_DAYS,
         }
+    }
+
+    /// When a task opened now expires, in seconds since the epoch.
+    pub fn task_expiry(&self) -> u64 {
+        crate::domain::clock::unix_now() + self.task_retention_days * 86_400
     }
 }

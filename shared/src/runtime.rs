@@ -37,9 +37,8 @@ pub async fn serve_sweeper() -> Result<(), Error> {
         move |_event: lambda_http::lambda_runtime::LambdaEvent<serde_json::Value>| {
             let app = Arc::clone(&app);
             async move {
-                let failed = crate::sweeper::sweep_overdue(&app.store).await?;
-                let enqueued = crate::sweeper::sweep_outbox(&app.store, &app.queue).await?;
-                Ok::<_, Error>(serde_json::json!({ "failed": failed, "enqueued": enqueued }))
+                let report = crate::sweeper::sweep(&app.store, &app.queue).await;
+                Ok::<_, Error>(serde_json::to_value(report)?)
             }
         },
     ))

@@ -3,6 +3,12 @@
 //! Reads and writes only overdue tasks, through the sparse deadline index. Deployed as a
 //! scheduled function; the local gateway runs it on a timer. Reads of a task apply a passed
 //! deadline too, so a caller never sees an overdue task as `working` between sweeps.
+//!
+//! Every entry is handled on its own: one that fails is logged with its task id, counted as
+//! skipped and set aside for a while (so it cannot hold the head of its shard), and the sweep
+//! goes on; the outbox sweep runs whatever the deadline sweep met.
+
+use serde::Serialize;
 
 use crate::domain::clock;
 use crate::push::Queue;
@@ -11,57 +17,132 @@ use crate::store::{Store, StoreError, TaskTransition, DEADLINE_SHARDS, OUTBOX_SH
 /// Most overdue tasks handled per shard per sweep.
 const BATCH: i32 = 100;
 
-/// Runs one sweep; returns how many tasks it failed.
-pub async fn sweep_overdue(store: &Store) -> Result<usize, StoreError> {
+/// How long an entry that could not be handled waits before a sweep tries it again.
+const SET_ASIDE_SECONDS: u64 = 300;
+
+/// What one pass did: entries handled, and entries (or whole shards) skipped after a failure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Swept {
+    pub done: usize,
+    pub skipped: usize,
+}
+
+/// What a whole sweep did, as the scheduled function reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SweepReport {
+    pub expired: Swept,
+    pub enqueued: Swept,
+}
+
+/// Both sweeps, the outbox one whatever the deadline one met; the counts go to the log too.
+pub async fn sweep(store: &Store, queue: &Queue) -> SweepReport {
+    let report = SweepReport {
+        expired: sweep_overdue(store).await,
+        enqueued: sweep_outbox(store, queue).await,
+    };
+    tracing::info!(
+        expired = report.expired.done,
+        expired_skipped = report.expired.skipped,
+        enqueued = report.enqueued.done,
+        enqueue_skipped = report.enqueued.skipped,
+        "sweep done"
+    );
+    report
+}
+
+/// Fails every task whose claim deadline passed; returns how many it failed and skipped.
+pub async fn sweep_overdue(store: &Store) -> Swept {
     let now = clock::now();
-    let mut failed = 0;
+    let mut swept = Swept::default();
     for shard in DEADLINE_SHARDS {
-        for (task_id, deadline, timeout) in store.overdue_tasks(shard, &now, BATCH).await? {
-            if let TaskTransition::Applied(_) =
-                store.expire_task(&task_id, &deadline, timeout).await?
+        let entries = match store.overdue_tasks(shard, &now, BATCH).await {
+            Ok(entries) => entries,
+            Err(error) => {
+                tracing::warn!(shard = %shard, error = %error, "deadline shard unreadable; skipped");
+                swept.skipped += 1;
+                continue;
+            }
+        };
+        for entry in entries {
+            match store
+                .expire_task(&entry.task_id, &entry.deadline_at, entry.timeout_seconds)
+                .await
             {
-                tracing::info!(task_id = %task_id, "claim deadline passed; task failed");
-                failed += 1;
+                Ok(TaskTransition::Applied(_)) => {
+                    tracing::info!(task_id = %entry.task_id, "claim deadline passed; task failed");
+                    swept.done += 1;
+                }
+                Ok(TaskTransition::Refused(_)) => {}
+                Err(error) => {
+                    skip(&error, &entry.task_id, "expiry");
+                    swept.skipped += 1;
+                    set_aside(store, "gsi2", &entry.task_id, &entry.index_key).await;
+                }
             }
         }
     }
-    Ok(failed)
+    swept
+}
+
+fn skip(error: &StoreError, task_id: &str, what: &str) {
+    tracing::error!(task_id = %task_id, error = %error, sweep = what, "sweep skipped a task");
+}
+
+/// Moves a failing entry's index key forward so the next sweeps reach the entries behind it.
+async fn set_aside(store: &Store, index: &str, task_id: &str, seen: &str) {
+    if let Err(error) = store
+        .bump_index_entry(index, task_id, seen, SET_ASIDE_SECONDS)
+        .await
+    {
+        tracing::error!(task_id = %task_id, error = %error, "could not set a failing entry aside");
+    }
 }
 
 /// How long a re-enqueued outbox entry waits before the sweep may enqueue it again.
 const OUTBOX_RETRY_SECONDS: u64 = 60;
 
 /// Re-enqueues push tasks whose outbox entry fell due: the enqueue at open was lost, or an
-/// attempt died holding its lease. Returns how many it enqueued.
-pub async fn sweep_outbox(store: &Store, queue: &Queue) -> Result<usize, StoreError> {
+/// attempt died holding its lease.
+pub async fn sweep_outbox(store: &Store, queue: &Queue) -> Swept {
     sweep_outbox_until(store, queue, &clock::now()).await
 }
 
 /// [`sweep_outbox`] for entries due before `now` (a formatted moment).
-pub async fn sweep_outbox_until(
-    store: &Store,
-    queue: &Queue,
-    now: &str,
-) -> Result<usize, StoreError> {
-    let mut enqueued = 0;
+pub async fn sweep_outbox_until(store: &Store, queue: &Queue, now: &str) -> Swept {
+    let mut swept = Swept::default();
     for shard in OUTBOX_SHARDS {
-        for (task_id, seen) in store.outbox_due(shard, now, BATCH).await? {
-            if !store
-                .bump_outbox(&task_id, &seen, OUTBOX_RETRY_SECONDS)
-                .await?
-            {
+        let entries = match store.outbox_due(shard, now, BATCH).await {
+            Ok(entries) => entries,
+            Err(error) => {
+                tracing::warn!(shard = %shard, error = %error, "outbox shard unreadable; skipped");
+                swept.skipped += 1;
                 continue;
+            }
+        };
+        for (task_id, seen) in entries {
+            match store
+                .bump_index_entry("gsi1", &task_id, &seen, OUTBOX_RETRY_SECONDS)
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(error) => {
+                    skip(&error, &task_id, "outbox");
+                    swept.skipped += 1;
+                    continue;
+                }
             }
             match queue.enqueue(&task_id).await {
                 Ok(()) => {
                     tracing::info!(task_id = %task_id, "push task re-enqueued from the outbox");
-                    enqueued += 1;
+                    swept.done += 1;
                 }
                 Err(error) => {
-                    tracing::warn!(task_id = %task_id, error = %error, "re-enqueue failed")
+                    tracing::warn!(task_id = %task_id, error = %error, "re-enqueue failed");
+                    swept.skipped += 1;
                 }
             }
         }
     }
-    Ok(enqueued)
+    swept
 }

@@ -89,6 +89,7 @@ pub struct TestApp {
     pub table: String,
     pub push_queue_url: String,
     pub dead_letter_queue_url: String,
+    pub body_bucket: String,
     server: JoinHandle<()>,
     worker: Option<JoinHandle<()>>,
 }
@@ -105,6 +106,25 @@ impl Drop for TestApp {
 /// Where moto (SQS, KMS) listens: `AWS_ENDPOINT_URL`, as the test script exports it.
 pub fn moto_endpoint() -> String {
     std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "http://127.0.0.1:5000".into())
+}
+
+/// An S3 client for `endpoint` (path-style, as the emulator serves buckets), with test
+/// credentials, every request also noted by `recorder`.
+pub async fn s3_client(endpoint: &str, recorder: Option<&Recorder>) -> aws_sdk_s3::Client {
+    let sdk = forgebench::app::sdk_config()
+        .await
+        .expect("TLS configuration for the SDK");
+    let mut s3 = aws_sdk_s3::config::Builder::from(&sdk)
+        .endpoint_url(endpoint)
+        .force_path_style(true)
+        .region(aws_sdk_s3::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ));
+    if let Some(recorder) = recorder {
+        s3 = s3.interceptor(recorder.clone());
+    }
+    aws_sdk_s3::Client::from_conf(s3.build())
 }
 
 /// SQS and KMS clients for `endpoint`, with test credentials.
@@ -172,16 +192,23 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
         &self,
         context: &aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef<'_>,
         _runtime_components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
-        _cfg: &mut aws_smithy_types::config_bag::ConfigBag,
+        cfg: &mut aws_smithy_types::config_bag::ConfigBag,
     ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
         let request = context.request();
         let target = request.headers().get("x-amz-target").unwrap_or_default();
         let (service, operation) = target.split_once('.').unwrap_or(("", target));
-        let prefix = match service {
-            s if s.starts_with("DynamoDB") => "dynamodb",
-            s if s.starts_with("AmazonSQS") => "sqs",
-            s if s.starts_with("TrentService") => "kms",
-            _ => "unknown",
+        // S3 speaks REST without a target header: the operation's own metadata names it.
+        let metadata = cfg.load::<aws_smithy_runtime_api::client::orchestrator::Metadata>();
+        let (prefix, operation) = match service {
+            s if s.starts_with("DynamoDB") => ("dynamodb", operation),
+            s if s.starts_with("AmazonSQS") => ("sqs", operation),
+            s if s.starts_with("TrentService") => ("kms", operation),
+            _ => match metadata {
+                Some(metadata) if metadata.service().eq_ignore_ascii_case("s3") => {
+                    ("s3", metadata.name())
+                }
+                _ => ("unknown", operation),
+            },
         };
         let mut actions = Vec::new();
         if prefix == "dynamodb" && operation == "TransactWriteItems" {
@@ -280,7 +307,8 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     // them through a proxy the test controls.
     let direct = Store::new(dynamodb_client(&dynamodb_endpoint()).await, table.clone());
     let (direct_sqs, direct_kms) = sqs_and_kms(&moto_endpoint()).await;
-    let resources = forgebench::bootstrap::bootstrap(&direct, &direct_sqs, &direct_kms)
+    let direct_s3 = s3_client(&moto_endpoint(), None).await;
+    let resources = forgebench::bootstrap::bootstrap(&direct, &direct_sqs, &direct_kms, &direct_s3)
         .await
         .unwrap_or_else(|error| {
             panic!(
@@ -298,6 +326,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     }
     config.push_queue_url = Some(resources.push_queue_url.clone());
     config.kms_key_id = Some(resources.kms_key_id.clone());
+    config.body_bucket = Some(resources.body_bucket.clone());
     config.push_allowed_cidrs =
         forgebench::push::ssrf::Cidr::parse_list(options.push_allowed_cidrs).expect("cidrs");
     config.retry_schedule =
@@ -309,7 +338,8 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     }
     let client = aws_sdk_dynamodb::Client::from_conf(dynamodb.build());
     let (sqs, kms) = sqs_and_kms_recorded(&options.moto_endpoint, options.recorder.as_ref()).await;
-    let app = Arc::new(App::new(client, sqs, kms, config).expect("app"));
+    let s3 = s3_client(&options.moto_endpoint, options.recorder.as_ref()).await;
+    let app = Arc::new(App::new(client, sqs, kms, s3, config).expect("app"));
     let (listener, address) = forgebench_local::bind("127.0.0.1:0").await.expect("bind");
     let server = forgebench_local::serve(Arc::clone(&app), listener);
     let worker = options
@@ -327,6 +357,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         table,
         push_queue_url: resources.push_queue_url,
         dead_letter_queue_url: resources.push_dead_letter_queue_url,
+        body_bucket: resources.body_bucket,
         server,
         worker,
     }

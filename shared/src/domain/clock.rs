@@ -24,6 +24,11 @@ pub fn parse(text: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(text, &Rfc3339).ok()
 }
 
+/// Seconds since the Unix epoch now (the form DynamoDB's time to live reads).
+pub fn unix_now() -> u64 {
+    OffsetDateTime::now_utc().unix_timestamp().max(0) as u64
+}
+
 /// The moment `seconds` from now, formatted.
 pub fn after(seconds: u64) -> String {
     format(OffsetDateTime::now_utc() + time::Duration::seconds(seconds as i64))

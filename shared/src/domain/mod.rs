@@ -5,6 +5,7 @@ pub mod agent;
 pub mod binding;
 pub mod card;
 pub mod clock;
+pub mod content;
 pub mod jcs;
 pub mod keys;
 pub mod message;

@@ -12,7 +12,8 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::message::{parse_parts, Message, Part};
+use super::content::{PackedBody, INLINE_BODY_BYTES, MAX_TASK_CONTENT_BYTES};
+use super::message::{parse_parts, Message, Part, MAX_MESSAGE_BYTES};
 use super::Invalid;
 
 /// Most artifacts one result may carry.
@@ -112,15 +113,25 @@ impl Artifact {
     }
 }
 
-/// Parses a list of artifacts.
+/// Parses a list of artifacts: at most [`MAX_ARTIFACTS`], and at most [`MAX_MESSAGE_BYTES`]
+/// serialized in all, like one message.
 pub fn parse_artifacts(value: Option<&Value>, at: &str) -> Result<Vec<Artifact>, Invalid> {
     match value {
         None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) if items.len() <= MAX_ARTIFACTS => items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| Artifact::parse(item, &format!("{at}[{index}]")))
-            .collect(),
+        Some(Value::Array(items)) if items.len() <= MAX_ARTIFACTS => {
+            let artifacts = items
+                .iter()
+                .enumerate()
+                .map(|(index, item)| Artifact::parse(item, &format!("{at}[{index}]")))
+                .collect::<Result<Vec<Artifact>, Invalid>>()?;
+            let bytes = serde_json::to_vec(&artifacts).map_or(usize::MAX, |text| text.len());
+            if bytes > MAX_MESSAGE_BYTES {
+                return Err(Invalid(format!(
+                    "{at} is larger than {MAX_MESSAGE_BYTES} bytes serialized"
+                )));
+            }
+            Ok(artifacts)
+        }
         Some(Value::Array(_)) => Err(Invalid(format!(
             "{at} holds more than {MAX_ARTIFACTS} artifacts"
         ))),
@@ -258,6 +269,79 @@ impl TaskResult {
     }
 }
 
+/// A callee's answer ready for the task item: each body inline or a reference to where it is
+/// stored, and what it adds to the task's content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackedResult {
+    pub state: TaskState,
+    pub status_message: Option<PackedBody>,
+    pub history_entry: PackedBody,
+    pub artifacts: Option<PackedBody>,
+    pub error: Option<String>,
+}
+
+impl PackedResult {
+    /// Packs `result` for task `task_id` of `tenant_id`. A failure stays inline: its text is
+    /// bounded ([`MAX_ERROR_CHARS`], longer texts cut there) and it ends the task, so a task item
+    /// holds at most one.
+    pub fn pack(tenant_id: &str, task_id: &str, result: &TaskResult) -> PackedResult {
+        let pack = |value: &Value| PackedBody::pack(tenant_id, task_id, value, INLINE_BODY_BYTES);
+        let as_value = |message: &Message| serde_json::to_value(message).unwrap_or_default();
+        match result {
+            TaskResult::Failed { error } => {
+                let error: String = error.chars().take(MAX_ERROR_CHARS).collect();
+                let entry = Message::agent(vec![Part::Text(error.clone())]);
+                PackedResult {
+                    state: TaskState::Failed,
+                    status_message: None,
+                    history_entry: PackedBody::inline(&as_value(&entry)),
+                    artifacts: None,
+                    error: Some(error),
+                }
+            }
+            TaskResult::InputRequired { .. } => {
+                let entry = pack(&as_value(&result.history_message()));
+                PackedResult {
+                    state: TaskState::InputRequired,
+                    status_message: Some(entry.clone()),
+                    history_entry: entry,
+                    artifacts: None,
+                    error: None,
+                }
+            }
+            TaskResult::Completed { artifacts, message } => PackedResult {
+                state: TaskState::Completed,
+                status_message: message.as_ref().map(|message| pack(&as_value(message))),
+                history_entry: pack(&as_value(&result.history_message())),
+                artifacts: Some(pack(&serde_json::to_value(artifacts).unwrap_or_default())),
+                error: None,
+            },
+        }
+    }
+
+    /// Every body to write to the body store before the item.
+    pub fn bodies(&self) -> Vec<&PackedBody> {
+        let mut bodies = vec![&self.history_entry];
+        bodies.extend(self.status_message.iter());
+        bodies.extend(self.artifacts.iter());
+        bodies
+    }
+
+    /// The bytes this answer adds to the task's content (a question is its history entry and
+    /// its status message at once, counted once). A failure adds none: it is bounded and final.
+    pub fn content_bytes(&self) -> u64 {
+        match self.state {
+            TaskState::Failed => 0,
+            TaskState::InputRequired => self.history_entry.bytes,
+            _ => {
+                self.history_entry.bytes
+                    + self.status_message.as_ref().map_or(0, |body| body.bytes)
+                    + self.artifacts.as_ref().map_or(0, |body| body.bytes)
+            }
+        }
+    }
+}
+
 /// A task as stored and as every task route returns it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
@@ -285,11 +369,21 @@ pub struct Task {
     /// Push only: attempts made so far, and when the callee accepted the task to finish later.
     pub delivery_attempts: u64,
     pub delivered_at: Option<String>,
+    /// Bytes of message and artifact bodies the task holds, against [`MAX_TASK_CONTENT_BYTES`].
+    pub content_bytes: u64,
+    /// When the task (and every body stored for it) expires, in seconds since the epoch; `None`
+    /// for tasks written before retention was set.
+    pub expires_at: Option<u64>,
     pub created_at: String,
     pub updated_at: String,
 }
 
 impl Task {
+    /// Whether adding `bytes` of bodies would take the task past [`MAX_TASK_CONTENT_BYTES`].
+    pub fn would_overflow(&self, bytes: u64) -> bool {
+        self.content_bytes.saturating_add(bytes) > MAX_TASK_CONTENT_BYTES
+    }
+
     /// The caller's newest message: the opening message, or its answer to the callee's latest
     /// question. A push delivery carries this one.
     pub fn latest_caller_message(&self) -> &Value {
@@ -436,6 +530,8 @@ mod tests {
             deadline_at: Some("2026-01-01T00:00:05.000000Z".into()),
             delivery_attempts: 0,
             delivered_at: None,
+            content_bytes: 0,
+            expires_at: None,
             created_at: String::new(),
             updated_at: String::new(),
         };

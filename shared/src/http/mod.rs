@@ -20,6 +20,8 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::config::API_MAX_WAIT_SECONDS;
+use crate::domain::content::{PackedBody, INLINE_BODY_BYTES, MAX_TASK_CONTENT_BYTES};
+use crate::domain::{Message, Task};
 use crate::error::{json_response, ApiError};
 
 pub use router::{Route, RouteMiss};
@@ -115,6 +117,57 @@ pub(crate) fn wait_param(request: &Request, app: &App) -> Result<Duration, ApiEr
         })?;
     Ok(Duration::from_secs(
         seconds.min(app.config.max_wait_seconds),
+    ))
+}
+
+/// `200` with `task` in full: every body stored outside its item read back in place, those this
+/// request just wrote (`written`) from memory.
+pub(crate) async fn task_ok(app: &App, task: Task, written: &[&PackedBody]) -> HandlerResult {
+    ok(&full_task(app, task, written).await?.to_json())
+}
+
+/// `task` with every stored body in place of its reference.
+pub(crate) async fn full_task(
+    app: &App,
+    mut task: Task,
+    written: &[&PackedBody],
+) -> Result<Task, ApiError> {
+    app.bodies.resolve(&mut task, written).await?;
+    Ok(task)
+}
+
+/// The body of a message as a task item stores it: inline when small, otherwise written to the
+/// body store now (before the item that will point at it) and referenced.
+pub(crate) async fn store_message(
+    app: &App,
+    task: &Task,
+    message: &Message,
+) -> Result<PackedBody, ApiError> {
+    let packed = pack_message(&task.tenant_id, &task.id, message)?;
+    app.bodies.store(&[&packed]).await?;
+    Ok(packed)
+}
+
+/// A message packed for task `task_id` of `tenant_id`, not stored yet.
+pub(crate) fn pack_message(
+    tenant_id: &str,
+    task_id: &str,
+    message: &Message,
+) -> Result<PackedBody, ApiError> {
+    let value = serde_json::to_value(message).map_err(|_| ApiError::Internal)?;
+    Ok(PackedBody::pack(
+        tenant_id,
+        task_id,
+        &value,
+        INLINE_BODY_BYTES,
+    ))
+}
+
+/// The `413` for a write that would take a task past [`MAX_TASK_CONTENT_BYTES`].
+pub(crate) fn content_too_large() -> ApiError {
+    ApiError::TooLarge(format!(
+        "the task would hold more than {MAX_TASK_CONTENT_BYTES} bytes of messages and artifacts; \
+         open a new task in this conversation"
     ))
 }
 

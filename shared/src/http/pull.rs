@@ -5,11 +5,16 @@ use lambda_http::{Body, Request, Response};
 use tokio::time::Instant;
 
 use super::tasks::{agent_principal, expire_if_overdue, task_id_param};
-use super::{json_body, json_object, only_fields, wait_param, HandlerResult};
+use super::{
+    content_too_large, json_body, json_object, only_fields, pack_message, task_ok, wait_param,
+    HandlerResult,
+};
 use crate::app::App;
+use crate::bodies::BodyError;
+use crate::domain::content::{PackedBody, MAX_TASK_CONTENT_BYTES};
 use crate::domain::message::Role;
 use crate::domain::task::{
-    ResultRejection, TaskResult, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES,
+    PackedResult, ResultRejection, TaskResult, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES,
 };
 use crate::domain::{clock, Message, Task, TaskState};
 use crate::error::ApiError;
@@ -30,7 +35,10 @@ pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
         match app.store.claim_next(&agent_id).await? {
             ClaimOutcome::Claimed(task) => {
                 tracing::info!(task_id = %task.id, call_id = %task.call_id, "task claimed");
-                return super::ok(&task.to_json());
+                if let Some(task) = hand_over(app, *task, &principal.tenant_id, &agent_id).await? {
+                    return super::ok(&task.to_json());
+                }
+                continue;
             }
             ClaimOutcome::Contended if contended < CONTENDED_RETRIES => {
                 contended += 1;
@@ -48,6 +56,59 @@ pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
     }
 }
 
+/// A claimed task in full, ready to hand to its callee. When its stored bodies cannot be read
+/// for now, the claim is undone (the task goes back on the queue) and the poll answers 503;
+/// when they are gone for good, the task fails and `None` tells the poll to take the next one.
+async fn hand_over(
+    app: &App,
+    mut task: Task,
+    tenant_id: &str,
+    agent_id: &str,
+) -> Result<Option<Task>, ApiError> {
+    let error = match app.bodies.resolve(&mut task, &[]).await {
+        Ok(()) => return Ok(Some(task)),
+        Err(error) => error,
+    };
+    if let BodyError::Unavailable(cause) = &error {
+        tracing::warn!(task_id = %task.id, cause = %cause, "body store unavailable; claim undone");
+        app.store.unclaim(&task).await?;
+        return Err(ApiError::Unavailable);
+    }
+    tracing::error!(task_id = %task.id, error = %error, "a claimed task's content cannot be read; failing it");
+    let failure = TaskResult::Failed {
+        error: "the task's content could not be read".into(),
+    };
+    let failure = PackedResult::pack(tenant_id, &task.id, &failure);
+    app.store
+        .finish_task(&task.id, tenant_id, agent_id, &failure)
+        .await?;
+    Ok(None)
+}
+
+/// When a callee's answer carries bodies that must be stored outside the task item, whether the
+/// callee holds the task, read first so that nothing is stored for a write that would be refused.
+async fn check_held_before_storing(
+    app: &App,
+    task_id: &str,
+    tenant_id: &str,
+    agent_id: &str,
+    bodies: &[&PackedBody],
+) -> Result<(), ApiError> {
+    if bodies.iter().all(|body| body.offload.is_none()) {
+        return Ok(());
+    }
+    let current = app
+        .store
+        .get_task(task_id)
+        .await?
+        .ok_or(ApiError::TaskNotFound)?;
+    if !held_in_time(&current, tenant_id, agent_id) {
+        return Err(refused_to_callee(app, current, tenant_id, agent_id).await?);
+    }
+    app.bodies.store(bodies).await?;
+    Ok(())
+}
+
 /// `POST /v1/agents/me/tasks/{id}/result` with a TaskResultIn: only the callee holding the task,
 /// only while it is `working`.
 pub async fn post_result(app: &App, request: Request) -> HandlerResult {
@@ -59,19 +120,38 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
         ResultRejection::WorkingFromPull => ApiError::PullResultWorking,
         ResultRejection::Invalid(invalid) => invalid.into(),
     })?;
+    let result = PackedResult::pack(&principal.tenant_id, &task_id, &result);
+    if result.content_bytes() > MAX_TASK_CONTENT_BYTES {
+        return Err(content_too_large());
+    }
+    let tenant_id = &principal.tenant_id;
+    check_held_before_storing(app, &task_id, tenant_id, &agent_id, &result.bodies()).await?;
     let transition = app
         .store
-        .finish_task(&task_id, &principal.tenant_id, &agent_id, &result)
+        .finish_task(&task_id, tenant_id, &agent_id, &result)
         .await?;
     let current = match transition {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, state = task.state.as_str(), "task answered");
-            return super::ok(&task.to_json());
+            return task_ok(app, task, &result.bodies()).await;
         }
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),
         TaskTransition::Refused(Some(task)) => task,
     };
-    Err(refused_to_callee(app, current, &principal.tenant_id, &agent_id).await?)
+    if held_in_time(&current, tenant_id, &agent_id)
+        && current.would_overflow(result.content_bytes())
+    {
+        return Err(content_too_large());
+    }
+    Err(refused_to_callee(app, current, tenant_id, &agent_id).await?)
+}
+
+/// Whether `task` is a working task of this callee, before its deadline.
+fn held_in_time(task: &Task, tenant_id: &str, agent_id: &str) -> bool {
+    task.tenant_id == tenant_id
+        && task.callee_agent_id == agent_id
+        && task.state == TaskState::Working
+        && !task.is_overdue(&clock::now())
 }
 
 /// Why a callee's write on a task it should hold was refused, as the error to answer with: the
@@ -116,28 +196,32 @@ pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
         ));
     }
     message.role = Role::Agent;
+    let tenant_id = &principal.tenant_id;
+    let message = pack_message(tenant_id, &task_id, &message)?;
+    check_held_before_storing(app, &task_id, tenant_id, &agent_id, &[&message]).await?;
     let transition = app
         .store
-        .report_progress(&task_id, &principal.tenant_id, &agent_id, &message)
+        .report_progress(&task_id, tenant_id, &agent_id, &message)
         .await?;
     let current = match transition {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "task progress reported");
-            return super::ok(&task.to_json());
+            return task_ok(app, task, &[&message]).await;
         }
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),
         TaskTransition::Refused(Some(task)) => task,
     };
-    // Held by this callee and on time, so only the history's room refused it.
-    let held = current.tenant_id == principal.tenant_id
-        && current.callee_agent_id == agent_id
-        && current.state == TaskState::Working
-        && !current.is_overdue(&clock::now());
-    if held && current.history.len() >= MAX_HISTORY_BEFORE_ANSWER {
-        return Err(ApiError::LimitReached(format!(
-            "a task holds {MAX_TASK_MESSAGES} messages and the last is kept for the answer; \
-             answer this one or open a new task"
-        )));
+    // Held by this callee and on time, so only the history's room or the content cap refused it.
+    if held_in_time(&current, tenant_id, &agent_id) {
+        if current.history.len() >= MAX_HISTORY_BEFORE_ANSWER {
+            return Err(ApiError::LimitReached(format!(
+                "a task holds {MAX_TASK_MESSAGES} messages and the last is kept for the answer; \
+                 answer this one or open a new task"
+            )));
+        }
+        if current.would_overflow(message.bytes) {
+            return Err(content_too_large());
+        }
     }
     Err(refused_to_callee(app, current, &principal.tenant_id, &agent_id).await?)
 }

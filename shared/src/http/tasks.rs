@@ -7,9 +7,13 @@ use lambda_http::Request;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::{json_object, only_fields, path_param, wait_param, HandlerResult};
+use super::{
+    content_too_large, full_task, json_object, only_fields, path_param, store_message, task_ok,
+    wait_param, HandlerResult,
+};
 use crate::app::App;
 use crate::domain::binding::{admit, binding_id, RefusalReason};
+use crate::domain::content::{PackedBody, INLINE_BODY_BYTES};
 use crate::domain::task::{keyed_task_id, Delivery, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
 use crate::domain::{clock, Agent, AgentRef, Message, Principal, PrincipalKind, Task, TaskState};
 use crate::error::{json_response, ApiError};
@@ -96,6 +100,21 @@ async fn refusal_reason(
             .err()
             .unwrap_or(RefusalReason::NoBinding),
     )
+}
+
+/// Why the gate would refuse this caller now, read before anything is stored for it; the open
+/// transaction checks the same again at the instant it writes.
+async fn precheck_refusal(
+    app: &App,
+    principal: &Principal,
+    caller_id: &str,
+    callee: &Agent,
+) -> Result<Option<RefusalReason>, ApiError> {
+    let binding = app
+        .store
+        .get_binding(&binding_id(caller_id, &callee.id))
+        .await?;
+    Ok(admit(&principal.tenant_id, Some(callee), binding.as_ref()).err())
 }
 
 fn parse_uuid(text: &str) -> Result<uuid::Uuid, ApiError> {
@@ -186,6 +205,14 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
     };
     let keyed = message.message_id.is_some();
     let input = serde_json::to_value(&message).map_err(|_| ApiError::Internal)?;
+    let input = PackedBody::pack(&principal.tenant_id, &task_id, &input, INLINE_BODY_BYTES);
+    if input.offload.is_some() {
+        // Nothing is stored for a caller the gate would refuse anyway.
+        if let Some(reason) = precheck_refusal(app, &principal, &caller_id, &callee).await? {
+            return Err(refuse(app, &principal, &callee.id, reason, &call_id).await);
+        }
+        app.bodies.store(&[&input]).await?;
+    }
     let task = Task {
         id: task_id.clone(),
         tenant_id: principal.tenant_id.clone(),
@@ -198,10 +225,10 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
         state: TaskState::Submitted,
         status_message: None,
         status_timestamp: now.clone(),
-        input: input.clone(),
+        input: input.stored.clone(),
         artifacts: json!([]),
         error: None,
-        history: vec![input],
+        history: vec![input.stored.clone()],
         call_id: call_id.clone(),
         parent_call_id,
         root_call_id,
@@ -214,6 +241,8 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
         deadline_at: None,
         delivery_attempts: 0,
         delivered_at: None,
+        content_bytes: input.bytes,
+        expires_at: Some(app.config.task_expiry()),
         created_at: now.clone(),
         updated_at: now,
     };
@@ -237,7 +266,9 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
         Err(StoreError::Unavailable(reason)) if keyed => {
             tokio::time::sleep(Duration::from_millis(50)).await;
             return match app.store.get_task(&task_id).await? {
-                Some(existing) => replay_open(app, &caller_id, &callee.id, existing, wait).await,
+                Some(existing) => {
+                    replay_open(app, &caller_id, &callee.id, existing, wait, &input).await
+                }
                 None => Err(StoreError::Unavailable(reason).into()),
             };
         }
@@ -251,7 +282,7 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
                 .get_task(&task_id)
                 .await?
                 .ok_or(ApiError::Internal)?;
-            return replay_open(app, &caller_id, &callee.id, existing, wait).await;
+            return replay_open(app, &caller_id, &callee.id, existing, wait, &input).await;
         }
         Err(OpenRefusal::BindingNotLive | OpenRefusal::CalleeNotActive) => {
             let reason = refusal_reason(app, &principal, &caller_id, &callee.id).await?;
@@ -275,7 +306,7 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
             tracing::warn!(task_id = %task_id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
         }
     }
-    opened_response(app, open.task, wait).await
+    opened_response(app, open.task, wait, &input).await
 }
 
 /// The answer to an open repeated with the same `message_id`: the task the first one wrote, as
@@ -286,6 +317,7 @@ async fn replay_open(
     callee_id: &str,
     task: Task,
     wait: Duration,
+    written: &PackedBody,
 ) -> HandlerResult {
     // The id is derived from this caller and callee; anything else under it is not theirs.
     if task.caller_agent_id != caller_id || task.callee_agent_id != callee_id {
@@ -293,16 +325,22 @@ async fn replay_open(
     }
     tracing::info!(task_id = %task.id, call_id = %task.call_id, "task open repeated; existing task returned");
     let task = expire_if_overdue(app, task).await?;
-    opened_response(app, task, wait).await
+    opened_response(app, task, wait, written).await
 }
 
 /// `200` with the task (after waiting up to `wait` for its answer) and its call id.
-async fn opened_response(app: &App, task: Task, wait: Duration) -> HandlerResult {
+async fn opened_response(
+    app: &App,
+    task: Task,
+    wait: Duration,
+    written: &PackedBody,
+) -> HandlerResult {
     let task = if wait.is_zero() {
         task
     } else {
         wait_for_answer(app, task, wait).await?
     };
+    let task = full_task(app, task, &[written]).await?;
     let mut response = json_response(StatusCode::OK, &task.to_json());
     if let Ok(value) = HeaderValue::from_str(&task.call_id) {
         response.headers_mut().insert("x-call-id", value);
@@ -415,7 +453,7 @@ pub async fn get(app: &App, request: Request) -> HandlerResult {
     let task = readable_task(app, &principal, &task_id, &segment).await?;
     let task = expire_if_overdue(app, task).await?;
     let task = wait_for_answer(app, task, wait).await?;
-    super::ok(&task.to_json())
+    task_ok(app, task, &[]).await
 }
 
 /// `POST /v1/agents/{callee}/tasks/{id}/cancel`: only the caller; canceling a finished task
@@ -449,7 +487,7 @@ pub async fn cancel(app: &App, request: Request) -> HandlerResult {
     {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "task canceled");
-            super::ok(&task.to_json())
+            task_ok(app, task, &[]).await
         }
         TaskTransition::Refused(None) => Err(ApiError::TaskNotFound),
         TaskTransition::Refused(Some(task)) => {
@@ -461,7 +499,7 @@ pub async fn cancel(app: &App, request: Request) -> HandlerResult {
                 ))
             } else {
                 // Already finished: canceling is a no-op, not an error.
-                super::ok(&task.to_json())
+                task_ok(app, task, &[]).await
             }
         }
     }
@@ -487,6 +525,10 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
     }
     let task = expire_if_overdue(app, task).await?;
     not_waiting_for_input(&task)?;
+    let message = store_message(app, &task, &message).await?;
+    if task.would_overflow(message.bytes) {
+        return Err(content_too_large());
+    }
     let mut audit = AuditEntry::new(&principal, "task.message", &task.callee_agent_id);
     audit.call_id = Some(task.call_id.clone());
     audit.task_id = Some(task.id.clone());
@@ -500,6 +542,9 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
                 .await?
                 .ok_or(ApiError::TaskNotFound)?;
             not_waiting_for_input(&current)?;
+            if current.would_overflow(message.bytes) {
+                return Err(content_too_large());
+            }
             return Err(ApiError::Unavailable);
         }
         Err(InputRefusal::BindingNotLive | InputRefusal::CalleeNotActive) => {
@@ -534,7 +579,7 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
         .get_task(&task.id)
         .await?
         .ok_or(ApiError::TaskNotFound)?;
-    super::ok(&answered.to_json())
+    task_ok(app, answered, &[&message]).await
 }
 
 /// `Ok` for a task that waits for its caller's input with room in its history; otherwise the

@@ -11,8 +11,9 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 use super::ssrf::{AddressPolicy, HostResolver, PushUrl, Refusal};
 
-/// Largest response body read from an endpoint (the API's message limit).
-pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+/// Largest response body read from an endpoint: a result whose artifacts and message are each
+/// at the API's 1 MiB limit, with room for its JSON envelope.
+pub const MAX_RESPONSE_BYTES: usize = 2 * 1024 * 1024 + 64 * 1024;
 
 /// A resolver for reqwest that refuses a name if any of its addresses is not allowed.
 struct GuardedResolver {
@@ -59,7 +60,9 @@ pub enum DialError {
     Timeout,
     #[error("connection failed")]
     Connect,
-    #[error("the response was larger than {MAX_RESPONSE_BYTES} bytes")]
+    #[error(
+        "answer too large: the endpoint's response was larger than {MAX_RESPONSE_BYTES} bytes"
+    )]
     TooLarge,
     #[error("request failed")]
     Other,

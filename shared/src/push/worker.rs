@@ -19,7 +19,9 @@ use super::endpoint::{AuthScheme, Endpoint};
 use super::queue::{Job, Queue};
 use super::signature::sign_delivery;
 use super::verdict::{judge, RetrySchedule, Verdict};
-use crate::domain::task::Delivery;
+use crate::bodies::{Bodies, BodyError};
+use crate::domain::content::MAX_TASK_CONTENT_BYTES;
+use crate::domain::task::{Delivery, PackedResult};
 use crate::domain::{clock, AgentRef, Task, TaskState};
 use crate::signing::SigningCache;
 use crate::store::{Attempt, Store, StoreError, TaskTransition};
@@ -41,6 +43,7 @@ const STORE_RETRY: Duration = Duration::from_secs(10);
 
 pub struct Worker {
     pub store: Store,
+    pub bodies: Bodies,
     pub vault: Vault,
     pub queue: Queue,
     pub dialer: Dialer,
@@ -154,11 +157,33 @@ impl Worker {
             },
             _ => None,
         };
+        let message = match self
+            .bodies
+            .resolve_value(task.latest_caller_message())
+            .await
+        {
+            Ok(message) => message,
+            Err(BodyError::Unavailable(cause)) => {
+                tracing::warn!(cause = %cause, "body store unavailable; will retry");
+                self.store
+                    .release_for_retry(task_id, &token, STORE_RETRY.as_secs())
+                    .await?;
+                return Ok(JobOutcome::RetryIn(STORE_RETRY));
+            }
+            Err(error) => {
+                tracing::error!(error = %error, "the task's content cannot be read; failing it");
+                let error = "delivery failed: the task's content could not be read";
+                self.store
+                    .fail_delivery(task_id, Some(&token), error)
+                    .await?;
+                return Ok(JobOutcome::Done);
+            }
+        };
         let mut headers = request_headers(&task, &endpoint, secret.as_deref());
         let body = json!({
             "task_id": task.id,
             "call_id": task.call_id,
-            "message": task.latest_caller_message(),
+            "message": message,
         })
         .to_string();
         match self.signing.active(&self.store, &self.vault).await {
@@ -201,10 +226,30 @@ impl Worker {
             },
         };
         tracing::info!(attempt, status = ?record.status, latency_ms, "delivery attempt");
-        self.store.record_attempt(task_id, &record).await?;
+        self.store
+            .record_attempt(task_id, &record, task.expires_at)
+            .await?;
 
         match verdict {
             Verdict::Answered(result) => {
+                let result = PackedResult::pack(&task.tenant_id, task_id, &result);
+                if task.would_overflow(result.content_bytes()) {
+                    let error = format!(
+                        "answer too large: the task would hold more than {MAX_TASK_CONTENT_BYTES} \
+                         bytes of messages and artifacts"
+                    );
+                    self.store
+                        .fail_delivery(task_id, Some(&token), &error)
+                        .await?;
+                    return Ok(JobOutcome::Done);
+                }
+                if let Err(error) = self.bodies.store(&result.bodies()).await {
+                    tracing::warn!(error = %error, "cannot store the answer's bodies; will retry");
+                    self.store
+                        .release_for_retry(task_id, &token, STORE_RETRY.as_secs())
+                        .await?;
+                    return Ok(JobOutcome::RetryIn(STORE_RETRY));
+                }
                 match self
                     .store
                     .apply_push_answer(task_id, &token, &result)

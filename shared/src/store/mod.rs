@@ -32,7 +32,8 @@ pub use bindings::BindingWrite;
 pub use cards::SigningKeyRecord;
 pub use push::Attempt;
 pub use tasks::{
-    ClaimOutcome, ContextJoin, InputRefusal, OpenRefusal, OpenTask, TaskTransition, DEADLINE_SHARDS,
+    ClaimOutcome, ContextJoin, InputRefusal, OpenRefusal, OpenTask, OverdueEntry, TaskTransition,
+    DEADLINE_SHARDS,
 };
 pub use tenancy::KeyRecord;
 

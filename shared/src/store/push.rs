@@ -9,10 +9,10 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 
 use super::item::{key, n, opt_s, s, Reader};
-use super::tasks::{deadline_shard, outbox_shard, task_key};
+use super::tasks::{deadline_shard, outbox_shard, task_key, WITHIN_CONTENT_CAP};
 use super::{classify, Store, StoreError, TaskTransition};
 use crate::domain::clock;
-use crate::domain::task::TaskResult;
+use crate::domain::task::{PackedResult, TaskResult};
 
 /// One recorded delivery attempt.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,11 +99,13 @@ impl Store {
         &self,
         task_id: &str,
         token: &str,
-        result: &TaskResult,
+        result: &PackedResult,
     ) -> Result<TaskTransition, StoreError> {
         let update = self
             .answer_update(task_id, result)
-            .condition_expression("#state = :working AND lease_token = :token")
+            .condition_expression(format!(
+                "#state = :working AND lease_token = :token{WITHIN_CONTENT_CAP}"
+            ))
             .expression_attribute_values(":token", s(token));
         self.transition(update).await
     }
@@ -146,22 +148,29 @@ impl Store {
             error: error.to_owned(),
         };
         let mut update = self
-            .answer_update(task_id, &failure)
+            .answer_update(task_id, &PackedResult::pack("", task_id, &failure))
             .expression_attribute_values(":submitted", s("submitted"));
         update = match token {
             Some(token) => update
-                .condition_expression("#state IN (:submitted, :working) AND lease_token = :token")
+                .condition_expression(format!(
+                    "#state IN (:submitted, :working) AND lease_token = :token{WITHIN_CONTENT_CAP}"
+                ))
                 .expression_attribute_values(":token", s(token)),
-            None => update.condition_expression(
+            None => update.condition_expression(format!(
                 "#state IN (:submitted, :working) AND attribute_not_exists(delivered_at) \
-                 AND (attribute_not_exists(lease_until) OR lease_until < :now)",
-            ),
+                 AND (attribute_not_exists(lease_until) OR lease_until < :now){WITHIN_CONTENT_CAP}"
+            )),
         };
         self.transition(update).await
     }
 
-    /// Records one delivery attempt under its task.
-    pub async fn record_attempt(&self, task_id: &str, attempt: &Attempt) -> Result<(), StoreError> {
+    /// Records one delivery attempt under its task, expiring with it.
+    pub async fn record_attempt(
+        &self,
+        task_id: &str,
+        attempt: &Attempt,
+        expires_at: Option<u64>,
+    ) -> Result<(), StoreError> {
         let mut item = key(
             format!("TASK#{task_id}"),
             format!("ATTEMPT#{:04}", attempt.number),
@@ -178,6 +187,9 @@ impl Store {
         );
         item.insert("latency_ms".into(), n(attempt.latency_ms));
         item.insert("error".into(), opt_s(attempt.error.as_deref()));
+        if let Some(expires_at) = expires_at {
+            item.insert("expires_at".into(), n(expires_at));
+        }
         self.client
             .put_item()
             .table_name(&self.table)
@@ -227,10 +239,12 @@ impl Store {
             .collect()
     }
 
-    /// Pushes an outbox entry's due time forward, if nobody moved it since it was read. Returns
-    /// whether this caller moved it (and so should re-enqueue the task).
-    pub async fn bump_outbox(
+    /// Pushes a task's entry on `index` (`gsi1`: the outbox, `gsi2`: the deadlines) forward by
+    /// `seconds`, if nobody moved it since it was read as `seen`. Returns whether this caller
+    /// moved it. The write never grows the item: the new key has the old one's length.
+    pub async fn bump_index_entry(
         &self,
+        index: &str,
         task_id: &str,
         seen: &str,
         seconds: u64,
@@ -241,8 +255,9 @@ impl Store {
             .update_item()
             .table_name(&self.table)
             .set_key(Some(task_key(task_id)))
-            .update_expression("SET gsi1sk = :due")
-            .condition_expression("gsi1sk = :seen")
+            .update_expression("SET #sk = :due")
+            .condition_expression("#sk = :seen")
+            .expression_attribute_names("#sk", format!("{index}sk"))
             .expression_attribute_values(":due", s(format!("{due}#{task_id}")))
             .expression_attribute_values(":seen", s(seen))
             .send()

@@ -16,11 +16,17 @@ use super::audit::AuditEntry;
 use super::item::{json, key, n, opt_s, s, Item, Reader};
 use super::{classify, Store, StoreError, TransactError};
 use crate::domain::binding::binding_id;
-use crate::domain::task::{deadline_error, Delivery, TaskResult, MAX_HISTORY_BEFORE_ANSWER};
-use crate::domain::{clock, Message, Task, TaskState};
+use crate::domain::content::{PackedBody, MAX_TASK_CONTENT_BYTES};
+use crate::domain::task::{
+    deadline_error, Delivery, PackedResult, TaskResult, MAX_HISTORY_BEFORE_ANSWER,
+};
+use crate::domain::{clock, Task, TaskState};
 
 /// Most tasks one conversation may hold.
 pub const MAX_TASKS_PER_CONTEXT: u64 = 100;
+/// The error of a queued task that no claim can take.
+const UNCLAIMABLE_ERROR: &str =
+    "the task could not be handed to its callee: its stored record is unreadable or too large";
 /// How many queued tasks a claim looks at per index read.
 const CLAIM_CANDIDATES: i32 = 16;
 
@@ -44,8 +50,22 @@ pub const DEADLINE_SHARDS: [char; 16] = [
     '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f',
 ];
 
-pub(crate) fn message_text(message: &Message) -> AttributeValue {
-    s(serde_json::to_string(message).unwrap_or_else(|_| "{}".into()))
+/// A packed body as the item stores it: its JSON text, inline or a reference.
+pub(crate) fn body_text(body: &PackedBody) -> AttributeValue {
+    s(body.text())
+}
+
+/// The condition that keeps a task's bodies within [`MAX_TASK_CONTENT_BYTES`] after a write adds
+/// `added` bytes (`:room` is bound by [`with_content_room`]).
+pub(crate) const WITHIN_CONTENT_CAP: &str =
+    " AND (attribute_not_exists(content_bytes) OR content_bytes <= :room)";
+
+/// Binds `:room` and `:added` for a write that adds `added` bytes of bodies under
+/// [`WITHIN_CONTENT_CAP`]. Callers refuse an `added` over the cap before writing.
+fn with_content_room(update: UpdateItemFluentBuilder, added: u64) -> UpdateItemFluentBuilder {
+    update
+        .expression_attribute_values(":room", n(MAX_TASK_CONTENT_BYTES.saturating_sub(added)))
+        .expression_attribute_values(":added", n(added))
 }
 
 fn to_item(task: &Task) -> Item {
@@ -90,6 +110,10 @@ fn to_item(task: &Task) -> Item {
         "claim_timeout_seconds".into(),
         n(task.claim_timeout_seconds),
     );
+    item.insert("content_bytes".into(), n(task.content_bytes));
+    if let Some(expires_at) = task.expires_at {
+        item.insert("expires_at".into(), n(expires_at));
+    }
     item.insert("created_at".into(), s(&task.created_at));
     item.insert("updated_at".into(), s(&task.updated_at));
     if task.state == TaskState::Submitted {
@@ -152,10 +176,28 @@ impl TryFrom<&Item> for Task {
                 None => 0,
             },
             delivered_at: read.opt_s("delivered_at")?,
+            content_bytes: match item.get("content_bytes") {
+                Some(_) => read.n("content_bytes")?,
+                None => 0,
+            },
+            expires_at: match item.get("expires_at") {
+                Some(_) => Some(read.n("expires_at")?),
+                None => None,
+            },
             created_at: read.s("created_at")?,
             updated_at: read.s("updated_at")?,
         })
     }
+}
+
+/// A working task whose claim deadline passed, as the deadline index lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverdueEntry {
+    pub task_id: String,
+    pub deadline_at: String,
+    pub timeout_seconds: u64,
+    /// The entry's sort key on the index, to move it aside if it cannot be handled.
+    pub index_key: String,
 }
 
 /// The conversation a new task joins.
@@ -367,9 +409,13 @@ impl Store {
         Ok(TransactWriteItem::builder().condition_check(check).build())
     }
 
+    /// The task, unless it does not exist or is past its retention (the store's time to live
+    /// deletes such items some time later; until then they are already gone to every reader).
     pub async fn get_task(&self, task_id: &str) -> Result<Option<Task>, StoreError> {
         let output = self.get(task_key(task_id)).await?;
-        output.as_ref().map(Task::try_from).transpose()
+        let task = output.as_ref().map(Task::try_from).transpose()?;
+        let now = clock::unix_now();
+        Ok(task.filter(|task| task.expires_at.is_none_or(|at| at > now)))
     }
 
     /// Runs a conditional update on a task and returns the new task, or the old one when the
@@ -407,7 +453,9 @@ impl Store {
     }
 
     /// Claims one queued task of `callee_id`, trying the oldest candidates in a rotated order so
-    /// that concurrent pollers mostly try different tasks.
+    /// that concurrent pollers mostly try different tasks. A candidate that cannot be taken (an
+    /// unreadable or oversized item left by an older version) is failed and passed over, so one
+    /// task never stops its callee's queue.
     pub async fn claim_next(&self, callee_id: &str) -> Result<ClaimOutcome, StoreError> {
         let output = self
             .client
@@ -429,75 +477,137 @@ impl Store {
         let start = u32::from_le_bytes(offset) as usize % candidates.len();
         for index in 0..candidates.len() {
             let candidate = Reader(&candidates[(start + index) % candidates.len()]);
-            let task_id = candidate.s("id")?;
-            let timeout = candidate.n("claim_timeout_seconds")?;
-            let now = clock::now();
-            let deadline = clock::after(timeout);
-            let update = self
-                .task_update(&task_id)
-                .update_expression(
-                    "SET #state = :working, status_timestamp = :now, updated_at = :now, \
-                     deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key \
-                     REMOVE gsi1pk, gsi1sk",
-                )
-                .condition_expression("#state IN (:submitted, :working) AND gsi1pk = :queue")
-                .expression_attribute_values(":working", s("working"))
-                .expression_attribute_values(":submitted", s("submitted"))
-                .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
-                .expression_attribute_values(":now", s(&now))
-                .expression_attribute_values(":deadline", s(&deadline))
-                .expression_attribute_values(":shard", s(deadline_shard(&task_id)))
-                .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
-            if let TaskTransition::Applied(task) = self.transition(update).await? {
-                return Ok(ClaimOutcome::Claimed(Box::new(task)));
+            let Ok(task_id) = candidate.s("id") else {
+                tracing::error!("a queue entry without a task id; skipped");
+                continue;
+            };
+            match self.claim_candidate(callee_id, &task_id, &candidate).await {
+                Ok(Some(task)) => return Ok(ClaimOutcome::Claimed(Box::new(task))),
+                Ok(None) => {}
+                Err(error @ StoreError::Unavailable(_)) => return Err(error),
+                Err(error) => {
+                    tracing::error!(task_id = %task_id, error = %error, "a queued task cannot be claimed; failing it and passing over");
+                    if let Err(error) = self.fail_unclaimable(callee_id, &task_id).await {
+                        tracing::error!(task_id = %task_id, error = %error, "could not fail an unclaimable task");
+                    }
+                }
             }
         }
         Ok(ClaimOutcome::Contended)
     }
 
+    /// One claim attempt on one candidate: the task, or `None` when another poller took it.
+    async fn claim_candidate(
+        &self,
+        callee_id: &str,
+        task_id: &str,
+        candidate: &Reader<'_>,
+    ) -> Result<Option<Task>, StoreError> {
+        let timeout = candidate.n("claim_timeout_seconds")?;
+        let now = clock::now();
+        let deadline = clock::after(timeout);
+        let update = self
+            .task_update(task_id)
+            .update_expression(
+                "SET #state = :working, status_timestamp = :now, updated_at = :now, \
+                 deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key \
+                 REMOVE gsi1pk, gsi1sk",
+            )
+            .condition_expression("#state IN (:submitted, :working) AND gsi1pk = :queue")
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
+            .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()))
+            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
+            .expression_attribute_values(":now", s(&now))
+            .expression_attribute_values(":deadline", s(&deadline))
+            .expression_attribute_values(":shard", s(deadline_shard(task_id)))
+            .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
+        match self.transition(update).await? {
+            TaskTransition::Applied(task) => Ok(Some(task)),
+            TaskTransition::Refused(_) => Ok(None),
+        }
+    }
+
+    /// Fails a queued task no claim can take, with a write that does not grow it.
+    async fn fail_unclaimable(&self, callee_id: &str, task_id: &str) -> Result<(), StoreError> {
+        self.task_update(task_id)
+            .update_expression(
+                "SET #state = :failed, #error = :error, status_timestamp = :now, updated_at = :now \
+                 REMOVE gsi1pk, gsi1sk",
+            )
+            .condition_expression("gsi1pk = :queue")
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_values(":failed", s(TaskState::Failed.as_str()))
+            .expression_attribute_values(":error", s(UNCLAIMABLE_ERROR))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    /// Puts a task this claim took back on its callee's queue, in its old place, while the claim
+    /// still holds (its deadline unchanged): the claim could not hand the task over.
+    pub async fn unclaim(&self, task: &Task) -> Result<(), StoreError> {
+        let (queue, order) = queue_entry(task, &task.created_at);
+        let update = self
+            .task_update(&task.id)
+            .update_expression(
+                "SET gsi1pk = :queue, gsi1sk = :order REMOVE deadline_at, gsi2pk, gsi2sk",
+            )
+            .condition_expression("#state = :working AND deadline_at = :deadline")
+            .expression_attribute_values(":queue", s(queue))
+            .expression_attribute_values(":order", s(order))
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
+            .expression_attribute_values(
+                ":deadline",
+                s(task.deadline_at.clone().unwrap_or_default()),
+            );
+        self.transition(update).await.map(|_| ())
+    }
+
     /// The write that applies a callee's answer to a working task: its state, status, error,
-    /// history entry and (when completed) artifacts, with every queue, deadline and delivery
-    /// bookkeeping attribute removed. `:now` and `:working` are bound for the caller's
-    /// condition, which it adds.
+    /// history entry and (when completed) artifacts, its bodies added to the task's content, with
+    /// every queue, deadline and delivery bookkeeping attribute removed. `:now` and `:working`
+    /// are bound for the caller's condition, which it adds (with [`WITHIN_CONTENT_CAP`], whose
+    /// `:room` this binds).
     pub(crate) fn answer_update(
         &self,
         task_id: &str,
-        result: &TaskResult,
+        result: &PackedResult,
     ) -> UpdateItemFluentBuilder {
-        let artifacts = match result {
-            TaskResult::Completed { artifacts, .. } => {
-                Some(serde_json::to_value(artifacts).unwrap_or_default())
-            }
-            _ => None,
-        };
-        let error = match result {
-            TaskResult::Failed { error } => Some(error.as_str()),
-            _ => None,
-        };
-        let status_message = match result.status_message() {
-            Some(message) => message_text(&message),
+        let status_message = match &result.status_message {
+            Some(message) => body_text(message),
             None => AttributeValue::Null(true),
         };
-        let update =
-            self.task_update(task_id)
-                .update_expression(format!(
+        let update = self
+            .task_update(task_id)
+            .update_expression(format!(
                 "SET #state = :state, status_message = :status_message, status_timestamp = :now, \
                  updated_at = :now, #error = :error, history = list_append(history, :entry){} \
+                 ADD content_bytes :added \
                  REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
-                if artifacts.is_some() { ", artifacts = :artifacts" } else { "" }
+                if result.artifacts.is_some() {
+                    ", artifacts = :artifacts"
+                } else {
+                    ""
+                }
             ))
-                .expression_attribute_names("#error", "error")
-                .expression_attribute_values(":state", s(result.state().as_str()))
-                .expression_attribute_values(":status_message", status_message)
-                .expression_attribute_values(":now", s(clock::now()))
-                .expression_attribute_values(":error", opt_s(error))
-                .expression_attribute_values(
-                    ":entry",
-                    AttributeValue::L(vec![message_text(&result.history_message())]),
-                )
-                .expression_attribute_values(":working", s("working"));
-        match artifacts {
-            Some(artifacts) => update.expression_attribute_values(":artifacts", json(&artifacts)),
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_values(":state", s(result.state.as_str()))
+            .expression_attribute_values(":status_message", status_message)
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":error", opt_s(result.error.as_deref()))
+            .expression_attribute_values(
+                ":entry",
+                AttributeValue::L(vec![body_text(&result.history_entry)]),
+            )
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()));
+        let update = with_content_room(update, result.content_bytes());
+        match &result.artifacts {
+            Some(artifacts) => {
+                update.expression_attribute_values(":artifacts", body_text(artifacts))
+            }
             None => update,
         }
     }
@@ -509,11 +619,11 @@ impl Store {
         task_id: &str,
         tenant_id: &str,
         callee_id: &str,
-        result: &TaskResult,
+        result: &PackedResult,
     ) -> Result<TaskTransition, StoreError> {
         let update = held_by_callee(
             self.answer_update(task_id, result),
-            "",
+            WITHIN_CONTENT_CAP,
             tenant_id,
             callee_id,
         );
@@ -522,26 +632,28 @@ impl Store {
 
     /// Adds a callee's progress message to a working task it holds: the state stays `working`,
     /// the message becomes the status message and joins the history, which must have room for
-    /// it and the answer still to come.
+    /// it and the answer still to come, and its body joins the task's content within the cap.
     pub async fn report_progress(
         &self,
         task_id: &str,
         tenant_id: &str,
         callee_id: &str,
-        message: &Message,
+        message: &PackedBody,
     ) -> Result<TaskTransition, StoreError> {
         let update = self
             .task_update(task_id)
             .update_expression(
                 "SET status_message = :message, status_timestamp = :now, updated_at = :now, \
-                 history = list_append(history, :entry)",
+                 history = list_append(history, :entry) ADD content_bytes :added",
             )
-            .expression_attribute_values(":message", message_text(message))
-            .expression_attribute_values(":entry", AttributeValue::L(vec![message_text(message)]))
+            .expression_attribute_values(":message", body_text(message))
+            .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))
             .expression_attribute_values(":max", n(MAX_HISTORY_BEFORE_ANSWER as u64))
             .expression_attribute_values(":now", s(clock::now()))
-            .expression_attribute_values(":working", s("working"));
-        let update = held_by_callee(update, " AND size(history) < :max", tenant_id, callee_id);
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()));
+        let update = with_content_room(update, message.bytes);
+        let also = format!(" AND size(history) < :max{WITHIN_CONTENT_CAP}");
+        let update = held_by_callee(update, &also, tenant_id, callee_id);
         self.transition(update).await
     }
 
@@ -552,7 +664,7 @@ impl Store {
     pub async fn answer_input(
         &self,
         task: &Task,
-        message: &Message,
+        message: &PackedBody,
         audit: &AuditEntry,
     ) -> Result<Result<(), InputRefusal>, StoreError> {
         let now = clock::now();
@@ -569,23 +681,28 @@ impl Store {
             .update_expression(format!(
                 "SET #state = :working, status_message = :none, status_timestamp = :now, \
                  updated_at = :now, history = list_append(history, :entry), \
-                 gsi1pk = :queue, gsi1sk = :order{redelivery}"
+                 gsi1pk = :queue, gsi1sk = :order{redelivery} ADD content_bytes :added"
             ))
-            .condition_expression(
+            .condition_expression(format!(
                 "#state = :input_required AND tenant_id = :tenant AND caller_agent_id = :caller \
-                 AND size(history) < :max",
-            )
+                 AND size(history) < :max{WITHIN_CONTENT_CAP}"
+            ))
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":working", s("working"))
             .expression_attribute_values(":input_required", s("input_required"))
             .expression_attribute_values(":none", AttributeValue::Null(true))
             .expression_attribute_values(":now", s(&now))
-            .expression_attribute_values(":entry", AttributeValue::L(vec![message_text(message)]))
+            .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))
             .expression_attribute_values(":queue", s(queue))
             .expression_attribute_values(":order", s(order))
             .expression_attribute_values(":tenant", s(&task.tenant_id))
             .expression_attribute_values(":caller", s(&task.caller_agent_id))
-            .expression_attribute_values(":max", n(MAX_HISTORY_BEFORE_ANSWER as u64));
+            .expression_attribute_values(":max", n(MAX_HISTORY_BEFORE_ANSWER as u64))
+            .expression_attribute_values(
+                ":room",
+                n(MAX_TASK_CONTENT_BYTES.saturating_sub(message.bytes)),
+            )
+            .expression_attribute_values(":added", n(message.bytes));
         if task.delivery == Delivery::Push {
             update = update.expression_attribute_values(":zero", n(0));
         }
@@ -658,34 +775,38 @@ impl Store {
             error: deadline_error(timeout_seconds),
         };
         let update = self
-            .answer_update(task_id, &failure)
-            .condition_expression("#state = :working AND deadline_at = :deadline")
+            .answer_update(task_id, &PackedResult::pack("", task_id, &failure))
+            .condition_expression(format!(
+                "#state = :working AND deadline_at = :deadline{WITHIN_CONTENT_CAP}"
+            ))
             .expression_attribute_values(":deadline", s(deadline_at));
         self.transition(update).await
     }
 
-    /// Working tasks whose deadline passed before `now`, from one shard of the deadline index:
-    /// `(task id, deadline, claim timeout)`.
+    /// Working tasks whose deadline passed before `now`, from one shard of the deadline index.
+    /// An entry without a task id is left out (nothing could be done with it).
     pub async fn overdue_tasks(
         &self,
         shard: char,
         now: &str,
         limit: i32,
-    ) -> Result<Vec<(String, String, u64)>, StoreError> {
+    ) -> Result<Vec<OverdueEntry>, StoreError> {
         let items = self
             .query_due("gsi2", format!("DEADLINE#{shard}"), now, limit)
             .await?;
-        items
+        Ok(items
             .iter()
-            .map(|item| {
+            .filter_map(|item| {
                 let read = Reader(item);
-                Ok((
-                    read.s("id")?,
-                    read.s("deadline_at")?,
-                    read.n("claim_timeout_seconds")?,
-                ))
+                let task_id = read.s("id").ok()?;
+                Some(OverdueEntry {
+                    index_key: read.s("gsi2sk").unwrap_or_default(),
+                    deadline_at: read.s("deadline_at").unwrap_or_default(),
+                    timeout_seconds: read.n("claim_timeout_seconds").unwrap_or_default(),
+                    task_id,
+                })
             })
-            .collect()
+            .collect())
     }
 
     /// The root of a call, if the call is on this ledger in this tenant.
@@ -701,5 +822,118 @@ impl Store {
             }
             _ => Ok(None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::content::{PackedBody, INLINE_BODY_BYTES};
+    use crate::domain::task::{MAX_ERROR_CHARS, MAX_TASK_MESSAGES};
+    use serde_json::{json, Value};
+
+    /// DynamoDB's item size: attribute names plus values, lists with their per-element overhead.
+    fn value_size(value: &AttributeValue) -> usize {
+        match value {
+            AttributeValue::S(text) => text.len(),
+            AttributeValue::N(number) => number.len().div_ceil(2) + 1,
+            AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+            AttributeValue::L(items) => {
+                3 + items.iter().map(|item| 1 + value_size(item)).sum::<usize>()
+            }
+            AttributeValue::M(map) => {
+                3 + map
+                    .iter()
+                    .map(|(name, item)| 1 + name.len() + value_size(item))
+                    .sum::<usize>()
+            }
+            _ => usize::MAX / 2,
+        }
+    }
+
+    fn item_size(item: &Item) -> usize {
+        item.iter()
+            .map(|(name, value)| name.len() + value_size(value))
+            .sum()
+    }
+
+    /// A body of exactly `bytes` bytes serialized, the largest that still stays inline.
+    fn inline_body(bytes: usize) -> Value {
+        let envelope = json!({"role": "agent", "parts": [{"text": ""}]})
+            .to_string()
+            .len();
+        json!({"role": "agent", "parts": [{"text": "é".repeat((bytes - envelope) / 2)}]})
+    }
+
+    #[test]
+    fn the_largest_task_any_sequence_of_writes_can_make_fits_the_item_limit_with_headroom() {
+        // DynamoDB's limit is 400 KB; 50 KB of it stay spare for attributes yet to come.
+        const CAP: usize = 350_000;
+        let uuid = "9f0c7a9e-1111-4222-8333-444455556666";
+        let largest_inline = inline_body(INLINE_BODY_BYTES);
+        let packed = PackedBody::pack(uuid, uuid, &largest_inline, INLINE_BODY_BYTES);
+        assert!(
+            packed.offload.is_none(),
+            "the body is the largest that stays inline"
+        );
+        let reference = PackedBody::pack(uuid, uuid, &inline_body(4096), INLINE_BODY_BYTES);
+        assert!(
+            reference.text().len() <= INLINE_BODY_BYTES,
+            "a reference is never larger"
+        );
+
+        // The one failure a task can end with: the longest error, every character escaped.
+        let error: String = "\u{1}".repeat(MAX_ERROR_CHARS);
+        let failure = PackedResult::pack(
+            uuid,
+            uuid,
+            &TaskResult::Failed {
+                error: error.clone(),
+            },
+        );
+        let mut history = vec![largest_inline.clone(); MAX_TASK_MESSAGES - 1];
+        history.push(failure.history_entry.stored.clone());
+        let task = Task {
+            id: uuid.into(),
+            tenant_id: uuid.into(),
+            context_id: uuid.into(),
+            caller_agent_id: uuid.into(),
+            callee_agent_id: uuid.into(),
+            callee_name: "n".repeat(63),
+            state: TaskState::Submitted,
+            status_message: Some(largest_inline.clone()),
+            status_timestamp: clock::now(),
+            input: largest_inline.clone(),
+            artifacts: inline_body(INLINE_BODY_BYTES),
+            error: Some("\u{10ffff}".repeat(MAX_ERROR_CHARS)),
+            history,
+            call_id: uuid.into(),
+            parent_call_id: Some(uuid.into()),
+            root_call_id: uuid.into(),
+            delivery: Delivery::Push,
+            claim_timeout_seconds: 86_400,
+            deadline_at: None,
+            delivery_attempts: 0,
+            delivered_at: None,
+            content_bytes: MAX_TASK_CONTENT_BYTES,
+            expires_at: Some(u64::from(u32::MAX)),
+            created_at: clock::now(),
+            updated_at: clock::now(),
+        };
+        let mut item = to_item(&task);
+        // Every bookkeeping attribute a later write may set, at its longest.
+        for (name, value) in [
+            ("deadline_at", clock::now()),
+            ("delivered_at", clock::now()),
+            ("lease_until", clock::now()),
+            ("lease_token", uuid.to_owned()),
+            ("gsi2pk", "DEADLINE#f".to_owned()),
+            ("gsi2sk", format!("{}#{uuid}", clock::now())),
+        ] {
+            item.insert(name.into(), s(value));
+        }
+        item.insert("delivery_attempts".into(), n(u64::MAX));
+        let size = item_size(&item);
+        assert!(size <= CAP, "{size} bytes");
     }
 }

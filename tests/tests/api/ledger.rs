@@ -49,6 +49,8 @@ async fn a_failure_between_the_task_and_its_audit_row_leaves_neither() {
             deadline_at: None,
             delivery_attempts: 0,
             delivered_at: None,
+            content_bytes: 0,
+            expires_at: None,
             created_at: now.clone(),
             updated_at: now,
         },

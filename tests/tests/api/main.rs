@@ -8,6 +8,7 @@ mod concurrency;
 mod deployment;
 mod idempotency;
 mod input;
+mod large;
 mod ledger;
 mod management;
 mod outage;

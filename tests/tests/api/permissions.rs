@@ -37,6 +37,11 @@ fn allowed_actions() -> BTreeMap<String, BTreeSet<String>> {
     allowed
 }
 
+/// A message too large to stay inside a task item, from `role`.
+fn large_message(role: &str) -> serde_json::Value {
+    json!({"role": role, "parts": [{"text": "b".repeat(4096)}]})
+}
+
 #[test]
 fn functions_that_only_read_cannot_write() {
     let allowed = allowed_actions();
@@ -234,7 +239,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     assert_eq!(expired.state(), "failed");
     let third = note(
         "open-task",
-        app.open_task(&keys["caller"], "callee", text_message("c"), 0)
+        app.open_task(&keys["caller"], "callee", large_message("user"), 0)
             .await,
         r,
     );
@@ -244,10 +249,11 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
             .await,
         r,
     );
-    // A question answered in place, claimed again and answered.
+    // A question answered in place, claimed again and answered; every body here is large
+    // enough to live in the body store, so each route's reads and writes of it are observed.
     let question = note(
         "open-task",
-        app.open_task(&keys["caller"], "callee", text_message("q"), 0)
+        app.open_task(&keys["caller"], "callee", large_message("user"), 0)
             .await,
         r,
     );
@@ -257,7 +263,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         app.post_result(
             &keys["callee"],
             &question.field("id"),
-            json!({"state": "input_required", "message": {"role": "agent", "parts": [{"text": "?"}]}}),
+            json!({"state": "input_required", "message": large_message("agent")}),
         )
         .await,
         r,
@@ -267,20 +273,36 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         app.post(
             &format!("/v1/agents/callee/tasks/{}/messages", question.field("id")),
             &keys["caller"],
-            json!({"message": text_message("!")}),
+            json!({"message": large_message("user")}),
         )
         .await,
         r,
     );
     note("claim-next-task", app.claim(&keys["callee"], 0).await, r);
     note(
+        "report-task-progress",
+        app.post(
+            &format!("/v1/agents/me/tasks/{}/progress", question.field("id")),
+            &keys["callee"],
+            json!({ "message": large_message("agent") }),
+        )
+        .await,
+        r,
+    );
+    note(
         "post-task-result",
         app.post_result(
             &keys["callee"],
             &question.field("id"),
-            json!({"state": "completed"}),
+            json!({"state": "completed", "artifacts": [{"parts": large_message("agent")["parts"]}]}),
         )
         .await,
+        r,
+    );
+    note(
+        "get-task",
+        app.get_task(&keys["caller"], "callee", &question.field("id"))
+            .await,
         r,
     );
     // The sweeper over a task whose deadline passed unread.
@@ -296,12 +318,10 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     assert_eq!(
         forgebench::sweeper::sweep_overdue(&app.app.store)
             .await
-            .unwrap(),
+            .done,
         1
     );
-    forgebench::sweeper::sweep_outbox(&app.app.store, &app.app.queue)
-        .await
-        .unwrap();
+    forgebench::sweeper::sweep_outbox(&app.app.store, &app.app.queue).await;
     observed
         .borrow_mut()
         .entry("sweep-deadlines".into())
@@ -320,8 +340,15 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         r,
     );
 
-    // Push: endpoint with a sealed secret, an open that enqueues, the worker's delivery.
-    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    // Push: endpoint with a sealed secret, an open that enqueues, the worker's delivery of a
+    // large message and its large answer.
+    let callee = Callee::start(|_| {
+        Answer::json(
+            200,
+            json!({"state": "completed", "artifacts": [{"parts": large_message("agent")["parts"]}]}),
+        )
+    })
+    .await;
     note(
         "set-endpoint",
         app.set_endpoint(
@@ -334,7 +361,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     );
     let pushed = note(
         "open-task",
-        app.open_task(&keys["caller"], "pushee", text_message("p"), 0)
+        app.open_task(&keys["caller"], "pushee", large_message("user"), 0)
             .await,
         r,
     );
@@ -426,6 +453,22 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     );
 
     let observed = observed.into_inner();
+    for (function, action) in [
+        ("open-task", "s3:PutObject"),
+        ("add-task-message", "s3:PutObject"),
+        ("report-task-progress", "s3:PutObject"),
+        ("post-task-result", "s3:PutObject"),
+        ("push-worker", "s3:PutObject"),
+        ("claim-next-task", "s3:GetObject"),
+        ("get-task", "s3:GetObject"),
+        ("cancel-task", "s3:GetObject"),
+        ("push-worker", "s3:GetObject"),
+    ] {
+        assert!(
+            observed[function].contains(action),
+            "the tour makes {function} use the body store ({action})"
+        );
+    }
     let allowed = allowed_actions();
     let mut toured: BTreeSet<String> = forgebench::Route::ALL
         .iter()

@@ -1,0 +1,229 @@
+//! The body store: message and artifact bodies too large to stay inside a task item, as private
+//! S3 objects encrypted with the project's KMS key (SSE-KMS), written before the item that
+//! points at them and read back whenever a task is shown or delivered in full.
+//!
+//! Keys are `tasks/{tenant}/{task}/{sha256}.json`: per task, so a lifecycle rule on `tasks/`
+//! expires them with the task's retention, and by content, so a retried write is the same object.
+
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::ServerSideEncryption;
+use serde_json::Value;
+
+use crate::domain::content::{references, BodyRef, PackedBody, INLINE_BODY_BYTES};
+use crate::domain::task::Task;
+use crate::error::ApiError;
+use crate::on_first_use::OnFirstUse;
+
+/// What can go wrong with the body store.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    /// The store could not be reached, timed out or failed on its side.
+    #[error("body store unavailable: {0}")]
+    Unavailable(String),
+    /// A referenced body is not there (expired with its task, or never written).
+    #[error("body {0} is missing")]
+    Missing(String),
+    /// A body is there but is not the one referenced, or not JSON.
+    #[error("body {0} is corrupt")]
+    Corrupt(String),
+    /// No bucket is configured (`FORGEBENCH_BODY_BUCKET`) though a body needs one.
+    #[error("FORGEBENCH_BODY_BUCKET is not set; a body larger than {INLINE_BODY_BYTES} bytes cannot be stored")]
+    NotConfigured,
+    /// Anything else the service refused (permissions, configuration: a bug or a deployment fault).
+    #[error("the body store refused the request: {0}")]
+    Rejected(String),
+}
+
+impl From<BodyError> for ApiError {
+    fn from(error: BodyError) -> Self {
+        match error {
+            BodyError::Unavailable(cause) => {
+                tracing::warn!(cause = %cause, "body store unavailable");
+                ApiError::Unavailable
+            }
+            other => {
+                tracing::error!(error = %other, "body store error");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+fn classify<E, R>(error: SdkError<E, R>, key: &str) -> BodyError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    match &error {
+        SdkError::ServiceError(context) => {
+            let code = context.err().code().unwrap_or("Unknown");
+            match code {
+                "NoSuchKey" | "NotFound" => BodyError::Missing(key.to_owned()),
+                "SlowDown" | "InternalError" | "ServiceUnavailable" | "RequestTimeout"
+                | "Throttling" => BodyError::Unavailable(code.to_owned()),
+                _ => BodyError::Rejected(format!(
+                    "{code}: {}",
+                    context.err().message().unwrap_or_default()
+                )),
+            }
+        }
+        SdkError::ConstructionFailure(_) => BodyError::Rejected(format!("{error:?}")),
+        _ => BodyError::Unavailable(error.to_string()),
+    }
+}
+
+/// The bucket and the client that reaches it.
+#[derive(Clone, Debug)]
+pub struct Bodies {
+    client: OnFirstUse<aws_sdk_s3::Client>,
+    bucket: Option<String>,
+    kms_key_id: Option<String>,
+}
+
+/// An S3 client from the shared SDK settings. Path-style addressing when an endpoint override is
+/// configured (`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_S3`): the emulators and S3-compatible stores
+/// serve buckets under the path, not as host names.
+pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
+    let overridden =
+        sdk.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
+    aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(sdk)
+            .force_path_style(overridden)
+            .build(),
+    )
+}
+
+impl Bodies {
+    pub fn new(
+        client: impl Into<OnFirstUse<aws_sdk_s3::Client>>,
+        bucket: Option<String>,
+        kms_key_id: Option<String>,
+    ) -> Bodies {
+        Bodies {
+            client: client.into(),
+            bucket,
+            kms_key_id,
+        }
+    }
+
+    fn bucket(&self) -> Result<&str, BodyError> {
+        self.bucket.as_deref().ok_or(BodyError::NotConfigured)
+    }
+
+    /// Writes every body of `packed` that does not stay inline, all at once.
+    pub async fn store(&self, packed: &[&PackedBody]) -> Result<(), BodyError> {
+        let writes = packed
+            .iter()
+            .filter_map(|body| body.offload.as_ref())
+            .map(|(reference, bytes)| self.put(reference, bytes.clone()));
+        futures::future::try_join_all(writes).await.map(|_| ())
+    }
+
+    async fn put(&self, reference: &BodyRef, bytes: Vec<u8>) -> Result<(), BodyError> {
+        let mut request = self
+            .client
+            .get()
+            .put_object()
+            .bucket(self.bucket()?)
+            .key(&reference.key)
+            .content_type("application/json")
+            .body(ByteStream::from(bytes));
+        if let Some(key_id) = &self.kms_key_id {
+            request = request
+                .server_side_encryption(ServerSideEncryption::AwsKms)
+                .ssekms_key_id(key_id)
+                .bucket_key_enabled(true);
+        }
+        request
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|error| classify(error, &reference.key))
+    }
+
+    async fn get_or_known(
+        &self,
+        reference: &BodyRef,
+        known: &[&PackedBody],
+    ) -> Result<Value, BodyError> {
+        let written = known
+            .iter()
+            .filter_map(|body| body.offload.as_ref())
+            .find(|(stored, _)| stored == reference);
+        match written {
+            Some((_, bytes)) => {
+                serde_json::from_slice(bytes).map_err(|_| BodyError::Corrupt(reference.key.clone()))
+            }
+            None => self.get(reference).await,
+        }
+    }
+
+    async fn get(&self, reference: &BodyRef) -> Result<Value, BodyError> {
+        let output = self
+            .client
+            .get()
+            .get_object()
+            .bucket(self.bucket()?)
+            .key(&reference.key)
+            .send()
+            .await
+            .map_err(|error| classify(error, &reference.key))?;
+        let bytes = output
+            .body
+            .collect()
+            .await
+            .map_err(|error| BodyError::Unavailable(error.to_string()))?
+            .into_bytes();
+        if !reference.matches(&bytes) {
+            return Err(BodyError::Corrupt(reference.key.clone()));
+        }
+        serde_json::from_slice(&bytes).map_err(|_| BodyError::Corrupt(reference.key.clone()))
+    }
+
+    /// Puts every stored body of `task` back in place of its reference, reading each distinct
+    /// body once and all of them at once; bodies this request just wrote (`known`) are taken
+    /// from memory. A task with every body inline costs nothing.
+    pub async fn resolve(&self, task: &mut Task, known: &[&PackedBody]) -> Result<(), BodyError> {
+        let mut values: Vec<&Value> = vec![&task.input, &task.artifacts];
+        values.extend(task.status_message.iter());
+        values.extend(task.history.iter());
+        let wanted = references(&values);
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let bodies = futures::future::try_join_all(
+            wanted
+                .iter()
+                .map(|reference| self.get_or_known(reference, known)),
+        )
+        .await?;
+        let replace = |value: &mut Value| {
+            if let Some(reference) = BodyRef::from_value(value) {
+                if let Some(index) = wanted.iter().position(|wanted| *wanted == reference) {
+                    *value = bodies[index].clone();
+                }
+            }
+        };
+        replace(&mut task.input);
+        replace(&mut task.artifacts);
+        if let Some(message) = task.status_message.as_mut() {
+            replace(message);
+        }
+        task.history.iter_mut().for_each(replace);
+        Ok(())
+    }
+
+    /// One stored value with its body in place of a reference (a value already inline as is).
+    pub async fn resolve_value(&self, value: &Value) -> Result<Value, BodyError> {
+        match BodyRef::from_value(value) {
+            Some(reference) => self.get(&reference).await,
+            None => Ok(value.clone()),
+        }
+    }
+
+    /// Whether any S3 client was built yet (for the cold-start benchmark's accounting).
+    pub fn is_built(&self) -> bool {
+        self.client.is_built()
+    }
+}
