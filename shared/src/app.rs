@@ -107,6 +107,14 @@ pub async fn sdk_config() -> Result<aws_config::SdkConfig, ConfigError> {
         .await)
 }
 
+/// The credential of an `Authorization: Bearer <key>` value; the scheme is matched in any case
+/// (RFC 9110 §11.1), the key exactly.
+fn bearer_credential(value: &str) -> Option<&str> {
+    let (scheme, credential) = value.trim().split_once(char::is_whitespace)?;
+    let credential = credential.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !credential.is_empty()).then_some(credential)
+}
+
 impl App {
     /// Assembles the app from its clients; the queue, the KMS key and the body bucket come from
     /// `config`.
@@ -171,13 +179,7 @@ impl App {
         let key = headers
             .get(lambda_http::http::header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
-            .and_then(|value| {
-                value
-                    .strip_prefix("Bearer ")
-                    .or_else(|| value.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .filter(|key| !key.is_empty())
+            .and_then(bearer_credential)
             .ok_or(ApiError::Unauthenticated)?;
         let hash = keys::hash(key);
         if let Some(operator) = &self.config.operator_key_hash {
@@ -221,5 +223,27 @@ impl App {
     /// Drops a key from this process's cache (after revoking it).
     pub fn forget_key(&self, hash: &str) {
         self.key_cache.forget(hash);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_credential;
+
+    #[test]
+    fn the_bearer_scheme_is_matched_in_any_case_and_the_key_exactly() {
+        for value in [
+            "Bearer k1",
+            "bearer k1",
+            "BEARER k1",
+            "BeArEr   k1 ",
+            "Bearer\tk1",
+        ] {
+            assert_eq!(bearer_credential(value), Some("k1"), "{value:?}");
+        }
+        for value in ["Basic k1", "Bearer", "Bearer   ", "Bearerk1", "k1"] {
+            assert_eq!(bearer_credential(value), None, "{value:?}");
+        }
+        assert_eq!(bearer_credential("Bearer K1"), Some("K1"));
     }
 }

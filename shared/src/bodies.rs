@@ -73,6 +73,46 @@ where
     }
 }
 
+/// Every value of a task that may hold a body or a reference to one.
+fn task_values(task: &Task) -> Vec<&Value> {
+    let mut values: Vec<&Value> = vec![&task.input, &task.artifacts];
+    values.extend(task.status_message.iter());
+    values.extend(task.history.iter());
+    values
+}
+
+/// Puts `found` bodies in place of their references throughout `task`.
+fn replace_references(task: &mut Task, found: &[(BodyRef, Value)]) {
+    let replace = |value: &mut Value| {
+        if let Some(reference) = BodyRef::from_value(value) {
+            if let Some((_, body)) = found.iter().find(|(wanted, _)| *wanted == reference) {
+                *value = body.clone();
+            }
+        }
+    };
+    replace(&mut task.input);
+    replace(&mut task.artifacts);
+    if let Some(message) = task.status_message.as_mut() {
+        replace(message);
+    }
+    task.history.iter_mut().for_each(replace);
+}
+
+/// Puts the bodies this request wrote (`known`) in place of their references, with no call to
+/// the store; references to other bodies stay.
+pub fn resolve_from_memory(task: &mut Task, known: &[&PackedBody]) {
+    let found: Vec<(BodyRef, Value)> = known
+        .iter()
+        .filter_map(|body| body.offload.as_ref())
+        .filter_map(|(reference, bytes)| {
+            Some((reference.clone(), serde_json::from_slice(bytes).ok()?))
+        })
+        .collect();
+    if !found.is_empty() {
+        replace_references(task, &found);
+    }
+}
+
 /// The bucket and the client that reaches it.
 #[derive(Clone, Debug)]
 pub struct Bodies {
@@ -142,23 +182,6 @@ impl Bodies {
             .map_err(|error| classify(error, &reference.key))
     }
 
-    async fn get_or_known(
-        &self,
-        reference: &BodyRef,
-        known: &[&PackedBody],
-    ) -> Result<Value, BodyError> {
-        let written = known
-            .iter()
-            .filter_map(|body| body.offload.as_ref())
-            .find(|(stored, _)| stored == reference);
-        match written {
-            Some((_, bytes)) => {
-                serde_json::from_slice(bytes).map_err(|_| BodyError::Corrupt(reference.key.clone()))
-            }
-            None => self.get(reference).await,
-        }
-    }
-
     async fn get(&self, reference: &BodyRef) -> Result<Value, BodyError> {
         let output = self
             .client
@@ -185,32 +208,16 @@ impl Bodies {
     /// body once and all of them at once; bodies this request just wrote (`known`) are taken
     /// from memory. A task with every body inline costs nothing.
     pub async fn resolve(&self, task: &mut Task, known: &[&PackedBody]) -> Result<(), BodyError> {
-        let mut values: Vec<&Value> = vec![&task.input, &task.artifacts];
-        values.extend(task.status_message.iter());
-        values.extend(task.history.iter());
-        let wanted = references(&values);
+        resolve_from_memory(task, known);
+        let wanted = references(&task_values(task));
         if wanted.is_empty() {
             return Ok(());
         }
-        let bodies = futures::future::try_join_all(
-            wanted
-                .iter()
-                .map(|reference| self.get_or_known(reference, known)),
-        )
-        .await?;
-        let replace = |value: &mut Value| {
-            if let Some(reference) = BodyRef::from_value(value) {
-                if let Some(index) = wanted.iter().position(|wanted| *wanted == reference) {
-                    *value = bodies[index].clone();
-                }
-            }
-        };
-        replace(&mut task.input);
-        replace(&mut task.artifacts);
-        if let Some(message) = task.status_message.as_mut() {
-            replace(message);
-        }
-        task.history.iter_mut().for_each(replace);
+        let bodies =
+            futures::future::try_join_all(wanted.iter().map(|reference| self.get(reference)))
+                .await?;
+        let found: Vec<(BodyRef, Value)> = wanted.into_iter().zip(bodies).collect();
+        replace_references(task, &found);
         Ok(())
     }
 

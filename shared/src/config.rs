@@ -19,7 +19,10 @@ pub const API_MAX_WAIT_SECONDS: u64 = 30;
 pub struct Config {
     /// `FORGEBENCH_TABLE`: the DynamoDB table (required).
     pub table: String,
-    /// Hash of `FORGEBENCH_OPERATOR_KEY`; without it no principal may create tenants.
+    /// `FORGEBENCH_OPERATOR_KEY_HASH` (SHA-256, lower-case hex: what a deployment sets, so the
+    /// key itself is never in a function's environment), or the hash of
+    /// `FORGEBENCH_OPERATOR_KEY` (local development); without either no principal may create
+    /// tenants.
     pub operator_key_hash: Option<String>,
     /// `FORGEBENCH_KEY_CACHE_SECONDS` (default 10): how long a process trusts a key lookup. A key
     /// revoked elsewhere stops working within this time; the process that revokes it drops it at
@@ -83,16 +86,40 @@ fn number(name: &'static str, default: u64) -> Result<u64, ConfigError> {
     }
 }
 
+/// The operator key's hash from the deployment's hash, or from the key itself (local use).
+pub fn operator_key_hash(
+    hash: Option<&str>,
+    key: Option<&str>,
+) -> Result<Option<String>, ConfigError> {
+    match (hash, key) {
+        (Some(hash), _) => {
+            let valid = hash.len() == 64
+                && hash
+                    .bytes()
+                    .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte));
+            if !valid {
+                return Err(ConfigError::Invalid(
+                    "FORGEBENCH_OPERATOR_KEY_HASH",
+                    "a SHA-256 in lower-case hex (64 characters)".into(),
+                ));
+            }
+            Ok(Some(hash.to_owned()))
+        }
+        (None, Some(key)) => Ok(Some(keys::hash(key))),
+        (None, None) => Ok(None),
+    }
+}
+
 impl Config {
     pub fn from_env() -> Result<Config, ConfigError> {
         let table = std::env::var("FORGEBENCH_TABLE")
             .ok()
             .filter(|table| !table.is_empty())
             .ok_or(ConfigError::Missing("FORGEBENCH_TABLE"))?;
-        let operator_key_hash = std::env::var("FORGEBENCH_OPERATOR_KEY")
-            .ok()
-            .filter(|key| !key.is_empty())
-            .map(|key| keys::hash(&key));
+        let operator_key_hash = operator_key_hash(
+            optional("FORGEBENCH_OPERATOR_KEY_HASH").as_deref(),
+            optional("FORGEBENCH_OPERATOR_KEY").as_deref(),
+        )?;
         let max_wait_seconds = number("FORGEBENCH_MAX_WAIT_SECONDS", API_MAX_WAIT_SECONDS)?;
         if max_wait_seconds > API_MAX_WAIT_SECONDS {
             return Err(ConfigError::Invalid(
@@ -179,5 +206,27 @@ impl Config {
     /// When a task opened now expires, in seconds since the epoch.
     pub fn task_expiry(&self) -> u64 {
         crate::domain::clock::unix_now() + self.task_retention_days * 86_400
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_operator_key_is_configured_by_its_hash_or_locally_by_itself() {
+        let hash = keys::hash("fb_op_local");
+        assert_eq!(
+            operator_key_hash(Some(&hash), None).unwrap(),
+            Some(hash.clone())
+        );
+        assert_eq!(
+            operator_key_hash(None, Some("fb_op_local")).unwrap(),
+            Some(hash)
+        );
+        assert_eq!(operator_key_hash(None, None).unwrap(), None);
+        for bad in ["fb_op_local", &"A".repeat(64), &"a".repeat(63)] {
+            assert!(operator_key_hash(Some(bad), None).is_err(), "{bad}");
+        }
     }
 }

@@ -12,6 +12,7 @@ use super::{
     wait_param, HandlerResult,
 };
 use crate::app::App;
+use crate::bodies::resolve_from_memory;
 use crate::domain::binding::{admit, binding_id, RefusalReason};
 use crate::domain::content::{PackedBody, INLINE_BODY_BYTES};
 use crate::domain::task::{keyed_task_id, Delivery, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
@@ -328,19 +329,28 @@ async fn replay_open(
     opened_response(app, task, wait, written).await
 }
 
-/// `200` with the task (after waiting up to `wait` for its answer) and its call id.
+/// `200` with the task (after waiting up to `wait` for its answer) and its call id. The task is
+/// on the record already: if reading it again fails, the answer is the task as this request
+/// wrote it, never an error that would invite the caller to open it again.
 async fn opened_response(
     app: &App,
     task: Task,
     wait: Duration,
     written: &PackedBody,
 ) -> HandlerResult {
-    let task = if wait.is_zero() {
-        task
-    } else {
-        wait_for_answer(app, task, wait).await?
+    let mut as_written = task.clone();
+    let settled = async {
+        let task = wait_for_answer(app, task, wait).await?;
+        full_task(app, task, &[written]).await
     };
-    let task = full_task(app, task, &[written]).await?;
+    let task = match settled.await {
+        Ok(task) => task,
+        Err(error) => {
+            tracing::warn!(task_id = %as_written.id, error = %error, "reading the opened task failed; answering with it as written");
+            resolve_from_memory(&mut as_written, &[written]);
+            as_written
+        }
+    };
     let mut response = json_response(StatusCode::OK, &task.to_json());
     if let Ok(value) = HeaderValue::from_str(&task.call_id) {
         response.headers_mut().insert("x-call-id", value);
@@ -529,6 +539,8 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
     if task.would_overflow(message.bytes) {
         return Err(content_too_large());
     }
+    // Read in full before the write, so the answer after it needs no read that could fail.
+    let shown = full_task(app, task.clone(), &[]).await?;
     let mut audit = AuditEntry::new(&principal, "task.message", &task.callee_agent_id);
     audit.call_id = Some(task.call_id.clone());
     audit.task_id = Some(task.id.clone());
@@ -574,12 +586,23 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
             tracing::warn!(task_id = %task.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
         }
     }
-    let answered = app
-        .store
-        .get_task(&task.id)
-        .await?
-        .ok_or(ApiError::TaskNotFound)?;
-    task_ok(app, answered, &[&message]).await
+    super::ok(&answered_in_place(shown, &message).to_json())
+}
+
+/// A task as the caller's answer to its question left it: `working` again, the answer last in
+/// its history and no status message.
+fn answered_in_place(mut task: Task, message: &PackedBody) -> Task {
+    let mut answer = task.clone();
+    answer.history = vec![message.stored.clone()];
+    resolve_from_memory(&mut answer, &[message]);
+    let now = clock::now();
+    task.history.append(&mut answer.history);
+    task.state = TaskState::Working;
+    task.status_message = None;
+    task.status_timestamp = now.clone();
+    task.updated_at = now;
+    task.content_bytes += message.bytes;
+    task
 }
 
 /// `Ok` for a task that waits for its caller's input with room in its history; otherwise the

@@ -18,4 +18,5 @@ mod pull;
 mod push;
 mod push_security;
 mod sdk_tls;
+mod security;
 mod tasks;
