@@ -15,7 +15,7 @@ use crate::on_first_use::OnFirstUse;
 use crate::push::{Dialer, Queue, Worker};
 use crate::sdk_http::TlsSetupError;
 use crate::signing::SigningCache;
-use crate::store::Store;
+use crate::store::{use_is_stale, Store};
 use crate::vault::Vault;
 
 /// Remembers recent key lookups so a busy callee does not pay one read per request.
@@ -199,6 +199,17 @@ impl App {
             .lookup_key(&hash)
             .await?
             .ok_or(ApiError::Unauthenticated)?;
+        if record.suspended {
+            return Err(ApiError::Forbidden(
+                "this key's agent is paused; its keys work again when it is active".into(),
+            ));
+        }
+        if use_is_stale(record.last_used_at.as_deref()) {
+            // Bookkeeping only: a failure here must not refuse the request.
+            if let Err(error) = self.store.note_key_use(&hash).await {
+                tracing::warn!(error = %error, "could not note a key's use");
+            }
+        }
         let id = record.principal_id;
         let kind = match record.principal_kind.as_str() {
             "admin" => PrincipalKind::Admin { member_id: id },

@@ -29,6 +29,11 @@ pub fn unix_now() -> u64 {
     OffsetDateTime::now_utc().unix_timestamp().max(0) as u64
 }
 
+/// The moment `seconds` ago, formatted.
+pub fn ago(seconds: u64) -> String {
+    format(OffsetDateTime::now_utc() - time::Duration::seconds(seconds as i64))
+}
+
 /// The moment `seconds` from now, formatted.
 pub fn after(seconds: u64) -> String {
     format(OffsetDateTime::now_utc() + time::Duration::seconds(seconds as i64))

@@ -9,7 +9,7 @@ use crate::domain::agent::{parse_claim_timeout, parse_description, DEFAULT_CLAIM
 use crate::domain::keys::{self, KeyKind};
 use crate::domain::{clock, Agent, AgentName, AgentRef, AgentStatus, Principal, PrincipalKind};
 use crate::error::ApiError;
-use crate::store::AuditEntry;
+use crate::store::{AuditEntry, KeyInfo, KeyOwner, KeyRecord, NewKey, MAX_LIVE_KEYS};
 
 /// The agent a route's `{agent}` names, if this principal may see it; 404 otherwise, whether it
 /// does not exist or belongs to someone the principal may not see.
@@ -163,6 +163,7 @@ pub async fn update(app: &App, request: Request) -> HandlerResult {
         ));
     }
     let mut action = "agent.update".to_owned();
+    let before = agent.status;
     if let Some(status) = body.get("status") {
         let status = AgentStatus::parse(status.as_str().unwrap_or_default())?;
         if !agent.status.may_become(status) {
@@ -180,29 +181,54 @@ pub async fn update(app: &App, request: Request) -> HandlerResult {
     agent.updated_at = clock::now();
     agent.version += 1;
     let audit = AuditEntry::new(&principal, &action, &agent.id);
-    if !app.store.update_agent(&agent, &audit).await? {
+    let changed_status = (agent.status != before).then_some(agent.status);
+    let Some(touched) = app
+        .store
+        .update_agent_and_keys(&agent, &audit, changed_status)
+        .await?
+    else {
         return Err(ApiError::Conflict(
             "the agent changed while this request was applied; read it again and retry".into(),
         ));
-    }
+    };
+    touched.iter().for_each(|hash| app.forget_key(hash));
     ok(&json!(agent))
 }
 
 pub async fn create_key(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate(request.headers()).await?;
     let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
+    if agent.status == AgentStatus::Retired {
+        return Err(ApiError::Conflict("a retired agent gets no keys".into()));
+    }
+    let live = app
+        .store
+        .owner_keys(KeyOwner::Agent(&agent.id))
+        .await?
+        .iter()
+        .filter(|info| info.is_live())
+        .count();
+    if live >= MAX_LIVE_KEYS {
+        return Err(ApiError::LimitReached(format!(
+            "an agent holds at most {MAX_LIVE_KEYS} live keys; revoke one first"
+        )));
+    }
     let key_id = uuid::Uuid::new_v4().to_string();
     let key = keys::generate(KeyKind::Agent).map_err(|_| ApiError::Internal)?;
     let audit = AuditEntry::new(&principal, "agent.key.issue", &agent.id);
-    app.store
-        .put_agent_key(
-            &agent.tenant_id,
-            &agent.id,
-            &key_id,
-            &keys::hash(&key),
-            &audit,
-        )
-        .await?;
+    let new = NewKey {
+        hash: keys::hash(&key),
+        record: KeyRecord {
+            tenant_id: agent.tenant_id.clone(),
+            principal_kind: "agent".into(),
+            principal_id: agent.id.clone(),
+            key_id: key_id.clone(),
+            // A key issued while its agent is paused waits, like the others, until it is active.
+            suspended: agent.status == AgentStatus::Paused,
+            last_used_at: None,
+        },
+    };
+    app.store.put_agent_key(&new, &audit).await?;
     created(&json!({"key_id": key_id, "key": key}))
 }
 
@@ -213,15 +239,25 @@ pub async fn revoke_key(app: &App, request: Request) -> HandlerResult {
     let audit = AuditEntry::new(&principal, "agent.key.revoke", &agent.id);
     match app
         .store
-        .revoke_agent_key(&agent.id, &key_id, &audit)
+        .revoke_key(KeyOwner::Agent(&agent.id), &key_id, &audit, None)
         .await?
     {
-        Some(hash) => {
+        Ok(hash) => {
             app.forget_key(&hash);
             ok(&json!({"key_id": key_id, "revoked": true}))
         }
-        None => Err(ApiError::NotFound(
+        Err(_) => Err(ApiError::NotFound(
             "no live key with that id on this agent".into(),
         )),
     }
+}
+
+/// `GET /v1/agents/{agent}/keys` (the agent's owner or an admin): every key the agent ever held,
+/// with when it was made, last used and revoked; never a secret.
+pub async fn list_keys(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
+    let keys = app.store.owner_keys(KeyOwner::Agent(&agent.id)).await?;
+    let items: Vec<Value> = keys.iter().map(KeyInfo::to_json).collect();
+    ok(&json!({ "items": items }))
 }

@@ -1,44 +1,183 @@
-//! `POST /v1/members` (admin): a person of the tenant with role admin, member or viewer.
+//! Members (admin): add a person with role admin, member or viewer; list them with their keys;
+//! issue and revoke their keys. The tenant's last live admin key cannot be revoked.
 
 use lambda_http::Request;
-use serde_json::json;
+use serde_json::{json, Value};
 
-use super::{created, json_object, only_fields, text_field, HandlerResult};
+use super::{created, json_object, ok, only_fields, path_param, text_field, HandlerResult};
 use crate::app::App;
 use crate::domain::keys::{self, KeyKind};
+use crate::domain::{clock, Principal};
 use crate::error::ApiError;
-use crate::store::AuditEntry;
+use crate::store::{
+    AuditEntry, KeyInfo, KeyOwner, KeyRecord, MemberRecord, NewKey, RevokeRefusal, MAX_LIVE_KEYS,
+};
 
+fn require_admin(principal: &Principal, what: &str) -> Result<(), ApiError> {
+    if principal.is_admin() {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(format!("only an admin may {what}")))
+    }
+}
+
+fn key_kind(role: &str) -> Option<KeyKind> {
+    match role {
+        "admin" => Some(KeyKind::Admin),
+        "member" => Some(KeyKind::Member),
+        "viewer" => Some(KeyKind::Viewer),
+        _ => None,
+    }
+}
+
+/// A new key for `member`, with its one-time secret.
+fn new_member_key(
+    tenant_id: &str,
+    member: &MemberRecord,
+    key_id: &str,
+) -> Result<(NewKey, String), ApiError> {
+    let kind = key_kind(&member.role).ok_or(ApiError::Internal)?;
+    let key = keys::generate(kind).map_err(|_| ApiError::Internal)?;
+    let new = NewKey {
+        hash: keys::hash(&key),
+        record: KeyRecord {
+            tenant_id: tenant_id.to_owned(),
+            principal_kind: member.role.clone(),
+            principal_id: member.member_id.clone(),
+            key_id: key_id.to_owned(),
+            suspended: false,
+            last_used_at: None,
+        },
+    };
+    Ok((new, key))
+}
+
+/// `POST /v1/members` `{name, role}`.
 pub async fn create(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate(request.headers()).await?;
-    if !principal.is_admin() {
-        return Err(ApiError::Forbidden("only an admin may add members".into()));
-    }
+    require_admin(&principal, "add members")?;
     let body = json_object(&request)?;
     only_fields(&body, &["name", "role"])?;
     let name = text_field(&body, "name", 200)?;
-    let (role, kind) = match body.get("role").and_then(|role| role.as_str()) {
-        Some("admin") => ("admin", KeyKind::Admin),
-        Some("member") => ("member", KeyKind::Member),
-        Some("viewer") => ("viewer", KeyKind::Viewer),
-        _ => {
-            return Err(ApiError::InvalidRequest(
-                "role is required: admin, member or viewer".into(),
-            ))
-        }
+    let role = body
+        .get("role")
+        .and_then(|role| role.as_str())
+        .filter(|role| key_kind(role).is_some())
+        .ok_or_else(|| {
+            ApiError::InvalidRequest("role is required: admin, member or viewer".into())
+        })?;
+    let member = MemberRecord {
+        member_id: uuid::Uuid::new_v4().to_string(),
+        name,
+        role: role.to_owned(),
+        created_at: clock::now(),
     };
-    let member_id = uuid::Uuid::new_v4().to_string();
-    let key = keys::generate(kind).map_err(|_| ApiError::Internal)?;
-    let audit = AuditEntry::new(&principal, &format!("member.create.{role}"), &member_id);
+    // A member's first key has the member's id, as before keys could be listed.
+    let (new, key) = new_member_key(&principal.tenant_id, &member, &member.member_id)?;
+    let audit = AuditEntry::new(
+        &principal,
+        &format!("member.create.{role}"),
+        &member.member_id,
+    );
     app.store
-        .create_member(
-            &principal.tenant_id,
-            &member_id,
-            &name,
-            role,
-            &keys::hash(&key),
-            &audit,
-        )
+        .create_member(&principal.tenant_id, &member, &new, &audit)
         .await?;
-    created(&json!({"member_id": member_id, "name": name, "role": role, "key": key}))
+    created(&json!({
+        "member_id": member.member_id,
+        "name": member.name,
+        "role": member.role,
+        "key_id": member.member_id,
+        "key": key,
+    }))
+}
+
+/// `GET /v1/members`: every member with every key it ever held (never a secret).
+pub async fn list(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    require_admin(&principal, "list members")?;
+    let members = app.store.list_members(&principal.tenant_id).await?;
+    let listed = members.iter().map(|member| async move {
+        let keys = app
+            .store
+            .owner_keys(KeyOwner::Member(&member.member_id))
+            .await?;
+        let keys: Vec<Value> = keys.iter().map(KeyInfo::to_json).collect();
+        Ok::<_, ApiError>(json!({
+            "member_id": member.member_id,
+            "name": member.name,
+            "role": member.role,
+            "created_at": member.created_at,
+            "keys": keys,
+        }))
+    });
+    let items = futures::future::try_join_all(listed).await?;
+    ok(&json!({ "items": items }))
+}
+
+async fn member_of(
+    app: &App,
+    principal: &Principal,
+    request: &Request,
+) -> Result<MemberRecord, ApiError> {
+    let member_id = path_param(request, "member_id")?;
+    app.store
+        .find_member(&principal.tenant_id, &member_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("member not found".into()))
+}
+
+/// `POST /v1/members/{member_id}/keys`: another key for a member.
+pub async fn create_key(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    require_admin(&principal, "issue member keys")?;
+    let member = member_of(app, &principal, &request).await?;
+    let live = app
+        .store
+        .owner_keys(KeyOwner::Member(&member.member_id))
+        .await?
+        .iter()
+        .filter(|info| info.is_live())
+        .count();
+    if live >= MAX_LIVE_KEYS {
+        return Err(ApiError::LimitReached(format!(
+            "a member holds at most {MAX_LIVE_KEYS} live keys; revoke one first"
+        )));
+    }
+    let key_id = uuid::Uuid::new_v4().to_string();
+    let (new, key) = new_member_key(&principal.tenant_id, &member, &key_id)?;
+    let audit = AuditEntry::new(&principal, "member.key.issue", &member.member_id);
+    app.store.put_member_key(&new, &audit).await?;
+    created(&json!({"key_id": key_id, "key": key}))
+}
+
+/// `DELETE /v1/members/{member_id}/keys/{key_id}`: revokes a member's key; never the tenant's
+/// last live admin key (`409 conflict`), so a tenant cannot lock itself out.
+pub async fn revoke_key(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate(request.headers()).await?;
+    require_admin(&principal, "revoke member keys")?;
+    let member = member_of(app, &principal, &request).await?;
+    let key_id = path_param(&request, "key_id")?;
+    let admin_of = (member.role == "admin").then_some(principal.tenant_id.as_str());
+    let audit = AuditEntry::new(&principal, "member.key.revoke", &member.member_id);
+    match app
+        .store
+        .revoke_key(
+            KeyOwner::Member(&member.member_id),
+            &key_id,
+            &audit,
+            admin_of,
+        )
+        .await?
+    {
+        Ok(hash) => {
+            app.forget_key(&hash);
+            ok(&json!({"key_id": key_id, "revoked": true}))
+        }
+        Err(RevokeRefusal::NoSuchKey) => Err(ApiError::NotFound(
+            "no live key with that id on this member".into(),
+        )),
+        Err(RevokeRefusal::LastAdminKey) => Err(ApiError::Conflict(
+            "this is the tenant's last live admin key; issue another admin key first".into(),
+        )),
+    }
 }

@@ -56,10 +56,14 @@ pub enum Route {
     DeleteTool,
     ListTools,
     ListCalls,
+    ListAgentKeys,
+    ListMembers,
+    CreateMemberKey,
+    RevokeMemberKey,
 }
 
 impl Route {
-    pub const ALL: [Route; 31] = [
+    pub const ALL: [Route; 35] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -91,6 +95,10 @@ impl Route {
         Route::DeleteTool,
         Route::ListTools,
         Route::ListCalls,
+        Route::ListAgentKeys,
+        Route::ListMembers,
+        Route::CreateMemberKey,
+        Route::RevokeMemberKey,
     ];
 
     /// Method and path template, as in the API docs and the deployment template.
@@ -135,6 +143,10 @@ impl Route {
             Route::ListDeliveryAttempts => {
                 (Method::GET, "/v1/agents/{agent}/tasks/{task_id}/attempts")
             }
+            Route::ListAgentKeys => (Method::GET, "/v1/agents/{agent}/keys"),
+            Route::ListMembers => (Method::GET, "/v1/members"),
+            Route::CreateMemberKey => (Method::POST, "/v1/members/{member_id}/keys"),
+            Route::RevokeMemberKey => (Method::DELETE, "/v1/members/{member_id}/keys/{key_id}"),
         }
     }
 
@@ -237,6 +249,10 @@ impl Route {
             Route::DeleteTool => cards::delete_tool(app, request).await,
             Route::ListTools => cards::list_tools(app, request).await,
             Route::ListCalls => cards::list_calls(app, request).await,
+            Route::ListAgentKeys => agents::list_keys(app, request).await,
+            Route::ListMembers => members::list(app, request).await,
+            Route::CreateMemberKey => members::create_key(app, request).await,
+            Route::RevokeMemberKey => members::revoke_key(app, request).await,
         }
     }
 }

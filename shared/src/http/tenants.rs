@@ -6,8 +6,9 @@ use serde_json::json;
 use super::{created, json_object, only_fields, text_field, HandlerResult};
 use crate::app::App;
 use crate::domain::keys::{self, KeyKind};
-use crate::domain::PrincipalKind;
+use crate::domain::{clock, PrincipalKind};
 use crate::error::ApiError;
+use crate::store::{AuditEntry, KeyRecord, MemberRecord, NewKey};
 
 pub async fn create(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate(request.headers()).await?;
@@ -22,8 +23,27 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
     let tenant_id = uuid::Uuid::new_v4().to_string();
     let admin_id = uuid::Uuid::new_v4().to_string();
     let admin_key = keys::generate(KeyKind::Admin).map_err(|_| ApiError::Internal)?;
+    let admin = MemberRecord {
+        member_id: admin_id.clone(),
+        name: "admin".into(),
+        role: "admin".into(),
+        created_at: clock::now(),
+    };
+    let new_key = NewKey {
+        hash: keys::hash(&admin_key),
+        record: KeyRecord {
+            tenant_id: tenant_id.clone(),
+            principal_kind: "admin".into(),
+            principal_id: admin_id.clone(),
+            key_id: admin_id,
+            suspended: false,
+            last_used_at: None,
+        },
+    };
+    let mut audit = AuditEntry::new(&principal, "tenant.create", &tenant_id);
+    audit.tenant_id = tenant_id.clone();
     app.store
-        .create_tenant(&tenant_id, &name, &admin_id, &keys::hash(&admin_key))
+        .create_tenant(&tenant_id, &name, &admin, &new_key, &audit)
         .await?;
     tracing::info!(tenant_id = %tenant_id, "tenant created");
     created(&json!({"tenant_id": tenant_id, "name": name, "admin_key": admin_key}))

@@ -103,6 +103,17 @@ impl Store {
         agent: &Agent,
         audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
+        self.update_agent_with(agent, audit, Vec::new()).await
+    }
+
+    /// [`Store::update_agent`], with `also` in the same transaction (the agent's keys, when its
+    /// status changes).
+    pub async fn update_agent_with(
+        &self,
+        agent: &Agent,
+        audit: &AuditEntry,
+        also: Vec<TransactWriteItem>,
+    ) -> Result<bool, StoreError> {
         let expected = agent.version.saturating_sub(1);
         let mut items = Vec::with_capacity(2);
         for copy in copies(agent) {
@@ -116,6 +127,7 @@ impl Store {
             items.push(TransactWriteItem::builder().put(put).build());
         }
         items.push(self.put_new(audit.to_item())?);
+        items.extend(also);
         self.transact_if(items).await
     }
 

@@ -4,10 +4,11 @@
 //! |---|---|---|---|---|
 //! | tenant | `TENANT#{id}` | `TENANT` | | |
 //! | member | `MEMBER#{id}` | `MEMBER` | | |
+//! | member, in its tenant (same attributes) | `TENANT#{tenant}` | `MEMBER#{id}` | | |
 //! | key (hash → principal) | `KEY#{sha256}` | `KEY` | | |
 //! | agent, by id | `AGENT#{id}` | `AGENT` | | |
 //! | agent, by name (same attributes) | `TENANT#{tenant}` | `AGENT#{name}` | | |
-//! | agent key record | `AGENT#{id}` | `KEY#{key_id}` | | |
+//! | the owner's record of a key | `AGENT#{id}` or `MEMBER#{id}` | `KEY#{key_id}` | | |
 //! | binding | `BINDING#{id}` | `BINDING` | `BOUT#{caller}` / callee | `BIN#{callee}` / caller |
 //! | task | `TASK#{id}` | `TASK` | `QUEUE#{callee}` / created#id, while claimable | `DEADLINE#{shard}` / deadline#id, while working |
 //! | conversation | `CONTEXT#{id}` | `CONTEXT` | | |
@@ -22,6 +23,7 @@ mod audit;
 mod bindings;
 mod cards;
 pub mod item;
+mod keys;
 mod push;
 pub mod schema;
 mod tasks;
@@ -30,12 +32,13 @@ mod tenancy;
 pub use audit::AuditEntry;
 pub use bindings::BindingWrite;
 pub use cards::SigningKeyRecord;
+pub use keys::{use_is_stale, KeyInfo, KeyOwner, KeyRecord, NewKey, RevokeRefusal, MAX_LIVE_KEYS};
 pub use push::Attempt;
 pub use tasks::{
     ClaimOutcome, ContextJoin, InputRefusal, OpenRefusal, OpenTask, OverdueEntry, TaskTransition,
     DEADLINE_SHARDS,
 };
-pub use tenancy::KeyRecord;
+pub use tenancy::MemberRecord;
 
 /// Shards of the outbox index (the first hex digit of the task id), like the deadline index.
 pub const OUTBOX_SHARDS: [char; 16] = DEADLINE_SHARDS;

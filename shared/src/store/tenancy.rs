@@ -1,94 +1,119 @@
-//! Tenants, members and the key records that authenticate them and their agents.
+//! Tenants and their members (the people behind admin, member and viewer keys).
 
-use aws_sdk_dynamodb::types::{Delete, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
-use super::item::{key, s, Item, Reader};
-use super::{AuditEntry, Store, StoreError, TransactError};
+use super::item::{key, n, s, Item, Reader};
+use super::keys::NewKey;
+use super::{AuditEntry, Store, StoreError};
 use crate::domain::clock;
 
-/// What a key hash stands for.
+/// A member as the tenant's listing shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyRecord {
-    pub tenant_id: String,
-    /// `admin`, `member`, `viewer` or `agent`.
-    pub principal_kind: String,
-    /// The member or agent id.
-    pub principal_id: String,
-    pub key_id: String,
+pub struct MemberRecord {
+    pub member_id: String,
+    pub name: String,
+    /// `admin`, `member` or `viewer`.
+    pub role: String,
+    pub created_at: String,
+}
+
+fn member_items(tenant_id: &str, member: &MemberRecord) -> [Item; 2] {
+    let mut by_id = key(format!("MEMBER#{}", member.member_id), "MEMBER");
+    by_id.insert("tenant_id".into(), s(tenant_id));
+    by_id.insert("member_id".into(), s(&member.member_id));
+    by_id.insert("name".into(), s(&member.name));
+    by_id.insert("role".into(), s(&member.role));
+    by_id.insert("created_at".into(), s(&member.created_at));
+    let mut in_tenant = by_id.clone();
+    in_tenant.insert("pk".into(), s(format!("TENANT#{tenant_id}")));
+    in_tenant.insert("sk".into(), s(format!("MEMBER#{}", member.member_id)));
+    [by_id, in_tenant]
+}
+
+impl TryFrom<&Item> for MemberRecord {
+    type Error = StoreError;
+
+    fn try_from(item: &Item) -> Result<MemberRecord, StoreError> {
+        let read = Reader(item);
+        Ok(MemberRecord {
+            member_id: read.s("member_id")?,
+            name: read.s("name")?,
+            role: read.s("role")?,
+            created_at: read.s("created_at")?,
+        })
+    }
 }
 
 impl Store {
-    fn key_item(&self, hash: &str, record: &KeyRecord) -> Item {
-        let mut item = key(format!("KEY#{hash}"), "KEY");
-        item.insert("tenant_id".into(), s(&record.tenant_id));
-        item.insert("principal_kind".into(), s(&record.principal_kind));
-        item.insert("principal_id".into(), s(&record.principal_id));
-        item.insert("key_id".into(), s(&record.key_id));
-        item.insert("created_at".into(), s(clock::now()));
-        item
-    }
-
-    fn member_item(tenant_id: &str, member_id: &str, name: &str, role: &str) -> Item {
-        let mut item = key(format!("MEMBER#{member_id}"), "MEMBER");
-        item.insert("tenant_id".into(), s(tenant_id));
-        item.insert("name".into(), s(name));
-        item.insert("role".into(), s(role));
-        item.insert("created_at".into(), s(clock::now()));
-        item
-    }
-
-    /// Creates a tenant with its first admin, whose key hash is `admin_key_hash`.
+    /// Creates a tenant with its first admin and the admin's key, and the audit entry of it.
+    /// The tenant counts its live admin keys, so the last one can never be revoked.
     pub async fn create_tenant(
         &self,
         tenant_id: &str,
         name: &str,
-        admin_member_id: &str,
-        admin_key_hash: &str,
+        admin: &MemberRecord,
+        admin_key: &NewKey,
+        audit: &AuditEntry,
     ) -> Result<(), StoreError> {
         let mut tenant = key(format!("TENANT#{tenant_id}"), "TENANT");
         tenant.insert("name".into(), s(name));
         tenant.insert("created_at".into(), s(clock::now()));
-        let record = KeyRecord {
-            tenant_id: tenant_id.into(),
-            principal_kind: "admin".into(),
-            principal_id: admin_member_id.into(),
-            key_id: admin_member_id.into(),
-        };
-        self.transact(vec![
+        tenant.insert("admin_keys".into(), n(1));
+        let [by_id, in_tenant] = member_items(tenant_id, admin);
+        let mut items = vec![
             self.put_new(tenant)?,
-            self.put_new(Self::member_item(
-                tenant_id,
-                admin_member_id,
-                "admin",
-                "admin",
-            ))?,
-            self.put_new(self.key_item(admin_key_hash, &record))?,
-        ])
-        .await
+            self.put_new(by_id)?,
+            self.put_new(in_tenant)?,
+            self.put_new(audit.to_item())?,
+        ];
+        items.extend(self.new_key_items(admin_key)?);
+        self.transact(items).await
     }
 
     /// Creates a member with role `admin`, `member` or `viewer`, and its key.
     pub async fn create_member(
         &self,
         tenant_id: &str,
-        member_id: &str,
-        name: &str,
-        role: &str,
-        key_hash: &str,
+        member: &MemberRecord,
+        member_key: &NewKey,
         audit: &AuditEntry,
     ) -> Result<(), StoreError> {
-        let record = KeyRecord {
-            tenant_id: tenant_id.into(),
-            principal_kind: role.into(),
-            principal_id: member_id.into(),
-            key_id: member_id.into(),
-        };
-        self.transact(vec![
-            self.put_new(Self::member_item(tenant_id, member_id, name, role))?,
-            self.put_new(self.key_item(key_hash, &record))?,
+        let [by_id, in_tenant] = member_items(tenant_id, member);
+        let mut items = vec![
+            self.put_new(by_id)?,
+            self.put_new(in_tenant)?,
             self.put_new(audit.to_item())?,
-        ])
-        .await
+        ];
+        items.extend(self.new_key_items(member_key)?);
+        if member.role == "admin" {
+            items.push(self.count_admin_keys(tenant_id, 1)?);
+        }
+        self.transact(items).await
+    }
+
+    /// A transaction item that moves the tenant's count of live admin keys by `change`; a
+    /// decrease only while another admin key stays live.
+    pub(crate) fn count_admin_keys(
+        &self,
+        tenant_id: &str,
+        change: i64,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(format!("TENANT#{tenant_id}"), "TENANT")))
+            .update_expression("ADD admin_keys :change")
+            .expression_attribute_values(":change", s_number(change));
+        update = if change < 0 {
+            update
+                .condition_expression("admin_keys > :one")
+                .expression_attribute_values(":one", n(1))
+        } else {
+            update.condition_expression("attribute_exists(pk)")
+        };
+        let update = update
+            .build()
+            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        Ok(TransactWriteItem::builder().update(update).build())
     }
 
     /// Whether a member exists in the tenant.
@@ -97,101 +122,40 @@ impl Store {
         tenant_id: &str,
         member_id: &str,
     ) -> Result<bool, StoreError> {
+        Ok(self.find_member(tenant_id, member_id).await?.is_some())
+    }
+
+    /// The member of this tenant with this id.
+    pub async fn find_member(
+        &self,
+        tenant_id: &str,
+        member_id: &str,
+    ) -> Result<Option<MemberRecord>, StoreError> {
         let output = self
             .get(key(format!("MEMBER#{member_id}"), "MEMBER"))
             .await?;
-        Ok(match output.as_ref() {
-            Some(item) => Reader(item).s("tenant_id")? == tenant_id,
-            None => false,
-        })
-    }
-
-    /// The principal behind a key hash, if the key exists and is not revoked.
-    pub async fn lookup_key(&self, hash: &str) -> Result<Option<KeyRecord>, StoreError> {
-        let output = self.get(key(format!("KEY#{hash}"), "KEY")).await?;
-        let Some(item) = output.as_ref() else {
-            return Ok(None);
-        };
-        let read = Reader(item);
-        Ok(Some(KeyRecord {
-            tenant_id: read.s("tenant_id")?,
-            principal_kind: read.s("principal_kind")?,
-            principal_id: read.s("principal_id")?,
-            key_id: read.s("key_id")?,
-        }))
-    }
-
-    /// Stores a new agent key: the hash record that authenticates, and the agent's own record of
-    /// it (by key id) that revocation finds it through.
-    pub async fn put_agent_key(
-        &self,
-        tenant_id: &str,
-        agent_id: &str,
-        key_id: &str,
-        key_hash: &str,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
-        let record = KeyRecord {
-            tenant_id: tenant_id.into(),
-            principal_kind: "agent".into(),
-            principal_id: agent_id.into(),
-            key_id: key_id.into(),
-        };
-        let mut pointer = key(format!("AGENT#{agent_id}"), format!("KEY#{key_id}"));
-        pointer.insert("key_hash".into(), s(key_hash));
-        pointer.insert("created_at".into(), s(clock::now()));
-        self.transact(vec![
-            self.put_new(self.key_item(key_hash, &record))?,
-            self.put_new(pointer)?,
-            self.put_new(audit.to_item())?,
-        ])
-        .await
-    }
-
-    /// Revokes an agent key: the hash record is deleted (the key stops authenticating) and the
-    /// agent's record of it is kept, marked with when it was revoked. Returns the revoked key's
-    /// hash, or `None` when the agent has no such live key.
-    pub async fn revoke_agent_key(
-        &self,
-        agent_id: &str,
-        key_id: &str,
-        audit: &AuditEntry,
-    ) -> Result<Option<String>, StoreError> {
-        let pointer_key = key(format!("AGENT#{agent_id}"), format!("KEY#{key_id}"));
-        let output = self.get(pointer_key.clone()).await?;
-        let Some(item) = output.as_ref() else {
-            return Ok(None);
-        };
-        let read = Reader(item);
-        if read.opt_s("revoked_at")?.is_some() {
-            return Ok(None);
-        }
-        let hash = read.s("key_hash")?;
-        let delete = Delete::builder()
-            .table_name(&self.table)
-            .set_key(Some(key(format!("KEY#{hash}"), "KEY")))
-            .build()
-            .map_err(|error| StoreError::Rejected(error.to_string()))?;
-        let mark = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(pointer_key))
-            .update_expression("SET revoked_at = :now")
-            .condition_expression("attribute_not_exists(revoked_at)")
-            .expression_attribute_values(":now", s(clock::now()))
-            .build()
-            .map_err(|error| StoreError::Rejected(error.to_string()))?;
-        match self
-            .transact_checked(vec![
-                TransactWriteItem::builder().delete(delete).build(),
-                TransactWriteItem::builder().update(mark).build(),
-                self.put_new(audit.to_item())?,
-            ])
-            .await
-        {
-            Ok(()) => Ok(Some(hash)),
-            // A concurrent revoke of the same key got there first.
-            Err(TransactError::Canceled(_)) => Ok(None),
-            Err(TransactError::Store(error)) => Err(error),
+        match output.as_ref() {
+            Some(item) if Reader(item).s("tenant_id")? == tenant_id => {
+                let mut member = item.clone();
+                member
+                    .entry("member_id".into())
+                    .or_insert_with(|| s(member_id));
+                MemberRecord::try_from(&member).map(Some)
+            }
+            _ => Ok(None),
         }
     }
+
+    /// Every member of a tenant.
+    pub async fn list_members(&self, tenant_id: &str) -> Result<Vec<MemberRecord>, StoreError> {
+        let items = self
+            .query_prefix(format!("TENANT#{tenant_id}"), "MEMBER#")
+            .await?;
+        items.iter().map(MemberRecord::try_from).collect()
+    }
+}
+
+/// A signed number attribute.
+fn s_number(value: i64) -> aws_sdk_dynamodb::types::AttributeValue {
+    aws_sdk_dynamodb::types::AttributeValue::N(value.to_string())
 }

@@ -100,3 +100,274 @@ async fn the_authorization_scheme_is_matched_in_any_case() {
         .unwrap();
     assert_eq!(reply.status(), 401);
 }
+
+async fn set_status(app: &forgebench_tests::TestApp, admin: &str, agent: &str, status: &str) {
+    let reply = app
+        .send(
+            "PATCH",
+            &format!("/v1/agents/{agent}"),
+            Some(admin),
+            Some(serde_json::json!({ "status": status })),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
+
+#[tokio::test]
+async fn a_paused_agents_keys_stop_working_for_everything_until_it_is_active_again() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = pair.tenant.admin_key.clone();
+    let queued = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("queued"),
+            0,
+        )
+        .await;
+    assert_eq!(queued.status, 200);
+
+    set_status(&app, &admin, &pair.caller.name, "paused").await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 0)
+        .await;
+    assert_eq!(opened.status, 403, "{}", opened.text);
+    assert_eq!(app.get("/v1/agents/me", &pair.caller.key).await.status, 403);
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &queued.field("id"))
+        .await;
+    assert_eq!(read.status, 403);
+
+    set_status(&app, &admin, &pair.callee.name, "paused").await;
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 403);
+    // A key issued while the agent is paused is suspended too.
+    let fresh = app.issue_key(&admin, &pair.callee.name).await;
+    assert_eq!(app.get("/v1/agents/me", &fresh).await.status, 403);
+
+    set_status(&app, &admin, &pair.caller.name, "active").await;
+    set_status(&app, &admin, &pair.callee.name, "active").await;
+    assert_eq!(app.get("/v1/agents/me", &pair.caller.key).await.status, 200);
+    assert_eq!(app.get("/v1/agents/me", &fresh).await.status, 200);
+    let claimed = app.claim(&pair.callee.key, 0).await;
+    assert_eq!(claimed.status, 200, "{}", claimed.text);
+    assert_eq!(claimed.field("id"), queued.field("id"));
+}
+
+#[tokio::test]
+async fn retiring_an_agent_revokes_every_key_it_holds() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = pair.tenant.admin_key.clone();
+    let second = app.issue_key(&admin, &pair.callee.name).await;
+    let queued = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("queued"),
+            0,
+        )
+        .await;
+    set_status(&app, &admin, &pair.callee.name, "retired").await;
+    for key in [&pair.callee.key, &second] {
+        assert_eq!(app.get("/v1/agents/me", key).await.status, 401);
+        assert_eq!(app.claim(key, 0).await.status, 401);
+        let result = app
+            .post_result(
+                key,
+                &queued.field("id"),
+                serde_json::json!({"state": "completed"}),
+            )
+            .await;
+        assert_eq!(result.status, 401);
+    }
+    let listed = app
+        .get(&format!("/v1/agents/{}/keys", pair.callee.name), &admin)
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let items = listed.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    assert!(
+        items.iter().all(|item| item["revoked_at"].is_string()),
+        "{items:?}"
+    );
+    let refused = app
+        .post(
+            &format!("/v1/agents/{}/keys", pair.callee.name),
+            &admin,
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(refused.status, 409, "{}", refused.text);
+}
+
+#[tokio::test]
+async fn agent_keys_are_listed_with_created_and_last_used_times_and_never_a_secret() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = pair.tenant.admin_key.clone();
+    let unused = app.issue_key(&admin, &pair.caller.name).await;
+    assert_eq!(app.get("/v1/agents/me", &pair.caller.key).await.status, 200);
+    let listed = app
+        .get(&format!("/v1/agents/{}/keys", pair.caller.name), &admin)
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let items = listed.body["items"].as_array().unwrap().clone();
+    assert_eq!(items.len(), 2);
+    let used: Vec<_> = items
+        .iter()
+        .filter(|item| item["last_used_at"].is_string())
+        .collect();
+    assert_eq!(used.len(), 1, "{items:?}");
+    assert!(items
+        .iter()
+        .all(|item| item["created_at"].is_string() && item["revoked_at"].is_null()));
+    for secret in [&pair.caller.key, &unused] {
+        assert!(!listed.text.contains(secret.as_str()));
+    }
+    // Only the owner or an admin lists an agent's keys.
+    let (_, viewer) = app.create_member(&pair.tenant, "viewer").await;
+    let refused = app
+        .get(&format!("/v1/agents/{}/keys", pair.caller.name), &viewer)
+        .await;
+    assert_eq!(refused.status, 403);
+}
+
+#[tokio::test]
+async fn an_admin_lists_and_revokes_member_keys_but_never_the_last_admin_key() {
+    let app = spawn_app().await;
+    let tenant = app.create_tenant().await;
+    let listed = app.get("/v1/members", &tenant.admin_key).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let first_admin = listed.body["items"][0].clone();
+    let first_admin_id = first_admin["member_id"].as_str().unwrap().to_owned();
+    let first_key_id = first_admin["keys"][0]["key_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!listed.text.contains(&tenant.admin_key));
+
+    let revoke = |member: String, key: String| {
+        let app = &app;
+        let admin = tenant.admin_key.clone();
+        async move {
+            app.send(
+                "DELETE",
+                &format!("/v1/members/{member}/keys/{key}"),
+                Some(&admin),
+                None,
+            )
+            .await
+        }
+    };
+    let last = revoke(first_admin_id.clone(), first_key_id.clone()).await;
+    assert_eq!(last.status, 409, "{}", last.text);
+    assert_eq!(app.get("/v1/members", &tenant.admin_key).await.status, 200);
+
+    let (member_id, member_key) = app.create_member(&tenant, "member").await;
+    let member_keys = app.get("/v1/members", &tenant.admin_key).await;
+    let member_entry = member_keys.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["member_id"] == member_id.as_str())
+        .unwrap()
+        .clone();
+    let revoked = revoke(
+        member_id.clone(),
+        member_entry["keys"][0]["key_id"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    )
+    .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.text);
+    assert_eq!(app.get("/v1/agents", &member_key).await.status, 401);
+    assert_eq!(app.get("/v1/members", &member_key).await.status, 401);
+
+    // With a second admin key, the first can go; then the second is the last.
+    let second = app
+        .post(
+            &format!("/v1/members/{first_admin_id}/keys"),
+            &tenant.admin_key,
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(second.status, 201, "{}", second.text);
+    let second_key = second.field("key");
+    assert_eq!(
+        revoke(first_admin_id.clone(), first_key_id).await.status,
+        200
+    );
+    assert_eq!(app.get("/v1/members", &tenant.admin_key).await.status, 401);
+    let again = app
+        .send(
+            "DELETE",
+            &format!(
+                "/v1/members/{first_admin_id}/keys/{}",
+                second.field("key_id")
+            ),
+            Some(&second_key),
+            None,
+        )
+        .await;
+    assert_eq!(again.status, 409, "{}", again.text);
+    assert_eq!(app.get("/v1/members", &second_key).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_revoked_key_stops_working_on_every_instance_within_the_key_cache_time() {
+    let first = spawn_app_with(Options {
+        key_cache_seconds: 1,
+        ..Options::default()
+    })
+    .await;
+    let pair = first.pair().await;
+    let other = spawn_app_with(Options {
+        key_cache_seconds: 1,
+        table: Some(first.table.clone()),
+        ..Options::default()
+    })
+    .await;
+    let key = first
+        .issue_key(&pair.tenant.admin_key, &pair.caller.name)
+        .await;
+    assert_eq!(
+        other.get("/v1/agents/me", &key).await.status,
+        200,
+        "cached there now"
+    );
+    let listed = first
+        .get(
+            &format!("/v1/agents/{}/keys", pair.caller.name),
+            &pair.tenant.admin_key,
+        )
+        .await;
+    let key_id = listed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["last_used_at"].is_string() && item["key_id"] != "")
+        .map(|item| item["key_id"].as_str().unwrap().to_owned())
+        .unwrap();
+    let revoked = first
+        .send(
+            "DELETE",
+            &format!("/v1/agents/{}/keys/{key_id}", pair.caller.name),
+            Some(&pair.tenant.admin_key),
+            None,
+        )
+        .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.text);
+    assert_eq!(
+        first.get("/v1/agents/me", &key).await.status,
+        401,
+        "at once where revoked"
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(
+        other.get("/v1/agents/me", &key).await.status,
+        401,
+        "within the cache time elsewhere"
+    );
+}
