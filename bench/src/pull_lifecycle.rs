@@ -2,7 +2,8 @@
 //!
 //! 1. Store calls per step (open, claim, result, the caller's final read), counted by an SDK
 //!    interceptor, with the key cache warm (the steady state of a busy agent) and cold (every
-//!    request looks its key up). Target: at most 6 for the four steps of a small task. The same
+//!    request looks its key up). Target: at most 8 for the four steps of a small task (6 for the
+//!    task itself, 2 audit entries: the claim's and the result's). The same
 //!    for a 1 MiB task (1 MiB message, 1 MiB answer), whose bodies live in the body store (S3).
 //! 2. The cost of long polls: DynamoDB reads per second of an idle `wait` (caller and callee).
 //! 3. How fast an answer reaches a waiting caller: time from the callee's result (200) to the
@@ -163,8 +164,8 @@ async fn main() {
         &cold,
     );
     println!(
-        "\ntarget <= 6 for the task's own life: {} (warm {warm_total}, cold {cold_total} = {warm_total} + 4 key lookups)",
-        if warm_total <= 6 { "met" } else { "MISSED" }
+        "\ntarget <= 8 for the task's own life (6 for the task, 2 audit entries: claim and result): {} (warm {warm_total}, cold {cold_total} = {warm_total} + 4 key lookups + each new key's first use noted)",
+        if warm_total <= 8 { "met" } else { "MISSED" }
     );
 
     // 2. Reads while idle-waiting.

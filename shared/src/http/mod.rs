@@ -21,8 +21,9 @@ use serde_json::Value;
 use crate::app::App;
 use crate::config::API_MAX_WAIT_SECONDS;
 use crate::domain::content::{PackedBody, INLINE_BODY_BYTES, MAX_TASK_CONTENT_BYTES};
-use crate::domain::{Message, Task};
+use crate::domain::{Message, Principal, Task};
 use crate::error::{json_response, ApiError};
+use crate::store::AuditEntry;
 
 pub use router::{Route, RouteMiss};
 
@@ -169,6 +170,16 @@ pub(crate) fn content_too_large() -> ApiError {
         "the task would hold more than {MAX_TASK_CONTENT_BYTES} bytes of messages and artifacts; \
          open a new task in this conversation"
     ))
+}
+
+/// Puts a task action that took effect on the audit log. The action is on the record already
+/// (in the task), so a failure here is logged, never answered: that would invite a retry of
+/// something done.
+pub(crate) async fn audit_task_action(app: &App, principal: &Principal, action: &str, task: &Task) {
+    let entry = AuditEntry::for_task(principal, action, &task.id, &task.call_id);
+    if let Err(error) = app.store.record_audit(&entry).await {
+        tracing::error!(task_id = %task.id, action, error = %error, "audit entry not written");
+    }
 }
 
 pub(crate) fn ok(body: &Value) -> HandlerResult {

@@ -6,8 +6,8 @@ use tokio::time::Instant;
 
 use super::tasks::{agent_principal, expire_if_overdue, task_id_param};
 use super::{
-    content_too_large, json_body, json_object, only_fields, pack_message, task_ok, wait_param,
-    HandlerResult,
+    audit_task_action, content_too_large, json_body, json_object, only_fields, pack_message,
+    task_ok, wait_param, HandlerResult,
 };
 use crate::app::App;
 use crate::bodies::BodyError;
@@ -36,6 +36,7 @@ pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
             ClaimOutcome::Claimed(task) => {
                 tracing::info!(task_id = %task.id, call_id = %task.call_id, "task claimed");
                 if let Some(task) = hand_over(app, *task, &principal.tenant_id, &agent_id).await? {
+                    audit_task_action(app, &principal, "task.claim", &task).await;
                     return super::ok(&task.to_json());
                 }
                 continue;
@@ -133,6 +134,8 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
     let current = match transition {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, state = task.state.as_str(), "task answered");
+            let action = format!("task.result.{}", task.state.as_str());
+            audit_task_action(app, &principal, &action, &task).await;
             return task_ok(app, task, &result.bodies()).await;
         }
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),
@@ -206,6 +209,7 @@ pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
     let current = match transition {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "task progress reported");
+            audit_task_action(app, &principal, "task.progress", &task).await;
             return task_ok(app, task, &[&message]).await;
         }
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::{
-    content_too_large, full_task, json_object, only_fields, path_param, store_message, task_ok,
-    wait_param, HandlerResult,
+    audit_task_action, content_too_large, full_task, json_object, only_fields, path_param,
+    store_message, task_ok, wait_param, HandlerResult,
 };
 use crate::app::App;
 use crate::bodies::resolve_from_memory;
@@ -74,7 +74,7 @@ async fn refuse_action(
     entry.call_id = Some(call_id.to_owned());
     entry.task_id = task_id.map(str::to_owned);
     tracing::info!(action, reason = reason.as_str(), "call refused");
-    match app.store.record_audit(&entry).await {
+    match app.store.record_refusal(&entry).await {
         Ok(()) => ApiError::NotPermitted,
         // The refusal must be on the record; if it cannot be written, say so instead.
         Err(error) => error.into(),
@@ -497,6 +497,7 @@ pub async fn cancel(app: &App, request: Request) -> HandlerResult {
     {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "task canceled");
+            audit_task_action(app, &principal, "task.cancel", &task).await;
             task_ok(app, task, &[]).await
         }
         TaskTransition::Refused(None) => Err(ApiError::TaskNotFound),

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::item::{key, opt_s, s, Item, Reader};
+use super::item::{key, n, opt_s, s, Item, Reader};
 use super::{classify, Store, StoreError};
 use crate::domain::{clock, Principal};
 
@@ -22,7 +22,13 @@ pub struct AuditEntry {
     pub reason: Option<String>,
     pub call_id: Option<String>,
     pub task_id: Option<String>,
+    /// How many times the same refusal happened in this entry's minute (refusals are recorded
+    /// once a minute per caller, target and reason, so one caller cannot flood the log).
+    pub count: u64,
 }
+
+/// The length of the window in which repeated refusals share one audit entry.
+pub const REFUSAL_WINDOW_SECONDS: i64 = 60;
 
 impl AuditEntry {
     /// An entry for `actor` doing `action` on `target` now.
@@ -39,7 +45,16 @@ impl AuditEntry {
             reason: None,
             call_id: None,
             task_id: None,
+            count: 1,
         }
+    }
+
+    /// An entry for `actor` doing `action` on the task `task_id` of the call `call_id`.
+    pub fn for_task(actor: &Principal, action: &str, task_id: &str, call_id: &str) -> AuditEntry {
+        let mut entry = AuditEntry::new(actor, action, task_id);
+        entry.task_id = Some(task_id.to_owned());
+        entry.call_id = Some(call_id.to_owned());
+        entry
     }
 
     pub fn refused(mut self, reason: &str) -> AuditEntry {
@@ -65,6 +80,7 @@ impl AuditEntry {
         item.insert("reason".into(), opt_s(self.reason.as_deref()));
         item.insert("call_id".into(), opt_s(self.call_id.as_deref()));
         item.insert("task_id".into(), opt_s(self.task_id.as_deref()));
+        item.insert("count".into(), n(self.count));
         item
     }
 
@@ -80,6 +96,7 @@ impl AuditEntry {
             "reason": self.reason,
             "call_id": self.call_id,
             "task_id": self.task_id,
+            "count": self.count,
         })
     }
 }
@@ -101,7 +118,29 @@ impl TryFrom<&Item> for AuditEntry {
             reason: read.opt_s("reason")?,
             call_id: read.opt_s("call_id")?,
             task_id: read.opt_s("task_id")?,
+            count: match item.get("count") {
+                Some(_) => read.n("count")?,
+                None => 1,
+            },
         })
+    }
+}
+
+/// Namespace of the ids of refusal entries, derived from what was refused and its minute.
+const REFUSAL_NAMESPACE: uuid::Uuid =
+    uuid::Uuid::from_u128(0x6f1d_2a90_5b3c_4e7d_9a18_c2e4_7b05_f3a1);
+
+/// The start of the minute `at` (a formatted moment) falls in, formatted the same way.
+fn refusal_window(at: &str) -> String {
+    match clock::parse(at) {
+        Some(moment) => {
+            let seconds = moment.unix_timestamp();
+            let start = seconds - seconds.rem_euclid(REFUSAL_WINDOW_SECONDS);
+            time::OffsetDateTime::from_unix_timestamp(start)
+                .map(clock::format)
+                .unwrap_or_else(|_| at.to_owned())
+        }
+        None => at.to_owned(),
     }
 }
 
@@ -112,6 +151,51 @@ impl Store {
             .put_item()
             .table_name(&self.table)
             .set_item(Some(entry.to_item()))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    /// Records a refusal, once per minute for the same actor, action, target and reason: the
+    /// first refusal of the minute writes the entry, the rest count on it, so a caller repeating a
+    /// refused call grows one entry a minute, not one a request.
+    pub async fn record_refusal(&self, entry: &AuditEntry) -> Result<(), StoreError> {
+        let window = refusal_window(&entry.at);
+        let identity = format!(
+            "{}|{}|{}|{}|{}",
+            entry.actor_id,
+            entry.action,
+            entry.target,
+            entry.reason.as_deref().unwrap_or_default(),
+            window
+        );
+        let id = uuid::Uuid::new_v5(&REFUSAL_NAMESPACE, identity.as_bytes()).to_string();
+        let mut first = entry.clone();
+        first.id = id.clone();
+        first.at = window.clone();
+        let item = first.to_item();
+        let mut names = Vec::new();
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("AUDIT#{}", entry.tenant_id)))
+            .key("sk", s(format!("{window}#{id}")));
+        for (index, (name, value)) in item
+            .into_iter()
+            .filter(|(name, _)| !matches!(name.as_str(), "pk" | "sk" | "count"))
+            .enumerate()
+        {
+            names.push(format!("#a{index} = if_not_exists(#a{index}, :v{index})"));
+            update = update
+                .expression_attribute_names(format!("#a{index}"), name)
+                .expression_attribute_values(format!(":v{index}"), value);
+        }
+        update
+            .update_expression(format!("SET {} ADD #count :one", names.join(", ")))
+            .expression_attribute_names("#count", "count")
+            .expression_attribute_values(":one", n(1))
             .send()
             .await
             .map(|_| ())

@@ -371,3 +371,87 @@ async fn a_revoked_key_stops_working_on_every_instance_within_the_key_cache_time
         "within the cache time elsewhere"
     );
 }
+
+async fn audit_actions(app: &forgebench_tests::TestApp, admin: &str) -> Vec<serde_json::Value> {
+    let reply = app.get("/v1/audit?limit=100", admin).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body["items"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn claims_results_progress_and_cancels_are_on_the_audit_log() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("a"), 0)
+        .await;
+    let task_id = opened.field("id");
+    app.claim(&pair.callee.key, 0).await;
+    let progress = app
+        .post(
+            &format!("/v1/agents/me/tasks/{task_id}/progress"),
+            &pair.callee.key,
+            serde_json::json!({"message": {"parts": [{"text": "half"}]}}),
+        )
+        .await;
+    assert_eq!(progress.status, 200);
+    app.post_result(
+        &pair.callee.key,
+        &task_id,
+        serde_json::json!({"state": "completed"}),
+    )
+    .await;
+    let canceled = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("b"), 0)
+        .await;
+    app.cancel(&pair.caller.key, &pair.callee.name, &canceled.field("id"))
+        .await;
+    let entries = audit_actions(&app, &pair.tenant.admin_key).await;
+    for (action, task, actor) in [
+        ("task.claim", &task_id, &pair.callee.id),
+        ("task.progress", &task_id, &pair.callee.id),
+        ("task.result.completed", &task_id, &pair.callee.id),
+        ("task.cancel", &canceled.field("id"), &pair.caller.id),
+    ] {
+        let entry = entries
+            .iter()
+            .find(|entry| entry["action"] == action)
+            .unwrap_or_else(|| panic!("no {action} in {entries:?}"));
+        assert_eq!(entry["task_id"], task.as_str());
+        assert_eq!(entry["actor"]["id"], actor.as_str());
+        assert_eq!(entry["outcome"], "allowed");
+    }
+}
+
+#[tokio::test]
+async fn a_caller_repeating_a_refused_open_grows_one_audit_entry_not_one_a_request() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let stranger = app.create_agent(&pair.tenant.admin_key, "stranger").await;
+    for _ in 0..30 {
+        let refused = app
+            .open_task(
+                &stranger.key,
+                &pair.callee.name,
+                text_message("let me in"),
+                0,
+            )
+            .await;
+        assert_eq!(refused.status, 403);
+    }
+    let refusals: Vec<serde_json::Value> = audit_actions(&app, &pair.tenant.admin_key)
+        .await
+        .into_iter()
+        .filter(|entry| entry["outcome"] == "refused")
+        .collect();
+    assert!(
+        (1..=2).contains(&refusals.len()),
+        "one entry a minute: {refusals:?}"
+    );
+    let counted: u64 = refusals
+        .iter()
+        .map(|entry| entry["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, 30);
+    assert!(refusals.iter().all(|entry| entry["reason"] == "no_binding"));
+}
