@@ -36,6 +36,9 @@ pub enum ApiError {
     PullResultWorking,
     #[error("too large: {0}")]
     TooLarge(String),
+    /// The agent holds as many long polls as it may at once.
+    #[error("too many requests: {0}")]
+    TooManyRequests(String),
     #[error("backing service unavailable")]
     Unavailable,
     #[error("internal error")]
@@ -60,6 +63,7 @@ impl ApiError {
             }
             ApiError::PullResultWorking => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -78,6 +82,7 @@ impl ApiError {
             ApiError::LimitReached(_) => "limit_reached",
             ApiError::PullResultWorking => "invalid_result",
             ApiError::TooLarge(_) => "too_large",
+            ApiError::TooManyRequests(_) => "too_many_requests",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal => "internal",
         }
@@ -101,7 +106,8 @@ impl ApiError {
             | ApiError::NotFound(message)
             | ApiError::Conflict(message)
             | ApiError::LimitReached(message)
-            | ApiError::TooLarge(message) => detail(message),
+            | ApiError::TooLarge(message)
+            | ApiError::TooManyRequests(message) => detail(message),
             ApiError::Unauthenticated => {
                 detail("a valid API key is required: Authorization: Bearer <key>")
             }
@@ -114,7 +120,7 @@ impl ApiError {
 
     pub fn into_response(self) -> Response<Body> {
         let mut response = json_response(self.status(), &self.body());
-        if matches!(self, ApiError::Unavailable) {
+        if matches!(self, ApiError::Unavailable | ApiError::TooManyRequests(_)) {
             response.headers_mut().insert(
                 "retry-after",
                 lambda_http::http::HeaderValue::from_static("1"),

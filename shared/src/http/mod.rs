@@ -23,7 +23,7 @@ use crate::config::API_MAX_WAIT_SECONDS;
 use crate::domain::content::{PackedBody, INLINE_BODY_BYTES, MAX_TASK_CONTENT_BYTES};
 use crate::domain::{Message, Principal, Task};
 use crate::error::{json_response, ApiError};
-use crate::store::AuditEntry;
+use crate::store::{AuditEntry, PollSlot, MAX_POLLS_PER_AGENT};
 
 pub use router::{Route, RouteMiss};
 
@@ -180,6 +180,44 @@ pub(crate) async fn audit_task_action(app: &App, principal: &Principal, action: 
     if let Err(error) = app.store.record_audit(&entry).await {
         tracing::error!(task_id = %task.id, action, error = %error, "audit entry not written");
     }
+}
+
+/// One of the principal's long-poll slots for a wait of `wait`, or `429 too_many_requests` when
+/// it holds [`MAX_POLLS_PER_AGENT`] already; no slot is needed to wait for nothing.
+pub(crate) async fn poll_slot(
+    app: &App,
+    principal: &Principal,
+    wait: Duration,
+) -> Result<Option<PollSlot>, ApiError> {
+    if wait.is_zero() {
+        return Ok(None);
+    }
+    match app
+        .store
+        .take_poll_slot(principal.id(), wait.as_secs())
+        .await?
+    {
+        Some(slot) => Ok(Some(slot)),
+        None => Err(ApiError::TooManyRequests(format!(
+            "at most {MAX_POLLS_PER_AGENT} requests with wait may be open at once per key holder; \
+             retry when one has answered"
+        ))),
+    }
+}
+
+/// Runs `work` holding a long-poll slot for `wait` (see [`poll_slot`]) and gives it back after.
+pub(crate) async fn with_poll_slot<T>(
+    app: &App,
+    principal: &Principal,
+    wait: Duration,
+    work: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    let slot = poll_slot(app, principal, wait).await?;
+    let outcome = work.await;
+    if let Some(slot) = slot {
+        app.store.release_poll_slot(&slot).await;
+    }
+    outcome
 }
 
 pub(crate) fn ok(body: &Value) -> HandlerResult {

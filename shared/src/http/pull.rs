@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use super::tasks::{agent_principal, expire_if_overdue, task_id_param};
 use super::{
     audit_task_action, content_too_large, json_body, json_object, only_fields, pack_message,
-    task_ok, wait_param, HandlerResult,
+    task_ok, wait_param, with_poll_slot, HandlerResult,
 };
 use crate::app::App;
 use crate::bodies::BodyError;
@@ -16,7 +16,7 @@ use crate::domain::message::Role;
 use crate::domain::task::{
     PackedResult, ResultRejection, TaskResult, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES,
 };
-use crate::domain::{clock, Message, Task, TaskState};
+use crate::domain::{clock, Message, Principal, Task, TaskState};
 use crate::error::ApiError;
 use crate::store::{ClaimOutcome, TaskTransition};
 
@@ -29,14 +29,30 @@ pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate(request.headers()).await?;
     let agent_id = agent_principal(&principal, "claiming tasks")?;
     let wait = wait_param(&request, app)?;
+    with_poll_slot(
+        app,
+        &principal,
+        wait,
+        claim_within(app, &principal, &agent_id, wait),
+    )
+    .await
+}
+
+/// Claims within `wait`: the claimed task, or `204` when nothing arrived.
+async fn claim_within(
+    app: &App,
+    principal: &Principal,
+    agent_id: &str,
+    wait: std::time::Duration,
+) -> HandlerResult {
     let until = Instant::now() + wait;
     let mut contended = 0;
     loop {
-        match app.store.claim_next(&agent_id).await? {
+        match app.store.claim_next(agent_id).await? {
             ClaimOutcome::Claimed(task) => {
                 tracing::info!(task_id = %task.id, call_id = %task.call_id, "task claimed");
-                if let Some(task) = hand_over(app, *task, &principal.tenant_id, &agent_id).await? {
-                    audit_task_action(app, &principal, "task.claim", &task).await;
+                if let Some(task) = hand_over(app, *task, &principal.tenant_id, agent_id).await? {
+                    audit_task_action(app, principal, "task.claim", &task).await;
                     return super::ok(&task.to_json());
                 }
                 continue;

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::{
     audit_task_action, content_too_large, full_task, json_object, only_fields, path_param,
-    store_message, task_ok, wait_param, HandlerResult,
+    poll_slot, store_message, task_ok, wait_param, with_poll_slot, HandlerResult,
 };
 use crate::app::App;
 use crate::bodies::resolve_from_memory;
@@ -18,6 +18,7 @@ use crate::domain::content::{PackedBody, INLINE_BODY_BYTES};
 use crate::domain::task::{keyed_task_id, Delivery, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
 use crate::domain::{clock, Agent, AgentRef, Message, Principal, PrincipalKind, Task, TaskState};
 use crate::error::{json_response, ApiError};
+use crate::store::PollSlot;
 use crate::store::{
     AuditEntry, ContextJoin, InputRefusal, OpenRefusal, OpenTask, StoreError, TaskTransition,
 };
@@ -268,7 +269,7 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
             tokio::time::sleep(Duration::from_millis(50)).await;
             return match app.store.get_task(&task_id).await? {
                 Some(existing) => {
-                    replay_open(app, &caller_id, &callee.id, existing, wait, &input).await
+                    replay_open(app, &principal, &callee.id, existing, wait, &input).await
                 }
                 None => Err(StoreError::Unavailable(reason).into()),
             };
@@ -283,7 +284,7 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
                 .get_task(&task_id)
                 .await?
                 .ok_or(ApiError::Internal)?;
-            return replay_open(app, &caller_id, &callee.id, existing, wait, &input).await;
+            return replay_open(app, &principal, &callee.id, existing, wait, &input).await;
         }
         Err(OpenRefusal::BindingNotLive | OpenRefusal::CalleeNotActive) => {
             let reason = refusal_reason(app, &principal, &caller_id, &callee.id).await?;
@@ -307,26 +308,28 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
             tracing::warn!(task_id = %task_id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
         }
     }
-    opened_response(app, open.task, wait, &input).await
+    opened_response(app, &principal, open.task, wait, &input).await
 }
 
 /// The answer to an open repeated with the same `message_id`: the task the first one wrote, as
 /// it stands now (waited on like a new one), and nothing written again.
 async fn replay_open(
     app: &App,
-    caller_id: &str,
+    principal: &Principal,
     callee_id: &str,
     task: Task,
     wait: Duration,
     written: &PackedBody,
 ) -> HandlerResult {
     // The id is derived from this caller and callee; anything else under it is not theirs.
-    if task.caller_agent_id != caller_id || task.callee_agent_id != callee_id {
+    if Some(task.caller_agent_id.as_str()) != principal.agent_id()
+        || task.callee_agent_id != callee_id
+    {
         return Err(ApiError::Internal);
     }
     tracing::info!(task_id = %task.id, call_id = %task.call_id, "task open repeated; existing task returned");
     let task = expire_if_overdue(app, task).await?;
-    opened_response(app, task, wait, written).await
+    opened_response(app, principal, task, wait, written).await
 }
 
 /// `200` with the task (after waiting up to `wait` for its answer) and its call id. The task is
@@ -334,16 +337,24 @@ async fn replay_open(
 /// wrote it, never an error that would invite the caller to open it again.
 async fn opened_response(
     app: &App,
+    principal: &Principal,
     task: Task,
     wait: Duration,
     written: &PackedBody,
 ) -> HandlerResult {
     let mut as_written = task.clone();
+    // The task is opened already: without a free long-poll slot it is answered at once.
+    let slot: Option<PollSlot> = poll_slot(app, principal, wait).await.unwrap_or_default();
+    let wait = if slot.is_some() { wait } else { Duration::ZERO };
     let settled = async {
         let task = wait_for_answer(app, task, wait).await?;
         full_task(app, task, &[written]).await
     };
-    let task = match settled.await {
+    let settled = settled.await;
+    if let Some(slot) = slot {
+        app.store.release_poll_slot(&slot).await;
+    }
+    let task = match settled {
         Ok(task) => task,
         Err(error) => {
             tracing::warn!(task_id = %as_written.id, error = %error, "reading the opened task failed; answering with it as written");
@@ -462,7 +473,12 @@ pub async fn get(app: &App, request: Request) -> HandlerResult {
     let task_id = task_id_param(&request)?;
     let task = readable_task(app, &principal, &task_id, &segment).await?;
     let task = expire_if_overdue(app, task).await?;
-    let task = wait_for_answer(app, task, wait).await?;
+    let wait = if task.state.is_pending() {
+        wait
+    } else {
+        Duration::ZERO
+    };
+    let task = with_poll_slot(app, &principal, wait, wait_for_answer(app, task, wait)).await?;
     task_ok(app, task, &[]).await
 }
 

@@ -14,6 +14,7 @@
 //! | conversation | `CONTEXT#{id}` | `CONTEXT` | | |
 //! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{root}` / at#id | |
 //! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
+//! | long-poll slot (`store/polls.rs`) | `POLLS#{agent}` | `SLOT#{n}` | | |
 //!
 //! The agent lives under two keys with the same attributes, written together in one transaction,
 //! so that a route naming an agent by id or by name reads it with one `GetItem`.
@@ -24,6 +25,7 @@ mod bindings;
 mod cards;
 pub mod item;
 mod keys;
+mod polls;
 mod push;
 pub mod schema;
 mod tasks;
@@ -33,6 +35,7 @@ pub use audit::AuditEntry;
 pub use bindings::BindingWrite;
 pub use cards::SigningKeyRecord;
 pub use keys::{use_is_stale, KeyInfo, KeyOwner, KeyRecord, NewKey, RevokeRefusal, MAX_LIVE_KEYS};
+pub use polls::{PollSlot, MAX_POLLS_PER_AGENT};
 pub use push::Attempt;
 pub use tasks::{
     ClaimOutcome, ContextJoin, InputRefusal, OpenRefusal, OpenTask, OverdueEntry, TaskTransition,

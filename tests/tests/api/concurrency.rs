@@ -44,9 +44,11 @@ async fn eight_pollers_claim_five_hundred_tasks_each_exactly_once() {
                     empty_in_a_row += 1;
                     continue;
                 }
-                assert_eq!(response.status(), 200);
-                empty_in_a_row = 0;
+                let status = response.status();
                 let task: Value = response.json().await.expect("task");
+                assert_eq!(status, 200, "{task}");
+                empty_in_a_row = 0;
+
                 assert_eq!(task["status"]["state"], "working");
                 claimed.push(task["id"].as_str().unwrap().to_owned());
             }

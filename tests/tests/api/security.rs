@@ -455,3 +455,71 @@ async fn a_caller_repeating_a_refused_open_grows_one_audit_entry_not_one_a_reque
     assert_eq!(counted, 30);
     assert!(refusals.iter().all(|entry| entry["reason"] == "no_binding"));
 }
+
+#[tokio::test]
+async fn an_agent_holds_at_most_ten_long_polls_at_once_and_gets_its_slots_back() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let max = forgebench::store::MAX_POLLS_PER_AGENT as usize;
+    let polls: Vec<_> = (0..max)
+        .map(|_| {
+            let (base, key) = (app.base.clone(), pair.callee.key.clone());
+            tokio::spawn(async move {
+                reqwest::Client::new()
+                    .get(format!("{base}/v1/agents/me/tasks/next?wait=2"))
+                    .bearer_auth(key)
+                    .send()
+                    .await
+                    .expect("poll")
+                    .status()
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let refused = app.claim(&pair.callee.key, 2).await;
+    assert_eq!(refused.status, 429, "{}", refused.text);
+    assert_eq!(refused.body["detail"]["code"], "too_many_requests");
+    assert_eq!(refused.headers["retry-after"], "1");
+    // Waiting for nothing needs no slot; another agent has its own.
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 204);
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 1)
+        .await;
+    assert_eq!(opened.status, 200);
+    for poll in polls {
+        let status = poll.await.unwrap();
+        assert!(status == 200 || status == 204, "{status}");
+    }
+    assert_eq!(
+        app.claim(&pair.callee.key, 1).await.status,
+        204,
+        "slots given back"
+    );
+}
+
+#[test]
+fn the_deployment_throttles_the_api_and_bounds_the_long_poll_functions() {
+    let template: serde_yaml::Value = serde_yaml::from_str(TEMPLATE).unwrap();
+    let settings = &template["Resources"]["Api"]["Properties"]["MethodSettings"][0];
+    for (setting, parameter) in [
+        ("ThrottlingRateLimit", "ThrottleRateLimit"),
+        ("ThrottlingBurstLimit", "ThrottleBurstLimit"),
+    ] {
+        match &settings[setting] {
+            serde_yaml::Value::Tagged(tagged) => assert_eq!(tagged.value, parameter),
+            other => panic!("{setting}: {other:?}"),
+        }
+    }
+    for function in [
+        "OpenTaskFunction",
+        "GetTaskFunction",
+        "ClaimNextTaskFunction",
+    ] {
+        let reserved =
+            &template["Resources"][function]["Properties"]["ReservedConcurrentExecutions"];
+        assert!(
+            matches!(reserved, serde_yaml::Value::Tagged(tagged) if tagged.value == "LongPollConcurrency"),
+            "{function}: {reserved:?}"
+        );
+    }
+}

@@ -1,0 +1,101 @@
+//! Long-poll slots: each agent may hold at most [`MAX_POLLS_PER_AGENT`] waiting requests at
+//! once, across every function instance, so one agent's thousand waiting polls cannot take the
+//! deployment's concurrency. A slot is an item taken with a conditional write and given back when
+//! the wait ends; a slot whose holder died frees itself when its expiry passes.
+//!
+//! | item | pk | sk |
+//! |---|---|---|
+//! | a long-poll slot | `POLLS#{agent}` | `SLOT#{n}` |
+
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+
+use super::item::{key, n, s, Reader};
+use super::{classify, Store, StoreError};
+use crate::domain::clock;
+
+/// Most long polls (`wait` > 0) one agent may hold at once.
+pub const MAX_POLLS_PER_AGENT: u32 = 10;
+
+/// A slot this request holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PollSlot {
+    agent_id: String,
+    slot: u32,
+    holder: String,
+}
+
+impl Store {
+    /// Takes a free long-poll slot of `agent_id` for `seconds` (plus a margin), or `None` when
+    /// every slot is held.
+    pub async fn take_poll_slot(
+        &self,
+        agent_id: &str,
+        seconds: u64,
+    ) -> Result<Option<PollSlot>, StoreError> {
+        let holder = uuid::Uuid::new_v4().to_string();
+        let now = clock::unix_now();
+        let mut start = [0u8; 1];
+        let _ = getrandom::fill(&mut start);
+        for offset in 0..MAX_POLLS_PER_AGENT {
+            let slot = (u32::from(start[0]) + offset) % MAX_POLLS_PER_AGENT;
+            let mut item = key(format!("POLLS#{agent_id}"), format!("SLOT#{slot}"));
+            item.insert("holder".into(), s(&holder));
+            item.insert("expires_at".into(), n(now + seconds + 5));
+            let taken = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk) OR expires_at < :now")
+                .expression_attribute_values(":now", n(now))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .send()
+                .await;
+            let ours = match taken {
+                Ok(_) => true,
+                Err(error) => match error.as_service_error() {
+                    // The SDK may re-send a put whose first try took the slot: ours all the same.
+                    Some(PutItemError::ConditionalCheckFailedException(failed)) => failed
+                        .item()
+                        .is_some_and(|item| Reader(item).s("holder").is_ok_and(|h| h == holder)),
+                    _ => return Err(classify(error)),
+                },
+            };
+            if ours {
+                return Ok(Some(PollSlot {
+                    agent_id: agent_id.to_owned(),
+                    slot,
+                    holder,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Gives a slot back (only if this request still holds it).
+    pub async fn release_poll_slot(&self, slot: &PollSlot) {
+        let released = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(
+                format!("POLLS#{}", slot.agent_id),
+                format!("SLOT#{}", slot.slot),
+            )))
+            .condition_expression("holder = :holder")
+            .expression_attribute_values(":holder", s(&slot.holder))
+            .send()
+            .await;
+        if let Err(error) = released {
+            let lapsed = error
+                .as_service_error()
+                .is_some_and(|service| service.is_conditional_check_failed_exception());
+            if !lapsed {
+                tracing::warn!(error = %classify(error), "long-poll slot not given back; it frees itself when it expires");
+            }
+        }
+    }
+}
