@@ -11,13 +11,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tracing::Instrument;
 
 use super::dial::Dialer;
 use super::endpoint::{AuthScheme, Endpoint};
 use super::queue::{Job, Queue};
-use super::signature::sign_delivery;
+use super::signature::{delivery_body, sign_delivery, Destination};
 use super::verdict::{judge, RetrySchedule, Verdict};
 use crate::bodies::{Bodies, BodyError};
 use crate::domain::content::MAX_TASK_CONTENT_BYTES;
@@ -180,12 +180,12 @@ impl Worker {
             }
         };
         let mut headers = request_headers(&task, &endpoint, secret.as_deref());
-        let body = json!({
-            "task_id": task.id,
-            "call_id": task.call_id,
-            "message": message,
-        })
-        .to_string();
+        let destination = Destination {
+            tenant_id: &task.tenant_id,
+            agent_id: &task.callee_agent_id,
+            url: &endpoint.url,
+        };
+        let body = delivery_body(&task.id, &task.call_id, &message, destination);
         match self.signing.active(&self.store, &self.vault).await {
             Ok((_, key)) => {
                 let timestamp = std::time::SystemTime::now()

@@ -17,5 +17,6 @@ mod progress;
 mod pull;
 mod push;
 mod push_security;
+mod push_signatures;
 mod sdk_tls;
 mod tasks;

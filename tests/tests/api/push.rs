@@ -80,7 +80,10 @@ async fn the_endpoint_post_carries_the_documented_headers_and_body() {
     assert_eq!(request.headers["content-type"], "application/json");
     assert_eq!(
         request.body,
-        json!({"task_id": opened.field("id"), "call_id": opened.field("call_id"), "message": text_message("Classify")})
+        json!({"task_id": opened.field("id"), "call_id": opened.field("call_id"),
+               "message": text_message("Classify"),
+               "destination": {"tenant_id": pair.tenant.id, "agent_id": pair.callee.id,
+                               "url": callee.url}})
     );
 }
 
