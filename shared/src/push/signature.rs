@@ -1,5 +1,6 @@
 //! Signed deliveries, Standard Webhooks style with an asymmetric key: every POST carries
-//! `webhook-id` (the task id, the same on every attempt), `webhook-timestamp` (Unix seconds) and
+//! `webhook-id` (the delivery's id, the same on every retry of one delivery and new for the next
+//! delivery of the same task), `webhook-timestamp` (Unix seconds) and
 //! `webhook-signature: v1a,<base64 Ed25519 signature over "{id}.{timestamp}.{body}">`, made with
 //! the gateway's card-signing key, so a callee verifies with the public JWKS
 //! (`GET /v1/billing/export/pubkey`) and needs no shared secret.
@@ -82,19 +83,19 @@ mod tests {
         sign_delivery(
             &mut headers,
             &key,
-            "task-1",
+            "delivery-1",
             1_700_000_000,
             r#"{"task_id":"task-1"}"#,
         );
-        assert_eq!(headers["webhook-id"], "task-1");
+        assert_eq!(headers["webhook-id"], "delivery-1");
         assert_eq!(headers["webhook-timestamp"], "1700000000");
         let value = headers["webhook-signature"].to_str().unwrap();
         let encoded = value.strip_prefix("v1a,").unwrap();
         let signature = Signature::from_slice(&STANDARD.decode(encoded).unwrap()).unwrap();
         let public = key.verifying_key();
-        let content = signed_content("task-1", 1_700_000_000, r#"{"task_id":"task-1"}"#);
+        let content = signed_content("delivery-1", 1_700_000_000, r#"{"task_id":"task-1"}"#);
         assert!(public.verify(content.as_bytes(), &signature).is_ok());
-        let altered = signed_content("task-1", 1_700_000_001, r#"{"task_id":"task-1"}"#);
+        let altered = signed_content("delivery-1", 1_700_000_001, r#"{"task_id":"task-1"}"#);
         assert!(public.verify(altered.as_bytes(), &signature).is_err());
     }
 

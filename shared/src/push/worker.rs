@@ -192,7 +192,7 @@ impl Worker {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|since| since.as_secs())
                     .unwrap_or_default();
-                sign_delivery(&mut headers, &key, &task.id, timestamp, &body);
+                sign_delivery(&mut headers, &key, task.webhook_id(), timestamp, &body);
             }
             Err(error) => {
                 tracing::warn!(error = %error, "cannot open the signing key; will retry");

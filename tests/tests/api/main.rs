@@ -16,6 +16,7 @@ mod permissions;
 mod progress;
 mod pull;
 mod push;
+mod push_attempts;
 mod push_security;
 mod push_signatures;
 mod sdk_tls;
