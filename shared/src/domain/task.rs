@@ -366,9 +366,12 @@ pub struct Task {
     pub claim_timeout_seconds: u64,
     /// When a claimed task fails for want of an answer; set while `working`.
     pub deadline_at: Option<String>,
-    /// Push only: attempts made for the current delivery. It starts again when the caller's
-    /// answer to a question begins a new delivery.
+    /// Push only: attempts made for the current delivery, the retry budget's count. It starts
+    /// again when the caller's answer to a question begins a new delivery.
     pub delivery_attempts: u64,
+    /// Push only: the number of the task's latest attempt, counted across all its deliveries,
+    /// so the attempt log never restarts or overwrites an entry.
+    pub attempt_number: u64,
     /// Push only: the current delivery's id, sent as `webhook-id`: the same on every retry of
     /// one delivery, new for each delivery. `None` on tasks stored before deliveries had ids.
     pub delivery_id: Option<String>,
@@ -540,6 +543,7 @@ mod tests {
             claim_timeout_seconds: 5,
             deadline_at: Some("2026-01-01T00:00:05.000000Z".into()),
             delivery_attempts: 0,
+            attempt_number: 0,
             delivery_id: None,
             delivered_at: None,
             content_bytes: 0,

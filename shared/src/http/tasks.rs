@@ -240,6 +240,7 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
         claim_timeout_seconds: callee.claim_timeout_seconds,
         deadline_at: None,
         delivery_attempts: 0,
+        attempt_number: 0,
         delivery_id: callee
             .endpoint
             .is_some()

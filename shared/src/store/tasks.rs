@@ -179,6 +179,12 @@ impl TryFrom<&Item> for Task {
             claim_timeout_seconds: read.n("claim_timeout_seconds")?,
             deadline_at: read.opt_s("deadline_at")?,
             delivery_attempts,
+            // Stored before attempts were numbered across deliveries: the task's only delivery
+            // so far has records 1 to `delivery_attempts`.
+            attempt_number: match item.get("attempt_number") {
+                Some(_) => read.n("attempt_number")?,
+                None => delivery_attempts,
+            },
             delivery_id: read.opt_s("delivery_id")?,
             delivered_at: read.opt_s("delivered_at")?,
             content_bytes: match item.get("content_bytes") {
@@ -667,7 +673,8 @@ impl Store {
     /// or the push outbox for a new delivery (push). Checked in one transaction against the live
     /// binding and the callee's status, like an open, with its audit entry.
     ///
-    /// A new push delivery gets a new delivery id (its `webhook-id`) and a fresh retry budget.
+    /// A new push delivery gets a new delivery id (its `webhook-id`) and a fresh retry budget;
+    /// the task-wide attempt number carries on, so the attempt log keeps every earlier attempt.
     pub async fn answer_input(
         &self,
         task: &Task,
@@ -679,7 +686,8 @@ impl Store {
         let redelivery = match task.delivery {
             Delivery::Pull => "",
             Delivery::Push => {
-                ", delivery_attempts = :zero, delivery_id = :delivery \
+                ", delivery_attempts = :zero, delivery_id = :delivery, \
+                 attempt_number = if_not_exists(attempt_number, :numbered) \
                  REMOVE delivered_at, lease_token, lease_until"
             }
         };
@@ -714,7 +722,8 @@ impl Store {
         if task.delivery == Delivery::Push {
             update = update
                 .expression_attribute_values(":zero", n(0))
-                .expression_attribute_values(":delivery", s(uuid::Uuid::new_v4().to_string()));
+                .expression_attribute_values(":delivery", s(uuid::Uuid::new_v4().to_string()))
+                .expression_attribute_values(":numbered", n(task.attempt_number));
         }
         let items = vec![
             TransactWriteItem::builder()
@@ -924,6 +933,7 @@ mod tests {
             claim_timeout_seconds: 86_400,
             deadline_at: None,
             delivery_attempts: 0,
+            attempt_number: 0,
             delivery_id: Some(uuid.into()),
             delivered_at: None,
             content_bytes: MAX_TASK_CONTENT_BYTES,
@@ -944,6 +954,7 @@ mod tests {
             item.insert(name.into(), s(value));
         }
         item.insert("delivery_attempts".into(), n(u64::MAX));
+        item.insert("attempt_number".into(), n(u64::MAX));
         let size = item_size(&item);
         assert!(size <= CAP, "{size} bytes");
     }
