@@ -366,8 +366,16 @@ pub struct Task {
     pub claim_timeout_seconds: u64,
     /// When a claimed task fails for want of an answer; set while `working`.
     pub deadline_at: Option<String>,
-    /// Push only: attempts made so far, and when the callee accepted the task to finish later.
+    /// Push only: attempts made for the current delivery, the retry budget's count. It starts
+    /// again when the caller's answer to a question begins a new delivery.
     pub delivery_attempts: u64,
+    /// Push only: the number of the task's latest attempt, counted across all its deliveries,
+    /// so the attempt log never restarts or overwrites an entry.
+    pub attempt_number: u64,
+    /// Push only: the current delivery's id, sent as `webhook-id`: the same on every retry of
+    /// one delivery, new for each delivery. `None` on tasks stored before deliveries had ids.
+    pub delivery_id: Option<String>,
+    /// Push only: when the callee accepted the task to finish later.
     pub delivered_at: Option<String>,
     /// Bytes of message and artifact bodies the task holds, against [`MAX_TASK_CONTENT_BYTES`].
     pub content_bytes: u64,
@@ -382,6 +390,13 @@ impl Task {
     /// Whether adding `bytes` of bodies would take the task past [`MAX_TASK_CONTENT_BYTES`].
     pub fn would_overflow(&self, bytes: u64) -> bool {
         self.content_bytes.saturating_add(bytes) > MAX_TASK_CONTENT_BYTES
+    }
+
+    /// The `webhook-id` of the current delivery: its delivery id, or for a task stored before
+    /// deliveries had ids the task id, which is stable across that delivery's retries (the
+    /// caller's next answer gives the task a delivery id).
+    pub fn webhook_id(&self) -> &str {
+        self.delivery_id.as_deref().unwrap_or(&self.id)
     }
 
     /// The caller's newest message: the opening message, or its answer to the callee's latest
@@ -506,9 +521,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn overdue_means_working_past_the_deadline() {
-        let mut task = Task {
+    fn sample_task() -> Task {
+        Task {
             id: "t".into(),
             tenant_id: "x".into(),
             context_id: "c".into(),
@@ -529,15 +543,33 @@ mod tests {
             claim_timeout_seconds: 5,
             deadline_at: Some("2026-01-01T00:00:05.000000Z".into()),
             delivery_attempts: 0,
+            attempt_number: 0,
+            delivery_id: None,
             delivered_at: None,
             content_bytes: 0,
             expires_at: None,
             created_at: String::new(),
             updated_at: String::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn overdue_means_working_past_the_deadline() {
+        let mut task = sample_task();
         assert!(!task.is_overdue("2026-01-01T00:00:04.999999Z"));
         assert!(task.is_overdue("2026-01-01T00:00:05.000000Z"));
         task.state = TaskState::Completed;
         assert!(!task.is_overdue("2027-01-01T00:00:00.000000Z"));
+    }
+
+    #[test]
+    fn the_webhook_id_is_the_delivery_id_or_for_older_tasks_the_task_id() {
+        let mut task = Task {
+            delivery: Delivery::Push,
+            ..sample_task()
+        };
+        assert_eq!(task.webhook_id(), "t");
+        task.delivery_id = Some("d-2".into());
+        assert_eq!(task.webhook_id(), "d-2");
     }
 }

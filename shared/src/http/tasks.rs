@@ -242,6 +242,11 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
         claim_timeout_seconds: callee.claim_timeout_seconds,
         deadline_at: None,
         delivery_attempts: 0,
+        attempt_number: 0,
+        delivery_id: callee
+            .endpoint
+            .is_some()
+            .then(|| uuid::Uuid::new_v4().to_string()),
         delivered_at: None,
         content_bytes: input.bytes,
         expires_at: Some(app.config.task_expiry()),

@@ -13,6 +13,7 @@ use super::tasks::{deadline_shard, outbox_shard, task_key, WITHIN_CONTENT_CAP};
 use super::{classify, Store, StoreError, TaskTransition};
 use crate::domain::clock;
 use crate::domain::task::{PackedResult, TaskResult};
+use crate::domain::Task;
 
 /// One recorded delivery attempt.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,39 +39,52 @@ impl Attempt {
 
 impl Store {
     /// Takes the delivery lease of a push task that is not finished, not accepted and not leased
-    /// by another attempt, and counts the attempt.
+    /// by another attempt, for the delivery `seen` was read in (a message prepared for a delivery
+    /// that the caller's answer has since replaced takes nothing), and counts the attempt: once
+    /// against the delivery's retry budget and once in the task-wide attempt number. The worker
+    /// takes the lease only when everything the POST needs is in hand, so an attempt is counted
+    /// only when a POST follows.
     pub async fn lease_delivery(
         &self,
-        task_id: &str,
+        seen: &Task,
         token: &str,
         lease_seconds: u64,
         max_attempts: u64,
     ) -> Result<TaskTransition, StoreError> {
         let until = clock::after(lease_seconds);
         let due = clock::after(lease_seconds + 30);
-        let update = self
-            .task_update(task_id)
+        let same_delivery = match &seen.delivery_id {
+            Some(_) => "delivery_id = :delivery",
+            None => "attribute_not_exists(delivery_id)",
+        };
+        let mut update = self
+            .task_update(&seen.id)
             .update_expression(
                 "SET #state = :working, status_timestamp = :now, updated_at = :now, \
-                 lease_token = :token, lease_until = :until, gsi1pk = :outbox, gsi1sk = :due \
+                 lease_token = :token, lease_until = :until, gsi1pk = :outbox, gsi1sk = :due, \
+                 attempt_number = if_not_exists(attempt_number, :numbered) + :one \
                  ADD delivery_attempts :one",
             )
-            .condition_expression(
+            .condition_expression(format!(
                 "delivery = :push AND #state IN (:submitted, :working) \
-                 AND attribute_not_exists(delivered_at) \
+                 AND attribute_not_exists(delivered_at) AND {same_delivery} \
                  AND (attribute_not_exists(lease_until) OR lease_until < :now) \
-                 AND (attribute_not_exists(delivery_attempts) OR delivery_attempts < :max)",
-            )
+                 AND (attribute_not_exists(delivery_attempts) OR delivery_attempts < :max)"
+            ))
             .expression_attribute_values(":working", s("working"))
             .expression_attribute_values(":submitted", s("submitted"))
             .expression_attribute_values(":push", s("push"))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":until", s(until))
-            .expression_attribute_values(":outbox", s(outbox_shard(task_id)))
-            .expression_attribute_values(":due", s(format!("{due}#{task_id}")))
+            .expression_attribute_values(":outbox", s(outbox_shard(&seen.id)))
+            .expression_attribute_values(":due", s(format!("{due}#{}", seen.id)))
             .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":numbered", n(seen.attempt_number))
             .expression_attribute_values(":max", n(max_attempts));
+        if let Some(delivery_id) = &seen.delivery_id {
+            update = update.expression_attribute_values(":delivery", s(delivery_id));
+        }
         self.transition(update).await
     }
 
@@ -164,7 +178,8 @@ impl Store {
         self.transition(update).await
     }
 
-    /// Records one delivery attempt under its task, expiring with it.
+    /// Records one delivery attempt under its task, expiring with it. Each attempt has its own
+    /// task-wide number, so a record never replaces another.
     pub async fn record_attempt(
         &self,
         task_id: &str,

@@ -111,6 +111,9 @@ fn to_item(task: &Task) -> Item {
         n(task.claim_timeout_seconds),
     );
     item.insert("content_bytes".into(), n(task.content_bytes));
+    if let Some(delivery_id) = &task.delivery_id {
+        item.insert("delivery_id".into(), s(delivery_id));
+    }
     if let Some(expires_at) = task.expires_at {
         item.insert("expires_at".into(), n(expires_at));
     }
@@ -150,6 +153,10 @@ impl TryFrom<&Item> for Task {
             "push" => Delivery::Push,
             _ => Delivery::Pull,
         };
+        let delivery_attempts = match item.get("delivery_attempts") {
+            Some(_) => read.n("delivery_attempts")?,
+            None => 0,
+        };
         Ok(Task {
             id: read.s("id")?,
             tenant_id: read.s("tenant_id")?,
@@ -171,10 +178,14 @@ impl TryFrom<&Item> for Task {
             delivery,
             claim_timeout_seconds: read.n("claim_timeout_seconds")?,
             deadline_at: read.opt_s("deadline_at")?,
-            delivery_attempts: match item.get("delivery_attempts") {
-                Some(_) => read.n("delivery_attempts")?,
-                None => 0,
+            delivery_attempts,
+            // Stored before attempts were numbered across deliveries: the task's only delivery
+            // so far has records 1 to `delivery_attempts`.
+            attempt_number: match item.get("attempt_number") {
+                Some(_) => read.n("attempt_number")?,
+                None => delivery_attempts,
             },
+            delivery_id: read.opt_s("delivery_id")?,
             delivered_at: read.opt_s("delivered_at")?,
             content_bytes: match item.get("content_bytes") {
                 Some(_) => read.n("content_bytes")?,
@@ -661,6 +672,9 @@ impl Store {
     /// goes back to `working` with the message in its history, back on the callee's queue (pull)
     /// or the push outbox for a new delivery (push). Checked in one transaction against the live
     /// binding and the callee's status, like an open, with its audit entry.
+    ///
+    /// A new push delivery gets a new delivery id (its `webhook-id`) and a fresh retry budget;
+    /// the task-wide attempt number carries on, so the attempt log keeps every earlier attempt.
     pub async fn answer_input(
         &self,
         task: &Task,
@@ -672,7 +686,9 @@ impl Store {
         let redelivery = match task.delivery {
             Delivery::Pull => "",
             Delivery::Push => {
-                ", delivery_attempts = :zero REMOVE delivered_at, lease_token, lease_until"
+                ", delivery_attempts = :zero, delivery_id = :delivery, \
+                 attempt_number = if_not_exists(attempt_number, :numbered) \
+                 REMOVE delivered_at, lease_token, lease_until"
             }
         };
         let mut update = Update::builder()
@@ -704,7 +720,10 @@ impl Store {
             )
             .expression_attribute_values(":added", n(message.bytes));
         if task.delivery == Delivery::Push {
-            update = update.expression_attribute_values(":zero", n(0));
+            update = update
+                .expression_attribute_values(":zero", n(0))
+                .expression_attribute_values(":delivery", s(uuid::Uuid::new_v4().to_string()))
+                .expression_attribute_values(":numbered", n(task.attempt_number));
         }
         let items = vec![
             TransactWriteItem::builder()
@@ -914,6 +933,8 @@ mod tests {
             claim_timeout_seconds: 86_400,
             deadline_at: None,
             delivery_attempts: 0,
+            attempt_number: 0,
+            delivery_id: Some(uuid.into()),
             delivered_at: None,
             content_bytes: MAX_TASK_CONTENT_BYTES,
             expires_at: Some(u64::from(u32::MAX)),
@@ -933,6 +954,7 @@ mod tests {
             item.insert(name.into(), s(value));
         }
         item.insert("delivery_attempts".into(), n(u64::MAX));
+        item.insert("attempt_number".into(), n(u64::MAX));
         let size = item_size(&item);
         assert!(size <= CAP, "{size} bytes");
     }

@@ -48,6 +48,8 @@ async fn a_failure_between_the_task_and_its_audit_row_leaves_neither() {
             claim_timeout_seconds: 900,
             deadline_at: None,
             delivery_attempts: 0,
+            attempt_number: 0,
+            delivery_id: None,
             delivered_at: None,
             content_bytes: 0,
             expires_at: None,

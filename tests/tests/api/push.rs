@@ -80,7 +80,10 @@ async fn the_endpoint_post_carries_the_documented_headers_and_body() {
     assert_eq!(request.headers["content-type"], "application/json");
     assert_eq!(
         request.body,
-        json!({"task_id": opened.field("id"), "call_id": opened.field("call_id"), "message": text_message("Classify")})
+        json!({"task_id": opened.field("id"), "call_id": opened.field("call_id"),
+               "message": text_message("Classify"),
+               "destination": {"tenant_id": pair.tenant.id, "agent_id": pair.callee.id,
+                               "url": callee.url}})
     );
 }
 
@@ -323,9 +326,10 @@ async fn every_delivery_is_signed_and_verifies_against_the_published_keys() {
     use ed25519_dalek::Verifier;
     let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
     let (app, pair) = push_pair(&callee).await;
-    let opened = open(&app, &pair, 10).await;
+    open(&app, &pair, 10).await;
     let request = &callee.received()[0];
-    assert_eq!(request.headers["webhook-id"], opened.field("id").as_str());
+    let id = request.headers["webhook-id"].to_str().unwrap().to_owned();
+    assert!(uuid::Uuid::parse_str(&id).is_ok(), "a delivery id: {id}");
     let timestamp = request.headers["webhook-timestamp"]
         .to_str()
         .unwrap()
@@ -341,7 +345,7 @@ async fn every_delivery_is_signed_and_verifies_against_the_published_keys() {
         .unwrap();
     let signature = ed25519_dalek::Signature::from_slice(&signature).unwrap();
     let signed = [
-        opened.field("id").as_bytes(),
+        id.as_bytes(),
         b".",
         timestamp.as_bytes(),
         b".",

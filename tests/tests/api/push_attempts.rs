@@ -1,0 +1,342 @@
+//! Push attempts and delivery ids: an attempt is a POST (KMS or signing-key trouble before it
+//! uses none), an answer outlives a failure to record its attempt, attempt numbers run on across
+//! deliveries, and each delivery has its own `webhook-id`, shared by its retries.
+
+use std::sync::Arc;
+
+use forgebench::push::{Job, JobOutcome, Worker};
+use forgebench::store::{Store, TaskTransition};
+use forgebench::vault::Vault;
+use forgebench_tests::{
+    dynamodb_config, dynamodb_endpoint, moto_endpoint, spawn_app_with, sqs_and_kms, text_message,
+    Answer, Callee, Options, Pair, Proxy, Received, TestApp,
+};
+use serde_json::{json, Value};
+
+/// A gateway whose own push worker is off (the test runs deliveries itself) and a callee that
+/// pushes to `callee`, with a bearer secret when `with_secret`.
+async fn quiet_push_pair(callee: &Callee, with_secret: bool) -> (TestApp, Pair) {
+    let app = spawn_app_with(Options {
+        push_worker: false,
+        ..Options::local_push()
+    })
+    .await;
+    let pair = app.pair().await;
+    let endpoint = match with_secret {
+        true => json!({"url": callee.url, "auth": {"type": "bearer", "secret": "s3cret-attempts"}}),
+        false => json!({ "url": callee.url }),
+    };
+    let saved = app
+        .set_endpoint(&pair.tenant.admin_key, &pair.callee.name, endpoint)
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    (app, pair)
+}
+
+/// The SQS message the gateway sends for a task, as the worker receives it.
+fn job_for(task_id: &str) -> Job {
+    Job {
+        message_id: format!("test-{task_id}"),
+        receipt_handle: String::new(),
+        body: json!({ "task_id": task_id }).to_string(),
+    }
+}
+
+async fn attempts(app: &TestApp, pair: &Pair, task_id: &str) -> Vec<Value> {
+    let reply = app
+        .get(
+            &format!("/v1/agents/{}/tasks/{task_id}/attempts", pair.callee.name),
+            &pair.tenant.admin_key,
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body["items"].as_array().cloned().unwrap_or_default()
+}
+
+/// KMS unreachable for the worker (through a proxy the test cuts) while the delivery is tried
+/// more times than a delivery has attempts; then KMS comes back. With a secret, KMS fails
+/// opening it; without, it fails opening the signing key (the worker's key cache is cold).
+async fn kms_outage_before_the_post_uses_no_attempt(with_secret: bool) {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let (app, pair) = quiet_push_pair(&callee, with_secret).await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 0)
+        .await;
+    assert_eq!(opened.state(), "submitted", "{}", opened.text);
+    let task_id = opened.field("id");
+    let kms_proxy = Proxy::start(&moto_endpoint()).await;
+    let (_, kms) = sqs_and_kms(&kms_proxy.endpoint).await;
+    let worker = Worker {
+        vault: Vault::new(kms, app.app.vault.key_id().map(str::to_owned)),
+        signing: Arc::default(),
+        ..app.app.worker()
+    };
+    kms_proxy.cut();
+    let max_attempts = app.app.config.retry_schedule.max_attempts();
+    for round in 0..=max_attempts {
+        let outcome = worker.handle(&job_for(&task_id)).await;
+        assert!(
+            matches!(outcome, JobOutcome::RetryIn(_)),
+            "KMS down, round {round}: {outcome:?}"
+        );
+    }
+    assert!(callee.received().is_empty(), "nothing was POSTed");
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(read.state(), "submitted", "{}", read.text);
+
+    kms_proxy.restore();
+    assert_eq!(worker.handle(&job_for(&task_id)).await, JobOutcome::Done);
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(read.state(), "completed", "{}", read.text);
+    assert_eq!(callee.received().len(), 1);
+    let log = attempts(&app, &pair, &task_id).await;
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(
+        (log[0]["attempt"].clone(), log[0]["status"].clone()),
+        (json!(1), json!(200))
+    );
+}
+
+#[tokio::test]
+async fn kms_failing_to_open_the_endpoint_secret_uses_no_attempt() {
+    kms_outage_before_the_post_uses_no_attempt(true).await;
+}
+
+#[tokio::test]
+async fn kms_failing_to_open_the_signing_key_uses_no_attempt() {
+    kms_outage_before_the_post_uses_no_attempt(false).await;
+}
+
+/// Fails every request that writes an attempt record, as a store outage at that moment would;
+/// every other request reaches DynamoDB Local untouched.
+#[derive(Debug)]
+struct AttemptRecordsFail;
+
+impl aws_smithy_runtime_api::client::interceptors::Intercept for AttemptRecordsFail {
+    fn name(&self) -> &'static str {
+        "AttemptRecordsFail"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        _cfg: &mut aws_smithy_types::config_bag::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        let body = context.request().body().bytes().unwrap_or_default();
+        match String::from_utf8_lossy(body).contains("\"ATTEMPT#") {
+            true => Err("the store is unreachable (test)".into()),
+            false => Ok(()),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_answer_is_kept_when_its_attempt_cannot_be_recorded() {
+    let callee = Callee::start(|_| {
+        Answer::json(
+            200,
+            json!({"state": "completed", "artifacts": [{"parts": [{"text": "kept"}]}]}),
+        )
+    })
+    .await;
+    let (app, pair) = quiet_push_pair(&callee, true).await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 0)
+        .await;
+    let task_id = opened.field("id");
+    let failing = dynamodb_config(&dynamodb_endpoint())
+        .await
+        .interceptor(AttemptRecordsFail)
+        .build();
+    let worker = Worker {
+        store: Store::new(
+            aws_sdk_dynamodb::Client::from_conf(failing),
+            app.table.clone(),
+        ),
+        ..app.app.worker()
+    };
+    assert_eq!(worker.handle(&job_for(&task_id)).await, JobOutcome::Done);
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(read.state(), "completed", "{}", read.text);
+    assert_eq!(read.body["artifacts"][0]["parts"][0]["text"], "kept");
+    assert_eq!(callee.received().len(), 1);
+    assert!(
+        attempts(&app, &pair, &task_id).await.is_empty(),
+        "only the attempt's record was lost"
+    );
+}
+
+/// A push task through one question: the first delivery's second attempt gets the question,
+/// the delivery that carries the caller's answer succeeds on its third (three attempts per
+/// delivery, as Options' schedule has it). Returns the gateway, the pair, the task id and what
+/// the endpoint received.
+async fn through_one_question() -> (TestApp, Pair, String, Vec<Received>) {
+    let callee = Callee::start(|n| match n {
+        1 => Answer::json(
+            200,
+            json!({"state": "input_required",
+                   "message": {"role": "agent", "parts": [{"text": "which invoice?"}]}}),
+        ),
+        4 => Answer::json(200, json!({"state": "completed"})),
+        _ => Answer::text(503, "busy"),
+    })
+    .await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let saved = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": callee.url}),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    let opened = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("Classify"),
+            10,
+        )
+        .await;
+    assert_eq!(opened.state(), "input_required", "{}", opened.text);
+    let task_id = opened.field("id");
+    let answered = app
+        .post(
+            &format!("/v1/agents/{}/tasks/{task_id}/messages", pair.callee.name),
+            &pair.caller.key,
+            json!({"message": text_message("INV-7")}),
+        )
+        .await;
+    assert_eq!(answered.status, 200, "{}", answered.text);
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(settled.state(), "completed", "{}", settled.text);
+    let received = callee.received();
+    assert_eq!(received.len(), 5);
+    assert_eq!(received[2].body["message"]["parts"][0]["text"], "INV-7");
+    (app, pair, task_id, received)
+}
+
+#[tokio::test]
+async fn each_delivery_has_its_own_webhook_id_shared_by_its_retries() {
+    let (_app, _pair, _task_id, received) = through_one_question().await;
+    let ids: Vec<&str> = received
+        .iter()
+        .map(|r| r.headers["webhook-id"].to_str().unwrap())
+        .collect();
+    assert_eq!(ids[0], ids[1], "retries of one delivery share its id");
+    assert_eq!(ids[2], ids[3]);
+    assert_eq!(ids[3], ids[4]);
+    assert_ne!(ids[0], ids[2], "the delivery of the answer has a new id");
+}
+
+#[tokio::test]
+async fn attempt_numbers_run_on_across_deliveries_and_the_log_keeps_them_all() {
+    let (app, pair, task_id, _received) = through_one_question().await;
+    let log = attempts(&app, &pair, &task_id).await;
+    let numbers: Vec<Value> = log.iter().map(|a| a["attempt"].clone()).collect();
+    let statuses: Vec<Value> = log.iter().map(|a| a["status"].clone()).collect();
+    assert_eq!(numbers, [json!(1), json!(2), json!(3), json!(4), json!(5)]);
+    assert_eq!(
+        statuses,
+        [json!(503), json!(200), json!(503), json!(503), json!(200)]
+    );
+}
+
+#[tokio::test]
+async fn a_task_stored_without_a_delivery_id_is_delivered_under_its_task_id() {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let (app, pair) = quiet_push_pair(&callee, false).await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 0)
+        .await;
+    let task_id = opened.field("id");
+    // As the previous version stored it: no delivery id.
+    forgebench_tests::dynamodb_client(&dynamodb_endpoint())
+        .await
+        .update_item()
+        .table_name(&app.table)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("TASK#{task_id}")),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S("TASK".into()),
+        )
+        .update_expression("REMOVE delivery_id")
+        .condition_expression("attribute_exists(delivery_id)")
+        .send()
+        .await
+        .expect("the task had a delivery id");
+    assert_eq!(
+        app.app.worker().handle(&job_for(&task_id)).await,
+        JobOutcome::Done
+    );
+    let received = callee.wait_for(1).await;
+    assert_eq!(received[0].headers["webhook-id"], task_id.as_str());
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(settled.state(), "completed");
+}
+
+#[tokio::test]
+async fn a_message_prepared_for_a_replaced_delivery_takes_no_lease() {
+    let callee = Callee::start(|_| {
+        Answer::json(
+            200,
+            json!({"state": "input_required",
+                   "message": {"role": "agent", "parts": [{"text": "which invoice?"}]}}),
+        )
+    })
+    .await;
+    let (app, pair) = quiet_push_pair(&callee, false).await;
+    let opened = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("Classify"),
+            0,
+        )
+        .await;
+    let task_id = opened.field("id");
+    let store = &app.app.store;
+    // A slow copy of the first delivery's message read the task, then stalled ...
+    let stale = store.get_task(&task_id).await.unwrap().unwrap();
+    // ... while the first delivery got a question and the caller answered it.
+    assert_eq!(
+        app.app.worker().handle(&job_for(&task_id)).await,
+        JobOutcome::Done
+    );
+    let answered = app
+        .post(
+            &format!("/v1/agents/{}/tasks/{task_id}/messages", pair.callee.name),
+            &pair.caller.key,
+            json!({"message": text_message("INV-7")}),
+        )
+        .await;
+    assert_eq!(answered.status, 200, "{}", answered.text);
+
+    let refused = store.lease_delivery(&stale, "stale", 60, 3).await.unwrap();
+    assert!(
+        matches!(refused, TaskTransition::Refused(_)),
+        "a lease for the replaced delivery, which would POST the old message: {refused:?}"
+    );
+    let current = store.get_task(&task_id).await.unwrap().unwrap();
+    assert_ne!(current.delivery_id, stale.delivery_id);
+    let taken = store
+        .lease_delivery(&current, "fresh", 60, 3)
+        .await
+        .unwrap();
+    assert!(matches!(taken, TaskTransition::Applied(_)), "{taken:?}");
+}
