@@ -33,9 +33,13 @@ pub struct Config {
     /// Interval between queue reads while a callee long-polls for work (`FORGEBENCH_CLAIM_POLL_MS`,
     /// 250).
     pub claim_poll_interval: Duration,
-    /// `FORGEBENCH_PUBLIC_URL`: the gateway's public base URL for cards; when unset, each
-    /// request's own scheme, host and API Gateway stage.
+    /// `FORGEBENCH_PUBLIC_URL`: the gateway's public base URL, which cards name and sign (an
+    /// absolute http(s) URL without query, fragment or credentials; a trailing `/` is dropped).
+    /// When unset, a deployed function names the API's own execute-api URL, built from the API
+    /// id and stage API Gateway puts in the request context; never from a request header.
     pub public_url: Option<String>,
+    /// `AWS_REGION` (set by Lambda): the region of the execute-api URL when `public_url` is unset.
+    pub region: Option<String>,
     /// `FORGEBENCH_PUSH_QUEUE_URL`: the SQS queue of push deliveries.
     pub push_queue_url: Option<String>,
     /// `FORGEBENCH_KMS_KEY_ID`: the KMS key that seals endpoint secrets.
@@ -83,6 +87,24 @@ fn number(name: &'static str, default: u64) -> Result<u64, ConfigError> {
     }
 }
 
+/// Validates `FORGEBENCH_PUBLIC_URL`: what cards name as the gateway must be an absolute
+/// http(s) URL with a host and nothing a client could be sent elsewhere by (credentials, query,
+/// fragment). Returns it without a trailing `/`.
+pub fn public_url(text: &str) -> Result<String, ConfigError> {
+    let invalid = |why: &str| ConfigError::Invalid("FORGEBENCH_PUBLIC_URL", why.to_owned());
+    let url = url::Url::parse(text.trim()).map_err(|error| invalid(&error.to_string()))?;
+    if !matches!(url.scheme(), "https" | "http") || url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("an absolute http(s) URL with a host is required"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid("credentials are not allowed"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid("a query or fragment is not allowed"));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
 impl Config {
     pub fn from_env() -> Result<Config, ConfigError> {
         let table = std::env::var("FORGEBENCH_TABLE")
@@ -121,7 +143,10 @@ impl Config {
             claim_poll_interval: Duration::from_millis(
                 number("FORGEBENCH_CLAIM_POLL_MS", 250)?.max(20),
             ),
-            public_url: optional("FORGEBENCH_PUBLIC_URL"),
+            public_url: optional("FORGEBENCH_PUBLIC_URL")
+                .map(|text| public_url(&text))
+                .transpose()?,
+            region: optional("AWS_REGION"),
             push_queue_url: optional("FORGEBENCH_PUSH_QUEUE_URL"),
             kms_key_id: optional("FORGEBENCH_KMS_KEY_ID"),
             push_allowed_cidrs: match optional("FORGEBENCH_PUSH_ALLOWED_CIDRS") {
@@ -165,6 +190,7 @@ impl Config {
             task_poll_interval: Duration::from_millis(200),
             claim_poll_interval: Duration::from_millis(250),
             public_url: None,
+            region: None,
             push_queue_url: None,
             kms_key_id: None,
             push_allowed_cidrs: Vec::new(),
@@ -179,5 +205,33 @@ impl Config {
     /// When a task opened now expires, in seconds since the epoch.
     pub fn task_expiry(&self) -> u64 {
         crate::domain::clock::unix_now() + self.task_retention_days * 86_400
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_url_is_an_absolute_http_url_and_nothing_more() {
+        assert_eq!(
+            public_url("https://api.forgebench.ai/").unwrap(),
+            "https://api.forgebench.ai"
+        );
+        assert_eq!(
+            public_url("https://abc.execute-api.eu-west-1.amazonaws.com/prod").unwrap(),
+            "https://abc.execute-api.eu-west-1.amazonaws.com/prod"
+        );
+        for bad in [
+            "api.forgebench.ai",
+            "ftp://api.forgebench.ai",
+            "https://user:pw@api.forgebench.ai",
+            "https://api.forgebench.ai/?next=evil.test",
+            "https://api.forgebench.ai/#x",
+            "/v1",
+        ] {
+            let error = public_url(bad).unwrap_err().to_string();
+            assert!(error.contains("FORGEBENCH_PUBLIC_URL"), "{bad}: {error}");
+        }
     }
 }

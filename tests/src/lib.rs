@@ -263,6 +263,8 @@ pub struct Options {
     pub recorder: Option<Recorder>,
     /// Serve an existing stack (a second, cold process on the same table) instead of a new one.
     pub table: Option<String>,
+    /// Set `FORGEBENCH_PUBLIC_URL` to the gateway's own base URL, as `scripts/up.sh` does.
+    pub public_url: bool,
 }
 
 impl Default for Options {
@@ -278,6 +280,7 @@ impl Default for Options {
             push_worker: true,
             recorder: None,
             table: None,
+            public_url: true,
         }
     }
 }
@@ -339,8 +342,11 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let client = aws_sdk_dynamodb::Client::from_conf(dynamodb.build());
     let (sqs, kms) = sqs_and_kms_recorded(&options.moto_endpoint, options.recorder.as_ref()).await;
     let s3 = s3_client(&options.moto_endpoint, options.recorder.as_ref()).await;
-    let app = Arc::new(App::new(client, sqs, kms, s3, config).expect("app"));
     let (listener, address) = forgebench_local::bind("127.0.0.1:0").await.expect("bind");
+    if options.public_url {
+        config.public_url = Some(format!("http://{address}"));
+    }
+    let app = Arc::new(App::new(client, sqs, kms, s3, config).expect("app"));
     let server = forgebench_local::serve(Arc::clone(&app), listener);
     let worker = options
         .push_worker

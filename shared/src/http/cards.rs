@@ -9,37 +9,36 @@ use sha2::{Digest, Sha256};
 use super::agents::managed_agent;
 use super::{json_object, ok, only_fields, path_param, query_param, HandlerResult};
 use crate::app::App;
-use crate::domain::card::{card, jwk, parse_tool_name, sign, Tool};
+use crate::config::Config;
+use crate::domain::card::{card, execute_api_url, jwk, parse_tool_name, sign, Tool};
 use crate::domain::jcs::canonicalize;
 use crate::domain::{Agent, AgentRef, AgentStatus, Principal, PrincipalKind};
 use crate::error::{json_response, ApiError};
 use crate::store::AuditEntry;
 
-/// The gateway's public base URL: `FORGEBENCH_PUBLIC_URL` when set, else the request's own
-/// scheme, host and API Gateway stage.
-fn base_url(app: &App, request: &Request) -> String {
-    if let Some(url) = &app.config.public_url {
-        return url.trim_end_matches('/').to_owned();
+/// The gateway's public base URL, which every card names and signs: `FORGEBENCH_PUBLIC_URL`,
+/// else the deployed API's own execute-api URL from the API id and stage in the request context
+/// (set by API Gateway). Never a request header (`Host`, `X-Forwarded-*`): a client chooses
+/// those, and a signed card naming a host the client chose would send its readers there.
+/// Neither configured nor behind API Gateway (a local gateway without the setting): a 500, and
+/// the logs say what to set.
+fn base_url(config: &Config, request: &Request) -> Result<String, ApiError> {
+    if let Some(url) = &config.public_url {
+        return Ok(url.clone());
     }
-    let header = |name: &str| {
-        request
-            .headers()
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned)
+    let from_context = match request.request_context_ref() {
+        Some(lambda_http::request::RequestContext::ApiGatewayV1(context)) => {
+            match (&context.apiid, &config.region, &context.stage) {
+                (Some(api), Some(region), Some(stage)) => execute_api_url(api, region, stage),
+                _ => None,
+            }
+        }
+        _ => None,
     };
-    let host = header("host").unwrap_or_else(|| "localhost".into());
-    let scheme = header("x-forwarded-proto").unwrap_or_else(|| "http".into());
-    let stage = match request.request_context_ref() {
-        Some(lambda_http::request::RequestContext::ApiGatewayV1(context)) => context
-            .stage
-            .clone()
-            .filter(|stage| !stage.is_empty() && stage != "$default")
-            .map(|stage| format!("/{stage}"))
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
-    format!("{scheme}://{host}{stage}")
+    from_context.ok_or_else(|| {
+        tracing::error!("cards need FORGEBENCH_PUBLIC_URL outside API Gateway; none is set");
+        ApiError::Internal
+    })
 }
 
 fn tenant_principal(principal: &Principal) -> Result<(), ApiError> {
@@ -53,12 +52,9 @@ fn tenant_principal(principal: &Principal) -> Result<(), ApiError> {
 
 async fn signed_card(app: &App, request: &Request, agent: &Agent) -> Result<Value, ApiError> {
     let tools = app.store.list_tools(&agent.id).await?;
+    let base = base_url(&app.config, request)?;
     let (kid, key) = app.signing.active(&app.store, &app.vault).await?;
-    Ok(sign(
-        card(agent, &tools, &base_url(app, request)),
-        &kid,
-        &key,
-    ))
+    Ok(sign(card(agent, &tools, &base), &kid, &key))
 }
 
 /// A JSON response with a strong ETag over the canonical body, answering a matching
@@ -240,4 +236,48 @@ pub async fn list_calls(app: &App, request: Request) -> HandlerResult {
         .calls_of_root(&principal.tenant_id, &root.to_string())
         .await?;
     ok(&json!({ "items": items }))
+}
+
+#[cfg(test)]
+mod tests {
+    use lambda_http::aws_lambda_events::apigw::ApiGatewayProxyRequestContext;
+    use lambda_http::request::RequestContext;
+
+    use super::*;
+
+    /// A request as API Gateway hands it over, with a hostile `Host` and `X-Forwarded-*`.
+    fn hostile_request(context: Option<ApiGatewayProxyRequestContext>) -> Request {
+        let request = lambda_http::http::Request::builder()
+            .uri("https://evil.test/prod/v1/agents/cards")
+            .header("host", "evil.test")
+            .header("x-forwarded-host", "evil.test")
+            .header("x-forwarded-proto", "https")
+            .body(Body::Empty)
+            .unwrap();
+        match context {
+            Some(context) => request.with_request_context(RequestContext::ApiGatewayV1(context)),
+            None => request,
+        }
+    }
+
+    #[test]
+    fn the_base_url_is_configured_or_the_apis_own_and_never_a_header() {
+        let mut config = Config::for_table("t", None);
+        config.region = Some("eu-west-1".into());
+        let mut context = ApiGatewayProxyRequestContext::default();
+        context.apiid = Some("a1b2c3d4e5".into());
+        context.stage = Some("prod".into());
+        let deployed = hostile_request(Some(context));
+        assert_eq!(
+            base_url(&config, &deployed).unwrap(),
+            "https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/prod"
+        );
+        config.public_url = Some("https://api.forgebench.ai".into());
+        assert_eq!(
+            base_url(&config, &deployed).unwrap(),
+            "https://api.forgebench.ai"
+        );
+        config.public_url = None;
+        assert!(base_url(&config, &hostile_request(None)).is_err());
+    }
 }

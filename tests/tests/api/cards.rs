@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use forgebench_tests::{spawn_app, TestApp};
+use forgebench_tests::{spawn_app, spawn_app_with, Options, TestApp};
 use serde_json::{json, Value};
 
 /// Runs the Python verifier (`cryptography` + `rfc8785`) on a card against a JWKS.
@@ -325,4 +325,51 @@ async fn after_rotation_old_cards_still_verify_and_new_ones_use_the_new_key() {
     };
     assert_eq!(header["kid"], new_kid.as_str());
     assert!(verify_independently(&new_card, &keys).0);
+}
+
+/// Reads `path` as `key` naming a hostile host in every header a proxy might trust.
+async fn read_as_evil_host(app: &TestApp, path: &str, key: &str) -> forgebench_tests::Reply {
+    let request = app
+        .http
+        .get(format!("{}{path}", app.base))
+        .bearer_auth(key)
+        .header("host", "evil.test")
+        .header("x-forwarded-host", "evil.test")
+        .header("x-forwarded-proto", "https")
+        .header("forwarded", "host=evil.test;proto=https");
+    app.finish(request).await
+}
+
+#[tokio::test]
+async fn a_card_names_the_configured_url_whatever_host_the_request_names() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let card_path = "/v1/agents/invoice-classifier/.well-known/agent-card.json";
+    let url = format!("{}/v1/agents/{}/tasks", app.base, pair.callee.id);
+    let card = read_as_evil_host(&app, card_path, &pair.caller.key).await;
+    assert_eq!(card.status, 200, "{}", card.text);
+    assert_eq!(card.body["url"], url.as_str());
+    assert_eq!(card.body["supportedInterfaces"][0]["url"], url.as_str());
+    assert_eq!(card.body["provider"]["url"], app.base.as_str());
+    let registry = read_as_evil_host(&app, "/v1/agents/cards", &pair.caller.key).await;
+    assert_eq!(registry.status, 200, "{}", registry.text);
+    for text in [&card.text, &registry.text] {
+        assert!(!text.contains("evil.test"), "{text}");
+    }
+    let keys = jwks(&app, &pair.caller.key).await;
+    assert!(verify_independently(&card.body, &keys).0);
+
+    // Without the setting and outside API Gateway there is no URL to name: no card at all,
+    // rather than one naming the request's host.
+    let unconfigured = spawn_app_with(Options {
+        public_url: false,
+        ..Options::default()
+    })
+    .await;
+    let pair = unconfigured.pair().await;
+    for path in [card_path, "/v1/agents/cards"] {
+        let reply = read_as_evil_host(&unconfigured, path, &pair.caller.key).await;
+        assert_eq!(reply.status, 500, "{path}: {}", reply.text);
+        assert!(!reply.text.contains("evil.test"), "{}", reply.text);
+    }
 }
