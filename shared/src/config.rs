@@ -25,6 +25,10 @@ pub struct Config {
     /// revoked elsewhere stops working within this time; the process that revokes it drops it at
     /// once. 0 disables the cache.
     pub key_cache_ttl: Duration,
+    /// `FORGEBENCH_SIGNING_KEY_CACHE_SECONDS` (300, 0 to 900): how long a process signs with the
+    /// active key it opened before asking the store again, so a rotation reaches every warm
+    /// process within this time; a replaced key can be retired only after it. 0 asks every time.
+    pub signing_key_lifetime: Duration,
     /// `FORGEBENCH_MAX_WAIT_SECONDS` (default 30, at most 30): the deployment's bound on `wait`,
     /// below the API Gateway integration timeout. A larger `wait` is served up to this bound.
     pub max_wait_seconds: u64,
@@ -75,6 +79,25 @@ pub enum ConfigError {
     Invalid(&'static str, String),
     #[error("the TLS configuration for AWS endpoints cannot be built: {0}")]
     Tls(String),
+}
+
+/// The longest `FORGEBENCH_SIGNING_KEY_CACHE_SECONDS`.
+pub const MAX_SIGNING_KEY_CACHE_SECONDS: u64 = 900;
+
+/// A whole number within `range`, or `default` when unset; anything else names the variable.
+fn bounded(
+    name: &'static str,
+    default: u64,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, ConfigError> {
+    let value = number(name, default)?;
+    if !range.contains(&value) {
+        return Err(ConfigError::Invalid(
+            name,
+            format!("{value} is outside {} to {}", range.start(), range.end()),
+        ));
+    }
+    Ok(value)
 }
 
 fn number(name: &'static str, default: u64) -> Result<u64, ConfigError> {
@@ -136,6 +159,11 @@ impl Config {
             table,
             operator_key_hash,
             key_cache_ttl: Duration::from_secs(number("FORGEBENCH_KEY_CACHE_SECONDS", 10)?),
+            signing_key_lifetime: Duration::from_secs(bounded(
+                "FORGEBENCH_SIGNING_KEY_CACHE_SECONDS",
+                crate::signing::DEFAULT_KEY_LIFETIME.as_secs(),
+                0..=MAX_SIGNING_KEY_CACHE_SECONDS,
+            )?),
             max_wait_seconds,
             task_poll_interval: Duration::from_millis(
                 number("FORGEBENCH_TASK_POLL_MS", 200)?.max(20),
@@ -186,6 +214,7 @@ impl Config {
             table: table.into(),
             operator_key_hash: operator_key.map(keys::hash),
             key_cache_ttl: Duration::from_secs(10),
+            signing_key_lifetime: crate::signing::DEFAULT_KEY_LIFETIME,
             max_wait_seconds: API_MAX_WAIT_SECONDS,
             task_poll_interval: Duration::from_millis(200),
             claim_poll_interval: Duration::from_millis(250),

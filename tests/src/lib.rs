@@ -265,6 +265,8 @@ pub struct Options {
     pub table: Option<String>,
     /// Set `FORGEBENCH_PUBLIC_URL` to the gateway's own base URL, as `scripts/up.sh` does.
     pub public_url: bool,
+    /// How long the process signs with the active key it opened before asking the store again.
+    pub signing_key_lifetime: Duration,
 }
 
 impl Default for Options {
@@ -281,6 +283,7 @@ impl Default for Options {
             recorder: None,
             table: None,
             public_url: true,
+            signing_key_lifetime: forgebench::signing::DEFAULT_KEY_LIFETIME,
         }
     }
 }
@@ -323,6 +326,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         });
     let mut config = Config::for_table(table.clone(), Some(&operator_key));
     config.key_cache_ttl = Duration::from_secs(options.key_cache_seconds);
+    config.signing_key_lifetime = options.signing_key_lifetime;
     if !options.deployed_poll_intervals {
         config.task_poll_interval = Duration::from_millis(100);
         config.claim_poll_interval = Duration::from_millis(100);

@@ -162,9 +162,11 @@ pub fn sign(mut card: Value, kid: &str, key: &ed25519_dalek::SigningKey) -> Valu
     card
 }
 
-/// The JWK of a public key.
-pub fn jwk(kid: &str, public: &ed25519_dalek::VerifyingKey) -> Value {
-    json!({"kty": "OKP", "crv": "Ed25519", "x": base64url(public.as_bytes()), "kid": kid, "alg": "EdDSA", "use": "sig"})
+/// The JWK of a public key, with the `purpose` it signs for (`card-signing`,
+/// `webhook-signing`): a member verifiers that do not know it ignore (RFC 7517, section 4),
+/// and by which a push receiver picks the keys that sign deliveries.
+pub fn jwk(kid: &str, public: &ed25519_dalek::VerifyingKey, purpose: &str) -> Value {
+    json!({"kty": "OKP", "crv": "Ed25519", "x": base64url(public.as_bytes()), "kid": kid, "alg": "EdDSA", "use": "sig", "purpose": purpose})
 }
 
 #[cfg(test)]

@@ -52,6 +52,7 @@ pub enum Route {
     ListAgentCards,
     GetSigningKeys,
     RotateSigningKey,
+    RetireSigningKey,
     PutTool,
     DeleteTool,
     ListTools,
@@ -59,7 +60,7 @@ pub enum Route {
 }
 
 impl Route {
-    pub const ALL: [Route; 31] = [
+    pub const ALL: [Route; 32] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -87,6 +88,7 @@ impl Route {
         Route::ListAgentCards,
         Route::GetSigningKeys,
         Route::RotateSigningKey,
+        Route::RetireSigningKey,
         Route::PutTool,
         Route::DeleteTool,
         Route::ListTools,
@@ -128,6 +130,7 @@ impl Route {
             Route::ListAgentCards => (Method::GET, "/v1/agents/cards"),
             Route::GetSigningKeys => (Method::GET, "/v1/billing/export/pubkey"),
             Route::RotateSigningKey => (Method::POST, "/v1/signing-keys/rotate"),
+            Route::RetireSigningKey => (Method::POST, "/v1/signing-keys/{kid}/retire"),
             Route::PutTool => (Method::PUT, "/v1/agents/{agent}/tools/{tool}"),
             Route::DeleteTool => (Method::DELETE, "/v1/agents/{agent}/tools/{tool}"),
             Route::ListTools => (Method::GET, "/v1/agents/{agent}/tools"),
@@ -233,6 +236,7 @@ impl Route {
             Route::ListAgentCards => cards::list_cards(app, request).await,
             Route::GetSigningKeys => cards::pubkey(app, request).await,
             Route::RotateSigningKey => cards::rotate(app, request).await,
+            Route::RetireSigningKey => cards::retire(app, request).await,
             Route::PutTool => cards::put_tool(app, request).await,
             Route::DeleteTool => cards::delete_tool(app, request).await,
             Route::ListTools => cards::list_tools(app, request).await,

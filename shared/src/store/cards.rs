@@ -1,13 +1,15 @@
-//! What cards are made of besides the agent: its tool bindings, the card-signing keys (public
-//! half in clear, private seed sealed by KMS), and the call records lineage queries read.
+//! What cards are made of besides the agent: its tool bindings, the signing keys of cards and
+//! deliveries (public half in clear, private seed sealed by KMS), and the call records lineage
+//! queries read.
 
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 use serde_json::{json, Value};
 
 use super::item::{key, s, Item, Reader};
 use super::{classify, AuditEntry, Store, StoreError};
 use crate::domain::card::Tool;
 use crate::domain::clock;
+use crate::domain::signing::KeyPurpose;
 
 /// A signing key as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,12 +17,32 @@ pub struct SigningKeyRecord {
     pub kid: String,
     /// Base64url of the 32-byte Ed25519 public key.
     pub public_x: String,
-    /// The 32-byte seed, sealed by KMS for this kid.
+    /// The 32-byte seed, sealed by KMS for this kid and purpose.
     pub sealed_seed: String,
     pub created_at: String,
+    /// When the operator retired it: no longer published, never active again.
+    pub retired_at: Option<String>,
 }
 
-const SIGNING_PK: &str = "SIGNING#KEYS";
+/// The partition of one purpose's keys and its `ACTIVE` pointer. Card keys keep the partition
+/// they had before purposes existed.
+fn signing_pk(purpose: KeyPurpose) -> &'static str {
+    match purpose {
+        KeyPurpose::Cards => "SIGNING#KEYS",
+        KeyPurpose::Webhooks => "SIGNING#WEBHOOK-KEYS",
+    }
+}
+
+fn signing_record(item: &Item) -> Result<SigningKeyRecord, StoreError> {
+    let read = Reader(item);
+    Ok(SigningKeyRecord {
+        kid: read.s("kid")?,
+        public_x: read.s("public_x")?,
+        sealed_seed: read.s("sealed_seed")?,
+        created_at: read.s("created_at")?,
+        retired_at: read.opt_s("retired_at")?,
+    })
+}
 
 impl Store {
     /// Sets (creates or replaces) one tool binding.
@@ -98,17 +120,32 @@ impl Store {
             .collect()
     }
 
-    /// The kid of the active signing key, if one was made.
-    pub async fn active_signing_kid(&self) -> Result<Option<String>, StoreError> {
-        let output = self.get(key(SIGNING_PK, "ACTIVE")).await?;
+    /// The kid of the active key of `purpose`, if one was made.
+    pub async fn active_signing_kid(
+        &self,
+        purpose: KeyPurpose,
+    ) -> Result<Option<String>, StoreError> {
+        let output = self.get(key(signing_pk(purpose), "ACTIVE")).await?;
         output
             .as_ref()
             .map(|item| Reader(item).s("kid"))
             .transpose()
     }
 
-    fn signing_item(record: &SigningKeyRecord) -> Item {
-        let mut item = key(SIGNING_PK, format!("KID#{}", record.kid));
+    /// One key of `purpose`, by kid.
+    pub async fn signing_key(
+        &self,
+        purpose: KeyPurpose,
+        kid: &str,
+    ) -> Result<Option<SigningKeyRecord>, StoreError> {
+        let item = self
+            .get(key(signing_pk(purpose), format!("KID#{kid}")))
+            .await?;
+        item.as_ref().map(signing_record).transpose()
+    }
+
+    fn signing_item(purpose: KeyPurpose, record: &SigningKeyRecord) -> Item {
+        let mut item = key(signing_pk(purpose), format!("KID#{}", record.kid));
         item.insert("kind".into(), s("signing-key"));
         item.insert("kid".into(), s(&record.kid));
         item.insert("public_x".into(), s(&record.public_x));
@@ -117,16 +154,18 @@ impl Store {
         item
     }
 
-    /// Stores a new key and makes it the active one, if the active key is still `previous`
-    /// (`None`: no key yet). Returns `false`, writing nothing, when another writer got there first.
+    /// Stores a new key of `purpose` and makes it the active one, if the active key is still
+    /// `previous` (`None`: no key yet). Returns `false`, writing nothing, when another writer got
+    /// there first.
     pub async fn activate_signing_key(
         &self,
+        purpose: KeyPurpose,
         record: &SigningKeyRecord,
         previous: Option<&str>,
     ) -> Result<bool, StoreError> {
         let mut active = Update::builder()
             .table_name(&self.table)
-            .set_key(Some(key(SIGNING_PK, "ACTIVE")))
+            .set_key(Some(key(signing_pk(purpose), "ACTIVE")))
             .update_expression("SET kid = :kid, updated_at = :now")
             .expression_attribute_values(":kid", s(&record.kid))
             .expression_attribute_values(":now", s(clock::now()));
@@ -140,29 +179,57 @@ impl Store {
             .build()
             .map_err(|error| StoreError::Rejected(error.to_string()))?;
         self.transact_if(vec![
-            self.put_new(Self::signing_item(record))?,
+            self.put_new(Self::signing_item(purpose, record))?,
             TransactWriteItem::builder().update(active).build(),
         ])
         .await
     }
 
-    /// Every signing key ever made, oldest first (public halves stay listed after rotation).
-    pub async fn signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError> {
-        let items = self.query_prefix(SIGNING_PK.to_owned(), "KID#").await?;
+    /// Every key of `purpose` ever made, retired ones included, oldest first.
+    pub async fn signing_keys(
+        &self,
+        purpose: KeyPurpose,
+    ) -> Result<Vec<SigningKeyRecord>, StoreError> {
+        let items = self
+            .query_prefix(signing_pk(purpose).to_owned(), "KID#")
+            .await?;
         let mut records = items
             .iter()
-            .map(|item| {
-                let read = Reader(item);
-                Ok(SigningKeyRecord {
-                    kid: read.s("kid")?,
-                    public_x: read.s("public_x")?,
-                    sealed_seed: read.s("sealed_seed")?,
-                    created_at: read.s("created_at")?,
-                })
-            })
+            .map(signing_record)
             .collect::<Result<Vec<_>, StoreError>>()?;
         records.sort_by(|a, b| a.created_at.cmp(&b.created_at));
         Ok(records)
+    }
+
+    /// Marks key `kid` of `purpose` retired, only while it exists, is not retired yet and is not
+    /// the active key. Returns `false`, writing nothing, when one of those does not hold.
+    pub async fn retire_signing_key(
+        &self,
+        purpose: KeyPurpose,
+        kid: &str,
+    ) -> Result<bool, StoreError> {
+        let retire = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(signing_pk(purpose), format!("KID#{kid}"))))
+            .update_expression("SET retired_at = :now")
+            .condition_expression("attribute_exists(pk) AND attribute_not_exists(retired_at)")
+            .expression_attribute_values(":now", s(clock::now()))
+            .build()
+            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        let not_active = ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(signing_pk(purpose), "ACTIVE")))
+            .condition_expression("kid <> :kid")
+            .expression_attribute_values(":kid", s(kid))
+            .build()
+            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        self.transact_if(vec![
+            TransactWriteItem::builder().update(retire).build(),
+            TransactWriteItem::builder()
+                .condition_check(not_active)
+                .build(),
+        ])
+        .await
     }
 
     /// Every call of one lineage tree in a tenant, oldest first.

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use forgebench_tests::{spawn_app, spawn_app_with, Options, TestApp};
+use std::time::Duration;
+
+use forgebench_tests::{spawn_app, spawn_app_with, text_message, Answer, Callee, Options, TestApp};
 use serde_json::{json, Value};
 
 /// Runs the Python verifier (`cryptography` + `rfc8785`) on a card against a JWKS.
@@ -36,6 +38,30 @@ fn verify_independently(card: &Value, jwks: &Value) -> (bool, String) {
     );
     assert!(!text.contains("ModuleNotFoundError"), "{text}");
     (output.status.success(), text)
+}
+
+/// The kids of the published keys of `purpose`, in the JWKS's order.
+fn kids(jwks: &Value, purpose: &str) -> Vec<String> {
+    jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|key| key["purpose"] == purpose)
+        .map(|key| key["kid"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The `kid` in a card's JWS header.
+fn kid_of(card: &Value) -> String {
+    use base64::Engine;
+    let protected = card["signatures"][0]["protected"].as_str().unwrap();
+    let header: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(protected)
+            .unwrap(),
+    )
+    .unwrap();
+    header["kid"].as_str().unwrap().to_owned()
 }
 
 async fn jwks(app: &TestApp, key: &str) -> Value {
@@ -306,24 +332,14 @@ async fn after_rotation_old_cards_still_verify_and_new_ones_use_the_new_key() {
 
     let keys = jwks(&app, &pair.caller.key).await;
     assert_eq!(
-        keys["keys"].as_array().map(Vec::len),
-        Some(2),
+        kids(&keys, "card-signing").len(),
+        2,
         "the old public key stays listed"
     );
     let (valid, text) = verify_independently(&old_card, &keys);
     assert!(valid, "{text}");
     let new_card = app.get(path, &pair.caller.key).await.body;
-    let header: Value = {
-        use base64::Engine;
-        let protected = new_card["signatures"][0]["protected"].as_str().unwrap();
-        serde_json::from_slice(
-            &base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(protected)
-                .unwrap(),
-        )
-        .unwrap()
-    };
-    assert_eq!(header["kid"], new_kid.as_str());
+    assert_eq!(kid_of(&new_card), new_kid.as_str());
     assert!(verify_independently(&new_card, &keys).0);
 }
 
@@ -372,4 +388,132 @@ async fn a_card_names_the_configured_url_whatever_host_the_request_names() {
         assert_eq!(reply.status, 500, "{path}: {}", reply.text);
         assert!(!reply.text.contains("evil.test"), "{}", reply.text);
     }
+}
+
+const CARD: &str = "/v1/agents/invoice-classifier/.well-known/agent-card.json";
+
+#[tokio::test]
+async fn a_rotation_reaches_a_warm_process_within_the_key_lifetime() {
+    let lifetime = Duration::from_secs(1);
+    let options = || Options {
+        signing_key_lifetime: lifetime,
+        ..Options::default()
+    };
+    let rotating = spawn_app_with(options()).await;
+    let warm = spawn_app_with(Options {
+        table: Some(rotating.table.clone()),
+        ..options()
+    })
+    .await;
+    let pair = rotating.pair().await;
+    let before = kid_of(&warm.get(CARD, &pair.caller.key).await.body);
+    let rotated = rotating
+        .post("/v1/signing-keys/rotate", &rotating.operator_key, json!({}))
+        .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.text);
+    let new_kid = rotated.field("kid");
+    assert_ne!(before, new_kid);
+    // The other process opened the old key; within the lifetime it signs with the new one.
+    tokio::time::sleep(lifetime + Duration::from_millis(200)).await;
+    let after = warm.get(CARD, &pair.caller.key).await.body;
+    assert_eq!(kid_of(&after), new_kid);
+    assert!(verify_independently(&after, &jwks(&warm, &pair.caller.key).await).0);
+}
+
+#[tokio::test]
+async fn a_replaced_key_leaves_the_jwks_once_no_process_can_sign_with_it() {
+    let lifetime = Duration::from_secs(1);
+    let app = spawn_app_with(Options {
+        signing_key_lifetime: lifetime,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let op = app.operator_key.clone();
+    let old = kid_of(&app.get(CARD, &pair.caller.key).await.body);
+    let new = app
+        .post("/v1/signing-keys/rotate", &op, json!({}))
+        .await
+        .field("kid");
+    let gateway = &app;
+    let retire = |kid: &str, key: &str| {
+        let path = format!("/v1/signing-keys/{kid}/retire");
+        let key = key.to_owned();
+        async move { gateway.post(&path, &key, json!({})).await }
+    };
+    assert_eq!(retire(&old, &pair.tenant.admin_key).await.status, 403);
+    assert_eq!(retire("0123456789abcdef", &op).await.status, 404);
+    let active = retire(&new, &op).await;
+    assert_eq!(active.status, 409, "{}", active.text);
+    assert!(active.text.contains("active key"), "{}", active.text);
+    // Just replaced: a warm process may still sign with it for the lifetime.
+    let early = retire(&old, &op).await;
+    assert_eq!(early.status, 409, "{}", early.text);
+
+    tokio::time::sleep(lifetime + forgebench::domain::signing::CLOCK_MARGIN).await;
+    let retired = retire(&old, &op).await;
+    assert_eq!(retired.status, 200, "{}", retired.text);
+    assert_eq!(
+        retired.body,
+        json!({"kid": old, "purpose": "card-signing", "retired": true})
+    );
+    assert_eq!(retire(&old, &op).await.status, 200, "retiring twice");
+    let keys = jwks(&app, &pair.caller.key).await;
+    assert_eq!(kids(&keys, "card-signing"), std::slice::from_ref(&new));
+    let card = app.get(CARD, &pair.caller.key).await.body;
+    assert_eq!(kid_of(&card), new);
+    assert!(verify_independently(&card, &keys).0);
+}
+
+#[tokio::test]
+async fn deliveries_are_signed_with_a_webhook_key_apart_from_the_card_key() {
+    use base64::Engine;
+    use ed25519_dalek::Verifier;
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    let set = app
+        .set_endpoint(admin, &pair.callee.name, json!({ "url": callee.url }))
+        .await;
+    assert_eq!(set.status, 200, "{}", set.text);
+    app.open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 10)
+        .await;
+    let request = callee.wait_for(1).await.remove(0);
+    let header = |name: &str| request.headers[name].to_str().unwrap().to_owned();
+    let signed = [
+        header("webhook-id").as_bytes(),
+        b".",
+        header("webhook-timestamp").as_bytes(),
+        b".",
+        &request.raw_body,
+    ]
+    .concat();
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(header("webhook-signature").trim_start_matches("v1a,"))
+        .unwrap();
+    let signature = ed25519_dalek::Signature::from_slice(&signature).unwrap();
+
+    app.get(CARD, &pair.caller.key).await;
+    let keys = jwks(&app, &pair.caller.key).await;
+    let (cards, webhooks) = (kids(&keys, "card-signing"), kids(&keys, "webhook-signing"));
+    assert_eq!((cards.len(), webhooks.len()), (1, 1), "{keys}");
+    assert_ne!(cards, webhooks);
+    let verifies = |kid: &str| {
+        let key = keys["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|key| key["kid"] == kid)
+            .unwrap();
+        let x = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(key["x"].as_str().unwrap())
+            .unwrap();
+        ed25519_dalek::VerifyingKey::from_bytes(&x.try_into().unwrap())
+            .unwrap()
+            .verify(&signed, &signature)
+            .is_ok()
+    };
+    assert!(verifies(&webhooks[0]), "the webhook key signs deliveries");
+    assert!(!verifies(&cards[0]), "the card key does not");
 }

@@ -70,6 +70,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     let app = spawn_app_with(Options {
         recorder: Some(recorder.clone()),
         push_worker: false,
+        signing_key_lifetime: Duration::ZERO,
         ..Options::local_push()
     })
     .await;
@@ -416,7 +417,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         app.get("/v1/agents/cards", &admin).await,
         r,
     );
-    note(
+    let published = note(
         "get-signing-keys",
         app.get("/v1/billing/export/pubkey", &admin).await,
         r,
@@ -426,6 +427,37 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         app.post("/v1/signing-keys/rotate", &op, json!({})).await,
         r,
     );
+    note(
+        "rotate-signing-key",
+        app.post(
+            "/v1/signing-keys/rotate",
+            &op,
+            json!({"purpose": "webhook-signing"}),
+        )
+        .await,
+        r,
+    );
+    // With no key cache (lifetime 0), the replaced card key may be retired after the margin.
+    tokio::time::sleep(forgebench::domain::signing::CLOCK_MARGIN).await;
+    let replaced = published.body["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|key| key["purpose"] == "card-signing")
+        .and_then(|key| key["kid"].as_str())
+        .unwrap()
+        .to_owned();
+    let retired = note(
+        "retire-signing-key",
+        app.post(
+            &format!("/v1/signing-keys/{replaced}/retire"),
+            &op,
+            json!({}),
+        )
+        .await,
+        r,
+    );
+    assert_eq!(retired.status, 200, "{}", retired.text);
     note(
         "delete-tool",
         app.send(
