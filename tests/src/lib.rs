@@ -160,7 +160,8 @@ pub async fn sqs_and_kms_recorded(
 }
 
 /// Notes every request the SDK clients send, as the IAM action it needs (`dynamodb:GetItem`,
-/// `sqs:SendMessage`, `kms:Encrypt`; a DynamoDB transaction as the action of each of its items).
+/// `sqs:SendMessage`, `kms:Encrypt`; a DynamoDB transaction as the action of each of its items;
+/// a KMS call also as `kms:Encrypt@<purpose>`, the encryption context's purpose).
 #[derive(Debug, Clone, Default)]
 pub struct Recorder(Arc<std::sync::Mutex<RequestLog>>);
 
@@ -235,6 +236,17 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
             }
         } else {
             actions.push(format!("{prefix}:{operation}"));
+        }
+        // A KMS call is also noted with its encryption context's purpose (`kms:Decrypt@
+        // endpoint-secret`), which IAM conditions on (`kms:EncryptionContext:purpose`).
+        if prefix == "kms" {
+            let body: Value = request
+                .body()
+                .bytes()
+                .and_then(|bytes| serde_json::from_slice(bytes).ok())
+                .unwrap_or_default();
+            let purpose = body["EncryptionContext"]["purpose"].as_str().unwrap_or("");
+            actions.push(format!("{prefix}:{operation}@{purpose}"));
         }
         self.0
             .lock()
