@@ -179,12 +179,8 @@ impl Config {
             kms_key_id: optional("FORGEBENCH_KMS_KEY_ID"),
             push_allowed_cidrs: match optional("FORGEBENCH_PUSH_ALLOWED_CIDRS") {
                 None => Vec::new(),
-                Some(text) => Cidr::parse_list(&text).map_err(|entry| {
-                    ConfigError::Invalid(
-                        "FORGEBENCH_PUSH_ALLOWED_CIDRS",
-                        format!("{entry:?} is not a range"),
-                    )
-                })?,
+                Some(text) => Cidr::parse_list(&text)
+                    .map_err(|why| ConfigError::Invalid("FORGEBENCH_PUSH_ALLOWED_CIDRS", why))?,
             },
             push_resolve: match optional("FORGEBENCH_PUSH_RESOLVE") {
                 None => HostResolver::default(),
