@@ -13,6 +13,10 @@ pub struct Tool {
     pub tags: Vec<String>,
 }
 
+/// The most tools an agent may have: 64 skills keep a card, and a page of the registry, well
+/// inside a response.
+pub const MAX_TOOLS_PER_AGENT: usize = 64;
+
 /// Validates a tool name: `[a-z0-9][a-z0-9_.-]{0,63}`.
 pub fn parse_tool_name(name: &str) -> Result<String, Invalid> {
     let bytes = name.as_bytes();

@@ -10,10 +10,12 @@ use super::agents::managed_agent;
 use super::{json_object, ok, only_fields, path_param, query_param, HandlerResult};
 use crate::app::App;
 use crate::config::Config;
-use crate::domain::card::{card, execute_api_url, jwk, parse_tool_name, sign, Tool};
+use crate::domain::card::{
+    card, execute_api_url, jwk, parse_tool_name, sign, Tool, MAX_TOOLS_PER_AGENT,
+};
 use crate::domain::jcs::canonicalize;
 use crate::domain::signing::{may_retire, KeyPurpose, RetireRefusal};
-use crate::domain::{Agent, AgentRef, AgentStatus, Principal, PrincipalKind};
+use crate::domain::{Agent, AgentName, AgentRef, AgentStatus, Principal, PrincipalKind};
 use crate::error::{json_response, ApiError};
 use crate::store::{AuditEntry, SigningKeyRecord};
 
@@ -109,17 +111,81 @@ pub async fn get_card(app: &App, request: Request) -> HandlerResult {
     Ok(cacheable(&request, &card))
 }
 
-/// `GET /v1/agents/cards`: every non-retired agent's card in the tenant.
+/// The registry's default and largest page, in agents read.
+const DEFAULT_CARDS_LIMIT: i32 = 20;
+const MAX_CARDS_LIMIT: i32 = 50;
+/// A page ends before its cards pass this many bytes, so any page fits a Lambda response
+/// (6 MB): one card, at most 64 tools with every field at its limit, stays under 1.5 MB.
+const MAX_PAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// `?limit=`: 1 to [`MAX_CARDS_LIMIT`].
+fn cards_limit(request: &Request) -> Result<i32, ApiError> {
+    match query_param(request, "limit") {
+        None => Ok(DEFAULT_CARDS_LIMIT),
+        Some(text) => text
+            .parse::<i32>()
+            .ok()
+            .filter(|limit| (1..=MAX_CARDS_LIMIT).contains(limit))
+            .ok_or_else(|| {
+                ApiError::InvalidRequest(format!(
+                    "limit must be an integer from 1 to {MAX_CARDS_LIMIT}"
+                ))
+            }),
+    }
+}
+
+/// The opaque cursor of the registry: the name of the last agent a page covered.
+fn encode_cursor(after: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("cards:{after}"))
+}
+
+/// `?cursor=`: a `next_cursor` this route issued (anything else is a 400).
+fn cards_cursor(request: &Request) -> Result<Option<String>, ApiError> {
+    use base64::Engine;
+    let Some(text) = query_param(request, "cursor") else {
+        return Ok(None);
+    };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text.as_bytes())
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|text| text.strip_prefix("cards:").map(str::to_owned))
+        .filter(|name| AgentName::parse(name).is_ok())
+        .map(Some)
+        .ok_or_else(|| ApiError::InvalidRequest("cursor is not one this API issued".into()))
+}
+
+/// `GET /v1/agents/cards?limit=&cursor=`: the tenant's non-retired agents' cards by name, a page
+/// at a time (`{cards, next_cursor}`). Retired agents are skipped within a page, so a page may
+/// be short while `next_cursor` still leads on.
 pub async fn list_cards(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate(request.headers()).await?;
     tenant_principal(&principal)?;
+    let (limit, after) = (cards_limit(&request)?, cards_cursor(&request)?);
+    let (agents, more) = app
+        .store
+        .list_agents_page(&principal.tenant_id, after.as_deref(), limit)
+        .await?;
     let mut cards = Vec::new();
-    for agent in app.store.list_agents(&principal.tenant_id).await? {
-        if agent.status != AgentStatus::Retired {
-            cards.push(signed_card(app, &request, &agent).await?);
+    let mut bytes = 0;
+    let mut next = more;
+    for (index, agent) in agents.iter().enumerate() {
+        if agent.status == AgentStatus::Retired {
+            continue;
         }
+        let card = signed_card(app, &request, agent).await?;
+        let size = card.to_string().len();
+        if !cards.is_empty() && bytes + size > MAX_PAGE_BYTES {
+            // The page is full: the next one starts after the last card on this one.
+            next = index.checked_sub(1).map(|last| agents[last].name.clone());
+            break;
+        }
+        bytes += size;
+        cards.push(card);
     }
-    Ok(cacheable(&request, &json!({ "cards": cards })))
+    let page = json!({ "cards": cards, "next_cursor": next.as_deref().map(encode_cursor) });
+    Ok(cacheable(&request, &page))
 }
 
 /// `GET /v1/billing/export/pubkey` (any key): the JWKS of every signing key not retired, card
@@ -285,8 +351,32 @@ pub async fn put_tool(app: &App, request: Request) -> HandlerResult {
         "agent.tool.grant",
         &format!("{}/{}", agent.id, tool.name),
     );
-    app.store.put_tool(&agent.id, &tool, &audit).await?;
-    ok(&tool_json(&tool))
+    for _ in 0..TOOL_WRITE_ATTEMPTS {
+        let existing = app.store.list_tools(&agent.id).await?;
+        let adding = !existing.iter().any(|known| known.name == tool.name);
+        if adding && existing.len() >= MAX_TOOLS_PER_AGENT {
+            return Err(ApiError::LimitReached(format!(
+                "an agent has at most {MAX_TOOLS_PER_AGENT} tools; remove one first"
+            )));
+        }
+        if app
+            .store
+            .put_tool(&agent.id, &tool, &existing, &audit)
+            .await?
+        {
+            return ok(&tool_json(&tool));
+        }
+        // Another grant or revoke of this agent's tools landed meanwhile: read them again.
+    }
+    Err(tools_changed())
+}
+
+/// How often a tool write reads the tools again after losing to a concurrent one (each round one
+/// writer wins, so this many concurrent writers all get a definite answer).
+const TOOL_WRITE_ATTEMPTS: usize = 8;
+
+fn tools_changed() -> ApiError {
+    ApiError::Conflict("the agent's tools changed meanwhile; retry".into())
 }
 
 /// `DELETE /v1/agents/{agent}/tools/{tool}` (owner or admin).
@@ -299,10 +389,20 @@ pub async fn delete_tool(app: &App, request: Request) -> HandlerResult {
         "agent.tool.revoke",
         &format!("{}/{name}", agent.id),
     );
-    if !app.store.delete_tool(&agent.id, &name, &audit).await? {
-        return Err(ApiError::NotFound("the agent has no such tool".into()));
+    for _ in 0..TOOL_WRITE_ATTEMPTS {
+        let existing = app.store.list_tools(&agent.id).await?;
+        if !existing.iter().any(|known| known.name == name) {
+            return Err(ApiError::NotFound("the agent has no such tool".into()));
+        }
+        if app
+            .store
+            .delete_tool(&agent.id, &name, &existing, &audit)
+            .await?
+        {
+            return ok(&json!({"name": name, "removed": true}));
+        }
     }
-    ok(&json!({"name": name, "removed": true}))
+    Err(tools_changed())
 }
 
 /// `GET /v1/agents/{agent}/tools`.

@@ -45,13 +45,37 @@ fn signing_record(item: &Item) -> Result<SigningKeyRecord, StoreError> {
 }
 
 impl Store {
-    /// Sets (creates or replaces) one tool binding.
+    /// The agent's tool count moved from `seen` (the tools a read just listed) to `next`,
+    /// only while it is still `seen`, or absent (tools written before the count existed, which
+    /// that same read counted). Concurrent grants thus never take an agent past the cap.
+    fn tool_count(
+        &self,
+        agent_id: &str,
+        seen: usize,
+        next: usize,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(format!("AGENT#{agent_id}"), "TOOLCOUNT")))
+            .update_expression("SET n = :next")
+            .condition_expression("attribute_not_exists(n) OR n = :seen")
+            .expression_attribute_values(":next", AttributeValue::N(next.to_string()))
+            .expression_attribute_values(":seen", AttributeValue::N(seen.to_string()))
+            .build()
+            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    /// Sets one tool binding: replaces it when `existing` names it among the agent's `existing`
+    /// tools, else adds it and counts it. Returns `false`, writing nothing, when the tools
+    /// changed since `existing` was read.
     pub async fn put_tool(
         &self,
         agent_id: &str,
         tool: &Tool,
+        existing: &[Tool],
         audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let mut item = key(format!("AGENT#{agent_id}"), format!("TOOL#{}", tool.name));
         item.insert("kind".into(), s("tool"));
         item.insert("name".into(), s(&tool.name));
@@ -60,23 +84,34 @@ impl Store {
             "tags".into(),
             AttributeValue::L(tool.tags.iter().map(s).collect()),
         );
+        let replacing = existing.iter().any(|known| known.name == tool.name);
         let put = aws_sdk_dynamodb::types::Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
+            .condition_expression(if replacing {
+                "attribute_exists(pk)"
+            } else {
+                "attribute_not_exists(pk)"
+            })
             .build()
             .map_err(|error| StoreError::Rejected(error.to_string()))?;
-        self.transact(vec![
+        let mut items = vec![
             TransactWriteItem::builder().put(put).build(),
             self.put_new(audit.to_item())?,
-        ])
-        .await
+        ];
+        if !replacing {
+            items.push(self.tool_count(agent_id, existing.len(), existing.len() + 1)?);
+        }
+        self.transact_if(items).await
     }
 
-    /// Removes a tool binding. Returns `false` when there was none.
+    /// Removes tool `tool`, one of the agent's `existing` tools, and counts it out. Returns
+    /// `false`, writing nothing, when the tools changed since `existing` was read.
     pub async fn delete_tool(
         &self,
         agent_id: &str,
         tool: &str,
+        existing: &[Tool],
         audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
         let delete = aws_sdk_dynamodb::types::Delete::builder()
@@ -88,9 +123,11 @@ impl Store {
             .condition_expression("attribute_exists(pk)")
             .build()
             .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        let seen = existing.len();
         self.transact_if(vec![
             TransactWriteItem::builder().delete(delete).build(),
             self.put_new(audit.to_item())?,
+            self.tool_count(agent_id, seen, seen.saturating_sub(1))?,
         ])
         .await
     }

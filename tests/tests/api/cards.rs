@@ -517,3 +517,118 @@ async fn deliveries_are_signed_with_a_webhook_key_apart_from_the_card_key() {
     assert!(verifies(&webhooks[0]), "the webhook key signs deliveries");
     assert!(!verifies(&cards[0]), "the card key does not");
 }
+
+#[tokio::test]
+async fn an_agent_holds_at_most_64_tools_even_under_concurrent_grants() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = pair.tenant.admin_key.clone();
+    let tool = |name: String| {
+        let (app, admin, agent) = (&app, admin.clone(), pair.callee.id.clone());
+        async move {
+            app.send(
+                "PUT",
+                &format!("/v1/agents/{agent}/tools/{name}"),
+                Some(&admin),
+                Some(json!({"description": "d"})),
+            )
+            .await
+        }
+    };
+    for index in 0..60 {
+        assert_eq!(tool(format!("t{index}")).await.status, 200);
+    }
+    // Eight new tools at once where four fit: never more than four land.
+    let racing = futures::future::join_all((0..8).map(|index| tool(format!("r{index}")))).await;
+    let statuses: Vec<u16> = racing.iter().map(|reply| reply.status).collect();
+    let landed = statuses.iter().filter(|status| **status == 200).count();
+    assert!(landed <= 4, "{statuses:?}");
+    assert!(statuses.iter().all(|status| matches!(status, 200 | 409)));
+    let count = || async {
+        let listed = app
+            .get(&format!("/v1/agents/{}/tools", pair.callee.id), &admin)
+            .await;
+        listed.body["items"].as_array().map(Vec::len).unwrap()
+    };
+    assert_eq!(count().await, 60 + landed, "{statuses:?}");
+    for index in landed..4 {
+        assert_eq!(tool(format!("s{index}")).await.status, 200);
+    }
+    assert_eq!(count().await, 64);
+    let over = tool("one-more".into()).await;
+    assert_eq!(over.status, 409, "{}", over.text);
+    assert_eq!(over.body["detail"]["code"], "limit_reached");
+    // Replacing a tool is no new tool; removing one makes room.
+    assert_eq!(tool("t0".into()).await.status, 200);
+    let removed = app
+        .send(
+            "DELETE",
+            &format!("/v1/agents/{}/tools/t1", pair.callee.id),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(removed.status, 200, "{}", removed.text);
+    assert_eq!(tool("one-more".into()).await.status, 200);
+    let card = app.get(CARD, &pair.caller.key).await;
+    assert_eq!(card.body["skills"].as_array().map(Vec::len), Some(64));
+}
+
+#[tokio::test]
+async fn the_registry_comes_in_pages_that_cover_every_card_once() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    for name in ["a-first", "m-middle", "z-last", "q-retired"] {
+        app.create_agent(admin, name).await;
+    }
+    app.send(
+        "PATCH",
+        "/v1/agents/q-retired",
+        Some(admin),
+        Some(json!({"status": "retired"})),
+    )
+    .await;
+    let mut names = Vec::new();
+    let mut path = "/v1/agents/cards?limit=2".to_owned();
+    for _ in 0..10 {
+        let page = app.get(&path, &pair.caller.key).await;
+        assert_eq!(page.status, 200, "{}", page.text);
+        let cards = page.body["cards"].as_array().unwrap();
+        assert!(cards.len() <= 2, "{}", page.text);
+        names.extend(
+            cards
+                .iter()
+                .map(|card| card["name"].as_str().unwrap().to_owned()),
+        );
+        match page.body["next_cursor"].as_str() {
+            Some(cursor) => path = format!("/v1/agents/cards?limit=2&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(
+        names,
+        [
+            "a-first",
+            "billing-orchestrator",
+            "invoice-classifier",
+            "m-middle",
+            "z-last"
+        ]
+    );
+    let whole = app.get("/v1/agents/cards", &pair.caller.key).await;
+    assert_eq!(whole.body["cards"].as_array().map(Vec::len), Some(5));
+    assert!(whole.body["next_cursor"].is_null());
+    for bad in [
+        "limit=0",
+        "limit=51",
+        "limit=x",
+        "cursor=bm90LW91cnM",
+        "cursor=%25%25",
+    ] {
+        let reply = app
+            .get(&format!("/v1/agents/cards?{bad}"), &pair.caller.key)
+            .await;
+        assert_eq!(reply.status, 400, "{bad}: {}", reply.text);
+    }
+}
