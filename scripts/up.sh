@@ -5,6 +5,7 @@
 #   FORGEBENCH_LISTEN        address to serve on (default 127.0.0.1:8080; 0.0.0.0:8080 for all)
 #   FORGEBENCH_OPERATOR_KEY  operator key (default: a new random one, printed below)
 #   FORGEBENCH_TABLE         table name (default forgebench)
+#   FORGEBENCH_PUBLIC_URL    the base URL cards name (default: the URL this listens on)
 #   FORGEBENCH_PUSH_ALLOWED_CIDRS  ranges push endpoints may reach besides public addresses;
 #                            127.0.0.0/8 here so callees on this machine can be tried out
 #                            (local development only: a deployment leaves it empty)
@@ -25,6 +26,7 @@ fi
 
 cargo build --locked -p forgebench-local
 url="http://${FORGEBENCH_LISTEN/0.0.0.0/127.0.0.1}"
+export FORGEBENCH_PUBLIC_URL=${FORGEBENCH_PUBLIC_URL:-$url}
 cat >&2 <<INFO
 
   Forgebench gateway: $url

@@ -26,8 +26,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.kms_key_id.get_or_insert(resources.kms_key_id);
     config.body_bucket.get_or_insert(resources.body_bucket);
     tracing::info!(table = config.table, "local resources ready");
-    let app = Arc::new(App::new(dynamodb, sqs, kms, s3, config)?);
     let (listener, local) = forgebench_local::bind(&address).await?;
+    // Cards name the gateway by configuration only; without the setting, this process's own
+    // address (never a request's Host header).
+    let own = match local.ip().is_unspecified() {
+        true => std::net::SocketAddr::from(([127, 0, 0, 1], local.port())),
+        false => local,
+    };
+    config
+        .public_url
+        .get_or_insert_with(|| format!("http://{own}"));
+    let app = Arc::new(App::new(dynamodb, sqs, kms, s3, config)?);
     let sweeper = forgebench_local::run_sweeper(Arc::clone(&app), Duration::from_secs(5));
     let worker = forgebench_local::run_push_worker(Arc::clone(&app));
     let server = forgebench_local::serve(app, listener);

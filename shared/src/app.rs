@@ -9,6 +9,7 @@ use aws_config::BehaviorVersion;
 
 use crate::bodies::Bodies;
 use crate::config::{Config, ConfigError};
+use crate::domain::signing::KeyPurpose;
 use crate::domain::{keys, Principal, PrincipalKind};
 use crate::error::ApiError;
 use crate::on_first_use::OnFirstUse;
@@ -57,7 +58,10 @@ pub struct App {
     pub vault: Vault,
     pub dialer: Dialer,
     pub config: Config,
+    /// The card-signing key.
     pub signing: Arc<SigningCache>,
+    /// The key that signs push deliveries, apart from the card key (its own KMS purpose).
+    pub webhook_signing: Arc<SigningCache>,
     key_cache: KeyCache,
 }
 
@@ -136,8 +140,15 @@ impl App {
             queue: Queue::new(sqs, config.push_queue_url.clone()),
             vault: Vault::new(kms, config.kms_key_id.clone()),
             dialer,
+            signing: Arc::new(SigningCache::new(
+                KeyPurpose::Cards,
+                config.signing_key_lifetime,
+            )),
+            webhook_signing: Arc::new(SigningCache::new(
+                KeyPurpose::Webhooks,
+                config.signing_key_lifetime,
+            )),
             config,
-            signing: Arc::default(),
             key_cache: KeyCache::default(),
         })
     }
@@ -167,7 +178,15 @@ impl App {
             bodies: self.bodies.clone(),
             dialer: self.dialer.clone(),
             schedule: self.config.retry_schedule.clone(),
-            signing: Arc::clone(&self.signing),
+            signing: Arc::clone(&self.webhook_signing),
+        }
+    }
+
+    /// The signing key cache of `purpose`.
+    pub fn signing_cache(&self, purpose: KeyPurpose) -> &SigningCache {
+        match purpose {
+            KeyPurpose::Cards => &self.signing,
+            KeyPurpose::Webhooks => &self.webhook_signing,
         }
     }
 

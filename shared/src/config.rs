@@ -6,12 +6,6 @@ use crate::domain::keys;
 use crate::push::ssrf::{Cidr, HostResolver};
 use crate::push::verdict::RetrySchedule;
 
-fn optional(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .filter(|value| !value.trim().is_empty())
-}
-
 /// The longest `wait` any route accepts, per the API.
 pub const API_MAX_WAIT_SECONDS: u64 = 30;
 
@@ -24,21 +18,30 @@ pub struct Config {
     /// `FORGEBENCH_OPERATOR_KEY` (local development); without either no principal may create
     /// tenants.
     pub operator_key_hash: Option<String>,
-    /// `FORGEBENCH_KEY_CACHE_SECONDS` (default 10): how long a process trusts a key lookup. A key
+    /// `FORGEBENCH_KEY_CACHE_SECONDS` (default 10, 0 to 300): how long a process trusts a key lookup. A key
     /// revoked elsewhere stops working within this time; the process that revokes it drops it at
     /// once. 0 disables the cache.
     pub key_cache_ttl: Duration,
-    /// `FORGEBENCH_MAX_WAIT_SECONDS` (default 30, at most 30): the deployment's bound on `wait`,
+    /// `FORGEBENCH_SIGNING_KEY_CACHE_SECONDS` (300, 0 to 900): how long a process signs with the
+    /// active key it opened before asking the store again, so a rotation reaches every warm
+    /// process within this time; a replaced key can be retired only after it. 0 asks every time.
+    pub signing_key_lifetime: Duration,
+    /// `FORGEBENCH_MAX_WAIT_SECONDS` (default 30, 0 to 30): the deployment's bound on `wait`,
     /// below the API Gateway integration timeout. A larger `wait` is served up to this bound.
     pub max_wait_seconds: u64,
-    /// Interval between reads while a caller waits on a task (`FORGEBENCH_TASK_POLL_MS`, 200).
+    /// Interval between reads while a caller waits on a task (`FORGEBENCH_TASK_POLL_MS`, 200;
+    /// 20 to 5,000).
     pub task_poll_interval: Duration,
     /// Interval between queue reads while a callee long-polls for work (`FORGEBENCH_CLAIM_POLL_MS`,
-    /// 250).
+    /// 250; 20 to 5,000).
     pub claim_poll_interval: Duration,
-    /// `FORGEBENCH_PUBLIC_URL`: the gateway's public base URL for cards; when unset, each
-    /// request's own scheme, host and API Gateway stage.
+    /// `FORGEBENCH_PUBLIC_URL`: the gateway's public base URL, which cards name and sign (an
+    /// absolute http(s) URL without query, fragment or credentials; a trailing `/` is dropped).
+    /// When unset, a deployed function names the API's own execute-api URL, built from the API
+    /// id and stage API Gateway puts in the request context; never from a request header.
     pub public_url: Option<String>,
+    /// `AWS_REGION` (set by Lambda): the region of the execute-api URL when `public_url` is unset.
+    pub region: Option<String>,
     /// `FORGEBENCH_PUSH_QUEUE_URL`: the SQS queue of push deliveries.
     pub push_queue_url: Option<String>,
     /// `FORGEBENCH_KMS_KEY_ID`: the KMS key that seals endpoint secrets.
@@ -49,9 +52,10 @@ pub struct Config {
     /// `FORGEBENCH_PUSH_RESOLVE`: fixed answers for push host names (`host=addr|addr;…`), like
     /// curl's `--resolve`. Every answer still passes the SSRF guard.
     pub push_resolve: HostResolver,
-    /// `FORGEBENCH_PUSH_TIMEOUT_MS` (10,000): time for one POST to an endpoint, answer included.
+    /// `FORGEBENCH_PUSH_TIMEOUT_MS` (10,000; 100 to 25,000): time for one POST to an endpoint, answer included.
     pub push_timeout: Duration,
-    /// `FORGEBENCH_PUSH_RETRY_SECONDS` (`5,30,120,600,1800`): delays between delivery attempts.
+    /// `FORGEBENCH_PUSH_RETRY_SECONDS` (`5,30,120,600,1800`): delays between delivery attempts,
+    /// 1 to 8 of them, each 0 to 43,200 seconds (see [`RetrySchedule::parse`]).
     pub retry_schedule: RetrySchedule,
     /// `FORGEBENCH_BODY_BUCKET`: the S3 bucket of message and artifact bodies too large to stay
     /// inside a task item. Routes that never meet such a body run without it.
@@ -76,14 +80,94 @@ pub enum ConfigError {
     Tls(String),
 }
 
-fn number(name: &'static str, default: u64) -> Result<u64, ConfigError> {
-    match std::env::var(name) {
-        Ok(text) if !text.trim().is_empty() => text
+/// The range of each numeric setting, checked at start: a value outside it (or not a whole
+/// number: negative, fractional, `inf`, `1e30`) stops the process with the variable named.
+pub mod ranges {
+    use std::ops::RangeInclusive;
+
+    /// `FORGEBENCH_KEY_CACHE_SECONDS`: up to 5 minutes of trusting a key lookup.
+    pub const KEY_CACHE_SECONDS: RangeInclusive<u64> = 0..=300;
+    /// `FORGEBENCH_SIGNING_KEY_CACHE_SECONDS`: up to 15 minutes before a rotation is seen.
+    pub const SIGNING_KEY_CACHE_SECONDS: RangeInclusive<u64> = 0..=900;
+    /// `FORGEBENCH_MAX_WAIT_SECONDS`: the API's own bound on `wait`.
+    pub const MAX_WAIT_SECONDS: RangeInclusive<u64> = 0..=super::API_MAX_WAIT_SECONDS;
+    /// `FORGEBENCH_TASK_POLL_MS` and `FORGEBENCH_CLAIM_POLL_MS`: no faster than 20 ms (the
+    /// store's load), no slower than 5 s (a waiting caller would miss most of its wait).
+    pub const POLL_MS: RangeInclusive<u64> = 20..=5_000;
+    /// `FORGEBENCH_PUSH_TIMEOUT_MS`: one attempt must end well inside the worker's 30 s.
+    pub const PUSH_TIMEOUT_MS: RangeInclusive<u64> = 100..=25_000;
+    /// `FORGEBENCH_TASK_RETENTION_DAYS`.
+    pub const TASK_RETENTION_DAYS: RangeInclusive<u64> = 1..=super::MAX_TASK_RETENTION_DAYS;
+}
+
+/// Reads settings through a lookup: the process environment, or a map in tests.
+struct Env<'a>(&'a dyn Fn(&str) -> Option<String>);
+
+impl Env<'_> {
+    /// A set, non-blank value.
+    fn optional(&self, name: &str) -> Option<String> {
+        (self.0)(name).filter(|value| !value.trim().is_empty())
+    }
+
+    /// A whole number within `range`, or `default` when unset; anything else names the variable.
+    fn bounded(
+        &self,
+        name: &'static str,
+        default: u64,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Result<u64, ConfigError> {
+        let Some(text) = self.optional(name) else {
+            return Ok(default);
+        };
+        let value: u64 = text
             .trim()
             .parse()
-            .map_err(|_| ConfigError::Invalid(name, format!("{text:?} is not a whole number"))),
-        _ => Ok(default),
+            .map_err(|_| ConfigError::Invalid(name, format!("{text:?} is not a whole number")))?;
+        if !range.contains(&value) {
+            return Err(ConfigError::Invalid(
+                name,
+                format!("{value} is outside {} to {}", range.start(), range.end()),
+            ));
+        }
+        Ok(value)
     }
+
+    fn millis(
+        &self,
+        name: &'static str,
+        default: u64,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Result<Duration, ConfigError> {
+        self.bounded(name, default, range)
+            .map(Duration::from_millis)
+    }
+
+    fn seconds(
+        &self,
+        name: &'static str,
+        default: u64,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Result<Duration, ConfigError> {
+        self.bounded(name, default, range).map(Duration::from_secs)
+    }
+}
+
+/// Validates `FORGEBENCH_PUBLIC_URL`: what cards name as the gateway must be an absolute
+/// http(s) URL with a host and nothing a client could be sent elsewhere by (credentials, query,
+/// fragment). Returns it without a trailing `/`.
+pub fn public_url(text: &str) -> Result<String, ConfigError> {
+    let invalid = |why: &str| ConfigError::Invalid("FORGEBENCH_PUBLIC_URL", why.to_owned());
+    let url = url::Url::parse(text.trim()).map_err(|error| invalid(&error.to_string()))?;
+    if !matches!(url.scheme(), "https" | "http") || url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("an absolute http(s) URL with a host is required"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid("credentials are not allowed"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid("a query or fragment is not allowed"));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
 }
 
 /// The operator key's hash from the deployment's hash, or from the key itself (local use).
@@ -112,73 +196,72 @@ pub fn operator_key_hash(
 
 impl Config {
     pub fn from_env() -> Result<Config, ConfigError> {
-        let table = std::env::var("FORGEBENCH_TABLE")
-            .ok()
+        Config::from_lookup(&|name| std::env::var(name).ok())
+    }
+
+    /// The configuration `lookup` describes (the environment's variables by name).
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let env = Env(lookup);
+        let table = (env.0)("FORGEBENCH_TABLE")
             .filter(|table| !table.is_empty())
             .ok_or(ConfigError::Missing("FORGEBENCH_TABLE"))?;
         let operator_key_hash = operator_key_hash(
-            optional("FORGEBENCH_OPERATOR_KEY_HASH").as_deref(),
-            optional("FORGEBENCH_OPERATOR_KEY").as_deref(),
+            env.optional("FORGEBENCH_OPERATOR_KEY_HASH").as_deref(),
+            env.optional("FORGEBENCH_OPERATOR_KEY").as_deref(),
         )?;
-        let max_wait_seconds = number("FORGEBENCH_MAX_WAIT_SECONDS", API_MAX_WAIT_SECONDS)?;
-        if max_wait_seconds > API_MAX_WAIT_SECONDS {
-            return Err(ConfigError::Invalid(
-                "FORGEBENCH_MAX_WAIT_SECONDS",
-                format!("at most {API_MAX_WAIT_SECONDS}"),
-            ));
-        }
-        let task_retention_days = number(
-            "FORGEBENCH_TASK_RETENTION_DAYS",
-            DEFAULT_TASK_RETENTION_DAYS,
-        )?;
-        if !(1..=MAX_TASK_RETENTION_DAYS).contains(&task_retention_days) {
-            return Err(ConfigError::Invalid(
-                "FORGEBENCH_TASK_RETENTION_DAYS",
-                format!("from 1 to {MAX_TASK_RETENTION_DAYS} days"),
-            ));
-        }
         Ok(Config {
             table,
             operator_key_hash,
-            key_cache_ttl: Duration::from_secs(number("FORGEBENCH_KEY_CACHE_SECONDS", 10)?),
-            max_wait_seconds,
-            task_poll_interval: Duration::from_millis(
-                number("FORGEBENCH_TASK_POLL_MS", 200)?.max(20),
-            ),
-            claim_poll_interval: Duration::from_millis(
-                number("FORGEBENCH_CLAIM_POLL_MS", 250)?.max(20),
-            ),
-            public_url: optional("FORGEBENCH_PUBLIC_URL"),
-            push_queue_url: optional("FORGEBENCH_PUSH_QUEUE_URL"),
-            kms_key_id: optional("FORGEBENCH_KMS_KEY_ID"),
-            push_allowed_cidrs: match optional("FORGEBENCH_PUSH_ALLOWED_CIDRS") {
+            key_cache_ttl: env.seconds(
+                "FORGEBENCH_KEY_CACHE_SECONDS",
+                10,
+                ranges::KEY_CACHE_SECONDS,
+            )?,
+            signing_key_lifetime: env.seconds(
+                "FORGEBENCH_SIGNING_KEY_CACHE_SECONDS",
+                crate::signing::DEFAULT_KEY_LIFETIME.as_secs(),
+                ranges::SIGNING_KEY_CACHE_SECONDS,
+            )?,
+            max_wait_seconds: env.bounded(
+                "FORGEBENCH_MAX_WAIT_SECONDS",
+                API_MAX_WAIT_SECONDS,
+                ranges::MAX_WAIT_SECONDS,
+            )?,
+            task_poll_interval: env.millis("FORGEBENCH_TASK_POLL_MS", 200, ranges::POLL_MS)?,
+            claim_poll_interval: env.millis("FORGEBENCH_CLAIM_POLL_MS", 250, ranges::POLL_MS)?,
+            public_url: env
+                .optional("FORGEBENCH_PUBLIC_URL")
+                .map(|text| public_url(&text))
+                .transpose()?,
+            region: env.optional("AWS_REGION"),
+            push_queue_url: env.optional("FORGEBENCH_PUSH_QUEUE_URL"),
+            kms_key_id: env.optional("FORGEBENCH_KMS_KEY_ID"),
+            push_allowed_cidrs: match env.optional("FORGEBENCH_PUSH_ALLOWED_CIDRS") {
                 None => Vec::new(),
-                Some(text) => Cidr::parse_list(&text).map_err(|entry| {
-                    ConfigError::Invalid(
-                        "FORGEBENCH_PUSH_ALLOWED_CIDRS",
-                        format!("{entry:?} is not a range"),
-                    )
-                })?,
+                Some(text) => Cidr::parse_list(&text)
+                    .map_err(|why| ConfigError::Invalid("FORGEBENCH_PUSH_ALLOWED_CIDRS", why))?,
             },
-            push_resolve: match optional("FORGEBENCH_PUSH_RESOLVE") {
+            push_resolve: match env.optional("FORGEBENCH_PUSH_RESOLVE") {
                 None => HostResolver::default(),
                 Some(text) => HostResolver::parse_overrides(&text)
                     .map_err(|error| ConfigError::Invalid("FORGEBENCH_PUSH_RESOLVE", error))?,
             },
-            push_timeout: Duration::from_millis(
-                number("FORGEBENCH_PUSH_TIMEOUT_MS", 10_000)?.max(100),
-            ),
-            retry_schedule: match optional("FORGEBENCH_PUSH_RETRY_SECONDS") {
+            push_timeout: env.millis(
+                "FORGEBENCH_PUSH_TIMEOUT_MS",
+                10_000,
+                ranges::PUSH_TIMEOUT_MS,
+            )?,
+            retry_schedule: match env.optional("FORGEBENCH_PUSH_RETRY_SECONDS") {
                 None => RetrySchedule::default(),
-                Some(text) => RetrySchedule::parse(&text).ok_or_else(|| {
-                    ConfigError::Invalid(
-                        "FORGEBENCH_PUSH_RETRY_SECONDS",
-                        "seconds separated by commas".into(),
-                    )
-                })?,
+                Some(text) => RetrySchedule::parse(&text)
+                    .map_err(|why| ConfigError::Invalid("FORGEBENCH_PUSH_RETRY_SECONDS", why))?,
             },
-            body_bucket: optional("FORGEBENCH_BODY_BUCKET"),
-            task_retention_days,
+            body_bucket: env.optional("FORGEBENCH_BODY_BUCKET"),
+            task_retention_days: env.bounded(
+                "FORGEBENCH_TASK_RETENTION_DAYS",
+                DEFAULT_TASK_RETENTION_DAYS,
+                ranges::TASK_RETENTION_DAYS,
+            )?,
         })
     }
 
@@ -188,10 +271,12 @@ impl Config {
             table: table.into(),
             operator_key_hash: operator_key.map(keys::hash),
             key_cache_ttl: Duration::from_secs(10),
+            signing_key_lifetime: crate::signing::DEFAULT_KEY_LIFETIME,
             max_wait_seconds: API_MAX_WAIT_SECONDS,
             task_poll_interval: Duration::from_millis(200),
             claim_poll_interval: Duration::from_millis(250),
             public_url: None,
+            region: None,
             push_queue_url: None,
             kms_key_id: None,
             push_allowed_cidrs: Vec::new(),
@@ -227,6 +312,92 @@ mod tests {
         assert_eq!(operator_key_hash(None, None).unwrap(), None);
         for bad in ["fb_op_local", &"A".repeat(64), &"a".repeat(63)] {
             assert!(operator_key_hash(Some(bad), None).is_err(), "{bad}");
+        }
+    }
+
+    /// The configuration of a table plus `settings`, as from the environment.
+    fn with(settings: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let mut all: std::collections::HashMap<String, String> = settings
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        all.entry("FORGEBENCH_TABLE".into()).or_insert("t".into());
+        Config::from_lookup(&move |name| all.get(name).cloned())
+    }
+
+    #[test]
+    fn every_numeric_setting_out_of_range_is_an_error_naming_it() {
+        let cases = [
+            (
+                "FORGEBENCH_KEY_CACHE_SECONDS",
+                &["-1", "301", "1e3", "inf"][..],
+            ),
+            (
+                "FORGEBENCH_SIGNING_KEY_CACHE_SECONDS",
+                &["901", "-5", "NaN"],
+            ),
+            ("FORGEBENCH_MAX_WAIT_SECONDS", &["31", "2.5"]),
+            ("FORGEBENCH_TASK_POLL_MS", &["0", "19", "5001", "1e30"]),
+            ("FORGEBENCH_CLAIM_POLL_MS", &["19", "18446744073709551616"]),
+            ("FORGEBENCH_PUSH_TIMEOUT_MS", &["99", "25001"]),
+            ("FORGEBENCH_TASK_RETENTION_DAYS", &["0", "3651"]),
+            (
+                "FORGEBENCH_PUSH_RETRY_SECONDS",
+                &["inf", "1e30", "-1", "NaN", "5,,5", "99999"],
+            ),
+        ];
+        for (name, values) in cases {
+            for value in values {
+                let error = with(&[(name, value)]).unwrap_err().to_string();
+                assert!(error.contains(name), "{name}={value}: {error}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_defaults_and_the_edges_of_each_range_are_accepted() {
+        let config = with(&[]).unwrap();
+        assert_eq!(config.key_cache_ttl, Duration::from_secs(10));
+        assert_eq!(config.signing_key_lifetime, Duration::from_secs(300));
+        assert_eq!(config.task_poll_interval, Duration::from_millis(200));
+        assert_eq!(config.push_timeout, Duration::from_secs(10));
+        let edges = with(&[
+            ("FORGEBENCH_KEY_CACHE_SECONDS", "0"),
+            ("FORGEBENCH_SIGNING_KEY_CACHE_SECONDS", "900"),
+            ("FORGEBENCH_MAX_WAIT_SECONDS", "30"),
+            ("FORGEBENCH_TASK_POLL_MS", "20"),
+            ("FORGEBENCH_CLAIM_POLL_MS", "5000"),
+            ("FORGEBENCH_PUSH_TIMEOUT_MS", "25000"),
+            ("FORGEBENCH_TASK_RETENTION_DAYS", "3650"),
+            ("FORGEBENCH_PUSH_RETRY_SECONDS", "0.2, 43200"),
+        ])
+        .unwrap();
+        assert_eq!(edges.claim_poll_interval, Duration::from_secs(5));
+        assert_eq!(edges.retry_schedule.max_attempts(), 3);
+        let wide = with(&[("FORGEBENCH_PUSH_ALLOWED_CIDRS", "0.0.0.0/0")]).unwrap_err();
+        assert!(wide.to_string().contains("FORGEBENCH_PUSH_ALLOWED_CIDRS"));
+    }
+
+    #[test]
+    fn the_public_url_is_an_absolute_http_url_and_nothing_more() {
+        assert_eq!(
+            public_url("https://api.forgebench.ai/").unwrap(),
+            "https://api.forgebench.ai"
+        );
+        assert_eq!(
+            public_url("https://abc.execute-api.eu-west-1.amazonaws.com/prod").unwrap(),
+            "https://abc.execute-api.eu-west-1.amazonaws.com/prod"
+        );
+        for bad in [
+            "api.forgebench.ai",
+            "ftp://api.forgebench.ai",
+            "https://user:pw@api.forgebench.ai",
+            "https://api.forgebench.ai/?next=evil.test",
+            "https://api.forgebench.ai/#x",
+            "/v1",
+        ] {
+            let error = public_url(bad).unwrap_err().to_string();
+            assert!(error.contains("FORGEBENCH_PUBLIC_URL"), "{bad}: {error}");
         }
     }
 }

@@ -1,6 +1,10 @@
-//! The card-signing key: an Ed25519 key whose 32-byte seed is stored sealed by KMS (no emulator
-//! signs Ed25519 inside KMS, so KMS protects the key and the process signs). Made on first use,
-//! opened once per cold start, rotated by the operator; every public key stays listed.
+//! Signing keys: Ed25519 keys whose 32-byte seeds are stored sealed by KMS (no emulator signs
+//! Ed25519 inside KMS, so KMS protects the key and the process signs). One set per purpose
+//! (cards, push deliveries), each with its own active key and KMS encryption context. A key is
+//! made on first use and rotated by the operator; a process keeps the active key it opened for at
+//! most its cache lifetime, so a rotation reaches every warm process within that bound.
+
+use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -9,93 +13,180 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
 use crate::domain::clock;
+use crate::domain::signing::KeyPurpose;
 use crate::error::ApiError;
 use crate::store::{SigningKeyRecord, Store};
 use crate::vault::Vault;
 
-/// The active key, kept for the life of the process once opened.
-#[derive(Default)]
+/// The default of `FORGEBENCH_SIGNING_KEY_CACHE_SECONDS`: a rotation reaches every warm
+/// process within five minutes.
+pub const DEFAULT_KEY_LIFETIME: Duration = Duration::from_secs(300);
+
+/// The active key as this process last saw it.
+struct Cached {
+    kid: String,
+    key: SigningKey,
+    /// When the store last said this is the active key.
+    checked: Instant,
+}
+
+/// The active key of one purpose, cached for at most `lifetime` between looks at the store.
 pub struct SigningCache {
-    active: Mutex<Option<(String, SigningKey)>>,
+    purpose: KeyPurpose,
+    lifetime: Duration,
+    active: Mutex<Option<Cached>>,
 }
 
-fn context(kid: &str) -> [(&str, &str); 2] {
-    [("purpose", "card-signing"), ("kid", kid)]
+fn context(purpose: KeyPurpose, kid: &str) -> [(&str, &str); 2] {
+    [("purpose", purpose.name()), ("kid", kid)]
 }
 
-async fn new_record(vault: &Vault) -> Result<(SigningKeyRecord, SigningKey), ApiError> {
+async fn new_record(
+    purpose: KeyPurpose,
+    vault: &Vault,
+) -> Result<(SigningKeyRecord, SigningKey), ApiError> {
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed).map_err(|_| ApiError::Internal)?;
     let key = SigningKey::from_bytes(&seed);
     let public = key.verifying_key();
     let kid = hex::encode(&Sha256::digest(public.as_bytes())[..8]);
-    let sealed_seed = vault.seal_bytes(&context(&kid), &seed).await?;
+    let sealed_seed = vault.seal_bytes(&context(purpose, &kid), &seed).await?;
     Ok((
         SigningKeyRecord {
             kid,
             public_x: URL_SAFE_NO_PAD.encode(public.as_bytes()),
             sealed_seed,
             created_at: clock::now(),
+            retired_at: None,
         },
         key,
     ))
 }
 
-async fn open(vault: &Vault, record: &SigningKeyRecord) -> Result<SigningKey, ApiError> {
+async fn open(
+    purpose: KeyPurpose,
+    vault: &Vault,
+    record: &SigningKeyRecord,
+) -> Result<SigningKey, ApiError> {
     let seed = vault
-        .unseal_bytes(&context(&record.kid), &record.sealed_seed)
+        .unseal_bytes(&context(purpose, &record.kid), &record.sealed_seed)
         .await?;
     let seed: [u8; 32] = seed.try_into().map_err(|_| ApiError::Internal)?;
     Ok(SigningKey::from_bytes(&seed))
 }
 
 impl SigningCache {
-    /// The active key: from this process's cache, else opened from the store, else made now.
+    pub fn new(purpose: KeyPurpose, lifetime: Duration) -> SigningCache {
+        SigningCache {
+            purpose,
+            lifetime,
+            active: Mutex::default(),
+        }
+    }
+
+    pub fn purpose(&self) -> KeyPurpose {
+        self.purpose
+    }
+
+    /// The active key: from this process's cache while younger than the lifetime, else as the
+    /// store names it now (opened with KMS only when it changed), else made now.
     pub async fn active(
         &self,
         store: &Store,
         vault: &Vault,
     ) -> Result<(String, SigningKey), ApiError> {
-        let mut active = self.active.lock().await;
-        if let Some(found) = active.as_ref() {
-            return Ok(found.clone());
+        let mut cached = self.active.lock().await;
+        if let Some(found) = cached
+            .as_ref()
+            .filter(|found| found.checked.elapsed() < self.lifetime)
+        {
+            return Ok((found.kid.clone(), found.key.clone()));
         }
+        let (kid, key) = self.load(store, vault, cached.as_ref()).await?;
+        *cached = Some(Cached {
+            kid: kid.clone(),
+            key: key.clone(),
+            checked: Instant::now(),
+        });
+        Ok((kid, key))
+    }
+
+    /// Reads the active pointer; reuses `current` when it still names it, opens the named key
+    /// otherwise, and makes the first key when there is none.
+    async fn load(
+        &self,
+        store: &Store,
+        vault: &Vault,
+        current: Option<&Cached>,
+    ) -> Result<(String, SigningKey), ApiError> {
         for _ in 0..3 {
-            if let Some(kid) = store.active_signing_kid().await? {
-                let records = store.signing_keys().await?;
-                let record = records
-                    .iter()
-                    .find(|record| record.kid == kid)
+            if let Some(kid) = store.active_signing_kid(self.purpose).await? {
+                if let Some(current) = current.filter(|current| current.kid == kid) {
+                    return Ok((kid, current.key.clone()));
+                }
+                let record = store
+                    .signing_key(self.purpose, &kid)
+                    .await?
+                    .filter(|record| record.retired_at.is_none())
                     .ok_or(ApiError::Internal)?;
-                let key = open(vault, record).await?;
-                *active = Some((kid.clone(), key.clone()));
-                return Ok((kid, key));
+                return Ok((kid, open(self.purpose, vault, &record).await?));
             }
-            let (record, key) = new_record(vault).await?;
-            if store.activate_signing_key(&record, None).await? {
-                tracing::info!(kid = %record.kid, "card-signing key created");
-                *active = Some((record.kid.clone(), key.clone()));
-                return Ok((record.kid, key));
+            if let Some(made) = self.make_first(store, vault).await? {
+                return Ok(made);
             }
             // Another process made the first key at the same moment: use theirs.
         }
         Err(ApiError::Unavailable)
     }
 
-    /// Makes a new key the active one; the old public key stays listed.
-    pub async fn rotate(&self, store: &Store, vault: &Vault) -> Result<String, ApiError> {
-        let current = store.active_signing_kid().await?;
-        let (record, key) = new_record(vault).await?;
+    /// Makes the first key of this purpose; `None` when another process made one meanwhile.
+    async fn make_first(
+        &self,
+        store: &Store,
+        vault: &Vault,
+    ) -> Result<Option<(String, SigningKey)>, ApiError> {
+        let (record, key) = new_record(self.purpose, vault).await?;
         if !store
-            .activate_signing_key(&record, current.as_deref())
+            .activate_signing_key(self.purpose, &record, None)
+            .await?
+        {
+            return Ok(None);
+        }
+        tracing::info!(kid = %record.kid, purpose = self.purpose.name(), "signing key created");
+        Ok(Some((record.kid, key)))
+    }
+
+    /// Makes sure this purpose has a key, without opening it (the JWKS route publishes keys
+    /// but never signs, so it needs no KMS `Decrypt`).
+    pub async fn ensure(&self, store: &Store, vault: &Vault) -> Result<(), ApiError> {
+        for _ in 0..3 {
+            if store.active_signing_kid(self.purpose).await?.is_some()
+                || self.make_first(store, vault).await?.is_some()
+            {
+                return Ok(());
+            }
+        }
+        Err(ApiError::Unavailable)
+    }
+
+    /// Makes a new key the active one; the old public key stays listed until retired.
+    pub async fn rotate(&self, store: &Store, vault: &Vault) -> Result<String, ApiError> {
+        let current = store.active_signing_kid(self.purpose).await?;
+        let (record, key) = new_record(self.purpose, vault).await?;
+        if !store
+            .activate_signing_key(self.purpose, &record, current.as_deref())
             .await?
         {
             return Err(ApiError::Conflict(
                 "the signing key changed meanwhile; retry".into(),
             ));
         }
-        tracing::info!(kid = %record.kid, "card-signing key rotated");
-        *self.active.lock().await = Some((record.kid.clone(), key));
+        tracing::info!(kid = %record.kid, purpose = self.purpose.name(), "signing key rotated");
+        *self.active.lock().await = Some(Cached {
+            kid: record.kid.clone(),
+            key,
+            checked: Instant::now(),
+        });
         Ok(record.kid)
     }
 }

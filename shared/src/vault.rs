@@ -1,5 +1,7 @@
 //! Sealed secrets: endpoint credentials encrypted with KMS under an encryption context naming the
-//! tenant and the agent, so a sealed value copied onto another agent does not open.
+//! tenant and the agent, so a sealed value copied onto another agent does not open, and the
+//! purpose, on which IAM grants are conditioned (`kms:EncryptionContext:purpose`), so only the
+//! functions that need endpoint secrets can open them.
 
 use aws_sdk_kms::primitives::Blob;
 use base64::engine::general_purpose::STANDARD;
@@ -130,10 +132,13 @@ impl Vault {
     }
 }
 
+/// The encryption-context `purpose` of endpoint secrets (signing keys use their own).
+pub const ENDPOINT_SECRET_PURPOSE: &str = "endpoint-secret";
+
 fn endpoint_context<'a>(tenant_id: &'a str, agent_id: &'a str) -> [(&'a str, &'a str); 3] {
     [
         ("tenant_id", tenant_id),
         ("agent_id", agent_id),
-        ("purpose", "endpoint-secret"),
+        ("purpose", ENDPOINT_SECRET_PURPOSE),
     ]
 }

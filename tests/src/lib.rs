@@ -160,7 +160,8 @@ pub async fn sqs_and_kms_recorded(
 }
 
 /// Notes every request the SDK clients send, as the IAM action it needs (`dynamodb:GetItem`,
-/// `sqs:SendMessage`, `kms:Encrypt`; a DynamoDB transaction as the action of each of its items).
+/// `sqs:SendMessage`, `kms:Encrypt`; a DynamoDB transaction as the action of each of its items;
+/// a KMS call also as `kms:Encrypt@<purpose>`, the encryption context's purpose).
 #[derive(Debug, Clone, Default)]
 pub struct Recorder(Arc<std::sync::Mutex<RequestLog>>);
 
@@ -236,6 +237,17 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
         } else {
             actions.push(format!("{prefix}:{operation}"));
         }
+        // A KMS call is also noted with its encryption context's purpose (`kms:Decrypt@
+        // endpoint-secret`), which IAM conditions on (`kms:EncryptionContext:purpose`).
+        if prefix == "kms" {
+            let body: Value = request
+                .body()
+                .bytes()
+                .and_then(|bytes| serde_json::from_slice(bytes).ok())
+                .unwrap_or_default();
+            let purpose = body["EncryptionContext"]["purpose"].as_str().unwrap_or("");
+            actions.push(format!("{prefix}:{operation}@{purpose}"));
+        }
         self.0
             .lock()
             .expect("recorder")
@@ -263,6 +275,10 @@ pub struct Options {
     pub recorder: Option<Recorder>,
     /// Serve an existing stack (a second, cold process on the same table) instead of a new one.
     pub table: Option<String>,
+    /// Set `FORGEBENCH_PUBLIC_URL` to the gateway's own base URL, as `scripts/up.sh` does.
+    pub public_url: bool,
+    /// How long the process signs with the active key it opened before asking the store again.
+    pub signing_key_lifetime: Duration,
 }
 
 impl Default for Options {
@@ -278,6 +294,8 @@ impl Default for Options {
             push_worker: true,
             recorder: None,
             table: None,
+            public_url: true,
+            signing_key_lifetime: forgebench::signing::DEFAULT_KEY_LIFETIME,
         }
     }
 }
@@ -320,6 +338,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         });
     let mut config = Config::for_table(table.clone(), Some(&operator_key));
     config.key_cache_ttl = Duration::from_secs(options.key_cache_seconds);
+    config.signing_key_lifetime = options.signing_key_lifetime;
     if !options.deployed_poll_intervals {
         config.task_poll_interval = Duration::from_millis(100);
         config.claim_poll_interval = Duration::from_millis(100);
@@ -339,8 +358,11 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let client = aws_sdk_dynamodb::Client::from_conf(dynamodb.build());
     let (sqs, kms) = sqs_and_kms_recorded(&options.moto_endpoint, options.recorder.as_ref()).await;
     let s3 = s3_client(&options.moto_endpoint, options.recorder.as_ref()).await;
-    let app = Arc::new(App::new(client, sqs, kms, s3, config).expect("app"));
     let (listener, address) = forgebench_local::bind("127.0.0.1:0").await.expect("bind");
+    if options.public_url {
+        config.public_url = Some(format!("http://{address}"));
+    }
+    let app = Arc::new(App::new(client, sqs, kms, s3, config).expect("app"));
     let server = forgebench_local::serve(Arc::clone(&app), listener);
     let worker = options
         .push_worker

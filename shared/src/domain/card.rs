@@ -13,6 +13,10 @@ pub struct Tool {
     pub tags: Vec<String>,
 }
 
+/// The most tools an agent may have: 64 skills keep a card, and a page of the registry, well
+/// inside a response.
+pub const MAX_TOOLS_PER_AGENT: usize = 64;
+
 /// Validates a tool name: `[a-z0-9][a-z0-9_.-]{0,63}`.
 pub fn parse_tool_name(name: &str) -> Result<String, Invalid> {
     let bytes = name.as_bytes();
@@ -48,6 +52,37 @@ pub fn prune(value: Value) -> Option<Value> {
         }
         other => Some(other),
     }
+}
+
+/// The deployed API's own base URL, `https://{api_id}.execute-api.{region}.{suffix}/{stage}`,
+/// from the API id and stage API Gateway puts in a request's context (which no client can set).
+/// `None` when a part is missing or not what API Gateway issues, so a card never names a host
+/// pieced together from unexpected text.
+pub fn execute_api_url(api_id: &str, region: &str, stage: &str) -> Option<String> {
+    let word = |text: &str, extra: &[u8]| {
+        !text.is_empty()
+            && text.len() <= 64
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || extra.contains(&b))
+    };
+    let stage_ok = !stage.is_empty()
+        && stage.len() <= 128
+        && stage
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
+    if !word(api_id, &[]) || !word(region, b"-") || !stage_ok {
+        return None;
+    }
+    // China regions live under their own partition's domain.
+    let suffix = if region.starts_with("cn-") {
+        "amazonaws.com.cn"
+    } else {
+        "amazonaws.com"
+    };
+    Some(format!(
+        "https://{api_id}.execute-api.{region}.{suffix}/{stage}"
+    ))
 }
 
 /// The unsigned card of `agent`, reachable only through the gateway at `base_url`.
@@ -131,9 +166,11 @@ pub fn sign(mut card: Value, kid: &str, key: &ed25519_dalek::SigningKey) -> Valu
     card
 }
 
-/// The JWK of a public key.
-pub fn jwk(kid: &str, public: &ed25519_dalek::VerifyingKey) -> Value {
-    json!({"kty": "OKP", "crv": "Ed25519", "x": base64url(public.as_bytes()), "kid": kid, "alg": "EdDSA", "use": "sig"})
+/// The JWK of a public key, with the `purpose` it signs for (`card-signing`,
+/// `webhook-signing`): a member verifiers that do not know it ignore (RFC 7517, section 4),
+/// and by which a push receiver picks the keys that sign deliveries.
+pub fn jwk(kid: &str, public: &ed25519_dalek::VerifyingKey, purpose: &str) -> Value {
+    json!({"kty": "OKP", "crv": "Ed25519", "x": base64url(public.as_bytes()), "kid": kid, "alg": "EdDSA", "use": "sig", "purpose": purpose})
 }
 
 #[cfg(test)]
@@ -169,6 +206,31 @@ mod tests {
         assert_eq!(card["url"], url);
         assert_eq!(card["supportedInterfaces"][0]["url"], url);
         assert!(!card.to_string().contains("internal.example.com"));
+    }
+
+    #[test]
+    fn the_api_url_comes_only_from_well_formed_context_values() {
+        assert_eq!(
+            execute_api_url("a1b2c3d4e5", "eu-west-1", "prod").as_deref(),
+            Some("https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/prod")
+        );
+        assert_eq!(
+            execute_api_url("a1b2c3d4e5", "cn-north-1", "prod").as_deref(),
+            Some("https://a1b2c3d4e5.execute-api.cn-north-1.amazonaws.com.cn/prod")
+        );
+        for (api, region, stage) in [
+            ("", "eu-west-1", "prod"),
+            ("evil.test/x", "eu-west-1", "prod"),
+            ("a1b2", "eu-west-1", ""),
+            ("a1b2", "eu-west-1", "prod/../x"),
+            ("a1b2", "evil.test#", "prod"),
+        ] {
+            assert_eq!(
+                execute_api_url(api, region, stage),
+                None,
+                "{api} {region} {stage}"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod jcs;
 pub mod keys;
 pub mod message;
 pub mod principal;
+pub mod signing;
 pub mod task;
 
 pub use agent::{Agent, AgentName, AgentRef, AgentStatus};

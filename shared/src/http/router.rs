@@ -52,6 +52,7 @@ pub enum Route {
     ListAgentCards,
     GetSigningKeys,
     RotateSigningKey,
+    RetireSigningKey,
     PutTool,
     DeleteTool,
     ListTools,
@@ -63,7 +64,7 @@ pub enum Route {
 }
 
 impl Route {
-    pub const ALL: [Route; 35] = [
+    pub const ALL: [Route; 36] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -91,6 +92,7 @@ impl Route {
         Route::ListAgentCards,
         Route::GetSigningKeys,
         Route::RotateSigningKey,
+        Route::RetireSigningKey,
         Route::PutTool,
         Route::DeleteTool,
         Route::ListTools,
@@ -136,6 +138,7 @@ impl Route {
             Route::ListAgentCards => (Method::GET, "/v1/agents/cards"),
             Route::GetSigningKeys => (Method::GET, "/v1/billing/export/pubkey"),
             Route::RotateSigningKey => (Method::POST, "/v1/signing-keys/rotate"),
+            Route::RetireSigningKey => (Method::POST, "/v1/signing-keys/{kid}/retire"),
             Route::PutTool => (Method::PUT, "/v1/agents/{agent}/tools/{tool}"),
             Route::DeleteTool => (Method::DELETE, "/v1/agents/{agent}/tools/{tool}"),
             Route::ListTools => (Method::GET, "/v1/agents/{agent}/tools"),
@@ -245,6 +248,7 @@ impl Route {
             Route::ListAgentCards => cards::list_cards(app, request).await,
             Route::GetSigningKeys => cards::pubkey(app, request).await,
             Route::RotateSigningKey => cards::rotate(app, request).await,
+            Route::RetireSigningKey => cards::retire(app, request).await,
             Route::PutTool => cards::put_tool(app, request).await,
             Route::DeleteTool => cards::delete_tool(app, request).await,
             Route::ListTools => cards::list_tools(app, request).await,

@@ -139,9 +139,14 @@ impl Dialer {
     /// Vets a URL as it would be dialed: every resolved address against the policy.
     pub async fn vet(&self, url: &str, allow_private: bool) -> Result<PushUrl, Refusal> {
         let parsed = PushUrl::parse(url)?;
-        parsed
+        if let Err(refusal) = parsed
             .vet(&self.policy(allow_private), &self.resolver)
-            .await?;
+            .await
+        {
+            // The caller sees only the rules; the precise reason is for the operator.
+            tracing::info!(refusal = ?refusal, "push destination refused");
+            return Err(refusal);
+        }
         Ok(parsed)
     }
 

@@ -5,59 +5,66 @@
 //!   ranges, and the cloud metadata addresses (169.254.169.254, fd00:ec2::254, 100.100.100.200).
 //! - Private ranges (RFC 1918, CGNAT 100.64/10, unique-local fc00::/7) only for an endpoint saved
 //!   with `allow_private_network: true`.
-//! - IPv6 forms that embed an IPv4 address (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96,
-//!   6to4 2002::/16) are judged by the IPv4 address inside; Teredo is refused.
+//! - IPv6 forms that embed an IPv4 address (IPv4-mapped, IPv4-translated ::ffff:0:0/96,
+//!   IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged by the IPv4 address inside;
+//!   Teredo is refused.
 //! - Every resolved address must pass, not just the first; redirects are never followed.
 //! - An operator may allow extra ranges for local development (`FORGEBENCH_PUSH_ALLOWED_CIDRS`,
-//!   empty by default, never set by the deployment template).
+//!   empty by default, never set by the deployment template): none wider than /8 (IPv4) or /7
+//!   (IPv6), and never covering a metadata address, which stays refused inside any range.
+//! - A refusal that depends on where the host leads says only the rules, never what the host
+//!   resolved to.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, RwLock};
 
-/// An address range.
+use ipnet::IpNet;
+
+/// An address range (an [`ipnet::IpNet`]; a bare address is a one-address range).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cidr {
-    network: IpAddr,
-    prefix: u8,
-}
+pub struct Cidr(IpNet);
+
+/// The widest operator-allowed range: no wider than the widest private range the guard knows
+/// (10.0.0.0/8, fc00::/7), so the allowlist opens a network, never the whole address space.
+const MIN_ALLOWED_PREFIX: (u8, u8) = (8, 7);
 
 impl Cidr {
     pub fn parse(text: &str) -> Option<Cidr> {
-        let (address, prefix) = match text.split_once('/') {
-            Some((address, prefix)) => (address, Some(prefix.parse::<u8>().ok()?)),
-            None => (text, None),
-        };
-        let network: IpAddr = address.trim().parse().ok()?;
-        let bits = if network.is_ipv4() { 32 } else { 128 };
-        let prefix = prefix.unwrap_or(bits);
-        (prefix <= bits).then_some(Cidr { network, prefix })
-    }
-
-    pub fn contains(&self, address: IpAddr) -> bool {
-        match (self.network, address) {
-            (IpAddr::V4(network), IpAddr::V4(address)) => {
-                let mask = u32::MAX
-                    .checked_shl(32 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u32::from(network) & mask == u32::from(address) & mask
-            }
-            (IpAddr::V6(network), IpAddr::V6(address)) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u128::from(network) & mask == u128::from(address) & mask
-            }
-            _ => false,
+        let text = text.trim();
+        match text.parse::<IpNet>() {
+            Ok(net) => Some(Cidr(net)),
+            Err(_) => text
+                .parse::<IpAddr>()
+                .ok()
+                .map(|address| Cidr(address.into())),
         }
     }
 
-    /// Parses a comma-separated list; returns the first entry that is not a range on error.
+    pub fn contains(&self, address: IpAddr) -> bool {
+        self.0.contains(&address)
+    }
+
+    /// Parses the operator allowlist (`FORGEBENCH_PUSH_ALLOWED_CIDRS`), comma-separated; on
+    /// error, says which entry and why: not a range, or wider than /8 (IPv4) or /7 (IPv6), such
+    /// as `0.0.0.0/0`.
     pub fn parse_list(text: &str) -> Result<Vec<Cidr>, String> {
         text.split(',')
             .map(str::trim)
             .filter(|entry| !entry.is_empty())
-            .map(|entry| Cidr::parse(entry).ok_or_else(|| entry.to_owned()))
+            .map(|entry| {
+                let cidr = Cidr::parse(entry).ok_or_else(|| format!("{entry:?} is not a range"))?;
+                let widest = match cidr.0 {
+                    IpNet::V4(_) => MIN_ALLOWED_PREFIX.0,
+                    IpNet::V6(_) => MIN_ALLOWED_PREFIX.1,
+                };
+                if cidr.0.prefix_len() < widest {
+                    return Err(format!(
+                        "{entry:?} is wider than /{widest}; allow a network, not the address space"
+                    ));
+                }
+                Ok(cidr)
+            })
             .collect()
     }
 }
@@ -79,6 +86,10 @@ fn embedded_ipv4(address: Ipv6Addr) -> Option<Ipv4Addr> {
     let bits = u128::from(address);
     let low32 = Ipv4Addr::from((bits & 0xffff_ffff) as u32);
     let segments = address.segments();
+    // IPv4-translated ::ffff:0:a.b.c.d (RFC 2765, SIIT).
+    if segments[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return Some(low32);
+    }
     // NAT64 well-known prefix 64:ff9b::/96.
     if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
         return Some(low32);
@@ -107,15 +118,23 @@ const METADATA: [&str; 3] = [
     "fd00:ec2::254/128",
 ];
 
+/// The address an address stands for: the IPv4 address inside an IPv6 form that embeds one,
+/// else itself. Every check judges this form.
+pub fn canonical(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V6(v6) => embedded_ipv4(v6).map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Whether an address is (or embeds) a cloud metadata address: refused whatever else allows it.
+pub fn is_metadata(address: IpAddr) -> bool {
+    in_any(canonical(address), &METADATA)
+}
+
 /// Classifies an address after canonicalising IPv6 forms that embed an IPv4 address.
 pub fn classify(address: IpAddr) -> AddressClass {
-    let address = match address {
-        IpAddr::V6(v6) => match embedded_ipv4(v6) {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(v6),
-        },
-        v4 => v4,
-    };
+    let address = canonical(address);
     if in_any(address, &METADATA) {
         return AddressClass::Blocked("a cloud metadata address");
     }
@@ -183,28 +202,49 @@ pub struct AddressPolicy {
     pub operator_allowed: Vec<Cidr>,
 }
 
-/// Why a destination was refused.
+/// What a caller is told about any refusal that depends on where the host leads: the rules,
+/// never the outcome, so the guard is no oracle of what a name resolves to (loopback, metadata,
+/// a private network, nothing at all). The logs keep the precise reason.
+pub const DESTINATION_REFUSED: &str = "the host is not an allowed push destination: push \
+     reaches https endpoints whose every address is public, or private addresses with \
+     allow_private_network (admin only)";
+
+/// Why a destination was refused. Only [`Refusal::BadUrl`] (the URL's own text) shows its
+/// reason; every other variant displays [`DESTINATION_REFUSED`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error("the url is not valid: {0}")]
     BadUrl(String),
-    #[error("the host resolves to {0}, which push endpoints may never reach")]
+    /// The address is never a push destination (what it is, for the logs).
+    #[error("{DESTINATION_REFUSED}")]
     Blocked(&'static str),
-    #[error("the host resolves to a private address; set allow_private_network (admin only)")]
+    #[error("{DESTINATION_REFUSED}")]
     Private,
-    #[error("the host could not be resolved")]
+    #[error("{DESTINATION_REFUSED}")]
     Unresolvable,
+    /// Plain http to an address that is neither private nor operator-allowed.
+    #[error("{DESTINATION_REFUSED}")]
+    PlainHttp,
 }
 
 impl AddressPolicy {
+    /// Whether an operator range holds the address (judged in its canonical form; never a
+    /// metadata address).
     pub fn operator_allows(&self, address: IpAddr) -> bool {
-        self.operator_allowed
-            .iter()
-            .any(|cidr| cidr.contains(address))
+        let address = canonical(address);
+        !is_metadata(address)
+            && self
+                .operator_allowed
+                .iter()
+                .any(|cidr| cidr.contains(address))
     }
 
-    /// Checks one address.
+    /// Checks one address: metadata addresses first (no allowlist opens them), then the
+    /// operator's ranges, then the address's class; every step on the canonical form.
     pub fn check(&self, address: IpAddr) -> Result<AddressClass, Refusal> {
+        if is_metadata(address) {
+            return Err(Refusal::Blocked("a cloud metadata address"));
+        }
         if self.operator_allows(address) {
             return Ok(AddressClass::Public);
         }
@@ -354,14 +394,108 @@ impl PushUrl {
                 policy.operator_allows(*address) || classify(*address) == AddressClass::Private
             });
             if !all_inside {
-                return Err(Refusal::BadUrl(
-                    "plain http is only for private-network endpoints; use https".into(),
-                ));
+                return Err(Refusal::PlainHttp);
             }
         }
         Ok(addresses
             .into_iter()
             .map(|address| SocketAddr::new(address, self.port))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn ipv4_translated_addresses_are_judged_by_the_ipv4_address_inside() {
+        assert_eq!(
+            classify(address("::ffff:0:7f00:1")),
+            AddressClass::Blocked("a loopback address")
+        );
+        assert_eq!(
+            classify(address("::ffff:0:169.254.169.254")),
+            AddressClass::Blocked("a cloud metadata address")
+        );
+        assert_eq!(
+            classify(address("::ffff:0:10.1.2.3")),
+            AddressClass::Private
+        );
+        assert_eq!(
+            classify(address("::ffff:0:93.184.216.34")),
+            AddressClass::Public
+        );
+    }
+
+    #[test]
+    fn no_operator_range_opens_a_metadata_address() {
+        let policy = AddressPolicy {
+            allow_private: true,
+            operator_allowed: Cidr::parse_list("169.254.0.0/16, 100.64.0.0/10, fd00:ec2::/32")
+                .unwrap(),
+        };
+        for metadata in [
+            "169.254.169.254",
+            "100.100.100.200",
+            "fd00:ec2::254",
+            "::ffff:169.254.169.254",
+            "::ffff:0:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+        ] {
+            assert_eq!(
+                policy.check(address(metadata)),
+                Err(Refusal::Blocked("a cloud metadata address")),
+                "{metadata}"
+            );
+            assert!(!policy.operator_allows(address(metadata)), "{metadata}");
+        }
+        assert!(policy.check(address("169.254.10.10")).is_ok());
+        assert!(policy.check(address("fd00:ec2::1")).is_ok());
+    }
+
+    #[test]
+    fn the_allowlist_refuses_whole_space_ranges() {
+        for wide in [
+            "0.0.0.0/0",
+            "::/0",
+            "0.0.0.0/1",
+            "128.0.0.0/2",
+            "10.0.0.0/7",
+            "::/6",
+        ] {
+            let why = Cidr::parse_list(&format!("127.0.0.0/8,{wide}")).unwrap_err();
+            assert!(why.contains(wide), "{wide}: {why}");
+        }
+        assert!(Cidr::parse_list("nonsense").is_err());
+        let allowed = Cidr::parse_list("127.0.0.0/8, fc00::/7, 192.168.1.10").unwrap();
+        assert_eq!(allowed.len(), 3);
+        assert!(allowed[2].contains(address("192.168.1.10")));
+        assert!(!allowed[2].contains(address("192.168.1.11")));
+    }
+
+    #[test]
+    fn refusals_that_depend_on_resolution_all_read_the_same() {
+        for refusal in [
+            Refusal::Blocked("a loopback address"),
+            Refusal::Blocked("a cloud metadata address"),
+            Refusal::Private,
+            Refusal::Unresolvable,
+            Refusal::PlainHttp,
+        ] {
+            assert_eq!(refusal.to_string(), DESTINATION_REFUSED, "{refusal:?}");
+        }
+        for word in [
+            "loopback",
+            "metadata",
+            "resolves to",
+            "could not be resolved",
+        ] {
+            assert!(!DESTINATION_REFUSED.contains(word), "{word}");
+        }
     }
 }

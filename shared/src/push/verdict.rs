@@ -107,6 +107,12 @@ pub struct RetrySchedule {
     pub delays: Vec<Duration>,
 }
 
+/// The most retries a schedule may hold: every attempt is one receive of the message, and the
+/// queue's `maxReceiveCount` (10) must stay above the attempts.
+pub const MAX_RETRIES: usize = 8;
+/// The longest delay a schedule may hold: SQS hides a message for at most 12 hours.
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(12 * 60 * 60);
+
 /// The longest `Retry-After` honoured.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(15 * 60);
 
@@ -120,20 +126,35 @@ impl Default for RetrySchedule {
 }
 
 impl RetrySchedule {
-    /// Parses seconds separated by commas (`FORGEBENCH_PUSH_RETRY_SECONDS`).
-    pub fn parse(text: &str) -> Option<RetrySchedule> {
+    /// Parses seconds separated by commas (`FORGEBENCH_PUSH_RETRY_SECONDS`): 1 to
+    /// [`MAX_RETRIES`] delays, each a finite number of seconds from 0 to [`MAX_RETRY_DELAY`]'s
+    /// (the longest SQS can hide a message). Anything else (`inf`, `NaN`, `1e30`, negative) is
+    /// refused with the reason rather than reaching `Duration`, which would panic.
+    pub fn parse(text: &str) -> Result<RetrySchedule, String> {
         let delays = text
             .split(',')
             .map(|delay| {
+                let delay = delay.trim();
                 delay
-                    .trim()
                     .parse::<f64>()
                     .ok()
-                    .filter(|d| *d >= 0.0)
+                    .filter(|seconds| {
+                        seconds.is_finite()
+                            && (0.0..=MAX_RETRY_DELAY.as_secs_f64()).contains(seconds)
+                    })
                     .map(Duration::from_secs_f64)
+                    .ok_or_else(|| {
+                        format!(
+                            "{delay:?} is not a number of seconds from 0 to {}",
+                            MAX_RETRY_DELAY.as_secs()
+                        )
+                    })
             })
-            .collect::<Option<Vec<_>>>()?;
-        Some(RetrySchedule { delays })
+            .collect::<Result<Vec<_>, _>>()?;
+        if delays.len() > MAX_RETRIES {
+            return Err(format!("at most {MAX_RETRIES} delays"));
+        }
+        Ok(RetrySchedule { delays })
     }
 
     pub fn max_attempts(&self) -> u64 {
@@ -278,6 +299,27 @@ mod tests {
             Some(Duration::from_secs(1))
         );
         assert_eq!(RetrySchedule::parse("0.2, 1").unwrap().max_attempts(), 3);
-        assert!(RetrySchedule::parse("x").is_none());
+        assert!(RetrySchedule::parse("x").is_err());
+    }
+
+    #[test]
+    fn a_schedule_out_of_bounds_is_refused_not_a_panic() {
+        for bad in [
+            "inf",
+            "-inf",
+            "NaN",
+            "1e30",
+            "-1",
+            "43201",
+            "5,",
+            "",
+            "1,1,1,1,1,1,1,1,1",
+        ] {
+            assert!(RetrySchedule::parse(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            RetrySchedule::parse("0, 43200").unwrap().delays,
+            [Duration::ZERO, MAX_RETRY_DELAY]
+        );
     }
 }

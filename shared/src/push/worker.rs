@@ -51,7 +51,7 @@ pub struct Worker {
     pub queue: Queue,
     pub dialer: Dialer,
     pub schedule: RetrySchedule,
-    /// The card-signing key, which also signs every delivery.
+    /// The webhook-signing key (not the card key), which signs every delivery.
     pub signing: Arc<SigningCache>,
 }
 

@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 
 use super::item::{json, key, n, opt_s, s, Item, Reader};
-use super::{AuditEntry, Store, StoreError};
+use super::{classify, AuditEntry, Store, StoreError};
 use crate::domain::{Agent, AgentRef, AgentStatus};
 
 fn id_key(agent_id: &str) -> Item {
@@ -151,6 +151,40 @@ impl Store {
     }
 
     /// Every agent of a tenant, by name.
+    /// Up to `limit` of a tenant's agents by name, after the one named `after`; with the name
+    /// to continue after when the store holds more.
+    pub async fn list_agents_page(
+        &self,
+        tenant_id: &str,
+        after: Option<&str>,
+        limit: i32,
+    ) -> Result<(Vec<Agent>, Option<String>), StoreError> {
+        let pk = format!("TENANT#{tenant_id}");
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(&pk))
+            .expression_attribute_values(":prefix", s("AGENT#"))
+            .consistent_read(true)
+            .limit(limit);
+        if let Some(after) = after {
+            query = query.set_exclusive_start_key(Some(key(pk, format!("AGENT#{after}"))));
+        }
+        let output = query.send().await.map_err(classify)?;
+        let agents = output
+            .items()
+            .iter()
+            .map(Agent::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        let next = output
+            .last_evaluated_key()
+            .and_then(|last| Reader(last).s("sk").ok())
+            .and_then(|sk| sk.strip_prefix("AGENT#").map(str::to_owned));
+        Ok((agents, next))
+    }
+
     pub async fn list_agents(&self, tenant_id: &str) -> Result<Vec<Agent>, StoreError> {
         let items = self
             .query_prefix(format!("TENANT#{tenant_id}"), "AGENT#")

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use forgebench_tests::{spawn_app, TestApp};
+use std::time::Duration;
+
+use forgebench_tests::{spawn_app, spawn_app_with, text_message, Answer, Callee, Options, TestApp};
 use serde_json::{json, Value};
 
 /// Runs the Python verifier (`cryptography` + `rfc8785`) on a card against a JWKS.
@@ -36,6 +38,30 @@ fn verify_independently(card: &Value, jwks: &Value) -> (bool, String) {
     );
     assert!(!text.contains("ModuleNotFoundError"), "{text}");
     (output.status.success(), text)
+}
+
+/// The kids of the published keys of `purpose`, in the JWKS's order.
+fn kids(jwks: &Value, purpose: &str) -> Vec<String> {
+    jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|key| key["purpose"] == purpose)
+        .map(|key| key["kid"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The `kid` in a card's JWS header.
+fn kid_of(card: &Value) -> String {
+    use base64::Engine;
+    let protected = card["signatures"][0]["protected"].as_str().unwrap();
+    let header: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(protected)
+            .unwrap(),
+    )
+    .unwrap();
+    header["kid"].as_str().unwrap().to_owned()
 }
 
 async fn jwks(app: &TestApp, key: &str) -> Value {
@@ -306,23 +332,303 @@ async fn after_rotation_old_cards_still_verify_and_new_ones_use_the_new_key() {
 
     let keys = jwks(&app, &pair.caller.key).await;
     assert_eq!(
-        keys["keys"].as_array().map(Vec::len),
-        Some(2),
+        kids(&keys, "card-signing").len(),
+        2,
         "the old public key stays listed"
     );
     let (valid, text) = verify_independently(&old_card, &keys);
     assert!(valid, "{text}");
     let new_card = app.get(path, &pair.caller.key).await.body;
-    let header: Value = {
-        use base64::Engine;
-        let protected = new_card["signatures"][0]["protected"].as_str().unwrap();
-        serde_json::from_slice(
-            &base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .decode(protected)
-                .unwrap(),
-        )
-        .unwrap()
-    };
-    assert_eq!(header["kid"], new_kid.as_str());
+    assert_eq!(kid_of(&new_card), new_kid.as_str());
     assert!(verify_independently(&new_card, &keys).0);
+}
+
+/// Reads `path` as `key` naming a hostile host in every header a proxy might trust.
+async fn read_as_evil_host(app: &TestApp, path: &str, key: &str) -> forgebench_tests::Reply {
+    let request = app
+        .http
+        .get(format!("{}{path}", app.base))
+        .bearer_auth(key)
+        .header("host", "evil.test")
+        .header("x-forwarded-host", "evil.test")
+        .header("x-forwarded-proto", "https")
+        .header("forwarded", "host=evil.test;proto=https");
+    app.finish(request).await
+}
+
+#[tokio::test]
+async fn a_card_names_the_configured_url_whatever_host_the_request_names() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let card_path = "/v1/agents/invoice-classifier/.well-known/agent-card.json";
+    let url = format!("{}/v1/agents/{}/tasks", app.base, pair.callee.id);
+    let card = read_as_evil_host(&app, card_path, &pair.caller.key).await;
+    assert_eq!(card.status, 200, "{}", card.text);
+    assert_eq!(card.body["url"], url.as_str());
+    assert_eq!(card.body["supportedInterfaces"][0]["url"], url.as_str());
+    assert_eq!(card.body["provider"]["url"], app.base.as_str());
+    let registry = read_as_evil_host(&app, "/v1/agents/cards", &pair.caller.key).await;
+    assert_eq!(registry.status, 200, "{}", registry.text);
+    for text in [&card.text, &registry.text] {
+        assert!(!text.contains("evil.test"), "{text}");
+    }
+    let keys = jwks(&app, &pair.caller.key).await;
+    assert!(verify_independently(&card.body, &keys).0);
+
+    // Without the setting and outside API Gateway there is no URL to name: no card at all,
+    // rather than one naming the request's host.
+    let unconfigured = spawn_app_with(Options {
+        public_url: false,
+        ..Options::default()
+    })
+    .await;
+    let pair = unconfigured.pair().await;
+    for path in [card_path, "/v1/agents/cards"] {
+        let reply = read_as_evil_host(&unconfigured, path, &pair.caller.key).await;
+        assert_eq!(reply.status, 500, "{path}: {}", reply.text);
+        assert!(!reply.text.contains("evil.test"), "{}", reply.text);
+    }
+}
+
+const CARD: &str = "/v1/agents/invoice-classifier/.well-known/agent-card.json";
+
+#[tokio::test]
+async fn a_rotation_reaches_a_warm_process_within_the_key_lifetime() {
+    let lifetime = Duration::from_secs(1);
+    let options = || Options {
+        signing_key_lifetime: lifetime,
+        ..Options::default()
+    };
+    let rotating = spawn_app_with(options()).await;
+    let warm = spawn_app_with(Options {
+        table: Some(rotating.table.clone()),
+        ..options()
+    })
+    .await;
+    let pair = rotating.pair().await;
+    let before = kid_of(&warm.get(CARD, &pair.caller.key).await.body);
+    let rotated = rotating
+        .post("/v1/signing-keys/rotate", &rotating.operator_key, json!({}))
+        .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.text);
+    let new_kid = rotated.field("kid");
+    assert_ne!(before, new_kid);
+    // The other process opened the old key; within the lifetime it signs with the new one.
+    tokio::time::sleep(lifetime + Duration::from_millis(200)).await;
+    let after = warm.get(CARD, &pair.caller.key).await.body;
+    assert_eq!(kid_of(&after), new_kid);
+    assert!(verify_independently(&after, &jwks(&warm, &pair.caller.key).await).0);
+}
+
+#[tokio::test]
+async fn a_replaced_key_leaves_the_jwks_once_no_process_can_sign_with_it() {
+    let lifetime = Duration::from_secs(1);
+    let app = spawn_app_with(Options {
+        signing_key_lifetime: lifetime,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let op = app.operator_key.clone();
+    let old = kid_of(&app.get(CARD, &pair.caller.key).await.body);
+    let new = app
+        .post("/v1/signing-keys/rotate", &op, json!({}))
+        .await
+        .field("kid");
+    let gateway = &app;
+    let retire = |kid: &str, key: &str| {
+        let path = format!("/v1/signing-keys/{kid}/retire");
+        let key = key.to_owned();
+        async move { gateway.post(&path, &key, json!({})).await }
+    };
+    assert_eq!(retire(&old, &pair.tenant.admin_key).await.status, 403);
+    assert_eq!(retire("0123456789abcdef", &op).await.status, 404);
+    let active = retire(&new, &op).await;
+    assert_eq!(active.status, 409, "{}", active.text);
+    assert!(active.text.contains("active key"), "{}", active.text);
+    // Just replaced: a warm process may still sign with it for the lifetime.
+    let early = retire(&old, &op).await;
+    assert_eq!(early.status, 409, "{}", early.text);
+
+    tokio::time::sleep(lifetime + forgebench::domain::signing::CLOCK_MARGIN).await;
+    let retired = retire(&old, &op).await;
+    assert_eq!(retired.status, 200, "{}", retired.text);
+    assert_eq!(
+        retired.body,
+        json!({"kid": old, "purpose": "card-signing", "retired": true})
+    );
+    assert_eq!(retire(&old, &op).await.status, 200, "retiring twice");
+    let keys = jwks(&app, &pair.caller.key).await;
+    assert_eq!(kids(&keys, "card-signing"), std::slice::from_ref(&new));
+    let card = app.get(CARD, &pair.caller.key).await.body;
+    assert_eq!(kid_of(&card), new);
+    assert!(verify_independently(&card, &keys).0);
+}
+
+#[tokio::test]
+async fn deliveries_are_signed_with_a_webhook_key_apart_from_the_card_key() {
+    use base64::Engine;
+    use ed25519_dalek::Verifier;
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    let set = app
+        .set_endpoint(admin, &pair.callee.name, json!({ "url": callee.url }))
+        .await;
+    assert_eq!(set.status, 200, "{}", set.text);
+    app.open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 10)
+        .await;
+    let request = callee.wait_for(1).await.remove(0);
+    let header = |name: &str| request.headers[name].to_str().unwrap().to_owned();
+    let signed = [
+        header("webhook-id").as_bytes(),
+        b".",
+        header("webhook-timestamp").as_bytes(),
+        b".",
+        &request.raw_body,
+    ]
+    .concat();
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(header("webhook-signature").trim_start_matches("v1a,"))
+        .unwrap();
+    let signature = ed25519_dalek::Signature::from_slice(&signature).unwrap();
+
+    app.get(CARD, &pair.caller.key).await;
+    let keys = jwks(&app, &pair.caller.key).await;
+    let (cards, webhooks) = (kids(&keys, "card-signing"), kids(&keys, "webhook-signing"));
+    assert_eq!((cards.len(), webhooks.len()), (1, 1), "{keys}");
+    assert_ne!(cards, webhooks);
+    let verifies = |kid: &str| {
+        let key = keys["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|key| key["kid"] == kid)
+            .unwrap();
+        let x = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(key["x"].as_str().unwrap())
+            .unwrap();
+        ed25519_dalek::VerifyingKey::from_bytes(&x.try_into().unwrap())
+            .unwrap()
+            .verify(&signed, &signature)
+            .is_ok()
+    };
+    assert!(verifies(&webhooks[0]), "the webhook key signs deliveries");
+    assert!(!verifies(&cards[0]), "the card key does not");
+}
+
+#[tokio::test]
+async fn an_agent_holds_at_most_64_tools_even_under_concurrent_grants() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = pair.tenant.admin_key.clone();
+    let tool = |name: String| {
+        let (app, admin, agent) = (&app, admin.clone(), pair.callee.id.clone());
+        async move {
+            app.send(
+                "PUT",
+                &format!("/v1/agents/{agent}/tools/{name}"),
+                Some(&admin),
+                Some(json!({"description": "d"})),
+            )
+            .await
+        }
+    };
+    for index in 0..60 {
+        assert_eq!(tool(format!("t{index}")).await.status, 200);
+    }
+    // Eight new tools at once where four fit: never more than four land.
+    let racing = futures::future::join_all((0..8).map(|index| tool(format!("r{index}")))).await;
+    let statuses: Vec<u16> = racing.iter().map(|reply| reply.status).collect();
+    let landed = statuses.iter().filter(|status| **status == 200).count();
+    assert!(landed <= 4, "{statuses:?}");
+    assert!(statuses.iter().all(|status| matches!(status, 200 | 409)));
+    let count = || async {
+        let listed = app
+            .get(&format!("/v1/agents/{}/tools", pair.callee.id), &admin)
+            .await;
+        listed.body["items"].as_array().map(Vec::len).unwrap()
+    };
+    assert_eq!(count().await, 60 + landed, "{statuses:?}");
+    for index in landed..4 {
+        assert_eq!(tool(format!("s{index}")).await.status, 200);
+    }
+    assert_eq!(count().await, 64);
+    let over = tool("one-more".into()).await;
+    assert_eq!(over.status, 409, "{}", over.text);
+    assert_eq!(over.body["detail"]["code"], "limit_reached");
+    // Replacing a tool is no new tool; removing one makes room.
+    assert_eq!(tool("t0".into()).await.status, 200);
+    let removed = app
+        .send(
+            "DELETE",
+            &format!("/v1/agents/{}/tools/t1", pair.callee.id),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(removed.status, 200, "{}", removed.text);
+    assert_eq!(tool("one-more".into()).await.status, 200);
+    let card = app.get(CARD, &pair.caller.key).await;
+    assert_eq!(card.body["skills"].as_array().map(Vec::len), Some(64));
+}
+
+#[tokio::test]
+async fn the_registry_comes_in_pages_that_cover_every_card_once() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    for name in ["a-first", "m-middle", "z-last", "q-retired"] {
+        app.create_agent(admin, name).await;
+    }
+    app.send(
+        "PATCH",
+        "/v1/agents/q-retired",
+        Some(admin),
+        Some(json!({"status": "retired"})),
+    )
+    .await;
+    let mut names = Vec::new();
+    let mut path = "/v1/agents/cards?limit=2".to_owned();
+    for _ in 0..10 {
+        let page = app.get(&path, &pair.caller.key).await;
+        assert_eq!(page.status, 200, "{}", page.text);
+        let cards = page.body["cards"].as_array().unwrap();
+        assert!(cards.len() <= 2, "{}", page.text);
+        names.extend(
+            cards
+                .iter()
+                .map(|card| card["name"].as_str().unwrap().to_owned()),
+        );
+        match page.body["next_cursor"].as_str() {
+            Some(cursor) => path = format!("/v1/agents/cards?limit=2&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(
+        names,
+        [
+            "a-first",
+            "billing-orchestrator",
+            "invoice-classifier",
+            "m-middle",
+            "z-last"
+        ]
+    );
+    let whole = app.get("/v1/agents/cards", &pair.caller.key).await;
+    assert_eq!(whole.body["cards"].as_array().map(Vec::len), Some(5));
+    assert!(whole.body["next_cursor"].is_null());
+    for bad in [
+        "limit=0",
+        "limit=51",
+        "limit=x",
+        "cursor=bm90LW91cnM",
+        "cursor=%25%25",
+    ] {
+        let reply = app
+            .get(&format!("/v1/agents/cards?{bad}"), &pair.caller.key)
+            .await;
+        assert_eq!(reply.status, 400, "{bad}: {}", reply.text);
+    }
 }

@@ -9,10 +9,10 @@ use forgebench::store::schema::TEMPLATE;
 use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Recorder, Reply};
 use serde_json::json;
 
-/// `binary -> allowed actions`, read from the template's inline policies.
-fn allowed_actions() -> BTreeMap<String, BTreeSet<String>> {
+/// `binary -> its policy statements`, read from the template's inline policies.
+fn statements() -> BTreeMap<String, Vec<serde_yaml::Value>> {
     let document: serde_yaml::Value = serde_yaml::from_str(TEMPLATE).unwrap();
-    let mut allowed = BTreeMap::new();
+    let mut all = BTreeMap::new();
     for (_, resource) in document["Resources"].as_mapping().unwrap() {
         if resource["Type"] != "AWS::Serverless::Function" {
             continue;
@@ -21,20 +21,150 @@ fn allowed_actions() -> BTreeMap<String, BTreeSet<String>> {
             .as_str()
             .unwrap()
             .to_owned();
-        let mut actions = BTreeSet::new();
+        let mut statements = Vec::new();
         for policy in resource["Properties"]["Policies"].as_sequence().unwrap() {
-            let statements = policy["Statement"].as_sequence().unwrap_or_else(|| {
-                panic!("{binary}: policies are inline statements, not templates")
-            });
-            for statement in statements {
-                for action in statement["Action"].as_sequence().unwrap() {
-                    actions.insert(action.as_str().unwrap().to_owned());
+            statements.extend(
+                policy["Statement"]
+                    .as_sequence()
+                    .cloned()
+                    .unwrap_or_else(|| {
+                        panic!("{binary}: policies are inline statements, not templates")
+                    }),
+            );
+        }
+        all.insert(binary, statements);
+    }
+    all
+}
+
+fn actions_of(statement: &serde_yaml::Value) -> Vec<String> {
+    statement["Action"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|action| action.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The encryption-context purposes a statement's `kms:EncryptionContext:purpose` condition
+/// allows (empty: no such condition).
+fn purposes_of(statement: &serde_yaml::Value) -> Vec<String> {
+    match &statement["Condition"]["StringEquals"]["kms:EncryptionContext:purpose"] {
+        serde_yaml::Value::String(one) => vec![one.clone()],
+        serde_yaml::Value::Sequence(many) => many
+            .iter()
+            .map(|purpose| purpose.as_str().unwrap().to_owned())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a statement holds only for calls KMS receives from S3 (the body bucket's keys).
+fn via_s3(statement: &serde_yaml::Value) -> bool {
+    serde_yaml::to_string(&statement["Condition"])
+        .unwrap()
+        .contains("kms:ViaService")
+}
+
+/// `binary -> allowed actions`, read from the template's inline policies; a KMS action under a
+/// purpose condition is also allowed as `kms:<Action>@<purpose>` for each purpose it names.
+fn allowed_actions() -> BTreeMap<String, BTreeSet<String>> {
+    statements()
+        .into_iter()
+        .map(|(binary, statements)| {
+            let mut actions = BTreeSet::new();
+            for statement in &statements {
+                for action in actions_of(statement) {
+                    for purpose in purposes_of(statement) {
+                        actions.insert(format!("{action}@{purpose}"));
+                    }
+                    actions.insert(action);
+                }
+            }
+            (binary, actions)
+        })
+        .collect()
+}
+
+/// `binary -> (KMS action, purpose)` pairs its direct KMS grants allow.
+fn kms_grants() -> BTreeMap<String, BTreeSet<(String, String)>> {
+    let mut grants: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
+    for (binary, statements) in statements() {
+        for statement in statements.iter().filter(|statement| !via_s3(statement)) {
+            for action in actions_of(statement)
+                .into_iter()
+                .filter(|action| action.starts_with("kms:"))
+            {
+                let purposes = purposes_of(statement);
+                assert!(
+                    !purposes.is_empty(),
+                    "{binary}: {action} is not conditioned on kms:EncryptionContext:purpose"
+                );
+                for purpose in purposes {
+                    grants
+                        .entry(binary.clone())
+                        .or_default()
+                        .insert((action.clone(), purpose));
                 }
             }
         }
-        allowed.insert(binary, actions);
     }
-    allowed
+    grants
+}
+
+#[test]
+fn every_kms_grant_names_its_purpose_and_only_the_push_worker_opens_endpoint_secrets() {
+    let grants = kms_grants();
+    let pairs = |list: &[(&str, &str)]| -> BTreeSet<(String, String)> {
+        list.iter()
+            .map(|(action, purpose)| (action.to_string(), purpose.to_string()))
+            .collect()
+    };
+    let cards = pairs(&[
+        ("kms:Encrypt", "card-signing"),
+        ("kms:Decrypt", "card-signing"),
+    ]);
+    assert_eq!(grants["get-agent-card"], cards);
+    assert_eq!(grants["list-agent-cards"], cards);
+    assert_eq!(
+        grants["set-endpoint"],
+        pairs(&[("kms:Encrypt", "endpoint-secret")])
+    );
+    assert_eq!(
+        grants["push-worker"],
+        pairs(&[
+            ("kms:Decrypt", "endpoint-secret"),
+            ("kms:Encrypt", "webhook-signing"),
+            ("kms:Decrypt", "webhook-signing"),
+        ])
+    );
+    let publish = pairs(&[
+        ("kms:Encrypt", "card-signing"),
+        ("kms:Encrypt", "webhook-signing"),
+    ]);
+    assert_eq!(grants["get-signing-keys"], publish);
+    assert_eq!(grants["rotate-signing-key"], publish);
+    let openers: Vec<&String> = grants
+        .iter()
+        .filter(|(_, pairs)| {
+            pairs.contains(&("kms:Decrypt".to_owned(), "endpoint-secret".to_owned()))
+        })
+        .map(|(binary, _)| binary)
+        .collect();
+    assert_eq!(openers, ["push-worker"]);
+    // The purposes are the ones the code seals under.
+    let sealed = forgebench::domain::signing::KeyPurpose::ALL
+        .map(|purpose| purpose.name())
+        .into_iter()
+        .chain([forgebench::vault::ENDPOINT_SECRET_PURPOSE]);
+    for purpose in sealed {
+        assert!(
+            grants
+                .values()
+                .any(|pairs| pairs.iter().any(|(_, p)| p == purpose)),
+            "no grant names {purpose}"
+        );
+    }
 }
 
 /// A message too large to stay inside a task item, from `role`.
@@ -113,6 +243,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     let app = spawn_app_with(Options {
         recorder: Some(recorder.clone()),
         push_worker: false,
+        signing_key_lifetime: Duration::ZERO,
         ..Options::local_push()
     })
     .await;
@@ -483,7 +614,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         app.get("/v1/agents/cards", &admin).await,
         r,
     );
-    note(
+    let published = note(
         "get-signing-keys",
         app.get("/v1/billing/export/pubkey", &admin).await,
         r,
@@ -493,6 +624,37 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         app.post("/v1/signing-keys/rotate", &op, json!({})).await,
         r,
     );
+    note(
+        "rotate-signing-key",
+        app.post(
+            "/v1/signing-keys/rotate",
+            &op,
+            json!({"purpose": "webhook-signing"}),
+        )
+        .await,
+        r,
+    );
+    // With no key cache (lifetime 0), the replaced card key may be retired after the margin.
+    tokio::time::sleep(forgebench::domain::signing::CLOCK_MARGIN).await;
+    let replaced = published.body["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|key| key["purpose"] == "card-signing")
+        .and_then(|key| key["kid"].as_str())
+        .unwrap()
+        .to_owned();
+    let retired = note(
+        "retire-signing-key",
+        app.post(
+            &format!("/v1/signing-keys/{replaced}/retire"),
+            &op,
+            json!({}),
+        )
+        .await,
+        r,
+    );
+    assert_eq!(retired.status, 200, "{}", retired.text);
     note(
         "delete-tool",
         app.send(

@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+use forgebench::domain::signing::KeyPurpose;
+use forgebench::signing::SigningCache;
+
 use forgebench::push::{Job, JobOutcome, Worker};
 use forgebench::store::{Store, TaskTransition};
 use forgebench::vault::Vault;
@@ -68,7 +71,11 @@ async fn kms_outage_before_the_post_uses_no_attempt(with_secret: bool) {
     let (_, kms) = sqs_and_kms(&kms_proxy.endpoint).await;
     let worker = Worker {
         vault: Vault::new(kms, app.app.vault.key_id().map(str::to_owned)),
-        signing: Arc::default(),
+        // A cold key cache, so opening the signing key needs KMS.
+        signing: Arc::new(SigningCache::new(
+            KeyPurpose::Webhooks,
+            app.app.config.signing_key_lifetime,
+        )),
         ..app.app.worker()
     };
     kms_proxy.cut();

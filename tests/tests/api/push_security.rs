@@ -59,6 +59,9 @@ async fn thirty_hostile_urls_are_refused_at_save() {
         "https://[2002:7f00:1::]/",
         "https://[2002:a9fe:a9fe::1]/",
         "https://[::127.0.0.1]/",
+        "https://[::ffff:0:7f00:1]/",
+        "https://[::ffff:0:169.254.169.254]/",
+        "https://[::ffff:0:a00:5]/",
         "https://0.0.0.0/",
         "https://0/",
         "https://[::]/",
@@ -330,4 +333,140 @@ async fn the_secret_is_in_no_response_no_log_line_and_no_stored_item() {
         assert!(!logs.contains(SECRET), "a log line holds the secret");
         assert!(!logs.contains(&pair.caller.key), "a log line holds a key");
     }
+}
+
+#[tokio::test]
+async fn an_operator_range_never_opens_a_metadata_address() {
+    let app = spawn_app_with(Options {
+        push_allowed_cidrs: "169.254.0.0/16,100.64.0.0/10,fd00:ec2::/32",
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    for url in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://100.100.100.200/",
+        "http://[fd00:ec2::254]/",
+        "http://[::ffff:0:169.254.169.254]/",
+    ] {
+        let reply = app
+            .set_endpoint(admin, &pair.callee.name, json!({ "url": url }))
+            .await;
+        assert_eq!(reply.status, 400, "{url} was accepted: {}", reply.text);
+    }
+    // The rest of the operator's range is open; a name re-pointed at metadata later is not.
+    let resolver = app.app.dialer.resolver();
+    resolver.set_override("link.example.test", vec!["169.254.10.10".parse().unwrap()]);
+    let saved = app
+        .set_endpoint(
+            admin,
+            &pair.callee.name,
+            json!({"url": "http://link.example.test:9/a2a"}),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    resolver.set_override(
+        "link.example.test",
+        vec!["169.254.169.254".parse().unwrap()],
+    );
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 0)
+        .await;
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
+        .await;
+    assert_eq!(settled.state(), "failed", "{}", settled.text);
+    assert!(
+        settled.field("error").contains("delivery refused"),
+        "{}",
+        settled.text
+    );
+}
+
+#[tokio::test]
+async fn a_refusal_says_the_rules_and_never_where_the_host_leads() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    let resolver = app.app.dialer.resolver();
+    for (host, address) in [
+        ("metadata.attacker.test", "169.254.169.254"),
+        ("loop.attacker.test", "127.0.0.1"),
+        ("private.attacker.test", "10.9.8.7"),
+        ("public.attacker.test", "93.184.216.34"),
+    ] {
+        resolver.set_override(host, vec![address.parse().unwrap()]);
+    }
+    let mut messages = std::collections::BTreeSet::new();
+    for url in [
+        "https://metadata.attacker.test/",
+        "https://loop.attacker.test/",
+        "https://private.attacker.test/",
+        "http://public.attacker.test/",
+        "https://127.0.0.1/",
+        "https://[::ffff:0:a9fe:a9fe]/",
+    ] {
+        let reply = app
+            .set_endpoint(admin, &pair.callee.name, json!({ "url": url }))
+            .await;
+        assert_eq!(reply.status, 400, "{url}: {}", reply.text);
+        messages.insert(reply.body["detail"]["message"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        messages.len(),
+        1,
+        "one message for every outcome: {messages:?}"
+    );
+    let message = messages.pop_first().unwrap();
+    for telling in [
+        "169.254",
+        "127.0.0.1",
+        "10.9.8.7",
+        "loopback",
+        "metadata",
+        "resolves to",
+    ] {
+        assert!(!message.contains(telling), "{telling} in {message}");
+    }
+
+    // At dial time too: the task's error and the attempt's say no more.
+    resolver.set_override("later.attacker.test", vec!["10.9.8.7".parse().unwrap()]);
+    let saved = app
+        .set_endpoint(
+            admin,
+            &pair.callee.name,
+            json!({"url": "http://later.attacker.test:9/a2a", "allow_private_network": true}),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    resolver.set_override("later.attacker.test", vec!["127.0.0.1".parse().unwrap()]);
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 0)
+        .await;
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
+        .await;
+    assert_eq!(settled.state(), "failed", "{}", settled.text);
+    let attempts = app
+        .get(
+            &format!(
+                "/v1/agents/{}/tasks/{}/attempts",
+                pair.callee.id,
+                opened.field("id")
+            ),
+            admin,
+        )
+        .await;
+    for text in [&settled.text, &attempts.text] {
+        assert!(!text.contains("127.0.0.1"), "{text}");
+        assert!(!text.contains("loopback"), "{text}");
+    }
+    assert!(
+        settled
+            .field("error")
+            .contains(forgebench::push::ssrf::DESTINATION_REFUSED),
+        "{}",
+        settled.text
+    );
 }
