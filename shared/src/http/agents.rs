@@ -195,24 +195,24 @@ pub async fn update(app: &App, request: Request) -> HandlerResult {
     ok(&json!(agent))
 }
 
+/// `Ok` while `owner` holds fewer than [`MAX_LIVE_KEYS`] live keys; the `409` otherwise.
+pub(crate) async fn room_for_another_key(app: &App, owner: KeyOwner<'_>) -> Result<(), ApiError> {
+    let keys = app.store.owner_keys(owner).await?;
+    if keys.iter().filter(|info| info.is_live()).count() < MAX_LIVE_KEYS {
+        return Ok(());
+    }
+    Err(ApiError::LimitReached(format!(
+        "at most {MAX_LIVE_KEYS} live keys may be held at once; revoke one first"
+    )))
+}
+
 pub async fn create_key(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate(request.headers()).await?;
     let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     if agent.status == AgentStatus::Retired {
         return Err(ApiError::Conflict("a retired agent gets no keys".into()));
     }
-    let live = app
-        .store
-        .owner_keys(KeyOwner::Agent(&agent.id))
-        .await?
-        .iter()
-        .filter(|info| info.is_live())
-        .count();
-    if live >= MAX_LIVE_KEYS {
-        return Err(ApiError::LimitReached(format!(
-            "an agent holds at most {MAX_LIVE_KEYS} live keys; revoke one first"
-        )));
-    }
+    room_for_another_key(app, KeyOwner::Agent(&agent.id)).await?;
     let key_id = uuid::Uuid::new_v4().to_string();
     let key = keys::generate(KeyKind::Agent).map_err(|_| ApiError::Internal)?;
     let audit = AuditEntry::new(&principal, "agent.key.issue", &agent.id);

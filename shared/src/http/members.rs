@@ -9,9 +9,7 @@ use crate::app::App;
 use crate::domain::keys::{self, KeyKind};
 use crate::domain::{clock, Principal};
 use crate::error::ApiError;
-use crate::store::{
-    AuditEntry, KeyInfo, KeyOwner, KeyRecord, MemberRecord, NewKey, RevokeRefusal, MAX_LIVE_KEYS,
-};
+use crate::store::{AuditEntry, KeyInfo, KeyOwner, KeyRecord, MemberRecord, NewKey, RevokeRefusal};
 
 fn require_admin(principal: &Principal, what: &str) -> Result<(), ApiError> {
     if principal.is_admin() {
@@ -131,18 +129,7 @@ pub async fn create_key(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate(request.headers()).await?;
     require_admin(&principal, "issue member keys")?;
     let member = member_of(app, &principal, &request).await?;
-    let live = app
-        .store
-        .owner_keys(KeyOwner::Member(&member.member_id))
-        .await?
-        .iter()
-        .filter(|info| info.is_live())
-        .count();
-    if live >= MAX_LIVE_KEYS {
-        return Err(ApiError::LimitReached(format!(
-            "a member holds at most {MAX_LIVE_KEYS} live keys; revoke one first"
-        )));
-    }
+    super::agents::room_for_another_key(app, KeyOwner::Member(&member.member_id)).await?;
     let key_id = uuid::Uuid::new_v4().to_string();
     let (new, key) = new_member_key(&principal.tenant_id, &member, &key_id)?;
     let audit = AuditEntry::new(&principal, "member.key.issue", &member.member_id);

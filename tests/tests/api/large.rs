@@ -95,6 +95,18 @@ async fn stored_item(app: &TestApp, task_id: &str) -> (Value, usize) {
     (json!({ "history": history }), size)
 }
 
+/// How many bodies the stack's bucket holds.
+async fn stored_objects(app: &TestApp) -> i32 {
+    let s3 = s3_client(&moto_endpoint(), None).await;
+    let listed = s3
+        .list_objects_v2()
+        .bucket(&app.body_bucket)
+        .send()
+        .await
+        .unwrap();
+    listed.key_count().unwrap_or_default()
+}
+
 /// Keys of every stored body of a task.
 async fn object_keys(app: &TestApp, tenant_id: &str, task_id: &str) -> Vec<String> {
     let s3 = s3_client(&moto_endpoint(), None).await;
@@ -195,14 +207,7 @@ async fn a_message_one_byte_over_a_mebibyte_is_400_and_nothing_is_stored() {
         .await;
     assert_eq!(refused.status, 400, "{}", refused.text);
     assert!(refused.text.contains("1048576 bytes"), "{}", refused.text);
-    let s3 = s3_client(&moto_endpoint(), None).await;
-    let listed = s3
-        .list_objects_v2()
-        .bucket(&app.body_bucket)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(listed.key_count(), Some(0));
+    assert_eq!(stored_objects(&app).await, 0);
 }
 
 #[tokio::test]
@@ -220,14 +225,7 @@ async fn a_refused_caller_stores_nothing_however_large_its_message() {
         .await;
     assert_eq!(refused.status, 403, "{}", refused.text);
     assert_eq!(refused.body["detail"]["code"], "not_permitted");
-    let s3 = s3_client(&moto_endpoint(), None).await;
-    let listed = s3
-        .list_objects_v2()
-        .bucket(&app.body_bucket)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(listed.key_count(), Some(0));
+    assert_eq!(stored_objects(&app).await, 0);
 }
 
 async fn push_pair(app: &TestApp, callee: &Callee) -> Pair {

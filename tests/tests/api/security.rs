@@ -74,7 +74,10 @@ fn the_operator_key_is_deployed_as_its_hash_only() {
         );
         hashed += usize::from(variables.get("FORGEBENCH_OPERATOR_KEY_HASH").is_some());
     }
-    assert_eq!(hashed, 3, "create-tenant, rotate-signing-key, retire-signing-key");
+    assert_eq!(
+        hashed, 3,
+        "create-tenant, rotate-signing-key, retire-signing-key"
+    );
 }
 
 #[tokio::test]
