@@ -17,6 +17,9 @@ use crate::domain::clock;
 /// Most long polls (`wait` > 0) one agent may hold at once.
 pub const MAX_POLLS_PER_AGENT: u32 = 10;
 
+/// How many times a take reads the slots again when others took the free ones first.
+const TAKE_ROUNDS: usize = 4;
+
 /// A slot this request holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PollSlot {
@@ -27,52 +30,95 @@ pub struct PollSlot {
 
 impl Store {
     /// Takes a free long-poll slot of `agent_id` for `seconds` (plus a margin), or `None` when
-    /// every slot is held.
+    /// every slot is held. It reads which slots are held (strongly consistent) and tries the free
+    /// ones; others take and give back slots meanwhile, so a round whose free slots were all
+    /// taken first is read again, a few times, before the answer is "none free".
     pub async fn take_poll_slot(
         &self,
         agent_id: &str,
         seconds: u64,
     ) -> Result<Option<PollSlot>, StoreError> {
         let holder = uuid::Uuid::new_v4().to_string();
-        let now = clock::unix_now();
-        let mut start = [0u8; 1];
-        let _ = getrandom::fill(&mut start);
-        for offset in 0..MAX_POLLS_PER_AGENT {
-            let slot = (u32::from(start[0]) + offset) % MAX_POLLS_PER_AGENT;
-            let mut item = key(format!("POLLS#{agent_id}"), format!("SLOT#{slot}"));
-            item.insert("holder".into(), s(&holder));
-            item.insert("expires_at".into(), n(now + seconds + 5));
-            let taken = self
-                .client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(pk) OR expires_at < :now")
-                .expression_attribute_values(":now", n(now))
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .send()
-                .await;
-            let ours = match taken {
-                Ok(_) => true,
-                Err(error) => match error.as_service_error() {
-                    // The SDK may re-send a put whose first try took the slot: ours all the same.
-                    Some(PutItemError::ConditionalCheckFailedException(failed)) => failed
-                        .item()
-                        .is_some_and(|item| Reader(item).s("holder").is_ok_and(|h| h == holder)),
-                    _ => return Err(classify(error)),
-                },
-            };
-            if ours {
-                return Ok(Some(PollSlot {
-                    agent_id: agent_id.to_owned(),
-                    slot,
-                    holder,
-                }));
+        for _ in 0..TAKE_ROUNDS {
+            let now = clock::unix_now();
+            let free = self.free_slots(agent_id, now).await?;
+            if free.is_empty() {
+                return Ok(None);
+            }
+            for slot in free {
+                if self
+                    .try_slot(agent_id, slot, &holder, now, now + seconds + 5)
+                    .await?
+                {
+                    return Ok(Some(PollSlot {
+                        agent_id: agent_id.to_owned(),
+                        slot,
+                        holder,
+                    }));
+                }
             }
         }
         Ok(None)
+    }
+
+    /// The slots of `agent_id` nobody holds at `now`, from a random one on.
+    async fn free_slots(&self, agent_id: &str, now: u64) -> Result<Vec<u32>, StoreError> {
+        let items = self
+            .query_prefix(format!("POLLS#{agent_id}"), "SLOT#")
+            .await?;
+        let held: Vec<u32> = items
+            .iter()
+            .filter(|item| Reader(item).n("expires_at").is_ok_and(|at| at >= now))
+            .filter_map(|item| {
+                Reader(item)
+                    .s("sk")
+                    .ok()?
+                    .strip_prefix("SLOT#")?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        let mut start = [0u8; 1];
+        let _ = getrandom::fill(&mut start);
+        Ok((0..MAX_POLLS_PER_AGENT)
+            .map(|offset| (u32::from(start[0]) + offset) % MAX_POLLS_PER_AGENT)
+            .filter(|slot| !held.contains(slot))
+            .collect())
+    }
+
+    /// One conditional write that takes `slot` if it is free (or its holder's time ran out).
+    /// A write the SDK re-sent after its first try took the slot finds its own holder there:
+    /// taken all the same.
+    async fn try_slot(
+        &self,
+        agent_id: &str,
+        slot: u32,
+        holder: &str,
+        now: u64,
+        until: u64,
+    ) -> Result<bool, StoreError> {
+        let mut item = key(format!("POLLS#{agent_id}"), format!("SLOT#{slot}"));
+        item.insert("holder".into(), s(holder));
+        item.insert("expires_at".into(), n(until));
+        let taken = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk) OR expires_at < :now")
+            .expression_attribute_values(":now", n(now))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match taken {
+            Ok(_) => Ok(true),
+            Err(error) => match error.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(failed)) => Ok(failed
+                    .item()
+                    .is_some_and(|item| Reader(item).s("holder").is_ok_and(|h| h == holder))),
+                _ => Err(classify(error)),
+            },
+        }
     }
 
     /// Gives a slot back (only if this request still holds it).
