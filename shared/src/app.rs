@@ -237,7 +237,9 @@ impl App {
             "agent" => PrincipalKind::Agent { agent_id: id },
             other => {
                 tracing::error!(kind = other, "key record of unknown kind");
-                return Err(ApiError::Internal);
+                return Err(ApiError::internal(format!(
+                    "key record of unknown kind {other:?}"
+                )));
             }
         };
         let principal = Principal {

@@ -42,10 +42,7 @@ impl From<BodyError> for ApiError {
                 tracing::warn!(cause = %cause, "body store unavailable");
                 ApiError::Unavailable
             }
-            other => {
-                tracing::error!(error = %other, "body store error");
-                ApiError::Internal
-            }
+            other => ApiError::internal(other),
         }
     }
 }

@@ -41,8 +41,38 @@ pub enum ApiError {
     TooManyRequests(String),
     #[error("backing service unavailable")]
     Unavailable,
-    #[error("internal error")]
-    Internal,
+    /// Anything unexpected: its cause is logged (with its chain) where the 500 is rendered and
+    /// never sent.
+    #[error("internal error: {0}")]
+    Internal(#[source] Cause),
+}
+
+/// The cause of an internal error.
+#[derive(Debug)]
+pub struct Cause(pub Box<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(formatter)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// An error and every cause below it, joined: what a log line needs to lead to the fault.
+pub fn cause_chain(error: &dyn std::error::Error) -> String {
+    let mut chain = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        chain.push_str(": ");
+        chain.push_str(&next.to_string());
+        cause = next.source();
+    }
+    chain
 }
 
 impl From<Invalid> for ApiError {
@@ -52,6 +82,11 @@ impl From<Invalid> for ApiError {
 }
 
 impl ApiError {
+    /// An internal error caused by `cause` (an error, or a text saying what went wrong).
+    pub fn internal(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ApiError {
+        ApiError::Internal(Cause(cause.into()))
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::InvalidRequest(_) => StatusCode::BAD_REQUEST,
@@ -65,7 +100,7 @@ impl ApiError {
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -84,7 +119,7 @@ impl ApiError {
             ApiError::TooLarge(_) => "too_large",
             ApiError::TooManyRequests(_) => "too_many_requests",
             ApiError::Unavailable => "unavailable",
-            ApiError::Internal => "internal",
+            ApiError::Internal(_) => "internal",
         }
     }
 
@@ -114,7 +149,7 @@ impl ApiError {
             ApiError::Unavailable => {
                 detail("a backing service is unavailable; nothing was changed, retry later")
             }
-            ApiError::Internal => detail("internal error"),
+            ApiError::Internal(_) => detail("internal error"),
         }
     }
 
@@ -173,7 +208,9 @@ mod tests {
 
     #[test]
     fn an_internal_error_says_nothing_about_its_cause() {
-        let body = ApiError::Internal.body().to_string();
+        let body = ApiError::internal("the table said: secret detail")
+            .body()
+            .to_string();
         assert_eq!(
             body,
             r#"{"detail":{"code":"internal","message":"internal error"}}"#

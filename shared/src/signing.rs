@@ -46,7 +46,8 @@ async fn new_record(
     vault: &Vault,
 ) -> Result<(SigningKeyRecord, SigningKey), ApiError> {
     let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|_| ApiError::Internal)?;
+    getrandom::fill(&mut seed)
+        .map_err(|error| ApiError::internal(format!("no randomness: {error}")))?;
     let key = SigningKey::from_bytes(&seed);
     let public = key.verifying_key();
     let kid = hex::encode(&Sha256::digest(public.as_bytes())[..8]);
@@ -71,7 +72,9 @@ async fn open(
     let seed = vault
         .unseal_bytes(&context(purpose, &record.kid), &record.sealed_seed)
         .await?;
-    let seed: [u8; 32] = seed.try_into().map_err(|_| ApiError::Internal)?;
+    let seed: [u8; 32] = seed
+        .try_into()
+        .map_err(|_| ApiError::internal("a sealed signing seed is not 32 bytes"))?;
     Ok(SigningKey::from_bytes(&seed))
 }
 
@@ -128,7 +131,11 @@ impl SigningCache {
                     .signing_key(self.purpose, &kid)
                     .await?
                     .filter(|record| record.retired_at.is_none())
-                    .ok_or(ApiError::Internal)?;
+                    .ok_or_else(|| {
+                        ApiError::internal(format!(
+                            "the active signing key {kid} is missing or retired"
+                        ))
+                    })?;
                 return Ok((kid, open(self.purpose, vault, &record).await?));
             }
             if let Some(made) = self.make_first(store, vault).await? {

@@ -27,27 +27,38 @@ pub enum VaultError {
 
 impl From<VaultError> for crate::error::ApiError {
     fn from(error: VaultError) -> Self {
-        tracing::warn!(error = %error, "vault error");
         match error {
-            VaultError::Unavailable(_) => crate::error::ApiError::Unavailable,
-            VaultError::NoKey | VaultError::Refused => crate::error::ApiError::Internal,
+            VaultError::Unavailable(cause) => {
+                tracing::warn!(cause = %cause, "KMS unavailable");
+                crate::error::ApiError::Unavailable
+            }
+            other => crate::error::ApiError::internal(other),
         }
     }
 }
 
-fn classify<E: std::fmt::Debug, R: std::fmt::Debug>(
-    error: aws_sdk_kms::error::SdkError<E, R>,
-) -> VaultError {
+/// Sorts a KMS error by its error code: a ciphertext that does not open (or may not be opened)
+/// under this context is refused; anything else the service says, or no answer, is the service
+/// being unavailable for now.
+fn classify<E, R>(error: aws_sdk_kms::error::SdkError<E, R>) -> VaultError
+where
+    E: aws_sdk_kms::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
     match &error {
         aws_sdk_kms::error::SdkError::ServiceError(context) => {
-            let text = format!("{:?}", context.err());
-            if text.contains("InvalidCiphertext") || text.contains("AccessDenied") {
-                VaultError::Refused
-            } else {
-                VaultError::Unavailable(text)
+            let code = context.err().code().unwrap_or("Unknown");
+            match code {
+                "InvalidCiphertextException"
+                | "AccessDeniedException"
+                | "IncorrectKeyException" => VaultError::Refused,
+                _ => VaultError::Unavailable(format!(
+                    "{code}: {}",
+                    context.err().message().unwrap_or_default()
+                )),
             }
         }
-        _ => VaultError::Unavailable(format!("{error:?}")),
+        _ => VaultError::Unavailable(error.to_string()),
     }
 }
 

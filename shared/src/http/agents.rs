@@ -214,7 +214,7 @@ pub async fn create_key(app: &App, request: Request) -> HandlerResult {
     }
     room_for_another_key(app, KeyOwner::Agent(&agent.id)).await?;
     let key_id = uuid::Uuid::new_v4().to_string();
-    let key = keys::generate(KeyKind::Agent).map_err(|_| ApiError::Internal)?;
+    let key = super::new_key(KeyKind::Agent)?;
     let audit = AuditEntry::new(&principal, "agent.key.issue", &agent.id);
     let new = NewKey {
         hash: keys::hash(&key),

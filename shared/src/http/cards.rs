@@ -39,8 +39,7 @@ fn base_url(config: &Config, request: &Request) -> Result<String, ApiError> {
         _ => None,
     };
     from_context.ok_or_else(|| {
-        tracing::error!("cards need FORGEBENCH_PUBLIC_URL outside API Gateway; none is set");
-        ApiError::Internal
+        ApiError::internal("cards need FORGEBENCH_PUBLIC_URL outside API Gateway; none is set")
     })
 }
 
@@ -212,9 +211,11 @@ fn public_key(record: &SigningKeyRecord) -> Result<ed25519_dalek::VerifyingKey, 
     use base64::Engine;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(&record.public_x)
-        .map_err(|_| ApiError::Internal)?;
-    let bytes: [u8; 32] = bytes.try_into().map_err(|_| ApiError::Internal)?;
-    ed25519_dalek::VerifyingKey::from_bytes(&bytes).map_err(|_| ApiError::Internal)
+        .map_err(ApiError::internal)?;
+    let bytes: [u8; 32] = bytes
+        .try_into()
+        .map_err(|_| ApiError::internal("a stored public key is not 32 bytes"))?;
+    ed25519_dalek::VerifyingKey::from_bytes(&bytes).map_err(ApiError::internal)
 }
 
 fn operator_only(principal: &Principal) -> Result<(), ApiError> {
@@ -286,7 +287,9 @@ pub async fn retire(app: &App, request: Request) -> HandlerResult {
         .await?
         .ok_or_else(|| ApiError::NotFound("no signing key has this kid".into()))?;
     let position = records.iter().position(|record| record.kid == kid);
-    let record = position.map(|at| &records[at]).ok_or(ApiError::Internal)?;
+    let record = position
+        .map(|at| &records[at])
+        .ok_or_else(|| ApiError::internal(format!("signing key {kid} listed but not found")))?;
     let done = json!({"kid": kid, "purpose": purpose.name(), "retired": true});
     if record.retired_at.is_some() {
         return ok(&done);

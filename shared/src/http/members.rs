@@ -34,8 +34,9 @@ fn new_member_key(
     member: &MemberRecord,
     key_id: &str,
 ) -> Result<(NewKey, String), ApiError> {
-    let kind = key_kind(&member.role).ok_or(ApiError::Internal)?;
-    let key = keys::generate(kind).map_err(|_| ApiError::Internal)?;
+    let kind = key_kind(&member.role)
+        .ok_or_else(|| ApiError::internal(format!("member of role {:?}", member.role)))?;
+    let key = super::new_key(kind)?;
     let new = NewKey {
         hash: keys::hash(&key),
         record: KeyRecord {

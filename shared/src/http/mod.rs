@@ -21,6 +21,7 @@ use serde_json::Value;
 use crate::app::App;
 use crate::config::API_MAX_WAIT_SECONDS;
 use crate::domain::content::{PackedBody, INLINE_BODY_BYTES, MAX_TASK_CONTENT_BYTES};
+use crate::domain::keys::{self, KeyKind};
 use crate::domain::{Message, Principal, Task};
 use crate::error::{json_response, ApiError};
 use crate::store::{AuditEntry, PollSlot, MAX_POLLS_PER_AGENT};
@@ -155,7 +156,7 @@ pub(crate) fn pack_message(
     task_id: &str,
     message: &Message,
 ) -> Result<PackedBody, ApiError> {
-    let value = serde_json::to_value(message).map_err(|_| ApiError::Internal)?;
+    let value = serde_json::to_value(message).map_err(ApiError::internal)?;
     Ok(PackedBody::pack(
         tenant_id,
         task_id,
@@ -218,6 +219,12 @@ pub(crate) async fn with_poll_slot<T>(
         app.store.release_poll_slot(&slot).await;
     }
     outcome
+}
+
+/// A new key of `kind`, shown once.
+pub(crate) fn new_key(kind: KeyKind) -> Result<String, ApiError> {
+    keys::generate(kind)
+        .map_err(|error| ApiError::internal(format!("no randomness for a key: {error}")))
 }
 
 pub(crate) fn ok(body: &Value) -> HandlerResult {

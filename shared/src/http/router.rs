@@ -13,6 +13,7 @@ use tracing::Instrument;
 
 use super::{agents, audit, bindings, cards, endpoint, members, pull, tasks, tenants};
 use crate::app::App;
+use crate::error::{cause_chain, ApiError};
 
 /// Why no route matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,8 +204,14 @@ impl Route {
             let started = Instant::now();
             let outcome = self.dispatch(app, request).await;
             let response = outcome.unwrap_or_else(|error| {
-                if error.status().is_server_error() {
-                    tracing::warn!(error = %error, "request failed");
+                match &error {
+                    ApiError::Internal(_) => {
+                        tracing::error!(cause = %cause_chain(&error), "request failed")
+                    }
+                    _ if error.status().is_server_error() => {
+                        tracing::warn!(error = %error, "request failed")
+                    }
+                    _ => {}
                 }
                 error.into_response()
             });

@@ -120,7 +120,7 @@ async fn precheck_refusal(
 }
 
 fn parse_uuid(text: &str) -> Result<uuid::Uuid, ApiError> {
-    uuid::Uuid::parse_str(text).map_err(|_| ApiError::Internal)
+    uuid::Uuid::parse_str(text).map_err(ApiError::internal)
 }
 
 /// `X-Parent-Call`, when sent: a call id (UUID). Lineage is bookkeeping, never a gate, but a
@@ -206,7 +206,7 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
         None => uuid::Uuid::new_v4().to_string(),
     };
     let keyed = message.message_id.is_some();
-    let input = serde_json::to_value(&message).map_err(|_| ApiError::Internal)?;
+    let input = serde_json::to_value(&message).map_err(ApiError::internal)?;
     let input = PackedBody::pack(&principal.tenant_id, &task_id, &input, INLINE_BODY_BYTES);
     if input.offload.is_some() {
         // Nothing is stored for a caller the gate would refuse anyway.
@@ -284,11 +284,11 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
     match opened {
         Ok(()) => {}
         Err(OpenRefusal::AlreadyOpen) => {
-            let existing = app
-                .store
-                .get_task(&task_id)
-                .await?
-                .ok_or(ApiError::Internal)?;
+            let existing = app.store.get_task(&task_id).await?.ok_or_else(|| {
+                ApiError::internal(format!(
+                    "task {task_id} vanished after its open was refused as a repeat"
+                ))
+            })?;
             return replay_open(app, &principal, &callee.id, existing, wait, &input).await;
         }
         Err(OpenRefusal::BindingNotLive | OpenRefusal::CalleeNotActive) => {
@@ -330,7 +330,10 @@ async fn replay_open(
     if Some(task.caller_agent_id.as_str()) != principal.agent_id()
         || task.callee_agent_id != callee_id
     {
-        return Err(ApiError::Internal);
+        return Err(ApiError::internal(format!(
+            "task {} under a derived id belongs to another caller or callee",
+            task.id
+        )));
     }
     tracing::info!(task_id = %task.id, call_id = %task.call_id, "task open repeated; existing task returned");
     let task = expire_if_overdue(app, task).await?;

@@ -22,7 +22,7 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
     let name = text_field(&body, "name", 200)?;
     let tenant_id = uuid::Uuid::new_v4().to_string();
     let admin_id = uuid::Uuid::new_v4().to_string();
-    let admin_key = keys::generate(KeyKind::Admin).map_err(|_| ApiError::Internal)?;
+    let admin_key = super::new_key(KeyKind::Admin)?;
     let admin = MemberRecord {
         member_id: admin_id.clone(),
         name: "admin".into(),

@@ -90,10 +90,7 @@ impl From<StoreError> for ApiError {
             StoreError::TooLarge => ApiError::TooLarge(
                 "the task would exceed the stored size limit of one task (about 350 KB)".into(),
             ),
-            StoreError::Corrupt(cause) | StoreError::Rejected(cause) => {
-                tracing::error!(cause = %cause, "store error");
-                ApiError::Internal
-            }
+            error @ (StoreError::Corrupt(_) | StoreError::Rejected(_)) => ApiError::internal(error),
         }
     }
 }

@@ -6,6 +6,7 @@ mod bindings;
 mod cards;
 mod concurrency;
 mod deployment;
+mod errors;
 mod idempotency;
 mod input;
 mod large;
