@@ -304,13 +304,7 @@ async fn open_text(app: &TestApp, pair: &Pair, text: &str) -> String {
 /// takes, so that any write adding a few bytes to it fails.
 async fn pad_to_the_item_limit(app: &TestApp, task_id: &str) {
     let update = |length: usize| {
-        app.app
-            .store
-            .client()
-            .update_item()
-            .table_name(&app.table)
-            .key("pk", AttributeValue::S(format!("TASK#{task_id}")))
-            .key("sk", AttributeValue::S("TASK".into()))
+        app.update_task_item(task_id)
             .update_expression("SET legacy_padding = :padding")
             .expression_attribute_values(":padding", AttributeValue::S("p".repeat(length)))
             .send()
@@ -410,13 +404,7 @@ async fn a_sweep_over_a_task_whose_write_fails_expires_the_others_and_runs_the_o
         .open_task(&pair.caller.key, &pushee.name, text_message("push"), 0)
         .await;
     let pushed = pushed.field("id");
-    app.app
-        .store
-        .client()
-        .update_item()
-        .table_name(&app.table)
-        .key("pk", AttributeValue::S(format!("TASK#{pushed}")))
-        .key("sk", AttributeValue::S("TASK".into()))
+    app.update_task_item(&pushed)
         .update_expression("SET gsi1sk = :due")
         .expression_attribute_values(
             ":due",
@@ -683,13 +671,7 @@ async fn bodies_expire_with_their_task_and_an_expired_task_is_gone() {
     );
 
     // Past its retention, the task is gone to every reader even before the store deletes it.
-    app.app
-        .store
-        .client()
-        .update_item()
-        .table_name(&app.table)
-        .key("pk", AttributeValue::S(format!("TASK#{task_id}")))
-        .key("sk", AttributeValue::S("TASK".into()))
+    app.update_task_item(&task_id)
         .update_expression("SET expires_at = :past")
         .expression_attribute_values(":past", AttributeValue::N("1000".into()))
         .send()

@@ -1,12 +1,12 @@
 //! The push endpoint's security: the SSRF guard at save and at dial, private networks for admins
 //! only, and a secret that appears in no response, no log line and no stored item.
 
-use std::io::Write;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use forgebench_tests::{spawn_app, spawn_app_with, text_message, Answer, Callee, Options};
+use forgebench_tests::{
+    spawn_app, spawn_app_with, text_message, Answer, Callee, LogCapture, Options,
+};
 use serde_json::json;
 
 const SECRET: &str = "s3cret-91d0a6-must-never-leak";
@@ -230,29 +230,9 @@ async fn auth_is_kept_when_omitted_dropped_with_clear_auth_and_null_reverts_to_p
     assert_eq!(opened.body["delivery"], "pull");
 }
 
-/// A log sink for this test process: every line the gateway logs, to grep.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn the_secret_is_in_no_response_no_log_line_and_no_stored_item() {
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let installed = tracing_subscriber::fmt()
-        .json()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || sink.clone())
-        .try_init();
+    let captured = LogCapture::install();
     let callee = Callee::start(|n| match n {
         0 => Answer::text(500, "boom"),
         1 => Answer::text(401, "unauthorized"),
@@ -327,8 +307,8 @@ async fn the_secret_is_in_no_response_no_log_line_and_no_stored_item() {
         !items.contains(SECRET),
         "a stored item holds the secret in clear"
     );
-    if installed.is_ok() {
-        let logs = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    if let Some(captured) = captured {
+        let logs = captured.text();
         assert!(logs.contains("delivery attempt"), "the logs were captured");
         assert!(!logs.contains(SECRET), "a log line holds the secret");
         assert!(!logs.contains(&pair.caller.key), "a log line holds a key");
