@@ -178,9 +178,31 @@ pub(crate) fn content_too_large() -> ApiError {
 /// something done.
 pub(crate) async fn audit_task_action(app: &App, principal: &Principal, action: &str, task: &Task) {
     let entry = AuditEntry::for_task(principal, action, &task.id, &task.call_id);
-    if let Err(error) = app.store.record_audit(&entry).await {
-        tracing::error!(task_id = %task.id, action, error = %error, "audit entry not written");
+    record_task_action(app, &entry).await;
+}
+
+async fn record_task_action(app: &App, entry: &AuditEntry) {
+    if let Err(error) = app.store.record_audit(entry).await {
+        let task_id = entry.task_id.as_deref().unwrap_or_default();
+        tracing::error!(task_id, action = %entry.action, error = %error, "audit entry not written");
     }
+}
+
+/// [`task_ok`] for a task `action` just changed, with its audit entry written while the task's
+/// bodies are read back (neither waits on the other).
+pub(crate) async fn audited_task_ok(
+    app: &App,
+    principal: &Principal,
+    action: &str,
+    task: Task,
+    written: &[&PackedBody],
+) -> HandlerResult {
+    let entry = AuditEntry::for_task(principal, action, &task.id, &task.call_id);
+    let (_, answer) = tokio::join!(
+        record_task_action(app, &entry),
+        full_task(app, task, written)
+    );
+    ok(&answer?.to_json())
 }
 
 /// One of the principal's long-poll slots for a wait of `wait`, or `429 too_many_requests` when

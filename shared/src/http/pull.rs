@@ -6,8 +6,8 @@ use tokio::time::Instant;
 
 use super::tasks::{agent_principal, expire_if_overdue, task_id_param};
 use super::{
-    audit_task_action, content_too_large, json_body, json_object, only_fields, pack_message,
-    task_ok, wait_param, with_poll_slot, HandlerResult,
+    audit_task_action, audited_task_ok, content_too_large, json_body, json_object, only_fields,
+    pack_message, wait_param, with_poll_slot, HandlerResult,
 };
 use crate::app::App;
 use crate::bodies::BodyError;
@@ -151,8 +151,7 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, state = task.state.as_str(), "task answered");
             let action = format!("task.result.{}", task.state.as_str());
-            audit_task_action(app, &principal, &action, &task).await;
-            return task_ok(app, task, &result.bodies()).await;
+            return audited_task_ok(app, &principal, &action, task, &result.bodies()).await;
         }
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),
         TaskTransition::Refused(Some(task)) => task,
@@ -225,8 +224,7 @@ pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
     let current = match transition {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "task progress reported");
-            audit_task_action(app, &principal, "task.progress", &task).await;
-            return task_ok(app, task, &[&message]).await;
+            return audited_task_ok(app, &principal, "task.progress", task, &[&message]).await;
         }
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),
         TaskTransition::Refused(Some(task)) => task,

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::{
-    audit_task_action, content_too_large, full_task, json_object, only_fields, path_param,
-    poll_slot, store_message, task_ok, wait_param, with_poll_slot, HandlerResult,
+    audited_task_ok, content_too_large, full_task, json_object, only_fields, path_param, poll_slot,
+    store_message, task_ok, wait_param, with_poll_slot, HandlerResult,
 };
 use crate::app::App;
 use crate::bodies::resolve_from_memory;
@@ -521,8 +521,7 @@ pub async fn cancel(app: &App, request: Request) -> HandlerResult {
     {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "task canceled");
-            audit_task_action(app, &principal, "task.cancel", &task).await;
-            task_ok(app, task, &[]).await
+            audited_task_ok(app, &principal, "task.cancel", task, &[]).await
         }
         TaskTransition::Refused(None) => Err(ApiError::TaskNotFound),
         TaskTransition::Refused(Some(task)) => {
