@@ -1,55 +1,22 @@
-//! The application state every handler borrows: the store, the configuration, the key cache.
+//! The application state every handler borrows: the store, the configuration, the clients and
+//! caches, built once per process.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 
+use crate::auth::KeyCache;
 use crate::bodies::Bodies;
 use crate::config::{Config, ConfigError};
 use crate::domain::signing::KeyPurpose;
-use crate::domain::{keys, Principal, PrincipalKind};
-use crate::error::ApiError;
 use crate::on_first_use::OnFirstUse;
 use crate::push::{Dialer, Queue, Worker};
 use crate::sdk_http::TlsSetupError;
 use crate::signing::SigningCache;
-use crate::store::{use_is_stale, Store};
+use crate::store::Store;
 use crate::vault::Vault;
-
-/// Remembers recent key lookups so a busy callee does not pay one read per request.
-#[derive(Default)]
-struct KeyCache {
-    entries: Mutex<HashMap<String, (Principal, Instant)>>,
-}
-
-/// Entries past this count are dropped wholesale; the cache refills from the store.
-const KEY_CACHE_MAX_ENTRIES: usize = 10_000;
-
-impl KeyCache {
-    fn get(&self, hash: &str, ttl: Duration) -> Option<Principal> {
-        let entries = self.entries.lock().ok()?;
-        let (principal, at) = entries.get(hash)?;
-        (at.elapsed() < ttl).then(|| principal.clone())
-    }
-
-    fn put(&self, hash: String, principal: Principal) {
-        if let Ok(mut entries) = self.entries.lock() {
-            if entries.len() >= KEY_CACHE_MAX_ENTRIES {
-                entries.clear();
-            }
-            entries.insert(hash, (principal, Instant::now()));
-        }
-    }
-
-    fn forget(&self, hash: &str) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.remove(hash);
-        }
-    }
-}
 
 pub struct App {
     pub store: Store,
@@ -62,7 +29,7 @@ pub struct App {
     pub signing: Arc<SigningCache>,
     /// The key that signs push deliveries, apart from the card key (its own KMS purpose).
     pub webhook_signing: Arc<SigningCache>,
-    key_cache: KeyCache,
+    pub(crate) key_cache: KeyCache,
 }
 
 /// Builds the SDK configuration from the standard AWS settings (region, credentials, and the
@@ -109,14 +76,6 @@ pub async fn sdk_config() -> Result<aws_config::SdkConfig, ConfigError> {
         )
         .load()
         .await)
-}
-
-/// The credential of an `Authorization: Bearer <key>` value; the scheme is matched in any case
-/// (RFC 9110 §11.1), the key exactly.
-fn bearer_credential(value: &str) -> Option<&str> {
-    let (scheme, credential) = value.trim().split_once(char::is_whitespace)?;
-    let credential = credential.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !credential.is_empty()).then_some(credential)
 }
 
 impl App {
@@ -188,94 +147,5 @@ impl App {
             KeyPurpose::Cards => &self.signing,
             KeyPurpose::Webhooks => &self.webhook_signing,
         }
-    }
-
-    /// Authenticates the `Authorization: Bearer <key>` header.
-    pub async fn authenticate(
-        &self,
-        headers: &lambda_http::http::HeaderMap,
-    ) -> Result<Principal, ApiError> {
-        let key = headers
-            .get(lambda_http::http::header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(bearer_credential)
-            .ok_or(ApiError::Unauthenticated)?;
-        let hash = keys::hash(key);
-        if let Some(operator) = &self.config.operator_key_hash {
-            if keys::same_hash(operator, &hash) {
-                return Ok(Principal {
-                    tenant_id: String::new(),
-                    kind: PrincipalKind::Operator,
-                });
-            }
-        }
-        let ttl = self.config.key_cache_ttl;
-        if let Some(principal) = self.key_cache.get(&hash, ttl) {
-            return Ok(principal);
-        }
-        let record = self
-            .store
-            .lookup_key(&hash)
-            .await?
-            .ok_or(ApiError::Unauthenticated)?;
-        if record.suspended {
-            return Err(ApiError::Forbidden(
-                "this key's agent is paused; its keys work again when it is active".into(),
-            ));
-        }
-        if use_is_stale(record.last_used_at.as_deref()) {
-            // Bookkeeping only: a failure here must not refuse the request.
-            if let Err(error) = self.store.note_key_use(&hash).await {
-                tracing::warn!(error = %error, "could not note a key's use");
-            }
-        }
-        let id = record.principal_id;
-        let kind = match record.principal_kind.as_str() {
-            "admin" => PrincipalKind::Admin { member_id: id },
-            "member" => PrincipalKind::Member { member_id: id },
-            "viewer" => PrincipalKind::Viewer { member_id: id },
-            "agent" => PrincipalKind::Agent { agent_id: id },
-            other => {
-                tracing::error!(kind = other, "key record of unknown kind");
-                return Err(ApiError::internal(format!(
-                    "key record of unknown kind {other:?}"
-                )));
-            }
-        };
-        let principal = Principal {
-            tenant_id: record.tenant_id,
-            kind,
-        };
-        if !ttl.is_zero() {
-            self.key_cache.put(hash, principal.clone());
-        }
-        Ok(principal)
-    }
-
-    /// Drops a key from this process's cache (after revoking it).
-    pub fn forget_key(&self, hash: &str) {
-        self.key_cache.forget(hash);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::bearer_credential;
-
-    #[test]
-    fn the_bearer_scheme_is_matched_in_any_case_and_the_key_exactly() {
-        for value in [
-            "Bearer k1",
-            "bearer k1",
-            "BEARER k1",
-            "BeArEr   k1 ",
-            "Bearer\tk1",
-        ] {
-            assert_eq!(bearer_credential(value), Some("k1"), "{value:?}");
-        }
-        for value in ["Basic k1", "Bearer", "Bearer   ", "Bearerk1", "k1"] {
-            assert_eq!(bearer_credential(value), None, "{value:?}");
-        }
-        assert_eq!(bearer_credential("Bearer K1"), Some("K1"));
     }
 }

@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use crate::domain::content::{references, BodyRef, PackedBody, INLINE_BODY_BYTES};
 use crate::domain::task::Task;
-use crate::error::ApiError;
 use crate::on_first_use::OnFirstUse;
 
 /// What can go wrong with the body store.
@@ -33,18 +32,6 @@ pub enum BodyError {
     /// Anything else the service refused (permissions, configuration: a bug or a deployment fault).
     #[error("the body store refused the request: {0}")]
     Rejected(String),
-}
-
-impl From<BodyError> for ApiError {
-    fn from(error: BodyError) -> Self {
-        match error {
-            BodyError::Unavailable(cause) => {
-                tracing::warn!(cause = %cause, "body store unavailable");
-                ApiError::Unavailable
-            }
-            other => ApiError::internal(other),
-        }
-    }
 }
 
 fn classify<E, R>(error: SdkError<E, R>, key: &str) -> BodyError

@@ -8,7 +8,11 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Response};
 use serde_json::{json, Value};
 
+use crate::bodies::BodyError;
 use crate::domain::{Invalid, TaskState};
+use crate::signing::SigningError;
+use crate::store::StoreError;
+use crate::vault::VaultError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -78,6 +82,59 @@ pub fn cause_chain(error: &dyn std::error::Error) -> String {
 impl From<Invalid> for ApiError {
     fn from(invalid: Invalid) -> Self {
         ApiError::InvalidRequest(invalid.0)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(cause) => {
+                tracing::warn!(cause = %cause, "backing store unavailable");
+                ApiError::Unavailable
+            }
+            StoreError::TooLarge => ApiError::TooLarge(
+                "the task would exceed the stored size limit of one task (about 350 KB)".into(),
+            ),
+            error @ (StoreError::Corrupt(_) | StoreError::Rejected(_)) => ApiError::internal(error),
+        }
+    }
+}
+
+impl From<BodyError> for ApiError {
+    fn from(error: BodyError) -> Self {
+        match error {
+            BodyError::Unavailable(cause) => {
+                tracing::warn!(cause = %cause, "body store unavailable");
+                ApiError::Unavailable
+            }
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+impl From<VaultError> for ApiError {
+    fn from(error: VaultError) -> Self {
+        match error {
+            VaultError::Unavailable(cause) => {
+                tracing::warn!(cause = %cause, "KMS unavailable");
+                ApiError::Unavailable
+            }
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+impl From<SigningError> for ApiError {
+    fn from(error: SigningError) -> Self {
+        match error {
+            SigningError::Store(error) => error.into(),
+            SigningError::Vault(error) => error.into(),
+            SigningError::Contended => ApiError::Unavailable,
+            SigningError::Changed => ApiError::Conflict(SigningError::Changed.to_string()),
+            error @ (SigningError::NoRandomness(_) | SigningError::Inconsistent(_)) => {
+                ApiError::internal(error)
+            }
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! and the runtime glue that every Lambda function and the local gateway are built from.
 
 pub mod app;
+pub mod auth;
 pub mod bodies;
 pub mod bootstrap;
 pub mod config;

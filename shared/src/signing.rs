@@ -14,13 +14,32 @@ use tokio::sync::Mutex;
 
 use crate::domain::clock;
 use crate::domain::signing::KeyPurpose;
-use crate::error::ApiError;
-use crate::store::{SigningKeyRecord, Store};
-use crate::vault::Vault;
+use crate::store::{SigningKeyRecord, Store, StoreError};
+use crate::vault::{Vault, VaultError};
 
 /// The default of `FORGEBENCH_SIGNING_KEY_CACHE_SECONDS`: a rotation reaches every warm
 /// process within five minutes.
 pub const DEFAULT_KEY_LIFETIME: Duration = Duration::from_secs(300);
+
+/// What can go wrong finding, making or opening a signing key.
+#[derive(Debug, thiserror::Error)]
+pub enum SigningError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Vault(#[from] VaultError),
+    #[error("no randomness for a signing key: {0}")]
+    NoRandomness(getrandom::Error),
+    /// A stored key is not what this code writes (missing, retired while active, wrong length).
+    #[error("signing key store is inconsistent: {0}")]
+    Inconsistent(String),
+    /// Other processes kept changing the active key while this one looked for it.
+    #[error("the active signing key kept changing")]
+    Contended,
+    /// The active key changed between reading it and replacing it: the rotation did not happen.
+    #[error("the signing key changed meanwhile; retry")]
+    Changed,
+}
 
 /// The active key as this process last saw it.
 struct Cached {
@@ -44,10 +63,9 @@ fn context(purpose: KeyPurpose, kid: &str) -> [(&str, &str); 2] {
 async fn new_record(
     purpose: KeyPurpose,
     vault: &Vault,
-) -> Result<(SigningKeyRecord, SigningKey), ApiError> {
+) -> Result<(SigningKeyRecord, SigningKey), SigningError> {
     let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed)
-        .map_err(|error| ApiError::internal(format!("no randomness: {error}")))?;
+    getrandom::fill(&mut seed).map_err(SigningError::NoRandomness)?;
     let key = SigningKey::from_bytes(&seed);
     let public = key.verifying_key();
     let kid = hex::encode(&Sha256::digest(public.as_bytes())[..8]);
@@ -68,13 +86,13 @@ async fn open(
     purpose: KeyPurpose,
     vault: &Vault,
     record: &SigningKeyRecord,
-) -> Result<SigningKey, ApiError> {
+) -> Result<SigningKey, SigningError> {
     let seed = vault
         .unseal_bytes(&context(purpose, &record.kid), &record.sealed_seed)
         .await?;
     let seed: [u8; 32] = seed
         .try_into()
-        .map_err(|_| ApiError::internal("a sealed signing seed is not 32 bytes"))?;
+        .map_err(|_| SigningError::Inconsistent("a sealed signing seed is not 32 bytes".into()))?;
     Ok(SigningKey::from_bytes(&seed))
 }
 
@@ -97,7 +115,7 @@ impl SigningCache {
         &self,
         store: &Store,
         vault: &Vault,
-    ) -> Result<(String, SigningKey), ApiError> {
+    ) -> Result<(String, SigningKey), SigningError> {
         let mut cached = self.active.lock().await;
         if let Some(found) = cached
             .as_ref()
@@ -121,7 +139,7 @@ impl SigningCache {
         store: &Store,
         vault: &Vault,
         current: Option<&Cached>,
-    ) -> Result<(String, SigningKey), ApiError> {
+    ) -> Result<(String, SigningKey), SigningError> {
         for _ in 0..3 {
             if let Some(kid) = store.active_signing_kid(self.purpose).await? {
                 if let Some(current) = current.filter(|current| current.kid == kid) {
@@ -132,7 +150,7 @@ impl SigningCache {
                     .await?
                     .filter(|record| record.retired_at.is_none())
                     .ok_or_else(|| {
-                        ApiError::internal(format!(
+                        SigningError::Inconsistent(format!(
                             "the active signing key {kid} is missing or retired"
                         ))
                     })?;
@@ -143,7 +161,7 @@ impl SigningCache {
             }
             // Another process made the first key at the same moment: use theirs.
         }
-        Err(ApiError::Unavailable)
+        Err(SigningError::Contended)
     }
 
     /// Makes the first key of this purpose; `None` when another process made one meanwhile.
@@ -151,7 +169,7 @@ impl SigningCache {
         &self,
         store: &Store,
         vault: &Vault,
-    ) -> Result<Option<(String, SigningKey)>, ApiError> {
+    ) -> Result<Option<(String, SigningKey)>, SigningError> {
         let (record, key) = new_record(self.purpose, vault).await?;
         if !store
             .activate_signing_key(self.purpose, &record, None)
@@ -165,7 +183,7 @@ impl SigningCache {
 
     /// Makes sure this purpose has a key, without opening it (the JWKS route publishes keys
     /// but never signs, so it needs no KMS `Decrypt`).
-    pub async fn ensure(&self, store: &Store, vault: &Vault) -> Result<(), ApiError> {
+    pub async fn ensure(&self, store: &Store, vault: &Vault) -> Result<(), SigningError> {
         for _ in 0..3 {
             if store.active_signing_kid(self.purpose).await?.is_some()
                 || self.make_first(store, vault).await?.is_some()
@@ -173,20 +191,18 @@ impl SigningCache {
                 return Ok(());
             }
         }
-        Err(ApiError::Unavailable)
+        Err(SigningError::Contended)
     }
 
     /// Makes a new key the active one; the old public key stays listed until retired.
-    pub async fn rotate(&self, store: &Store, vault: &Vault) -> Result<String, ApiError> {
+    pub async fn rotate(&self, store: &Store, vault: &Vault) -> Result<String, SigningError> {
         let current = store.active_signing_kid(self.purpose).await?;
         let (record, key) = new_record(self.purpose, vault).await?;
         if !store
             .activate_signing_key(self.purpose, &record, current.as_deref())
             .await?
         {
-            return Err(ApiError::Conflict(
-                "the signing key changed meanwhile; retry".into(),
-            ));
+            return Err(SigningError::Changed);
         }
         tracing::info!(kid = %record.kid, purpose = self.purpose.name(), "signing key rotated");
         *self.active.lock().await = Some(Cached {

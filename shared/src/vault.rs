@@ -25,18 +25,6 @@ pub enum VaultError {
     Refused,
 }
 
-impl From<VaultError> for crate::error::ApiError {
-    fn from(error: VaultError) -> Self {
-        match error {
-            VaultError::Unavailable(cause) => {
-                tracing::warn!(cause = %cause, "KMS unavailable");
-                crate::error::ApiError::Unavailable
-            }
-            other => crate::error::ApiError::internal(other),
-        }
-    }
-}
-
 /// Sorts a KMS error by its error code: a ciphertext that does not open (or may not be opened)
 /// under this context is refused; anything else the service says, or no answer, is the service
 /// being unavailable for now.

@@ -53,8 +53,6 @@ use aws_sdk_dynamodb::Client;
 
 use item::Item;
 
-use crate::error::ApiError;
-
 /// The table and the client that reaches it.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -78,21 +76,6 @@ pub enum StoreError {
     /// Anything else the service refused (a bug on our side, not the client's).
     #[error("DynamoDB refused the request: {0}")]
     Rejected(String),
-}
-
-impl From<StoreError> for ApiError {
-    fn from(error: StoreError) -> Self {
-        match error {
-            StoreError::Unavailable(cause) => {
-                tracing::warn!(cause = %cause, "backing store unavailable");
-                ApiError::Unavailable
-            }
-            StoreError::TooLarge => ApiError::TooLarge(
-                "the task would exceed the stored size limit of one task (about 350 KB)".into(),
-            ),
-            error @ (StoreError::Corrupt(_) | StoreError::Rejected(_)) => ApiError::internal(error),
-        }
-    }
 }
 
 /// Sorts an SDK error into a [`StoreError`]. Conditional failures and transaction cancellations
