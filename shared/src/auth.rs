@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::app::App;
-use crate::domain::{keys, Principal, PrincipalKind};
+use crate::domain::{keys, Principal, PrincipalKind, TenantPrincipal};
 use crate::error::ApiError;
 use crate::store::use_is_stale;
 
@@ -16,6 +16,10 @@ use crate::store::use_is_stale;
 pub(crate) struct KeyCache {
     entries: Mutex<HashMap<String, (Principal, Instant)>>,
 }
+
+/// The refusal of the operator's key on a route inside a tenant.
+pub const OPERATOR_OUTSIDE_TENANTS: &str =
+    "the operator key creates tenants and manages signing keys; use a key of the tenant";
 
 /// Entries past this count are dropped wholesale; the cache refills from the store.
 const KEY_CACHE_MAX_ENTRIES: usize = 10_000;
@@ -65,10 +69,7 @@ impl App {
         let hash = keys::hash(key);
         if let Some(operator) = &self.config.operator_key_hash {
             if keys::same_hash(operator, &hash) {
-                return Ok(Principal {
-                    tenant_id: String::new(),
-                    kind: PrincipalKind::Operator,
-                });
+                return Ok(Principal::Operator);
             }
         }
         let ttl = self.config.key_cache_ttl;
@@ -93,10 +94,18 @@ impl App {
         }
         let id = record.principal_id;
         let kind = match record.principal_kind.as_str() {
-            "admin" => PrincipalKind::Admin { member_id: id },
-            "member" => PrincipalKind::Member { member_id: id },
-            "viewer" => PrincipalKind::Viewer { member_id: id },
-            "agent" => PrincipalKind::Agent { agent_id: id },
+            "admin" => PrincipalKind::Admin {
+                member_id: id.into(),
+            },
+            "member" => PrincipalKind::Member {
+                member_id: id.into(),
+            },
+            "viewer" => PrincipalKind::Viewer {
+                member_id: id.into(),
+            },
+            "agent" => PrincipalKind::Agent {
+                agent_id: id.into(),
+            },
             other => {
                 tracing::error!(kind = other, "key record of unknown kind");
                 return Err(ApiError::internal(format!(
@@ -104,14 +113,26 @@ impl App {
                 )));
             }
         };
-        let principal = Principal {
+        let principal = Principal::Tenant(TenantPrincipal {
             tenant_id: record.tenant_id,
             kind,
-        };
+        });
         if !ttl.is_zero() {
             self.key_cache.put(hash, principal.clone());
         }
         Ok(principal)
+    }
+
+    /// Authenticates a key that must belong to a tenant: the operator's key acts on tenants, not
+    /// inside one, and is refused here.
+    pub async fn authenticate_in_tenant(
+        &self,
+        headers: &lambda_http::http::HeaderMap,
+    ) -> Result<TenantPrincipal, ApiError> {
+        match self.authenticate(headers).await? {
+            Principal::Tenant(principal) => Ok(principal),
+            Principal::Operator => Err(ApiError::Forbidden(OPERATOR_OUTSIDE_TENANTS.into())),
+        }
     }
 
     /// Drops a key from this process's cache (after revoking it).

@@ -11,6 +11,7 @@
 use serde::Serialize;
 
 use crate::domain::clock;
+use crate::domain::ids::TaskId;
 use crate::push::Queue;
 use crate::store::{Store, StoreError, TaskTransition, DEADLINE_SHARDS, OUTBOX_SHARDS};
 
@@ -84,12 +85,12 @@ pub async fn sweep_overdue(store: &Store) -> Swept {
     swept
 }
 
-fn skip(error: &StoreError, task_id: &str, what: &str) {
+fn skip(error: &StoreError, task_id: &TaskId, what: &str) {
     tracing::error!(task_id = %task_id, error = %error, sweep = what, "sweep skipped a task");
 }
 
 /// Moves a failing entry's index key forward so the next sweeps reach the entries behind it.
-async fn set_aside(store: &Store, index: &str, task_id: &str, seen: &str) {
+async fn set_aside(store: &Store, index: &str, task_id: &TaskId, seen: &str) {
     if let Err(error) = store
         .bump_index_entry(index, task_id, seen, SET_ASIDE_SECONDS)
         .await

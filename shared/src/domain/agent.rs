@@ -3,6 +3,7 @@
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::ids::{AgentId, MemberId, TenantId};
 use super::Invalid;
 
 /// Names that are route segments and so can never be agent names.
@@ -115,12 +116,12 @@ impl AgentStatus {
 /// An agent as stored and as every agent route returns it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Agent {
-    pub id: String,
+    pub id: AgentId,
     #[serde(skip)]
-    pub tenant_id: String,
+    pub tenant_id: TenantId,
     pub name: String,
     pub description: Option<String>,
-    pub owner_member_id: Option<String>,
+    pub owner_member_id: Option<MemberId>,
     pub status: AgentStatus,
     /// Push delivery settings as the API shows them (never the secret); `null` while the agent
     /// is pull-only.

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::ids::{AgentId, TenantId};
 use super::{Agent, AgentStatus};
 
 /// Namespace for binding ids. A binding's id is derived from its (caller, callee) pair, so the
@@ -24,9 +25,9 @@ pub fn binding_id(caller_id: &str, callee_id: &str) -> String {
 pub struct Binding {
     pub id: String,
     #[serde(skip)]
-    pub tenant_id: String,
-    pub caller_agent_id: String,
-    pub callee_agent_id: String,
+    pub tenant_id: TenantId,
+    pub caller_agent_id: AgentId,
+    pub callee_agent_id: AgentId,
     /// How the binding came to be: `api` for every grant through the API.
     pub source: String,
     pub revoked: bool,

@@ -6,6 +6,7 @@ pub mod binding;
 pub mod card;
 pub mod clock;
 pub mod content;
+pub mod ids;
 pub mod jcs;
 pub mod keys;
 pub mod message;
@@ -15,8 +16,9 @@ pub mod task;
 
 pub use agent::{Agent, AgentName, AgentRef, AgentStatus};
 pub use binding::{Binding, RefusalReason};
+pub use ids::{AgentId, KeyId, MemberId, TaskId, TenantId};
 pub use message::{Message, Part};
-pub use principal::{Principal, PrincipalKind};
+pub use principal::{Principal, PrincipalKind, TenantPrincipal};
 pub use task::{Task, TaskState};
 
 /// A validation failure in client input; its text is safe to show to the client.

@@ -1,38 +1,58 @@
 //! Who is asking: the principal behind a key, and what each kind of principal may do.
+//!
+//! The operator stands outside every tenant (it creates tenants, nothing inside them); every
+//! other key belongs to one tenant, and a [`TenantPrincipal`] carries that tenant.
 
+use super::ids::{AgentId, MemberId, TenantId};
 use super::Agent;
 
-/// The kind of principal a key stands for. Members carry their role.
+/// The principal behind an authenticated key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PrincipalKind {
+pub enum Principal {
     /// The deployment's operator: creates tenants, nothing inside them.
     Operator,
-    Admin {
-        member_id: String,
-    },
-    Member {
-        member_id: String,
-    },
-    Viewer {
-        member_id: String,
-    },
-    Agent {
-        agent_id: String,
-    },
-}
-
-/// An authenticated principal. `tenant_id` is empty only for the operator.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    pub tenant_id: String,
-    pub kind: PrincipalKind,
+    /// A person or an agent of one tenant.
+    Tenant(TenantPrincipal),
 }
 
 impl Principal {
     /// The kind as the audit log names it.
     pub fn kind_name(&self) -> &'static str {
+        match self {
+            Principal::Operator => "operator",
+            Principal::Tenant(principal) => principal.kind_name(),
+        }
+    }
+
+    /// The tenant principal, or `None` for the operator.
+    pub fn in_tenant(&self) -> Option<&TenantPrincipal> {
+        match self {
+            Principal::Operator => None,
+            Principal::Tenant(principal) => Some(principal),
+        }
+    }
+}
+
+/// What a key of a tenant stands for. People carry their role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrincipalKind {
+    Admin { member_id: MemberId },
+    Member { member_id: MemberId },
+    Viewer { member_id: MemberId },
+    Agent { agent_id: AgentId },
+}
+
+/// A principal of one tenant: who it is and in which tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantPrincipal {
+    pub tenant_id: TenantId,
+    pub kind: PrincipalKind,
+}
+
+impl TenantPrincipal {
+    /// The kind as the audit log names it.
+    pub fn kind_name(&self) -> &'static str {
         match self.kind {
-            PrincipalKind::Operator => "operator",
             PrincipalKind::Admin { .. } => "admin",
             PrincipalKind::Member { .. } => "member",
             PrincipalKind::Viewer { .. } => "viewer",
@@ -40,10 +60,9 @@ impl Principal {
         }
     }
 
-    /// The member or agent id behind the key (empty for the operator).
+    /// The member or agent id behind the key.
     pub fn id(&self) -> &str {
         match &self.kind {
-            PrincipalKind::Operator => "",
             PrincipalKind::Admin { member_id }
             | PrincipalKind::Member { member_id }
             | PrincipalKind::Viewer { member_id } => member_id,
@@ -56,10 +75,20 @@ impl Principal {
     }
 
     /// The agent id, when the key is an agent's.
-    pub fn agent_id(&self) -> Option<&str> {
+    pub fn agent_id(&self) -> Option<&AgentId> {
         match &self.kind {
             PrincipalKind::Agent { agent_id } => Some(agent_id),
             _ => None,
+        }
+    }
+
+    /// The member id, when the key is a person's.
+    pub fn member_id(&self) -> Option<&MemberId> {
+        match &self.kind {
+            PrincipalKind::Admin { member_id }
+            | PrincipalKind::Member { member_id }
+            | PrincipalKind::Viewer { member_id } => Some(member_id),
+            PrincipalKind::Agent { .. } => None,
         }
     }
 
@@ -71,7 +100,7 @@ impl Principal {
         match &self.kind {
             PrincipalKind::Admin { .. } => true,
             PrincipalKind::Member { member_id } => {
-                agent.owner_member_id.as_deref() == Some(member_id.as_str())
+                agent.owner_member_id.as_ref() == Some(member_id)
             }
             _ => false,
         }
@@ -88,7 +117,6 @@ impl Principal {
             | PrincipalKind::Member { .. }
             | PrincipalKind::Viewer { .. } => true,
             PrincipalKind::Agent { agent_id } => *agent_id == agent.id,
-            PrincipalKind::Operator => false,
         }
     }
 
@@ -123,8 +151,8 @@ mod tests {
         }
     }
 
-    fn person(tenant: &str, kind: PrincipalKind) -> Principal {
-        Principal {
+    fn person(tenant: &str, kind: PrincipalKind) -> TenantPrincipal {
+        TenantPrincipal {
             tenant_id: tenant.into(),
             kind,
         }

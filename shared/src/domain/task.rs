@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::content::{PackedBody, INLINE_BODY_BYTES, MAX_TASK_CONTENT_BYTES};
+use super::ids::{AgentId, TaskId, TenantId};
 use super::message::{parse_parts, Message, Part, MAX_MESSAGE_BYTES};
 use super::Invalid;
 
@@ -345,11 +346,11 @@ impl PackedResult {
 /// A task as stored and as every task route returns it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
-    pub id: String,
-    pub tenant_id: String,
+    pub id: TaskId,
+    pub tenant_id: TenantId,
     pub context_id: String,
-    pub caller_agent_id: String,
-    pub callee_agent_id: String,
+    pub caller_agent_id: AgentId,
+    pub callee_agent_id: AgentId,
     /// The callee's name, so a route naming the callee by name needs no agent lookup.
     pub callee_name: String,
     pub state: TaskState,
@@ -451,12 +452,13 @@ const KEYED_TASK_NAMESPACE: uuid::Uuid =
 /// The id a task gets when its opening message carries `message_id`: derived from the caller,
 /// the callee and the message id, so a repeated open addresses the task the first one wrote
 /// (the write is conditional on the id being new) and can never make a second one.
-pub fn keyed_task_id(caller_id: &str, callee_id: &str, message_id: &str) -> String {
+pub fn keyed_task_id(caller_id: &AgentId, callee_id: &AgentId, message_id: &str) -> TaskId {
     uuid::Uuid::new_v5(
         &KEYED_TASK_NAMESPACE,
         format!("{caller_id}->{callee_id}#{message_id}").as_bytes(),
     )
     .to_string()
+    .into()
 }
 
 /// The error a task carries when its claim deadline passes.

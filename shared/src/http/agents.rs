@@ -6,8 +6,11 @@ use serde_json::{json, Value};
 use super::{created, json_object, ok, only_fields, path_param, HandlerResult};
 use crate::app::App;
 use crate::domain::agent::{parse_claim_timeout, parse_description, DEFAULT_CLAIM_TIMEOUT_SECONDS};
+use crate::domain::ids::{KeyId, MemberId};
 use crate::domain::keys::{self, KeyKind};
-use crate::domain::{clock, Agent, AgentName, AgentRef, AgentStatus, Principal, PrincipalKind};
+use crate::domain::{
+    clock, Agent, AgentId, AgentName, AgentRef, AgentStatus, PrincipalKind, TenantPrincipal,
+};
 use crate::error::ApiError;
 use crate::store::{AuditEntry, KeyInfo, KeyOwner, KeyRecord, NewKey, MAX_LIVE_KEYS};
 
@@ -15,7 +18,7 @@ use crate::store::{AuditEntry, KeyInfo, KeyOwner, KeyRecord, NewKey, MAX_LIVE_KE
 /// does not exist or belongs to someone the principal may not see.
 pub(crate) async fn visible_agent(
     app: &App,
-    principal: &Principal,
+    principal: &TenantPrincipal,
     segment: &str,
 ) -> Result<Agent, ApiError> {
     let agent = app
@@ -31,7 +34,7 @@ pub(crate) async fn visible_agent(
 /// The agent a route's `{agent}` names, if this principal speaks for it (admin or owner).
 pub(crate) async fn managed_agent(
     app: &App,
-    principal: &Principal,
+    principal: &TenantPrincipal,
     segment: &str,
 ) -> Result<Agent, ApiError> {
     let agent = visible_agent(app, principal, segment).await?;
@@ -44,7 +47,7 @@ pub(crate) async fn managed_agent(
     }
 }
 
-fn person_id(principal: &Principal) -> Option<&str> {
+fn person_id(principal: &TenantPrincipal) -> Option<&str> {
     match &principal.kind {
         PrincipalKind::Admin { member_id } | PrincipalKind::Member { member_id } => Some(member_id),
         _ => None,
@@ -52,7 +55,7 @@ fn person_id(principal: &Principal) -> Option<&str> {
 }
 
 pub async fn create(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let creator = person_id(&principal)
         .ok_or_else(|| ApiError::Forbidden("only an admin or a member may create agents".into()))?
         .to_owned();
@@ -79,7 +82,11 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
         None | Some(Value::Null) => creator,
         Some(Value::String(owner)) if *owner == creator => creator,
         Some(Value::String(owner)) if principal.is_admin() => {
-            if !app.store.member_exists(&principal.tenant_id, owner).await? {
+            if !app
+                .store
+                .member_exists(&principal.tenant_id, &MemberId::from(owner.as_str()))
+                .await?
+            {
                 return Err(ApiError::InvalidRequest(
                     "owner_member_id names no member of this tenant".into(),
                 ));
@@ -99,11 +106,11 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
     };
     let now = clock::now();
     let agent = Agent {
-        id: uuid::Uuid::new_v4().to_string(),
+        id: AgentId::generate(),
         tenant_id: principal.tenant_id.clone(),
         name: name.as_str().to_owned(),
         description,
-        owner_member_id: Some(owner),
+        owner_member_id: Some(owner.into()),
         status: AgentStatus::Active,
         endpoint: None,
         sealed_secret: None,
@@ -123,11 +130,8 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
 }
 
 pub async fn list(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
-    if matches!(
-        principal.kind,
-        PrincipalKind::Operator | PrincipalKind::Agent { .. }
-    ) {
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
+    if matches!(principal.kind, PrincipalKind::Agent { .. }) {
         return Err(ApiError::Forbidden(
             "listing agents needs a member key".into(),
         ));
@@ -137,13 +141,13 @@ pub async fn list(app: &App, request: Request) -> HandlerResult {
 }
 
 pub async fn get(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent = visible_agent(app, &principal, &path_param(&request, "agent")?).await?;
     ok(&json!(agent))
 }
 
 pub async fn me(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent_id = principal
         .agent_id()
         .ok_or_else(|| ApiError::Forbidden("GET /v1/agents/me needs an agent key".into()))?
@@ -153,7 +157,7 @@ pub async fn me(app: &App, request: Request) -> HandlerResult {
 }
 
 pub async fn update(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let mut agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let body = json_object(&request)?;
     only_fields(&body, &["status", "description", "claim_timeout_seconds"])?;
@@ -207,13 +211,13 @@ pub(crate) async fn room_for_another_key(app: &App, owner: KeyOwner<'_>) -> Resu
 }
 
 pub async fn create_key(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     if agent.status == AgentStatus::Retired {
         return Err(ApiError::Conflict("a retired agent gets no keys".into()));
     }
     room_for_another_key(app, KeyOwner::Agent(&agent.id)).await?;
-    let key_id = uuid::Uuid::new_v4().to_string();
+    let key_id = KeyId::generate();
     let key = super::new_key(KeyKind::Agent)?;
     let audit = AuditEntry::new(&principal, "agent.key.issue", &agent.id);
     let new = NewKey {
@@ -221,7 +225,7 @@ pub async fn create_key(app: &App, request: Request) -> HandlerResult {
         record: KeyRecord {
             tenant_id: agent.tenant_id.clone(),
             principal_kind: "agent".into(),
-            principal_id: agent.id.clone(),
+            principal_id: agent.id.to_string(),
             key_id: key_id.clone(),
             // A key issued while its agent is paused waits, like the others, until it is active.
             suspended: agent.status == AgentStatus::Paused,
@@ -233,9 +237,9 @@ pub async fn create_key(app: &App, request: Request) -> HandlerResult {
 }
 
 pub async fn revoke_key(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
-    let key_id = path_param(&request, "key_id")?;
+    let key_id = KeyId::from(path_param(&request, "key_id")?);
     let audit = AuditEntry::new(&principal, "agent.key.revoke", &agent.id);
     match app
         .store
@@ -255,7 +259,7 @@ pub async fn revoke_key(app: &App, request: Request) -> HandlerResult {
 /// `GET /v1/agents/{agent}/keys` (the agent's owner or an admin): every key the agent ever held,
 /// with when it was made, last used and revoked; never a secret.
 pub async fn list_keys(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let keys = app.store.owner_keys(KeyOwner::Agent(&agent.id)).await?;
     let items: Vec<Value> = keys.iter().map(KeyInfo::to_json).collect();

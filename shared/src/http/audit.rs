@@ -11,7 +11,7 @@ use crate::error::ApiError;
 const MAX_LIMIT: i32 = 100;
 
 pub async fn list(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     if !principal.reads_all_tasks() {
         return Err(ApiError::Forbidden(
             "the audit log is for admins and viewers".into(),

@@ -9,6 +9,7 @@ use super::agents::{managed_agent, visible_agent};
 use super::{json_object, ok, only_fields, path_param, HandlerResult};
 use crate::app::App;
 use crate::domain::binding::binding_id;
+use crate::domain::ids::AgentId;
 use crate::domain::{clock, AgentRef, Binding};
 use crate::error::ApiError;
 use crate::store::{AuditEntry, BindingWrite};
@@ -25,7 +26,7 @@ fn changed_concurrently() -> ApiError {
 /// the granter also speaks for the callee, and pending otherwise. Re-granting a revoked pair
 /// reuses its row.
 pub async fn grant(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let caller = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let body = json_object(&request)?;
     only_fields(&body, &["callees"])?;
@@ -118,7 +119,7 @@ pub async fn grant(app: &App, request: Request) -> HandlerResult {
 
 /// `GET /v1/agents/{agent}/agents` → `{"outbound": [...], "inbound": [...]}`.
 pub async fn list(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent = visible_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let outbound = app.store.list_bindings(&agent.id, true).await?;
     let inbound = app.store.list_bindings(&agent.id, false).await?;
@@ -129,7 +130,7 @@ pub async fn list(app: &App, request: Request) -> HandlerResult {
 async fn binding_of(
     app: &App,
     request: &Request,
-    agent_id: &str,
+    agent_id: &AgentId,
     as_callee_only: bool,
 ) -> Result<Binding, ApiError> {
     let id = path_param(request, "binding_id")?;
@@ -148,7 +149,7 @@ async fn binding_of(
 /// `POST /v1/agents/{agent}/agents/{binding_id}/approve`: `{agent}` is the callee; its owner or
 /// an admin approves.
 pub async fn approve(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let callee = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let mut binding = binding_of(app, &request, &callee.id, true).await?;
     if binding.revoked {
@@ -177,7 +178,7 @@ pub async fn approve(app: &App, request: Request) -> HandlerResult {
 /// `DELETE /v1/agents/{agent}/agents/{binding_id}`: from either side; the row is kept and marked
 /// revoked.
 pub async fn revoke(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let mut binding = binding_of(app, &request, &agent.id, false).await?;
     if binding.revoked {

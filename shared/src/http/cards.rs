@@ -15,7 +15,7 @@ use crate::domain::card::{
 };
 use crate::domain::jcs::canonicalize;
 use crate::domain::signing::{may_retire, KeyPurpose, RetireRefusal};
-use crate::domain::{Agent, AgentName, AgentRef, AgentStatus, Principal, PrincipalKind};
+use crate::domain::{Agent, AgentName, AgentRef, AgentStatus, Principal, TenantPrincipal};
 use crate::error::{json_response, ApiError};
 use crate::store::{AuditEntry, SigningKeyRecord};
 
@@ -43,13 +43,13 @@ fn base_url(config: &Config, request: &Request) -> Result<String, ApiError> {
     })
 }
 
-fn tenant_principal(principal: &Principal) -> Result<(), ApiError> {
-    if principal.kind == PrincipalKind::Operator {
-        return Err(ApiError::Forbidden(
+async fn card_reader(app: &App, request: &Request) -> Result<TenantPrincipal, ApiError> {
+    match app.authenticate(request.headers()).await? {
+        Principal::Tenant(principal) => Ok(principal),
+        Principal::Operator => Err(ApiError::Forbidden(
             "cards are read with a key of the tenant".into(),
-        ));
+        )),
     }
-    Ok(())
 }
 
 async fn signed_card(app: &App, request: &Request, agent: &Agent) -> Result<Value, ApiError> {
@@ -95,8 +95,7 @@ fn cacheable(request: &Request, body: &Value) -> Response<Body> {
 
 /// `GET /v1/agents/{agent}/.well-known/agent-card.json`.
 pub async fn get_card(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
-    tenant_principal(&principal)?;
+    let principal = card_reader(app, &request).await?;
     let segment = path_param(&request, "agent")?;
     let agent = app
         .store
@@ -159,8 +158,7 @@ fn cards_cursor(request: &Request) -> Result<Option<String>, ApiError> {
 /// at a time (`{cards, next_cursor}`). Retired agents are skipped within a page, so a page may
 /// be short while `next_cursor` still leads on.
 pub async fn list_cards(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
-    tenant_principal(&principal)?;
+    let principal = card_reader(app, &request).await?;
     let (limit, after) = (cards_limit(&request)?, cards_cursor(&request)?);
     let (agents, more) = app
         .store
@@ -219,7 +217,7 @@ fn public_key(record: &SigningKeyRecord) -> Result<ed25519_dalek::VerifyingKey, 
 }
 
 fn operator_only(principal: &Principal) -> Result<(), ApiError> {
-    if principal.kind != PrincipalKind::Operator {
+    if *principal != Principal::Operator {
         return Err(ApiError::Forbidden(
             "only the operator manages signing keys".into(),
         ));
@@ -321,7 +319,7 @@ fn tool_json(tool: &Tool) -> Value {
 
 /// `PUT /v1/agents/{agent}/tools/{tool}` `{description, tags?}` (owner or admin).
 pub async fn put_tool(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let name = parse_tool_name(&path_param(&request, "tool")?)?;
     let body = json_object(&request)?;
@@ -384,7 +382,7 @@ fn tools_changed() -> ApiError {
 
 /// `DELETE /v1/agents/{agent}/tools/{tool}` (owner or admin).
 pub async fn delete_tool(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let name = parse_tool_name(&path_param(&request, "tool")?)?;
     let audit = AuditEntry::new(
@@ -410,7 +408,7 @@ pub async fn delete_tool(app: &App, request: Request) -> HandlerResult {
 
 /// `GET /v1/agents/{agent}/tools`.
 pub async fn list_tools(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent =
         super::agents::visible_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let tools = app.store.list_tools(&agent.id).await?;
@@ -419,7 +417,7 @@ pub async fn list_tools(app: &App, request: Request) -> HandlerResult {
 
 /// `GET /v1/calls?root_call_id=` (admin, viewer): every call of one lineage tree.
 pub async fn list_calls(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     if !principal.reads_all_tasks() {
         return Err(ApiError::Forbidden(
             "the ledger is for admins and viewers".into(),

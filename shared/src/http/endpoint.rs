@@ -13,7 +13,7 @@ use crate::push::endpoint::{parse_auth, Endpoint};
 use crate::store::AuditEntry;
 
 pub async fn put(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let mut agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let body = json_object(&request)?;
     only_fields(
@@ -111,11 +111,9 @@ pub async fn put(app: &App, request: Request) -> HandlerResult {
 /// `GET /v1/agents/{agent}/tasks/{task_id}/attempts`: the push delivery attempts of a task, for
 /// the callee's owner or an admin.
 pub async fn attempts(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let callee = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
-    let task_id = uuid::Uuid::parse_str(&path_param(&request, "task_id")?)
-        .map_err(|_| ApiError::TaskNotFound)?
-        .to_string();
+    let task_id = super::tasks::task_id_param(&request)?;
     match app.store.get_task(&task_id).await? {
         Some(task) if task.callee_agent_id == callee.id => {}
         _ => return Err(ApiError::TaskNotFound),

@@ -6,12 +6,14 @@ use serde_json::{json, Value};
 
 use super::{created, json_object, ok, only_fields, path_param, text_field, HandlerResult};
 use crate::app::App;
+use crate::domain::ids::MemberId;
+use crate::domain::ids::{KeyId, TenantId};
 use crate::domain::keys::{self, KeyKind};
-use crate::domain::{clock, Principal};
+use crate::domain::{clock, TenantPrincipal};
 use crate::error::ApiError;
 use crate::store::{AuditEntry, KeyInfo, KeyOwner, KeyRecord, MemberRecord, NewKey, RevokeRefusal};
 
-fn require_admin(principal: &Principal, what: &str) -> Result<(), ApiError> {
+fn require_admin(principal: &TenantPrincipal, what: &str) -> Result<(), ApiError> {
     if principal.is_admin() {
         Ok(())
     } else {
@@ -30,9 +32,9 @@ fn key_kind(role: &str) -> Option<KeyKind> {
 
 /// A new key for `member`, with its one-time secret.
 fn new_member_key(
-    tenant_id: &str,
+    tenant_id: &TenantId,
     member: &MemberRecord,
-    key_id: &str,
+    key_id: &KeyId,
 ) -> Result<(NewKey, String), ApiError> {
     let kind = key_kind(&member.role)
         .ok_or_else(|| ApiError::internal(format!("member of role {:?}", member.role)))?;
@@ -40,10 +42,10 @@ fn new_member_key(
     let new = NewKey {
         hash: keys::hash(&key),
         record: KeyRecord {
-            tenant_id: tenant_id.to_owned(),
+            tenant_id: tenant_id.clone(),
             principal_kind: member.role.clone(),
-            principal_id: member.member_id.clone(),
-            key_id: key_id.to_owned(),
+            principal_id: member.member_id.to_string(),
+            key_id: key_id.clone(),
             suspended: false,
             last_used_at: None,
         },
@@ -53,7 +55,7 @@ fn new_member_key(
 
 /// `POST /v1/members` `{name, role}`.
 pub async fn create(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     require_admin(&principal, "add members")?;
     let body = json_object(&request)?;
     only_fields(&body, &["name", "role"])?;
@@ -66,13 +68,14 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
             ApiError::InvalidRequest("role is required: admin, member or viewer".into())
         })?;
     let member = MemberRecord {
-        member_id: uuid::Uuid::new_v4().to_string(),
+        member_id: MemberId::generate(),
         name,
         role: role.to_owned(),
         created_at: clock::now(),
     };
     // A member's first key has the member's id, as before keys could be listed.
-    let (new, key) = new_member_key(&principal.tenant_id, &member, &member.member_id)?;
+    let first_key_id = KeyId::from(member.member_id.as_str());
+    let (new, key) = new_member_key(&principal.tenant_id, &member, &first_key_id)?;
     let audit = AuditEntry::new(
         &principal,
         &format!("member.create.{role}"),
@@ -92,7 +95,7 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
 
 /// `GET /v1/members`: every member with every key it ever held (never a secret).
 pub async fn list(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     require_admin(&principal, "list members")?;
     let members = app.store.list_members(&principal.tenant_id).await?;
     let listed = members.iter().map(|member| async move {
@@ -115,10 +118,10 @@ pub async fn list(app: &App, request: Request) -> HandlerResult {
 
 async fn member_of(
     app: &App,
-    principal: &Principal,
+    principal: &TenantPrincipal,
     request: &Request,
 ) -> Result<MemberRecord, ApiError> {
-    let member_id = path_param(request, "member_id")?;
+    let member_id = MemberId::from(path_param(request, "member_id")?);
     app.store
         .find_member(&principal.tenant_id, &member_id)
         .await?
@@ -127,11 +130,11 @@ async fn member_of(
 
 /// `POST /v1/members/{member_id}/keys`: another key for a member.
 pub async fn create_key(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     require_admin(&principal, "issue member keys")?;
     let member = member_of(app, &principal, &request).await?;
     super::agents::room_for_another_key(app, KeyOwner::Member(&member.member_id)).await?;
-    let key_id = uuid::Uuid::new_v4().to_string();
+    let key_id = KeyId::generate();
     let (new, key) = new_member_key(&principal.tenant_id, &member, &key_id)?;
     let audit = AuditEntry::new(&principal, "member.key.issue", &member.member_id);
     app.store.put_member_key(&new, &audit).await?;
@@ -141,11 +144,11 @@ pub async fn create_key(app: &App, request: Request) -> HandlerResult {
 /// `DELETE /v1/members/{member_id}/keys/{key_id}`: revokes a member's key; never the tenant's
 /// last live admin key (`409 conflict`), so a tenant cannot lock itself out.
 pub async fn revoke_key(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     require_admin(&principal, "revoke member keys")?;
     let member = member_of(app, &principal, &request).await?;
-    let key_id = path_param(&request, "key_id")?;
-    let admin_of = (member.role == "admin").then_some(principal.tenant_id.as_str());
+    let key_id = KeyId::from(path_param(&request, "key_id")?);
+    let admin_of = (member.role == "admin").then_some(&principal.tenant_id);
     let audit = AuditEntry::new(&principal, "member.key.revoke", &member.member_id);
     match app
         .store

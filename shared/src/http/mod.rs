@@ -21,8 +21,9 @@ use serde_json::Value;
 use crate::app::App;
 use crate::config::API_MAX_WAIT_SECONDS;
 use crate::domain::content::{PackedBody, INLINE_BODY_BYTES, MAX_TASK_CONTENT_BYTES};
+use crate::domain::ids::{TaskId, TenantId};
 use crate::domain::keys::{self, KeyKind};
-use crate::domain::{Message, Principal, Task};
+use crate::domain::{Message, Task, TenantPrincipal};
 use crate::error::{json_response, ApiError};
 use crate::store::{AuditEntry, PollSlot, MAX_POLLS_PER_AGENT};
 
@@ -152,8 +153,8 @@ pub(crate) async fn store_message(
 
 /// A message packed for task `task_id` of `tenant_id`, not stored yet.
 pub(crate) fn pack_message(
-    tenant_id: &str,
-    task_id: &str,
+    tenant_id: &TenantId,
+    task_id: &TaskId,
     message: &Message,
 ) -> Result<PackedBody, ApiError> {
     let value = serde_json::to_value(message).map_err(ApiError::internal)?;
@@ -176,7 +177,12 @@ pub(crate) fn content_too_large() -> ApiError {
 /// Puts a task action that took effect on the audit log. The action is on the record already
 /// (in the task), so a failure here is logged, never answered: that would invite a retry of
 /// something done.
-pub(crate) async fn audit_task_action(app: &App, principal: &Principal, action: &str, task: &Task) {
+pub(crate) async fn audit_task_action(
+    app: &App,
+    principal: &TenantPrincipal,
+    action: &str,
+    task: &Task,
+) {
     let entry = AuditEntry::for_task(principal, action, &task.id, &task.call_id);
     record_task_action(app, &entry).await;
 }
@@ -192,7 +198,7 @@ async fn record_task_action(app: &App, entry: &AuditEntry) {
 /// bodies are read back (neither waits on the other).
 pub(crate) async fn audited_task_ok(
     app: &App,
-    principal: &Principal,
+    principal: &TenantPrincipal,
     action: &str,
     task: Task,
     written: &[&PackedBody],
@@ -209,7 +215,7 @@ pub(crate) async fn audited_task_ok(
 /// it holds [`MAX_POLLS_PER_AGENT`] already; no slot is needed to wait for nothing.
 pub(crate) async fn poll_slot(
     app: &App,
-    principal: &Principal,
+    principal: &TenantPrincipal,
     wait: Duration,
 ) -> Result<Option<PollSlot>, ApiError> {
     if wait.is_zero() {
@@ -231,7 +237,7 @@ pub(crate) async fn poll_slot(
 /// Runs `work` holding a long-poll slot for `wait` (see [`poll_slot`]) and gives it back after.
 pub(crate) async fn with_poll_slot<T>(
     app: &App,
-    principal: &Principal,
+    principal: &TenantPrincipal,
     wait: Duration,
     work: impl std::future::Future<Output = Result<T, ApiError>>,
 ) -> Result<T, ApiError> {

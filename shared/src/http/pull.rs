@@ -12,11 +12,12 @@ use super::{
 use crate::app::App;
 use crate::bodies::BodyError;
 use crate::domain::content::{PackedBody, MAX_TASK_CONTENT_BYTES};
+use crate::domain::ids::{AgentId, TaskId, TenantId};
 use crate::domain::message::Role;
 use crate::domain::task::{
     PackedResult, ResultRejection, TaskResult, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES,
 };
-use crate::domain::{clock, Message, Principal, Task, TaskState};
+use crate::domain::{clock, Message, Task, TaskState, TenantPrincipal};
 use crate::error::ApiError;
 use crate::store::{ClaimOutcome, TaskTransition};
 
@@ -26,7 +27,7 @@ const CONTENDED_RETRIES: u32 = 8;
 /// `GET /v1/agents/me/tasks/next?wait=N`: 200 with the claimed task (now `working`), or 204 when
 /// nothing arrived within `wait`. At most one queue read per poll interval while idle.
 pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent_id = agent_principal(&principal, "claiming tasks")?;
     let wait = wait_param(&request, app)?;
     with_poll_slot(
@@ -41,8 +42,8 @@ pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
 /// Claims within `wait`: the claimed task, or `204` when nothing arrived.
 async fn claim_within(
     app: &App,
-    principal: &Principal,
-    agent_id: &str,
+    principal: &TenantPrincipal,
+    agent_id: &AgentId,
     wait: std::time::Duration,
 ) -> HandlerResult {
     let until = Instant::now() + wait;
@@ -79,8 +80,8 @@ async fn claim_within(
 async fn hand_over(
     app: &App,
     mut task: Task,
-    tenant_id: &str,
-    agent_id: &str,
+    tenant_id: &TenantId,
+    agent_id: &AgentId,
 ) -> Result<Option<Task>, ApiError> {
     let error = match app.bodies.resolve(&mut task, &[]).await {
         Ok(()) => return Ok(Some(task)),
@@ -106,9 +107,9 @@ async fn hand_over(
 /// callee holds the task, read first so that nothing is stored for a write that would be refused.
 async fn check_held_before_storing(
     app: &App,
-    task_id: &str,
-    tenant_id: &str,
-    agent_id: &str,
+    task_id: &TaskId,
+    tenant_id: &TenantId,
+    agent_id: &AgentId,
     bodies: &[&PackedBody],
 ) -> Result<(), ApiError> {
     if bodies.iter().all(|body| body.offload.is_none()) {
@@ -129,7 +130,7 @@ async fn check_held_before_storing(
 /// `POST /v1/agents/me/tasks/{id}/result` with a TaskResultIn: only the callee holding the task,
 /// only while it is `working`.
 pub async fn post_result(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent_id = agent_principal(&principal, "posting a result")?;
     let task_id = task_id_param(&request)?;
     let body = json_body(&request)?;
@@ -165,7 +166,7 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
 }
 
 /// Whether `task` is a working task of this callee, before its deadline.
-fn held_in_time(task: &Task, tenant_id: &str, agent_id: &str) -> bool {
+fn held_in_time(task: &Task, tenant_id: &TenantId, agent_id: &AgentId) -> bool {
     task.tenant_id == tenant_id
         && task.callee_agent_id == agent_id
         && task.state == TaskState::Working
@@ -178,8 +179,8 @@ fn held_in_time(task: &Task, tenant_id: &str, agent_id: &str) -> bool {
 async fn refused_to_callee(
     app: &App,
     current: Task,
-    tenant_id: &str,
-    agent_id: &str,
+    tenant_id: &TenantId,
+    agent_id: &AgentId,
 ) -> Result<ApiError, ApiError> {
     if current.tenant_id != tenant_id {
         return Ok(ApiError::TaskNotFound);
@@ -199,7 +200,7 @@ async fn refused_to_callee(
 /// working task says what it is doing. The state stays `working`; the message becomes the
 /// task's status message and joins its history. The claim deadline is not moved.
 pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent_id = agent_principal(&principal, "reporting progress")?;
     let task_id = task_id_param(&request)?;
     let body = json_object(&request)?;

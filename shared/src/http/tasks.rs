@@ -16,7 +16,10 @@ use crate::bodies::resolve_from_memory;
 use crate::domain::binding::{admit, binding_id, RefusalReason};
 use crate::domain::content::{PackedBody, INLINE_BODY_BYTES};
 use crate::domain::task::{keyed_task_id, Delivery, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
-use crate::domain::{clock, Agent, AgentRef, Message, Principal, PrincipalKind, Task, TaskState};
+use crate::domain::{
+    clock, Agent, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TaskState,
+    TenantPrincipal,
+};
 use crate::error::{json_response, ApiError};
 use crate::store::PollSlot;
 use crate::store::{
@@ -26,10 +29,13 @@ use crate::store::{
 /// The header that names the governed call which caused this one.
 pub const PARENT_CALL_HEADER: &str = "x-parent-call";
 
-pub(super) fn agent_principal(principal: &Principal, what: &str) -> Result<String, ApiError> {
+pub(super) fn agent_principal(
+    principal: &TenantPrincipal,
+    what: &str,
+) -> Result<AgentId, ApiError> {
     principal
         .agent_id()
-        .map(str::to_owned)
+        .cloned()
         .ok_or_else(|| ApiError::Forbidden(format!("{what} needs an agent key")))
 }
 
@@ -52,7 +58,7 @@ fn caller_message(body: &serde_json::Map<String, Value>, when: &str) -> Result<M
 /// Refuses a task open: the precise reason to the audit log, one 403 to the caller.
 async fn refuse(
     app: &App,
-    principal: &Principal,
+    principal: &TenantPrincipal,
     target: &str,
     reason: RefusalReason,
     call_id: &str,
@@ -64,16 +70,16 @@ async fn refuse(
 /// caller.
 async fn refuse_action(
     app: &App,
-    principal: &Principal,
+    principal: &TenantPrincipal,
     action: &str,
     target: &str,
     reason: RefusalReason,
     call_id: &str,
-    task_id: Option<&str>,
+    task_id: Option<&TaskId>,
 ) -> ApiError {
     let mut entry = AuditEntry::new(principal, action, target).refused(reason.as_str());
     entry.call_id = Some(call_id.to_owned());
-    entry.task_id = task_id.map(str::to_owned);
+    entry.task_id = task_id.cloned();
     tracing::info!(action, reason = reason.as_str(), "call refused");
     match app.store.record_refusal(&entry).await {
         Ok(()) => ApiError::NotPermitted,
@@ -85,9 +91,9 @@ async fn refuse_action(
 /// The refusal reason for a caller whose open failed the binding or callee check.
 async fn refusal_reason(
     app: &App,
-    principal: &Principal,
-    caller_id: &str,
-    callee_id: &str,
+    principal: &TenantPrincipal,
+    caller_id: &AgentId,
+    callee_id: &AgentId,
 ) -> Result<RefusalReason, ApiError> {
     let callee = app
         .store
@@ -108,8 +114,8 @@ async fn refusal_reason(
 /// transaction checks the same again at the instant it writes.
 async fn precheck_refusal(
     app: &App,
-    principal: &Principal,
-    caller_id: &str,
+    principal: &TenantPrincipal,
+    caller_id: &AgentId,
     callee: &Agent,
 ) -> Result<Option<RefusalReason>, ApiError> {
     let binding = app
@@ -141,7 +147,7 @@ fn parent_call(request: &Request) -> Result<Option<String>, ApiError> {
 
 /// `POST /v1/agents/{callee}/tasks?wait=N` with `{"message": Message, "context_id"?}`.
 pub async fn open(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let caller_id = agent_principal(&principal, "opening a task")?;
     let callee_segment = path_param(&request, "agent")?;
     let wait = wait_param(&request, app)?;
@@ -203,7 +209,7 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
     let now = clock::now();
     let task_id = match &message.message_id {
         Some(message_id) => keyed_task_id(&caller_id, &callee.id, message_id),
-        None => uuid::Uuid::new_v4().to_string(),
+        None => TaskId::generate(),
     };
     let keyed = message.message_id.is_some();
     let input = serde_json::to_value(&message).map_err(ApiError::internal)?;
@@ -320,16 +326,14 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
 /// it stands now (waited on like a new one), and nothing written again.
 async fn replay_open(
     app: &App,
-    principal: &Principal,
-    callee_id: &str,
+    principal: &TenantPrincipal,
+    callee_id: &AgentId,
     task: Task,
     wait: Duration,
     written: &PackedBody,
 ) -> HandlerResult {
     // The id is derived from this caller and callee; anything else under it is not theirs.
-    if Some(task.caller_agent_id.as_str()) != principal.agent_id()
-        || task.callee_agent_id != callee_id
-    {
+    if Some(&task.caller_agent_id) != principal.agent_id() || task.callee_agent_id != callee_id {
         return Err(ApiError::internal(format!(
             "task {} under a derived id belongs to another caller or callee",
             task.id
@@ -345,7 +349,7 @@ async fn replay_open(
 /// wrote it, never an error that would invite the caller to open it again.
 async fn opened_response(
     app: &App,
-    principal: &Principal,
+    principal: &TenantPrincipal,
     task: Task,
     wait: Duration,
     written: &PackedBody,
@@ -417,8 +421,8 @@ pub(crate) async fn expire_if_overdue(app: &App, task: Task) -> Result<Task, Api
 /// one `404`, whether it exists or not.
 async fn readable_task(
     app: &App,
-    principal: &Principal,
-    task_id: &str,
+    principal: &TenantPrincipal,
+    task_id: &TaskId,
     segment: &str,
 ) -> Result<Task, ApiError> {
     let task = app
@@ -435,7 +439,7 @@ async fn readable_task(
 
 async fn may_read(
     app: &App,
-    principal: &Principal,
+    principal: &TenantPrincipal,
     task: &Task,
     segment: &str,
 ) -> Result<bool, ApiError> {
@@ -461,21 +465,20 @@ async fn may_read(
             }
             Ok(false)
         }
-        PrincipalKind::Operator => Ok(false),
     }
 }
 
-pub(super) fn task_id_param(request: &Request) -> Result<String, ApiError> {
+pub(super) fn task_id_param(request: &Request) -> Result<TaskId, ApiError> {
     let text = path_param(request, "task_id")?;
     // A malformed id names no task: the same 404 as any task the reader may not see.
     uuid::Uuid::parse_str(&text)
-        .map(|id| id.to_string())
+        .map(|id| TaskId::from(id.to_string()))
         .map_err(|_| ApiError::TaskNotFound)
 }
 
 /// `GET /v1/agents/{callee}/tasks/{id}?wait=N`.
 pub async fn get(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let segment = path_param(&request, "agent")?;
     let wait = wait_param(&request, app)?;
     let task_id = task_id_param(&request)?;
@@ -493,10 +496,10 @@ pub async fn get(app: &App, request: Request) -> HandlerResult {
 /// `POST /v1/agents/{callee}/tasks/{id}/cancel`: only the caller; canceling a finished task
 /// returns it unchanged.
 pub async fn cancel(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let segment = path_param(&request, "agent")?;
     let task_id = task_id_param(&request)?;
-    let Some(caller_id) = principal.agent_id().map(str::to_owned) else {
+    let Some(caller_id) = principal.agent_id().cloned() else {
         let task = app
             .store
             .get_task(&task_id)
@@ -545,14 +548,14 @@ pub async fn cancel(app: &App, request: Request) -> HandlerResult {
 /// holds only over a live binding to an active callee; a refusal is the one 403 with the reason
 /// on the audit log.
 pub async fn add_message(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate(request.headers()).await?;
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
     let segment = path_param(&request, "agent")?;
     let task_id = task_id_param(&request)?;
     let body = json_object(&request)?;
     only_fields(&body, &["message"])?;
     let message = caller_message(&body, "answering a task")?;
     let task = readable_task(app, &principal, &task_id, &segment).await?;
-    if principal.agent_id() != Some(task.caller_agent_id.as_str()) {
+    if principal.agent_id() != Some(&task.caller_agent_id) {
         return Err(ApiError::Forbidden(
             "only the caller may answer a task's question".into(),
         ));

@@ -5,14 +5,15 @@ use serde_json::json;
 
 use super::{created, json_object, only_fields, text_field, HandlerResult};
 use crate::app::App;
+use crate::domain::ids::{KeyId, MemberId};
 use crate::domain::keys::{self, KeyKind};
-use crate::domain::{clock, PrincipalKind};
+use crate::domain::{clock, Principal, TenantId};
 use crate::error::ApiError;
 use crate::store::{AuditEntry, KeyRecord, MemberRecord, NewKey};
 
 pub async fn create(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate(request.headers()).await?;
-    if principal.kind != PrincipalKind::Operator {
+    if principal != Principal::Operator {
         return Err(ApiError::Forbidden(
             "only the operator key may create tenants".into(),
         ));
@@ -20,8 +21,8 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
     let body = json_object(&request)?;
     only_fields(&body, &["name"])?;
     let name = text_field(&body, "name", 200)?;
-    let tenant_id = uuid::Uuid::new_v4().to_string();
-    let admin_id = uuid::Uuid::new_v4().to_string();
+    let tenant_id = TenantId::generate();
+    let admin_id = MemberId::generate();
     let admin_key = super::new_key(KeyKind::Admin)?;
     let admin = MemberRecord {
         member_id: admin_id.clone(),
@@ -34,14 +35,13 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
         record: KeyRecord {
             tenant_id: tenant_id.clone(),
             principal_kind: "admin".into(),
-            principal_id: admin_id.clone(),
-            key_id: admin_id,
+            principal_id: admin_id.to_string(),
+            key_id: KeyId::from(admin_id.as_str()),
             suspended: false,
             last_used_at: None,
         },
     };
-    let mut audit = AuditEntry::new(&principal, "tenant.create", &tenant_id);
-    audit.tenant_id = tenant_id.clone();
+    let audit = AuditEntry::by_operator(tenant_id.clone(), "tenant.create", &tenant_id);
     app.store
         .create_tenant(&tenant_id, &name, &admin, &new_key, &audit)
         .await?;

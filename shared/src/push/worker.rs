@@ -25,7 +25,7 @@ use super::verdict::{judge, RetrySchedule, Verdict};
 use crate::bodies::{Bodies, BodyError};
 use crate::domain::content::MAX_TASK_CONTENT_BYTES;
 use crate::domain::task::{Delivery, PackedResult, TaskResult};
-use crate::domain::{clock, AgentRef, Task, TaskState};
+use crate::domain::{clock, AgentRef, Task, TaskId, TaskState};
 use crate::signing::SigningCache;
 use crate::store::{Attempt, Store, StoreError, TaskTransition};
 use crate::vault::Vault;
@@ -82,7 +82,7 @@ impl Worker {
     pub async fn handle(&self, job: &Job) -> JobOutcome {
         let task_id = match serde_json::from_str::<Value>(&job.body)
             .ok()
-            .and_then(|body| body.get("task_id")?.as_str().map(str::to_owned))
+            .and_then(|body| body.get("task_id")?.as_str().map(TaskId::from))
         {
             Some(task_id) => task_id,
             None => {
@@ -105,7 +105,7 @@ impl Worker {
     /// One attempt at the task's current delivery. The attempt is counted (by the lease) only
     /// once everything the POST needs is in hand, and the attempt record is written after the
     /// outcome, so neither trouble before the POST nor a failed record costs the task anything.
-    async fn deliver(&self, task_id: &str) -> Result<JobOutcome, StoreError> {
+    async fn deliver(&self, task_id: &TaskId) -> Result<JobOutcome, StoreError> {
         let Some(task) = self.store.get_task(task_id).await? else {
             return Ok(JobOutcome::Done);
         };
@@ -273,7 +273,7 @@ impl Worker {
         token: &str,
         verdict: Verdict,
     ) -> Result<JobOutcome, StoreError> {
-        let task_id = task.id.as_str();
+        let task_id = &task.id;
         match verdict {
             Verdict::Answered(result) => self.apply_answer(task, token, &result).await,
             Verdict::Accepted => {
@@ -321,7 +321,7 @@ impl Worker {
         token: &str,
         result: &TaskResult,
     ) -> Result<JobOutcome, StoreError> {
-        let task_id = task.id.as_str();
+        let task_id = &task.id;
         let result = PackedResult::pack(&task.tenant_id, task_id, result);
         if task.would_overflow(result.content_bytes()) {
             let error = format!(

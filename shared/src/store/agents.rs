@@ -1,16 +1,17 @@
 //! Agents, stored under their id and under their tenant and name with the same attributes.
 
+use crate::domain::ids::{AgentId, TenantId};
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 
 use super::item::{json, key, n, opt_s, s, Item, Reader};
 use super::{classify, AuditEntry, Store, StoreError};
 use crate::domain::{Agent, AgentRef, AgentStatus};
 
-fn id_key(agent_id: &str) -> Item {
+fn id_key(agent_id: &AgentId) -> Item {
     key(format!("AGENT#{agent_id}"), "AGENT")
 }
 
-fn name_key(tenant_id: &str, name: &str) -> Item {
+fn name_key(tenant_id: &TenantId, name: &str) -> Item {
     key(format!("TENANT#{tenant_id}"), format!("AGENT#{name}"))
 }
 
@@ -54,11 +55,11 @@ impl TryFrom<&Item> for Agent {
         let read = Reader(item);
         let status = read.s("status")?;
         Ok(Agent {
-            id: read.s("id")?,
-            tenant_id: read.s("tenant_id")?,
+            id: read.id("id")?,
+            tenant_id: read.id("tenant_id")?,
             name: read.s("name")?,
             description: read.opt_s("description")?,
-            owner_member_id: read.opt_s("owner_member_id")?,
+            owner_member_id: read.opt_id("owner_member_id")?,
             status: AgentStatus::parse(&status)
                 .map_err(|_| StoreError::Corrupt(format!("agent status {status:?}")))?,
             endpoint: read.opt_json("endpoint")?,
@@ -140,11 +141,14 @@ impl Store {
     /// caller decides what another tenant's agent means); a name only within the tenant.
     pub async fn find_agent(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         reference: &AgentRef,
     ) -> Result<Option<Agent>, StoreError> {
         match reference {
-            AgentRef::Id(id) => self.get_agent_at(id_key(&id.to_string())).await,
+            AgentRef::Id(id) => {
+                self.get_agent_at(id_key(&AgentId::from(id.to_string())))
+                    .await
+            }
             AgentRef::Name(name) => self.get_agent_at(name_key(tenant_id, name.as_str())).await,
             AgentRef::Unknown => Ok(None),
         }
@@ -155,7 +159,7 @@ impl Store {
     /// to continue after when the store holds more.
     pub async fn list_agents_page(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         after: Option<&str>,
         limit: i32,
     ) -> Result<(Vec<Agent>, Option<String>), StoreError> {
@@ -185,7 +189,7 @@ impl Store {
         Ok((agents, next))
     }
 
-    pub async fn list_agents(&self, tenant_id: &str) -> Result<Vec<Agent>, StoreError> {
+    pub async fn list_agents(&self, tenant_id: &TenantId) -> Result<Vec<Agent>, StoreError> {
         let items = self
             .query_prefix(format!("TENANT#{tenant_id}"), "AGENT#")
             .await?;

@@ -4,14 +4,14 @@ use serde_json::{json, Value};
 
 use super::item::{key, n, opt_s, s, Item, Reader};
 use super::{classify, Store, StoreError};
-use crate::domain::{clock, Principal};
+use crate::domain::{clock, TaskId, TenantId, TenantPrincipal};
 
 /// One audit entry. `reason` carries the precise cause of a refusal, which the refused caller
 /// never sees.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEntry {
     pub id: String,
-    pub tenant_id: String,
+    pub tenant_id: TenantId,
     pub at: String,
     pub actor_kind: String,
     pub actor_id: String,
@@ -21,7 +21,7 @@ pub struct AuditEntry {
     pub outcome: String,
     pub reason: Option<String>,
     pub call_id: Option<String>,
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
     /// How many times the same refusal happened in this entry's minute (refusals are recorded
     /// once a minute per caller, target and reason, so one caller cannot flood the log).
     pub count: u64,
@@ -32,13 +32,34 @@ pub const REFUSAL_WINDOW_SECONDS: i64 = 60;
 
 impl AuditEntry {
     /// An entry for `actor` doing `action` on `target` now.
-    pub fn new(actor: &Principal, action: &str, target: &str) -> AuditEntry {
+    pub fn new(actor: &TenantPrincipal, action: &str, target: &str) -> AuditEntry {
+        AuditEntry::entry(
+            actor.tenant_id.clone(),
+            actor.kind_name(),
+            actor.id(),
+            action,
+            target,
+        )
+    }
+
+    /// An entry for the operator doing `action` on `target` in the tenant `tenant_id`.
+    pub fn by_operator(tenant_id: TenantId, action: &str, target: &str) -> AuditEntry {
+        AuditEntry::entry(tenant_id, "operator", "", action, target)
+    }
+
+    fn entry(
+        tenant_id: TenantId,
+        actor_kind: &str,
+        actor_id: &str,
+        action: &str,
+        target: &str,
+    ) -> AuditEntry {
         AuditEntry {
             id: uuid::Uuid::new_v4().to_string(),
-            tenant_id: actor.tenant_id.clone(),
+            tenant_id,
             at: clock::now(),
-            actor_kind: actor.kind_name().to_owned(),
-            actor_id: actor.id().to_owned(),
+            actor_kind: actor_kind.to_owned(),
+            actor_id: actor_id.to_owned(),
             action: action.to_owned(),
             target: target.to_owned(),
             outcome: "allowed".to_owned(),
@@ -50,9 +71,14 @@ impl AuditEntry {
     }
 
     /// An entry for `actor` doing `action` on the task `task_id` of the call `call_id`.
-    pub fn for_task(actor: &Principal, action: &str, task_id: &str, call_id: &str) -> AuditEntry {
+    pub fn for_task(
+        actor: &TenantPrincipal,
+        action: &str,
+        task_id: &TaskId,
+        call_id: &str,
+    ) -> AuditEntry {
         let mut entry = AuditEntry::new(actor, action, task_id);
-        entry.task_id = Some(task_id.to_owned());
+        entry.task_id = Some(task_id.clone());
         entry.call_id = Some(call_id.to_owned());
         entry
     }
@@ -108,7 +134,7 @@ impl TryFrom<&Item> for AuditEntry {
         let read = Reader(item);
         Ok(AuditEntry {
             id: read.s("id")?,
-            tenant_id: read.s("tenant_id")?,
+            tenant_id: read.id("tenant_id")?,
             at: read.s("at")?,
             actor_kind: read.s("actor_kind")?,
             actor_id: read.s("actor_id")?,
@@ -117,7 +143,7 @@ impl TryFrom<&Item> for AuditEntry {
             outcome: read.s("outcome")?,
             reason: read.opt_s("reason")?,
             call_id: read.opt_s("call_id")?,
-            task_id: read.opt_s("task_id")?,
+            task_id: read.opt_id("task_id")?,
             count: match item.get("count") {
                 Some(_) => read.n("count")?,
                 None => 1,
@@ -206,7 +232,7 @@ impl Store {
     /// Returns the entries and the sort key of the last one when more may follow.
     pub async fn list_audit(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         after: Option<&str>,
         limit: i32,
     ) -> Result<(Vec<AuditEntry>, Option<String>), StoreError> {

@@ -1,6 +1,7 @@
 //! Bindings: one row per (caller, callee) pair for its whole history, listed from either side
 //! through the sparse indexes.
 
+use crate::domain::ids::AgentId;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 
 use super::item::{key, opt_s, s, Item, Reader};
@@ -47,9 +48,9 @@ impl TryFrom<&Item> for Binding {
         let read = Reader(item);
         Ok(Binding {
             id: read.s("id")?,
-            tenant_id: read.s("tenant_id")?,
-            caller_agent_id: read.s("caller_agent_id")?,
-            callee_agent_id: read.s("callee_agent_id")?,
+            tenant_id: read.id("tenant_id")?,
+            caller_agent_id: read.id("caller_agent_id")?,
+            callee_agent_id: read.id("callee_agent_id")?,
             source: read.s("source")?,
             revoked: read.bool("revoked")?,
             approved_at: read.opt_s("approved_at")?,
@@ -103,7 +104,7 @@ impl Store {
     /// Bindings where `agent_id` is the caller (`outbound`) or the callee (inbound).
     pub async fn list_bindings(
         &self,
-        agent_id: &str,
+        agent_id: &AgentId,
         outbound: bool,
     ) -> Result<Vec<Binding>, StoreError> {
         let (index, pk) = if outbound {

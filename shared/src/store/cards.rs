@@ -2,6 +2,7 @@
 //! deliveries (public half in clear, private seed sealed by KMS), and the call records lineage
 //! queries read.
 
+use crate::domain::ids::{AgentId, TenantId};
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 use serde_json::{json, Value};
 
@@ -50,7 +51,7 @@ impl Store {
     /// that same read counted). Concurrent grants thus never take an agent past the cap.
     fn tool_count(
         &self,
-        agent_id: &str,
+        agent_id: &AgentId,
         seen: usize,
         next: usize,
     ) -> Result<TransactWriteItem, StoreError> {
@@ -71,7 +72,7 @@ impl Store {
     /// changed since `existing` was read.
     pub async fn put_tool(
         &self,
-        agent_id: &str,
+        agent_id: &AgentId,
         tool: &Tool,
         existing: &[Tool],
         audit: &AuditEntry,
@@ -109,7 +110,7 @@ impl Store {
     /// `false`, writing nothing, when the tools changed since `existing` was read.
     pub async fn delete_tool(
         &self,
-        agent_id: &str,
+        agent_id: &AgentId,
         tool: &str,
         existing: &[Tool],
         audit: &AuditEntry,
@@ -133,7 +134,7 @@ impl Store {
     }
 
     /// An agent's tool bindings, by name.
-    pub async fn list_tools(&self, agent_id: &str) -> Result<Vec<Tool>, StoreError> {
+    pub async fn list_tools(&self, agent_id: &AgentId) -> Result<Vec<Tool>, StoreError> {
         let items = self
             .query_prefix(format!("AGENT#{agent_id}"), "TOOL#")
             .await?;
@@ -272,7 +273,7 @@ impl Store {
     /// Every call of one lineage tree in a tenant, oldest first.
     pub async fn calls_of_root(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         root_call_id: &str,
     ) -> Result<Vec<Value>, StoreError> {
         let items: Vec<Item> = self

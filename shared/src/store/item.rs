@@ -8,8 +8,8 @@ use super::StoreError;
 
 pub type Item = HashMap<String, AttributeValue>;
 
-pub fn s(value: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(value.into())
+pub fn s(value: impl AsRef<str>) -> AttributeValue {
+    AttributeValue::S(value.as_ref().to_owned())
 }
 
 pub fn n(value: u64) -> AttributeValue {
@@ -34,7 +34,7 @@ pub fn json(value: &serde_json::Value) -> AttributeValue {
 }
 
 /// The primary key of an item.
-pub fn key(pk: impl Into<String>, sk: impl Into<String>) -> Item {
+pub fn key(pk: impl AsRef<str>, sk: impl AsRef<str>) -> Item {
     HashMap::from([("pk".to_owned(), s(pk)), ("sk".to_owned(), s(sk))])
 }
 
@@ -49,6 +49,16 @@ impl<'a> Reader<'a> {
                 "attribute {name}: expected a string, found {other:?}"
             ))),
         }
+    }
+
+    /// A string attribute holding a typed id.
+    pub fn id<T: From<String>>(&self, name: &str) -> Result<T, StoreError> {
+        self.s(name).map(T::from)
+    }
+
+    /// A string-or-null attribute holding a typed id.
+    pub fn opt_id<T: From<String>>(&self, name: &str) -> Result<Option<T>, StoreError> {
+        Ok(self.opt_s(name)?.map(T::from))
     }
 
     pub fn opt_s(&self, name: &str) -> Result<Option<String>, StoreError> {

@@ -6,6 +6,8 @@
 //! | key (hash → principal) | `KEY#{sha256}` | `KEY` |
 //! | the owner's record of a key | `AGENT#{id}` or `MEMBER#{id}` | `KEY#{key_id}` |
 
+use crate::domain::ids::KeyId;
+use crate::domain::ids::{AgentId, MemberId, TenantId};
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 use serde_json::{json, Value};
 
@@ -20,12 +22,12 @@ pub const MAX_LIVE_KEYS: usize = 20;
 /// What a key hash stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyRecord {
-    pub tenant_id: String,
+    pub tenant_id: TenantId,
     /// `admin`, `member`, `viewer` or `agent`.
     pub principal_kind: String,
     /// The member or agent id.
     pub principal_id: String,
-    pub key_id: String,
+    pub key_id: KeyId,
     /// Set while the key's agent is paused: the key authenticates nothing until it is active.
     pub suspended: bool,
     pub last_used_at: Option<String>,
@@ -34,8 +36,8 @@ pub struct KeyRecord {
 /// Who holds a key: the partition its owner's record of the key lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyOwner<'a> {
-    Agent(&'a str),
-    Member(&'a str),
+    Agent(&'a AgentId),
+    Member(&'a MemberId),
 }
 
 impl KeyOwner<'_> {
@@ -57,7 +59,7 @@ pub struct NewKey {
 /// A key as its owner's listing shows it (never the secret, never the hash).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyInfo {
-    pub key_id: String,
+    pub key_id: KeyId,
     pub hash: String,
     pub created_at: String,
     pub last_used_at: Option<String>,
@@ -106,11 +108,11 @@ impl Store {
         if record.suspended {
             by_hash.insert("suspended".into(), AttributeValue::Bool(true));
         }
-        let owner = match record.principal_kind.as_str() {
-            "agent" => KeyOwner::Agent(&record.principal_id),
-            _ => KeyOwner::Member(&record.principal_id),
+        let partition = match record.principal_kind.as_str() {
+            "agent" => KeyOwner::Agent(&AgentId::from(record.principal_id.as_str())).partition(),
+            _ => KeyOwner::Member(&MemberId::from(record.principal_id.as_str())).partition(),
         };
-        let mut pointer = key(owner.partition(), format!("KEY#{}", record.key_id));
+        let mut pointer = key(partition, format!("KEY#{}", record.key_id));
         pointer.insert("key_hash".into(), s(&new.hash));
         pointer.insert("created_at".into(), s(&now));
         Ok(vec![self.put_new(by_hash)?, self.put_new(pointer)?])
@@ -124,10 +126,10 @@ impl Store {
         };
         let read = Reader(item);
         Ok(Some(KeyRecord {
-            tenant_id: read.s("tenant_id")?,
+            tenant_id: read.id("tenant_id")?,
             principal_kind: read.s("principal_kind")?,
             principal_id: read.s("principal_id")?,
-            key_id: read.s("key_id")?,
+            key_id: read.id("key_id")?,
             suspended: matches!(item.get("suspended"), Some(AttributeValue::Bool(true))),
             last_used_at: read.opt_s("last_used_at")?,
         }))
@@ -181,7 +183,7 @@ impl Store {
         let keys = pointers.iter().map(|item| {
             let read = Reader(item);
             async move {
-                let hash = read.s("key_hash")?;
+                let hash: String = read.s("key_hash")?;
                 let revoked_at = read.opt_s("revoked_at")?;
                 let last_used_at = match revoked_at {
                     Some(_) => read.opt_s("last_used_at")?,
@@ -191,7 +193,7 @@ impl Store {
                     },
                 };
                 Ok::<_, StoreError>(KeyInfo {
-                    key_id: read.s("sk")?.trim_start_matches("KEY#").to_owned(),
+                    key_id: KeyId::from(read.s("sk")?.trim_start_matches("KEY#")),
                     hash,
                     created_at: read.s("created_at")?,
                     last_used_at,
@@ -209,9 +211,9 @@ impl Store {
     pub async fn revoke_key(
         &self,
         owner: KeyOwner<'_>,
-        key_id: &str,
+        key_id: &KeyId,
         audit: &AuditEntry,
-        admin_of: Option<&str>,
+        admin_of: Option<&TenantId>,
     ) -> Result<Result<String, RevokeRefusal>, StoreError> {
         let also = admin_of
             .map(|tenant_id| self.count_admin_keys(tenant_id, -1))

@@ -5,6 +5,7 @@
 //! copies of one SQS message never POST the same task at once, and every write that follows is
 //! conditioned on still holding that lease: an answer that arrives after a cancel is discarded.
 
+use crate::domain::ids::TaskId;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 
@@ -92,7 +93,7 @@ impl Store {
     /// falls due after the retry should have happened.
     pub async fn release_for_retry(
         &self,
-        task_id: &str,
+        task_id: &TaskId,
         token: &str,
         retry_in_seconds: u64,
     ) -> Result<TaskTransition, StoreError> {
@@ -111,7 +112,7 @@ impl Store {
     /// Applies the endpoint's answer, if this attempt still holds the lease.
     pub async fn apply_push_answer(
         &self,
-        task_id: &str,
+        task_id: &TaskId,
         token: &str,
         result: &PackedResult,
     ) -> Result<TaskTransition, StoreError> {
@@ -128,7 +129,7 @@ impl Store {
     /// claim deadline, like a pull callee that claimed the task.
     pub async fn accept_push(
         &self,
-        task_id: &str,
+        task_id: &TaskId,
         token: &str,
         timeout_seconds: u64,
     ) -> Result<TaskTransition, StoreError> {
@@ -154,7 +155,7 @@ impl Store {
     /// holds the lease; without one, only while no attempt holds a live lease.
     pub async fn fail_delivery(
         &self,
-        task_id: &str,
+        task_id: &TaskId,
         token: Option<&str>,
         error: &str,
     ) -> Result<TaskTransition, StoreError> {
@@ -182,7 +183,7 @@ impl Store {
     /// task-wide number, so a record never replaces another.
     pub async fn record_attempt(
         &self,
-        task_id: &str,
+        task_id: &TaskId,
         attempt: &Attempt,
         expires_at: Option<u64>,
     ) -> Result<(), StoreError> {
@@ -216,7 +217,7 @@ impl Store {
     }
 
     /// Every recorded attempt of a task, in order.
-    pub async fn list_attempts(&self, task_id: &str) -> Result<Vec<Attempt>, StoreError> {
+    pub async fn list_attempts(&self, task_id: &TaskId) -> Result<Vec<Attempt>, StoreError> {
         let items = self
             .query_prefix(format!("TASK#{task_id}"), "ATTEMPT#")
             .await?;
@@ -244,13 +245,13 @@ impl Store {
         shard: char,
         now: &str,
         limit: i32,
-    ) -> Result<Vec<(String, String)>, StoreError> {
+    ) -> Result<Vec<(TaskId, String)>, StoreError> {
         let items = self
             .query_due("gsi1", format!("OUTBOX#{shard}"), now, limit)
             .await?;
         items
             .iter()
-            .map(|item| Ok((Reader(item).s("id")?, Reader(item).s("gsi1sk")?)))
+            .map(|item| Ok((Reader(item).id("id")?, Reader(item).s("gsi1sk")?)))
             .collect()
     }
 
@@ -260,7 +261,7 @@ impl Store {
     pub async fn bump_index_entry(
         &self,
         index: &str,
-        task_id: &str,
+        task_id: &TaskId,
         seen: &str,
         seconds: u64,
     ) -> Result<bool, StoreError> {

@@ -5,6 +5,7 @@
 //! caller answered a question), a result only lands on a `working` task of that callee before its
 //! deadline, a cancel only moves an open task.
 
+use crate::domain::ids::{AgentId, TaskId, TenantId};
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
@@ -30,18 +31,18 @@ const UNCLAIMABLE_ERROR: &str =
 /// How many queued tasks a claim looks at per index read.
 const CLAIM_CANDIDATES: i32 = 16;
 
-pub(crate) fn task_key(task_id: &str) -> Item {
+pub(crate) fn task_key(task_id: &TaskId) -> Item {
     key(format!("TASK#{task_id}"), "TASK")
 }
 
 /// How long a push task may wait for its first delivery attempt before the sweeper re-enqueues it.
 pub const OUTBOX_GRACE_SECONDS: u64 = 60;
 
-pub(crate) fn outbox_shard(task_id: &str) -> String {
+pub(crate) fn outbox_shard(task_id: &TaskId) -> String {
     format!("OUTBOX#{}", task_id.chars().next().unwrap_or('0'))
 }
 
-pub(crate) fn deadline_shard(task_id: &str) -> String {
+pub(crate) fn deadline_shard(task_id: &TaskId) -> String {
     format!("DEADLINE#{}", task_id.chars().next().unwrap_or('0'))
 }
 
@@ -158,11 +159,11 @@ impl TryFrom<&Item> for Task {
             None => 0,
         };
         Ok(Task {
-            id: read.s("id")?,
-            tenant_id: read.s("tenant_id")?,
-            context_id: read.s("context_id")?,
-            caller_agent_id: read.s("caller_agent_id")?,
-            callee_agent_id: read.s("callee_agent_id")?,
+            id: read.id("id")?,
+            tenant_id: read.id("tenant_id")?,
+            context_id: read.id("context_id")?,
+            caller_agent_id: read.id("caller_agent_id")?,
+            callee_agent_id: read.id("callee_agent_id")?,
             callee_name: read.s("callee_name")?,
             state: TaskState::parse(&state)
                 .ok_or_else(|| StoreError::Corrupt(format!("task state {state:?}")))?,
@@ -204,7 +205,7 @@ impl TryFrom<&Item> for Task {
 /// A working task whose claim deadline passed, as the deadline index lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OverdueEntry {
-    pub task_id: String,
+    pub task_id: TaskId,
     pub deadline_at: String,
     pub timeout_seconds: u64,
     /// The entry's sort key on the index, to move it aside if it cannot be handled.
@@ -278,8 +279,8 @@ pub enum ClaimOutcome {
 fn held_by_callee(
     update: UpdateItemFluentBuilder,
     also: &str,
-    tenant_id: &str,
-    callee_id: &str,
+    tenant_id: &TenantId,
+    callee_id: &AgentId,
 ) -> UpdateItemFluentBuilder {
     update
         .condition_expression(format!(
@@ -407,7 +408,7 @@ impl Store {
     }
 
     /// A transaction item that holds only while the agent is active.
-    fn active_callee_check(&self, callee_id: &str) -> Result<TransactWriteItem, StoreError> {
+    fn active_callee_check(&self, callee_id: &AgentId) -> Result<TransactWriteItem, StoreError> {
         let check = build(
             ConditionCheck::builder()
                 .table_name(&self.table)
@@ -422,7 +423,7 @@ impl Store {
 
     /// The task, unless it does not exist or is past its retention (the store's time to live
     /// deletes such items some time later; until then they are already gone to every reader).
-    pub async fn get_task(&self, task_id: &str) -> Result<Option<Task>, StoreError> {
+    pub async fn get_task(&self, task_id: &TaskId) -> Result<Option<Task>, StoreError> {
         let output = self.get(task_key(task_id)).await?;
         let task = output.as_ref().map(Task::try_from).transpose()?;
         let now = clock::unix_now();
@@ -455,7 +456,7 @@ impl Store {
         }
     }
 
-    pub(crate) fn task_update(&self, task_id: &str) -> UpdateItemFluentBuilder {
+    pub(crate) fn task_update(&self, task_id: &TaskId) -> UpdateItemFluentBuilder {
         self.client
             .update_item()
             .table_name(&self.table)
@@ -467,7 +468,7 @@ impl Store {
     /// that concurrent pollers mostly try different tasks. A candidate that cannot be taken (an
     /// unreadable or oversized item left by an older version) is failed and passed over, so one
     /// task never stops its callee's queue.
-    pub async fn claim_next(&self, callee_id: &str) -> Result<ClaimOutcome, StoreError> {
+    pub async fn claim_next(&self, callee_id: &AgentId) -> Result<ClaimOutcome, StoreError> {
         let output = self
             .client
             .query()
@@ -488,7 +489,7 @@ impl Store {
         let start = u32::from_le_bytes(offset) as usize % candidates.len();
         for index in 0..candidates.len() {
             let candidate = Reader(&candidates[(start + index) % candidates.len()]);
-            let Ok(task_id) = candidate.s("id") else {
+            let Ok(task_id) = candidate.id::<TaskId>("id") else {
                 tracing::error!("a queue entry without a task id; skipped");
                 continue;
             };
@@ -510,8 +511,8 @@ impl Store {
     /// One claim attempt on one candidate: the task, or `None` when another poller took it.
     async fn claim_candidate(
         &self,
-        callee_id: &str,
-        task_id: &str,
+        callee_id: &AgentId,
+        task_id: &TaskId,
         candidate: &Reader<'_>,
     ) -> Result<Option<Task>, StoreError> {
         let timeout = candidate.n("claim_timeout_seconds")?;
@@ -539,7 +540,11 @@ impl Store {
     }
 
     /// Fails a queued task no claim can take, with a write that does not grow it.
-    async fn fail_unclaimable(&self, callee_id: &str, task_id: &str) -> Result<(), StoreError> {
+    async fn fail_unclaimable(
+        &self,
+        callee_id: &AgentId,
+        task_id: &TaskId,
+    ) -> Result<(), StoreError> {
         self.task_update(task_id)
             .update_expression(
                 "SET #state = :failed, #error = :error, status_timestamp = :now, updated_at = :now \
@@ -584,7 +589,7 @@ impl Store {
     /// `:room` this binds).
     pub(crate) fn answer_update(
         &self,
-        task_id: &str,
+        task_id: &TaskId,
         result: &PackedResult,
     ) -> UpdateItemFluentBuilder {
         let status_message = match &result.status_message {
@@ -627,9 +632,9 @@ impl Store {
     /// this tenant, before its deadline (or a push task still being delivered).
     pub async fn finish_task(
         &self,
-        task_id: &str,
-        tenant_id: &str,
-        callee_id: &str,
+        task_id: &TaskId,
+        tenant_id: &TenantId,
+        callee_id: &AgentId,
         result: &PackedResult,
     ) -> Result<TaskTransition, StoreError> {
         let update = held_by_callee(
@@ -646,9 +651,9 @@ impl Store {
     /// it and the answer still to come, and its body joins the task's content within the cap.
     pub async fn report_progress(
         &self,
-        task_id: &str,
-        tenant_id: &str,
-        callee_id: &str,
+        task_id: &TaskId,
+        tenant_id: &TenantId,
+        callee_id: &AgentId,
         message: &PackedBody,
     ) -> Result<TaskTransition, StoreError> {
         let update = self
@@ -756,9 +761,9 @@ impl Store {
     /// gave it; a task of another callee is left alone.
     pub async fn cancel_task(
         &self,
-        task_id: &str,
-        tenant_id: &str,
-        caller_id: &str,
+        task_id: &TaskId,
+        tenant_id: &TenantId,
+        caller_id: &AgentId,
         callee: &str,
     ) -> Result<TaskTransition, StoreError> {
         let update = self
@@ -786,7 +791,7 @@ impl Store {
     /// answered, canceled or re-claimed in the meantime is left alone.
     pub async fn expire_task(
         &self,
-        task_id: &str,
+        task_id: &TaskId,
         deadline_at: &str,
         timeout_seconds: u64,
     ) -> Result<TaskTransition, StoreError> {
@@ -817,7 +822,7 @@ impl Store {
             .iter()
             .filter_map(|item| {
                 let read = Reader(item);
-                let task_id = read.s("id").ok()?;
+                let task_id = read.id("id").ok()?;
                 Some(OverdueEntry {
                     index_key: read.s("gsi2sk").unwrap_or_default(),
                     deadline_at: read.s("deadline_at").unwrap_or_default(),
@@ -831,12 +836,12 @@ impl Store {
     /// The root of a call, if the call is on this ledger in this tenant.
     pub async fn call_root(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         call_id: &str,
     ) -> Result<Option<String>, StoreError> {
         let output = self.get(key(format!("CALL#{call_id}"), "CALL")).await?;
         match output.as_ref() {
-            Some(item) if Reader(item).s("tenant_id")? == tenant_id => {
+            Some(item) if Reader(item).id::<TenantId>("tenant_id")? == tenant_id => {
                 Ok(Some(Reader(item).s("root_call_id")?))
             }
             _ => Ok(None),

@@ -1,5 +1,6 @@
 //! Tenants and their members (the people behind admin, member and viewer keys).
 
+use crate::domain::ids::{MemberId, TenantId};
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use super::item::{key, n, s, Item, Reader};
@@ -10,14 +11,14 @@ use crate::domain::clock;
 /// A member as the tenant's listing shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberRecord {
-    pub member_id: String,
+    pub member_id: MemberId,
     pub name: String,
     /// `admin`, `member` or `viewer`.
     pub role: String,
     pub created_at: String,
 }
 
-fn member_items(tenant_id: &str, member: &MemberRecord) -> [Item; 2] {
+fn member_items(tenant_id: &TenantId, member: &MemberRecord) -> [Item; 2] {
     let mut by_id = key(format!("MEMBER#{}", member.member_id), "MEMBER");
     by_id.insert("tenant_id".into(), s(tenant_id));
     by_id.insert("member_id".into(), s(&member.member_id));
@@ -36,7 +37,7 @@ impl TryFrom<&Item> for MemberRecord {
     fn try_from(item: &Item) -> Result<MemberRecord, StoreError> {
         let read = Reader(item);
         Ok(MemberRecord {
-            member_id: read.s("member_id")?,
+            member_id: read.id("member_id")?,
             name: read.s("name")?,
             role: read.s("role")?,
             created_at: read.s("created_at")?,
@@ -49,7 +50,7 @@ impl Store {
     /// The tenant counts its live admin keys, so the last one can never be revoked.
     pub async fn create_tenant(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         name: &str,
         admin: &MemberRecord,
         admin_key: &NewKey,
@@ -73,7 +74,7 @@ impl Store {
     /// Creates a member with role `admin`, `member` or `viewer`, and its key.
     pub async fn create_member(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         member: &MemberRecord,
         member_key: &NewKey,
         audit: &AuditEntry,
@@ -95,7 +96,7 @@ impl Store {
     /// decrease only while another admin key stays live.
     pub(crate) fn count_admin_keys(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         change: i64,
     ) -> Result<TransactWriteItem, StoreError> {
         let mut update = Update::builder()
@@ -119,8 +120,8 @@ impl Store {
     /// Whether a member exists in the tenant.
     pub async fn member_exists(
         &self,
-        tenant_id: &str,
-        member_id: &str,
+        tenant_id: &TenantId,
+        member_id: &MemberId,
     ) -> Result<bool, StoreError> {
         Ok(self.find_member(tenant_id, member_id).await?.is_some())
     }
@@ -128,14 +129,14 @@ impl Store {
     /// The member of this tenant with this id.
     pub async fn find_member(
         &self,
-        tenant_id: &str,
-        member_id: &str,
+        tenant_id: &TenantId,
+        member_id: &MemberId,
     ) -> Result<Option<MemberRecord>, StoreError> {
         let output = self
             .get(key(format!("MEMBER#{member_id}"), "MEMBER"))
             .await?;
         match output.as_ref() {
-            Some(item) if Reader(item).s("tenant_id")? == tenant_id => {
+            Some(item) if Reader(item).id::<TenantId>("tenant_id")? == tenant_id => {
                 let mut member = item.clone();
                 member
                     .entry("member_id".into())
@@ -147,7 +148,10 @@ impl Store {
     }
 
     /// Every member of a tenant.
-    pub async fn list_members(&self, tenant_id: &str) -> Result<Vec<MemberRecord>, StoreError> {
+    pub async fn list_members(
+        &self,
+        tenant_id: &TenantId,
+    ) -> Result<Vec<MemberRecord>, StoreError> {
         let items = self
             .query_prefix(format!("TENANT#{tenant_id}"), "MEMBER#")
             .await?;

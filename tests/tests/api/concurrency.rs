@@ -140,7 +140,7 @@ async fn cancel_and_result_at_the_same_moment_exactly_one_wins_every_time() {
         let final_state = app
             .app
             .store
-            .get_task(&task_id)
+            .get_task(&task_id.as_str().into())
             .await
             .unwrap()
             .unwrap()

@@ -648,7 +648,13 @@ async fn bodies_expire_with_their_task_and_an_expired_task_is_gone() {
     assert_eq!(access.restrict_public_buckets(), Some(true));
 
     // ... and the task item expires at the same time (the table's time to live).
-    let stored = app.app.store.get_task(&task_id).await.unwrap().unwrap();
+    let stored = app
+        .app
+        .store
+        .get_task(&task_id.as_str().into())
+        .await
+        .unwrap()
+        .unwrap();
     let expected = forgebench::domain::clock::unix_now() + retention_days * 86_400;
     let expires_at = stored.expires_at.unwrap();
     assert!(

@@ -14,12 +14,12 @@ async fn a_failure_between_the_task_and_its_audit_row_leaves_neither() {
     let app = spawn_app().await;
     let pair = app.pair().await;
     let now = clock::now();
-    let task_id = uuid::Uuid::new_v4().to_string();
+    let task_id = forgebench::domain::TaskId::generate();
     let call_id = uuid::Uuid::new_v4().to_string();
-    let principal = forgebench::domain::Principal {
-        tenant_id: pair.tenant.id.clone(),
+    let principal = forgebench::domain::TenantPrincipal {
+        tenant_id: pair.tenant.id.as_str().into(),
         kind: forgebench::domain::PrincipalKind::Agent {
-            agent_id: pair.caller.id.clone(),
+            agent_id: pair.caller.id.as_str().into(),
         },
     };
     let audit = AuditEntry::new(&principal, "task.open", &pair.callee.id);
@@ -29,10 +29,10 @@ async fn a_failure_between_the_task_and_its_audit_row_leaves_neither() {
     let open = OpenTask {
         task: Task {
             id: task_id.clone(),
-            tenant_id: pair.tenant.id.clone(),
+            tenant_id: pair.tenant.id.as_str().into(),
             context_id: uuid::Uuid::new_v4().to_string(),
-            caller_agent_id: pair.caller.id.clone(),
-            callee_agent_id: pair.callee.id.clone(),
+            caller_agent_id: pair.caller.id.as_str().into(),
+            callee_agent_id: pair.callee.id.as_str().into(),
             callee_name: pair.callee.name.clone(),
             state: TaskState::Submitted,
             status_message: None,

@@ -262,7 +262,7 @@ async fn the_sweeper_fails_overdue_tasks_nobody_reads() {
     let stored = app
         .app
         .store
-        .get_task(&overdue.field("id"))
+        .get_task(&overdue.field("id").into())
         .await
         .unwrap()
         .unwrap();
@@ -270,7 +270,7 @@ async fn the_sweeper_fails_overdue_tasks_nobody_reads() {
     let other = app
         .app
         .store
-        .get_task(&answered.field("id"))
+        .get_task(&answered.field("id").into())
         .await
         .unwrap()
         .unwrap();

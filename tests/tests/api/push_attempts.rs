@@ -319,7 +319,11 @@ async fn a_message_prepared_for_a_replaced_delivery_takes_no_lease() {
     let task_id = opened.field("id");
     let store = &app.app.store;
     // A slow copy of the first delivery's message read the task, then stalled ...
-    let stale = store.get_task(&task_id).await.unwrap().unwrap();
+    let stale = store
+        .get_task(&task_id.as_str().into())
+        .await
+        .unwrap()
+        .unwrap();
     // ... while the first delivery got a question and the caller answered it.
     assert_eq!(
         app.app.worker().handle(&job_for(&task_id)).await,
@@ -339,7 +343,11 @@ async fn a_message_prepared_for_a_replaced_delivery_takes_no_lease() {
         matches!(refused, TaskTransition::Refused(_)),
         "a lease for the replaced delivery, which would POST the old message: {refused:?}"
     );
-    let current = store.get_task(&task_id).await.unwrap().unwrap();
+    let current = store
+        .get_task(&task_id.as_str().into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_ne!(current.delivery_id, stale.delivery_id);
     let taken = store
         .lease_delivery(&current, "fresh", 60, 3)
