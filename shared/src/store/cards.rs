@@ -2,12 +2,11 @@
 //! deliveries (public half in clear, private seed sealed by KMS), and the call records lineage
 //! queries read.
 
-use crate::domain::ids::{AgentId, TenantId};
+use crate::domain::ids::AgentId;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
-use serde_json::{json, Value};
 
 use super::item::{key, s, Item, Reader};
-use super::{classify, AuditEntry, Store, StoreError};
+use super::{AuditEntry, Store, StoreError};
 use crate::domain::card::Tool;
 use crate::domain::clock;
 use crate::domain::signing::KeyPurpose;
@@ -268,42 +267,5 @@ impl Store {
                 .build(),
         ])
         .await
-    }
-
-    /// Every call of one lineage tree in a tenant, oldest first.
-    pub async fn calls_of_root(
-        &self,
-        tenant_id: &TenantId,
-        root_call_id: &str,
-    ) -> Result<Vec<Value>, StoreError> {
-        let items: Vec<Item> = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name("gsi1")
-            .key_condition_expression("gsi1pk = :root")
-            .expression_attribute_values(":root", s(format!("ROOT#{root_call_id}")))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(classify)?;
-        items
-            .iter()
-            .filter(|item| Reader(item).s("tenant_id").ok().as_deref() == Some(tenant_id))
-            .map(|item| {
-                let read = Reader(item);
-                Ok(json!({
-                    "call_id": read.s("call_id")?,
-                    "parent_call_id": read.opt_s("parent_call_id")?,
-                    "root_call_id": read.s("root_call_id")?,
-                    "task_id": read.s("task_id")?,
-                    "caller_agent_id": read.s("caller_agent_id")?,
-                    "callee_agent_id": read.s("callee_agent_id")?,
-                    "at": read.s("at")?,
-                }))
-            })
-            .collect()
     }
 }

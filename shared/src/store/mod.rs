@@ -20,27 +20,33 @@
 //! so that a route naming an agent by id or by name reads it with one `GetItem`.
 
 mod agents;
+mod answers;
 mod audit;
 mod bindings;
+mod calls;
 mod cards;
+mod claim;
 pub mod item;
 mod keys;
+mod open;
 mod polls;
 mod push;
 pub mod schema;
+mod task_item;
 mod tasks;
 mod tenancy;
 
+pub use answers::InputRefusal;
 pub use audit::AuditEntry;
 pub use bindings::BindingWrite;
 pub use cards::SigningKeyRecord;
+pub use claim::ClaimOutcome;
 pub use keys::{use_is_stale, KeyInfo, KeyOwner, KeyRecord, NewKey, RevokeRefusal, MAX_LIVE_KEYS};
+pub use open::{ContextJoin, OpenRefusal, OpenTask};
 pub use polls::{PollSlot, MAX_POLLS_PER_AGENT};
 pub use push::Attempt;
-pub use tasks::{
-    ClaimOutcome, ContextJoin, InputRefusal, OpenRefusal, OpenTask, OverdueEntry, TaskTransition,
-    DEADLINE_SHARDS,
-};
+pub use task_item::DEADLINE_SHARDS;
+pub use tasks::{OverdueEntry, TaskTransition};
 pub use tenancy::MemberRecord;
 
 /// Shards of the outbox index (the first hex digit of the task id), like the deadline index.
@@ -143,7 +149,42 @@ impl From<TransactError> for StoreError {
     }
 }
 
+/// The first item of a named transaction whose condition failed: its slot, and the item as it
+/// stood when the write asked for it (`ReturnValuesOnConditionCheckFailure`).
+#[derive(Debug)]
+pub(crate) struct FailedSlot<S> {
+    pub slot: S,
+    pub item: Option<Item>,
+}
+
 impl Store {
+    /// Runs a transaction whose items are named by `slot`, so that a canceled one is read by name
+    /// rather than by position: `Ok(Err(failed))` names the first item whose condition failed
+    /// (nothing written); a cancellation with no failed condition is the store's error.
+    pub(crate) async fn transact_slots<S: Copy>(
+        &self,
+        items: Vec<(S, TransactWriteItem)>,
+    ) -> Result<Result<(), FailedSlot<S>>, StoreError> {
+        let (slots, items): (Vec<S>, Vec<TransactWriteItem>) = items.into_iter().unzip();
+        match self.transact_checked(items).await {
+            Ok(()) => Ok(Ok(())),
+            Err(TransactError::Store(error)) => Err(error),
+            Err(TransactError::Canceled(reasons)) => {
+                let failed = slots
+                    .iter()
+                    .zip(&reasons)
+                    .find(|(_, reason)| reason.condition_failed())
+                    .map(|(slot, reason)| FailedSlot {
+                        slot: *slot,
+                        item: reason.item.clone(),
+                    });
+                failed
+                    .map(Err)
+                    .ok_or_else(|| TransactError::Canceled(reasons).into())
+            }
+        }
+    }
+
     /// A transaction item that creates `item`, failing if its key is taken.
     pub(crate) fn put_new(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
         let put = Put::builder()

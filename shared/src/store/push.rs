@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 
 use super::item::{key, n, opt_s, s, Reader};
-use super::tasks::{deadline_shard, outbox_shard, task_key, WITHIN_CONTENT_CAP};
+use super::task_item::{deadline_shard, outbox_shard, task_key, WITHIN_CONTENT_CAP};
 use super::{classify, Store, StoreError, TaskTransition};
 use crate::domain::clock;
 use crate::domain::task::{PackedResult, TaskResult};

@@ -1,0 +1,217 @@
+//! Answers on a task: the callee's result and progress, and the caller's answer to a question,
+//! each a conditional write on the task as its writer holds it.
+
+use crate::domain::ids::{AgentId, TaskId, TenantId};
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+
+use super::audit::AuditEntry;
+use super::item::{n, opt_s, s};
+use super::task_item::{body_text, queue_entry, task_key, with_content_room, WITHIN_CONTENT_CAP};
+use super::tasks::{build, held_by_callee, TaskTransition};
+use super::{Store, StoreError};
+use crate::domain::binding::binding_id;
+use crate::domain::content::{PackedBody, MAX_TASK_CONTENT_BYTES};
+use crate::domain::task::{Delivery, PackedResult, MAX_HISTORY_BEFORE_ANSWER};
+use crate::domain::{clock, Task, TaskState};
+
+/// The items of the transaction that takes a caller's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InputSlot {
+    Task,
+    Binding,
+    Callee,
+    Audit,
+}
+
+/// Why the caller's answer to a question was not taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputRefusal {
+    /// The task is no longer (or never was) waiting for this caller's input, or its history is
+    /// full; read it to learn which.
+    NotWaiting,
+    /// The binding is missing, pending or revoked.
+    BindingNotLive,
+    /// The callee is paused or retired.
+    CalleeNotActive,
+}
+
+impl Store {
+    /// The write that applies a callee's answer to a working task: its state, status, error,
+    /// history entry and (when completed) artifacts, its bodies added to the task's content, with
+    /// every queue, deadline and delivery bookkeeping attribute removed. `:now` and `:working`
+    /// are bound for the caller's condition, which it adds (with [`WITHIN_CONTENT_CAP`], whose
+    /// `:room` this binds).
+    pub(crate) fn answer_update(
+        &self,
+        task_id: &TaskId,
+        result: &PackedResult,
+    ) -> UpdateItemFluentBuilder {
+        let status_message = match &result.status_message {
+            Some(message) => body_text(message),
+            None => AttributeValue::Null(true),
+        };
+        let update = self
+            .task_update(task_id)
+            .update_expression(format!(
+                "SET #state = :state, status_message = :status_message, status_timestamp = :now, \
+                 updated_at = :now, #error = :error, history = list_append(history, :entry){} \
+                 ADD content_bytes :added \
+                 REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
+                if result.artifacts.is_some() {
+                    ", artifacts = :artifacts"
+                } else {
+                    ""
+                }
+            ))
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_values(":state", s(result.state.as_str()))
+            .expression_attribute_values(":status_message", status_message)
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":error", opt_s(result.error.as_deref()))
+            .expression_attribute_values(
+                ":entry",
+                AttributeValue::L(vec![body_text(&result.history_entry)]),
+            )
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()));
+        let update = with_content_room(update, result.content_bytes());
+        match &result.artifacts {
+            Some(artifacts) => {
+                update.expression_attribute_values(":artifacts", body_text(artifacts))
+            }
+            None => update,
+        }
+    }
+
+    /// Applies a callee's result to a task it holds: only a `working` task of this callee, in
+    /// this tenant, before its deadline (or a push task still being delivered).
+    pub async fn finish_task(
+        &self,
+        task_id: &TaskId,
+        tenant_id: &TenantId,
+        callee_id: &AgentId,
+        result: &PackedResult,
+    ) -> Result<TaskTransition, StoreError> {
+        let update = held_by_callee(
+            self.answer_update(task_id, result),
+            WITHIN_CONTENT_CAP,
+            tenant_id,
+            callee_id,
+        );
+        self.transition(update).await
+    }
+
+    /// Adds a callee's progress message to a working task it holds: the state stays `working`,
+    /// the message becomes the status message and joins the history, which must have room for
+    /// it and the answer still to come, and its body joins the task's content within the cap.
+    pub async fn report_progress(
+        &self,
+        task_id: &TaskId,
+        tenant_id: &TenantId,
+        callee_id: &AgentId,
+        message: &PackedBody,
+    ) -> Result<TaskTransition, StoreError> {
+        let update = self
+            .task_update(task_id)
+            .update_expression(
+                "SET status_message = :message, status_timestamp = :now, updated_at = :now, \
+                 history = list_append(history, :entry) ADD content_bytes :added",
+            )
+            .expression_attribute_values(":message", body_text(message))
+            .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))
+            .expression_attribute_values(":max", n(MAX_HISTORY_BEFORE_ANSWER as u64))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()));
+        let update = with_content_room(update, message.bytes);
+        let also = format!(" AND size(history) < :max{WITHIN_CONTENT_CAP}");
+        let update = held_by_callee(update, &also, tenant_id, callee_id);
+        self.transition(update).await
+    }
+
+    /// The caller's answer to the callee's question: an `input_required` task of this caller
+    /// goes back to `working` with the message in its history, back on the callee's queue (pull)
+    /// or the push outbox for a new delivery (push). Checked in one transaction against the live
+    /// binding and the callee's status, like an open, with its audit entry.
+    ///
+    /// A new push delivery gets a new delivery id (its `webhook-id`) and a fresh retry budget;
+    /// the task-wide attempt number carries on, so the attempt log keeps every earlier attempt.
+    pub async fn answer_input(
+        &self,
+        task: &Task,
+        message: &PackedBody,
+        audit: &AuditEntry,
+    ) -> Result<Result<(), InputRefusal>, StoreError> {
+        let now = clock::now();
+        let (queue, order) = queue_entry(task, &now);
+        let redelivery = match task.delivery {
+            Delivery::Pull => "",
+            Delivery::Push => {
+                ", delivery_attempts = :zero, delivery_id = :delivery, \
+                 attempt_number = if_not_exists(attempt_number, :numbered) \
+                 REMOVE delivered_at, lease_token, lease_until"
+            }
+        };
+        let mut update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(task_key(&task.id)))
+            .update_expression(format!(
+                "SET #state = :working, status_message = :none, status_timestamp = :now, \
+                 updated_at = :now, history = list_append(history, :entry), \
+                 gsi1pk = :queue, gsi1sk = :order{redelivery} ADD content_bytes :added"
+            ))
+            .condition_expression(format!(
+                "#state = :input_required AND tenant_id = :tenant AND caller_agent_id = :caller \
+                 AND size(history) < :max{WITHIN_CONTENT_CAP}"
+            ))
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":working", s("working"))
+            .expression_attribute_values(":input_required", s("input_required"))
+            .expression_attribute_values(":none", AttributeValue::Null(true))
+            .expression_attribute_values(":now", s(&now))
+            .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))
+            .expression_attribute_values(":queue", s(queue))
+            .expression_attribute_values(":order", s(order))
+            .expression_attribute_values(":tenant", s(&task.tenant_id))
+            .expression_attribute_values(":caller", s(&task.caller_agent_id))
+            .expression_attribute_values(":max", n(MAX_HISTORY_BEFORE_ANSWER as u64))
+            .expression_attribute_values(
+                ":room",
+                n(MAX_TASK_CONTENT_BYTES.saturating_sub(message.bytes)),
+            )
+            .expression_attribute_values(":added", n(message.bytes));
+        if task.delivery == Delivery::Push {
+            update = update
+                .expression_attribute_values(":zero", n(0))
+                .expression_attribute_values(":delivery", s(uuid::Uuid::new_v4().to_string()))
+                .expression_attribute_values(":numbered", n(task.attempt_number));
+        }
+        let binding = binding_id(&task.caller_agent_id, &task.callee_agent_id);
+        let items = vec![
+            (
+                InputSlot::Task,
+                TransactWriteItem::builder()
+                    .update(build(update.build())?)
+                    .build(),
+            ),
+            (InputSlot::Binding, self.live_binding_check(&binding)?),
+            (
+                InputSlot::Callee,
+                self.active_callee_check(&task.callee_agent_id)?,
+            ),
+            (InputSlot::Audit, self.put_new(audit.to_item())?),
+        ];
+        let Err(failed) = self.transact_slots(items).await? else {
+            return Ok(Ok(()));
+        };
+        Ok(Err(match failed.slot {
+            InputSlot::Task => InputRefusal::NotWaiting,
+            InputSlot::Binding => InputRefusal::BindingNotLive,
+            InputSlot::Callee => InputRefusal::CalleeNotActive,
+            InputSlot::Audit => {
+                return Err(StoreError::Rejected(
+                    "the answer's fresh audit key was taken".into(),
+                ))
+            }
+        }))
+    }
+}

@@ -1,0 +1,63 @@
+//! Call lineage: each governed call's parent and root, read back by call or by tree. The call
+//! items themselves are written by the open transaction (`open.rs`).
+
+use crate::domain::ids::TenantId;
+
+use serde_json::{json, Value};
+
+use super::item::{key, s, Item, Reader};
+use super::{classify, Store, StoreError};
+
+impl Store {
+    /// The root of a call, if the call is on this ledger in this tenant.
+    pub async fn call_root(
+        &self,
+        tenant_id: &TenantId,
+        call_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let output = self.get(key(format!("CALL#{call_id}"), "CALL")).await?;
+        match output.as_ref() {
+            Some(item) if Reader(item).id::<TenantId>("tenant_id")? == tenant_id => {
+                Ok(Some(Reader(item).s("root_call_id")?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Every call of one lineage tree in a tenant, oldest first.
+    pub async fn calls_of_root(
+        &self,
+        tenant_id: &TenantId,
+        root_call_id: &str,
+    ) -> Result<Vec<Value>, StoreError> {
+        let items: Vec<Item> = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name("gsi1")
+            .key_condition_expression("gsi1pk = :root")
+            .expression_attribute_values(":root", s(format!("ROOT#{root_call_id}")))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(classify)?;
+        items
+            .iter()
+            .filter(|item| Reader(item).s("tenant_id").ok().as_deref() == Some(tenant_id))
+            .map(|item| {
+                let read = Reader(item);
+                Ok(json!({
+                    "call_id": read.s("call_id")?,
+                    "parent_call_id": read.opt_s("parent_call_id")?,
+                    "root_call_id": read.s("root_call_id")?,
+                    "task_id": read.s("task_id")?,
+                    "caller_agent_id": read.s("caller_agent_id")?,
+                    "callee_agent_id": read.s("callee_agent_id")?,
+                    "at": read.s("at")?,
+                }))
+            })
+            .collect()
+    }
+}

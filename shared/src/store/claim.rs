@@ -1,0 +1,139 @@
+//! The claim: a callee takes the oldest claimable task of its queue with one conditional write,
+//! so two pollers can never both take one task.
+
+use crate::domain::ids::{AgentId, TaskId};
+
+use super::item::{s, Reader};
+use super::task_item::{deadline_shard, queue_entry};
+use super::tasks::{TaskTransition, CLAIM_CANDIDATES, UNCLAIMABLE_ERROR};
+use super::{classify, Store, StoreError};
+use crate::domain::{clock, Task, TaskState};
+
+/// The outcome of one claim attempt.
+#[derive(Debug, Clone)]
+pub enum ClaimOutcome {
+    Claimed(Box<Task>),
+    /// Candidates were queued but other pollers took every one: look again at once.
+    Contended,
+    Empty,
+}
+
+impl Store {
+    /// Claims one queued task of `callee_id`, trying the oldest candidates in a rotated order so
+    /// that concurrent pollers mostly try different tasks. A candidate that cannot be taken (an
+    /// unreadable or oversized item left by an older version) is failed and passed over, so one
+    /// task never stops its callee's queue.
+    pub async fn claim_next(&self, callee_id: &AgentId) -> Result<ClaimOutcome, StoreError> {
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name("gsi1")
+            .key_condition_expression("gsi1pk = :queue")
+            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
+            .limit(CLAIM_CANDIDATES)
+            .send()
+            .await
+            .map_err(classify)?;
+        let candidates = output.items();
+        if candidates.is_empty() {
+            return Ok(ClaimOutcome::Empty);
+        }
+        let mut offset = [0u8; 4];
+        let _ = getrandom::fill(&mut offset);
+        let start = u32::from_le_bytes(offset) as usize % candidates.len();
+        for index in 0..candidates.len() {
+            let candidate = Reader(&candidates[(start + index) % candidates.len()]);
+            let Ok(task_id) = candidate.id::<TaskId>("id") else {
+                tracing::error!("a queue entry without a task id; skipped");
+                continue;
+            };
+            match self.claim_candidate(callee_id, &task_id, &candidate).await {
+                Ok(Some(task)) => return Ok(ClaimOutcome::Claimed(Box::new(task))),
+                Ok(None) => {}
+                Err(error @ StoreError::Unavailable(_)) => return Err(error),
+                Err(error) => {
+                    tracing::error!(task_id = %task_id, error = %error, "a queued task cannot be claimed; failing it and passing over");
+                    if let Err(error) = self.fail_unclaimable(callee_id, &task_id).await {
+                        tracing::error!(task_id = %task_id, error = %error, "could not fail an unclaimable task");
+                    }
+                }
+            }
+        }
+        Ok(ClaimOutcome::Contended)
+    }
+
+    /// One claim attempt on one candidate: the task, or `None` when another poller took it.
+    async fn claim_candidate(
+        &self,
+        callee_id: &AgentId,
+        task_id: &TaskId,
+        candidate: &Reader<'_>,
+    ) -> Result<Option<Task>, StoreError> {
+        let timeout = candidate.n("claim_timeout_seconds")?;
+        let now = clock::now();
+        let deadline = clock::after(timeout);
+        let update = self
+            .task_update(task_id)
+            .update_expression(
+                "SET #state = :working, status_timestamp = :now, updated_at = :now, \
+                 deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key \
+                 REMOVE gsi1pk, gsi1sk",
+            )
+            .condition_expression("#state IN (:submitted, :working) AND gsi1pk = :queue")
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
+            .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()))
+            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
+            .expression_attribute_values(":now", s(&now))
+            .expression_attribute_values(":deadline", s(&deadline))
+            .expression_attribute_values(":shard", s(deadline_shard(task_id)))
+            .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
+        match self.transition(update).await? {
+            TaskTransition::Applied(task) => Ok(Some(task)),
+            TaskTransition::Refused(_) => Ok(None),
+        }
+    }
+
+    /// Fails a queued task no claim can take, with a write that does not grow it.
+    async fn fail_unclaimable(
+        &self,
+        callee_id: &AgentId,
+        task_id: &TaskId,
+    ) -> Result<(), StoreError> {
+        self.task_update(task_id)
+            .update_expression(
+                "SET #state = :failed, #error = :error, status_timestamp = :now, updated_at = :now \
+                 REMOVE gsi1pk, gsi1sk",
+            )
+            .condition_expression("gsi1pk = :queue")
+            .expression_attribute_names("#error", "error")
+            .expression_attribute_values(":failed", s(TaskState::Failed.as_str()))
+            .expression_attribute_values(":error", s(UNCLAIMABLE_ERROR))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    /// Puts a task this claim took back on its callee's queue, in its old place, while the claim
+    /// still holds (its deadline unchanged): the claim could not hand the task over.
+    pub async fn unclaim(&self, task: &Task) -> Result<(), StoreError> {
+        let (queue, order) = queue_entry(task, &task.created_at);
+        let update = self
+            .task_update(&task.id)
+            .update_expression(
+                "SET gsi1pk = :queue, gsi1sk = :order REMOVE deadline_at, gsi2pk, gsi2sk",
+            )
+            .condition_expression("#state = :working AND deadline_at = :deadline")
+            .expression_attribute_values(":queue", s(queue))
+            .expression_attribute_values(":order", s(order))
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
+            .expression_attribute_values(
+                ":deadline",
+                s(task.deadline_at.clone().unwrap_or_default()),
+            );
+        self.transition(update).await.map(|_| ())
+    }
+}

@@ -1,0 +1,302 @@
+//! A task's item: how a [`Task`] is written to and read from the table, its keys and index
+//! shards, and the size rules every write that adds bodies keeps.
+
+use crate::domain::ids::TaskId;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::item::{json, key, n, opt_s, s, Item, Reader};
+use super::StoreError;
+use crate::domain::content::{PackedBody, MAX_TASK_CONTENT_BYTES};
+use crate::domain::task::Delivery;
+use crate::domain::{clock, Task, TaskState};
+
+pub(crate) fn task_key(task_id: &TaskId) -> Item {
+    key(format!("TASK#{task_id}"), "TASK")
+}
+
+/// How long a push task may wait for its first delivery attempt before the sweeper re-enqueues it.
+pub const OUTBOX_GRACE_SECONDS: u64 = 60;
+
+pub(crate) fn outbox_shard(task_id: &TaskId) -> String {
+    format!("OUTBOX#{}", task_id.chars().next().unwrap_or('0'))
+}
+
+pub(crate) fn deadline_shard(task_id: &TaskId) -> String {
+    format!("DEADLINE#{}", task_id.chars().next().unwrap_or('0'))
+}
+
+/// Every shard of the deadline index, for the sweeper.
+pub const DEADLINE_SHARDS: [char; 16] = [
+    '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f',
+];
+
+/// A packed body as the item stores it: its JSON text, inline or a reference.
+pub(crate) fn body_text(body: &PackedBody) -> AttributeValue {
+    s(body.text())
+}
+
+/// The condition that keeps a task's bodies within [`MAX_TASK_CONTENT_BYTES`] after a write adds
+/// `added` bytes (`:room` is bound by [`with_content_room`]).
+pub(crate) const WITHIN_CONTENT_CAP: &str =
+    " AND (attribute_not_exists(content_bytes) OR content_bytes <= :room)";
+
+/// Binds `:room` and `:added` for a write that adds `added` bytes of bodies under
+/// [`WITHIN_CONTENT_CAP`]. Callers refuse an `added` over the cap before writing.
+pub(crate) fn with_content_room(
+    update: UpdateItemFluentBuilder,
+    added: u64,
+) -> UpdateItemFluentBuilder {
+    update
+        .expression_attribute_values(":room", n(MAX_TASK_CONTENT_BYTES.saturating_sub(added)))
+        .expression_attribute_values(":added", n(added))
+}
+
+pub(crate) fn to_item(task: &Task) -> Item {
+    let mut item = task_key(&task.id);
+    item.insert("kind".into(), s("task"));
+    item.insert("id".into(), s(&task.id));
+    item.insert("tenant_id".into(), s(&task.tenant_id));
+    item.insert("context_id".into(), s(&task.context_id));
+    item.insert("caller_agent_id".into(), s(&task.caller_agent_id));
+    item.insert("callee_agent_id".into(), s(&task.callee_agent_id));
+    item.insert("callee_name".into(), s(&task.callee_name));
+    item.insert("state".into(), s(task.state.as_str()));
+    item.insert(
+        "status_message".into(),
+        match &task.status_message {
+            Some(message) => json(message),
+            None => AttributeValue::Null(true),
+        },
+    );
+    item.insert("status_timestamp".into(), s(&task.status_timestamp));
+    item.insert("input".into(), json(&task.input));
+    item.insert("artifacts".into(), json(&task.artifacts));
+    item.insert("error".into(), opt_s(task.error.as_deref()));
+    item.insert(
+        "history".into(),
+        AttributeValue::L(task.history.iter().map(json).collect()),
+    );
+    item.insert("call_id".into(), s(&task.call_id));
+    item.insert(
+        "parent_call_id".into(),
+        opt_s(task.parent_call_id.as_deref()),
+    );
+    item.insert("root_call_id".into(), s(&task.root_call_id));
+    item.insert(
+        "delivery".into(),
+        s(match task.delivery {
+            Delivery::Pull => "pull",
+            Delivery::Push => "push",
+        }),
+    );
+    item.insert(
+        "claim_timeout_seconds".into(),
+        n(task.claim_timeout_seconds),
+    );
+    item.insert("content_bytes".into(), n(task.content_bytes));
+    if let Some(delivery_id) = &task.delivery_id {
+        item.insert("delivery_id".into(), s(delivery_id));
+    }
+    if let Some(expires_at) = task.expires_at {
+        item.insert("expires_at".into(), n(expires_at));
+    }
+    item.insert("created_at".into(), s(&task.created_at));
+    item.insert("updated_at".into(), s(&task.updated_at));
+    if task.state == TaskState::Submitted {
+        let (queue, order) = queue_entry(task, &task.created_at);
+        item.insert("gsi1pk".into(), s(queue));
+        item.insert("gsi1sk".into(), s(order));
+    }
+    item
+}
+
+/// Where a task waits for its callee on the queue index (`gsi1pk`, `gsi1sk`): on the callee's
+/// queue in order of `since` (pull), or on the outbox until a delivery attempt takes it, so a
+/// lost enqueue is redone (push).
+pub(crate) fn queue_entry(task: &Task, since: &str) -> (String, String) {
+    match task.delivery {
+        Delivery::Pull => (
+            format!("QUEUE#{}", task.callee_agent_id),
+            format!("{since}#{}", task.id),
+        ),
+        Delivery::Push => (
+            outbox_shard(&task.id),
+            format!("{}#{}", clock::after(OUTBOX_GRACE_SECONDS), task.id),
+        ),
+    }
+}
+
+impl TryFrom<&Item> for Task {
+    type Error = StoreError;
+
+    fn try_from(item: &Item) -> Result<Task, StoreError> {
+        let read = Reader(item);
+        let state = read.s("state")?;
+        let delivery = match read.s("delivery")?.as_str() {
+            "push" => Delivery::Push,
+            _ => Delivery::Pull,
+        };
+        let delivery_attempts = match item.get("delivery_attempts") {
+            Some(_) => read.n("delivery_attempts")?,
+            None => 0,
+        };
+        Ok(Task {
+            id: read.id("id")?,
+            tenant_id: read.id("tenant_id")?,
+            context_id: read.id("context_id")?,
+            caller_agent_id: read.id("caller_agent_id")?,
+            callee_agent_id: read.id("callee_agent_id")?,
+            callee_name: read.s("callee_name")?,
+            state: TaskState::parse(&state)
+                .ok_or_else(|| StoreError::Corrupt(format!("task state {state:?}")))?,
+            status_message: read.opt_json("status_message")?,
+            status_timestamp: read.s("status_timestamp")?,
+            input: read.json("input")?,
+            artifacts: read.json("artifacts")?,
+            error: read.opt_s("error")?,
+            history: read.json_list("history")?,
+            call_id: read.s("call_id")?,
+            parent_call_id: read.opt_s("parent_call_id")?,
+            root_call_id: read.s("root_call_id")?,
+            delivery,
+            claim_timeout_seconds: read.n("claim_timeout_seconds")?,
+            deadline_at: read.opt_s("deadline_at")?,
+            delivery_attempts,
+            // Stored before attempts were numbered across deliveries: the task's only delivery
+            // so far has records 1 to `delivery_attempts`.
+            attempt_number: match item.get("attempt_number") {
+                Some(_) => read.n("attempt_number")?,
+                None => delivery_attempts,
+            },
+            delivery_id: read.opt_s("delivery_id")?,
+            delivered_at: read.opt_s("delivered_at")?,
+            content_bytes: match item.get("content_bytes") {
+                Some(_) => read.n("content_bytes")?,
+                None => 0,
+            },
+            expires_at: match item.get("expires_at") {
+                Some(_) => Some(read.n("expires_at")?),
+                None => None,
+            },
+            created_at: read.s("created_at")?,
+            updated_at: read.s("updated_at")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::content::{PackedBody, INLINE_BODY_BYTES};
+    use crate::domain::task::{PackedResult, TaskResult, MAX_ERROR_CHARS, MAX_TASK_MESSAGES};
+    use serde_json::{json, Value};
+
+    /// DynamoDB's item size: attribute names plus values, lists with their per-element overhead.
+    fn value_size(value: &AttributeValue) -> usize {
+        match value {
+            AttributeValue::S(text) => text.len(),
+            AttributeValue::N(number) => number.len().div_ceil(2) + 1,
+            AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+            AttributeValue::L(items) => {
+                3 + items.iter().map(|item| 1 + value_size(item)).sum::<usize>()
+            }
+            AttributeValue::M(map) => {
+                3 + map
+                    .iter()
+                    .map(|(name, item)| 1 + name.len() + value_size(item))
+                    .sum::<usize>()
+            }
+            _ => usize::MAX / 2,
+        }
+    }
+
+    fn item_size(item: &Item) -> usize {
+        item.iter()
+            .map(|(name, value)| name.len() + value_size(value))
+            .sum()
+    }
+
+    /// A body of exactly `bytes` bytes serialized, the largest that still stays inline.
+    fn inline_body(bytes: usize) -> Value {
+        let envelope = json!({"role": "agent", "parts": [{"text": ""}]})
+            .to_string()
+            .len();
+        json!({"role": "agent", "parts": [{"text": "é".repeat((bytes - envelope) / 2)}]})
+    }
+
+    #[test]
+    fn the_largest_task_any_sequence_of_writes_can_make_fits_the_item_limit_with_headroom() {
+        // DynamoDB's limit is 400 KB; 50 KB of it stay spare for attributes yet to come.
+        const CAP: usize = 350_000;
+        let uuid = "9f0c7a9e-1111-4222-8333-444455556666";
+        let largest_inline = inline_body(INLINE_BODY_BYTES);
+        let packed = PackedBody::pack(uuid, uuid, &largest_inline, INLINE_BODY_BYTES);
+        assert!(
+            packed.offload.is_none(),
+            "the body is the largest that stays inline"
+        );
+        let reference = PackedBody::pack(uuid, uuid, &inline_body(4096), INLINE_BODY_BYTES);
+        assert!(
+            reference.text().len() <= INLINE_BODY_BYTES,
+            "a reference is never larger"
+        );
+
+        // The one failure a task can end with: the longest error, every character escaped.
+        let error: String = "\u{1}".repeat(MAX_ERROR_CHARS);
+        let failure = PackedResult::pack(
+            uuid,
+            uuid,
+            &TaskResult::Failed {
+                error: error.clone(),
+            },
+        );
+        let mut history = vec![largest_inline.clone(); MAX_TASK_MESSAGES - 1];
+        history.push(failure.history_entry.stored.clone());
+        let task = Task {
+            id: uuid.into(),
+            tenant_id: uuid.into(),
+            context_id: uuid.into(),
+            caller_agent_id: uuid.into(),
+            callee_agent_id: uuid.into(),
+            callee_name: "n".repeat(63),
+            state: TaskState::Submitted,
+            status_message: Some(largest_inline.clone()),
+            status_timestamp: clock::now(),
+            input: largest_inline.clone(),
+            artifacts: inline_body(INLINE_BODY_BYTES),
+            error: Some("\u{10ffff}".repeat(MAX_ERROR_CHARS)),
+            history,
+            call_id: uuid.into(),
+            parent_call_id: Some(uuid.into()),
+            root_call_id: uuid.into(),
+            delivery: Delivery::Push,
+            claim_timeout_seconds: 86_400,
+            deadline_at: None,
+            delivery_attempts: 0,
+            attempt_number: 0,
+            delivery_id: Some(uuid.into()),
+            delivered_at: None,
+            content_bytes: MAX_TASK_CONTENT_BYTES,
+            expires_at: Some(u64::from(u32::MAX)),
+            created_at: clock::now(),
+            updated_at: clock::now(),
+        };
+        let mut item = to_item(&task);
+        // Every bookkeeping attribute a later write may set, at its longest.
+        for (name, value) in [
+            ("deadline_at", clock::now()),
+            ("delivered_at", clock::now()),
+            ("lease_until", clock::now()),
+            ("lease_token", uuid.to_owned()),
+            ("gsi2pk", "DEADLINE#f".to_owned()),
+            ("gsi2sk", format!("{}#{uuid}", clock::now())),
+        ] {
+            item.insert(name.into(), s(value));
+        }
+        item.insert("delivery_attempts".into(), n(u64::MAX));
+        item.insert("attempt_number".into(), n(u64::MAX));
+        let size = item_size(&item);
+        assert!(size <= CAP, "{size} bytes");
+    }
+}
