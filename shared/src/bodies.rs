@@ -10,8 +10,9 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::ServerSideEncryption;
 use serde_json::Value;
 
-use crate::domain::content::{references, BodyRef, PackedBody, INLINE_BODY_BYTES};
+use crate::domain::content::{BodyRef, PackedBody, Stored, INLINE_BODY_BYTES};
 use crate::domain::task::Task;
+use crate::domain::Message;
 use crate::on_first_use::OnFirstUse;
 
 /// What can go wrong with the body store.
@@ -57,34 +58,42 @@ where
     }
 }
 
-/// Every value of a task that may hold a body or a reference to one.
-fn task_values(task: &Task) -> Vec<&Value> {
-    let mut values: Vec<&Value> = vec![&task.input, &task.artifacts];
-    values.extend(task.status_message.iter());
-    values.extend(task.history.iter());
-    values
+/// Every body reference of `task`, each once.
+fn task_references(task: &Task) -> Vec<BodyRef> {
+    let all = [task.input.reference(), task.artifacts.reference()]
+        .into_iter()
+        .chain(task.status_message.iter().map(Stored::reference))
+        .chain(task.history.iter().map(Stored::reference))
+        .flatten();
+    let mut found: Vec<BodyRef> = Vec::new();
+    for reference in all {
+        if !found.contains(reference) {
+            found.push(reference.clone());
+        }
+    }
+    found
 }
 
-/// Puts `found` bodies in place of their references throughout `task`.
-fn replace_references(task: &mut Task, found: &[(BodyRef, Value)]) {
-    let replace = |value: &mut Value| {
-        if let Some(reference) = BodyRef::from_value(value) {
-            if let Some((_, body)) = found.iter().find(|(wanted, _)| *wanted == reference) {
-                *value = body.clone();
-            }
+/// Puts `found` bodies in place of their references throughout `task`; a body that is not the
+/// message or artifact list its place holds is corrupt.
+fn replace_references(task: &mut Task, found: &[(BodyRef, Value)]) -> Result<(), BodyError> {
+    for (reference, body) in found {
+        let corrupt = |_| BodyError::Corrupt(reference.key.clone());
+        task.input.fill(reference, body).map_err(corrupt)?;
+        task.artifacts.fill(reference, body).map_err(corrupt)?;
+        if let Some(message) = task.status_message.as_mut() {
+            message.fill(reference, body).map_err(corrupt)?;
         }
-    };
-    replace(&mut task.input);
-    replace(&mut task.artifacts);
-    if let Some(message) = task.status_message.as_mut() {
-        replace(message);
+        for message in &mut task.history {
+            message.fill(reference, body).map_err(corrupt)?;
+        }
     }
-    task.history.iter_mut().for_each(replace);
+    Ok(())
 }
 
 /// Puts the bodies this request wrote (`known`) in place of their references, with no call to
 /// the store; references to other bodies stay.
-pub fn resolve_from_memory(task: &mut Task, known: &[&PackedBody]) {
+pub fn resolve_from_memory(task: &mut Task, known: &[&PackedBody]) -> Result<(), BodyError> {
     let found: Vec<(BodyRef, Value)> = known
         .iter()
         .filter_map(|body| body.offload.as_ref())
@@ -92,9 +101,7 @@ pub fn resolve_from_memory(task: &mut Task, known: &[&PackedBody]) {
             Some((reference.clone(), serde_json::from_slice(bytes).ok()?))
         })
         .collect();
-    if !found.is_empty() {
-        replace_references(task, &found);
-    }
+    replace_references(task, &found)
 }
 
 /// The bucket and the client that reaches it.
@@ -192,8 +199,8 @@ impl Bodies {
     /// body once and all of them at once; bodies this request just wrote (`known`) are taken
     /// from memory. A task with every body inline costs nothing.
     pub async fn resolve(&self, task: &mut Task, known: &[&PackedBody]) -> Result<(), BodyError> {
-        resolve_from_memory(task, known);
-        let wanted = references(&task_values(task));
+        resolve_from_memory(task, known)?;
+        let wanted = task_references(task);
         if wanted.is_empty() {
             return Ok(());
         }
@@ -201,15 +208,14 @@ impl Bodies {
             futures::future::try_join_all(wanted.iter().map(|reference| self.get(reference)))
                 .await?;
         let found: Vec<(BodyRef, Value)> = wanted.into_iter().zip(bodies).collect();
-        replace_references(task, &found);
-        Ok(())
+        replace_references(task, &found)
     }
 
-    /// One stored value with its body in place of a reference (a value already inline as is).
-    pub async fn resolve_value(&self, value: &Value) -> Result<Value, BodyError> {
-        match BodyRef::from_value(value) {
-            Some(reference) => self.get(&reference).await,
-            None => Ok(value.clone()),
+    /// One stored message in full, as JSON (read from the store when it is a reference).
+    pub async fn resolve_message(&self, message: &Stored<Message>) -> Result<Value, BodyError> {
+        match message {
+            Stored::Ref { reference, .. } => self.get(reference).await,
+            Stored::Inline(_) => Ok(message.to_value()),
         }
     }
 

@@ -8,7 +8,11 @@
 //! carries at most [`MAX_TASK_CONTENT_BYTES`] of bodies in all, so that a task read in full always
 //! fits one response.
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+
+use super::message::Role;
 use sha2::{Digest, Sha256};
 
 /// Largest body kept inside the task item; anything larger goes to the body store.
@@ -120,6 +124,92 @@ impl PackedBody {
     pub fn text(&self) -> String {
         self.stored.to_string()
     }
+}
+
+/// A body as a task holds it: in hand, or a reference to the body store (with the role of the
+/// message it stands for, so whose message it is is known without reading it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stored<T> {
+    Inline(T),
+    Ref {
+        reference: BodyRef,
+        role: Option<Role>,
+    },
+}
+
+impl<T: Serialize + DeserializeOwned> Stored<T> {
+    /// `body` as `packed` holds it: inline, or the reference it was packed to.
+    pub fn packed(packed: &PackedBody, body: T) -> Stored<T> {
+        match &packed.offload {
+            None => Stored::Inline(body),
+            Some((reference, _)) => Stored::Ref {
+                reference: reference.clone(),
+                role: role_of(&packed.stored),
+            },
+        }
+    }
+
+    /// Reads the stored form back (the JSON a task item holds).
+    pub fn from_value(value: &Value) -> Result<Stored<T>, serde_json::Error> {
+        match BodyRef::from_value(value) {
+            Some(reference) => Ok(Stored::Ref {
+                reference,
+                role: role_of(value),
+            }),
+            None => Ok(Stored::Inline(T::deserialize(value)?)),
+        }
+    }
+
+    /// The stored form: the body's JSON, or the reference's.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Stored::Inline(body) => serde_json::to_value(body).unwrap_or(Value::Null),
+            Stored::Ref { reference, role } => match role {
+                Some(role) => reference.to_value(&json!({ "role": role })),
+                None => reference.to_value(&json!({})),
+            },
+        }
+    }
+
+    /// The body, when it is in hand.
+    pub fn inline(&self) -> Option<&T> {
+        match self {
+            Stored::Inline(body) => Some(body),
+            Stored::Ref { .. } => None,
+        }
+    }
+
+    /// The reference, when the body is elsewhere.
+    pub fn reference(&self) -> Option<&BodyRef> {
+        match self {
+            Stored::Inline(_) => None,
+            Stored::Ref { reference, .. } => Some(reference),
+        }
+    }
+
+    /// Puts `body` in place of the reference, if `body` is what it names.
+    pub fn fill(&mut self, found: &BodyRef, body: &Value) -> Result<(), serde_json::Error> {
+        if self.reference() == Some(found) {
+            *self = Stored::Inline(T::deserialize(body)?);
+        }
+        Ok(())
+    }
+}
+
+impl Stored<super::Message> {
+    /// Whose message this is.
+    pub fn role(&self) -> Option<Role> {
+        match self {
+            Stored::Inline(message) => Some(message.role),
+            Stored::Ref { role, .. } => *role,
+        }
+    }
+}
+
+fn role_of(value: &Value) -> Option<Role> {
+    value
+        .get("role")
+        .and_then(|role| Role::deserialize(role).ok())
 }
 
 /// Every body reference inside a stored value (a message, an artifact list, or a whole task's

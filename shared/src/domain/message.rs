@@ -3,7 +3,7 @@
 //! A part is exactly one of `text`, `data` or `file`; a message has 1 to 64 of them. The size
 //! limits are the ones the API documents, so one agent cannot flood another.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::Invalid;
@@ -20,7 +20,7 @@ pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 pub const MAX_DATA_DEPTH: usize = 32;
 
 /// Who wrote a message: the caller (`user`) or the callee (`agent`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
@@ -28,7 +28,8 @@ pub enum Role {
 }
 
 /// A file reference; the gateway never fetches it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FileRef {
     pub uri: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,7 +39,7 @@ pub struct FileRef {
 }
 
 /// One part of a message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Part {
     Text(String),
@@ -46,8 +47,11 @@ pub enum Part {
     File(FileRef),
 }
 
-/// A validated message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A validated message. Client input is read with [`Message::parse`], whose errors name the
+/// offending field by its path (`message.parts[2].text`); `Deserialize` reads back what the
+/// gateway itself stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Message {
     pub role: Role,
     pub parts: Vec<Part>,

@@ -12,10 +12,10 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::content::{PackedBody, INLINE_BODY_BYTES, MAX_TASK_CONTENT_BYTES};
+use super::content::{PackedBody, Stored, INLINE_BODY_BYTES, MAX_TASK_CONTENT_BYTES};
 use super::ids::{AgentId, TaskId, TenantId};
-use super::message::{parse_parts, Message, Part, MAX_MESSAGE_BYTES};
-use super::Invalid;
+use super::message::{parse_parts, Message, Part, Role, MAX_MESSAGE_BYTES};
+use super::{Agent, Invalid};
 
 /// Most artifacts one result may carry.
 pub const MAX_ARTIFACTS: usize = 64;
@@ -84,7 +84,8 @@ pub enum Delivery {
 }
 
 /// A named output of a task.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Artifact {
     pub name: String,
     pub parts: Vec<Part>,
@@ -354,12 +355,15 @@ pub struct Task {
     /// The callee's name, so a route naming the callee by name needs no agent lookup.
     pub callee_name: String,
     pub state: TaskState,
-    pub status_message: Option<Value>,
+    pub status_message: Option<Stored<Message>>,
     pub status_timestamp: String,
-    pub input: Value,
-    pub artifacts: Value,
+    /// The opening message.
+    pub input: Stored<Message>,
+    pub artifacts: Stored<Vec<Artifact>>,
     pub error: Option<String>,
-    pub history: Vec<Value>,
+    /// Every message of the exchange, oldest first: the opening message, progress reports,
+    /// questions and answers, and the final answer.
+    pub history: Vec<Stored<Message>>,
     pub call_id: String,
     pub parent_call_id: Option<String>,
     pub root_call_id: String,
@@ -387,7 +391,92 @@ pub struct Task {
     pub updated_at: String,
 }
 
+/// Where a task sits in the call ledger: its own call, the call that caused it (sent as
+/// `X-Parent-Call`), and the first call of the chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallLineage {
+    pub call_id: String,
+    pub parent_call_id: Option<String>,
+    pub root_call_id: String,
+}
+
+/// What a caller's open decides about a new task; everything else about it follows.
+#[derive(Debug, Clone)]
+pub struct TaskOpening<'a> {
+    pub id: TaskId,
+    pub caller_agent_id: AgentId,
+    /// The callee as read for this open (it decides delivery and the claim timeout).
+    pub callee: &'a Agent,
+    pub context_id: String,
+    /// The opening message, inline or packed to the body store, and its size.
+    pub input: Stored<Message>,
+    pub input_bytes: u64,
+    pub lineage: CallLineage,
+    pub now: String,
+    /// When the task expires, in seconds since the epoch.
+    pub expires_at: u64,
+}
+
 impl Task {
+    /// A new task: `submitted`, its opening message its whole history, delivered by push when
+    /// the callee has an endpoint (with a fresh delivery id) and by pull otherwise.
+    pub fn open(opening: TaskOpening<'_>) -> Task {
+        let TaskOpening {
+            id,
+            caller_agent_id,
+            callee,
+            context_id,
+            input,
+            input_bytes,
+            lineage,
+            now,
+            expires_at,
+        } = opening;
+        let push = callee.endpoint.is_some();
+        Task {
+            id,
+            tenant_id: callee.tenant_id.clone(),
+            context_id,
+            caller_agent_id,
+            callee_agent_id: callee.id.clone(),
+            callee_name: callee.name.clone(),
+            state: TaskState::Submitted,
+            status_message: None,
+            status_timestamp: now.clone(),
+            history: vec![input.clone()],
+            input,
+            artifacts: Stored::Inline(Vec::new()),
+            error: None,
+            call_id: lineage.call_id,
+            parent_call_id: lineage.parent_call_id,
+            root_call_id: lineage.root_call_id,
+            delivery: if push { Delivery::Push } else { Delivery::Pull },
+            claim_timeout_seconds: callee.claim_timeout_seconds,
+            deadline_at: None,
+            delivery_attempts: 0,
+            attempt_number: 0,
+            delivery_id: push.then(|| uuid::Uuid::new_v4().to_string()),
+            delivered_at: None,
+            content_bytes: input_bytes,
+            expires_at: Some(expires_at),
+            created_at: now.clone(),
+            updated_at: now,
+        }
+    }
+
+    /// The task after its caller answered its question with `answer` (of `bytes` bytes) at
+    /// `now`: `working` again, the answer last in its history, no status message. The store
+    /// makes the same change with a write conditioned on the task still waiting.
+    pub fn answered(mut self, answer: Stored<Message>, bytes: u64, now: &str) -> Task {
+        self.history.push(answer);
+        self.state = TaskState::Working;
+        self.status_message = None;
+        self.status_timestamp = now.to_owned();
+        self.updated_at = now.to_owned();
+        self.content_bytes += bytes;
+        self
+    }
+
     /// Whether adding `bytes` of bodies would take the task past [`MAX_TASK_CONTENT_BYTES`].
     pub fn would_overflow(&self, bytes: u64) -> bool {
         self.content_bytes.saturating_add(bytes) > MAX_TASK_CONTENT_BYTES
@@ -402,11 +491,11 @@ impl Task {
 
     /// The caller's newest message: the opening message, or its answer to the callee's latest
     /// question. A push delivery carries this one.
-    pub fn latest_caller_message(&self) -> &Value {
+    pub fn latest_caller_message(&self) -> &Stored<Message> {
         self.history
             .iter()
             .rev()
-            .find(|message| message["role"] == "user")
+            .find(|message| message.role() == Some(Role::User))
             .unwrap_or(&self.input)
     }
 
@@ -419,13 +508,13 @@ impl Task {
             "callee_agent_id": self.callee_agent_id,
             "status": {
                 "state": self.state,
-                "message": self.status_message,
+                "message": self.status_message.as_ref().map(Stored::to_value),
                 "timestamp": self.status_timestamp,
             },
-            "input": {"message": self.input},
-            "artifacts": self.artifacts,
+            "input": {"message": self.input.to_value()},
+            "artifacts": self.artifacts.to_value(),
             "error": self.error,
-            "history": self.history,
+            "history": self.history.iter().map(Stored::to_value).collect::<Vec<_>>(),
             "call_id": self.call_id,
             "parent_call_id": self.parent_call_id,
             "root_call_id": self.root_call_id,
@@ -534,8 +623,8 @@ mod tests {
             state: TaskState::Working,
             status_message: None,
             status_timestamp: String::new(),
-            input: json!({}),
-            artifacts: json!([]),
+            input: Stored::Inline(Message::agent(vec![Part::Text("hi".into())])),
+            artifacts: Stored::Inline(Vec::new()),
             error: None,
             history: vec![],
             call_id: "c1".into(),
@@ -573,5 +662,98 @@ mod tests {
         assert_eq!(task.webhook_id(), "t");
         task.delivery_id = Some("d-2".into());
         assert_eq!(task.webhook_id(), "d-2");
+    }
+
+    fn callee(endpoint: Option<serde_json::Value>) -> Agent {
+        Agent {
+            id: "callee".into(),
+            tenant_id: "tenant".into(),
+            name: "billing".into(),
+            description: None,
+            owner_member_id: None,
+            status: super::super::AgentStatus::Active,
+            endpoint,
+            sealed_secret: None,
+            claim_timeout_seconds: 120,
+            created_at: String::new(),
+            updated_at: String::new(),
+            version: 1,
+        }
+    }
+
+    fn opening(callee: &Agent) -> TaskOpening<'_> {
+        TaskOpening {
+            id: "task".into(),
+            caller_agent_id: "caller".into(),
+            callee,
+            context_id: "context".into(),
+            input: Stored::Inline(
+                Message::parse(&json!({"parts": [{"text": "hi"}]}), "m").unwrap(),
+            ),
+            input_bytes: 40,
+            lineage: CallLineage {
+                call_id: "call".into(),
+                parent_call_id: Some("parent".into()),
+                root_call_id: "root".into(),
+            },
+            now: "2026-01-01T00:00:00.000000Z".into(),
+            expires_at: 1_800_000_000,
+        }
+    }
+
+    #[test]
+    fn a_new_task_is_submitted_with_its_message_as_its_history_and_the_callee_s_terms() {
+        let pull_callee = callee(None);
+        let task = Task::open(opening(&pull_callee));
+        assert_eq!(task.state, TaskState::Submitted);
+        assert_eq!(task.tenant_id, "tenant");
+        assert_eq!(
+            (&*task.callee_agent_id, &*task.callee_name),
+            ("callee", "billing")
+        );
+        assert_eq!(task.history, vec![task.input.clone()]);
+        assert_eq!(task.latest_caller_message(), &task.input);
+        assert_eq!(task.artifacts, Stored::Inline(Vec::new()));
+        assert_eq!(
+            (task.call_id.as_str(), task.root_call_id.as_str()),
+            ("call", "root")
+        );
+        assert_eq!(task.claim_timeout_seconds, 120);
+        assert_eq!(task.content_bytes, 40);
+        assert_eq!(task.expires_at, Some(1_800_000_000));
+        assert_eq!(task.delivery, Delivery::Pull);
+        assert_eq!(task.delivery_id, None, "a pull task has no deliveries");
+
+        let push_callee = callee(Some(json!({"url": "https://example.com"})));
+        let first = Task::open(opening(&push_callee));
+        let second = Task::open(opening(&push_callee));
+        assert_eq!(first.delivery, Delivery::Push);
+        assert!(first.delivery_id.is_some());
+        assert_ne!(
+            first.delivery_id, second.delivery_id,
+            "each task's delivery has its own id"
+        );
+    }
+
+    #[test]
+    fn an_answer_puts_the_task_back_to_work_with_the_answer_as_the_newest_caller_message() {
+        let pull_callee = callee(None);
+        let mut task = Task::open(opening(&pull_callee));
+        let question = Message::agent(vec![Part::Text("which?".into())]);
+        task.state = TaskState::InputRequired;
+        task.status_message = Some(Stored::Inline(question.clone()));
+        task.history.push(Stored::Inline(question));
+        let answer = Message::parse(&json!({"parts": [{"text": "INV-7"}]}), "m").unwrap();
+        let later = "2026-01-01T00:01:00.000000Z";
+        let task = task.answered(Stored::Inline(answer.clone()), 30, later);
+        assert_eq!(task.state, TaskState::Working);
+        assert_eq!(task.status_message, None);
+        assert_eq!(task.history.len(), 3);
+        assert_eq!(task.latest_caller_message(), &Stored::Inline(answer));
+        assert_eq!(task.content_bytes, 70);
+        assert_eq!(
+            (task.status_timestamp.as_str(), task.updated_at.as_str()),
+            (later, later)
+        );
     }
 }

@@ -11,7 +11,7 @@ use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use tracing::Instrument;
 
-use super::{agents, audit, bindings, cards, endpoint, members, pull, tasks, tenants};
+use super::{agents, audit, bindings, cards, endpoint, members, open, pull, tasks, tenants};
 use crate::app::App;
 use crate::error::{cause_chain, ApiError};
 
@@ -241,7 +241,7 @@ impl Route {
             Route::ListBindings => bindings::list(app, request).await,
             Route::ApproveBinding => bindings::approve(app, request).await,
             Route::RevokeBinding => bindings::revoke(app, request).await,
-            Route::OpenTask => tasks::open(app, request).await,
+            Route::OpenTask => open::open(app, request).await,
             Route::GetTask => tasks::get(app, request).await,
             Route::CancelTask => tasks::cancel(app, request).await,
             Route::AddTaskMessage => tasks::add_message(app, request).await,

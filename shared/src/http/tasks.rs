@@ -2,32 +2,23 @@
 
 use std::time::Duration;
 
-use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::Request;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::time::Instant;
 
+use super::gate::{parse_uuid, refusal_reason, refuse_action};
 use super::{
-    audited_task_ok, content_too_large, full_task, json_object, only_fields, path_param, poll_slot,
+    audited_task_ok, content_too_large, full_task, json_object, only_fields, path_param,
     store_message, task_ok, wait_param, with_poll_slot, HandlerResult,
 };
 use crate::app::App;
-use crate::bodies::resolve_from_memory;
-use crate::domain::binding::{admit, binding_id, RefusalReason};
-use crate::domain::content::{PackedBody, INLINE_BODY_BYTES};
-use crate::domain::task::{keyed_task_id, Delivery, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
+use crate::domain::content::Stored;
+use crate::domain::task::{Delivery, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
 use crate::domain::{
-    clock, Agent, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TaskState,
-    TenantPrincipal,
+    clock, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TaskState, TenantPrincipal,
 };
-use crate::error::{json_response, ApiError};
-use crate::store::PollSlot;
-use crate::store::{
-    AuditEntry, ContextJoin, InputRefusal, OpenRefusal, OpenTask, StoreError, TaskTransition,
-};
-
-/// The header that names the governed call which caused this one.
-pub const PARENT_CALL_HEADER: &str = "x-parent-call";
+use crate::error::ApiError;
+use crate::store::{AuditEntry, InputRefusal, TaskTransition};
 
 pub(super) fn agent_principal(
     principal: &TenantPrincipal,
@@ -41,7 +32,10 @@ pub(super) fn agent_principal(
 
 /// The body's `message`, which must be the caller's (`role` `user`, the default); `when` names
 /// the call in the error text.
-fn caller_message(body: &serde_json::Map<String, Value>, when: &str) -> Result<Message, ApiError> {
+pub(super) fn caller_message(
+    body: &serde_json::Map<String, Value>,
+    when: &str,
+) -> Result<Message, ApiError> {
     let message = Message::parse(
         body.get("message")
             .ok_or_else(|| ApiError::InvalidRequest("message is required".into()))?,
@@ -55,335 +49,13 @@ fn caller_message(body: &serde_json::Map<String, Value>, when: &str) -> Result<M
     Ok(message)
 }
 
-/// Refuses a task open: the precise reason to the audit log, one 403 to the caller.
-async fn refuse(
-    app: &App,
-    principal: &TenantPrincipal,
-    target: &str,
-    reason: RefusalReason,
-    call_id: &str,
-) -> ApiError {
-    refuse_action(app, principal, "task.open", target, reason, call_id, None).await
-}
-
-/// Refuses a governed call (`action`): the precise reason to the audit log, one 403 to the
-/// caller.
-async fn refuse_action(
-    app: &App,
-    principal: &TenantPrincipal,
-    action: &str,
-    target: &str,
-    reason: RefusalReason,
-    call_id: &str,
-    task_id: Option<&TaskId>,
-) -> ApiError {
-    let mut entry = AuditEntry::new(principal, action, target).refused(reason.as_str());
-    entry.call_id = Some(call_id.to_owned());
-    entry.task_id = task_id.cloned();
-    tracing::info!(action, reason = reason.as_str(), "call refused");
-    match app.store.record_refusal(&entry).await {
-        Ok(()) => ApiError::NotPermitted,
-        // The refusal must be on the record; if it cannot be written, say so instead.
-        Err(error) => error.into(),
-    }
-}
-
-/// The refusal reason for a caller whose open failed the binding or callee check.
-async fn refusal_reason(
-    app: &App,
-    principal: &TenantPrincipal,
-    caller_id: &AgentId,
-    callee_id: &AgentId,
-) -> Result<RefusalReason, ApiError> {
-    let callee = app
-        .store
-        .find_agent(&principal.tenant_id, &AgentRef::Id(parse_uuid(callee_id)?))
-        .await?;
-    let binding = app
-        .store
-        .get_binding(&binding_id(caller_id, callee_id))
-        .await?;
-    Ok(
-        admit(&principal.tenant_id, callee.as_ref(), binding.as_ref())
-            .err()
-            .unwrap_or(RefusalReason::NoBinding),
-    )
-}
-
-/// Why the gate would refuse this caller now, read before anything is stored for it; the open
-/// transaction checks the same again at the instant it writes.
-async fn precheck_refusal(
-    app: &App,
-    principal: &TenantPrincipal,
-    caller_id: &AgentId,
-    callee: &Agent,
-) -> Result<Option<RefusalReason>, ApiError> {
-    let binding = app
-        .store
-        .get_binding(&binding_id(caller_id, &callee.id))
-        .await?;
-    Ok(admit(&principal.tenant_id, Some(callee), binding.as_ref()).err())
-}
-
-fn parse_uuid(text: &str) -> Result<uuid::Uuid, ApiError> {
-    uuid::Uuid::parse_str(text).map_err(ApiError::internal)
-}
-
-/// `X-Parent-Call`, when sent: a call id (UUID). Lineage is bookkeeping, never a gate, but a
-/// value that cannot be a call id is malformed input.
-fn parent_call(request: &Request) -> Result<Option<String>, ApiError> {
-    match request.headers().get(PARENT_CALL_HEADER) {
-        None => Ok(None),
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|text| uuid::Uuid::parse_str(text.trim()).ok())
-            .map(|id| Some(id.to_string()))
-            .ok_or_else(|| {
-                ApiError::InvalidRequest("X-Parent-Call must be a call_id (a UUID)".into())
-            }),
-    }
-}
-
-/// `POST /v1/agents/{callee}/tasks?wait=N` with `{"message": Message, "context_id"?}`.
-pub async fn open(app: &App, request: Request) -> HandlerResult {
-    let principal = app.authenticate_in_tenant(request.headers()).await?;
-    let caller_id = agent_principal(&principal, "opening a task")?;
-    let callee_segment = path_param(&request, "agent")?;
-    let wait = wait_param(&request, app)?;
-    let body = json_object(&request)?;
-    only_fields(&body, &["message", "context_id"])?;
-    let message = caller_message(&body, "opening a task")?;
-    let context = match body.get("context_id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(id)) => Some(
-            uuid::Uuid::parse_str(id)
-                .map_err(|_| ApiError::InvalidRequest("context_id must be a UUID".into()))?
-                .to_string(),
-        ),
-        Some(_) => {
-            return Err(ApiError::InvalidRequest(
-                "context_id must be a string".into(),
-            ))
-        }
-    };
-    let parent_call_id = parent_call(&request)?;
-    let call_id = uuid::Uuid::new_v4().to_string();
-
-    let callee = app
-        .store
-        .find_agent(&principal.tenant_id, &AgentRef::parse(&callee_segment))
-        .await?;
-    let callee: Agent = match callee {
-        None => {
-            return Err(refuse(
-                app,
-                &principal,
-                &callee_segment,
-                RefusalReason::UnknownCallee,
-                &call_id,
-            )
-            .await)
-        }
-        Some(callee) if callee.tenant_id != principal.tenant_id => {
-            return Err(refuse(
-                app,
-                &principal,
-                &callee.id,
-                RefusalReason::OtherTenant,
-                &call_id,
-            )
-            .await)
-        }
-        Some(callee) => callee,
-    };
-    let root_call_id = match &parent_call_id {
-        None => call_id.clone(),
-        Some(parent) => app
-            .store
-            .call_root(&principal.tenant_id, parent)
-            .await?
-            .unwrap_or_else(|| parent.clone()),
-    };
-
-    let now = clock::now();
-    let task_id = match &message.message_id {
-        Some(message_id) => keyed_task_id(&caller_id, &callee.id, message_id),
-        None => TaskId::generate(),
-    };
-    let keyed = message.message_id.is_some();
-    let input = serde_json::to_value(&message).map_err(ApiError::internal)?;
-    let input = PackedBody::pack(&principal.tenant_id, &task_id, &input, INLINE_BODY_BYTES);
-    if input.offload.is_some() {
-        // Nothing is stored for a caller the gate would refuse anyway.
-        if let Some(reason) = precheck_refusal(app, &principal, &caller_id, &callee).await? {
-            return Err(refuse(app, &principal, &callee.id, reason, &call_id).await);
-        }
-        app.bodies.store(&[&input]).await?;
-    }
-    let task = Task {
-        id: task_id.clone(),
-        tenant_id: principal.tenant_id.clone(),
-        context_id: context
-            .clone()
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-        caller_agent_id: caller_id.clone(),
-        callee_agent_id: callee.id.clone(),
-        callee_name: callee.name.clone(),
-        state: TaskState::Submitted,
-        status_message: None,
-        status_timestamp: now.clone(),
-        input: input.stored.clone(),
-        artifacts: json!([]),
-        error: None,
-        history: vec![input.stored.clone()],
-        call_id: call_id.clone(),
-        parent_call_id,
-        root_call_id,
-        delivery: if callee.endpoint.is_some() {
-            Delivery::Push
-        } else {
-            Delivery::Pull
-        },
-        claim_timeout_seconds: callee.claim_timeout_seconds,
-        deadline_at: None,
-        delivery_attempts: 0,
-        attempt_number: 0,
-        delivery_id: callee
-            .endpoint
-            .is_some()
-            .then(|| uuid::Uuid::new_v4().to_string()),
-        delivered_at: None,
-        content_bytes: input.bytes,
-        expires_at: Some(app.config.task_expiry()),
-        created_at: now.clone(),
-        updated_at: now,
-    };
-    let mut audit = AuditEntry::new(&principal, "task.open", &callee.id);
-    audit.call_id = Some(call_id.clone());
-    audit.task_id = Some(task_id.clone());
-    let open = OpenTask {
-        task,
-        binding_id: binding_id(&caller_id, &callee.id),
-        context: if context.is_some() {
-            ContextJoin::Continue
-        } else {
-            ContextJoin::Start
-        },
-        audit,
-    };
-    let opened = match app.store.open_task(&open).await {
-        // A concurrent open with the same message_id can hold the task item mid-transaction
-        // (DynamoDB cancels this one as a conflict); once that one commits, its task is this
-        // request's answer too.
-        Err(StoreError::Unavailable(reason)) if keyed => {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            return match app.store.get_task(&task_id).await? {
-                Some(existing) => {
-                    replay_open(app, &principal, &callee.id, existing, wait, &input).await
-                }
-                None => Err(StoreError::Unavailable(reason).into()),
-            };
-        }
-        other => other?,
-    };
-    match opened {
-        Ok(()) => {}
-        Err(OpenRefusal::AlreadyOpen) => {
-            let existing = app.store.get_task(&task_id).await?.ok_or_else(|| {
-                ApiError::internal(format!(
-                    "task {task_id} vanished after its open was refused as a repeat"
-                ))
-            })?;
-            return replay_open(app, &principal, &callee.id, existing, wait, &input).await;
-        }
-        Err(OpenRefusal::BindingNotLive | OpenRefusal::CalleeNotActive) => {
-            let reason = refusal_reason(app, &principal, &caller_id, &callee.id).await?;
-            return Err(refuse(app, &principal, &callee.id, reason, &call_id).await);
-        }
-        Err(OpenRefusal::UnknownContext) => {
-            return Err(ApiError::NotFound(
-                "context_id names no conversation between these two agents".into(),
-            ))
-        }
-        Err(OpenRefusal::ContextFull) => {
-            return Err(ApiError::LimitReached(
-                "the conversation holds 100 tasks; start a new one".into(),
-            ))
-        }
-    }
-    tracing::info!(task_id = %task_id, call_id = %call_id, callee_id = %callee.id, "task opened");
-    if open.task.delivery == Delivery::Push {
-        // The task is on the record already; if this enqueue is lost, the outbox sweep redoes it.
-        if let Err(error) = app.queue.enqueue(&task_id).await {
-            tracing::warn!(task_id = %task_id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
-        }
-    }
-    opened_response(app, &principal, open.task, wait, &input).await
-}
-
-/// The answer to an open repeated with the same `message_id`: the task the first one wrote, as
-/// it stands now (waited on like a new one), and nothing written again.
-async fn replay_open(
-    app: &App,
-    principal: &TenantPrincipal,
-    callee_id: &AgentId,
-    task: Task,
-    wait: Duration,
-    written: &PackedBody,
-) -> HandlerResult {
-    // The id is derived from this caller and callee; anything else under it is not theirs.
-    if Some(&task.caller_agent_id) != principal.agent_id() || task.callee_agent_id != callee_id {
-        return Err(ApiError::internal(format!(
-            "task {} under a derived id belongs to another caller or callee",
-            task.id
-        )));
-    }
-    tracing::info!(task_id = %task.id, call_id = %task.call_id, "task open repeated; existing task returned");
-    let task = expire_if_overdue(app, task).await?;
-    opened_response(app, principal, task, wait, written).await
-}
-
-/// `200` with the task (after waiting up to `wait` for its answer) and its call id. The task is
-/// on the record already: if reading it again fails, the answer is the task as this request
-/// wrote it, never an error that would invite the caller to open it again.
-async fn opened_response(
-    app: &App,
-    principal: &TenantPrincipal,
-    task: Task,
-    wait: Duration,
-    written: &PackedBody,
-) -> HandlerResult {
-    let mut as_written = task.clone();
-    // The task is opened already: without a free long-poll slot it is answered at once.
-    let slot: Option<PollSlot> = poll_slot(app, principal, wait).await.unwrap_or_default();
-    let wait = if slot.is_some() { wait } else { Duration::ZERO };
-    let settled = async {
-        let task = wait_for_answer(app, task, wait).await?;
-        full_task(app, task, &[written]).await
-    };
-    let settled = settled.await;
-    if let Some(slot) = slot {
-        app.store.release_poll_slot(&slot).await;
-    }
-    let task = match settled {
-        Ok(task) => task,
-        Err(error) => {
-            tracing::warn!(task_id = %as_written.id, error = %error, "reading the opened task failed; answering with it as written");
-            resolve_from_memory(&mut as_written, &[written]);
-            as_written
-        }
-    };
-    let mut response = json_response(StatusCode::OK, &task.to_json());
-    if let Ok(value) = HeaderValue::from_str(&task.call_id) {
-        response.headers_mut().insert("x-call-id", value);
-    }
-    Ok(response)
-}
-
 /// Re-reads a task until it leaves submitted/working or `wait` runs out, at most one read per
 /// poll interval. A claim deadline that passes meanwhile is applied.
-async fn wait_for_answer(app: &App, mut task: Task, wait: Duration) -> Result<Task, ApiError> {
+pub(super) async fn wait_for_answer(
+    app: &App,
+    mut task: Task,
+    wait: Duration,
+) -> Result<Task, ApiError> {
     let until = Instant::now() + wait;
     while task.state.is_pending() && Instant::now() < until {
         tokio::time::sleep_until((Instant::now() + app.config.task_poll_interval).min(until)).await;
@@ -562,7 +234,8 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
     }
     let task = expire_if_overdue(app, task).await?;
     not_waiting_for_input(&task)?;
-    let message = store_message(app, &task, &message).await?;
+    let answer = message;
+    let message = store_message(app, &task, &answer).await?;
     if task.would_overflow(message.bytes) {
         return Err(content_too_large());
     }
@@ -613,23 +286,8 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
             tracing::warn!(task_id = %task.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
         }
     }
-    super::ok(&answered_in_place(shown, &message).to_json())
-}
-
-/// A task as the caller's answer to its question left it: `working` again, the answer last in
-/// its history and no status message.
-fn answered_in_place(mut task: Task, message: &PackedBody) -> Task {
-    let mut answer = task.clone();
-    answer.history = vec![message.stored.clone()];
-    resolve_from_memory(&mut answer, &[message]);
-    let now = clock::now();
-    task.history.append(&mut answer.history);
-    task.state = TaskState::Working;
-    task.status_message = None;
-    task.status_timestamp = now.clone();
-    task.updated_at = now;
-    task.content_bytes += message.bytes;
-    task
+    let answered = shown.answered(Stored::Inline(answer), message.bytes, &clock::now());
+    super::ok(&answered.to_json())
 }
 
 /// `Ok` for a task that waits for its caller's input with room in its history; otherwise the

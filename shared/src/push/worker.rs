@@ -190,7 +190,7 @@ impl Worker {
         };
         let message = match self
             .bodies
-            .resolve_value(task.latest_caller_message())
+            .resolve_message(task.latest_caller_message())
             .await
         {
             Ok(message) => message,

@@ -4,10 +4,13 @@
 use crate::domain::ids::TaskId;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
 
 use super::item::{json, key, n, opt_s, s, Item, Reader};
 use super::StoreError;
-use crate::domain::content::{PackedBody, MAX_TASK_CONTENT_BYTES};
+use crate::domain::content::{PackedBody, Stored, MAX_TASK_CONTENT_BYTES};
 use crate::domain::task::Delivery;
 use crate::domain::{clock, Task, TaskState};
 
@@ -52,6 +55,8 @@ pub(crate) fn with_content_room(
         .expression_attribute_values(":added", n(added))
 }
 
+/// The item of a task as opened. The claim deadline and the delivery bookkeeping (attempts,
+/// delivered-at, lease) are set later by the writes that change them, never from here.
 pub(crate) fn to_item(task: &Task) -> Item {
     let mut item = task_key(&task.id);
     item.insert("kind".into(), s("task"));
@@ -65,17 +70,22 @@ pub(crate) fn to_item(task: &Task) -> Item {
     item.insert(
         "status_message".into(),
         match &task.status_message {
-            Some(message) => json(message),
+            Some(message) => json(&message.to_value()),
             None => AttributeValue::Null(true),
         },
     );
     item.insert("status_timestamp".into(), s(&task.status_timestamp));
-    item.insert("input".into(), json(&task.input));
-    item.insert("artifacts".into(), json(&task.artifacts));
+    item.insert("input".into(), json(&task.input.to_value()));
+    item.insert("artifacts".into(), json(&task.artifacts.to_value()));
     item.insert("error".into(), opt_s(task.error.as_deref()));
     item.insert(
         "history".into(),
-        AttributeValue::L(task.history.iter().map(json).collect()),
+        AttributeValue::L(
+            task.history
+                .iter()
+                .map(|message| json(&message.to_value()))
+                .collect(),
+        ),
     );
     item.insert("call_id".into(), s(&task.call_id));
     item.insert(
@@ -127,6 +137,15 @@ pub(crate) fn queue_entry(task: &Task, since: &str) -> (String, String) {
     }
 }
 
+/// A stored message or artifact list read back from the item's attribute `name`.
+fn stored<T: Serialize + DeserializeOwned>(
+    name: &str,
+    value: &Value,
+) -> Result<Stored<T>, StoreError> {
+    Stored::from_value(value)
+        .map_err(|error| StoreError::Corrupt(format!("attribute {name}: {error}")))
+}
+
 impl TryFrom<&Item> for Task {
     type Error = StoreError;
 
@@ -150,12 +169,19 @@ impl TryFrom<&Item> for Task {
             callee_name: read.s("callee_name")?,
             state: TaskState::parse(&state)
                 .ok_or_else(|| StoreError::Corrupt(format!("task state {state:?}")))?,
-            status_message: read.opt_json("status_message")?,
+            status_message: read
+                .opt_json("status_message")?
+                .map(|value| stored("status_message", &value))
+                .transpose()?,
             status_timestamp: read.s("status_timestamp")?,
-            input: read.json("input")?,
-            artifacts: read.json("artifacts")?,
+            input: stored("input", &read.json("input")?)?,
+            artifacts: stored("artifacts", &read.json("artifacts")?)?,
             error: read.opt_s("error")?,
-            history: read.json_list("history")?,
+            history: read
+                .json_list("history")?
+                .iter()
+                .map(|value| stored("history", value))
+                .collect::<Result<_, _>>()?,
             call_id: read.s("call_id")?,
             parent_call_id: read.opt_s("parent_call_id")?,
             root_call_id: read.s("root_call_id")?,
@@ -189,7 +215,9 @@ impl TryFrom<&Item> for Task {
 mod tests {
     use super::*;
     use crate::domain::content::{PackedBody, INLINE_BODY_BYTES};
+    use crate::domain::task::Artifact;
     use crate::domain::task::{PackedResult, TaskResult, MAX_ERROR_CHARS, MAX_TASK_MESSAGES};
+    use crate::domain::{Message, Part};
     use serde_json::{json, Value};
 
     /// DynamoDB's item size: attribute names plus values, lists with their per-element overhead.
@@ -225,6 +253,21 @@ mod tests {
         json!({"role": "agent", "parts": [{"text": "é".repeat((bytes - envelope) / 2)}]})
     }
 
+    /// An artifact list of exactly `bytes` bytes serialized.
+    fn inline_artifacts(bytes: usize) -> Vec<Artifact> {
+        let envelope = json!([{"name": "response", "parts": [{"text": ""}]}])
+            .to_string()
+            .len();
+        vec![Artifact {
+            name: "response".into(),
+            parts: vec![Part::Text("é".repeat((bytes - envelope) / 2))],
+        }]
+    }
+
+    fn stored_message(value: &Value) -> Stored<Message> {
+        Stored::from_value(value).unwrap()
+    }
+
     #[test]
     fn the_largest_task_any_sequence_of_writes_can_make_fits_the_item_limit_with_headroom() {
         // DynamoDB's limit is 400 KB; 50 KB of it stay spare for attributes yet to come.
@@ -251,8 +294,10 @@ mod tests {
                 error: error.clone(),
             },
         );
-        let mut history = vec![largest_inline.clone(); MAX_TASK_MESSAGES - 1];
-        history.push(failure.history_entry.stored.clone());
+        let mut history = vec![stored_message(&largest_inline); MAX_TASK_MESSAGES - 1];
+        history.push(stored_message(&failure.history_entry.stored));
+        let artifacts = inline_artifacts(INLINE_BODY_BYTES);
+        assert!(serde_json::to_string(&artifacts).unwrap().len() <= INLINE_BODY_BYTES);
         let task = Task {
             id: uuid.into(),
             tenant_id: uuid.into(),
@@ -261,10 +306,10 @@ mod tests {
             callee_agent_id: uuid.into(),
             callee_name: "n".repeat(63),
             state: TaskState::Submitted,
-            status_message: Some(largest_inline.clone()),
+            status_message: Some(stored_message(&largest_inline)),
             status_timestamp: clock::now(),
-            input: largest_inline.clone(),
-            artifacts: inline_body(INLINE_BODY_BYTES),
+            input: stored_message(&largest_inline),
+            artifacts: Stored::Inline(artifacts),
             error: Some("\u{10ffff}".repeat(MAX_ERROR_CHARS)),
             history,
             call_id: uuid.into(),
@@ -298,5 +343,46 @@ mod tests {
         item.insert("attempt_number".into(), n(u64::MAX));
         let size = item_size(&item);
         assert!(size <= CAP, "{size} bytes");
+    }
+
+    #[test]
+    fn a_task_reads_back_from_its_item_as_it_was_written() {
+        let uuid = "9f0c7a9e-1111-4222-8333-444455556666";
+        let question = json!({"role": "agent", "parts": [{"text": "which one?"}]});
+        let large = PackedBody::pack(uuid, uuid, &inline_body(4096), INLINE_BODY_BYTES);
+        let task = Task {
+            id: uuid.into(),
+            tenant_id: "tenant".into(),
+            context_id: "context".into(),
+            caller_agent_id: "caller".into(),
+            callee_agent_id: "callee".into(),
+            callee_name: "callee-name".into(),
+            state: TaskState::InputRequired,
+            status_message: Some(stored_message(&question)),
+            status_timestamp: "2026-01-01T00:00:00.000000Z".into(),
+            input: stored_message(&large.stored),
+            artifacts: Stored::Inline(inline_artifacts(128)),
+            error: Some("an error".into()),
+            history: vec![stored_message(&large.stored), stored_message(&question)],
+            call_id: "call".into(),
+            parent_call_id: Some("parent".into()),
+            root_call_id: "root".into(),
+            delivery: Delivery::Push,
+            claim_timeout_seconds: 900,
+            // Claims and deliveries set these with their own writes, never through `to_item`.
+            deadline_at: None,
+            delivery_attempts: 0,
+            attempt_number: 0,
+            delivery_id: Some("delivery".into()),
+            delivered_at: None,
+            content_bytes: 4096,
+            expires_at: Some(1_800_000_000),
+            created_at: "2026-01-01T00:00:00.000000Z".into(),
+            updated_at: "2026-01-01T00:00:02.000000Z".into(),
+        };
+        assert!(task.input.reference().is_some(), "one body is a reference");
+        assert_eq!(task.input.role(), Some(crate::domain::message::Role::Agent));
+        let item = to_item(&task);
+        assert_eq!(Task::try_from(&item).unwrap(), task);
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use forgebench::domain::content::Stored;
 use forgebench::domain::task::Delivery;
 use forgebench::domain::{clock, Task, TaskState};
 use forgebench::store::{AuditEntry, ContextJoin, OpenTask};
@@ -37,10 +38,10 @@ async fn a_failure_between_the_task_and_its_audit_row_leaves_neither() {
             state: TaskState::Submitted,
             status_message: None,
             status_timestamp: now.clone(),
-            input: text_message("x"),
-            artifacts: json!([]),
+            input: Stored::from_value(&text_message("x")).unwrap(),
+            artifacts: Stored::Inline(Vec::new()),
             error: None,
-            history: vec![text_message("x")],
+            history: vec![Stored::from_value(&text_message("x")).unwrap()],
             call_id: call_id.clone(),
             parent_call_id: None,
             root_call_id: call_id,

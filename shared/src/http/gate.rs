@@ -1,0 +1,82 @@
+//! The gate's refusals on the A2A edge: whatever the reason a caller may not reach a callee, the
+//! caller sees one `403 not_permitted` and the precise reason goes to the audit log.
+
+use crate::app::App;
+use crate::domain::binding::{admit, binding_id, RefusalReason};
+use crate::domain::{Agent, AgentId, AgentRef, TaskId, TenantPrincipal};
+use crate::error::ApiError;
+use crate::store::AuditEntry;
+
+/// Refuses a task open: the precise reason to the audit log, one 403 to the caller.
+pub(super) async fn refuse(
+    app: &App,
+    principal: &TenantPrincipal,
+    target: &str,
+    reason: RefusalReason,
+    call_id: &str,
+) -> ApiError {
+    refuse_action(app, principal, "task.open", target, reason, call_id, None).await
+}
+
+/// Refuses a governed call (`action`): the precise reason to the audit log, one 403 to the
+/// caller.
+pub(super) async fn refuse_action(
+    app: &App,
+    principal: &TenantPrincipal,
+    action: &str,
+    target: &str,
+    reason: RefusalReason,
+    call_id: &str,
+    task_id: Option<&TaskId>,
+) -> ApiError {
+    let mut entry = AuditEntry::new(principal, action, target).refused(reason.as_str());
+    entry.call_id = Some(call_id.to_owned());
+    entry.task_id = task_id.cloned();
+    tracing::info!(action, reason = reason.as_str(), "call refused");
+    match app.store.record_refusal(&entry).await {
+        Ok(()) => ApiError::NotPermitted,
+        // The refusal must be on the record; if it cannot be written, say so instead.
+        Err(error) => error.into(),
+    }
+}
+
+/// The refusal reason for a caller whose open failed the binding or callee check.
+pub(super) async fn refusal_reason(
+    app: &App,
+    principal: &TenantPrincipal,
+    caller_id: &AgentId,
+    callee_id: &AgentId,
+) -> Result<RefusalReason, ApiError> {
+    let callee = app
+        .store
+        .find_agent(&principal.tenant_id, &AgentRef::Id(parse_uuid(callee_id)?))
+        .await?;
+    let binding = app
+        .store
+        .get_binding(&binding_id(caller_id, callee_id))
+        .await?;
+    Ok(
+        admit(&principal.tenant_id, callee.as_ref(), binding.as_ref())
+            .err()
+            .unwrap_or(RefusalReason::NoBinding),
+    )
+}
+
+/// Why the gate would refuse this caller now, read before anything is stored for it; the open
+/// transaction checks the same again at the instant it writes.
+pub(super) async fn precheck_refusal(
+    app: &App,
+    principal: &TenantPrincipal,
+    caller_id: &AgentId,
+    callee: &Agent,
+) -> Result<Option<RefusalReason>, ApiError> {
+    let binding = app
+        .store
+        .get_binding(&binding_id(caller_id, &callee.id))
+        .await?;
+    Ok(admit(&principal.tenant_id, Some(callee), binding.as_ref()).err())
+}
+
+pub(super) fn parse_uuid(text: &str) -> Result<uuid::Uuid, ApiError> {
+    uuid::Uuid::parse_str(text).map_err(ApiError::internal)
+}

@@ -1,0 +1,316 @@
+//! Opening a task (`POST /v1/agents/{callee}/tasks`, A2A `SendMessage`): the request read and
+//! checked, the callee resolved through the gate, the opening message packed, the task built by
+//! the domain ([`Task::open`]) and written in one transaction with its conversation, lineage and
+//! audit entry; then answered at once or after waiting for the callee's answer.
+
+use std::time::Duration;
+
+use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::Request;
+use serde_json::Value;
+
+use super::gate::{precheck_refusal, refusal_reason, refuse};
+use super::tasks::{agent_principal, caller_message, expire_if_overdue, wait_for_answer};
+use super::{
+    full_task, json_object, only_fields, pack_message, path_param, poll_slot, wait_param,
+    HandlerResult,
+};
+use crate::app::App;
+use crate::bodies::resolve_from_memory;
+use crate::domain::binding::{binding_id, RefusalReason};
+use crate::domain::content::{PackedBody, Stored};
+use crate::domain::task::{keyed_task_id, CallLineage, Delivery, TaskOpening};
+use crate::domain::{clock, Agent, AgentId, AgentRef, Message, Task, TaskId, TenantPrincipal};
+use crate::error::{json_response, ApiError};
+use crate::store::{AuditEntry, ContextJoin, OpenRefusal, OpenTask, PollSlot, StoreError};
+
+/// The header that names the governed call which caused this one.
+pub const PARENT_CALL_HEADER: &str = "x-parent-call";
+
+/// An open request as read from the wire, before the gate looks at it.
+struct OpenRequest {
+    callee_segment: String,
+    wait: Duration,
+    message: Message,
+    /// The conversation to continue; `None` starts a new one.
+    context_id: Option<String>,
+    parent_call_id: Option<String>,
+}
+
+impl OpenRequest {
+    fn read(app: &App, request: &Request) -> Result<OpenRequest, ApiError> {
+        let callee_segment = path_param(request, "agent")?;
+        let wait = wait_param(request, app)?;
+        let body = json_object(request)?;
+        only_fields(&body, &["message", "context_id"])?;
+        let message = caller_message(&body, "opening a task")?;
+        let context_id = match body.get("context_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(
+                uuid::Uuid::parse_str(id)
+                    .map_err(|_| ApiError::InvalidRequest("context_id must be a UUID".into()))?
+                    .to_string(),
+            ),
+            Some(_) => {
+                return Err(ApiError::InvalidRequest(
+                    "context_id must be a string".into(),
+                ))
+            }
+        };
+        Ok(OpenRequest {
+            callee_segment,
+            wait,
+            message,
+            context_id,
+            parent_call_id: parent_call(request)?,
+        })
+    }
+}
+
+/// `POST /v1/agents/{callee}/tasks?wait=N` with `{"message": Message, "context_id"?}`.
+pub async fn open(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
+    let caller_id = agent_principal(&principal, "opening a task")?;
+    let asked = OpenRequest::read(app, &request)?;
+    let call_id = uuid::Uuid::new_v4().to_string();
+    let callee = callee_in_tenant(app, &principal, &asked.callee_segment, &call_id).await?;
+    let lineage = lineage(app, &principal, call_id, asked.parent_call_id.clone()).await?;
+    let task_id = match &asked.message.message_id {
+        Some(message_id) => keyed_task_id(&caller_id, &callee.id, message_id),
+        None => TaskId::generate(),
+    };
+    let input = pack_message(&principal.tenant_id, &task_id, &asked.message)?;
+    if input.offload.is_some() {
+        // Nothing is stored for a caller the gate would refuse anyway.
+        if let Some(reason) = precheck_refusal(app, &principal, &caller_id, &callee).await? {
+            return Err(refuse(app, &principal, &callee.id, reason, &lineage.call_id).await);
+        }
+        app.bodies.store(&[&input]).await?;
+    }
+    let task = Task::open(TaskOpening {
+        id: task_id,
+        caller_agent_id: caller_id,
+        callee: &callee,
+        context_id: asked
+            .context_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        input: Stored::packed(&input, asked.message.clone()),
+        input_bytes: input.bytes,
+        lineage,
+        now: clock::now(),
+        expires_at: app.config.task_expiry(),
+    });
+    let open = open_transaction(&principal, task, asked.context_id.is_some());
+    let keyed = asked.message.message_id.is_some();
+    commit(app, &principal, &callee, open, keyed, asked.wait, &input).await
+}
+
+/// The callee the path names, if it is an agent of the caller's tenant; anything else is the
+/// gate's one refusal.
+async fn callee_in_tenant(
+    app: &App,
+    principal: &TenantPrincipal,
+    segment: &str,
+    call_id: &str,
+) -> Result<Agent, ApiError> {
+    let found = app
+        .store
+        .find_agent(&principal.tenant_id, &AgentRef::parse(segment))
+        .await?;
+    match found {
+        None => Err(refuse(
+            app,
+            principal,
+            segment,
+            RefusalReason::UnknownCallee,
+            call_id,
+        )
+        .await),
+        Some(callee) if callee.tenant_id != principal.tenant_id => {
+            let reason = RefusalReason::OtherTenant;
+            Err(refuse(app, principal, &callee.id, reason, call_id).await)
+        }
+        Some(callee) => Ok(callee),
+    }
+}
+
+/// The new call's place in the ledger: a call with no parent is its own root; a parent from
+/// this tenant's ledger passes its root on; an unknown parent is taken as the root.
+async fn lineage(
+    app: &App,
+    principal: &TenantPrincipal,
+    call_id: String,
+    parent_call_id: Option<String>,
+) -> Result<CallLineage, ApiError> {
+    let root_call_id = match &parent_call_id {
+        None => call_id.clone(),
+        Some(parent) => app
+            .store
+            .call_root(&principal.tenant_id, parent)
+            .await?
+            .unwrap_or_else(|| parent.clone()),
+    };
+    Ok(CallLineage {
+        call_id,
+        parent_call_id,
+        root_call_id,
+    })
+}
+
+/// Everything the open transaction writes for `task`, its audit entry included.
+fn open_transaction(principal: &TenantPrincipal, task: Task, continues: bool) -> OpenTask {
+    let mut audit = AuditEntry::new(principal, "task.open", &task.callee_agent_id);
+    audit.call_id = Some(task.call_id.clone());
+    audit.task_id = Some(task.id.clone());
+    OpenTask {
+        binding_id: binding_id(&task.caller_agent_id, &task.callee_agent_id),
+        context: if continues {
+            ContextJoin::Continue
+        } else {
+            ContextJoin::Start
+        },
+        task,
+        audit,
+    }
+}
+
+/// Writes the open transaction and answers: the new task, the task a repeated open already
+/// wrote, or the refusal the transaction met.
+async fn commit(
+    app: &App,
+    principal: &TenantPrincipal,
+    callee: &Agent,
+    open: OpenTask,
+    keyed: bool,
+    wait: Duration,
+    input: &PackedBody,
+) -> HandlerResult {
+    let task_id = &open.task.id;
+    let opened = match app.store.open_task(&open).await {
+        // A concurrent open with the same message_id can hold the task item mid-transaction
+        // (DynamoDB cancels this one as a conflict); once that one commits, its task is this
+        // request's answer too.
+        Err(StoreError::Unavailable(reason)) if keyed => {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return match app.store.get_task(task_id).await? {
+                Some(existing) => {
+                    replay_open(app, principal, &callee.id, existing, wait, input).await
+                }
+                None => Err(StoreError::Unavailable(reason).into()),
+            };
+        }
+        other => other?,
+    };
+    match opened {
+        Ok(()) => {}
+        Err(OpenRefusal::AlreadyOpen) => {
+            let existing = app.store.get_task(task_id).await?.ok_or_else(|| {
+                ApiError::internal(format!(
+                    "task {task_id} vanished after its open was refused as a repeat"
+                ))
+            })?;
+            return replay_open(app, principal, &callee.id, existing, wait, input).await;
+        }
+        Err(OpenRefusal::BindingNotLive | OpenRefusal::CalleeNotActive) => {
+            let caller_id = &open.task.caller_agent_id;
+            let reason = refusal_reason(app, principal, caller_id, &callee.id).await?;
+            return Err(refuse(app, principal, &callee.id, reason, &open.task.call_id).await);
+        }
+        Err(OpenRefusal::UnknownContext) => {
+            return Err(ApiError::NotFound(
+                "context_id names no conversation between these two agents".into(),
+            ))
+        }
+        Err(OpenRefusal::ContextFull) => {
+            return Err(ApiError::LimitReached(
+                "the conversation holds 100 tasks; start a new one".into(),
+            ))
+        }
+    }
+    tracing::info!(task_id = %task_id, call_id = %open.task.call_id, callee_id = %callee.id, "task opened");
+    if open.task.delivery == Delivery::Push {
+        // The task is on the record already; if this enqueue is lost, the outbox sweep redoes it.
+        if let Err(error) = app.queue.enqueue(task_id).await {
+            tracing::warn!(task_id = %task_id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
+        }
+    }
+    opened_response(app, principal, open.task, wait, input).await
+}
+
+// `X-Parent-Call`, when sent: a call id (UUID). Lineage is bookkeeping, never a gate, but a
+/// value that cannot be a call id is malformed input.
+fn parent_call(request: &Request) -> Result<Option<String>, ApiError> {
+    match request.headers().get(PARENT_CALL_HEADER) {
+        None => Ok(None),
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|text| uuid::Uuid::parse_str(text.trim()).ok())
+            .map(|id| Some(id.to_string()))
+            .ok_or_else(|| {
+                ApiError::InvalidRequest("X-Parent-Call must be a call_id (a UUID)".into())
+            }),
+    }
+}
+
+/// The answer to an open repeated with the same `message_id`: the task the first one wrote, as
+/// it stands now (waited on like a new one), and nothing written again.
+async fn replay_open(
+    app: &App,
+    principal: &TenantPrincipal,
+    callee_id: &AgentId,
+    task: Task,
+    wait: Duration,
+    written: &PackedBody,
+) -> HandlerResult {
+    // The id is derived from this caller and callee; anything else under it is not theirs.
+    if Some(&task.caller_agent_id) != principal.agent_id() || task.callee_agent_id != callee_id {
+        return Err(ApiError::internal(format!(
+            "task {} under a derived id belongs to another caller or callee",
+            task.id
+        )));
+    }
+    tracing::info!(task_id = %task.id, call_id = %task.call_id, "task open repeated; existing task returned");
+    let task = expire_if_overdue(app, task).await?;
+    opened_response(app, principal, task, wait, written).await
+}
+
+/// `200` with the task (after waiting up to `wait` for its answer) and its call id. The task is
+/// on the record already: if reading it again fails, the answer is the task as this request
+/// wrote it, never an error that would invite the caller to open it again.
+async fn opened_response(
+    app: &App,
+    principal: &TenantPrincipal,
+    task: Task,
+    wait: Duration,
+    written: &PackedBody,
+) -> HandlerResult {
+    let mut as_written = task.clone();
+    // The task is opened already: without a free long-poll slot it is answered at once.
+    let slot: Option<PollSlot> = poll_slot(app, principal, wait).await.unwrap_or_default();
+    let wait = if slot.is_some() { wait } else { Duration::ZERO };
+    let settled = async {
+        let task = wait_for_answer(app, task, wait).await?;
+        full_task(app, task, &[written]).await
+    };
+    let settled = settled.await;
+    if let Some(slot) = slot {
+        app.store.release_poll_slot(&slot).await;
+    }
+    let task = match settled {
+        Ok(task) => task,
+        Err(error) => {
+            tracing::warn!(task_id = %as_written.id, error = %error, "reading the opened task failed; answering with it as written");
+            if let Err(error) = resolve_from_memory(&mut as_written, &[written]) {
+                tracing::error!(task_id = %as_written.id, error = %error, "a body this request wrote does not read back");
+            }
+            as_written
+        }
+    };
+    let mut response = json_response(StatusCode::OK, &task.to_json());
+    if let Ok(value) = HeaderValue::from_str(&task.call_id) {
+        response.headers_mut().insert("x-call-id", value);
+    }
+    Ok(response)
+}
