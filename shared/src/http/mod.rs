@@ -4,6 +4,7 @@
 mod agents;
 mod audit;
 mod bindings;
+mod calls;
 mod cards;
 mod endpoint;
 mod gate;
@@ -11,8 +12,10 @@ mod members;
 mod open;
 mod pull;
 pub mod router;
+mod signing_keys;
 mod tasks;
 mod tenants;
+mod tools;
 
 use std::time::Duration;
 

@@ -11,7 +11,10 @@ use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};
 use tracing::Instrument;
 
-use super::{agents, audit, bindings, cards, endpoint, members, open, pull, tasks, tenants};
+use super::{
+    agents, audit, bindings, calls, cards, endpoint, members, open, pull, signing_keys, tasks,
+    tenants, tools,
+};
 use crate::app::App;
 use crate::error::{cause_chain, ApiError};
 
@@ -253,13 +256,13 @@ impl Route {
             Route::ListDeliveryAttempts => endpoint::attempts(app, request).await,
             Route::GetAgentCard => cards::get_card(app, request).await,
             Route::ListAgentCards => cards::list_cards(app, request).await,
-            Route::GetSigningKeys => cards::pubkey(app, request).await,
-            Route::RotateSigningKey => cards::rotate(app, request).await,
-            Route::RetireSigningKey => cards::retire(app, request).await,
-            Route::PutTool => cards::put_tool(app, request).await,
-            Route::DeleteTool => cards::delete_tool(app, request).await,
-            Route::ListTools => cards::list_tools(app, request).await,
-            Route::ListCalls => cards::list_calls(app, request).await,
+            Route::GetSigningKeys => signing_keys::pubkey(app, request).await,
+            Route::RotateSigningKey => signing_keys::rotate(app, request).await,
+            Route::RetireSigningKey => signing_keys::retire(app, request).await,
+            Route::PutTool => tools::put_tool(app, request).await,
+            Route::DeleteTool => tools::delete_tool(app, request).await,
+            Route::ListTools => tools::list_tools(app, request).await,
+            Route::ListCalls => calls::list_calls(app, request).await,
             Route::ListAgentKeys => agents::list_keys(app, request).await,
             Route::ListMembers => members::list(app, request).await,
             Route::CreateMemberKey => members::create_key(app, request).await,
