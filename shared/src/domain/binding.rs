@@ -41,6 +41,43 @@ impl Binding {
     pub fn is_live(&self) -> bool {
         !self.revoked && self.approved_at.is_some()
     }
+
+    /// A grant of `caller` → `callee` at `now` over the pair's `existing` row: a new binding, a
+    /// revoked one made anew, or a pending one approved; approved at once when the granter also
+    /// speaks for the callee (`approve_now`), pending otherwise. `None` when the grant changes
+    /// nothing (the binding is live, or pending and still not approvable).
+    pub fn grant(
+        existing: Option<Binding>,
+        caller: &Agent,
+        callee: &Agent,
+        approve_now: bool,
+        now: &str,
+    ) -> Option<Binding> {
+        let approved_at = approve_now.then(|| now.to_owned());
+        let Some(mut binding) = existing else {
+            return Some(Binding {
+                id: binding_id(&caller.id, &callee.id),
+                tenant_id: caller.tenant_id.clone(),
+                caller_agent_id: caller.id.clone(),
+                callee_agent_id: callee.id.clone(),
+                source: "api".into(),
+                revoked: false,
+                approved_at,
+                created_at: now.to_owned(),
+                updated_at: now.to_owned(),
+            });
+        };
+        if binding.revoked {
+            binding.revoked = false;
+            binding.approved_at = approved_at;
+        } else if binding.approved_at.is_none() && approve_now {
+            binding.approved_at = approved_at;
+        } else {
+            return None;
+        }
+        binding.updated_at = now.to_owned();
+        Some(binding)
+    }
 }
 
 /// Why a task open was refused. The caller only ever sees `403 not_permitted`; this goes to the
@@ -168,5 +205,45 @@ mod tests {
     fn a_pair_always_maps_to_the_same_binding_and_direction_matters() {
         assert_eq!(binding_id("a", "b"), binding_id("a", "b"));
         assert_ne!(binding_id("a", "b"), binding_id("b", "a"));
+    }
+
+    #[test]
+    fn a_grant_creates_renews_or_approves_and_otherwise_changes_nothing() {
+        let caller = Agent {
+            id: "caller".into(),
+            ..callee(AgentStatus::Active)
+        };
+        let target = callee(AgentStatus::Active);
+        let now = "2026-01-02T00:00:00.000000Z";
+
+        let new = Binding::grant(None, &caller, &target, false, now).unwrap();
+        assert_eq!(new.id, binding_id("caller", "callee"));
+        assert_eq!((new.revoked, new.approved_at.as_deref()), (false, None));
+        assert_eq!(
+            (new.created_at.as_str(), new.updated_at.as_str()),
+            (now, now)
+        );
+        let approved = Binding::grant(None, &caller, &target, true, now).unwrap();
+        assert_eq!(approved.approved_at.as_deref(), Some(now));
+
+        let renewed = Binding::grant(Some(binding(true, true)), &caller, &target, false, now);
+        let renewed = renewed.unwrap();
+        assert!(!renewed.revoked);
+        assert_eq!(
+            renewed.approved_at, None,
+            "a renewed grant waits for approval again"
+        );
+        assert_eq!(renewed.updated_at, now);
+
+        let pending = Binding::grant(Some(binding(false, false)), &caller, &target, true, now);
+        assert_eq!(pending.unwrap().approved_at.as_deref(), Some(now));
+
+        for unchanged in [binding(false, true), binding(false, false)] {
+            let approvable = unchanged.approved_at.is_some();
+            assert_eq!(
+                Binding::grant(Some(unchanged), &caller, &target, approvable, now),
+                None
+            );
+        }
     }
 }

@@ -11,6 +11,7 @@ pub mod jcs;
 pub mod keys;
 pub mod message;
 pub mod principal;
+pub mod result;
 pub mod signing;
 pub mod task;
 

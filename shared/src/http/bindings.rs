@@ -3,14 +3,14 @@
 use std::collections::BTreeSet;
 
 use lambda_http::Request;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::agents::{managed_agent, visible_agent};
 use super::{json_object, ok, only_fields, path_param, HandlerResult};
 use crate::app::App;
 use crate::domain::binding::binding_id;
 use crate::domain::ids::AgentId;
-use crate::domain::{clock, AgentRef, Binding};
+use crate::domain::{clock, Agent, AgentRef, Binding, TenantPrincipal};
 use crate::error::ApiError;
 use crate::store::{AuditEntry, BindingWrite};
 
@@ -30,74 +30,26 @@ pub async fn grant(app: &App, request: Request) -> HandlerResult {
     let caller = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let body = json_object(&request)?;
     only_fields(&body, &["callees"])?;
-    let references: Vec<&str> = match body.get("callees") {
-        Some(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_CALLEES_PER_GRANT => {
-            items
-                .iter()
-                .map(|item| item.as_str())
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| {
-                    ApiError::InvalidRequest("callees must be agent names or ids".into())
-                })?
-        }
-        _ => {
-            return Err(ApiError::InvalidRequest(format!(
-                "callees is required: a list of 1 to {MAX_CALLEES_PER_GRANT} agent names or ids"
-            )))
-        }
-    };
     let mut seen = BTreeSet::new();
     let mut writes = Vec::new();
     let mut audit = Vec::new();
     let mut response = Vec::new();
     let now = clock::now();
-    for reference in references {
-        let callee = app
-            .store
-            .find_agent(&principal.tenant_id, &AgentRef::parse(reference))
-            .await?
-            .filter(|callee| callee.tenant_id == principal.tenant_id)
-            .ok_or_else(|| ApiError::NotFound(format!("no agent {reference:?} in this tenant")))?;
-        if callee.id == caller.id {
-            return Err(ApiError::InvalidRequest(
-                "an agent cannot be bound to itself".into(),
-            ));
-        }
+    for reference in callee_references(&body)? {
+        let callee = grantable_callee(app, &principal, &caller, reference).await?;
         if !seen.insert(callee.id.clone()) {
             continue;
         }
+        let existing = app
+            .store
+            .get_binding(&binding_id(&caller.id, &callee.id))
+            .await?;
+        let previous = existing.as_ref().map(|binding| binding.updated_at.clone());
         let approve_now = principal.speaks_for(&callee);
-        let id = binding_id(&caller.id, &callee.id);
-        let existing = app.store.get_binding(&id).await?;
-        let (binding, previous) = match existing {
-            None => (
-                Binding {
-                    id,
-                    tenant_id: principal.tenant_id.clone(),
-                    caller_agent_id: caller.id.clone(),
-                    callee_agent_id: callee.id.clone(),
-                    source: "api".into(),
-                    revoked: false,
-                    approved_at: approve_now.then(|| now.clone()),
-                    created_at: now.clone(),
-                    updated_at: now.clone(),
-                },
-                None,
-            ),
-            Some(mut binding) => {
-                let previous = binding.updated_at.clone();
-                if binding.revoked {
-                    binding.revoked = false;
-                    binding.approved_at = approve_now.then(|| now.clone());
-                } else if binding.approved_at.is_none() && approve_now {
-                    binding.approved_at = Some(now.clone());
-                } else {
-                    response.push(binding);
-                    continue;
-                }
-                binding.updated_at = now.clone();
-                (binding, Some(previous))
-            }
+        let Some(binding) = Binding::grant(existing.clone(), &caller, &callee, approve_now, &now)
+        else {
+            response.extend(existing);
+            continue;
         };
         let action = if binding.approved_at.is_some() {
             "binding.grant"
@@ -115,6 +67,45 @@ pub async fn grant(app: &App, request: Request) -> HandlerResult {
         return Err(changed_concurrently());
     }
     ok(&json!(response))
+}
+
+/// The body's `callees`: 1 to [`MAX_CALLEES_PER_GRANT`] agent names or ids.
+fn callee_references(body: &Map<String, Value>) -> Result<Vec<&str>, ApiError> {
+    match body.get("callees") {
+        Some(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_CALLEES_PER_GRANT => {
+            items
+                .iter()
+                .map(|item| item.as_str())
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    ApiError::InvalidRequest("callees must be agent names or ids".into())
+                })
+        }
+        _ => Err(ApiError::InvalidRequest(format!(
+            "callees is required: a list of 1 to {MAX_CALLEES_PER_GRANT} agent names or ids"
+        ))),
+    }
+}
+
+/// The agent `reference` names in the granter's tenant, other than the caller itself.
+async fn grantable_callee(
+    app: &App,
+    principal: &TenantPrincipal,
+    caller: &Agent,
+    reference: &str,
+) -> Result<Agent, ApiError> {
+    let callee = app
+        .store
+        .find_agent(&principal.tenant_id, &AgentRef::parse(reference))
+        .await?
+        .filter(|callee| callee.tenant_id == principal.tenant_id)
+        .ok_or_else(|| ApiError::NotFound(format!("no agent {reference:?} in this tenant")))?;
+    if callee.id == caller.id {
+        return Err(ApiError::InvalidRequest(
+            "an agent cannot be bound to itself".into(),
+        ));
+    }
+    Ok(callee)
 }
 
 /// `GET /v1/agents/{agent}/agents` → `{"outbound": [...], "inbound": [...]}`.

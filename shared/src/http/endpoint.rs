@@ -2,14 +2,14 @@
 //! never returned, logged or echoed in an error.
 
 use lambda_http::Request;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::agents::managed_agent;
 use super::{json_object, ok, only_fields, path_param, HandlerResult};
 use crate::app::App;
-use crate::domain::clock;
+use crate::domain::{clock, Agent, TenantPrincipal};
 use crate::error::ApiError;
-use crate::push::endpoint::{parse_auth, Endpoint};
+use crate::push::endpoint::{parse_auth, AuthScheme, Endpoint};
 use crate::store::AuditEntry;
 
 pub async fn put(app: &App, request: Request) -> HandlerResult {
@@ -32,62 +32,8 @@ pub async fn put(app: &App, request: Request) -> HandlerResult {
             "agent.endpoint.clear"
         }
         Some(Value::String(url)) => {
-            let allow_private = match body.get("allow_private_network") {
-                None | Some(Value::Null) => false,
-                Some(Value::Bool(allow)) => *allow,
-                Some(_) => {
-                    return Err(ApiError::InvalidRequest(
-                        "allow_private_network must be a boolean".into(),
-                    ))
-                }
-            };
-            if allow_private && !principal.is_admin() {
-                return Err(ApiError::Forbidden(
-                    "only an admin may allow a private-network endpoint".into(),
-                ));
-            }
-            let clear_auth = match body.get("clear_auth") {
-                None | Some(Value::Null) => false,
-                Some(Value::Bool(clear)) => *clear,
-                Some(_) => {
-                    return Err(ApiError::InvalidRequest(
-                        "clear_auth must be a boolean".into(),
-                    ))
-                }
-            };
-            let new_auth = match body.get("auth") {
-                None | Some(Value::Null) => None,
-                Some(auth) => Some(parse_auth(auth)?),
-            };
-            if clear_auth && new_auth.is_some() {
-                return Err(ApiError::InvalidRequest(
-                    "send auth or clear_auth, not both".into(),
-                ));
-            }
-            let vetted = app
-                .dialer
-                .vet(url, allow_private)
-                .await
-                .map_err(|refusal| ApiError::InvalidRequest(format!("url refused: {refusal}")))?;
-            let current = agent.endpoint.as_ref().and_then(Endpoint::from_json);
-            let (auth, sealed) = match new_auth {
-                Some((scheme, secret)) => {
-                    let sealed = app.vault.seal(&agent.tenant_id, &agent.id, &secret).await?;
-                    (Some(scheme), Some(sealed))
-                }
-                None if clear_auth => (None, None),
-                None => (
-                    current.and_then(|endpoint| endpoint.auth),
-                    agent.sealed_secret.clone(),
-                ),
-            };
-            let endpoint = Endpoint {
-                url: vetted.url.to_string(),
-                auth: auth.filter(|_| sealed.is_some()),
-                allow_private_network: allow_private,
-            };
-            agent.endpoint = Some(endpoint.to_json());
-            agent.sealed_secret = sealed;
+            let asked = EndpointRequest::read(&body, &principal)?;
+            set_endpoint(app, &mut agent, url, asked).await?;
             "agent.endpoint.set"
         }
         Some(_) => {
@@ -106,6 +52,86 @@ pub async fn put(app: &App, request: Request) -> HandlerResult {
     }
     tracing::info!(agent_id = %agent.id, action, "endpoint changed");
     ok(&json!(agent))
+}
+
+/// The settings of an endpoint request beside its URL.
+struct EndpointRequest {
+    allow_private: bool,
+    clear_auth: bool,
+    /// A new credential: its scheme and its secret (sealed before it is stored).
+    new_auth: Option<(AuthScheme, String)>,
+}
+
+impl EndpointRequest {
+    fn read(body: &Map<String, Value>, principal: &TenantPrincipal) -> Result<Self, ApiError> {
+        let allow_private = flag(body, "allow_private_network")?;
+        if allow_private && !principal.is_admin() {
+            return Err(ApiError::Forbidden(
+                "only an admin may allow a private-network endpoint".into(),
+            ));
+        }
+        let clear_auth = flag(body, "clear_auth")?;
+        let new_auth = match body.get("auth") {
+            None | Some(Value::Null) => None,
+            Some(auth) => Some(parse_auth(auth)?),
+        };
+        if clear_auth && new_auth.is_some() {
+            return Err(ApiError::InvalidRequest(
+                "send auth or clear_auth, not both".into(),
+            ));
+        }
+        Ok(EndpointRequest {
+            allow_private,
+            clear_auth,
+            new_auth,
+        })
+    }
+}
+
+/// An optional boolean field (absent or null: `false`).
+fn flag(body: &Map<String, Value>, name: &str) -> Result<bool, ApiError> {
+    match body.get(name) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(value)) => Ok(*value),
+        Some(_) => Err(ApiError::InvalidRequest(format!(
+            "{name} must be a boolean"
+        ))),
+    }
+}
+
+/// Points `agent` at `url` once the URL passes the SSRF guard: a new secret sealed for this
+/// agent, the current one kept, or none when cleared.
+async fn set_endpoint(
+    app: &App,
+    agent: &mut Agent,
+    url: &str,
+    asked: EndpointRequest,
+) -> Result<(), ApiError> {
+    let vetted = app
+        .dialer
+        .vet(url, asked.allow_private)
+        .await
+        .map_err(|refusal| ApiError::InvalidRequest(format!("url refused: {refusal}")))?;
+    let current = agent.endpoint.as_ref().and_then(Endpoint::from_json);
+    let (auth, sealed) = match asked.new_auth {
+        Some((scheme, secret)) => {
+            let sealed = app.vault.seal(&agent.tenant_id, &agent.id, &secret).await?;
+            (Some(scheme), Some(sealed))
+        }
+        None if asked.clear_auth => (None, None),
+        None => (
+            current.and_then(|endpoint| endpoint.auth),
+            agent.sealed_secret.clone(),
+        ),
+    };
+    let endpoint = Endpoint {
+        url: vetted.url.to_string(),
+        auth: auth.filter(|_| sealed.is_some()),
+        allow_private_network: asked.allow_private,
+    };
+    agent.endpoint = Some(endpoint.to_json());
+    agent.sealed_secret = sealed;
+    Ok(())
 }
 
 /// `GET /v1/agents/{agent}/tasks/{task_id}/attempts`: the push delivery attempts of a task, for

@@ -1,11 +1,12 @@
-//! Call lineage: each governed call's parent and root, read back by call or by tree. The call
-//! items themselves are written by the open transaction (`open.rs`).
+//! Call lineage: each governed call's parent and root, read back by call or by tree. A call's
+//! item is built here and written by the open transaction (`open.rs`) with its task.
 
 use crate::domain::ids::TenantId;
+use crate::domain::Task;
 
 use serde_json::{json, Value};
 
-use super::item::{key, s, Item, Reader};
+use super::item::{key, opt_s, s, Item, Reader};
 use super::{classify, Store, StoreError};
 
 impl Store {
@@ -60,4 +61,27 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// The ledger's record of the task's call, indexed by the root of its call tree.
+pub(crate) fn call_item(task: &Task) -> Item {
+    let mut call = key(format!("CALL#{}", task.call_id), "CALL");
+    call.insert("kind".into(), s("call"));
+    call.insert("tenant_id".into(), s(&task.tenant_id));
+    call.insert("call_id".into(), s(&task.call_id));
+    call.insert(
+        "parent_call_id".into(),
+        opt_s(task.parent_call_id.as_deref()),
+    );
+    call.insert("root_call_id".into(), s(&task.root_call_id));
+    call.insert("task_id".into(), s(&task.id));
+    call.insert("caller_agent_id".into(), s(&task.caller_agent_id));
+    call.insert("callee_agent_id".into(), s(&task.callee_agent_id));
+    call.insert("at".into(), s(&task.created_at));
+    call.insert("gsi1pk".into(), s(format!("ROOT#{}", task.root_call_id)));
+    call.insert(
+        "gsi1sk".into(),
+        s(format!("{}#{}", task.created_at, task.call_id)),
+    );
+    call
 }

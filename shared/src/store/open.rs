@@ -7,7 +7,8 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::audit::AuditEntry;
-use super::item::{key, n, opt_s, s, Reader};
+use super::calls::call_item;
+use super::item::{key, n, s, Reader};
 use super::task_item::to_item;
 use super::tasks::{build, MAX_TASKS_PER_CONTEXT};
 use super::{Store, StoreError};
@@ -61,60 +62,8 @@ impl Store {
     /// checked against the live binding and the callee's status at the same instant.
     pub async fn open_task(&self, open: &OpenTask) -> Result<Result<(), OpenRefusal>, StoreError> {
         let task = &open.task;
-        let context_key = key(format!("CONTEXT#{}", task.context_id), "CONTEXT");
-        let context_write = match open.context {
-            ContextJoin::Start => {
-                let mut item = context_key;
-                item.insert("kind".into(), s("context"));
-                item.insert("tenant_id".into(), s(&task.tenant_id));
-                item.insert("agent_a".into(), s(&task.caller_agent_id));
-                item.insert("agent_b".into(), s(&task.callee_agent_id));
-                item.insert("task_count".into(), n(1));
-                item.insert("created_at".into(), s(&task.created_at));
-                self.put_new(item)?
-            }
-            ContextJoin::Continue => {
-                let update = build(
-                    Update::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(context_key))
-                        .update_expression("ADD task_count :one")
-                        .condition_expression(
-                            "tenant_id = :tenant AND task_count < :max AND \
-                             ((agent_a = :caller AND agent_b = :callee) OR \
-                              (agent_a = :callee AND agent_b = :caller))",
-                        )
-                        .expression_attribute_values(":one", n(1))
-                        .expression_attribute_values(":max", n(MAX_TASKS_PER_CONTEXT))
-                        .expression_attribute_values(":tenant", s(&task.tenant_id))
-                        .expression_attribute_values(":caller", s(&task.caller_agent_id))
-                        .expression_attribute_values(":callee", s(&task.callee_agent_id))
-                        .return_values_on_condition_check_failure(
-                            ReturnValuesOnConditionCheckFailure::AllOld,
-                        )
-                        .build(),
-                )?;
-                TransactWriteItem::builder().update(update).build()
-            }
-        };
-        let mut call = key(format!("CALL#{}", task.call_id), "CALL");
-        call.insert("kind".into(), s("call"));
-        call.insert("tenant_id".into(), s(&task.tenant_id));
-        call.insert("call_id".into(), s(&task.call_id));
-        call.insert(
-            "parent_call_id".into(),
-            opt_s(task.parent_call_id.as_deref()),
-        );
-        call.insert("root_call_id".into(), s(&task.root_call_id));
-        call.insert("task_id".into(), s(&task.id));
-        call.insert("caller_agent_id".into(), s(&task.caller_agent_id));
-        call.insert("callee_agent_id".into(), s(&task.callee_agent_id));
-        call.insert("at".into(), s(&task.created_at));
-        call.insert("gsi1pk".into(), s(format!("ROOT#{}", task.root_call_id)));
-        call.insert(
-            "gsi1sk".into(),
-            s(format!("{}#{}", task.created_at, task.call_id)),
-        );
+        let context_write = self.context_write(task, &open.context)?;
+        let call = call_item(task);
 
         let items = vec![
             (OpenSlot::Task, self.put_new(to_item(task))?),
@@ -156,6 +105,51 @@ impl Store {
                 )))
             }
         }))
+    }
+
+    /// The open transaction's write of the conversation: a new one, or one more task in an
+    /// existing one between the same two agents (at most [`MAX_TASKS_PER_CONTEXT`]).
+    fn context_write(
+        &self,
+        task: &Task,
+        context: &ContextJoin,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let context_key = key(format!("CONTEXT#{}", task.context_id), "CONTEXT");
+        Ok(match context {
+            ContextJoin::Start => {
+                let mut item = context_key;
+                item.insert("kind".into(), s("context"));
+                item.insert("tenant_id".into(), s(&task.tenant_id));
+                item.insert("agent_a".into(), s(&task.caller_agent_id));
+                item.insert("agent_b".into(), s(&task.callee_agent_id));
+                item.insert("task_count".into(), n(1));
+                item.insert("created_at".into(), s(&task.created_at));
+                self.put_new(item)?
+            }
+            ContextJoin::Continue => {
+                let update = build(
+                    Update::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(context_key))
+                        .update_expression("ADD task_count :one")
+                        .condition_expression(
+                            "tenant_id = :tenant AND task_count < :max AND \
+                             ((agent_a = :caller AND agent_b = :callee) OR \
+                              (agent_a = :callee AND agent_b = :caller))",
+                        )
+                        .expression_attribute_values(":one", n(1))
+                        .expression_attribute_values(":max", n(MAX_TASKS_PER_CONTEXT))
+                        .expression_attribute_values(":tenant", s(&task.tenant_id))
+                        .expression_attribute_values(":caller", s(&task.caller_agent_id))
+                        .expression_attribute_values(":callee", s(&task.callee_agent_id))
+                        .return_values_on_condition_check_failure(
+                            ReturnValuesOnConditionCheckFailure::AllOld,
+                        )
+                        .build(),
+                )?;
+                TransactWriteItem::builder().update(update).build()
+            }
+        })
     }
 
     /// A transaction item that holds only while the binding is approved and not revoked.
