@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod bodies;
+#[cfg(feature = "local-stack")]
 pub mod bootstrap;
 pub mod config;
 pub mod domain;

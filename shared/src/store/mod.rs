@@ -27,6 +27,7 @@ pub mod item;
 mod keys;
 mod polls;
 mod push;
+#[cfg(feature = "local-stack")]
 pub mod schema;
 mod tasks;
 mod tenancy;
