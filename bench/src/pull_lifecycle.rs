@@ -12,6 +12,12 @@
 //! Run with the local stack up: `scripts/bench.sh` (or `cargo run -p forgebench-bench --release
 //! --bin pull-lifecycle` with the `AWS_*` settings of `scripts/local-stack.sh env`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark program: a failed unwrap stops the run with its message"
+)]
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 

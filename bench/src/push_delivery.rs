@@ -8,6 +8,12 @@
 //!
 //! Reported as ratios measured in one run. Run with `scripts/bench.sh`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark program: a failed unwrap stops the run with its message"
+)]
+
 use std::time::{Duration, Instant};
 
 use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options};

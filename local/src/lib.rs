@@ -28,7 +28,7 @@ pub const MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
 pub fn openapi_json() -> serde_json::Value {
     static DOCUMENT: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(|| {
         let mut document: serde_json::Value =
-            serde_yaml::from_str(include_str!("../../infra/openapi.yaml")).unwrap_or_default();
+            serde_norway::from_str(include_str!("../../infra/openapi.yaml")).unwrap_or_default();
         if let Some(paths) = document
             .get_mut("paths")
             .and_then(|paths| paths.as_object_mut())

@@ -5,7 +5,7 @@
 //! drift.
 
 use aws_sdk_sqs::types::QueueAttributeName;
-use serde_yaml::Value;
+use serde_norway::Value;
 
 use crate::store::schema::{TableSchema, TEMPLATE};
 use crate::store::Store;
@@ -20,7 +20,7 @@ pub struct Resources {
 }
 
 fn resource_properties(name: &str) -> Result<Value, String> {
-    let document: Value = serde_yaml::from_str(TEMPLATE).map_err(|error| error.to_string())?;
+    let document: Value = serde_norway::from_str(TEMPLATE).map_err(|error| error.to_string())?;
     document
         .get("Resources")
         .and_then(|resources| resources.get(name))
@@ -127,7 +127,7 @@ fn number_or_parameter_default(value: &Value) -> Option<i64> {
         return None;
     };
     let parameter = tagged.value.as_str()?;
-    let document: Value = serde_yaml::from_str(TEMPLATE).ok()?;
+    let document: Value = serde_norway::from_str(TEMPLATE).ok()?;
     document["Parameters"][parameter]["Default"].as_i64()
 }
 

@@ -4,6 +4,7 @@
 pub mod app;
 pub mod auth;
 pub mod bodies;
+#[cfg(feature = "local-stack")]
 pub mod bootstrap;
 pub mod config;
 pub mod domain;

@@ -7,9 +7,32 @@ use lambda_http::{service_fn, Error, Request};
 use crate::app::App;
 use crate::http::Route;
 
-/// JSON logs with the level from `RUST_LOG` (default `info`).
+/// The log filter's directives: the level Lambda's advanced logging controls set
+/// (`AWS_LAMBDA_LOG_LEVEL`: TRACE, DEBUG, INFO, WARN, ERROR or FATAL) when there is one, else
+/// `RUST_LOG`'s directives, else `info`.
+fn log_filter_directives(lambda_log_level: Option<&str>, rust_log: Option<&str>) -> String {
+    if let Some(level) = lambda_log_level
+        .map(str::trim)
+        .filter(|level| !level.is_empty())
+    {
+        return match level.to_ascii_lowercase().as_str() {
+            // tracing has no level above error
+            "fatal" => "error".to_owned(),
+            level => level.to_owned(),
+        };
+    }
+    rust_log.unwrap_or("info").to_owned()
+}
+
+/// JSON logs with the level from `AWS_LAMBDA_LOG_LEVEL` (the function's log level when its
+/// logging config sets one), else `RUST_LOG`, else `info`; `info` too for directives that do not
+/// parse.
 pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let directives = log_filter_directives(
+        std::env::var("AWS_LAMBDA_LOG_LEVEL").ok().as_deref(),
+        std::env::var("RUST_LOG").ok().as_deref(),
+    );
+    let filter = tracing_subscriber::EnvFilter::try_new(directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .json()
@@ -79,4 +102,38 @@ pub async fn serve_push_worker() -> Result<(), Error> {
         },
     ))
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_filter_directives;
+
+    #[test]
+    fn lambda_log_level_wins_over_rust_log() {
+        assert_eq!(log_filter_directives(Some("DEBUG"), Some("warn")), "debug");
+        assert_eq!(log_filter_directives(Some("WARN"), None), "warn");
+        // Lambda's FATAL is tracing's highest level
+        assert_eq!(log_filter_directives(Some("FATAL"), None), "error");
+    }
+
+    #[test]
+    fn rust_log_then_info_when_lambda_sets_no_level() {
+        assert_eq!(
+            log_filter_directives(None, Some("forgebench=debug,info")),
+            "forgebench=debug,info"
+        );
+        assert_eq!(log_filter_directives(Some(""), Some("trace")), "trace");
+        assert_eq!(log_filter_directives(None, None), "info");
+    }
+
+    #[test]
+    fn every_lambda_level_is_a_filter_tracing_accepts() {
+        for level in ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"] {
+            let directives = log_filter_directives(Some(level), None);
+            assert!(
+                tracing_subscriber::EnvFilter::try_new(&directives).is_ok(),
+                "{level} -> {directives}"
+            );
+        }
+    }
 }

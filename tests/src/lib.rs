@@ -2,6 +2,12 @@
 //! on DynamoDB Local, and offers one helper per route. Nothing here fakes AWS: every request goes
 //! through the real handlers to the real emulator.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test, with its message"
+)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

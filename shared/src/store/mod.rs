@@ -31,6 +31,7 @@ mod keys;
 mod open;
 mod polls;
 mod push;
+#[cfg(feature = "local-stack")]
 pub mod schema;
 mod task_item;
 mod tasks;

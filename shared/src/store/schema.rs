@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType,
 };
-use serde_yaml::Value;
+use serde_norway::Value;
 
 use super::{classify, Store, StoreError};
 
@@ -53,7 +53,7 @@ impl TableSchema {
     /// Reads the `Table` resource of a SAM/CloudFormation template.
     pub fn from_template(template: &str) -> Result<TableSchema, String> {
         let document: Value =
-            serde_yaml::from_str(template).map_err(|error| format!("template: {error}"))?;
+            serde_norway::from_str(template).map_err(|error| format!("template: {error}"))?;
         let properties = document
             .get("Resources")
             .and_then(|resources| resources.get("Table"))

@@ -7,8 +7,8 @@ use std::path::Path;
 use forgebench::store::schema::TEMPLATE;
 use forgebench::Route;
 
-fn template() -> serde_yaml::Value {
-    serde_yaml::from_str(TEMPLATE).expect("template parses")
+fn template() -> serde_norway::Value {
+    serde_norway::from_str(TEMPLATE).expect("template parses")
 }
 
 #[test]
@@ -45,9 +45,9 @@ fn every_route_is_one_function_crate_that_serves_exactly_it() {
     );
 }
 
-fn openapi() -> serde_yaml::Value {
+fn openapi() -> serde_norway::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../infra/openapi.yaml");
-    serde_yaml::from_str(&std::fs::read_to_string(path).expect("infra/openapi.yaml"))
+    serde_norway::from_str(&std::fs::read_to_string(path).expect("infra/openapi.yaml"))
         .expect("openapi parses")
 }
 
@@ -85,7 +85,7 @@ fn openapi_the_template_the_route_table_and_the_crates_agree() {
     let resources = document["Resources"].as_mapping().expect("Resources");
     let binary_of = |resource: &str| {
         resources
-            .get(serde_yaml::Value::from(resource))
+            .get(serde_norway::Value::from(resource))
             .and_then(|function| function["Metadata"]["BuildProperties"]["Binary"].as_str())
             .map(str::to_owned)
     };
@@ -122,7 +122,9 @@ fn openapi_the_template_the_route_table_and_the_crates_agree() {
                     "apigateway.amazonaws.com"
                 );
                 let function = match &resource["Properties"]["FunctionName"] {
-                    serde_yaml::Value::Tagged(tagged) => tagged.value.as_str().unwrap().to_owned(),
+                    serde_norway::Value::Tagged(tagged) => {
+                        tagged.value.as_str().unwrap().to_owned()
+                    }
                     other => panic!("FunctionName {other:?}"),
                 };
                 permitted.insert(binary_of(&function).expect("permission for a function"));
@@ -229,11 +231,11 @@ fn every_function_has_a_log_group_with_a_retention() {
         assert!(
             matches!(
                 resource["Properties"]["RetentionInDays"],
-                serde_yaml::Value::Tagged(_)
+                serde_norway::Value::Tagged(_)
             ),
             "retention comes from the parameter"
         );
-        if let serde_yaml::Value::Tagged(name) = &resource["Properties"]["LogGroupName"] {
+        if let serde_norway::Value::Tagged(name) = &resource["Properties"]["LogGroupName"] {
             let text = name.value.as_str().unwrap();
             logged.insert(
                 text.trim_start_matches("/aws/lambda/${")

@@ -613,8 +613,8 @@ async fn bodies_expire_with_their_task_and_an_expired_task_is_gone() {
         .await;
     let task_id = opened.field("id");
     let retention_days = app.app.config.task_retention_days;
-    let template: serde_yaml::Value =
-        serde_yaml::from_str(forgebench::store::schema::TEMPLATE).unwrap();
+    let template: serde_norway::Value =
+        serde_norway::from_str(forgebench::store::schema::TEMPLATE).unwrap();
     assert_eq!(
         template["Parameters"]["TaskRetentionDays"]["Default"].as_u64(),
         Some(retention_days)

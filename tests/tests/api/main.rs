@@ -1,6 +1,12 @@
 //! Black-box tests of the gateway over real HTTP, against DynamoDB Local. One binary, one fresh
 //! table per test, so tests run in parallel without seeing each other.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test, with its message"
+)]
+
 mod bad_input;
 mod bindings;
 mod cards;

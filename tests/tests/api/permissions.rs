@@ -10,8 +10,8 @@ use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Re
 use serde_json::json;
 
 /// `binary -> its policy statements`, read from the template's inline policies.
-fn statements() -> BTreeMap<String, Vec<serde_yaml::Value>> {
-    let document: serde_yaml::Value = serde_yaml::from_str(TEMPLATE).unwrap();
+fn statements() -> BTreeMap<String, Vec<serde_norway::Value>> {
+    let document: serde_norway::Value = serde_norway::from_str(TEMPLATE).unwrap();
     let mut all = BTreeMap::new();
     for (_, resource) in document["Resources"].as_mapping().unwrap() {
         if resource["Type"] != "AWS::Serverless::Function" {
@@ -37,7 +37,7 @@ fn statements() -> BTreeMap<String, Vec<serde_yaml::Value>> {
     all
 }
 
-fn actions_of(statement: &serde_yaml::Value) -> Vec<String> {
+fn actions_of(statement: &serde_norway::Value) -> Vec<String> {
     statement["Action"]
         .as_sequence()
         .unwrap()
@@ -48,10 +48,10 @@ fn actions_of(statement: &serde_yaml::Value) -> Vec<String> {
 
 /// The encryption-context purposes a statement's `kms:EncryptionContext:purpose` condition
 /// allows (empty: no such condition).
-fn purposes_of(statement: &serde_yaml::Value) -> Vec<String> {
+fn purposes_of(statement: &serde_norway::Value) -> Vec<String> {
     match &statement["Condition"]["StringEquals"]["kms:EncryptionContext:purpose"] {
-        serde_yaml::Value::String(one) => vec![one.clone()],
-        serde_yaml::Value::Sequence(many) => many
+        serde_norway::Value::String(one) => vec![one.clone()],
+        serde_norway::Value::Sequence(many) => many
             .iter()
             .map(|purpose| purpose.as_str().unwrap().to_owned())
             .collect(),
@@ -60,8 +60,8 @@ fn purposes_of(statement: &serde_yaml::Value) -> Vec<String> {
 }
 
 /// Whether a statement holds only for calls KMS receives from S3 (the body bucket's keys).
-fn via_s3(statement: &serde_yaml::Value) -> bool {
-    serde_yaml::to_string(&statement["Condition"])
+fn via_s3(statement: &serde_norway::Value) -> bool {
+    serde_norway::to_string(&statement["Condition"])
         .unwrap()
         .contains("kms:ViaService")
 }
@@ -174,20 +174,20 @@ fn large_message(role: &str) -> serde_json::Value {
 
 /// The one write every route function may make: noting when a key was last used, on key
 /// records only, touching `last_used_at` only.
-fn is_key_use_statement(statement: &serde_yaml::Value) -> bool {
+fn is_key_use_statement(statement: &serde_norway::Value) -> bool {
     let condition = &statement["Condition"];
     statement["Sid"] == "RecordKeyUse"
         && statement["Action"].as_sequence().map(Vec::len) == Some(1)
         && statement["Action"][0] == "dynamodb:UpdateItem"
         && condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
-            == serde_yaml::from_str::<serde_yaml::Value>(r#"["KEY#*"]"#).unwrap()
+            == serde_norway::from_str::<serde_norway::Value>(r#"["KEY#*"]"#).unwrap()
         && condition["ForAllValues:StringEquals"]["dynamodb:Attributes"]
-            == serde_yaml::from_str::<serde_yaml::Value>("[pk, sk, last_used_at]").unwrap()
+            == serde_norway::from_str::<serde_norway::Value>("[pk, sk, last_used_at]").unwrap()
 }
 
 /// `binary -> allowed actions`, leaving out the key-use statement.
 fn actions_beyond_key_use() -> BTreeMap<String, BTreeSet<String>> {
-    let document: serde_yaml::Value = serde_yaml::from_str(TEMPLATE).unwrap();
+    let document: serde_norway::Value = serde_norway::from_str(TEMPLATE).unwrap();
     let mut allowed = BTreeMap::new();
     for (_, resource) in document["Resources"].as_mapping().unwrap() {
         if resource["Type"] != "AWS::Serverless::Function" {

@@ -60,7 +60,7 @@ async fn an_open_that_committed_answers_with_its_task_when_reading_it_again_fail
 
 #[test]
 fn the_operator_key_is_deployed_as_its_hash_only() {
-    let template: serde_yaml::Value = serde_yaml::from_str(TEMPLATE).unwrap();
+    let template: serde_norway::Value = serde_norway::from_str(TEMPLATE).unwrap();
     let parameter = &template["Parameters"]["OperatorKeyHash"];
     assert_eq!(parameter["NoEcho"], true);
     assert_eq!(parameter["AllowedPattern"], "^[0-9a-f]{64}$");
@@ -502,14 +502,14 @@ async fn an_agent_holds_at_most_ten_long_polls_at_once_and_gets_its_slots_back()
 
 #[test]
 fn the_deployment_throttles_the_api_and_bounds_the_long_poll_functions() {
-    let template: serde_yaml::Value = serde_yaml::from_str(TEMPLATE).unwrap();
+    let template: serde_norway::Value = serde_norway::from_str(TEMPLATE).unwrap();
     let settings = &template["Resources"]["Api"]["Properties"]["MethodSettings"][0];
     for (setting, parameter) in [
         ("ThrottlingRateLimit", "ThrottleRateLimit"),
         ("ThrottlingBurstLimit", "ThrottleBurstLimit"),
     ] {
         match &settings[setting] {
-            serde_yaml::Value::Tagged(tagged) => assert_eq!(tagged.value, parameter),
+            serde_norway::Value::Tagged(tagged) => assert_eq!(tagged.value, parameter),
             other => panic!("{setting}: {other:?}"),
         }
     }
@@ -521,7 +521,7 @@ fn the_deployment_throttles_the_api_and_bounds_the_long_poll_functions() {
         let reserved =
             &template["Resources"][function]["Properties"]["ReservedConcurrentExecutions"];
         assert!(
-            matches!(reserved, serde_yaml::Value::Tagged(tagged) if tagged.value == "LongPollConcurrency"),
+            matches!(reserved, serde_norway::Value::Tagged(tagged) if tagged.value == "LongPollConcurrency"),
             "{function}: {reserved:?}"
         );
     }
