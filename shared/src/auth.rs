@@ -130,7 +130,13 @@ impl App {
         headers: &lambda_http::http::HeaderMap,
     ) -> Result<TenantPrincipal, ApiError> {
         match self.authenticate(headers).await? {
-            Principal::Tenant(principal) => Ok(principal),
+            Principal::Tenant(principal) => {
+                let span = tracing::Span::current();
+                span.record("tenant_id", principal.tenant_id.as_str());
+                span.record("principal", principal.kind_name());
+                span.record("principal_id", principal.id());
+                Ok(principal)
+            }
             Principal::Operator => Err(ApiError::Forbidden(OPERATOR_OUTSIDE_TENANTS.into())),
         }
     }

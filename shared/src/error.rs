@@ -214,7 +214,7 @@ impl ApiError {
         let mut response = json_response(self.status(), &self.body());
         if matches!(self, ApiError::Unavailable | ApiError::TooManyRequests(_)) {
             response.headers_mut().insert(
-                "retry-after",
+                lambda_http::http::header::RETRY_AFTER,
                 lambda_http::http::HeaderValue::from_static("1"),
             );
         }

@@ -102,6 +102,24 @@ impl From<Invalid> for ResultRejection {
 /// Longest error text a failed result may carry.
 pub const MAX_ERROR_CHARS: usize = 4096;
 
+/// A failed result's error text: `error` when given, else the message's text, else a default.
+fn failure_text(error: Option<&Value>, message: Option<&Message>) -> Result<String, Invalid> {
+    match error {
+        Some(Value::String(error))
+            if !error.is_empty() && error.chars().count() <= MAX_ERROR_CHARS =>
+        {
+            Ok(error.clone())
+        }
+        None | Some(Value::Null) => match message.map(Message::text) {
+            Some(text) if !text.is_empty() => Ok(text),
+            _ => Ok("the callee reported a failure".to_owned()),
+        },
+        Some(_) => Err(Invalid(format!(
+            "error must be a string of 1 to {MAX_ERROR_CHARS} characters"
+        ))),
+    }
+}
+
 impl TaskResult {
     /// Parses a pull callee's result body.
     pub fn parse_pull(body: &Value) -> Result<TaskResult, ResultRejection> {
@@ -126,36 +144,21 @@ impl TaskResult {
             Some(value) => Some(Message::parse(value, "message")?),
         };
         let artifacts = parse_artifacts(object.get("artifacts"), "artifacts")?;
-        match state {
-            "working" => Err(ResultRejection::WorkingFromPull),
-            "completed" => Ok(TaskResult::Completed { artifacts, message }),
-            "failed" => {
-                let error = match object.get("error") {
-                    Some(Value::String(error))
-                        if !error.is_empty() && error.chars().count() <= MAX_ERROR_CHARS =>
-                    {
-                        error.clone()
-                    }
-                    None | Some(Value::Null) => match message.as_ref().map(Message::text) {
-                        Some(text) if !text.is_empty() => text,
-                        _ => "the callee reported a failure".to_owned(),
-                    },
-                    Some(_) => {
-                        return Err(Invalid(format!(
-                            "error must be a string of 1 to {MAX_ERROR_CHARS} characters"
-                        ))
-                        .into())
-                    }
-                };
-                Ok(TaskResult::Failed { error })
-            }
-            "input_required" => {
+        match TaskState::parse(state) {
+            Some(TaskState::Working) => Err(ResultRejection::WorkingFromPull),
+            Some(TaskState::Completed) => Ok(TaskResult::Completed { artifacts, message }),
+            Some(TaskState::Failed) => Ok(TaskResult::Failed {
+                error: failure_text(object.get("error"), message.as_ref())?,
+            }),
+            Some(TaskState::InputRequired) => {
                 let question = message.ok_or_else(|| {
                     Invalid::new("an input_required result needs message: the question to ask")
                 })?;
                 Ok(TaskResult::InputRequired { question })
             }
-            _ => Err(Invalid::new("state must be completed, failed or input_required").into()),
+            Some(TaskState::Submitted | TaskState::Canceled) | None => {
+                Err(Invalid::new("state must be completed, failed or input_required").into())
+            }
         }
     }
 

@@ -2,7 +2,7 @@
 //! discovery document. Tools (`tools.rs`) become card skills; the keys that sign cards are
 //! managed in `signing_keys.rs`.
 
-use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::http::{header, HeaderValue, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -65,7 +65,7 @@ pub(super) fn cacheable(request: &Request, body: &Value) -> Response<Body> {
     );
     let matches = request
         .headers()
-        .get("if-none-match")
+        .get(header::IF_NONE_MATCH)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| {
             value
@@ -80,7 +80,7 @@ pub(super) fn cacheable(request: &Request, body: &Value) -> Response<Body> {
         json_response(StatusCode::OK, body)
     };
     if let Ok(value) = HeaderValue::from_str(&etag) {
-        response.headers_mut().insert("etag", value);
+        response.headers_mut().insert(header::ETAG, value);
     }
     response.headers_mut().insert(
         "cache-control",

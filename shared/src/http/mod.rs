@@ -134,12 +134,22 @@ pub(crate) async fn task_ok(app: &App, task: Task, written: &[&PackedBody]) -> H
     ok(&full_task(app, task, written).await?.to_json())
 }
 
+/// Puts the task's ids on the request's span, so every log line of the request names them.
+pub(crate) fn note_task(task: &Task) {
+    let span = tracing::Span::current();
+    span.record("task_id", task.id.as_str());
+    span.record("call_id", task.call_id.as_str());
+    span.record("caller_agent_id", task.caller_agent_id.as_str());
+    span.record("callee_agent_id", task.callee_agent_id.as_str());
+}
+
 /// `task` with every stored body in place of its reference.
 pub(crate) async fn full_task(
     app: &App,
     mut task: Task,
     written: &[&PackedBody],
 ) -> Result<Task, ApiError> {
+    note_task(&task);
     app.bodies.resolve(&mut task, written).await?;
     Ok(task)
 }

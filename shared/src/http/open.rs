@@ -19,13 +19,11 @@ use crate::app::App;
 use crate::bodies::resolve_from_memory;
 use crate::domain::binding::{binding_id, RefusalReason};
 use crate::domain::content::{PackedBody, Stored};
+use crate::domain::headers;
 use crate::domain::task::{keyed_task_id, CallLineage, Delivery, TaskOpening};
 use crate::domain::{clock, Agent, AgentId, AgentRef, Message, Task, TaskId, TenantPrincipal};
 use crate::error::{json_response, ApiError};
 use crate::store::{AuditEntry, ContextJoin, OpenRefusal, OpenTask, PollSlot, StoreError};
-
-/// The header that names the governed call which caused this one.
-pub const PARENT_CALL_HEADER: &str = "x-parent-call";
 
 /// An open request as read from the wire, before the gate looks at it.
 struct OpenRequest {
@@ -187,6 +185,7 @@ async fn commit(
     input: &PackedBody,
 ) -> HandlerResult {
     let task_id = &open.task.id;
+    super::note_task(&open.task);
     let opened = match app.store.open_task(&open).await {
         // A concurrent open with the same message_id can hold the task item mid-transaction
         // (DynamoDB cancels this one as a conflict); once that one commits, its task is this
@@ -241,7 +240,7 @@ async fn commit(
 // `X-Parent-Call`, when sent: a call id (UUID). Lineage is bookkeeping, never a gate, but a
 /// value that cannot be a call id is malformed input.
 fn parent_call(request: &Request) -> Result<Option<String>, ApiError> {
-    match request.headers().get(PARENT_CALL_HEADER) {
+    match request.headers().get(headers::PARENT_CALL) {
         None => Ok(None),
         Some(value) => value
             .to_str()
@@ -310,7 +309,7 @@ async fn opened_response(
     };
     let mut response = json_response(StatusCode::OK, &task.to_json());
     if let Ok(value) = HeaderValue::from_str(&task.call_id) {
-        response.headers_mut().insert("x-call-id", value);
+        response.headers_mut().insert(headers::CALL_ID, value);
     }
     Ok(response)
 }

@@ -202,7 +202,17 @@ impl Route {
     /// Serves one request: every outcome becomes a response; the handler's span carries the
     /// route, and the status and latency are logged (never headers or bodies).
     pub async fn handle(self, app: &App, request: Request) -> Response<Body> {
-        let span = tracing::info_span!("request", route = %self.name());
+        let span = tracing::info_span!(
+            "request",
+            route = %self.name(),
+            tenant_id = tracing::field::Empty,
+            principal = tracing::field::Empty,
+            principal_id = tracing::field::Empty,
+            task_id = tracing::field::Empty,
+            call_id = tracing::field::Empty,
+            caller_agent_id = tracing::field::Empty,
+            callee_agent_id = tracing::field::Empty,
+        );
         async move {
             let started = Instant::now();
             let outcome = self.dispatch(app, request).await;

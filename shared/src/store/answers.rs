@@ -164,8 +164,8 @@ impl Store {
                  AND size(history) < :max{WITHIN_CONTENT_CAP}"
             ))
             .expression_attribute_names("#state", "state")
-            .expression_attribute_values(":working", s("working"))
-            .expression_attribute_values(":input_required", s("input_required"))
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
+            .expression_attribute_values(":input_required", s(TaskState::InputRequired.as_str()))
             .expression_attribute_values(":none", AttributeValue::Null(true))
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))

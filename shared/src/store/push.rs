@@ -6,6 +6,7 @@
 //! conditioned on still holding that lease: an answer that arrives after a cancel is discarded.
 
 use crate::domain::ids::TaskId;
+use crate::domain::TaskState;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 
@@ -72,8 +73,8 @@ impl Store {
                  AND (attribute_not_exists(lease_until) OR lease_until < :now) \
                  AND (attribute_not_exists(delivery_attempts) OR delivery_attempts < :max)"
             ))
-            .expression_attribute_values(":working", s("working"))
-            .expression_attribute_values(":submitted", s("submitted"))
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
+            .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()))
             .expression_attribute_values(":push", s("push"))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":token", s(token))
@@ -102,7 +103,7 @@ impl Store {
             .task_update(task_id)
             .update_expression("SET lease_until = :now, updated_at = :now, gsi1sk = :due")
             .condition_expression("#state = :working AND lease_token = :token")
-            .expression_attribute_values(":working", s("working"))
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":due", s(format!("{due}#{task_id}")));
@@ -142,7 +143,7 @@ impl Store {
                  REMOVE lease_token, lease_until, gsi1pk, gsi1sk",
             )
             .condition_expression("#state = :working AND lease_token = :token")
-            .expression_attribute_values(":working", s("working"))
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":deadline", s(&deadline))
@@ -164,7 +165,7 @@ impl Store {
         };
         let mut update = self
             .answer_update(task_id, &PackedResult::pack("", task_id, &failure))
-            .expression_attribute_values(":submitted", s("submitted"));
+            .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()));
         update = match token {
             Some(token) => update
                 .condition_expression(format!(

@@ -8,6 +8,7 @@
 //! deadline, a cancel only moves an open task.
 
 use crate::domain::ids::{AgentId, TaskId, TenantId};
+use crate::domain::TaskState;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
@@ -130,11 +131,11 @@ impl Store {
                 "#state IN (:submitted, :working, :input_required) AND tenant_id = :tenant \
                  AND caller_agent_id = :caller AND (callee_agent_id = :callee OR callee_name = :callee)",
             )
-            .expression_attribute_values(":canceled", s("canceled"))
+            .expression_attribute_values(":canceled", s(TaskState::Canceled.as_str()))
             .expression_attribute_values(":now", s(clock::now()))
-            .expression_attribute_values(":submitted", s("submitted"))
-            .expression_attribute_values(":working", s("working"))
-            .expression_attribute_values(":input_required", s("input_required"))
+            .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()))
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
+            .expression_attribute_values(":input_required", s(TaskState::InputRequired.as_str()))
             .expression_attribute_values(":tenant", s(tenant_id))
             .expression_attribute_values(":caller", s(caller_id))
             .expression_attribute_values(":callee", s(callee));

@@ -37,3 +37,40 @@ async fn a_500_says_nothing_to_the_client_and_its_log_line_names_the_cause() {
         assert!(line.contains("bogus-state"), "{line}");
     }
 }
+
+#[tokio::test]
+async fn every_log_line_of_a_task_request_names_its_tenant_task_call_and_agents() {
+    let Some(captured) = LogCapture::install() else {
+        panic!("a log subscriber was installed before this test's");
+    };
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 0)
+        .await;
+    let task_id = opened.field("id");
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(read.status, 200, "{}", read.text);
+    let logs = captured.text();
+    let served: Vec<serde_json::Value> = logs
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .filter(|line: &serde_json::Value| {
+            line["fields"]["message"] == "request served"
+                && line["span"]["route"] == "get-task"
+                && line["span"]["task_id"] == task_id.as_str()
+        })
+        .collect();
+    let [line] = served.as_slice() else {
+        panic!("one served get-task line for {task_id} expected in {logs}");
+    };
+    let span = &line["span"];
+    assert_eq!(span["tenant_id"], pair.tenant.id.as_str(), "{line}");
+    assert_eq!(span["principal"], "agent", "{line}");
+    assert_eq!(span["principal_id"], pair.caller.id.as_str(), "{line}");
+    assert_eq!(span["call_id"], opened.field("call_id").as_str(), "{line}");
+    assert_eq!(span["caller_agent_id"], pair.caller.id.as_str(), "{line}");
+    assert_eq!(span["callee_agent_id"], pair.callee.id.as_str(), "{line}");
+}
