@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::dial::Dialer;
@@ -81,8 +82,9 @@ impl Worker {
         failed
     }
 
-    /// Handles one message. A body without a `task_id` can never be delivered: it is logged and
-    /// dropped, not left to come back.
+    /// Handles one message, in a span that names the message, and once the task is read, the
+    /// task, its call, its tenant and the callee agent. A body without a `task_id` can never be
+    /// delivered: it is logged and dropped, not left to come back.
     pub async fn handle(&self, job: &Job) -> JobOutcome {
         let Some(task_id) = task_id_of(&job.body) else {
             tracing::error!(message_id = %job.message_id, "push message without a task_id; dropped");
@@ -92,6 +94,9 @@ impl Worker {
             "push",
             task_id = %task_id,
             message_id = %job.message_id,
+            call_id = Empty,
+            tenant_id = Empty,
+            agent_id = Empty,
         );
         match self.deliver(&task_id).instrument(span.clone()).await {
             Ok(outcome) | Err(Stop::With(outcome)) => outcome,
@@ -126,12 +131,16 @@ impl Worker {
         Ok(concluded?)
     }
 
-    /// Reads the task; stops when it no longer waits for this delivery or its attempts are used
-    /// up.
+    /// Reads the task and names it in the current span; stops when it no longer waits for this
+    /// delivery or its attempts are used up.
     async fn load(&self, task_id: &TaskId) -> Result<Task, Stop> {
         let Some(task) = self.store.get_task(task_id).await? else {
             return Err(Stop::With(JobOutcome::Done));
         };
+        tracing::Span::current()
+            .record("call_id", task.call_id.as_str())
+            .record("tenant_id", task.tenant_id.as_str())
+            .record("agent_id", task.callee_agent_id.as_str());
         if !awaits_delivery(&task) {
             tracing::info!(state = task.state.as_str(), "nothing to deliver");
             return Err(Stop::With(JobOutcome::Done));
