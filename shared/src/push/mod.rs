@@ -2,6 +2,7 @@
 //! delivery signature, and the worker that ties them together for each SQS message.
 
 mod attempt;
+pub mod batch;
 pub mod dial;
 pub mod endpoint;
 mod prepare;
