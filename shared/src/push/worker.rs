@@ -2,9 +2,9 @@
 //!
 //! For each message: read the task (finished, canceled or already accepted: nothing to do, so a
 //! redelivered message never POSTs a finished task again); gather what the POST needs (the
-//! endpoint, its secret from KMS, the message, the signing key: [`super::prepare`]); take the
+//! endpoint, its secret from KMS, the message, the signing key: `prepare.rs`); take the
 //! delivery lease, which counts the attempt; POST the task to the callee's endpoint through the
-//! SSRF-guarded dialer and act on the answer ([`super::attempt`]): apply it, accept an
+//! SSRF-guarded dialer and act on the answer (`attempt.rs`): apply it, accept an
 //! asynchronous `working`, schedule a retry through the message's visibility, or fail the task;
 //! then record the attempt. Every write after the lease is conditioned on still holding it, so an
 //! answer that comes back after the caller canceled is discarded.
