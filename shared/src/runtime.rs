@@ -71,36 +71,17 @@ pub async fn serve_sweeper() -> Result<(), Error> {
 /// Runs the push worker as a Lambda function on the push queue's event source, reporting
 /// partial batch failures: only the messages to retry stay on the queue.
 pub async fn serve_push_worker() -> Result<(), Error> {
-    use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+    use aws_lambda_events::event::sqs::SqsEvent;
+    use lambda_http::lambda_runtime::LambdaEvent;
+
+    use crate::push::batch;
     init_tracing();
     let app = App::from_env().await?;
     let worker = Arc::new(app.worker());
-    lambda_http::lambda_runtime::run(service_fn(
-        move |event: lambda_http::lambda_runtime::LambdaEvent<SqsEvent>| {
-            let worker = Arc::clone(&worker);
-            async move {
-                let jobs: Vec<crate::push::Job> = event
-                    .payload
-                    .records
-                    .into_iter()
-                    .filter_map(|record| {
-                        Some(crate::push::Job {
-                            message_id: record.message_id?,
-                            receipt_handle: record.receipt_handle.unwrap_or_default(),
-                            body: record.body.unwrap_or_default(),
-                        })
-                    })
-                    .collect();
-                let mut response = SqsBatchResponse::default();
-                for message_id in worker.handle_batch(&jobs).await {
-                    let mut failure = BatchItemFailure::default();
-                    failure.item_identifier = message_id;
-                    response.batch_item_failures.push(failure);
-                }
-                Ok::<_, Error>(response)
-            }
-        },
-    ))
+    lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+        let worker = Arc::clone(&worker);
+        async move { Ok::<_, Error>(batch::handle_event(&worker, event.payload).await) }
+    }))
     .await
 }
 

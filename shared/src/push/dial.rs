@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-use super::ssrf::{AddressPolicy, HostResolver, PushUrl, Refusal};
+use super::endpoint::{Host, PushUrl};
+use super::ssrf::{AddressPolicy, HostResolver, Refusal};
 
 /// Largest response body read from an endpoint: a result whose artifacts and message are each
 /// at the API's 1 MiB limit, with room for its JSON envelope.
@@ -136,13 +137,18 @@ impl Dialer {
         &self.resolver
     }
 
-    /// Vets a URL as it would be dialed: every resolved address against the policy.
+    /// Vets a URL as it would be dialed: resolves its host and checks every address against
+    /// the policy.
     pub async fn vet(&self, url: &str, allow_private: bool) -> Result<PushUrl, Refusal> {
         let parsed = PushUrl::parse(url)?;
-        if let Err(refusal) = parsed
-            .vet(&self.policy(allow_private), &self.resolver)
-            .await
-        {
+        let addresses = match &parsed.host {
+            Host::Address(address) => Ok(vec![*address]),
+            Host::Name(name) => self.resolver.resolve(name, parsed.port).await,
+        };
+        if let Err(refusal) = addresses.and_then(|addresses| {
+            self.policy(allow_private)
+                .check_destination(&parsed, &addresses)
+        }) {
             // The caller sees only the rules; the precise reason is for the operator.
             tracing::info!(refusal = ?refusal, "push destination refused");
             return Err(refusal);

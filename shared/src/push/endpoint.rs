@@ -1,7 +1,11 @@
-//! A callee's push endpoint configuration, as stored and as the API shows it.
+//! A callee's push endpoint: its URL with the checks that need no network, its auth, and the
+//! configuration as stored and as the API shows it.
+
+use std::net::IpAddr;
 
 use serde_json::{json, Value};
 
+use super::ssrf::Refusal;
 use crate::domain::Invalid;
 
 /// How the gateway authenticates to the endpoint.
@@ -19,6 +23,61 @@ pub struct Endpoint {
     pub url: String,
     pub auth: Option<AuthScheme>,
     pub allow_private_network: bool,
+}
+
+/// A parsed push URL: scheme, host and port, with the checks that need no network.
+#[derive(Debug, Clone)]
+pub struct PushUrl {
+    pub url: reqwest::Url,
+    pub host: Host,
+    pub port: u16,
+}
+
+/// The host of a URL: an address literal or a name to resolve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Host {
+    Address(IpAddr),
+    Name(String),
+}
+
+/// Longest URL accepted.
+pub const MAX_URL_LEN: usize = 2048;
+
+impl PushUrl {
+    /// Parses `text`: http(s), a host, no credentials. Numeric IPv4 spellings (decimal, hex,
+    /// octal, short forms) are normalised by the URL parser before any check.
+    pub fn parse(text: &str) -> Result<PushUrl, Refusal> {
+        if text.len() > MAX_URL_LEN {
+            return Err(Refusal::BadUrl(format!(
+                "longer than {MAX_URL_LEN} characters"
+            )));
+        }
+        let mut url =
+            reqwest::Url::parse(text).map_err(|error| Refusal::BadUrl(error.to_string()))?;
+        if !matches!(url.scheme(), "https" | "http") {
+            return Err(Refusal::BadUrl("the scheme must be https (or http)".into()));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(Refusal::BadUrl(
+                "credentials in the url are not allowed; use auth".into(),
+            ));
+        }
+        url.set_fragment(None);
+        let host = match url.host() {
+            Some(url::Host::Ipv4(v4)) => Host::Address(IpAddr::V4(v4)),
+            Some(url::Host::Ipv6(v6)) => Host::Address(IpAddr::V6(v6)),
+            Some(url::Host::Domain(name)) => {
+                let name = name.trim_end_matches('.').to_ascii_lowercase();
+                if name.is_empty() {
+                    return Err(Refusal::BadUrl("the host is empty".into()));
+                }
+                Host::Name(name)
+            }
+            None => return Err(Refusal::BadUrl("a host is required".into())),
+        };
+        let port = url.port_or_known_default().unwrap_or(443);
+        Ok(PushUrl { url, host, port })
+    }
 }
 
 /// Headers an endpoint credential may not replace.
@@ -155,5 +214,73 @@ mod tests {
             json!({"type": "header", "name": "X-Api-Key", "configured": true})
         );
         assert_eq!(Endpoint::from_json(&shown), Some(endpoint));
+    }
+
+    /// What `PushUrl::parse` keeps of a URL it accepts: the URL as it will be dialed, the host
+    /// and the port.
+    fn parsed(text: &str) -> Result<(String, Host, u16), Refusal> {
+        PushUrl::parse(text).map(|url| (url.url.to_string(), url.host, url.port))
+    }
+
+    /// An address literal's host, or else a name's.
+    fn host(text: &str) -> Host {
+        text.parse()
+            .map_or_else(|_| Host::Name(text.into()), Host::Address)
+    }
+
+    #[test]
+    fn a_push_url_is_http_or_https_with_a_host_and_no_credentials() {
+        // (as written, as dialed, its host, its port)
+        #[rustfmt::skip]
+        let accepted = [
+            ("https://a.example/x", "https://a.example/x", "a.example", 443),
+            ("http://a.example", "http://a.example/", "a.example", 80),
+            ("HTTPS://A.Example./x?q=1", "https://a.example./x?q=1", "a.example", 443),
+            ("https://a.example:8443/", "https://a.example:8443/", "a.example", 8443),
+            ("https://a.example:443/", "https://a.example/", "a.example", 443),
+            ("http://a.example:443/", "http://a.example:443/", "a.example", 443),
+            ("https://a.example/#frag", "https://a.example/", "a.example", 443),
+            ("https://b\u{fc}cher.example/", "https://xn--bcher-kva.example/", "xn--bcher-kva.example", 443),
+            // Address literals, every IPv4 spelling normalised before any check.
+            ("https://8.8.8.8/", "https://8.8.8.8/", "8.8.8.8", 443),
+            ("http://127.0.0.1:8080/", "http://127.0.0.1:8080/", "127.0.0.1", 8080),
+            ("https://2130706433/", "https://127.0.0.1/", "127.0.0.1", 443),
+            ("https://0x7f.1/", "https://127.0.0.1/", "127.0.0.1", 443),
+            ("https://0177.0.0.1/", "https://127.0.0.1/", "127.0.0.1", 443),
+            ("https://[::1]:8443/", "https://[::1]:8443/", "::1", 8443),
+            ("https://[::ffff:169.254.169.254]/", "https://[::ffff:a9fe:a9fe]/", "::ffff:a9fe:a9fe", 443),
+        ];
+        for (text, url, host_text, port) in accepted {
+            let expected = (url.to_owned(), host(host_text), port);
+            assert_eq!(parsed(text), Ok(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_push_url_is_refused_for_its_scheme_credentials_or_host() {
+        let scheme = "the scheme must be https (or http)";
+        let credentials = "credentials in the url are not allowed; use auth";
+        let too_long = format!("https://a.example/{}", "a".repeat(MAX_URL_LEN));
+        for (text, why) in [
+            ("ftp://a.example/", scheme),
+            ("file:///etc/passwd", scheme),
+            ("gopher://a.example:70/", scheme),
+            ("javascript:alert(1)", scheme),
+            ("https://user@a.example/", credentials),
+            ("https://user:pw@a.example/", credentials),
+            ("https://:pw@a.example/", credentials),
+            ("a.example/path", "relative URL without a base"),
+            ("https://", "empty host"),
+            ("https://a.example:65536/", "invalid port number"),
+            ("https://a.example:x/", "invalid port number"),
+            ("https://256.0.0.1/", "invalid IPv4 address"),
+            ("https://[::1/", "invalid IPv6 address"),
+            ("https://[fe80::1%25eth0]/", "invalid IPv6 address"),
+            ("https://a b.example/", "invalid international domain name"),
+            ("https://./", "the host is empty"),
+            (&too_long, "longer than 2048 characters"),
+        ] {
+            assert_eq!(parsed(text), Err(Refusal::BadUrl(why.into())), "{text}");
+        }
     }
 }

@@ -1,8 +1,11 @@
 //! Push delivery: the SSRF guard, the HTTP dialer, the queue, what an answer means, and the
 //! delivery signature, and the worker that ties them together for each SQS message.
 
+mod attempt;
+pub mod batch;
 pub mod dial;
 pub mod endpoint;
+mod prepare;
 pub mod queue;
 pub mod signature;
 pub mod ssrf;

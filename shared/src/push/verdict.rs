@@ -179,14 +179,18 @@ impl RetrySchedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::message::{MAX_DATA_DEPTH, MAX_TEXT_CHARS};
+    use crate::domain::Message;
+    use crate::push::dial::MAX_RESPONSE_BYTES;
+    use crate::push::ssrf::{Refusal, DESTINATION_REFUSED};
     use serde_json::json;
 
-    fn ok(body: &str) -> Result<EndpointResponse, DialError> {
+    fn ok(body: impl AsRef<[u8]>) -> Result<EndpointResponse, DialError> {
         Ok(EndpointResponse {
             status: 200,
             content_type: None,
             retry_after: None,
-            body: body.as_bytes().to_vec(),
+            body: body.as_ref().to_vec(),
         })
     }
 
@@ -199,78 +203,168 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_task_result_is_taken_as_it_is() {
-        let verdict = judge(&ok(r#"{"state": "failed", "error": "nope"}"#));
-        assert_eq!(
-            verdict,
-            Verdict::Answered(TaskResult::Failed {
-                error: "nope".into()
-            })
-        );
-        assert_eq!(judge(&ok(r#"{"state": "working"}"#)), Verdict::Accepted);
-        let artifacts_only = judge(&ok(r#"{"artifacts": [{"parts": [{"text": "a"}]}]}"#));
-        assert!(matches!(
-            artifacts_only,
-            Verdict::Answered(TaskResult::Completed { .. })
-        ));
-        assert!(matches!(
-            judge(&ok(r#"{"state": "bogus"}"#)),
-            Verdict::Fail(_)
-        ));
+    fn completed(artifacts: Vec<Artifact>) -> Verdict {
+        Verdict::Answered(TaskResult::Completed {
+            artifacts,
+            message: None,
+        })
+    }
+
+    /// The one `response` artifact holding `part`.
+    fn one_part(part: Value) -> Verdict {
+        completed(vec![Artifact {
+            name: "response".into(),
+            parts: vec![Part::parse(&part, "response").unwrap()],
+        }])
+    }
+
+    fn invalid_result(why: &str) -> Verdict {
+        Verdict::Fail(format!(
+            "the endpoint answered with an invalid result: {why}"
+        ))
+    }
+
+    fn not_acceptable(why: &str) -> Verdict {
+        Verdict::Fail(format!("the endpoint's answer is not acceptable: {why}"))
     }
 
     #[test]
-    fn other_json_is_one_data_artifact_and_text_is_one_text_artifact() {
-        let data = judge(&ok(r#"{"category": "software"}"#));
-        let Verdict::Answered(TaskResult::Completed { artifacts, .. }) = data else {
-            panic!("{data:?}")
-        };
-        assert_eq!(
-            serde_json::to_value(&artifacts).unwrap(),
-            json!([{"name": "response", "parts": [{"data": {"category": "software"}}]}])
-        );
-        let text = judge(&ok("handled: hi"));
-        let Verdict::Answered(TaskResult::Completed { artifacts, .. }) = text else {
-            panic!("{text:?}")
-        };
-        assert_eq!(
-            serde_json::to_value(&artifacts).unwrap(),
-            json!([{"name": "response", "parts": [{"text": "handled: hi"}]}])
-        );
+    fn each_status_maps_to_one_verdict() {
+        for code in [200, 201, 202, 204, 299] {
+            assert_eq!(judge(&status(code)), completed(Vec::new()), "{code}");
+        }
+        for code in [408, 429, 500, 502, 503, 504, 599] {
+            let retry = Verdict::Retry {
+                reason: format!("the endpoint answered HTTP {code}"),
+                retry_after: Some(Duration::from_secs(7)),
+            };
+            assert_eq!(judge(&status(code)), retry, "{code}");
+        }
+        for code in [
+            199, 300, 301, 302, 304, 400, 401, 403, 404, 407, 409, 410, 413, 422, 428, 499,
+        ] {
+            let fail = Verdict::Fail(format!("the endpoint refused the task: HTTP {code}"));
+            assert_eq!(judge(&status(code)), fail, "{code}");
+        }
     }
 
     #[test]
-    fn transient_failures_retry_and_other_4xx_fail_at_once() {
-        for code in [408, 429, 500, 502, 503, 504] {
-            assert!(
-                matches!(
-                    judge(&status(code)),
-                    Verdict::Retry {
-                        retry_after: Some(_),
-                        ..
-                    }
-                ),
-                "{code}"
-            );
+    fn each_dial_error_maps_to_one_verdict() {
+        let unreachable = |why: &str| Verdict::Retry {
+            reason: format!("the endpoint could not be reached: {why}"),
+            retry_after: None,
+        };
+        for (error, expected) in [
+            (DialError::Timeout, unreachable("timed out")),
+            (DialError::Connect, unreachable("connection failed")),
+            (DialError::Other, unreachable("request failed")),
+            (
+                DialError::Refused(Refusal::Private),
+                Verdict::Fail(format!("delivery refused: {DESTINATION_REFUSED}")),
+            ),
+            (
+                DialError::Refused(Refusal::BadUrl("empty host".into())),
+                Verdict::Fail("delivery refused: the url is not valid: empty host".into()),
+            ),
+            (
+                DialError::TooLarge,
+                Verdict::Fail(format!(
+                    "answer too large: the endpoint's response was larger than \
+                     {MAX_RESPONSE_BYTES} bytes"
+                )),
+            ),
+        ] {
+            assert_eq!(judge(&Err(error.clone())), expected, "{error:?}");
         }
-        for code in [301, 400, 401, 403, 404, 410, 422] {
-            assert!(matches!(judge(&status(code)), Verdict::Fail(_)), "{code}");
+    }
+
+    /// A 2xx body: a TaskResultIn (`state` or `artifacts`) as it is, other JSON as one data
+    /// artifact, anything else as one text artifact, nothing at all as no artifacts.
+    #[test]
+    fn each_answer_body_maps_to_one_verdict() {
+        let question = json!({"role": "agent", "parts": [{"text": "which one?"}]});
+        let deep = (0..MAX_DATA_DEPTH + 8).fold(json!(1), |inner, _| json!([inner]));
+        let long_text = "a".repeat(MAX_TEXT_CHARS + 1);
+        for (body, expected) in [
+            (String::new(), completed(Vec::new())),
+            (" \n\t ".into(), completed(Vec::new())),
+            (
+                json!({"state": "completed"}).to_string(),
+                completed(Vec::new()),
+            ),
+            (
+                json!({"artifacts": [{"parts": [{"text": "a"}]}]}).to_string(),
+                completed(vec![Artifact::parse(
+                    &json!({"parts": [{"text": "a"}]}),
+                    "a",
+                )
+                .unwrap()]),
+            ),
+            (
+                json!({"state": "failed", "error": "nope"}).to_string(),
+                Verdict::Answered(TaskResult::Failed {
+                    error: "nope".into(),
+                }),
+            ),
+            (
+                json!({"state": "failed"}).to_string(),
+                Verdict::Answered(TaskResult::Failed {
+                    error: "the callee reported a failure".into(),
+                }),
+            ),
+            (
+                json!({"state": "input_required", "message": question}).to_string(),
+                Verdict::Answered(TaskResult::InputRequired {
+                    question: Message::parse(&question, "message").unwrap(),
+                }),
+            ),
+            (json!({"state": "working"}).to_string(), Verdict::Accepted),
+            (
+                json!({"state": "bogus"}).to_string(),
+                invalid_result("state must be completed, failed or input_required"),
+            ),
+            (
+                json!({"state": "completed", "extra": 1}).to_string(),
+                invalid_result("extra is not a TaskResultIn field"),
+            ),
+            (
+                json!({"state": "input_required"}).to_string(),
+                invalid_result("an input_required result needs message: the question to ask"),
+            ),
+            (
+                json!({"category": "software"}).to_string(),
+                one_part(json!({"data": {"category": "software"}})),
+            ),
+            (json!([1, 2]).to_string(), one_part(json!({"data": [1, 2]}))),
+            (json!(42).to_string(), one_part(json!({"data": 42}))),
+            (
+                json!("quoted").to_string(),
+                one_part(json!({"data": "quoted"})),
+            ),
+            (
+                deep.to_string(),
+                not_acceptable(&format!(
+                    "response.data is nested deeper than {MAX_DATA_DEPTH} levels"
+                )),
+            ),
+            (
+                "handled: hi".into(),
+                one_part(json!({"text": "handled: hi"})),
+            ),
+            (
+                long_text,
+                not_acceptable(&format!(
+                    "response.text is longer than {MAX_TEXT_CHARS} characters"
+                )),
+            ),
+        ] {
+            assert_eq!(judge(&ok(&body)), expected, "{body:.80}");
         }
-        assert!(matches!(
-            judge(&Err(DialError::Timeout)),
-            Verdict::Retry { .. }
-        ));
-        assert!(matches!(
-            judge(&Err(DialError::Connect)),
-            Verdict::Retry { .. }
-        ));
-        assert!(matches!(
-            judge(&Err(DialError::Refused(
-                super::super::ssrf::Refusal::Private
-            ))),
-            Verdict::Fail(_)
-        ));
+        assert_eq!(
+            judge(&ok(b"caf\xe9")),
+            one_part(json!({"text": "caf\u{fffd}"})),
+            "not UTF-8: read lossily"
+        );
     }
 
     #[test]
