@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use serde_json::{json, Value};
 
 use super::ssrf::Refusal;
+use crate::domain::headers;
 use crate::domain::Invalid;
 
 /// How the gateway authenticates to the endpoint.
@@ -87,8 +88,8 @@ const RESERVED_HEADERS: [&str; 9] = [
     "content-length",
     "transfer-encoding",
     "connection",
-    "x-forgebench-task",
-    "x-parent-call",
+    headers::TASK,
+    headers::PARENT_CALL,
     "user-agent",
     "te",
 ];

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::endpoint::{AuthScheme, Endpoint};
 use super::worker::{JobOutcome, Stop, Worker, STORE_RETRY};
 use crate::bodies::BodyError;
+use crate::domain::headers as names;
 use crate::domain::{Agent, AgentRef, Task};
 use crate::store::StoreError;
 
@@ -126,10 +127,10 @@ fn request_headers(task: &Task, endpoint: &Endpoint, secret: Option<&str>) -> He
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Ok(value) = HeaderValue::from_str(&task.id) {
-        headers.insert("x-forgebench-task", value);
+        headers.insert(names::TASK, value);
     }
     if let Ok(value) = HeaderValue::from_str(&task.call_id) {
-        headers.insert("x-parent-call", value);
+        headers.insert(names::PARENT_CALL, value);
     }
     if let (Some(scheme), Some(secret)) = (&endpoint.auth, secret) {
         let (name, value) = match scheme {

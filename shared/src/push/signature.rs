@@ -16,6 +16,8 @@ use ed25519_dalek::{Signer, SigningKey};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 
+use crate::domain::headers as names;
+
 /// Where a delivery is going: the tenant, the callee agent and the endpoint URL as saved.
 #[derive(Debug, Clone, Copy)]
 pub struct Destination<'a> {
@@ -61,9 +63,9 @@ pub fn sign_delivery(
     let signature = key.sign(signed_content(id, timestamp, body).as_bytes());
     let value = format!("v1a,{}", STANDARD.encode(signature.to_bytes()));
     for (name, value) in [
-        ("webhook-id", id.to_owned()),
-        ("webhook-timestamp", timestamp.to_string()),
-        ("webhook-signature", value),
+        (names::WEBHOOK_ID, id.to_owned()),
+        (names::WEBHOOK_TIMESTAMP, timestamp.to_string()),
+        (names::WEBHOOK_SIGNATURE, value),
     ] {
         if let Ok(value) = HeaderValue::from_str(&value) {
             headers.insert(name, value);
