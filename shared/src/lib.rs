@@ -1,6 +1,7 @@
 //! The Forgebench A2A gateway's shared crate: the domain, the DynamoDB adapter, the HTTP handlers
 //! and the runtime glue that every Lambda function and the local gateway are built from.
 
+pub mod a2a;
 pub mod app;
 pub mod auth;
 pub mod bodies;

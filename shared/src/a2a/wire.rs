@@ -1,0 +1,470 @@
+//! The A2A 1.0 wire format of tasks and messages (camelCase, `TASK_STATE_*`, `ROLE_*`, parts as
+//! one of `text`/`raw`/`url`/`data`), mapped to and from the gateway's own.
+//!
+//! Into the gateway, an A2A message is rewritten into the REST shape and read by the same parser
+//! as a REST request, so both edges keep the same rules and limits; what the gateway cannot carry
+//! (raw bytes, metadata, extensions, a text part of another media type) is refused by name rather
+//! than dropped. Out of the gateway, a message without a `message_id` and an artifact (which has
+//! no id of its own) get ids derived from the task and their place in it, stable across reads.
+
+use serde_json::{json, Map, Value};
+use uuid::Uuid;
+
+use super::error::A2aError;
+use crate::domain::content::Stored;
+use crate::domain::message::Role;
+use crate::domain::task::Artifact;
+use crate::domain::{Message, Part, Task, TaskState};
+
+/// The A2A name of a task state.
+pub fn state_name(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Submitted => "TASK_STATE_SUBMITTED",
+        TaskState::Working => "TASK_STATE_WORKING",
+        TaskState::InputRequired => "TASK_STATE_INPUT_REQUIRED",
+        TaskState::Completed => "TASK_STATE_COMPLETED",
+        TaskState::Failed => "TASK_STATE_FAILED",
+        TaskState::Canceled => "TASK_STATE_CANCELED",
+    }
+}
+
+/// The task state an A2A state name filters on; `Ok(None)` for a state the gateway never gives
+/// a task (rejected, auth-required), which no task matches.
+pub fn parse_state(name: &str) -> Result<Option<TaskState>, A2aError> {
+    Ok(Some(match name {
+        "TASK_STATE_SUBMITTED" => TaskState::Submitted,
+        "TASK_STATE_WORKING" => TaskState::Working,
+        "TASK_STATE_INPUT_REQUIRED" => TaskState::InputRequired,
+        "TASK_STATE_COMPLETED" => TaskState::Completed,
+        "TASK_STATE_FAILED" => TaskState::Failed,
+        "TASK_STATE_CANCELED" => TaskState::Canceled,
+        "TASK_STATE_REJECTED" | "TASK_STATE_AUTH_REQUIRED" => return Ok(None),
+        other => {
+            return Err(A2aError::invalid_params(format!(
+                "status {other:?} is not a task state"
+            )))
+        }
+    }))
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::User => "ROLE_USER",
+        Role::Agent => "ROLE_AGENT",
+    }
+}
+
+/// Namespace of the ids derived for messages and artifacts that have none.
+const DERIVED_ID_NAMESPACE: Uuid = Uuid::from_u128(0x8d3a_0f4e_51b7_4c29_a6e8_2b94_d1c0_7f35);
+
+fn derived_id(task: &Task, what: &str, index: usize) -> String {
+    Uuid::new_v5(
+        &DERIVED_ID_NAMESPACE,
+        format!("{}#{what}#{index}", task.id).as_bytes(),
+    )
+    .to_string()
+}
+
+/// One part on the wire.
+fn part_json(part: &Part) -> Value {
+    match part {
+        Part::Text(text) => json!({"text": text}),
+        Part::Data(data) => json!({"data": data}),
+        Part::File(file) => {
+            let mut out = json!({"url": file.uri});
+            if let Some(name) = &file.name {
+                out["filename"] = json!(name);
+            }
+            if let Some(mime) = &file.mime {
+                out["mediaType"] = json!(mime);
+            }
+            out
+        }
+    }
+}
+
+/// A message of `task` on the wire; `index` is its place in the task's history (for a derived
+/// id when it has none of its own).
+pub fn message_json(task: &Task, message: &Message, index: usize) -> Value {
+    let message_id = message
+        .message_id
+        .clone()
+        .unwrap_or_else(|| derived_id(task, "message", index));
+    json!({
+        "messageId": message_id,
+        "contextId": task.context_id,
+        "taskId": task.id,
+        "role": role_name(message.role),
+        "parts": message.parts.iter().map(part_json).collect::<Vec<_>>(),
+    })
+}
+
+fn artifact_json(task: &Task, artifact: &Artifact, index: usize) -> Value {
+    json!({
+        "artifactId": derived_id(task, "artifact", index),
+        "name": artifact.name,
+        "parts": artifact.parts.iter().map(part_json).collect::<Vec<_>>(),
+    })
+}
+
+/// How much of a task a reader asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskView {
+    /// The newest messages to show; `None` for all.
+    pub history_length: Option<usize>,
+    pub include_artifacts: bool,
+}
+
+impl Default for TaskView {
+    fn default() -> TaskView {
+        TaskView {
+            history_length: None,
+            include_artifacts: true,
+        }
+    }
+}
+
+/// A task read in full (every body in hand) on the wire. A body still held by reference is a
+/// bug of the caller, shown as an empty message rather than a broken one.
+pub fn task_json(task: &Task, view: TaskView) -> Value {
+    let history: Vec<Value> = task
+        .history
+        .iter()
+        .enumerate()
+        .filter_map(|(index, stored)| Some(message_json(task, stored.inline()?, index)))
+        .collect();
+    let shown = match view.history_length {
+        Some(length) => &history[history.len().saturating_sub(length)..],
+        None => &history[..],
+    };
+    let mut status = json!({
+        "state": state_name(task.state),
+        "timestamp": task.status_timestamp,
+    });
+    if let Some(message) = status_message(task) {
+        status["message"] = message;
+    }
+    let mut out = json!({
+        "id": task.id,
+        "contextId": task.context_id,
+        "status": status,
+        "history": shown,
+    });
+    if view.include_artifacts {
+        let artifacts = match &task.artifacts {
+            Stored::Inline(artifacts) => artifacts
+                .iter()
+                .enumerate()
+                .map(|(index, artifact)| artifact_json(task, artifact, index))
+                .collect(),
+            Stored::Ref { .. } => Vec::new(),
+        };
+        out["artifacts"] = Value::Array(artifacts);
+    }
+    out
+}
+
+/// The status message on the wire: the task's own, or for a failed task its error as the
+/// agent's message.
+fn status_message(task: &Task) -> Option<Value> {
+    let index = task.history.len();
+    match (&task.status_message, &task.error) {
+        (Some(stored), _) => Some(message_json(task, stored.inline()?, index)),
+        (None, Some(error)) => {
+            let failure = Message::agent(vec![Part::Text(error.clone())]);
+            Some(message_json(task, &failure, index))
+        }
+        (None, None) => None,
+    }
+}
+
+/// The parts of an A2A message rewritten into the REST shape, each refused by its path when the
+/// gateway cannot carry it.
+fn rest_parts(parts: &Value, at: &str) -> Result<Value, A2aError> {
+    let Value::Array(parts) = parts else {
+        return Err(A2aError::invalid_params(format!(
+            "{at} must be a list of parts"
+        )));
+    };
+    parts
+        .iter()
+        .enumerate()
+        .map(|(index, part)| rest_part(part, &format!("{at}[{index}]")))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
+}
+
+fn rest_part(part: &Value, at: &str) -> Result<Value, A2aError> {
+    let Value::Object(fields) = part else {
+        return Err(A2aError::invalid_params(format!("{at} must be an object")));
+    };
+    let given = |name: &str| fields.get(name).filter(|value| !is_empty(value));
+    if given("metadata").is_some() {
+        return Err(A2aError::invalid_params(format!(
+            "{at}.metadata: part metadata is not carried by this gateway"
+        )));
+    }
+    if given("raw").is_some() {
+        return Err(A2aError::new(
+            super::error::A2aErrorKind::ContentTypeNotSupported,
+            format!("{at}.raw: raw bytes are not carried; send a url or data part"),
+        ));
+    }
+    let media_type = given("mediaType").and_then(Value::as_str);
+    if let Some(text) = given("text") {
+        if media_type.is_some_and(|media| media != "text/plain") {
+            return Err(A2aError::new(
+                super::error::A2aErrorKind::ContentTypeNotSupported,
+                format!("{at}.mediaType: a text part is text/plain"),
+            ));
+        }
+        return Ok(json!({"text": text}));
+    }
+    if let Some(data) = fields.get("data") {
+        return Ok(json!({"data": data}));
+    }
+    if let Some(url) = given("url") {
+        let mut file = Map::new();
+        file.insert("uri".into(), url.clone());
+        if let Some(name) = given("filename") {
+            file.insert("name".into(), name.clone());
+        }
+        if let Some(media) = given("mediaType") {
+            file.insert("mime".into(), media.clone());
+        }
+        return Ok(json!({"file": file}));
+    }
+    Err(A2aError::invalid_params(format!(
+        "{at} must have one of text, url or data"
+    )))
+}
+
+/// Whether a value is absent in proto JSON terms (an empty string, list or object, or null).
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(text) => text.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Object(fields) => fields.is_empty(),
+        _ => false,
+    }
+}
+
+/// An A2A message as the caller sends it, read into the gateway's message (`role` must be the
+/// user's) and the ids it names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IncomingMessage {
+    pub message: Message,
+    /// The task it answers in place, if any.
+    pub task_id: Option<String>,
+    /// The conversation it continues, if any.
+    pub context_id: Option<String>,
+}
+
+/// Reads `value` (the request's `message`) as an incoming A2A message.
+pub fn incoming_message(value: &Value) -> Result<IncomingMessage, A2aError> {
+    let Value::Object(fields) = value else {
+        return Err(A2aError::invalid_params("message must be an object"));
+    };
+    let given = |name: &str| fields.get(name).filter(|value| !is_empty(value));
+    for carried_not in ["metadata", "extensions", "referenceTaskIds"] {
+        if given(carried_not).is_some() {
+            return Err(A2aError::invalid_params(format!(
+                "message.{carried_not} is not carried by this gateway"
+            )));
+        }
+    }
+    match given("role").and_then(Value::as_str) {
+        Some("ROLE_USER") => {}
+        Some(_) | None => {
+            return Err(A2aError::invalid_params(
+                "message.role must be ROLE_USER: the caller's message",
+            ))
+        }
+    }
+    let text_id = |name: &str| -> Result<Option<String>, A2aError> {
+        match given(name) {
+            None => Ok(None),
+            Some(Value::String(id)) => Ok(Some(id.clone())),
+            Some(_) => Err(A2aError::invalid_params(format!(
+                "message.{name} must be a string"
+            ))),
+        }
+    };
+    let message_id = text_id("messageId")?
+        .ok_or_else(|| A2aError::invalid_params("message.messageId is required"))?;
+    let parts = rest_parts(fields.get("parts").unwrap_or(&Value::Null), "message.parts")?;
+    let rest = json!({"role": "user", "parts": parts, "message_id": message_id});
+    let message =
+        Message::parse(&rest, "message").map_err(|invalid| A2aError::invalid_params(invalid.0))?;
+    Ok(IncomingMessage {
+        message,
+        task_id: text_id("taskId")?,
+        context_id: text_id("contextId")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::AgentStatus;
+    use crate::domain::{task::CallLineage, task::TaskOpening, Agent};
+
+    fn task() -> Task {
+        let callee = Agent {
+            id: "callee".into(),
+            tenant_id: "tenant".into(),
+            name: "billing".into(),
+            description: None,
+            owner_member_id: None,
+            status: AgentStatus::Active,
+            endpoint: None,
+            sealed_secret: None,
+            claim_timeout_seconds: 60,
+            created_at: String::new(),
+            updated_at: String::new(),
+            version: 1,
+        };
+        let input = incoming_message(&json!({
+            "messageId": "m-1", "role": "ROLE_USER",
+            "parts": [{"text": "classify"}, {"url": "https://x.test/a.pdf", "filename": "a.pdf",
+                       "mediaType": "application/pdf"}, {"data": {"n": 1}}],
+        }))
+        .unwrap()
+        .message;
+        Task::open(TaskOpening {
+            id: "task-1".into(),
+            caller_agent_id: "caller".into(),
+            callee: &callee,
+            context_id: "context-1".into(),
+            input: Stored::Inline(input),
+            input_bytes: 10,
+            lineage: CallLineage {
+                call_id: "call".into(),
+                parent_call_id: None,
+                root_call_id: "call".into(),
+            },
+            now: "2026-01-01T00:00:00.000000Z".into(),
+            expires_at: 0,
+        })
+    }
+
+    #[test]
+    fn an_a2a_message_maps_onto_the_gateway_s_parts_and_back() {
+        let task = task();
+        let shown = task_json(&task, TaskView::default());
+        assert_eq!(shown["id"], "task-1");
+        assert_eq!(shown["contextId"], "context-1");
+        assert_eq!(shown["status"]["state"], "TASK_STATE_SUBMITTED");
+        let message = &shown["history"][0];
+        assert_eq!(message["messageId"], "m-1");
+        assert_eq!(message["role"], "ROLE_USER");
+        assert_eq!(message["taskId"], "task-1");
+        assert_eq!(
+            message["parts"],
+            json!([{"text": "classify"},
+                   {"url": "https://x.test/a.pdf", "filename": "a.pdf", "mediaType": "application/pdf"},
+                   {"data": {"n": 1}}])
+        );
+        assert_eq!(shown["artifacts"], json!([]));
+    }
+
+    #[test]
+    fn history_length_keeps_the_newest_and_artifacts_can_be_left_out() {
+        let mut task = task();
+        task.history
+            .push(Stored::Inline(Message::agent(vec![Part::Text(
+                "which?".into(),
+            )])));
+        let view = TaskView {
+            history_length: Some(1),
+            include_artifacts: false,
+        };
+        let shown = task_json(&task, view);
+        assert_eq!(shown["history"].as_array().unwrap().len(), 1);
+        assert_eq!(shown["history"][0]["role"], "ROLE_AGENT");
+        assert_eq!(shown["history"][0]["parts"][0]["text"], "which?");
+        let again = task_json(&task, view);
+        assert_eq!(
+            shown["history"][0]["messageId"], again["history"][0]["messageId"],
+            "a derived id is stable"
+        );
+        assert!(shown.get("artifacts").is_none());
+        assert_eq!(
+            task_json(
+                &task,
+                TaskView {
+                    history_length: Some(0),
+                    ..view
+                }
+            )["history"],
+            json!([])
+        );
+    }
+
+    #[test]
+    fn a_failed_task_s_error_is_its_status_message() {
+        let mut task = task();
+        task.state = TaskState::Failed;
+        task.error = Some("boom".into());
+        let shown = task_json(&task, TaskView::default());
+        assert_eq!(shown["status"]["state"], "TASK_STATE_FAILED");
+        assert_eq!(shown["status"]["message"]["role"], "ROLE_AGENT");
+        assert_eq!(shown["status"]["message"]["parts"][0]["text"], "boom");
+    }
+
+    #[test]
+    fn what_the_gateway_cannot_carry_is_refused_by_name() {
+        use super::super::error::A2aErrorKind::*;
+        let base = |parts: Value| json!({"messageId": "m", "role": "ROLE_USER", "parts": parts});
+        #[rustfmt::skip]
+        let table = [
+            (base(json!([{"raw": "AAEC"}])), ContentTypeNotSupported, "message.parts[0].raw"),
+            (base(json!([{"text": "x", "mediaType": "text/html"}])), ContentTypeNotSupported, "message.parts[0].mediaType"),
+            (base(json!([{"text": "x", "metadata": {"k": 1}}])), InvalidParams, "message.parts[0].metadata"),
+            (base(json!([{"filename": "a"}])), InvalidParams, "message.parts[0] must have one of"),
+            (base(json!("x")), InvalidParams, "message.parts must be a list"),
+            (base(json!([])), InvalidParams, "message.parts must hold at least one part"),
+            (json!({"role": "ROLE_AGENT", "messageId": "m", "parts": [{"text": "x"}]}), InvalidParams, "ROLE_USER"),
+            (json!({"role": "ROLE_USER", "parts": [{"text": "x"}]}), InvalidParams, "messageId is required"),
+            (json!({"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "x"}], "extensions": ["e"]}), InvalidParams, "message.extensions"),
+            (json!({"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "x"}], "taskId": 7}), InvalidParams, "message.taskId must be a string"),
+        ];
+        for (message, kind, says) in table {
+            let error = incoming_message(&message).unwrap_err();
+            assert_eq!(error.kind, kind, "{message}");
+            assert!(error.message.contains(says), "{message}: {}", error.message);
+        }
+    }
+
+    #[test]
+    fn empty_values_count_as_absent_and_ids_are_read() {
+        let incoming = incoming_message(&json!({
+            "messageId": "m", "role": "ROLE_USER", "metadata": {}, "extensions": [],
+            "taskId": "t-1", "contextId": "",
+            "parts": [{"text": "x", "mediaType": "text/plain", "metadata": {}}],
+        }))
+        .unwrap();
+        assert_eq!(incoming.task_id.as_deref(), Some("t-1"));
+        assert_eq!(incoming.context_id, None);
+        assert_eq!(incoming.message.message_id.as_deref(), Some("m"));
+        assert_eq!(incoming.message.parts, vec![Part::Text("x".into())]);
+        assert_eq!(incoming.message.role, Role::User);
+    }
+
+    #[test]
+    fn state_names_round_trip_and_foreign_states_match_nothing() {
+        for state in [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::InputRequired,
+            TaskState::Completed,
+            TaskState::Failed,
+            TaskState::Canceled,
+        ] {
+            assert_eq!(parse_state(state_name(state)).unwrap(), Some(state));
+        }
+        assert_eq!(parse_state("TASK_STATE_REJECTED").unwrap(), None);
+        assert!(parse_state("done").is_err());
+    }
+}
