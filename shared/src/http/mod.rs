@@ -1,6 +1,7 @@
 //! The HTTP edge: request parsing helpers, the route table and the handlers behind each route.
 //! The same handlers serve API Gateway (one Lambda function per route) and the local gateway.
 
+mod a2a;
 mod agents;
 mod audit;
 mod bindings;
@@ -128,12 +129,6 @@ pub(crate) fn wait_param(request: &Request, app: &App) -> Result<Duration, ApiEr
     ))
 }
 
-/// `200` with `task` in full: every body stored outside its item read back in place, those this
-/// request just wrote (`written`) from memory.
-pub(crate) async fn task_ok(app: &App, task: Task, written: &[&PackedBody]) -> HandlerResult {
-    ok(&full_task(app, task, written).await?.to_json())
-}
-
 /// Puts the task's ids on the request's span, so every log line of the request names them.
 pub(crate) fn note_task(task: &Task) {
     let span = tracing::Span::current();
@@ -209,8 +204,7 @@ async fn record_task_action(app: &App, entry: &AuditEntry) {
     }
 }
 
-/// [`task_ok`] for a task `action` just changed, with its audit entry written while the task's
-/// bodies are read back (neither waits on the other).
+/// `200` with a task `action` just changed, in full, with its audit entry (see [`audited_task`]).
 pub(crate) async fn audited_task_ok(
     app: &App,
     principal: &TenantPrincipal,
@@ -218,12 +212,26 @@ pub(crate) async fn audited_task_ok(
     task: Task,
     written: &[&PackedBody],
 ) -> HandlerResult {
+    ok(&audited_task(app, principal, action, task, written)
+        .await?
+        .to_json())
+}
+
+/// A task `action` just changed, in full, with its audit entry written while the task's bodies
+/// are read back (neither waits on the other).
+pub(crate) async fn audited_task(
+    app: &App,
+    principal: &TenantPrincipal,
+    action: &str,
+    task: Task,
+    written: &[&PackedBody],
+) -> Result<Task, ApiError> {
     let entry = AuditEntry::for_task(principal, action, &task.id, &task.call_id);
     let (_, answer) = tokio::join!(
         record_task_action(app, &entry),
         full_task(app, task, written)
     );
-    ok(&answer?.to_json())
+    answer
 }
 
 /// One of the principal's long-poll slots for a wait of `wait`, or `429 too_many_requests` when

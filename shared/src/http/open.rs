@@ -25,14 +25,15 @@ use crate::domain::{clock, Agent, AgentId, AgentRef, Message, Task, TaskId, Tena
 use crate::error::{json_response, ApiError};
 use crate::store::{AuditEntry, ContextJoin, OpenRefusal, OpenTask, PollSlot, StoreError};
 
-/// An open request as read from the wire, before the gate looks at it.
-struct OpenRequest {
-    callee_segment: String,
-    wait: Duration,
-    message: Message,
+/// An open request as read from the wire (REST or A2A), before the gate looks at it.
+pub(super) struct OpenRequest {
+    pub callee_segment: String,
+    /// How long to wait for the callee's answer before answering with the task as it is.
+    pub wait: Duration,
+    pub message: Message,
     /// The conversation to continue; `None` starts a new one.
-    context_id: Option<String>,
-    parent_call_id: Option<String>,
+    pub context_id: Option<String>,
+    pub parent_call_id: Option<String>,
 }
 
 impl OpenRequest {
@@ -65,14 +66,30 @@ impl OpenRequest {
     }
 }
 
-/// `POST /v1/agents/{callee}/tasks?wait=N` with `{"message": Message, "context_id"?}`.
+/// `POST /v1/agents/{callee}/tasks?wait=N` with `{"message": Message, "context_id"?}`: `200`
+/// with the task and its call id in `X-Call-Id`.
 pub async fn open(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
-    let caller_id = agent_principal(&principal, "opening a task")?;
     let asked = OpenRequest::read(app, &request)?;
+    let task = open_task(app, &principal, asked).await?;
+    let mut response = json_response(StatusCode::OK, &task.to_json());
+    if let Ok(value) = HeaderValue::from_str(&task.call_id) {
+        response.headers_mut().insert(headers::CALL_ID, value);
+    }
+    Ok(response)
+}
+
+/// Opens a task for the calling agent (or finds the one an open repeated with the same
+/// `message_id` wrote) and answers with it in full, after waiting up to `asked.wait`.
+pub(super) async fn open_task(
+    app: &App,
+    principal: &TenantPrincipal,
+    asked: OpenRequest,
+) -> Result<Task, ApiError> {
+    let caller_id = agent_principal(principal, "opening a task")?;
     let call_id = uuid::Uuid::new_v4().to_string();
-    let callee = callee_in_tenant(app, &principal, &asked.callee_segment, &call_id).await?;
-    let lineage = lineage(app, &principal, call_id, asked.parent_call_id.clone()).await?;
+    let callee = callee_in_tenant(app, principal, &asked.callee_segment, &call_id).await?;
+    let lineage = lineage(app, principal, call_id, asked.parent_call_id.clone()).await?;
     let task_id = match &asked.message.message_id {
         Some(message_id) => keyed_task_id(&caller_id, &callee.id, message_id),
         None => TaskId::generate(),
@@ -80,8 +97,8 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
     let input = pack_message(&principal.tenant_id, &task_id, &asked.message)?;
     if input.offload.is_some() {
         // Nothing is stored for a caller the gate would refuse anyway.
-        if let Some(reason) = precheck_refusal(app, &principal, &caller_id, &callee).await? {
-            return Err(refuse(app, &principal, &callee.id, reason, &lineage.call_id).await);
+        if let Some(reason) = precheck_refusal(app, principal, &caller_id, &callee).await? {
+            return Err(refuse(app, principal, &callee.id, reason, &lineage.call_id).await);
         }
         app.bodies.store(&[&input]).await?;
     }
@@ -99,9 +116,9 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
         now: clock::now(),
         expires_at: app.config.task_expiry(),
     });
-    let open = open_transaction(&principal, task, asked.context_id.is_some());
+    let open = open_transaction(principal, task, asked.context_id.is_some());
     let keyed = asked.message.message_id.is_some();
-    commit(app, &principal, &callee, open, keyed, asked.wait, &input).await
+    commit(app, principal, &callee, open, keyed, asked.wait, &input).await
 }
 
 /// The callee the path names, if it is an agent of the caller's tenant; anything else is the
@@ -183,7 +200,7 @@ async fn commit(
     keyed: bool,
     wait: Duration,
     input: &PackedBody,
-) -> HandlerResult {
+) -> Result<Task, ApiError> {
     let task_id = &open.task.id;
     super::note_task(&open.task);
     let opened = match app.store.open_task(&open).await {
@@ -239,7 +256,7 @@ async fn commit(
 
 // `X-Parent-Call`, when sent: a call id (UUID). Lineage is bookkeeping, never a gate, but a
 /// value that cannot be a call id is malformed input.
-fn parent_call(request: &Request) -> Result<Option<String>, ApiError> {
+pub(super) fn parent_call(request: &Request) -> Result<Option<String>, ApiError> {
     match request.headers().get(headers::PARENT_CALL) {
         None => Ok(None),
         Some(value) => value
@@ -262,7 +279,7 @@ async fn replay_open(
     task: Task,
     wait: Duration,
     written: &PackedBody,
-) -> HandlerResult {
+) -> Result<Task, ApiError> {
     // The id is derived from this caller and callee; anything else under it is not theirs.
     if Some(&task.caller_agent_id) != principal.agent_id() || task.callee_agent_id != callee_id {
         return Err(ApiError::internal(format!(
@@ -284,7 +301,7 @@ async fn opened_response(
     task: Task,
     wait: Duration,
     written: &PackedBody,
-) -> HandlerResult {
+) -> Result<Task, ApiError> {
     let mut as_written = task.clone();
     // The task is opened already: without a free long-poll slot it is answered at once.
     let slot: Option<PollSlot> = poll_slot(app, principal, wait).await.unwrap_or_default();
@@ -307,9 +324,5 @@ async fn opened_response(
             as_written
         }
     };
-    let mut response = json_response(StatusCode::OK, &task.to_json());
-    if let Ok(value) = HeaderValue::from_str(&task.call_id) {
-        response.headers_mut().insert(headers::CALL_ID, value);
-    }
-    Ok(response)
+    Ok(task)
 }

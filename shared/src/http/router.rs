@@ -12,7 +12,7 @@ use lambda_http::{Body, Request, Response};
 use tracing::Instrument;
 
 use super::{
-    agents, audit, bindings, calls, cards, endpoint, members, open, pull, signing_keys, tasks,
+    a2a, agents, audit, bindings, calls, cards, endpoint, members, open, pull, signing_keys, tasks,
     tenants, tools,
 };
 use crate::app::App;
@@ -65,10 +65,12 @@ pub enum Route {
     ListMembers,
     CreateMemberKey,
     RevokeMemberKey,
+    /// A2A 1.0, JSON-RPC binding.
+    A2aJsonRpc,
 }
 
 impl Route {
-    pub const ALL: [Route; 36] = [
+    pub const ALL: [Route; 37] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -105,6 +107,7 @@ impl Route {
         Route::ListMembers,
         Route::CreateMemberKey,
         Route::RevokeMemberKey,
+        Route::A2aJsonRpc,
     ];
 
     /// Method and path template, as in the API docs and the deployment template.
@@ -154,6 +157,7 @@ impl Route {
             Route::ListMembers => (Method::GET, "/v1/members"),
             Route::CreateMemberKey => (Method::POST, "/v1/members/{member_id}/keys"),
             Route::RevokeMemberKey => (Method::DELETE, "/v1/members/{member_id}/keys/{key_id}"),
+            Route::A2aJsonRpc => (Method::POST, "/v1/agents/{agent}/a2a/jsonrpc"),
         }
     }
 
@@ -277,6 +281,7 @@ impl Route {
             Route::ListMembers => members::list(app, request).await,
             Route::CreateMemberKey => members::create_key(app, request).await,
             Route::RevokeMemberKey => members::revoke_key(app, request).await,
+            Route::A2aJsonRpc => a2a::jsonrpc(app, request).await,
         }
     }
 }

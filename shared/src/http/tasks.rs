@@ -8,8 +8,8 @@ use tokio::time::Instant;
 
 use super::gate::{parse_uuid, refusal_reason, refuse_action};
 use super::{
-    audited_task_ok, content_too_large, full_task, json_object, only_fields, path_param,
-    store_message, task_ok, wait_param, with_poll_slot, HandlerResult,
+    audited_task, content_too_large, full_task, json_object, only_fields, path_param,
+    store_message, wait_param, with_poll_slot, HandlerResult,
 };
 use crate::app::App;
 use crate::domain::content::Stored;
@@ -154,15 +154,39 @@ pub async fn get(app: &App, request: Request) -> HandlerResult {
     let segment = path_param(&request, "agent")?;
     let wait = wait_param(&request, app)?;
     let task_id = task_id_param(&request)?;
-    let task = readable_task(app, &principal, &task_id, &segment).await?;
+    let task = read_task(app, &principal, &segment, &task_id, wait).await?;
+    super::ok(&task.to_json())
+}
+
+/// A task its reader may see, in full, after waiting up to `wait` for it to leave
+/// submitted/working.
+pub(super) async fn read_task(
+    app: &App,
+    principal: &TenantPrincipal,
+    segment: &str,
+    task_id: &TaskId,
+    wait: Duration,
+) -> Result<Task, ApiError> {
+    let task = readable_task(app, principal, task_id, segment).await?;
+    settle(app, principal, task, wait).await
+}
+
+/// `task` in full once it leaves submitted/working or `wait` runs out (holding a long-poll
+/// slot while it waits), a passed claim deadline applied.
+pub(super) async fn settle(
+    app: &App,
+    principal: &TenantPrincipal,
+    task: Task,
+    wait: Duration,
+) -> Result<Task, ApiError> {
     let task = expire_if_overdue(app, task).await?;
     let wait = if task.state.is_pending() {
         wait
     } else {
         Duration::ZERO
     };
-    let task = with_poll_slot(app, &principal, wait, wait_for_answer(app, task, wait)).await?;
-    task_ok(app, task, &[]).await
+    let task = with_poll_slot(app, principal, wait, wait_for_answer(app, task, wait)).await?;
+    full_task(app, task, &[]).await
 }
 
 /// `POST /v1/agents/{callee}/tasks/{id}/cancel`: only the caller; canceling a finished task
@@ -171,36 +195,57 @@ pub async fn cancel(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
     let segment = path_param(&request, "agent")?;
     let task_id = task_id_param(&request)?;
+    let (Canceled::Now(task) | Canceled::AlreadyFinished(task)) =
+        cancel_task(app, &principal, &segment, &task_id).await?;
+    super::ok(&task.to_json())
+}
+
+/// What a caller's cancel found.
+pub(super) enum Canceled {
+    /// Canceled by this request (and on the audit log), in full.
+    Now(Task),
+    /// Finished before: unchanged, in full.
+    AlreadyFinished(Task),
+}
+
+/// Cancels a task for its caller.
+pub(super) async fn cancel_task(
+    app: &App,
+    principal: &TenantPrincipal,
+    segment: &str,
+    task_id: &TaskId,
+) -> Result<Canceled, ApiError> {
     let Some(caller_id) = principal.agent_id().cloned() else {
         let task = app
             .store
-            .get_task(&task_id)
+            .get_task(task_id)
             .await?
             .ok_or(ApiError::TaskNotFound)?;
-        if may_read(app, &principal, &task, &segment).await? {
+        if may_read(app, principal, &task, segment).await? {
             return Err(ApiError::Forbidden(
                 "only the caller may cancel a task".into(),
             ));
         }
         return Err(ApiError::TaskNotFound);
     };
-    let callee = match AgentRef::parse(&segment) {
+    let callee = match AgentRef::parse(segment) {
         AgentRef::Id(id) => id.to_string(),
         AgentRef::Name(name) => name.as_str().to_owned(),
         AgentRef::Unknown => return Err(ApiError::TaskNotFound),
     };
     match app
         .store
-        .cancel_task(&task_id, &principal.tenant_id, &caller_id, &callee)
+        .cancel_task(task_id, &principal.tenant_id, &caller_id, &callee)
         .await?
     {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "task canceled");
-            audited_task_ok(app, &principal, "task.cancel", task, &[]).await
+            let task = audited_task(app, principal, "task.cancel", task, &[]).await?;
+            Ok(Canceled::Now(task))
         }
         TaskTransition::Refused(None) => Err(ApiError::TaskNotFound),
         TaskTransition::Refused(Some(task)) => {
-            if !may_read(app, &principal, &task, &segment).await? {
+            if !may_read(app, principal, &task, segment).await? {
                 Err(ApiError::TaskNotFound)
             } else if task.caller_agent_id != caller_id {
                 Err(ApiError::Forbidden(
@@ -208,7 +253,7 @@ pub async fn cancel(app: &App, request: Request) -> HandlerResult {
                 ))
             } else {
                 // Already finished: canceling is a no-op, not an error.
-                task_ok(app, task, &[]).await
+                Ok(Canceled::AlreadyFinished(full_task(app, task, &[]).await?))
             }
         }
     }
@@ -226,7 +271,20 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
     let body = json_object(&request)?;
     only_fields(&body, &["message"])?;
     let message = caller_message(&body, "answering a task")?;
-    let task = readable_task(app, &principal, &task_id, &segment).await?;
+    let answered = answer_task(app, &principal, &segment, &task_id, message).await?;
+    super::ok(&answered.to_json())
+}
+
+/// The caller's answer to its task's question, taken in place: the task as the answer left it,
+/// in full.
+pub(super) async fn answer_task(
+    app: &App,
+    principal: &TenantPrincipal,
+    segment: &str,
+    task_id: &TaskId,
+    message: Message,
+) -> Result<Task, ApiError> {
+    let task = readable_task(app, principal, task_id, segment).await?;
     if principal.agent_id() != Some(&task.caller_agent_id) {
         return Err(ApiError::Forbidden(
             "only the caller may answer a task's question".into(),
@@ -241,7 +299,7 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
     }
     // Read in full before the write, so the answer after it needs no read that could fail.
     let shown = full_task(app, task.clone(), &[]).await?;
-    let mut audit = AuditEntry::new(&principal, "task.message", &task.callee_agent_id);
+    let mut audit = AuditEntry::new(principal, "task.message", &task.callee_agent_id);
     audit.call_id = Some(task.call_id.clone());
     audit.task_id = Some(task.id.clone());
     match app.store.answer_input(&task, &message, &audit).await? {
@@ -260,16 +318,12 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
             return Err(ApiError::Unavailable);
         }
         Err(InputRefusal::BindingNotLive | InputRefusal::CalleeNotActive) => {
-            let reason = refusal_reason(
-                app,
-                &principal,
-                &task.caller_agent_id,
-                &task.callee_agent_id,
-            )
-            .await?;
+            let reason =
+                refusal_reason(app, principal, &task.caller_agent_id, &task.callee_agent_id)
+                    .await?;
             return Err(refuse_action(
                 app,
-                &principal,
+                principal,
                 "task.message",
                 &task.callee_agent_id,
                 reason,
@@ -286,8 +340,7 @@ pub async fn add_message(app: &App, request: Request) -> HandlerResult {
             tracing::warn!(task_id = %task.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
         }
     }
-    let answered = shown.answered(Stored::Inline(answer), message.bytes, &clock::now());
-    super::ok(&answered.to_json())
+    Ok(shown.answered(Stored::Inline(answer), message.bytes, &clock::now()))
 }
 
 /// `Ok` for a task that waits for its caller's input with room in its history; otherwise the

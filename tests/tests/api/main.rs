@@ -7,6 +7,7 @@
     reason = "test code: a failed unwrap is a failed test, with its message"
 )]
 
+mod a2a;
 mod bad_input;
 mod bindings;
 mod cards;

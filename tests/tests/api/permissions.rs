@@ -503,6 +503,75 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
             .await,
         r,
     );
+    // The same over A2A's JSON-RPC binding: open, a question answered in place, read, cancel.
+    let a2a_message = |id: &str| json!({"messageId": id, "role": "ROLE_USER", "parts": large_message("user")["parts"]});
+    let sent = note(
+        "a2a-json-rpc",
+        app.a2a_rpc(
+            "callee",
+            &keys["caller"],
+            "SendMessage",
+            json!({"message": a2a_message("tour-1"), "configuration": {"returnImmediately": true}}),
+        )
+        .await,
+        r,
+    );
+    let a2a_task = sent.body["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    note("claim-next-task", app.claim(&keys["callee"], 0).await, r);
+    note(
+        "post-task-result",
+        app.post_result(
+            &keys["callee"],
+            &a2a_task,
+            json!({"state": "input_required", "message": large_message("agent")}),
+        )
+        .await,
+        r,
+    );
+    let mut answer = a2a_message("tour-2");
+    answer["taskId"] = json!(a2a_task);
+    let answered = note(
+        "a2a-json-rpc",
+        app.a2a_rpc(
+            "callee",
+            &keys["caller"],
+            "SendMessage",
+            json!({"message": answer, "configuration": {"returnImmediately": true}}),
+        )
+        .await,
+        r,
+    );
+    assert!(
+        answered.body["result"]["task"].is_object(),
+        "{}",
+        answered.text
+    );
+    note(
+        "a2a-json-rpc",
+        app.a2a_rpc(
+            "callee",
+            &keys["caller"],
+            "GetTask",
+            json!({"id": a2a_task}),
+        )
+        .await,
+        r,
+    );
+    let canceled = note(
+        "a2a-json-rpc",
+        app.a2a_rpc(
+            "callee",
+            &keys["caller"],
+            "CancelTask",
+            json!({"id": a2a_task}),
+        )
+        .await,
+        r,
+    );
+    assert!(canceled.body["result"].is_object(), "{}", canceled.text);
     // The sweeper over a task whose deadline passed unread.
     let unread = note(
         "open-task",
@@ -684,6 +753,8 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     let observed = observed.into_inner();
     for (function, action) in [
         ("open-task", "s3:PutObject"),
+        ("a2a-json-rpc", "s3:PutObject"),
+        ("a2a-json-rpc", "s3:GetObject"),
         ("add-task-message", "s3:PutObject"),
         ("report-task-progress", "s3:PutObject"),
         ("post-task-result", "s3:PutObject"),

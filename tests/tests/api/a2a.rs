@@ -1,0 +1,312 @@
+//! A2A 1.0 over JSON-RPC at the gate: the same governance as the REST routes, the A2A wire
+//! format and errors.
+
+use forgebench_tests::{spawn_app, text_message, Pair, TestApp};
+use serde_json::{json, Value};
+
+fn a2a_message(text: &str, message_id: &str) -> Value {
+    json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+/// Sends `text` to the pair's callee without waiting; returns the JSON-RPC `result.task`.
+async fn send(app: &TestApp, pair: &Pair, text: &str, message_id: &str) -> Value {
+    let reply = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": a2a_message(text, message_id),
+                   "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.body["jsonrpc"], "2.0", "{}", reply.text);
+    assert_eq!(reply.body["id"], 1, "{}", reply.text);
+    reply.body["result"]["task"].clone()
+}
+
+fn error_code(reply: &forgebench_tests::Reply) -> i64 {
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no JSON-RPC error in {}", reply.text))
+}
+
+#[tokio::test]
+async fn a_task_sent_over_a2a_is_an_ordinary_task_a_pull_callee_answers() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let task = send(&app, &pair, "classify INV-1", "m-1").await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_SUBMITTED");
+    assert_eq!(task["history"][0]["parts"][0]["text"], "classify INV-1");
+    assert_eq!(task["history"][0]["messageId"], "m-1");
+    let task_id = task["id"].as_str().unwrap().to_owned();
+
+    // The callee sees no difference: it claims the task over REST and answers it.
+    let claimed = app.claim(&pair.callee.key, 0).await;
+    assert_eq!(claimed.field("id"), task_id);
+    let answered = app
+        .post_result(
+            &pair.callee.key,
+            &task_id,
+            json!({"state": "completed", "artifacts": [{"name": "label", "parts": [{"text": "utilities"}]}]}),
+        )
+        .await;
+    assert_eq!(answered.status, 200, "{}", answered.text);
+
+    let read = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "GetTask",
+            json!({"id": task_id}),
+        )
+        .await;
+    let task = &read.body["result"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_COMPLETED",
+        "{}",
+        read.text
+    );
+    assert_eq!(task["contextId"], claimed.field("context_id"));
+    assert_eq!(task["artifacts"][0]["name"], "label");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "utilities");
+    assert!(task["artifacts"][0]["artifactId"].is_string());
+    let rest = app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(rest.state(), "completed", "REST reads show the A2A task");
+
+    let short = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "GetTask",
+            json!({"id": task_id, "historyLength": 1}),
+        )
+        .await;
+    let history = short.body["result"]["history"].as_array().unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0]["role"], "ROLE_AGENT");
+}
+
+#[tokio::test]
+async fn a_blocking_send_waits_for_the_answer() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let callee = async {
+        let claimed = app.claim(&pair.callee.key, 10).await;
+        app.post_result(
+            &pair.callee.key,
+            &claimed.field("id"),
+            json!({"state": "completed", "message": text_message("done")}),
+        )
+        .await
+    };
+    let caller = app.a2a_rpc(
+        &pair.callee.id,
+        &pair.caller.key,
+        "SendMessage",
+        json!({"message": a2a_message("work", "m-block")}),
+    );
+    let (answered, reply) = tokio::join!(callee, caller);
+    assert_eq!(answered.status, 200, "{}", answered.text);
+    assert_eq!(
+        reply.body["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{}",
+        reply.text
+    );
+    assert_eq!(
+        reply.body["result"]["task"]["status"]["message"]["parts"][0]["text"],
+        "done"
+    );
+}
+
+#[tokio::test]
+async fn a_message_naming_its_task_answers_the_question_in_place() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let task = send(&app, &pair, "pay INV-2", "m-2").await;
+    let task_id = task["id"].as_str().unwrap().to_owned();
+    app.claim(&pair.callee.key, 0).await;
+    let asked = app
+        .post_result(
+            &pair.callee.key,
+            &task_id,
+            json!({"state": "input_required", "message": {"role": "agent", "parts": [{"text": "which account?"}]}}),
+        )
+        .await;
+    assert_eq!(asked.status, 200, "{}", asked.text);
+
+    let mut answer = a2a_message("ACC-9", "m-3");
+    answer["taskId"] = json!(task_id);
+    let reply = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": answer, "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let task = &reply.body["result"]["task"];
+    assert_eq!(task["id"], task_id.as_str(), "{}", reply.text);
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING");
+    let history = task["history"].as_array().unwrap();
+    assert_eq!(history.last().unwrap()["parts"][0]["text"], "ACC-9");
+    let claimed = app.claim(&pair.callee.key, 0).await;
+    assert_eq!(
+        claimed.field("id"),
+        task_id,
+        "claimable again after the answer"
+    );
+
+    // A finished task takes no more messages; an unknown one is not found.
+    app.post_result(&pair.callee.key, &task_id, json!({"state": "completed"}))
+        .await;
+    let mut late = a2a_message("again", "m-4");
+    late["taskId"] = json!(task_id);
+    let refused = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": late}),
+        )
+        .await;
+    assert_eq!(error_code(&refused), -32004, "UnsupportedOperation");
+    let mut unknown = a2a_message("x", "m-5");
+    unknown["taskId"] = json!(uuid::Uuid::new_v4().to_string());
+    let missing = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": unknown}),
+        )
+        .await;
+    assert_eq!(error_code(&missing), -32001, "TaskNotFound");
+}
+
+#[tokio::test]
+async fn cancel_cancels_once_and_then_the_task_is_not_cancelable() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let task = send(&app, &pair, "to cancel", "m-6").await;
+    let cancel = json!({"id": task["id"]});
+    let canceled = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "CancelTask",
+            cancel.clone(),
+        )
+        .await;
+    assert_eq!(
+        canceled.body["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{}",
+        canceled.text
+    );
+    let again = app
+        .a2a_rpc(&pair.callee.id, &pair.caller.key, "CancelTask", cancel)
+        .await;
+    assert_eq!(error_code(&again), -32002, "TaskNotCancelable");
+    let unknown = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "GetTask",
+            json!({"id": "not-a-task"}),
+        )
+        .await;
+    assert_eq!(error_code(&unknown), -32001);
+}
+
+#[tokio::test]
+async fn a_repeated_message_id_opens_one_task_and_lineage_is_kept() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let first = send(&app, &pair, "once", "m-same").await;
+    let again = send(&app, &pair, "once", "m-same").await;
+    assert_eq!(first["id"], again["id"]);
+    assert_eq!(
+        app.claim(&pair.callee.key, 0).await.field("id"),
+        first["id"].as_str().unwrap()
+    );
+    assert_eq!(
+        app.claim(&pair.callee.key, 0).await.status,
+        204,
+        "one task, claimed once"
+    );
+}
+
+#[tokio::test]
+async fn without_a_binding_the_gate_refuses_and_an_unknown_agent_looks_the_same() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let stranger = app.create_agent(&pair.tenant.admin_key, "stranger").await;
+    let refused = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &stranger.key,
+            "SendMessage",
+            json!({"message": a2a_message("hi", "m-7")}),
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    assert_eq!(refused.body["detail"]["code"], "not_permitted");
+    let nobody = app
+        .a2a_rpc(
+            &uuid::Uuid::new_v4().to_string(),
+            &stranger.key,
+            "SendMessage",
+            json!({"message": a2a_message("hi", "m-8")}),
+        )
+        .await;
+    assert_eq!(
+        (nobody.status, nobody.text.clone()),
+        (refused.status, refused.text.clone())
+    );
+    let anonymous = app
+        .a2a_rpc_raw(&pair.callee.id, None, Some("1.0"), "{}")
+        .await;
+    assert_eq!(anonymous.status, 401);
+}
+
+#[tokio::test]
+async fn protocol_errors_are_json_rpc_error_objects() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (agent, key) = (pair.callee.id.as_str(), pair.caller.key.as_str());
+    #[rustfmt::skip]
+    let cases: [(Option<&str>, &str, i64); 8] = [
+        (Some("1.0"), "{nope", -32700),
+        (Some("1.0"), r#"{"jsonrpc": "2.0", "id": 1}"#, -32600),
+        (Some("1.0"), r#"{"jsonrpc": "2.0", "id": 1, "method": "message/send"}"#, -32601),
+        (Some("1.0"), r#"{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {}}"#, -32602),
+        (Some("1.0"), r#"{"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {}}"#, -32004),
+        (Some("1.0"), r#"{"jsonrpc": "2.0", "id": 1, "method": "CreateTaskPushNotificationConfig", "params": {}}"#, -32003),
+        (None, r#"{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}"#, -32009),
+        (Some("0.3"), r#"{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}"#, -32009),
+    ];
+    for (version, body, code) in cases {
+        let reply = app.a2a_rpc_raw(agent, Some(key), version, body).await;
+        assert_eq!(error_code(&reply), code, "{body} -> {}", reply.text);
+        assert_eq!(
+            reply.headers["content-type"], "application/a2a+json",
+            "{body}"
+        );
+    }
+    let raw = app
+        .a2a_rpc(
+            agent,
+            key,
+            "SendMessage",
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"raw": "AAEC"}]}}),
+        )
+        .await;
+    assert_eq!(error_code(&raw), -32005, "ContentTypeNotSupported");
+    assert!(raw.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("parts[0].raw"));
+}
