@@ -1,4 +1,5 @@
-//! The DynamoDB adapter: one table, items keyed by `pk`/`sk`, two sparse global indexes.
+//! The DynamoDB adapter: one table, items keyed by `pk`/`sk`, three global indexes (the first two
+//! sparse).
 //!
 //! | item | pk | sk | gsi1 (pk / sk) | gsi2 (pk / sk) |
 //! |---|---|---|---|---|
@@ -15,6 +16,9 @@
 //! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{root}` / at#id | |
 //! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
 //! | long-poll slot (`store/polls.rs`) | `POLLS#{agent}` | `SLOT#{n}` | | |
+//!
+//! Every task is also on gsi3 under `PAIR#{caller}#{callee}` / `{created}#{id}`: a caller's tasks
+//! on one callee, newest first (A2A `ListTasks`).
 //!
 //! The agent lives under two keys with the same attributes, written together in one transaction,
 //! so that a route naming an agent by id or by name reads it with one `GetItem`.
@@ -47,7 +51,7 @@ pub use open::{ContextJoin, OpenRefusal, OpenTask};
 pub use polls::{PollSlot, MAX_POLLS_PER_AGENT};
 pub use push::Attempt;
 pub use task_item::DEADLINE_SHARDS;
-pub use tasks::{OverdueEntry, TaskTransition};
+pub use tasks::{OverdueEntry, PairCursor, TaskTransition};
 pub use tenancy::MemberRecord;
 
 /// Shards of the outbox index (the first hex digit of the task id), like the deadline index.

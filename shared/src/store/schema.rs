@@ -190,7 +190,7 @@ mod tests {
             .iter()
             .map(|index| index.name.as_str())
             .collect();
-        assert_eq!(names, ["gsi1", "gsi2"]);
+        assert_eq!(names, ["gsi1", "gsi2", "gsi3"]);
         for index in &schema.indexes {
             assert_eq!(index.key[0].0, format!("{}pk", index.name));
             assert_eq!(index.key[1].0, format!("{}sk", index.name));

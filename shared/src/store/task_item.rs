@@ -1,7 +1,7 @@
 //! A task's item: how a [`Task`] is written to and read from the table, its keys and index
 //! shards, and the size rules every write that adds bodies keeps.
 
-use crate::domain::ids::TaskId;
+use crate::domain::ids::{AgentId, TaskId};
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::de::DeserializeOwned;
@@ -112,6 +112,14 @@ pub(crate) fn to_item(task: &Task) -> Item {
         item.insert("expires_at".into(), n(expires_at));
     }
     item.insert("created_at".into(), s(&task.created_at));
+    item.insert(
+        "gsi3pk".into(),
+        s(pair_partition(&task.caller_agent_id, &task.callee_agent_id)),
+    );
+    item.insert(
+        "gsi3sk".into(),
+        s(format!("{}#{}", task.created_at, task.id)),
+    );
     item.insert("updated_at".into(), s(&task.updated_at));
     if task.state == TaskState::Submitted {
         let (queue, order) = queue_entry(task, &task.created_at);
@@ -119,6 +127,11 @@ pub(crate) fn to_item(task: &Task) -> Item {
         item.insert("gsi1sk".into(), s(order));
     }
     item
+}
+
+/// The partition of gsi3 that lists `caller`'s tasks on `callee`.
+pub(crate) fn pair_partition(caller: &AgentId, callee: &AgentId) -> String {
+    format!("PAIR#{caller}#{callee}")
 }
 
 /// Where a task waits for its callee on the queue index (`gsi1pk`, `gsi1sk`): on the callee's

@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{s, Reader};
-use super::task_item::{task_key, WITHIN_CONTENT_CAP};
+use super::task_item::{pair_partition, task_key, WITHIN_CONTENT_CAP};
 use super::{classify, Store, StoreError};
 use crate::domain::task::{deadline_error, PackedResult, TaskResult};
 use crate::domain::{clock, Task};
@@ -186,5 +186,59 @@ impl Store {
                 })
             })
             .collect())
+    }
+}
+
+/// Where a page of a caller's tasks on one callee starts: after the task with this index sort
+/// key (`{created}#{id}`), newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairCursor(pub String);
+
+impl Store {
+    /// Up to `limit` of `caller`'s tasks on `callee`, newest first, from after `after`; with the
+    /// cursor after the last one when more may follow. Each read costs one query of `limit`.
+    pub async fn tasks_of_pair(
+        &self,
+        caller: &AgentId,
+        callee: &AgentId,
+        after: Option<&PairCursor>,
+        limit: i32,
+    ) -> Result<(Vec<Task>, Option<PairCursor>), StoreError> {
+        let partition = pair_partition(caller, callee);
+        let mut query = self
+            .client()
+            .query()
+            .table_name(self.table())
+            .index_name("gsi3")
+            .key_condition_expression("gsi3pk = :pair")
+            .expression_attribute_values(":pair", s(&partition))
+            .scan_index_forward(false)
+            .limit(limit);
+        if let Some(PairCursor(sort_key)) = after {
+            let task_id = sort_key.rsplit('#').next().unwrap_or_default();
+            let start = [
+                ("pk", format!("TASK#{task_id}")),
+                ("sk", "TASK".to_owned()),
+                ("gsi3pk", partition.clone()),
+                ("gsi3sk", sort_key.clone()),
+            ];
+            for (name, value) in start {
+                query = query.exclusive_start_key(name, s(value));
+            }
+        }
+        let output = query.send().await.map_err(classify)?;
+        let items = output.items.unwrap_or_default();
+        let tasks = items
+            .iter()
+            .map(Task::try_from)
+            .collect::<Result<Vec<Task>, StoreError>>()?;
+        let next = output
+            .last_evaluated_key
+            .and_then(|key| {
+                key.get("gsi3sk")
+                    .and_then(|value| value.as_s().ok().cloned())
+            })
+            .map(PairCursor);
+        Ok((tasks, next))
     }
 }

@@ -310,3 +310,91 @@ async fn protocol_errors_are_json_rpc_error_objects() {
         .unwrap()
         .contains("parts[0].raw"));
 }
+
+#[tokio::test]
+async fn list_tasks_pages_newest_first_with_filters_and_refuses_a_foreign_token() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let mut ids = Vec::new();
+    for index in 0..5 {
+        let task = send(
+            &app,
+            &pair,
+            &format!("task {index}"),
+            &format!("list-{index}"),
+        )
+        .await;
+        ids.push(task["id"].as_str().unwrap().to_owned());
+    }
+    let list = |params: Value| app.a2a_rpc(&pair.callee.id, &pair.caller.key, "ListTasks", params);
+    let first = list(json!({"pageSize": 2})).await;
+    let result = &first.body["result"];
+    let page: Vec<&str> = result["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|task| task["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(page, [ids[4].as_str(), ids[3].as_str()], "{}", first.text);
+    assert!(
+        result["tasks"][0].get("artifacts").is_none(),
+        "artifacts only when asked"
+    );
+    let token = result["nextPageToken"].as_str().unwrap().to_owned();
+    assert!(!token.is_empty());
+    let mut seen: Vec<String> = page.iter().map(|id| id.to_string()).collect();
+    let mut token = token;
+    while !token.is_empty() {
+        let next = list(json!({"pageSize": 2, "pageToken": token})).await;
+        for task in next.body["result"]["tasks"].as_array().unwrap() {
+            seen.push(task["id"].as_str().unwrap().to_owned());
+        }
+        token = next.body["result"]["nextPageToken"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    }
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+    assert_eq!(seen, newest_first, "every task once, newest first");
+
+    // Filters: state, and a conversation.
+    app.a2a_rpc(
+        &pair.callee.id,
+        &pair.caller.key,
+        "CancelTask",
+        json!({"id": ids[1]}),
+    )
+    .await;
+    let canceled = list(json!({"status": "TASK_STATE_CANCELED", "includeArtifacts": true})).await;
+    let tasks = canceled.body["result"]["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 1, "{}", canceled.text);
+    assert_eq!(tasks[0]["id"], ids[1].as_str());
+    assert_eq!(tasks[0]["artifacts"], json!([]));
+    assert_eq!(canceled.body["result"]["nextPageToken"], "");
+    let context = tasks[0]["contextId"].as_str().unwrap();
+    let in_context = list(json!({"contextId": context})).await;
+    assert_eq!(
+        in_context.body["result"]["tasks"].as_array().unwrap().len(),
+        1
+    );
+    let later = list(json!({"statusTimestampAfter": "2999-01-01T00:00:00Z"})).await;
+    assert_eq!(later.body["result"]["tasks"], json!([]));
+
+    // A token from another query, or made up, is refused.
+    let first_token = first.body["result"]["nextPageToken"].as_str().unwrap();
+    let foreign = list(json!({"pageToken": first_token, "status": "TASK_STATE_SUBMITTED"})).await;
+    assert_eq!(error_code(&foreign), -32602, "{}", foreign.text);
+    let made_up = list(json!({"pageToken": "bm9wZQ"})).await;
+    assert_eq!(error_code(&made_up), -32602);
+    let too_big = list(json!({"pageSize": 101})).await;
+    assert_eq!(error_code(&too_big), -32602);
+
+    // Another caller sees none of these.
+    let other = app
+        .create_agent(&pair.tenant.admin_key, "other-caller")
+        .await;
+    let theirs = app
+        .a2a_rpc(&pair.callee.id, &other.key, "ListTasks", json!({}))
+        .await;
+    assert_eq!(theirs.body["result"]["tasks"], json!([]), "{}", theirs.text);
+}

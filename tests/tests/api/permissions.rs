@@ -560,6 +560,18 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         .await,
         r,
     );
+    let listed = note(
+        "a2a-json-rpc",
+        app.a2a_rpc(
+            "callee",
+            &keys["caller"],
+            "ListTasks",
+            json!({"pageSize": 2}),
+        )
+        .await,
+        r,
+    );
+    assert!(listed.body["result"]["tasks"].is_array(), "{}", listed.text);
     let canceled = note(
         "a2a-json-rpc",
         app.a2a_rpc(
