@@ -448,6 +448,30 @@ impl TestApp {
         self.finish(request).await
     }
 
+    /// A request to the HTTP+JSON binding of A2A (`path` under `/v1/agents/{agent}/a2a`), as an
+    /// A2A 1.0 client sends it (`A2A-Version: 1.0`).
+    pub async fn a2a_rest(
+        &self,
+        method: &str,
+        agent: &str,
+        path: &str,
+        key: &str,
+        body: Option<Value>,
+    ) -> Reply {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut request = self
+            .http
+            .request(method, format!("{}/v1/agents/{agent}/a2a{path}", self.base))
+            .bearer_auth(key)
+            .header("a2a-version", "1.0");
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/a2a+json")
+                .body(body.to_string());
+        }
+        self.finish(request).await
+    }
+
     /// Sends a request whose body is exactly `raw`.
     pub async fn send_raw(&self, method: &str, path: &str, key: &str, raw: &str) -> Reply {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");

@@ -67,10 +67,18 @@ pub enum Route {
     RevokeMemberKey,
     /// A2A 1.0, JSON-RPC binding.
     A2aJsonRpc,
+    /// A2A 1.0, HTTP+JSON binding: `message:send`.
+    A2aSendMessage,
+    /// A2A 1.0, HTTP+JSON binding: `GetTask`.
+    A2aGetTask,
+    /// A2A 1.0, HTTP+JSON binding: `ListTasks`.
+    A2aListTasks,
+    /// A2A 1.0, HTTP+JSON binding: `tasks/{id}:cancel`.
+    A2aTaskAction,
 }
 
 impl Route {
-    pub const ALL: [Route; 37] = [
+    pub const ALL: [Route; 41] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -108,6 +116,10 @@ impl Route {
         Route::CreateMemberKey,
         Route::RevokeMemberKey,
         Route::A2aJsonRpc,
+        Route::A2aSendMessage,
+        Route::A2aGetTask,
+        Route::A2aListTasks,
+        Route::A2aTaskAction,
     ];
 
     /// Method and path template, as in the API docs and the deployment template.
@@ -158,6 +170,10 @@ impl Route {
             Route::CreateMemberKey => (Method::POST, "/v1/members/{member_id}/keys"),
             Route::RevokeMemberKey => (Method::DELETE, "/v1/members/{member_id}/keys/{key_id}"),
             Route::A2aJsonRpc => (Method::POST, "/v1/agents/{agent}/a2a/jsonrpc"),
+            Route::A2aSendMessage => (Method::POST, "/v1/agents/{agent}/a2a/message:send"),
+            Route::A2aGetTask => (Method::GET, "/v1/agents/{agent}/a2a/tasks/{task}"),
+            Route::A2aListTasks => (Method::GET, "/v1/agents/{agent}/a2a/tasks"),
+            Route::A2aTaskAction => (Method::POST, "/v1/agents/{agent}/a2a/tasks/{task}"),
         }
     }
 
@@ -282,6 +298,10 @@ impl Route {
             Route::CreateMemberKey => members::create_key(app, request).await,
             Route::RevokeMemberKey => members::revoke_key(app, request).await,
             Route::A2aJsonRpc => a2a::jsonrpc(app, request).await,
+            Route::A2aSendMessage => a2a::send_message(app, request).await,
+            Route::A2aGetTask => a2a::get_task(app, request).await,
+            Route::A2aListTasks => a2a::list_tasks(app, request).await,
+            Route::A2aTaskAction => a2a::task_action(app, request).await,
         }
     }
 }

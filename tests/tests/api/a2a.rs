@@ -43,7 +43,7 @@ async fn a_task_sent_over_a2a_is_an_ordinary_task_a_pull_callee_answers() {
     let task_id = task["id"].as_str().unwrap().to_owned();
 
     // The callee sees no difference: it claims the task over REST and answers it.
-    let claimed = app.claim(&pair.callee.key, 0).await;
+    let claimed = app.claim(&pair.callee.key, 5).await;
     assert_eq!(claimed.field("id"), task_id);
     let answered = app
         .post_result(
@@ -128,7 +128,7 @@ async fn a_message_naming_its_task_answers_the_question_in_place() {
     let pair = app.pair().await;
     let task = send(&app, &pair, "pay INV-2", "m-2").await;
     let task_id = task["id"].as_str().unwrap().to_owned();
-    app.claim(&pair.callee.key, 0).await;
+    app.claim(&pair.callee.key, 5).await;
     let asked = app
         .post_result(
             &pair.callee.key,
@@ -153,7 +153,7 @@ async fn a_message_naming_its_task_answers_the_question_in_place() {
     assert_eq!(task["status"]["state"], "TASK_STATE_WORKING");
     let history = task["history"].as_array().unwrap();
     assert_eq!(history.last().unwrap()["parts"][0]["text"], "ACC-9");
-    let claimed = app.claim(&pair.callee.key, 0).await;
+    let claimed = app.claim(&pair.callee.key, 5).await;
     assert_eq!(
         claimed.field("id"),
         task_id,
@@ -229,11 +229,11 @@ async fn a_repeated_message_id_opens_one_task_and_lineage_is_kept() {
     let again = send(&app, &pair, "once", "m-same").await;
     assert_eq!(first["id"], again["id"]);
     assert_eq!(
-        app.claim(&pair.callee.key, 0).await.field("id"),
+        app.claim(&pair.callee.key, 5).await.field("id"),
         first["id"].as_str().unwrap()
     );
     assert_eq!(
-        app.claim(&pair.callee.key, 0).await.status,
+        app.claim(&pair.callee.key, 1).await.status,
         204,
         "one task, claimed once"
     );
@@ -397,4 +397,136 @@ async fn list_tasks_pages_newest_first_with_filters_and_refuses_a_foreign_token(
         .a2a_rpc(&pair.callee.id, &other.key, "ListTasks", json!({}))
         .await;
     assert_eq!(theirs.body["result"]["tasks"], json!([]), "{}", theirs.text);
+}
+
+fn status_reason(reply: &forgebench_tests::Reply) -> (u16, String) {
+    let detail = &reply.body["error"]["details"][0];
+    assert_eq!(detail["domain"], "a2a-protocol.org", "{}", reply.text);
+    assert_eq!(
+        detail["@type"], "type.googleapis.com/google.rpc.ErrorInfo",
+        "{}",
+        reply.text
+    );
+    (
+        reply.status,
+        detail["reason"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_http_json_binding_serves_the_same_methods() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (agent, key) = (pair.callee.id.as_str(), pair.caller.key.as_str());
+    let sent = app
+        .a2a_rest(
+            "POST",
+            agent,
+            "/message:send",
+            key,
+            Some(json!({"message": a2a_message("over rest", "r-1"),
+                        "configuration": {"returnImmediately": true}})),
+        )
+        .await;
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    assert_eq!(sent.headers["content-type"], "application/a2a+json");
+    let task_id = sent.body["task"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(sent.body["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
+
+    let read = app
+        .a2a_rest(
+            "GET",
+            agent,
+            &format!("/tasks/{task_id}?historyLength=1"),
+            key,
+            None,
+        )
+        .await;
+    assert_eq!(read.body["id"], task_id.as_str(), "{}", read.text);
+    assert_eq!(read.body["history"].as_array().unwrap().len(), 1);
+
+    let listed = app
+        .a2a_rest(
+            "GET",
+            agent,
+            "/tasks?pageSize=10&includeArtifacts=true",
+            key,
+            None,
+        )
+        .await;
+    assert_eq!(
+        listed.body["tasks"][0]["id"],
+        task_id.as_str(),
+        "{}",
+        listed.text
+    );
+    assert_eq!(listed.body["nextPageToken"], "");
+
+    let canceled = app
+        .a2a_rest(
+            "POST",
+            agent,
+            &format!("/tasks/{task_id}:cancel"),
+            key,
+            None,
+        )
+        .await;
+    assert_eq!(
+        canceled.body["status"]["state"], "TASK_STATE_CANCELED",
+        "{}",
+        canceled.text
+    );
+
+    let again = app
+        .a2a_rest(
+            "POST",
+            agent,
+            &format!("/tasks/{task_id}:cancel"),
+            key,
+            None,
+        )
+        .await;
+    assert_eq!(status_reason(&again), (400, "TASK_NOT_CANCELABLE".into()));
+    let unknown = app
+        .a2a_rest("GET", agent, "/tasks/no-such-task", key, None)
+        .await;
+    assert_eq!(status_reason(&unknown), (404, "TASK_NOT_FOUND".into()));
+    let subscribe = app
+        .a2a_rest(
+            "POST",
+            agent,
+            &format!("/tasks/{task_id}:subscribe"),
+            key,
+            None,
+        )
+        .await;
+    assert_eq!(
+        status_reason(&subscribe),
+        (400, "UNSUPPORTED_OPERATION".into())
+    );
+    let bad = app
+        .a2a_rest("GET", agent, "/tasks?pageSize=many", key, None)
+        .await;
+    assert_eq!(status_reason(&bad), (400, "INVALID_PARAMS".into()));
+    let not_json = app
+        .send_raw(
+            "POST",
+            &format!("/v1/agents/{agent}/a2a/message:send"),
+            key,
+            "{nope",
+        )
+        .await;
+    assert_eq!(not_json.status, 400, "{}", not_json.text);
+    assert_eq!(
+        not_json.body["error"]["details"][0]["reason"], "VERSION_NOT_SUPPORTED",
+        "send_raw sends no A2A-Version: the version is checked first"
+    );
+    let array = app
+        .a2a_rest("POST", agent, "/message:send", key, Some(json!([1])))
+        .await;
+    assert_eq!(status_reason(&array), (400, "INVALID_PARAMS".into()));
+    let no_message = app
+        .a2a_rest("POST", agent, "/message:send", key, Some(json!({})))
+        .await;
+    assert_eq!(status_reason(&no_message), (400, "INVALID_PARAMS".into()));
 }

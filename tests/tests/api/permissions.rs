@@ -520,7 +520,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         .as_str()
         .unwrap()
         .to_owned();
-    note("claim-next-task", app.claim(&keys["callee"], 0).await, r);
+    note("claim-next-task", app.claim(&keys["callee"], 5).await, r);
     note(
         "post-task-result",
         app.post_result(
@@ -584,6 +584,51 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         r,
     );
     assert!(canceled.body["result"].is_object(), "{}", canceled.text);
+    // And over the HTTP+JSON binding.
+    let rest_sent = note(
+        "a2a-send-message",
+        app.a2a_rest(
+            "POST",
+            "callee",
+            "/message:send",
+            &keys["caller"],
+            Some(json!({"message": a2a_message("tour-3"), "configuration": {"returnImmediately": true}})),
+        )
+        .await,
+        r,
+    );
+    let rest_task = rest_sent.body["task"]["id"].as_str().unwrap().to_owned();
+    note(
+        "a2a-get-task",
+        app.a2a_rest(
+            "GET",
+            "callee",
+            &format!("/tasks/{rest_task}"),
+            &keys["caller"],
+            None,
+        )
+        .await,
+        r,
+    );
+    note(
+        "a2a-list-tasks",
+        app.a2a_rest("GET", "callee", "/tasks?pageSize=3", &keys["caller"], None)
+            .await,
+        r,
+    );
+    let rest_canceled = note(
+        "a2a-task-action",
+        app.a2a_rest(
+            "POST",
+            "callee",
+            &format!("/tasks/{rest_task}:cancel"),
+            &keys["caller"],
+            None,
+        )
+        .await,
+        r,
+    );
+    assert_eq!(rest_canceled.status, 200, "{}", rest_canceled.text);
     // The sweeper over a task whose deadline passed unread.
     let unread = note(
         "open-task",

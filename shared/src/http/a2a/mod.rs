@@ -6,25 +6,27 @@
 //! key is `401`, a refusal the one `403 not_permitted`, a busy or failing backing service
 //! `429`/`503`. Everything else is an A2A error.
 
+mod json_rpc;
+mod list;
+mod rest;
+
+pub use json_rpc::jsonrpc;
+pub use rest::{get_task, list_tasks, send_message, task_action};
+
 use std::time::Duration;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Request, Response};
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
-use super::full_task;
 use super::open::{open_task, parent_call, OpenRequest};
-use super::tasks::{agent_principal, answer_task, cancel_task, read_task, settle, Canceled};
-use crate::a2a::jsonrpc::{self, check_version, Method, RpcRequest, VERSION_HEADER};
-use crate::a2a::wire::{incoming_message, parse_state, task_json, TaskView};
+use super::tasks::{answer_task, cancel_task, read_task, settle, Canceled};
+use crate::a2a::jsonrpc::{check_version, Method, VERSION_HEADER};
+use crate::a2a::wire::{incoming_message, task_json, TaskView};
 use crate::a2a::{A2aError, A2aErrorKind};
 use crate::app::App;
-use crate::domain::{clock, AgentId, AgentRef, Task, TaskId, TaskState, TenantPrincipal};
+use crate::domain::{TaskId, TenantPrincipal};
 use crate::error::{cause_chain, ApiError};
-use crate::store::PairCursor;
 
 /// The media type of A2A bodies.
 pub const A2A_MEDIA_TYPE: &str = "application/a2a+json";
@@ -220,66 +222,6 @@ impl<'a> A2aCall<'a> {
         }
     }
 
-    /// `ListTasks`: the caller's tasks on this agent, newest first, a page at a time.
-    pub async fn list_tasks(&self, params: &Value) -> Result<Value, Failure> {
-        let query = TaskQuery::read(object(params, "params")?)?;
-        let caller = agent_principal(&self.principal, "listing tasks")?;
-        let callee = self
-            .app
-            .store
-            .find_agent(
-                &self.principal.tenant_id,
-                &AgentRef::parse(&self.callee_segment),
-            )
-            .await
-            .map_err(ApiError::from)?
-            .filter(|callee| callee.tenant_id == self.principal.tenant_id);
-        let Some(callee) = callee else {
-            // An agent the caller cannot reach has no tasks of the caller's.
-            return Ok(list_page(Vec::new(), "", query.page_size));
-        };
-        let binding = query.binding(&caller, &callee.id);
-        let mut cursor = query.start(&binding)?;
-        let mut page = Vec::new();
-        for _ in 0..LIST_ROUNDS {
-            let (tasks, next) = self
-                .app
-                .store
-                .tasks_of_pair(&caller, &callee.id, cursor.as_ref(), query.page_size as i32)
-                .await
-                .map_err(ApiError::from)?;
-            let batch = tasks.len();
-            for (index, task) in tasks.into_iter().enumerate() {
-                let key = PairCursor(format!("{}#{}", task.created_at, task.id));
-                if query.matches(&task) {
-                    let task = full_task(self.app, task, &[]).await?;
-                    page.push(task_json(&task, query.view));
-                }
-                cursor = Some(key);
-                if page.len() == query.page_size {
-                    let more = index + 1 < batch || next.is_some();
-                    let token = cursor
-                        .filter(|_| more)
-                        .map(|key| encode_token(&binding, &key));
-                    return Ok(list_page(
-                        page,
-                        token.as_deref().unwrap_or(""),
-                        query.page_size,
-                    ));
-                }
-            }
-            if next.is_none() {
-                return Ok(list_page(page, "", query.page_size));
-            }
-        }
-        let token = cursor.map(|key| encode_token(&binding, &key));
-        Ok(list_page(
-            page,
-            token.as_deref().unwrap_or(""),
-            query.page_size,
-        ))
-    }
-
     /// Every method by its JSON-RPC name.
     pub async fn call(&self, method: Method, params: &Value) -> Result<Value, Failure> {
         match method {
@@ -307,103 +249,6 @@ impl<'a> A2aCall<'a> {
             .into()),
         }
     }
-}
-
-/// Most index reads one `ListTasks` page makes while filters pass over tasks; a page cut short
-/// by it still carries the token to go on.
-const LIST_ROUNDS: usize = 10;
-const DEFAULT_PAGE_SIZE: usize = 50;
-const MAX_PAGE_SIZE: usize = 100;
-
-/// A `ListTasks` request's filters and view.
-struct TaskQuery {
-    context_id: Option<String>,
-    state: Option<Option<TaskState>>,
-    after: Option<String>,
-    page_size: usize,
-    page_token: Option<String>,
-    view: TaskView,
-}
-
-impl TaskQuery {
-    fn read(params: &Map<String, Value>) -> Result<TaskQuery, A2aError> {
-        let text = |name: &str| match params.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text)) if text.is_empty() => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(_) => Err(A2aError::invalid_params(format!("{name} must be a string"))),
-        };
-        let page_size = match params.get("pageSize") {
-            None | Some(Value::Null) => DEFAULT_PAGE_SIZE,
-            Some(value) => value
-                .as_u64()
-                .map(|size| size as usize)
-                .filter(|size| (1..=MAX_PAGE_SIZE).contains(size))
-                .ok_or_else(|| {
-                    A2aError::invalid_params(format!("pageSize must be 1 to {MAX_PAGE_SIZE}"))
-                })?,
-        };
-        let after = match text("statusTimestampAfter")? {
-            None => None,
-            Some(at) => Some(clock::format(clock::parse(&at).ok_or_else(|| {
-                A2aError::invalid_params("statusTimestampAfter must be an RFC 3339 time")
-            })?)),
-        };
-        Ok(TaskQuery {
-            context_id: text("contextId")?,
-            state: text("status")?.map(|name| parse_state(&name)).transpose()?,
-            after,
-            page_size,
-            page_token: text("pageToken")?,
-            view: TaskView {
-                history_length: history_length(params.get("historyLength"))?,
-                include_artifacts: optional_bool(params, "includeArtifacts")?,
-            },
-        })
-    }
-
-    fn matches(&self, task: &Task) -> bool {
-        self.context_id
-            .as_ref()
-            .is_none_or(|id| *id == task.context_id)
-            && self.state.is_none_or(|state| state == Some(task.state))
-            && self
-                .after
-                .as_ref()
-                .is_none_or(|after| task.status_timestamp > *after)
-    }
-
-    /// What a page token is bound to: the caller, the callee and the filters, so a token of
-    /// another query is refused rather than misread.
-    fn binding(&self, caller: &AgentId, callee: &AgentId) -> String {
-        let filters = format!(
-            "{caller}|{callee}|{:?}|{:?}|{:?}",
-            self.context_id, self.state, self.after
-        );
-        hex::encode(&Sha256::digest(filters.as_bytes())[..8])
-    }
-
-    fn start(&self, binding: &str) -> Result<Option<PairCursor>, A2aError> {
-        let Some(token) = &self.page_token else {
-            return Ok(None);
-        };
-        let refused = || A2aError::invalid_params("pageToken is not one this query issued");
-        let text = URL_SAFE_NO_PAD.decode(token).map_err(|_| refused())?;
-        let text = String::from_utf8(text).map_err(|_| refused())?;
-        let (bound, key) = text.split_once('|').ok_or_else(refused)?;
-        if bound != binding {
-            return Err(refused());
-        }
-        Ok(Some(PairCursor(key.to_owned())))
-    }
-}
-
-fn encode_token(binding: &str, key: &PairCursor) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{binding}|{}", key.0))
-}
-
-fn list_page(tasks: Vec<Value>, next_page_token: &str, page_size: usize) -> Value {
-    json!({"tasks": tasks, "nextPageToken": next_page_token, "pageSize": page_size})
 }
 
 fn object<'a>(value: &'a Value, name: &str) -> Result<&'a Map<String, Value>, A2aError> {
@@ -449,7 +294,7 @@ fn task_id_of(text: &str) -> Result<TaskId, A2aError> {
 }
 
 /// An A2A body with its media type.
-fn a2a_response(status: StatusCode, body: &Value) -> Response<Body> {
+pub(super) fn a2a_response(status: StatusCode, body: &Value) -> Response<Body> {
     let mut response = Response::new(Body::Text(body.to_string()));
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -459,42 +304,7 @@ fn a2a_response(status: StatusCode, body: &Value) -> Response<Body> {
     response
 }
 
-/// `POST /v1/agents/{agent}/a2a/jsonrpc`: the JSON-RPC binding. A protocol error is a JSON-RPC
-/// error object in a `200`; only the transport's own refusals use other statuses.
-pub async fn jsonrpc(app: &App, request: Request) -> super::HandlerResult {
-    let call = match A2aCall::read(app, &request).await {
-        Ok(call) => call,
-        Err(Failure::Transport(error)) => return Err(error),
-        Err(Failure::Protocol(error)) => {
-            let body = jsonrpc::failure(&rpc_id(&request), &error);
-            return Ok(a2a_response(StatusCode::OK, &body));
-        }
-    };
-    let RpcRequest { id, method, params } = match jsonrpc::parse_request(body_bytes(&request)) {
-        Ok(rpc) => rpc,
-        Err((id, error)) => {
-            return Ok(a2a_response(StatusCode::OK, &jsonrpc::failure(&id, &error)))
-        }
-    };
-    match call.call(method, &params).await {
-        Ok(result) => Ok(a2a_response(StatusCode::OK, &jsonrpc::success(&id, result))),
-        Err(Failure::Protocol(error)) => {
-            Ok(a2a_response(StatusCode::OK, &jsonrpc::failure(&id, &error)))
-        }
-        Err(Failure::Transport(error)) => Err(error),
-    }
-}
-
-/// The request's JSON-RPC id, when an error is answered before the request is read in full.
-fn rpc_id(request: &Request) -> Value {
-    serde_json::from_slice::<Value>(body_bytes(request))
-        .ok()
-        .and_then(|body| body.get("id").cloned())
-        .filter(|id| id.is_string() || id.is_number())
-        .unwrap_or(Value::Null)
-}
-
-fn body_bytes(request: &Request) -> &[u8] {
+pub(super) fn body_bytes(request: &Request) -> &[u8] {
     match request.body() {
         Body::Text(text) => text.as_bytes(),
         Body::Binary(bytes) => bytes,

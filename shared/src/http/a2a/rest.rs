@@ -1,0 +1,129 @@
+//! The HTTP+JSON binding under `/v1/agents/{agent}/a2a`: `POST /message:send`,
+//! `GET /tasks/{id}`, `GET /tasks`, `POST /tasks/{id}:cancel`. Bodies are the A2A 1.0 request and
+//! response messages in JSON; a protocol error is a `google.rpc.Status` body with the status of
+//! its A2A error.
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Request, RequestExt};
+use serde_json::{json, Map, Value};
+
+use super::{a2a_response, body_bytes, A2aCall, Failure};
+use crate::a2a::{A2aError, A2aErrorKind};
+use crate::app::App;
+use crate::http::{path_param, HandlerResult};
+
+/// Query parameters whose values are numbers, and those that are booleans; the rest are text.
+const NUMBER_PARAMETERS: [&str; 2] = ["historyLength", "pageSize"];
+const BOOLEAN_PARAMETERS: [&str; 1] = ["includeArtifacts"];
+
+/// Renders one call's outcome: the result as the body of a `200`, a protocol error as its
+/// status body, a transport error as the gateway's own.
+fn render(outcome: Result<Value, Failure>) -> HandlerResult {
+    match outcome {
+        Ok(result) => Ok(a2a_response(StatusCode::OK, &result)),
+        Err(Failure::Protocol(error)) => {
+            let status = StatusCode::from_u16(error.http_status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            Ok(a2a_response(status, &error.status_body()))
+        }
+        Err(Failure::Transport(error)) => Err(error),
+    }
+}
+
+/// The request body as an object (`{}` when empty).
+fn body_object(request: &Request) -> Result<Value, A2aError> {
+    let bytes = body_bytes(request);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(A2aError::invalid_params("the body must be a JSON object")),
+        Err(error) => Err(A2aError::new(
+            A2aErrorKind::JsonParse,
+            format!("the body is not JSON: {error}"),
+        )),
+    }
+}
+
+/// The query string as the request message it stands for: numbers and booleans typed.
+fn query_object(request: &Request) -> Result<Value, A2aError> {
+    let mut params = Map::new();
+    let query = request.query_string_parameters();
+    for (name, value) in query.iter() {
+        let typed = if NUMBER_PARAMETERS.contains(&name) {
+            value
+                .parse::<u64>()
+                .map(Value::from)
+                .map_err(|_| A2aError::invalid_params(format!("{name} must be a whole number")))?
+        } else if BOOLEAN_PARAMETERS.contains(&name) {
+            match value {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                _ => {
+                    return Err(A2aError::invalid_params(format!(
+                        "{name} must be true or false"
+                    )))
+                }
+            }
+        } else {
+            Value::String(value.to_owned())
+        };
+        params.insert(name.to_owned(), typed);
+    }
+    Ok(Value::Object(params))
+}
+
+/// `POST /v1/agents/{agent}/a2a/message:send`.
+pub async fn send_message(app: &App, request: Request) -> HandlerResult {
+    let outcome = async {
+        let call = A2aCall::read(app, &request).await?;
+        let params = body_object(&request)?;
+        Box::pin(call.send_message(&params)).await
+    };
+    render(outcome.await)
+}
+
+/// `GET /v1/agents/{agent}/a2a/tasks/{task}`.
+pub async fn get_task(app: &App, request: Request) -> HandlerResult {
+    let outcome = async {
+        let call = A2aCall::read(app, &request).await?;
+        let mut params = query_object(&request)?;
+        params["id"] = Value::String(path_param(&request, "task")?);
+        Box::pin(call.get_task(&params)).await
+    };
+    render(outcome.await)
+}
+
+/// `GET /v1/agents/{agent}/a2a/tasks`.
+pub async fn list_tasks(app: &App, request: Request) -> HandlerResult {
+    let outcome = async {
+        let call = A2aCall::read(app, &request).await?;
+        let params = query_object(&request)?;
+        Box::pin(call.list_tasks(&params)).await
+    };
+    render(outcome.await)
+}
+
+/// `POST /v1/agents/{agent}/a2a/tasks/{task}`, where the segment is `{id}:cancel` (or
+/// `{id}:subscribe`, not served yet).
+pub async fn task_action(app: &App, request: Request) -> HandlerResult {
+    let outcome = async {
+        let call = A2aCall::read(app, &request).await?;
+        let segment = path_param(&request, "task")?;
+        match segment.rsplit_once(':') {
+            Some((task_id, "cancel")) => {
+                Box::pin(call.cancel_task(&json!({ "id": task_id }))).await
+            }
+            Some((_, "subscribe")) => {
+                Err(A2aError::unsupported("streaming is not served yet").into())
+            }
+            _ => Err(A2aError::new(
+                A2aErrorKind::MethodNotFound,
+                format!("no method for POST tasks/{segment}"),
+            )
+            .into()),
+        }
+    };
+    render(outcome.await)
+}
