@@ -1,7 +1,9 @@
 //! A2A 1.0 over JSON-RPC at the gate: the same governance as the REST routes, the A2A wire
 //! format and errors.
 
-use forgebench_tests::{spawn_app, text_message, Pair, TestApp};
+use forgebench_tests::{
+    spawn_app, spawn_app_with, text_message, Answer, Callee, Options, Pair, TestApp,
+};
 use serde_json::{json, Value};
 
 fn a2a_message(text: &str, message_id: &str) -> Value {
@@ -529,4 +531,43 @@ async fn the_http_json_binding_serves_the_same_methods() {
         .a2a_rest("POST", agent, "/message:send", key, Some(json!({})))
         .await;
     assert_eq!(status_reason(&no_message), (400, "INVALID_PARAMS".into()));
+}
+
+#[tokio::test]
+async fn a_push_callee_behind_the_gate_answers_a_task_sent_over_a2a() {
+    let callee = Callee::start(|_| {
+        Answer::json(
+            200,
+            json!({"state": "completed", "artifacts": [{"name": "response", "parts": [{"text": "pushed"}]}]}),
+        )
+    })
+    .await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let endpoint = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": callee.url}),
+        )
+        .await;
+    assert_eq!(endpoint.status, 200, "{}", endpoint.text);
+    let reply = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": a2a_message("classify", "push-1")}),
+        )
+        .await;
+    let task = &reply.body["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_COMPLETED",
+        "{}",
+        reply.text
+    );
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "pushed");
+    let delivered = callee.received();
+    assert_eq!(delivered.len(), 1);
+    assert_eq!(delivered[0].body["message"]["parts"][0]["text"], "classify");
 }
