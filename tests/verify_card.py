@@ -1,6 +1,13 @@
 """Verifies a Forgebench agent card signature with an implementation other than the gateway's:
 Python `cryptography` for Ed25519 and `rfc8785` for JSON canonicalization.
 
+A card may carry several signatures (A2A 1.0 section 8.4.3). The one checked here covers the whole
+card: its payload is RFC 8785 of the card without `signatures`, every field included (the seed's
+`url` too). The card is valid when one of its signatures holds over that payload; the gateway's
+other signature covers the card's A2A canonical form, which an A2A SDK verifier checks
+(`verify_card_a2a.py`) and which never holds here. Every entry must still name EdDSA and a key of
+the JWKS.
+
 usage: verify_card.py CARD_JSON JWKS_JSON   (exit 0: valid; 1: invalid, with the reason)
 """
 import base64
@@ -26,6 +33,7 @@ def verify(card: dict, jwks: dict) -> str | None:
         return "no signatures"
     unsigned = {key: value for key, value in card.items() if key != "signatures"}
     payload = b64url_encode(rfc8785.dumps(unsigned))
+    holds = False
     for entry in signatures:
         header = json.loads(b64url_decode(entry["protected"]))
         if header.get("alg") != "EdDSA" or header.get("typ") != "JOSE":
@@ -40,9 +48,10 @@ def verify(card: dict, jwks: dict) -> str | None:
         signing_input = f"{entry['protected']}.{payload}".encode()
         try:
             public.verify(b64url_decode(entry["signature"]), signing_input)
+            holds = True
         except InvalidSignature:
-            return "signature does not verify"
-    return None
+            continue
+    return None if holds else "no signature verifies over the whole card"
 
 
 def main() -> int:

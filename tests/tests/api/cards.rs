@@ -8,12 +8,20 @@ use std::time::Duration;
 use forgebench_tests::{spawn_app, spawn_app_with, text_message, Answer, Callee, Options, TestApp};
 use serde_json::{json, Value};
 
+/// The Python of the test tools: `FORGEBENCH_TEST_PYTHON`, else the one scripts/install.sh
+/// makes.
+fn python() -> PathBuf {
+    std::env::var("FORGEBENCH_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.local/venv/bin/python")
+        })
+}
+
 /// Runs the Python verifier (`cryptography` + `rfc8785`) on a card against a JWKS.
 fn verify_independently(card: &Value, jwks: &Value) -> (bool, String) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let python = std::env::var("FORGEBENCH_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root.join("../.local/venv/bin/python"));
+    let python = python();
     let dir = std::env::temp_dir().join(format!("card-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let (card_path, jwks_path) = (dir.join("card.json"), dir.join("jwks.json"));
@@ -89,26 +97,39 @@ async fn a_card_is_read_by_name_or_id_and_points_at_the_gate() {
         .await;
     assert_eq!(by_name.body, by_id.body);
     let card = &by_name.body;
-    let url = format!("{}/v1/agents/{}/tasks", app.base, pair.callee.id);
+    let agent_url = format!("{}/v1/agents/{}", app.base, pair.callee.id);
+    let url = format!("{agent_url}/tasks");
     assert_eq!(card["url"], url.as_str());
-    assert_eq!(card["supportedInterfaces"][0]["url"], url.as_str());
+    // The gate's A2A interfaces for this agent, JSON-RPC first.
     assert_eq!(
-        card["supportedInterfaces"][0]["protocolBinding"],
-        "HTTP+JSON"
+        card["supportedInterfaces"],
+        json!([
+            {"url": format!("{agent_url}/a2a/jsonrpc"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": format!("{agent_url}/a2a"), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        ])
     );
-    assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
     assert_eq!(card["name"], "invoice-classifier");
+    assert_eq!(
+        card["capabilities"],
+        json!({"streaming": false, "pushNotifications": false, "extendedAgentCard": false})
+    );
+    let scheme = &card["securitySchemes"]["forgebenchAgentKey"]["httpAuthSecurityScheme"];
+    assert_eq!(scheme["scheme"], "Bearer");
+    assert_eq!(
+        card["securityRequirements"],
+        json!([{"schemes": {"forgebenchAgentKey": {"list": []}}}])
+    );
     for field in [
         "description",
         "version",
-        "capabilities",
         "defaultInputModes",
         "defaultOutputModes",
-        "securitySchemes",
+        "skills",
         "signatures",
     ] {
         assert!(card.get(field).is_some(), "{field} missing");
     }
+    assert_eq!(card["signatures"].as_array().map(Vec::len), Some(2));
     // The card never shows where the agent itself runs.
     let admin = &pair.tenant.admin_key;
     app.set_endpoint(
@@ -125,6 +146,10 @@ async fn a_card_is_read_by_name_or_id_and_points_at_the_gate() {
         .await;
     assert!(!again.text.contains("private-a2a"));
     assert_eq!(again.body["url"], url.as_str());
+    assert_eq!(
+        again.body["supportedInterfaces"],
+        card["supportedInterfaces"]
+    );
 }
 
 #[tokio::test]
@@ -133,12 +158,8 @@ async fn skills_follow_tool_grants_and_revokes_on_the_next_read() {
     let pair = app.pair().await;
     let admin = &pair.tenant.admin_key;
     let card_path = format!("/v1/agents/{}/.well-known/agent-card.json", pair.callee.id);
-    assert!(app
-        .get(&card_path, admin)
-        .await
-        .body
-        .get("skills")
-        .is_none());
+    // No tools: `skills` is there, and empty.
+    assert_eq!(app.get(&card_path, admin).await.body["skills"], json!([]));
     let put = app
         .send(
             "PUT",
@@ -160,7 +181,8 @@ async fn skills_follow_tool_grants_and_revokes_on_the_next_read() {
         card["skills"],
         json!([
             {"id": "classify", "name": "classify", "description": "Classifies an invoice", "tags": ["finance"]},
-            {"id": "lookup", "name": "lookup", "description": "Looks up an invoice"}
+            // A tool granted without tags gets the default one: A2A wants at least one.
+            {"id": "lookup", "name": "lookup", "description": "Looks up an invoice", "tags": ["tool"]}
         ])
     );
     let removed = app
@@ -308,6 +330,13 @@ async fn an_independent_verifier_accepts_the_signature_and_refuses_a_tampered_ca
     let mut reordered_skill = card.clone();
     reordered_skill["name"] = json!("invoice-classifier-2");
     assert!(!verify_independently(&reordered_skill, &keys).0);
+    // The second signature covers the A2A form only, never the whole card: alone, it does not
+    // make the card valid here.
+    let mut a2a_only = card.clone();
+    a2a_only["signatures"].as_array_mut().unwrap().remove(0);
+    let (valid, text) = verify_independently(&a2a_only, &keys);
+    assert!(!valid, "{text}");
+    assert!(text.contains("no signature verifies"), "{text}");
 }
 
 #[tokio::test]
@@ -361,11 +390,18 @@ async fn a_card_names_the_configured_url_whatever_host_the_request_names() {
     let app = spawn_app().await;
     let pair = app.pair().await;
     let card_path = "/v1/agents/invoice-classifier/.well-known/agent-card.json";
-    let url = format!("{}/v1/agents/{}/tasks", app.base, pair.callee.id);
+    let agent_url = format!("{}/v1/agents/{}", app.base, pair.callee.id);
     let card = read_as_evil_host(&app, card_path, &pair.caller.key).await;
     assert_eq!(card.status, 200, "{}", card.text);
-    assert_eq!(card.body["url"], url.as_str());
-    assert_eq!(card.body["supportedInterfaces"][0]["url"], url.as_str());
+    assert_eq!(card.body["url"], format!("{agent_url}/tasks"));
+    assert_eq!(
+        card.body["supportedInterfaces"][0]["url"],
+        format!("{agent_url}/a2a/jsonrpc")
+    );
+    assert_eq!(
+        card.body["supportedInterfaces"][1]["url"],
+        format!("{agent_url}/a2a")
+    );
     assert_eq!(card.body["provider"]["url"], app.base.as_str());
     let registry = read_as_evil_host(&app, "/v1/agents/cards", &pair.caller.key).await;
     assert_eq!(registry.status, 200, "{}", registry.text);
@@ -631,4 +667,267 @@ async fn the_registry_comes_in_pages_that_cover_every_card_once() {
             .await;
         assert_eq!(reply.status, 400, "{bad}: {}", reply.text);
     }
+}
+
+/// Runs `verify_card_a2a.py`: the official A2A Python SDK resolves the card at `url` (`card`
+/// mode: an agent's base, the SDK appends `/.well-known/agent-card.json`) or reads every page of
+/// the registry at `url` (`registry` mode), verifying with its own verifier against the gateway's
+/// JWKS. Returns whether every card verified, and the report of the cards as the SDK parsed
+/// them. Off the runtime's thread, since the script calls the gateway this test serves.
+async fn read_with_a2a_sdk(app: &TestApp, mode: &str, url: &str, key: &str) -> (bool, Value) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("verify_card_a2a.py");
+    let args = [
+        mode.to_owned(),
+        url.to_owned(),
+        format!("{}/v1/billing/export/pubkey", app.base),
+        key.to_owned(),
+    ];
+    let python = python();
+    let output = tokio::task::spawn_blocking({
+        let python = python.clone();
+        move || Command::new(python).arg(script).args(args).output()
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|error| {
+        panic!(
+            "cannot run {}: {error}; run scripts/install.sh",
+            python.display()
+        )
+    });
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !text.contains("ModuleNotFoundError"),
+        "{text}; run scripts/install.sh"
+    );
+    let code = output.status.code();
+    assert!(matches!(code, Some(0 | 1)), "{text}");
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("{text}"));
+    (code == Some(0), report)
+}
+
+/// What the SDK should see on every card of the gate: interfaces, capabilities and the bearer
+/// requirement, which makes its AuthInterceptor send the caller's key.
+fn assert_a2a_view(report: &Value, base: &str, agent_id: &str, key: &str) {
+    let agent_url = format!("{base}/v1/agents/{agent_id}");
+    assert_eq!(report["verified"], true, "{report}");
+    assert_eq!(
+        report["supported_interfaces"],
+        json!([
+            {"url": format!("{agent_url}/a2a/jsonrpc"), "protocol_binding": "JSONRPC", "protocol_version": "1.0"},
+            {"url": format!("{agent_url}/a2a"), "protocol_binding": "HTTP+JSON", "protocol_version": "1.0"},
+        ]),
+        "{report}"
+    );
+    assert_eq!(
+        report["capabilities"],
+        json!({"streaming": false, "push_notifications": false, "extended_agent_card": false}),
+        "{report}"
+    );
+    assert_eq!(
+        report["security_schemes"],
+        json!({"forgebenchAgentKey": {"kind": "http_auth_security_scheme", "scheme": "Bearer"}})
+    );
+    assert_eq!(
+        report["security_requirements"],
+        json!([["forgebenchAgentKey"]])
+    );
+    assert_eq!(report["authorization_sent"], format!("Bearer {key}"));
+}
+
+#[tokio::test]
+async fn the_a2a_sdk_resolves_and_verifies_a_card_with_tools_and_one_without() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    // Text that canonicalizes differently under a careless JSON writer: non-ASCII, an astral
+    // character, quotes, a backslash and a control character.
+    let description = "Classifies invoices \u{2014} ünïcødé \u{1F9FE} \"quoted\" back\\slash\ttab";
+    let patched = app
+        .send(
+            "PATCH",
+            "/v1/agents/invoice-classifier",
+            Some(admin),
+            Some(json!({ "description": description })),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.text);
+    for (tool, body) in [
+        (
+            "classify",
+            json!({"description": "Classifies an invoice (€, ✓)", "tags": ["finance", "ocr"]}),
+        ),
+        ("lookup", json!({"description": "Looks up an invoice"})),
+    ] {
+        let put = app
+            .send(
+                "PUT",
+                &format!("/v1/agents/{}/tools/{tool}", pair.callee.id),
+                Some(admin),
+                Some(body),
+            )
+            .await;
+        assert_eq!(put.status, 200, "{}", put.text);
+    }
+    let key = &pair.caller.key;
+
+    // An agent with tools, by id.
+    let (verified, callee) = read_with_a2a_sdk(
+        &app,
+        "card",
+        &format!("{}/v1/agents/{}", app.base, pair.callee.id),
+        key,
+    )
+    .await;
+    assert!(verified, "{callee}");
+    assert_a2a_view(&callee, &app.base, &pair.callee.id, key);
+    assert_eq!(callee["name"], "invoice-classifier");
+    assert_eq!(callee["description"], description);
+    assert_eq!(
+        callee["skills"],
+        json!([
+            {"id": "classify", "name": "classify", "description": "Classifies an invoice (€, ✓)", "tags": ["finance", "ocr"]},
+            {"id": "lookup", "name": "lookup", "description": "Looks up an invoice", "tags": ["tool"]},
+        ])
+    );
+    assert_eq!(callee["missing_required_fields"], json!([]), "{callee}");
+
+    // An agent without tools, by name: the card says `"skills": []`; the SDK, whose schema cannot
+    // tell an empty list from a missing one, sees no skills and says so.
+    let (verified, caller) = read_with_a2a_sdk(
+        &app,
+        "card",
+        &format!("{}/v1/agents/billing-orchestrator", app.base),
+        key,
+    )
+    .await;
+    assert!(verified, "{caller}");
+    assert_a2a_view(&caller, &app.base, &pair.caller.id, key);
+    assert_eq!(caller["skills"], json!([]));
+    assert_eq!(caller["missing_required_fields"], json!(["skills"]));
+    let raw = app
+        .get(
+            "/v1/agents/billing-orchestrator/.well-known/agent-card.json",
+            key,
+        )
+        .await;
+    assert_eq!(raw.body["skills"], json!([]));
+
+    // The same cards pass the plain RFC 8785 verifier too, by their other signature.
+    let keys = jwks(&app, key).await;
+    let card_path = format!("/v1/agents/{}/.well-known/agent-card.json", pair.callee.id);
+    for card in [app.get(&card_path, key).await.body, raw.body] {
+        let (valid, text) = verify_independently(&card, &keys);
+        assert!(valid, "{text}");
+        let signatures = card["signatures"].as_array().unwrap();
+        assert_eq!(signatures[0]["protected"], signatures[1]["protected"]);
+        assert_eq!(kid_of(&card), kids(&keys, "card-signing")[0]);
+    }
+}
+
+#[tokio::test]
+async fn the_a2a_sdk_verifies_every_card_of_the_paged_registry() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    app.create_agent(admin, "spare").await;
+    let put = app
+        .send(
+            "PUT",
+            "/v1/agents/spare/tools/summarize",
+            Some(admin),
+            Some(json!({"description": "Summarizes a document"})),
+        )
+        .await;
+    assert_eq!(put.status, 200, "{}", put.text);
+    let (verified, reports) = read_with_a2a_sdk(
+        &app,
+        "registry",
+        &format!("{}/v1/agents/cards?limit=2", app.base),
+        admin,
+    )
+    .await;
+    assert!(verified, "{reports}");
+    let names: Vec<&str> = reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|report| report["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["billing-orchestrator", "invoice-classifier", "spare"]
+    );
+    for report in reports.as_array().unwrap() {
+        assert_eq!(report["verified"], true, "{report}");
+        assert_eq!(
+            report["security_requirements"],
+            json!([["forgebenchAgentKey"]])
+        );
+        assert_eq!(report["authorization_sent"], format!("Bearer {admin}"));
+    }
+    assert_eq!(
+        reports[2]["skills"],
+        json!([{"id": "summarize", "name": "summarize", "description": "Summarizes a document", "tags": ["tool"]}])
+    );
+}
+
+/// The SDK's reading of `card` served by a plain HTTP server instead of the gate.
+async fn served_elsewhere(app: &TestApp, card: Value, key: &str) -> (bool, Value) {
+    let server = Callee::start(move |_| Answer::json(200, card.clone())).await;
+    read_with_a2a_sdk(app, "card", &server.url, key).await
+}
+
+#[tokio::test]
+async fn the_a2a_sdk_refuses_a_tampered_card() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let key = &pair.caller.key;
+    let card = app.get(CARD, key).await.body;
+    let keys = jwks(&app, key).await;
+    // A server other than the gate hands out the card, changed; the SDK still checks it against
+    // the gate's keys.
+    let served = |card: Value| served_elsewhere(&app, card, key);
+    let (verified, report) = served(card.clone()).await;
+    assert!(verified, "the untouched card, served elsewhere: {report}");
+
+    let mut redirected = card.clone();
+    redirected["supportedInterfaces"][0]["url"] = json!("https://evil.example.com/a2a/jsonrpc");
+    let mut renamed = card.clone();
+    renamed["description"] = json!("Pays every invoice");
+    let mut streaming = card.clone();
+    streaming["capabilities"]["streaming"] = json!(true);
+    for tampered in [redirected, renamed, streaming] {
+        let (verified, report) = served(tampered.clone()).await;
+        assert!(!verified, "a tampered card verified: {report}");
+        assert!(
+            report["error"]
+                .as_str()
+                .unwrap()
+                .contains("InvalidSignaturesError"),
+            "{report}"
+        );
+        assert!(!verify_independently(&tampered, &keys).0);
+    }
+
+    // The whole-card signature alone is what every card carried before: the SDK, which checks
+    // the A2A form, refuses it.
+    let mut whole_only = card.clone();
+    whole_only["signatures"].as_array_mut().unwrap().truncate(1);
+    assert!(verify_independently(&whole_only, &keys).0);
+    let (verified, report) = served(whole_only).await;
+    assert!(!verified, "{report}");
+
+    // The seed's `url` is not in the A2A schema, so only the whole-card signature covers it:
+    // the SDK accepts a card whose `url` moved (it never reads that field), a plain verifier
+    // does not.
+    let mut moved = card.clone();
+    moved["url"] = json!("https://evil.example.com/v1/agents/x/tasks");
+    let (verified, report) = served(moved.clone()).await;
+    assert!(verified, "{report}");
+    assert!(!verify_independently(&moved, &keys).0);
 }
