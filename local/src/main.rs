@@ -8,8 +8,19 @@ use forgebench::runtime::init_tracing;
 use forgebench::store::Store;
 use forgebench::{App, Config};
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Worker threads get 8 MiB of stack, as a Lambda function's main thread has: a debug build's
+/// async state machines are large, and A2A calls nest a task's open inside the protocol's handling.
+const THREAD_STACK_BYTES: usize = 8 * 1024 * 1024;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(THREAD_STACK_BYTES)
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     init_tracing();
     let address = std::env::var("FORGEBENCH_LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".into());
     let mut config = Config::from_env()?;

@@ -571,3 +571,73 @@ async fn a_push_callee_behind_the_gate_answers_a_task_sent_over_a2a() {
     assert_eq!(delivered.len(), 1);
     assert_eq!(delivered[0].body["message"]["parts"][0]["text"], "classify");
 }
+
+/// Runs `tests/a2a_client.py`: the official `a2a-sdk` against the gate, strictly as a third party.
+async fn run_sdk_client(
+    app: &TestApp,
+    pair: &Pair,
+    stranger_key: &str,
+    push_callee_id: &str,
+) -> (bool, String) {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var("FORGEBENCH_TEST_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| root.join("../.local/venv/bin/python"));
+    let args = [
+        app.base.clone(),
+        pair.callee.id.clone(),
+        pair.caller.key.clone(),
+        pair.callee.key.clone(),
+        stranger_key.to_owned(),
+        push_callee_id.to_owned(),
+    ];
+    // The gateway under test serves on this runtime: the client runs on a blocking thread.
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&python)
+            .arg(root.join("a2a_client.py"))
+            .args(args)
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("run the A2A SDK client; scripts/install.sh installs it");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+#[tokio::test]
+async fn the_official_a2a_sdk_reaches_a_governed_agent_over_both_bindings() {
+    let pushed = Callee::start(|_| {
+        Answer::json(
+            200,
+            json!({"state": "completed", "artifacts": [{"name": "response", "parts": [{"text": "pushed"}]}]}),
+        )
+    })
+    .await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let stranger = app.create_agent(&pair.tenant.admin_key, "stranger").await;
+    let push_callee = app
+        .create_agent(&pair.tenant.admin_key, "push-callee")
+        .await;
+    let endpoint = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            "push-callee",
+            json!({"url": pushed.url}),
+        )
+        .await;
+    assert_eq!(endpoint.status, 200, "{}", endpoint.text);
+    let granted = app
+        .grant(&pair.tenant.admin_key, &pair.caller.id, &["push-callee"])
+        .await;
+    assert_eq!(granted.status, 200, "{}", granted.text);
+    let (passed, text) = run_sdk_client(&app, &pair, &stranger.key, &push_callee.id).await;
+    assert!(!text.contains("ModuleNotFoundError"), "{text}");
+    assert!(passed, "{text}");
+    assert!(text.contains("all passed"), "{text}");
+}
