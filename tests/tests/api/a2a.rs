@@ -533,15 +533,20 @@ async fn the_http_json_binding_serves_the_same_methods() {
     assert_eq!(status_reason(&no_message), (400, "INVALID_PARAMS".into()));
 }
 
-#[tokio::test]
-async fn a_push_callee_behind_the_gate_answers_a_task_sent_over_a2a() {
-    let callee = Callee::start(|_| {
+/// A push callee that completes every task with the artifact text `pushed`.
+async fn pushing_callee() -> Callee {
+    Callee::start(|_| {
         Answer::json(
             200,
             json!({"state": "completed", "artifacts": [{"name": "response", "parts": [{"text": "pushed"}]}]}),
         )
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn a_push_callee_behind_the_gate_answers_a_task_sent_over_a2a() {
+    let callee = pushing_callee().await;
     let app = spawn_app_with(Options::local_push()).await;
     let pair = app.pair().await;
     let endpoint = app
@@ -611,13 +616,7 @@ async fn run_sdk_client(
 
 #[tokio::test]
 async fn the_official_a2a_sdk_reaches_a_governed_agent_over_both_bindings() {
-    let pushed = Callee::start(|_| {
-        Answer::json(
-            200,
-            json!({"state": "completed", "artifacts": [{"name": "response", "parts": [{"text": "pushed"}]}]}),
-        )
-    })
-    .await;
+    let pushed = pushing_callee().await;
     let app = spawn_app_with(Options::local_push()).await;
     let pair = app.pair().await;
     let stranger = app.create_agent(&pair.tenant.admin_key, "stranger").await;
