@@ -640,3 +640,39 @@ async fn the_official_a2a_sdk_reaches_a_governed_agent_over_both_bindings() {
     assert!(passed, "{text}");
     assert!(text.contains("all passed"), "{text}");
 }
+
+#[tokio::test]
+async fn x_parent_call_sets_the_lineage_of_a_task_sent_over_a2a() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let parent = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("first"),
+            0,
+        )
+        .await;
+    let parent_call = parent.field("call_id");
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "SendMessage", "params": {
+        "message": a2a_message("second", "lineage-1"), "configuration": {"returnImmediately": true}}});
+    let reply = reqwest::Client::new()
+        .post(format!(
+            "{}/v1/agents/{}/a2a/jsonrpc",
+            app.base, pair.callee.id
+        ))
+        .bearer_auth(&pair.caller.key)
+        .header("a2a-version", "1.0")
+        .header("x-parent-call", &parent_call)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let reply: Value = reply.json().await.unwrap();
+    let child_id = reply["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let child = app
+        .get_task(&pair.caller.key, &pair.callee.name, &child_id)
+        .await;
+    assert_eq!(child.field("parent_call_id"), parent_call, "{}", child.text);
+    assert_eq!(child.field("root_call_id"), parent.field("root_call_id"));
+}
