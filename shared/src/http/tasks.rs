@@ -91,7 +91,7 @@ pub(crate) async fn expire_if_overdue(app: &App, task: Task) -> Result<Task, Api
 /// the callee, an admin or viewer of the tenant, or a member who owns either agent.
 /// The task, if `principal` may read it under the route's `{agent}` (`segment`); otherwise the
 /// one `404`, whether it exists or not.
-async fn readable_task(
+pub(super) async fn readable_task(
     app: &App,
     principal: &TenantPrincipal,
     task_id: &TaskId,

@@ -5,7 +5,7 @@ use crate::domain::ids::AgentId;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 
 use super::item::{key, opt_s, s, Item, Reader};
-use super::{classify, AuditEntry, Store, StoreError};
+use super::{AuditEntry, Store, StoreError};
 use crate::domain::Binding;
 
 fn binding_key(binding_id: &str) -> Item {
@@ -112,19 +112,7 @@ impl Store {
         } else {
             ("gsi2", format!("BIN#{agent_id}"))
         };
-        let items: Vec<Item> = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(index)
-            .key_condition_expression(format!("{index}pk = :pk"))
-            .expression_attribute_values(":pk", s(pk))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(classify)?;
+        let items = self.query_index_all(index, pk).await?;
         items.iter().map(Binding::try_from).collect()
     }
 }

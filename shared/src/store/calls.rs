@@ -7,7 +7,7 @@ use crate::domain::Task;
 use serde_json::{json, Value};
 
 use super::item::{key, opt_s, s, Item, Reader};
-use super::{classify, Store, StoreError};
+use super::{Store, StoreError};
 
 impl Store {
     /// The root of a call, if the call is on this ledger in this tenant.
@@ -31,19 +31,9 @@ impl Store {
         tenant_id: &TenantId,
         root_call_id: &str,
     ) -> Result<Vec<Value>, StoreError> {
-        let items: Vec<Item> = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name("gsi1")
-            .key_condition_expression("gsi1pk = :root")
-            .expression_attribute_values(":root", s(format!("ROOT#{root_call_id}")))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(classify)?;
+        let items = self
+            .query_index_all("gsi1", format!("ROOT#{root_call_id}"))
+            .await?;
         items
             .iter()
             .filter(|item| Reader(item).s("tenant_id").ok().as_deref() == Some(tenant_id))

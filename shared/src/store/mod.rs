@@ -303,6 +303,26 @@ impl Store {
             .map_err(classify)
     }
 
+    /// Every item on `index` under partition `pk`, page after page.
+    pub(crate) async fn query_index_all(
+        &self,
+        index: &str,
+        pk: String,
+    ) -> Result<Vec<Item>, StoreError> {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .index_name(index)
+            .key_condition_expression(format!("{index}pk = :pk"))
+            .expression_attribute_values(":pk", item::s(pk))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(classify)
+    }
+
     /// Up to `limit` items on `index` under partition `pk` whose sort key sorts before `before`
     /// (the sweeps: entries that fell due).
     pub(crate) async fn query_due(

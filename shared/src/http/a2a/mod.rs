@@ -20,7 +20,7 @@ use lambda_http::{Body, Request, Response};
 use serde_json::{json, Map, Value};
 
 use super::open::{open_task, parent_call, OpenRequest};
-use super::tasks::{answer_task, cancel_task, read_task, settle, Canceled};
+use super::tasks::{answer_task, cancel_task, read_task, readable_task, settle, Canceled};
 use crate::a2a::jsonrpc::{check_version, Method, VERSION_HEADER};
 use crate::a2a::wire::{incoming_message, task_json, TaskView};
 use crate::a2a::{A2aError, A2aErrorKind};
@@ -137,14 +137,8 @@ impl<'a> A2aCall<'a> {
                 let task_id = task_id_of(task_id)?;
                 let app = self.app;
                 if let Some(context_id) = &incoming.context_id {
-                    let task = read_task(
-                        app,
-                        &self.principal,
-                        &self.callee_segment,
-                        &task_id,
-                        Duration::ZERO,
-                    )
-                    .await?;
+                    let task =
+                        readable_task(app, &self.principal, &task_id, &self.callee_segment).await?;
                     if *context_id != task.context_id {
                         return Err(A2aError::invalid_params(
                             "message.contextId is not the conversation of message.taskId",
