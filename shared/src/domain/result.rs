@@ -211,6 +211,8 @@ pub struct PackedResult {
     pub status_message: Option<PackedBody>,
     pub history_entry: PackedBody,
     pub artifacts: Option<PackedBody>,
+    /// How many artifacts `artifacts` holds (each is one event of the task's log).
+    pub artifact_count: usize,
     pub error: Option<String>,
 }
 
@@ -230,6 +232,7 @@ impl PackedResult {
                     status_message: None,
                     history_entry: PackedBody::inline(&as_value(&entry)),
                     artifacts: None,
+                    artifact_count: 0,
                     error: Some(error),
                 }
             }
@@ -240,6 +243,7 @@ impl PackedResult {
                     status_message: Some(entry.clone()),
                     history_entry: entry,
                     artifacts: None,
+                    artifact_count: 0,
                     error: None,
                 }
             }
@@ -248,6 +252,7 @@ impl PackedResult {
                 status_message: message.as_ref().map(|message| pack(&as_value(message))),
                 history_entry: pack(&as_value(&result.history_message())),
                 artifacts: Some(pack(&serde_json::to_value(artifacts).unwrap_or_default())),
+                artifact_count: artifacts.len(),
                 error: None,
             },
         }

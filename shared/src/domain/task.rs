@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::content::{Stored, MAX_TASK_CONTENT_BYTES};
+use super::events::Change;
 use super::ids::{AgentId, TaskId, TenantId};
 use super::message::{Message, Role};
 pub use super::result::{
@@ -129,6 +130,9 @@ pub struct Task {
     pub expires_at: Option<u64>,
     pub created_at: String,
     pub updated_at: String,
+    /// The task's change log, oldest first: where its update events come from
+    /// ([`super::events`]).
+    pub changes: Vec<Change>,
 }
 
 /// Where a task sits in the call ledger: its own call, the call that caused it (sent as
@@ -201,6 +205,7 @@ impl Task {
             expires_at: Some(expires_at),
             created_at: now.clone(),
             updated_at: now,
+            changes: Vec::new(),
         }
     }
 
@@ -214,6 +219,8 @@ impl Task {
         self.status_timestamp = now.to_owned();
         self.updated_at = now.to_owned();
         self.content_bytes += bytes;
+        self.changes
+            .push(Change::state(TaskState::Working, true, now));
         self
     }
 
@@ -329,6 +336,7 @@ mod tests {
             expires_at: None,
             created_at: String::new(),
             updated_at: String::new(),
+            changes: Vec::new(),
         }
     }
 

@@ -7,11 +7,15 @@ use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 
 use super::audit::AuditEntry;
 use super::item::{n, opt_s, s};
-use super::task_item::{body_text, queue_entry, task_key, with_content_room, WITHIN_CONTENT_CAP};
+use super::task_item::{
+    body_text, change_entries, logging, queue_entry, task_key, with_content_room, LOG_CHANGES,
+    WITHIN_CONTENT_CAP,
+};
 use super::tasks::{build, held_by_callee, TaskTransition};
 use super::{Store, StoreError};
 use crate::domain::binding::binding_id;
 use crate::domain::content::{PackedBody, MAX_TASK_CONTENT_BYTES};
+use crate::domain::events::Change;
 use crate::domain::task::{Delivery, PackedResult, MAX_HISTORY_BEFORE_ANSWER};
 use crate::domain::{clock, Task, TaskState};
 
@@ -51,12 +55,14 @@ impl Store {
             Some(message) => body_text(message),
             None => AttributeValue::Null(true),
         };
+        let now = clock::now();
+        let changes = Change::answer(result.state, result.artifact_count, &now);
         let update = self
             .task_update(task_id)
             .update_expression(format!(
                 "SET #state = :state, status_message = :status_message, status_timestamp = :now, \
-                 updated_at = :now, #error = :error, history = list_append(history, :entry){} \
-                 ADD content_bytes :added \
+                 updated_at = :now, #error = :error, history = list_append(history, :entry), \
+                 {LOG_CHANGES}{} ADD content_bytes :added \
                  REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
                 if result.artifacts.is_some() {
                     ", artifacts = :artifacts"
@@ -67,14 +73,14 @@ impl Store {
             .expression_attribute_names("#error", "error")
             .expression_attribute_values(":state", s(result.state.as_str()))
             .expression_attribute_values(":status_message", status_message)
-            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":error", opt_s(result.error.as_deref()))
             .expression_attribute_values(
                 ":entry",
                 AttributeValue::L(vec![body_text(&result.history_entry)]),
             )
             .expression_attribute_values(":working", s(TaskState::Working.as_str()));
-        let update = with_content_room(update, result.content_bytes());
+        let update = logging(with_content_room(update, result.content_bytes()), &changes);
         match &result.artifacts {
             Some(artifacts) => {
                 update.expression_attribute_values(":artifacts", body_text(artifacts))
@@ -111,18 +117,20 @@ impl Store {
         callee_id: &AgentId,
         message: &PackedBody,
     ) -> Result<TaskTransition, StoreError> {
+        let now = clock::now();
         let update = self
             .task_update(task_id)
-            .update_expression(
+            .update_expression(format!(
                 "SET status_message = :message, status_timestamp = :now, updated_at = :now, \
-                 history = list_append(history, :entry) ADD content_bytes :added",
-            )
+                 history = list_append(history, :entry), {LOG_CHANGES} ADD content_bytes :added",
+            ))
             .expression_attribute_values(":message", body_text(message))
             .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))
             .expression_attribute_values(":max", n(MAX_HISTORY_BEFORE_ANSWER as u64))
-            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":working", s(TaskState::Working.as_str()));
-        let update = with_content_room(update, message.bytes);
+        let progress = Change::state(TaskState::Working, true, &now);
+        let update = logging(with_content_room(update, message.bytes), &[progress]);
         let also = format!(" AND size(history) < :max{WITHIN_CONTENT_CAP}");
         let update = held_by_callee(update, &also, tenant_id, callee_id);
         self.transition(update).await
@@ -156,7 +164,7 @@ impl Store {
             .set_key(Some(task_key(&task.id)))
             .update_expression(format!(
                 "SET #state = :working, status_message = :none, status_timestamp = :now, \
-                 updated_at = :now, history = list_append(history, :entry), \
+                 updated_at = :now, history = list_append(history, :entry), {LOG_CHANGES}, \
                  gsi1pk = :queue, gsi1sk = :order{redelivery} ADD content_bytes :added"
             ))
             .condition_expression(format!(
@@ -178,7 +186,12 @@ impl Store {
                 ":room",
                 n(MAX_TASK_CONTENT_BYTES.saturating_sub(message.bytes)),
             )
-            .expression_attribute_values(":added", n(message.bytes));
+            .expression_attribute_values(":added", n(message.bytes))
+            .expression_attribute_values(":no_changes", AttributeValue::L(Vec::new()))
+            .expression_attribute_values(
+                ":changes",
+                change_entries(&[Change::state(TaskState::Working, true, &now)]),
+            );
         if task.delivery == Delivery::Push {
             update = update
                 .expression_attribute_values(":zero", n(0))

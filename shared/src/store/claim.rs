@@ -3,10 +3,11 @@
 
 use crate::domain::ids::{AgentId, TaskId};
 
-use super::item::{s, Reader};
-use super::task_item::{deadline_shard, queue_entry};
+use super::item::{n, s, Reader};
+use super::task_item::{deadline_shard, logging, queue_entry, LOG_CHANGES};
 use super::tasks::{TaskTransition, CLAIM_CANDIDATES, UNCLAIMABLE_ERROR};
 use super::{classify, Store, StoreError};
+use crate::domain::events::Change;
 use crate::domain::{clock, Task, TaskState};
 
 /// The outcome of one claim attempt.
@@ -75,11 +76,11 @@ impl Store {
         let deadline = clock::after(timeout);
         let update = self
             .task_update(task_id)
-            .update_expression(
+            .update_expression(format!(
                 "SET #state = :working, status_timestamp = :now, updated_at = :now, \
-                 deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key \
+                 deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key, {LOG_CHANGES} \
                  REMOVE gsi1pk, gsi1sk",
-            )
+            ))
             .condition_expression("#state IN (:submitted, :working) AND gsi1pk = :queue")
             .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()))
@@ -88,7 +89,8 @@ impl Store {
             .expression_attribute_values(":deadline", s(&deadline))
             .expression_attribute_values(":shard", s(deadline_shard(task_id)))
             .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
-        match self.transition(update).await? {
+        let claimed = Change::state(TaskState::Working, false, &now);
+        match self.transition(logging(update, &[claimed])).await? {
             TaskTransition::Applied(task) => Ok(Some(task)),
             TaskTransition::Refused(_) => Ok(None),
         }
@@ -100,17 +102,21 @@ impl Store {
         callee_id: &AgentId,
         task_id: &TaskId,
     ) -> Result<(), StoreError> {
-        self.task_update(task_id)
-            .update_expression(
-                "SET #state = :failed, #error = :error, status_timestamp = :now, updated_at = :now \
-                 REMOVE gsi1pk, gsi1sk",
-            )
+        let now = clock::now();
+        let failed = Change::state(TaskState::Failed, false, &now);
+        let update = self
+            .task_update(task_id)
+            .update_expression(format!(
+                "SET #state = :failed, #error = :error, status_timestamp = :now, \
+                 updated_at = :now, {LOG_CHANGES} REMOVE gsi1pk, gsi1sk",
+            ))
             .condition_expression("gsi1pk = :queue")
             .expression_attribute_names("#error", "error")
             .expression_attribute_values(":failed", s(TaskState::Failed.as_str()))
             .expression_attribute_values(":error", s(UNCLAIMABLE_ERROR))
-            .expression_attribute_values(":now", s(clock::now()))
-            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
+            .expression_attribute_values(":now", s(&now))
+            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")));
+        logging(update, &[failed])
             .send()
             .await
             .map(|_| ())
@@ -118,15 +124,22 @@ impl Store {
     }
 
     /// Puts a task this claim took back on its callee's queue, in its old place, while the claim
-    /// still holds (its deadline unchanged): the claim could not hand the task over.
+    /// still holds (its deadline unchanged): the claim could not hand the task over. The claim's
+    /// entry in the change log (its last, nothing having been logged since) is taken back, so a
+    /// claim retried any number of times logs one entry.
     pub async fn unclaim(&self, task: &Task) -> Result<(), StoreError> {
         let (queue, order) = queue_entry(task, &task.created_at);
+        let logged = task.changes.len();
         let update = self
             .task_update(&task.id)
-            .update_expression(
-                "SET gsi1pk = :queue, gsi1sk = :order REMOVE deadline_at, gsi2pk, gsi2sk",
+            .update_expression(format!(
+                "SET gsi1pk = :queue, gsi1sk = :order REMOVE deadline_at, gsi2pk, gsi2sk, events[{}]",
+                logged.saturating_sub(1)
+            ))
+            .condition_expression(
+                "#state = :working AND deadline_at = :deadline AND size(events) = :logged",
             )
-            .condition_expression("#state = :working AND deadline_at = :deadline")
+            .expression_attribute_values(":logged", n(logged as u64))
             .expression_attribute_values(":queue", s(queue))
             .expression_attribute_values(":order", s(order))
             .expression_attribute_values(":working", s(TaskState::Working.as_str()))

@@ -11,9 +11,12 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 
 use super::item::{key, n, opt_s, s, Reader};
-use super::task_item::{deadline_shard, outbox_shard, task_key, WITHIN_CONTENT_CAP};
+use super::task_item::{
+    deadline_shard, logging, outbox_shard, task_key, LOG_CHANGES, WITHIN_CONTENT_CAP,
+};
 use super::{classify, Store, StoreError, TaskTransition};
 use crate::domain::clock;
+use crate::domain::events::Change;
 use crate::domain::task::{PackedResult, TaskResult};
 use crate::domain::Task;
 
@@ -135,21 +138,23 @@ impl Store {
         timeout_seconds: u64,
     ) -> Result<TaskTransition, StoreError> {
         let deadline = clock::after(timeout_seconds);
+        let now = clock::now();
+        let accepted = Change::state(TaskState::Working, false, &now);
         let update = self
             .task_update(task_id)
-            .update_expression(
+            .update_expression(format!(
                 "SET delivered_at = :now, updated_at = :now, deadline_at = :deadline, \
-                 gsi2pk = :shard, gsi2sk = :deadline_key \
+                 gsi2pk = :shard, gsi2sk = :deadline_key, {LOG_CHANGES} \
                  REMOVE lease_token, lease_until, gsi1pk, gsi1sk",
-            )
+            ))
             .condition_expression("#state = :working AND lease_token = :token")
             .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(":token", s(token))
-            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":deadline", s(&deadline))
             .expression_attribute_values(":shard", s(deadline_shard(task_id)))
             .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
-        self.transition(update).await
+        self.transition(logging(update, &[accepted])).await
     }
 
     /// Fails a push task whose delivery cannot succeed. With a token, only while that attempt

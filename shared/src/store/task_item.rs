@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::item::{json, key, n, opt_s, s, Item, Reader};
 use super::StoreError;
 use crate::domain::content::{PackedBody, Stored, MAX_TASK_CONTENT_BYTES};
+use crate::domain::events::Change;
 use crate::domain::task::Delivery;
 use crate::domain::{clock, Task, TaskState};
 
@@ -53,6 +54,37 @@ pub(crate) fn with_content_room(
     update
         .expression_attribute_values(":room", n(MAX_TASK_CONTENT_BYTES.saturating_sub(added)))
         .expression_attribute_values(":added", n(added))
+}
+
+/// The clause every write that changes what a reader sees adds to its `SET`: it appends the
+/// change's entries (bound by [`logging`]) to the task's change log.
+pub(crate) const LOG_CHANGES: &str =
+    "events = list_append(if_not_exists(events, :no_changes), :changes)";
+
+/// The log entries of `changes`, as [`LOG_CHANGES`] appends them.
+pub(crate) fn change_entries(changes: &[Change]) -> AttributeValue {
+    AttributeValue::L(changes.iter().map(|change| s(change.encode())).collect())
+}
+
+/// Binds the values of [`LOG_CHANGES`] for a write that logs `changes`.
+pub(crate) fn logging(
+    update: UpdateItemFluentBuilder,
+    changes: &[Change],
+) -> UpdateItemFluentBuilder {
+    update
+        .expression_attribute_values(":no_changes", AttributeValue::L(Vec::new()))
+        .expression_attribute_values(":changes", change_entries(changes))
+}
+
+/// The changes of a stored log; entries this version cannot read are skipped.
+fn read_changes(item: &Item) -> Vec<Change> {
+    match item.get("events") {
+        Some(AttributeValue::L(entries)) => entries
+            .iter()
+            .filter_map(|entry| Change::decode(entry.as_s().ok()?))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The item of a task as opened. The claim deadline and the delivery bookkeeping (attempts,
@@ -121,6 +153,9 @@ pub(crate) fn to_item(task: &Task) -> Item {
         s(format!("{}#{}", task.created_at, task.id)),
     );
     item.insert("updated_at".into(), s(&task.updated_at));
+    if !task.changes.is_empty() {
+        item.insert("events".into(), change_entries(&task.changes));
+    }
     if task.state == TaskState::Submitted {
         let (queue, order) = queue_entry(task, &task.created_at);
         item.insert("gsi1pk".into(), s(queue));
@@ -220,6 +255,7 @@ impl TryFrom<&Item> for Task {
             },
             created_at: read.s("created_at")?,
             updated_at: read.s("updated_at")?,
+            changes: read_changes(item),
         })
     }
 }
@@ -228,6 +264,7 @@ impl TryFrom<&Item> for Task {
 mod tests {
     use super::*;
     use crate::domain::content::{PackedBody, INLINE_BODY_BYTES};
+    use crate::domain::events::MAX_LOGGED_CHANGES;
     use crate::domain::task::Artifact;
     use crate::domain::task::{PackedResult, TaskResult, MAX_ERROR_CHARS, MAX_TASK_MESSAGES};
     use crate::domain::{Message, Part};
@@ -339,6 +376,15 @@ mod tests {
             expires_at: Some(u64::from(u32::MAX)),
             created_at: clock::now(),
             updated_at: clock::now(),
+            // The longest log any task can have, every entry at its longest.
+            changes: vec![
+                Change::State {
+                    state: TaskState::InputRequired,
+                    with_message: true,
+                    at: u64::MAX,
+                };
+                MAX_LOGGED_CHANGES
+            ],
         };
         let mut item = to_item(&task);
         // Every bookkeeping attribute a later write may set, at its longest.
@@ -392,6 +438,14 @@ mod tests {
             expires_at: Some(1_800_000_000),
             created_at: "2026-01-01T00:00:00.000000Z".into(),
             updated_at: "2026-01-01T00:00:02.000000Z".into(),
+            changes: vec![
+                Change::state(TaskState::Working, false, "2026-01-01T00:00:01.000000Z"),
+                Change::state(
+                    TaskState::InputRequired,
+                    true,
+                    "2026-01-01T00:00:02.000000Z",
+                ),
+            ],
         };
         assert!(task.input.reference().is_some(), "one body is a reference");
         assert_eq!(task.input.role(), Some(crate::domain::message::Role::Agent));

@@ -14,8 +14,9 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{s, Reader};
-use super::task_item::{pair_partition, task_key, WITHIN_CONTENT_CAP};
+use super::task_item::{logging, pair_partition, task_key, LOG_CHANGES, WITHIN_CONTENT_CAP};
 use super::{classify, Store, StoreError};
+use crate::domain::events::Change;
 use crate::domain::task::{deadline_error, PackedResult, TaskResult};
 use crate::domain::{clock, Task};
 
@@ -121,25 +122,27 @@ impl Store {
         caller_id: &AgentId,
         callee: &str,
     ) -> Result<TaskTransition, StoreError> {
+        let now = clock::now();
         let update = self
             .task_update(task_id)
-            .update_expression(
-                "SET #state = :canceled, status_timestamp = :now, updated_at = :now \
+            .update_expression(format!(
+                "SET #state = :canceled, status_timestamp = :now, updated_at = :now, {LOG_CHANGES} \
                  REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
-            )
+            ))
             .condition_expression(
                 "#state IN (:submitted, :working, :input_required) AND tenant_id = :tenant \
                  AND caller_agent_id = :caller AND (callee_agent_id = :callee OR callee_name = :callee)",
             )
             .expression_attribute_values(":canceled", s(TaskState::Canceled.as_str()))
-            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()))
             .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(":input_required", s(TaskState::InputRequired.as_str()))
             .expression_attribute_values(":tenant", s(tenant_id))
             .expression_attribute_values(":caller", s(caller_id))
             .expression_attribute_values(":callee", s(callee));
-        self.transition(update).await
+        let canceled = Change::state(TaskState::Canceled, false, &now);
+        self.transition(logging(update, &[canceled])).await
     }
 
     /// Fails a working task whose claim deadline `deadline_at` has passed. A task that was
