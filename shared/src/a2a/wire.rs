@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::error::A2aError;
 use crate::domain::content::Stored;
+use crate::domain::events::TaskEvent;
 use crate::domain::message::Role;
 use crate::domain::task::Artifact;
 use crate::domain::{Message, Part, Task, TaskState};
@@ -162,6 +163,41 @@ pub fn task_json(task: &Task, view: TaskView) -> Value {
         out["artifacts"] = Value::Array(artifacts);
     }
     out
+}
+
+/// One event of `task` (its bodies resolved) as an A2A `StreamResponse`: a `statusUpdate` for
+/// a change of state or a message (the caller's answer too, as the status's message), an
+/// `artifactUpdate` for each artifact of the result. A final status carries the message a
+/// `GetTask` would show.
+pub fn stream_event_json(task: &Task, event: &TaskEvent<'_>) -> Value {
+    if let Some((index, artifact)) = event.artifact {
+        return json!({"artifactUpdate": {
+            "taskId": task.id,
+            "contextId": task.context_id,
+            "artifact": artifact_json(task, artifact, index),
+            "append": false,
+            "lastChunk": true,
+        }});
+    }
+    let mut status = json!({
+        "state": state_name(event.state),
+        "timestamp": event.timestamp,
+    });
+    let message = if event.is_final() {
+        status_message(task)
+    } else {
+        event
+            .message
+            .and_then(|(index, stored)| Some(message_json(task, stored.inline()?, index)))
+    };
+    if let Some(message) = message {
+        status["message"] = message;
+    }
+    json!({"statusUpdate": {
+        "taskId": task.id,
+        "contextId": task.context_id,
+        "status": status,
+    }})
 }
 
 /// The status message on the wire: the task's own, or for a failed task its error as the
