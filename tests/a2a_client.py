@@ -1,7 +1,8 @@
 """Drives a governed agent through the gate with the official A2A Python SDK (a2a-sdk), as any
 third-party A2A 1.0 client would: resolve the agent's card from the gate, verify its signature
 with the SDK's own verifier, then over each binding send, read, list, cancel, answer a question
-in place, ask for an unknown task, and call without a binding.
+in place, ask for an unknown task, call without a binding, stream a send to its end, and
+subscribe to an open task (and be refused for a finished one).
 
 The callee is served by pull through the gateway's REST API (plain HTTP, not the SDK): that side
 is the gateway's own protocol, not A2A.
@@ -25,12 +26,18 @@ from a2a.types import (
     GetTaskRequest,
     ListTasksRequest,
     Message,
+    SubscribeToTaskRequest,
     Part,
     Role,
     SendMessageRequest,
     TaskState,
 )
-from a2a.utils.errors import A2AError, TaskNotCancelableError, TaskNotFoundError
+from a2a.utils.errors import (
+    A2AError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 from a2a.utils.signing import create_signature_verifier
 
 BASE, CALLEE_ID, CALLER_KEY, CALLEE_KEY, STRANGER_KEY, PUSH_CALLEE_ID = sys.argv[1:7]
@@ -74,11 +81,11 @@ async def resolve_card(http: httpx.AsyncClient, agent_id: str):
     )
 
 
-def client_for(card, binding: str, key: str, http: httpx.AsyncClient):
+def client_for(card, binding: str, key: str, http: httpx.AsyncClient, streaming: bool = False):
     config = ClientConfig(
         httpx_client=http,
         supported_protocol_bindings=[binding],
-        streaming=False,
+        streaming=streaming,
     )
     return ClientFactory(config).create(card, interceptors=[AuthInterceptor(Key(key))])
 
@@ -167,6 +174,72 @@ async def over(binding: str, card, http: httpx.AsyncClient) -> None:
               f"{label} a caller without a binding is refused ({type(error).__name__})")
 
 
+async def serve_steps(http: httpx.AsyncClient, steps: list[dict]) -> None:
+    """The pull callee: claims the next task, reports each progress step, then answers it."""
+    auth = {"Authorization": f"Bearer {CALLEE_KEY}"}
+    claimed = await http.get(f"{BASE}/v1/agents/me/tasks/next?wait=20", headers=auth)
+    check(claimed.status_code == 200, f"the callee claims the task ({claimed.status_code})")
+    task_id = claimed.json()["id"]
+    for step in steps[:-1]:
+        await asyncio.sleep(0.3)
+        reported = await http.post(
+            f"{BASE}/v1/agents/me/tasks/{task_id}/progress", headers=auth, json=step
+        )
+        check(reported.status_code == 200, f"the callee reports progress ({reported.status_code})")
+    await asyncio.sleep(0.3)
+    result = await http.post(f"{BASE}/v1/agents/me/tasks/{task_id}/result", headers=auth, json=steps[-1])
+    check(result.status_code == 200, f"the callee answers ({result.status_code})")
+
+
+def kinds(events) -> list[str]:
+    return [event.WhichOneof("payload") for event in events]
+
+
+async def collect(stream) -> list:
+    return [event async for event in stream]
+
+
+async def streaming(binding: str, card, http: httpx.AsyncClient) -> None:
+    client = client_for(card, binding, CALLER_KEY, http, streaming=True)
+    label = f"[{binding} stream]"
+    steps = [
+        {"message": {"role": "agent", "parts": [{"text": "reading"}]}},
+        {"state": "completed", "artifacts": [{"name": "label", "parts": [{"text": "utilities"}]}]},
+    ]
+    request = SendMessageRequest(message=message("classify INV-4"))
+    events, _ = await asyncio.gather(
+        asyncio.wait_for(collect(client.send_message(request)), timeout=30),
+        serve_steps(http, steps),
+    )
+    names = kinds(events)
+    check(names[0] == "task", f"{label} the first event is the task ({names})")
+    check(names[-1] == "status_update", f"{label} the last event is a status update ({names})")
+    check("artifact_update" in names, f"{label} the artifact arrives as an update ({names})")
+    last = events[-1].status_update
+    check(last.status.state == TaskState.TASK_STATE_COMPLETED, f"{label} the stream ends completed")
+    progress = [e.status_update.status.message.parts[0].text for e in events
+                if e.WhichOneof("payload") == "status_update" and e.status_update.status.message.parts]
+    check("reading" in progress, f"{label} the progress message arrives ({progress})")
+    artifact = next(e.artifact_update for e in events if e.WhichOneof("payload") == "artifact_update")
+    check(artifact.artifact.parts[0].text == "utilities", f"{label} with the callee's artifact")
+
+    # Subscribe to a task already open, and follow it to its end.
+    opened = await send(client_for(card, binding, CALLER_KEY, http), message("classify INV-5"), immediately=True)
+    events, _ = await asyncio.gather(
+        asyncio.wait_for(collect(client.subscribe(SubscribeToTaskRequest(id=opened.id))), timeout=30),
+        serve_steps(http, [{"state": "completed", "message": {"role": "agent", "parts": [{"text": "done"}]}}]),
+    )
+    names = kinds(events)
+    check(names[0] == "task" and events[0].task.id == opened.id, f"{label} a subscription starts with the task")
+    check(events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED,
+          f"{label} and follows it to its end ({names})")
+    try:
+        await collect(client.subscribe(SubscribeToTaskRequest(id=opened.id)))
+        check(False, f"{label} subscribing to a finished task is UnsupportedOperation")
+    except UnsupportedOperationError:
+        check(True, f"{label} subscribing to a finished task is UnsupportedOperation")
+
+
 async def push_callee(http: httpx.AsyncClient) -> None:
     card = await resolve_card(http, PUSH_CALLEE_ID)
     client = client_for(card, "JSONRPC", CALLER_KEY, http)
@@ -181,8 +254,10 @@ async def main() -> None:
         check(True, "the card resolves and its signature verifies with the SDK's verifier")
         bindings = [interface.protocol_binding for interface in card.supported_interfaces]
         check(bindings[:2] == ["JSONRPC", "HTTP+JSON"], f"the card lists both interfaces ({bindings})")
+        check(card.capabilities.streaming, "the card says it streams")
         for binding in ["JSONRPC", "HTTP+JSON"]:
             await over(binding, card, http)
+            await streaming(binding, card, http)
         await push_callee(http)
     print(json.dumps({"result": "all passed"}))
 

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use forgebench::error::{json_response, ApiError};
+use forgebench::http::reply::buffered;
 use forgebench::http::RouteMiss;
 use forgebench::{App, Route};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Bytes, Incoming};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -98,16 +99,6 @@ async fn to_lambda_request(
     Ok((route, request))
 }
 
-fn to_hyper_response(response: lambda_http::Response<Body>) -> hyper::Response<Full<Bytes>> {
-    let (parts, body) = response.into_parts();
-    let bytes = match body {
-        Body::Text(text) => Bytes::from(text),
-        Body::Binary(bytes) => Bytes::from(bytes),
-        _ => Bytes::new(),
-    };
-    hyper::Response::from_parts(parts, Full::new(bytes))
-}
-
 /// Serves the API on `listener` until the task is aborted.
 pub fn serve(app: Arc<App>, listener: TcpListener) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -124,11 +115,13 @@ pub fn serve(app: Arc<App>, listener: TcpListener) -> JoinHandle<()> {
                 let service = service_fn(move |request: hyper::Request<Incoming>| {
                     let app = Arc::clone(&app);
                     async move {
+                        // A streamed reply goes out chunk by chunk (HTTP/1.1 chunked), as API
+                        // Gateway sends a `STREAM` integration's response.
                         let response = match to_lambda_request(request).await {
                             Ok((route, request)) => route.handle(&app, request).await,
-                            Err(refusal) => refusal,
+                            Err(refusal) => buffered(refusal),
                         };
-                        Ok::<_, Infallible>(to_hyper_response(response))
+                        Ok::<_, Infallible>(response)
                     }
                 });
                 if let Err(error) = http1::Builder::new()

@@ -32,6 +32,14 @@ pub struct Config {
     /// Interval between reads while a caller waits on a task (`FORGEBENCH_TASK_POLL_MS`, 200;
     /// 20 to 5,000).
     pub task_poll_interval: Duration,
+    /// `FORGEBENCH_STREAM_MAX_SECONDS` (840, 10 to 890): how long one event stream stays open
+    /// before it ends and the client reconnects with `Last-Event-ID`; inside the 15 minutes
+    /// Lambda and API Gateway allow a streamed response.
+    pub stream_max_seconds: u64,
+    /// `FORGEBENCH_STREAM_KEEPALIVE_SECONDS` (15, 1 to 60): the longest an event stream stays
+    /// silent; a comment line is sent after this long without an event, inside API Gateway's
+    /// idle timeout (30 s for edge-optimized endpoints, 5 minutes for regional ones).
+    pub stream_keepalive: Duration,
     /// Interval between queue reads while a callee long-polls for work (`FORGEBENCH_CLAIM_POLL_MS`,
     /// 250; 20 to 5,000).
     pub claim_poll_interval: Duration,
@@ -65,6 +73,9 @@ pub struct Config {
     pub task_retention_days: u64,
 }
 
+/// The default of `FORGEBENCH_STREAM_MAX_SECONDS`.
+pub const DEFAULT_STREAM_MAX_SECONDS: u64 = 840;
+
 /// The default of `FORGEBENCH_TASK_RETENTION_DAYS`.
 pub const DEFAULT_TASK_RETENTION_DAYS: u64 = 365;
 /// The longest retention a deployment may set.
@@ -96,6 +107,10 @@ pub mod ranges {
     pub const POLL_MS: RangeInclusive<u64> = 20..=5_000;
     /// `FORGEBENCH_PUSH_TIMEOUT_MS`: one attempt must end well inside the worker's 30 s.
     pub const PUSH_TIMEOUT_MS: RangeInclusive<u64> = 100..=25_000;
+    /// `FORGEBENCH_STREAM_MAX_SECONDS`: a streamed response ends by 15 minutes; 10 s spare.
+    pub const STREAM_MAX_SECONDS: RangeInclusive<u64> = 10..=890;
+    /// `FORGEBENCH_STREAM_KEEPALIVE_SECONDS`: within the shortest idle timeout of API Gateway.
+    pub const STREAM_KEEPALIVE_SECONDS: RangeInclusive<u64> = 1..=60;
     /// `FORGEBENCH_TASK_RETENTION_DAYS`.
     pub const TASK_RETENTION_DAYS: RangeInclusive<u64> = 1..=super::MAX_TASK_RETENTION_DAYS;
 }
@@ -228,6 +243,16 @@ impl Config {
                 ranges::MAX_WAIT_SECONDS,
             )?,
             task_poll_interval: env.millis("FORGEBENCH_TASK_POLL_MS", 200, ranges::POLL_MS)?,
+            stream_max_seconds: env.bounded(
+                "FORGEBENCH_STREAM_MAX_SECONDS",
+                DEFAULT_STREAM_MAX_SECONDS,
+                ranges::STREAM_MAX_SECONDS,
+            )?,
+            stream_keepalive: env.seconds(
+                "FORGEBENCH_STREAM_KEEPALIVE_SECONDS",
+                15,
+                ranges::STREAM_KEEPALIVE_SECONDS,
+            )?,
             claim_poll_interval: env.millis("FORGEBENCH_CLAIM_POLL_MS", 250, ranges::POLL_MS)?,
             public_url: env
                 .optional("FORGEBENCH_PUBLIC_URL")
@@ -274,6 +299,8 @@ impl Config {
             signing_key_lifetime: crate::signing::DEFAULT_KEY_LIFETIME,
             max_wait_seconds: API_MAX_WAIT_SECONDS,
             task_poll_interval: Duration::from_millis(200),
+            stream_max_seconds: DEFAULT_STREAM_MAX_SECONDS,
+            stream_keepalive: Duration::from_secs(15),
             claim_poll_interval: Duration::from_millis(250),
             public_url: None,
             region: None,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use lambda_http::{service_fn, Error, Request};
 
 use crate::app::App;
+use crate::http::reply::ReplyBody;
 use crate::http::Route;
 
 /// The log filter's directives: the level Lambda's advanced logging controls set
@@ -41,13 +42,24 @@ pub fn init_tracing() {
         .try_init();
 }
 
-/// Serves one route as a Lambda function behind API Gateway.
+/// Serves one route as a Lambda function behind API Gateway: with response streaming for the
+/// routes that stream (their integration is in `STREAM` mode), buffered for the rest.
 pub async fn serve_route(route: Route) -> Result<(), Error> {
     init_tracing();
     let app = Arc::new(App::from_env().await?);
+    if route.streams() {
+        return lambda_http::run_with_streaming_response(service_fn(move |request: Request| {
+            let app = Arc::clone(&app);
+            async move { Ok::<_, std::convert::Infallible>(route.handle(&app, request).await) }
+        }))
+        .await;
+    }
     lambda_http::run(service_fn(move |request: Request| {
         let app = Arc::clone(&app);
-        async move { Ok::<_, std::convert::Infallible>(route.handle(&app, request).await) }
+        async move {
+            let reply = route.handle(&app, request).await;
+            Ok::<_, std::convert::Infallible>(reply.map(ReplyBody::into_buffered))
+        }
     }))
     .await
 }

@@ -285,6 +285,10 @@ pub struct Options {
     pub public_url: bool,
     /// How long the process signs with the active key it opened before asking the store again.
     pub signing_key_lifetime: Duration,
+    /// How long an event stream stays silent before a keep-alive comment.
+    pub stream_keepalive: Duration,
+    /// How long one event stream stays open.
+    pub stream_max_seconds: u64,
 }
 
 impl Default for Options {
@@ -302,6 +306,8 @@ impl Default for Options {
             table: None,
             public_url: true,
             signing_key_lifetime: forgebench::signing::DEFAULT_KEY_LIFETIME,
+            stream_keepalive: Duration::from_secs(15),
+            stream_max_seconds: forgebench::config::DEFAULT_STREAM_MAX_SECONDS,
         }
     }
 }
@@ -357,6 +363,8 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     config.retry_schedule =
         forgebench::push::verdict::RetrySchedule::parse(options.retry_seconds).expect("schedule");
     config.push_timeout = options.push_timeout;
+    config.stream_keepalive = options.stream_keepalive;
+    config.stream_max_seconds = options.stream_max_seconds;
     let mut dynamodb = dynamodb_config(&options.dynamodb_endpoint).await;
     if let Some(recorder) = &options.recorder {
         dynamodb = dynamodb.interceptor(recorder.clone());
@@ -390,6 +398,8 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
         worker,
     }
 }
+
+pub mod sse;
 
 pub fn text_message(text: &str) -> Value {
     json!({"role": "user", "parts": [{"text": text}]})

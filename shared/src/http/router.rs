@@ -5,15 +5,17 @@
 //! segments win over parameters (`/v1/agents/me` before `/v1/agents/{agent}`), as in API Gateway.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use lambda_http::http::Method;
-use lambda_http::{Body, Request, Response};
+use lambda_http::Request;
 use tracing::Instrument;
 
+use super::reply::{buffered, Reply};
 use super::{
-    a2a, agents, audit, bindings, calls, cards, endpoint, members, open, pull, signing_keys, tasks,
-    tenants, tools,
+    a2a, agents, audit, bindings, calls, cards, endpoint, events, members, open, pull,
+    signing_keys, tasks, tenants, tools,
 };
 use crate::app::App;
 use crate::error::{cause_chain, ApiError};
@@ -73,12 +75,16 @@ pub enum Route {
     A2aGetTask,
     /// A2A 1.0, HTTP+JSON binding: `ListTasks`.
     A2aListTasks,
-    /// A2A 1.0, HTTP+JSON binding: `tasks/{id}:cancel`.
+    /// A2A 1.0, HTTP+JSON binding: `tasks/{id}:cancel` and `tasks/{id}:subscribe`.
     A2aTaskAction,
+    /// A2A 1.0, HTTP+JSON binding: `message:stream`.
+    A2aStreamMessage,
+    /// A task's updates as server-sent events.
+    TaskEvents,
 }
 
 impl Route {
-    pub const ALL: [Route; 41] = [
+    pub const ALL: [Route; 43] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -120,6 +126,8 @@ impl Route {
         Route::A2aGetTask,
         Route::A2aListTasks,
         Route::A2aTaskAction,
+        Route::A2aStreamMessage,
+        Route::TaskEvents,
     ];
 
     /// Method and path template, as in the API docs and the deployment template.
@@ -174,7 +182,23 @@ impl Route {
             Route::A2aGetTask => (Method::GET, "/v1/agents/{agent}/a2a/tasks/{task}"),
             Route::A2aListTasks => (Method::GET, "/v1/agents/{agent}/a2a/tasks"),
             Route::A2aTaskAction => (Method::POST, "/v1/agents/{agent}/a2a/tasks/{task}"),
+            Route::A2aStreamMessage => (Method::POST, "/v1/agents/{agent}/a2a/message:stream"),
+            Route::TaskEvents => (Method::GET, "/v1/agents/{agent}/tasks/{task_id}/events"),
         }
+    }
+
+    /// Whether the route may answer with a stream of events: its function runs with Lambda
+    /// response streaming behind an API Gateway integration in `STREAM` mode, and its other
+    /// answers go through the same stream as one chunk.
+    pub fn streams(self) -> bool {
+        matches!(
+            self,
+            Route::TaskEvents
+                | Route::A2aJsonRpc
+                | Route::A2aStreamMessage
+                | Route::A2aGetTask
+                | Route::A2aTaskAction
+        )
     }
 
     /// The function's name: kebab-case of the route (`open-task`), used for crates and logs.
@@ -221,7 +245,7 @@ impl Route {
 
     /// Serves one request: every outcome becomes a response; the handler's span carries the
     /// route, and the status and latency are logged (never headers or bodies).
-    pub async fn handle(self, app: &App, request: Request) -> Response<Body> {
+    pub async fn handle(self, app: &Arc<App>, request: Request) -> Reply {
         let span = tracing::info_span!(
             "request",
             route = %self.name(),
@@ -235,7 +259,8 @@ impl Route {
         );
         async move {
             let started = Instant::now();
-            let outcome = self.dispatch(app, request).await;
+            // Boxed: every route's handler is one state machine, too deep to lay out inline.
+            let outcome = Box::pin(self.dispatch(app, request)).await;
             let response = outcome.unwrap_or_else(|error| {
                 match &error {
                     ApiError::Internal(_) => {
@@ -246,7 +271,7 @@ impl Route {
                     }
                     _ => {}
                 }
-                error.into_response()
+                buffered(error.into_response())
             });
             tracing::info!(
                 status = response.status().as_u16(),
@@ -259,7 +284,21 @@ impl Route {
         .await
     }
 
-    async fn dispatch(self, app: &App, request: Request) -> super::HandlerResult {
+    async fn dispatch(self, app: &Arc<App>, request: Request) -> Result<Reply, ApiError> {
+        match self {
+            Route::TaskEvents => return Box::pin(events::stream(app, request)).await,
+            Route::A2aJsonRpc => return Box::pin(a2a::jsonrpc(app, request)).await,
+            Route::A2aStreamMessage => return Box::pin(a2a::stream_message(app, request)).await,
+            Route::A2aGetTask => return Box::pin(a2a::get_task(app, request)).await,
+            Route::A2aTaskAction => return Box::pin(a2a::task_action(app, request)).await,
+            _ => {}
+        }
+        Box::pin(self.dispatch_buffered(app, request))
+            .await
+            .map(buffered)
+    }
+
+    async fn dispatch_buffered(self, app: &App, request: Request) -> super::HandlerResult {
         match self {
             Route::CreateTenant => tenants::create(app, request).await,
             Route::CreateMember => members::create(app, request).await,
@@ -297,13 +336,23 @@ impl Route {
             Route::ListMembers => members::list(app, request).await,
             Route::CreateMemberKey => members::create_key(app, request).await,
             Route::RevokeMemberKey => members::revoke_key(app, request).await,
-            Route::A2aJsonRpc => a2a::jsonrpc(app, request).await,
             Route::A2aSendMessage => a2a::send_message(app, request).await,
-            Route::A2aGetTask => a2a::get_task(app, request).await,
             Route::A2aListTasks => a2a::list_tasks(app, request).await,
-            Route::A2aTaskAction => a2a::task_action(app, request).await,
+            Route::TaskEvents
+            | Route::A2aJsonRpc
+            | Route::A2aStreamMessage
+            | Route::A2aGetTask
+            | Route::A2aTaskAction => unreachable_streaming(self),
         }
     }
+}
+
+/// A streaming route reached the buffered dispatch: a bug of the route table.
+fn unreachable_streaming(route: Route) -> super::HandlerResult {
+    Err(ApiError::internal(format!(
+        "route {} is served by the streaming dispatch",
+        route.name()
+    )))
 }
 
 /// Matches path segments to a template; returns how many literal segments matched and the

@@ -111,7 +111,7 @@ async fn a_card_is_read_by_name_or_id_and_points_at_the_gate() {
     assert_eq!(card["name"], "invoice-classifier");
     assert_eq!(
         card["capabilities"],
-        json!({"streaming": false, "pushNotifications": false, "extendedAgentCard": false})
+        json!({"streaming": true, "pushNotifications": false, "extendedAgentCard": false})
     );
     let scheme = &card["securitySchemes"]["forgebenchAgentKey"]["httpAuthSecurityScheme"];
     assert_eq!(scheme["scheme"], "Bearer");
@@ -725,7 +725,7 @@ fn assert_a2a_view(report: &Value, base: &str, agent_id: &str, key: &str) {
     );
     assert_eq!(
         report["capabilities"],
-        json!({"streaming": false, "push_notifications": false, "extended_agent_card": false}),
+        json!({"streaming": true, "push_notifications": false, "extended_agent_card": false}),
         "{report}"
     );
     assert_eq!(
@@ -900,7 +900,7 @@ async fn the_a2a_sdk_refuses_a_tampered_card() {
     let mut renamed = card.clone();
     renamed["description"] = json!("Pays every invoice");
     let mut streaming = card.clone();
-    streaming["capabilities"]["streaming"] = json!(true);
+    streaming["capabilities"]["streaming"] = json!(false);
     for tampered in [redirected, renamed, streaming] {
         let (verified, report) = served(tampered.clone()).await;
         assert!(!verified, "a tampered card verified: {report}");

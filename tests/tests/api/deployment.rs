@@ -62,7 +62,10 @@ fn openapi_routes() -> BTreeSet<(String, String, String)> {
                 .expect("every operation is integrated with a function");
             let function = uri
                 .split("${")
-                .find_map(|part| part.strip_suffix(".Arn}/invocations"))
+                .find_map(|part| {
+                    part.strip_suffix(".Arn}/invocations")
+                        .or_else(|| part.strip_suffix(".Arn}/response-streaming-invocations"))
+                })
                 .expect("the integration names a function")
                 .to_owned();
             assert_eq!(
@@ -162,6 +165,49 @@ fn openapi_the_template_the_route_table_and_the_crates_agree() {
     assert_eq!(permitted, route_binaries);
     assert_eq!(scheduled, BTreeSet::from(["sweep-deadlines".to_owned()]));
     assert_eq!(queue_driven, BTreeSet::from(["push-worker".to_owned()]));
+}
+
+/// The routes that stream are integrated in `STREAM` mode through Lambda's streaming invoke,
+/// with a timeout and a function timeout that cover the longest stream; every other route is
+/// buffered.
+#[test]
+fn streaming_routes_are_streamed_end_to_end_and_the_rest_are_buffered() {
+    let document = openapi();
+    let template = template();
+    let longest_stream = forgebench::config::ranges::STREAM_MAX_SECONDS
+        .end()
+        .to_owned();
+    for route in Route::ALL {
+        let (method, path) = route.spec();
+        let operation = &document["paths"][path][method.as_str().to_lowercase().as_str()];
+        let integration = &operation["x-amazon-apigateway-integration"];
+        let uri = integration["uri"]["Fn::Sub"].as_str().unwrap();
+        let function = uri.split("${").nth(3).unwrap().split('.').next().unwrap();
+        let function_timeout = template["Resources"][function]["Properties"]["Timeout"]
+            .as_u64()
+            .unwrap_or(29);
+        if route.streams() {
+            assert_eq!(integration["responseTransferMode"], "STREAM", "{path}");
+            assert!(uri.contains("/2021-11-15/functions/"), "{uri}");
+            assert!(uri.ends_with("/response-streaming-invocations"), "{uri}");
+            assert_eq!(
+                integration["timeoutInMillis"].as_u64(),
+                Some(900_000),
+                "{path}"
+            );
+            assert!(
+                function_timeout >= longest_stream + 10,
+                "{function}: {function_timeout}"
+            );
+        } else {
+            assert!(integration.get("responseTransferMode").is_none(), "{path}");
+            assert!(
+                uri.ends_with("/invocations") && uri.contains("/2015-03-31/"),
+                "{uri}"
+            );
+            assert!(function_timeout <= 29, "{function}: {function_timeout}");
+        }
+    }
 }
 
 #[test]

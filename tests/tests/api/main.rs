@@ -8,12 +8,14 @@
 )]
 
 mod a2a;
+mod a2a_streams;
 mod bad_input;
 mod bindings;
 mod cards;
 mod concurrency;
 mod deployment;
 mod errors;
+mod events;
 mod idempotency;
 mod input;
 mod large;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use forgebench::store::schema::TEMPLATE;
 use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Recorder, Reply};
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// `binary -> its policy statements`, read from the template's inline policies.
 fn statements() -> BTreeMap<String, Vec<serde_norway::Value>> {
@@ -237,6 +237,17 @@ fn functions_that_only_read_cannot_write() {
     }
 }
 
+/// A stream's first event as an answer, so the calls that opened the stream are noted under its
+/// function before the stream goes on.
+fn opened(first: Value) -> Reply {
+    Reply {
+        status: 200,
+        headers: reqwest::header::HeaderMap::new(),
+        text: first.to_string(),
+        body: first,
+    }
+}
+
 #[tokio::test]
 async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     let recorder = Recorder::default();
@@ -427,6 +438,17 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         r,
     );
     note("claim-next-task", app.claim(&keys["callee"], 0).await, r);
+    // Waiting on a working task holds a long-poll slot.
+    let late_id = late.field("id");
+    note(
+        "get-task",
+        app.get(
+            &format!("/v1/agents/callee/tasks/{late_id}?wait=1"),
+            &keys["caller"],
+        )
+        .await,
+        r,
+    );
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let expired = note(
         "get-task",
@@ -629,6 +651,63 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         r,
     );
     assert_eq!(rest_canceled.status, 200, "{}", rest_canceled.text);
+    // Streams: a task's events over REST, a streamed send and a subscription over A2A, each
+    // followed to its end.
+    let finished = note(
+        "task-events",
+        app.events(&keys["caller"], "callee", &rest_task, None)
+            .await
+            .into_reply()
+            .await,
+        r,
+    );
+    assert_eq!(
+        finished.body[0]["id"],
+        rest_task.as_str(),
+        "{}",
+        finished.text
+    );
+    let mut streamed = app
+        .a2a_stream(
+            "POST",
+            "/v1/agents/callee/a2a/message:stream",
+            &keys["caller"],
+            Some(json!({"message": a2a_message("tour-4")})),
+        )
+        .await;
+    let first = streamed.next_event().await.expect("the task").json();
+    let streamed_task = first["task"]["id"].as_str().unwrap().to_owned();
+    note("a2a-stream-message", opened(first), r);
+    let mut subscribed = app
+        .a2a_stream(
+            "GET",
+            &format!("/v1/agents/callee/a2a/tasks/{streamed_task}:subscribe"),
+            &keys["caller"],
+            None,
+        )
+        .await;
+    let first = subscribed.next_event().await.expect("the task").json();
+    note("a2a-get-task", opened(first), r);
+    let mut over_rpc = app
+        .a2a_stream(
+            "POST",
+            "/v1/agents/callee/a2a/jsonrpc",
+            &keys["caller"],
+            Some(json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": streamed_task}})),
+        )
+        .await;
+    let first = over_rpc.next_event().await.expect("the task").json();
+    note("a2a-json-rpc", opened(first), r);
+    note("claim-next-task", app.claim(&keys["callee"], 5).await, r);
+    note(
+        "post-task-result",
+        app.post_result(&keys["callee"], &streamed_task, json!({"state": "completed", "artifacts": [{"parts": large_message("agent")["parts"]}]}))
+            .await,
+        r,
+    );
+    note("a2a-stream-message", streamed.into_reply().await, r);
+    note("a2a-get-task", subscribed.into_reply().await, r);
+    note("a2a-json-rpc", over_rpc.into_reply().await, r);
     // The sweeper over a task whose deadline passed unread.
     let unread = note(
         "open-task",

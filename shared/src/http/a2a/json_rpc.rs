@@ -4,32 +4,51 @@ use lambda_http::http::StatusCode;
 use lambda_http::Request;
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use super::stream::Framing;
 use super::{a2a_response, body_bytes, A2aCall, Failure};
-use crate::a2a::jsonrpc::{self, RpcRequest};
+use crate::a2a::jsonrpc::{self, Method, RpcRequest};
 use crate::app::App;
+use crate::error::ApiError;
+use crate::http::reply::{buffered, Reply};
 
 /// `POST /v1/agents/{agent}/a2a/jsonrpc`: the JSON-RPC binding. A protocol error is a JSON-RPC
-/// error object in a `200`; only the transport's own refusals use other statuses.
-pub async fn jsonrpc(app: &App, request: Request) -> crate::http::HandlerResult {
+/// error object in a `200`; only the transport's own refusals use other statuses. The streaming
+/// methods answer with an event stream of JSON-RPC responses.
+pub async fn jsonrpc(app: &Arc<App>, request: Request) -> Result<Reply, ApiError> {
     let call = match A2aCall::read(app, &request).await {
         Ok(call) => call,
         Err(Failure::Transport(error)) => return Err(error),
         Err(Failure::Protocol(error)) => {
             let body = jsonrpc::failure(&rpc_id(&request), &error);
-            return Ok(a2a_response(StatusCode::OK, &body));
+            return Ok(buffered(a2a_response(StatusCode::OK, &body)));
         }
     };
     let RpcRequest { id, method, params } = match jsonrpc::parse_request(body_bytes(&request)) {
         Ok(rpc) => rpc,
         Err((id, error)) => {
-            return Ok(a2a_response(StatusCode::OK, &jsonrpc::failure(&id, &error)))
+            return Ok(buffered(a2a_response(
+                StatusCode::OK,
+                &jsonrpc::failure(&id, &error),
+            )))
         }
     };
-    match call.call(method, &params).await {
-        Ok(result) => Ok(a2a_response(StatusCode::OK, &jsonrpc::success(&id, result))),
-        Err(Failure::Protocol(error)) => {
-            Ok(a2a_response(StatusCode::OK, &jsonrpc::failure(&id, &error)))
-        }
+    let framing = Framing::JsonRpc(id.clone());
+    let outcome = match method {
+        Method::SendStreamingMessage => Box::pin(call.stream_message(app, &params, framing)).await,
+        Method::SubscribeToTask => Box::pin(call.subscribe(app, &params, framing)).await,
+        method => call
+            .call(method, &params)
+            .await
+            .map(|result| buffered(a2a_response(StatusCode::OK, &jsonrpc::success(&id, result)))),
+    };
+    match outcome {
+        Ok(reply) => Ok(reply),
+        Err(Failure::Protocol(error)) => Ok(buffered(a2a_response(
+            StatusCode::OK,
+            &jsonrpc::failure(&id, &error),
+        ))),
         Err(Failure::Transport(error)) => Err(error),
     }
 }

@@ -9,9 +9,10 @@
 mod json_rpc;
 mod list;
 mod rest;
+mod stream;
 
 pub use json_rpc::jsonrpc;
-pub use rest::{get_task, list_tasks, send_message, task_action};
+pub use rest::{get_task, list_tasks, send_message, stream_message, task_action};
 
 use std::time::Duration;
 
@@ -72,6 +73,15 @@ impl From<ApiError> for Failure {
     }
 }
 
+/// How long a send waits before it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sending {
+    /// As `configuration.returnImmediately` says (`SendMessage`).
+    AsAsked,
+    /// Not at all: a stream follows the task (`SendStreamingMessage`).
+    ForAStream,
+}
+
 /// One A2A call: who calls, which agent it is addressed to, and the call that caused it.
 pub(super) struct A2aCall<'a> {
     pub app: &'a App,
@@ -106,6 +116,17 @@ impl<'a> A2aCall<'a> {
     /// `SendMessage`: opens a task, or answers the task the message names in place; waits for a
     /// final or interrupted state unless `configuration.returnImmediately`.
     pub async fn send_message(&self, params: &Value) -> Result<Value, Failure> {
+        let (task, view) = Box::pin(self.send(params, Sending::AsAsked)).await?;
+        Ok(json!({ "task": task_json(&task, view) }))
+    }
+
+    /// Opens or answers a task as `params` ask, waiting as `sending` says; the task as it is
+    /// then, and how much of it the caller asked to see.
+    pub async fn send(
+        &self,
+        params: &Value,
+        sending: Sending,
+    ) -> Result<(crate::domain::Task, TaskView), Failure> {
         let params = object(params, "params")?;
         let configuration = match params.get("configuration") {
             None | Some(Value::Null) => Map::new(),
@@ -126,7 +147,7 @@ impl<'a> A2aCall<'a> {
             history_length: history_length(configuration.get("historyLength"))?,
             include_artifacts: true,
         };
-        let wait = if immediately {
+        let wait = if immediately || sending == Sending::ForAStream {
             Duration::ZERO
         } else {
             self.send_wait()
@@ -180,7 +201,7 @@ impl<'a> A2aCall<'a> {
                 Box::pin(open_task(self.app, &self.principal, asked)).await?
             }
         };
-        Ok(json!({ "task": task_json(&task, view) }))
+        Ok((task, view))
     }
 
     /// `GetTask`.
@@ -225,9 +246,10 @@ impl<'a> A2aCall<'a> {
             Method::GetTask => Box::pin(self.get_task(params)).await,
             Method::CancelTask => Box::pin(self.cancel_task(params)).await,
             Method::ListTasks => Box::pin(self.list_tasks(params)).await,
-            Method::SendStreamingMessage | Method::SubscribeToTask => {
-                Err(A2aError::unsupported("streaming is not served yet").into())
-            }
+            Method::SendStreamingMessage | Method::SubscribeToTask => Err(A2aError::unsupported(
+                "a streaming method is answered with an event stream; this call cannot carry one",
+            )
+            .into()),
             Method::CreateTaskPushNotificationConfig
             | Method::GetTaskPushNotificationConfig
             | Method::ListTaskPushNotificationConfigs

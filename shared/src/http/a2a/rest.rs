@@ -1,5 +1,6 @@
 //! The HTTP+JSON binding under `/v1/agents/{agent}/a2a`: `POST /message:send`,
-//! `GET /tasks/{id}`, `GET /tasks`, `POST /tasks/{id}:cancel`. Bodies are the A2A 1.0 request and
+//! `POST /message:stream`, `GET /tasks/{id}`, `GET /tasks`, `POST /tasks/{id}:cancel`, and
+//! `tasks/{id}:subscribe` by GET or POST. Bodies are the A2A 1.0 request and
 //! response messages in JSON; a protocol error is a `google.rpc.Status` body with the status of
 //! its A2A error.
 
@@ -7,9 +8,14 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Request, RequestExt};
 use serde_json::{json, Map, Value};
 
+use std::sync::Arc;
+
+use super::stream::Framing;
 use super::{a2a_response, body_bytes, A2aCall, Failure};
 use crate::a2a::{A2aError, A2aErrorKind};
 use crate::app::App;
+use crate::error::ApiError;
+use crate::http::reply::{buffered, Reply};
 use crate::http::{path_param, HandlerResult};
 
 /// Query parameters whose values are numbers, and those that are booleans; the rest are text.
@@ -84,15 +90,48 @@ pub async fn send_message(app: &App, request: Request) -> HandlerResult {
     render(outcome.await)
 }
 
-/// `GET /v1/agents/{agent}/a2a/tasks/{task}`.
-pub async fn get_task(app: &App, request: Request) -> HandlerResult {
+/// `GET /v1/agents/{agent}/a2a/tasks/{task}`: `GetTask`, or `SubscribeToTask` when the segment
+/// is `{id}:subscribe`.
+pub async fn get_task(app: &Arc<App>, request: Request) -> Result<Reply, ApiError> {
+    let segment = path_param(&request, "task")?;
+    if let Some((task_id, "subscribe")) = segment.rsplit_once(':') {
+        return subscribe(app, &request, task_id).await;
+    }
     let outcome = async {
         let call = A2aCall::read(app, &request).await?;
         let mut params = query_object(&request)?;
-        params["id"] = Value::String(path_param(&request, "task")?);
+        params["id"] = Value::String(segment);
         Box::pin(call.get_task(&params)).await
     };
-    render(outcome.await)
+    render(outcome.await).map(buffered)
+}
+
+/// `POST /v1/agents/{agent}/a2a/message:stream`: `SendStreamingMessage`.
+pub async fn stream_message(app: &Arc<App>, request: Request) -> Result<Reply, ApiError> {
+    let outcome = async {
+        let call = A2aCall::read(app, &request).await?;
+        let params = body_object(&request)?;
+        Box::pin(call.stream_message(app, &params, Framing::HttpJson)).await
+    };
+    render_stream(outcome.await)
+}
+
+/// `tasks/{id}:subscribe` (GET or POST): `SubscribeToTask`.
+async fn subscribe(app: &Arc<App>, request: &Request, task_id: &str) -> Result<Reply, ApiError> {
+    let outcome = async {
+        let call = A2aCall::read(app, request).await?;
+        let params = json!({ "id": task_id });
+        Box::pin(call.subscribe(app, &params, Framing::HttpJson)).await
+    };
+    render_stream(outcome.await)
+}
+
+/// A stream, or the error that prevented it, rendered as [`render`] does.
+fn render_stream(outcome: Result<Reply, Failure>) -> Result<Reply, ApiError> {
+    match outcome {
+        Ok(reply) => Ok(reply),
+        Err(failure) => render(Err(failure)).map(buffered),
+    }
 }
 
 /// `GET /v1/agents/{agent}/a2a/tasks`.
@@ -105,18 +144,18 @@ pub async fn list_tasks(app: &App, request: Request) -> HandlerResult {
     render(outcome.await)
 }
 
-/// `POST /v1/agents/{agent}/a2a/tasks/{task}`, where the segment is `{id}:cancel` (or
-/// `{id}:subscribe`, not served yet).
-pub async fn task_action(app: &App, request: Request) -> HandlerResult {
+/// `POST /v1/agents/{agent}/a2a/tasks/{task}`, where the segment is `{id}:cancel` or
+/// `{id}:subscribe`.
+pub async fn task_action(app: &Arc<App>, request: Request) -> Result<Reply, ApiError> {
+    let segment = path_param(&request, "task")?;
+    if let Some((task_id, "subscribe")) = segment.rsplit_once(':') {
+        return subscribe(app, &request, task_id).await;
+    }
     let outcome = async {
         let call = A2aCall::read(app, &request).await?;
-        let segment = path_param(&request, "task")?;
         match segment.rsplit_once(':') {
             Some((task_id, "cancel")) => {
                 Box::pin(call.cancel_task(&json!({ "id": task_id }))).await
-            }
-            Some((_, "subscribe")) => {
-                Err(A2aError::unsupported("streaming is not served yet").into())
             }
             _ => Err(A2aError::new(
                 A2aErrorKind::MethodNotFound,
@@ -125,5 +164,5 @@ pub async fn task_action(app: &App, request: Request) -> HandlerResult {
             .into()),
         }
     };
-    render(outcome.await)
+    render(outcome.await).map(buffered)
 }

@@ -1,0 +1,225 @@
+//! A task's updates as they happen: the one loop behind every event stream (the REST event
+//! stream and both A2A bindings' streams), and the server-sent-events body it feeds.
+//!
+//! A stream learns of changes by reading the task's item every `FORGEBENCH_TASK_POLL_MS` (as a
+//! waiting caller does) and comparing its change-log length with the number of the last event
+//! it sent: new entries are new events, rendered from the same read, so events arrive in log
+//! order, each once, and a reconnecting client resumes after the number it saw last. A stream
+//! holds one of its reader's long-poll slots while open, so the streams and waits of one key
+//! holder are bounded together.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use lambda_http::http::{header, HeaderValue, StatusCode};
+use lambda_http::Response;
+use tokio::time::Instant;
+
+use super::reply::{Reply, ReplyBody};
+use super::tasks::expire_if_overdue;
+use super::{full_task, poll_slot};
+use crate::app::App;
+use crate::domain::events::TaskEvent;
+use crate::domain::{Task, TaskId, TaskState, TenantPrincipal};
+use crate::error::{cause_chain, ApiError};
+use crate::store::PollSlot;
+
+/// What one stream sends, in its own format.
+pub(crate) trait Render: Send + 'static {
+    /// One event of the task (its bodies resolved).
+    fn event(&self, task: &Task, event: &TaskEvent<'_>) -> Bytes;
+    /// Whether the stream ends once the task is in `state`.
+    fn ends_at(&self, state: TaskState) -> bool;
+    /// The last thing a stream sends when it cannot go on.
+    fn failure(&self, error: &ApiError) -> Bytes;
+}
+
+/// A task being followed for one reader.
+pub(crate) struct Feed {
+    app: Arc<App>,
+    task_id: TaskId,
+    /// The number of the last event sent.
+    seen: u64,
+    ends: Instant,
+    slot: Option<PollSlot>,
+}
+
+/// What the next look at the task found.
+enum Update {
+    /// New events: the task as read, bodies resolved.
+    Changed(Box<Task>),
+    /// Nothing for a keep-alive period.
+    Idle,
+    /// The stream's time is up.
+    TimeUp,
+}
+
+impl Feed {
+    /// Starts following `task` for `principal`, after event `seen`, holding one of the
+    /// principal's long-poll slots for the stream's longest life (`429` when all are held).
+    pub async fn open(
+        app: &Arc<App>,
+        principal: &TenantPrincipal,
+        task: &Task,
+        seen: u64,
+    ) -> Result<Feed, ApiError> {
+        let life = Duration::from_secs(app.config.stream_max_seconds);
+        let slot = poll_slot(app, principal, life).await?;
+        Ok(Feed {
+            app: Arc::clone(app),
+            task_id: task.id.clone(),
+            seen,
+            ends: Instant::now() + life,
+            slot,
+        })
+    }
+
+    /// Reads the task until it has events past `seen`, a keep-alive period passes, or the
+    /// stream's time is up.
+    async fn next(&mut self) -> Result<Update, ApiError> {
+        let quiet_until = Instant::now() + self.app.config.stream_keepalive;
+        loop {
+            let now = Instant::now();
+            if now >= self.ends {
+                return Ok(Update::TimeUp);
+            }
+            if now >= quiet_until {
+                return Ok(Update::Idle);
+            }
+            let wake = (now + self.app.config.task_poll_interval)
+                .min(self.ends)
+                .min(quiet_until);
+            tokio::time::sleep_until(wake).await;
+            let task = self
+                .app
+                .store
+                .get_task(&self.task_id)
+                .await?
+                .ok_or(ApiError::TaskNotFound)?;
+            let task = expire_if_overdue(&self.app, task).await?;
+            if task.event_count() > self.seen {
+                return Ok(Update::Changed(Box::new(
+                    full_task(&self.app, task, &[]).await?,
+                )));
+            }
+        }
+    }
+
+    /// Gives the long-poll slot back.
+    async fn close(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            self.app.store.release_poll_slot(&slot).await;
+        }
+    }
+}
+
+impl Drop for Feed {
+    /// A stream its client dropped gives its slot back from a task of its own (the slot also
+    /// frees itself when its time runs out).
+    fn drop(&mut self) {
+        if let (Some(slot), Ok(runtime)) = (self.slot.take(), tokio::runtime::Handle::try_current())
+        {
+            let app = Arc::clone(&self.app);
+            runtime.spawn(async move { app.store.release_poll_slot(&slot).await });
+        }
+    }
+}
+
+/// The state of one streamed body.
+struct Streaming<R> {
+    feed: Feed,
+    render: R,
+    ready: VecDeque<Bytes>,
+    done: bool,
+}
+
+impl<R: Render> Streaming<R> {
+    /// The next chunk to send, or `None` when the stream is over.
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(chunk) = self.ready.pop_front() {
+                return Some(chunk);
+            }
+            if self.done {
+                self.feed.close().await;
+                return None;
+            }
+            match self.feed.next().await {
+                Ok(Update::Changed(task)) => self.take(&task),
+                Ok(Update::Idle) => self
+                    .ready
+                    .push_back(Bytes::from_static(b": keep-alive\n\n")),
+                Ok(Update::TimeUp) => {
+                    self.ready.push_back(Bytes::from_static(
+                        b": the stream's time is up; reconnect with Last-Event-ID\n\n",
+                    ));
+                    self.done = true;
+                }
+                Err(error) => {
+                    if let ApiError::Internal(_) = &error {
+                        tracing::error!(cause = %cause_chain(&error), "event stream failed");
+                    } else {
+                        tracing::warn!(error = %error, "event stream ended early");
+                    }
+                    self.ready.push_back(self.render.failure(&error));
+                    self.done = true;
+                }
+            }
+        }
+    }
+
+    /// Queues the events of `task` past the last one sent; the stream ends when the task has.
+    fn take(&mut self, task: &Task) {
+        for event in task.events_after(self.feed.seen) {
+            self.ready.push_back(self.render.event(task, &event));
+        }
+        self.feed.seen = self.feed.seen.max(task.event_count());
+        self.done = self.render.ends_at(task.state);
+    }
+}
+
+/// An event stream: `first` (what the client is owed at once), then every later event of the
+/// feed's task, until the task reaches a state that ends `render`'s stream or the time is up.
+pub(crate) fn event_stream<R: Render>(
+    feed: Feed,
+    render: R,
+    first: Vec<Bytes>,
+    task: &Task,
+) -> Reply {
+    let done = render.ends_at(task.state);
+    let streaming = Streaming {
+        feed,
+        render,
+        ready: first.into(),
+        done,
+    };
+    let chunks = futures::stream::unfold(streaming, |mut streaming| async move {
+        let chunk = streaming.next_chunk().await?;
+        Some((chunk, streaming))
+    });
+    let mut response = Response::new(ReplyBody::Streamed(Box::pin(chunks)));
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// One server-sent event: its name (when it has one), its id (when it has one) and its data
+/// (one line of JSON).
+pub(crate) fn sse_frame(name: Option<&str>, id: Option<u64>, data: &serde_json::Value) -> Bytes {
+    let mut frame = String::new();
+    if let Some(id) = id {
+        frame.push_str(&format!("id: {id}\n"));
+    }
+    if let Some(name) = name {
+        frame.push_str(&format!("event: {name}\n"));
+    }
+    frame.push_str(&format!("data: {data}\n\n"));
+    Bytes::from(frame)
+}
