@@ -2,6 +2,7 @@
 # Runs the benchmarks in release mode against a local stack of their own:
 #   pull-lifecycle  DynamoDB calls per pull task, long-poll cost, answer latency
 #   push-delivery   push latency and throughput against a direct POST
+#   event-streams   an event stream's idle reads and write-to-event latency beside the long poll's
 #   cold-init       every function's cold start and size against a hello-world lambda_http,
 #                   built with cargo-lambda for this machine (arm64 builds cannot run here)
 set -euo pipefail
@@ -14,6 +15,7 @@ scripts/local-stack.sh start
 eval "$(scripts/local-stack.sh env)"
 cargo run --release --locked -p forgebench-bench --bin pull-lifecycle
 cargo run --release --locked -p forgebench-bench --bin push-delivery
+cargo run --release --locked -p forgebench-bench --bin event-streams
 
 FORGEBENCH_INSTALL_DEPLOY_TOOLS=1 scripts/install.sh
 packages=(-p hello-lambda)

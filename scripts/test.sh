@@ -37,6 +37,9 @@ cargo build --workspace --locked
 echo "== benchmark: one pull task's DynamoDB calls and long-poll cost" >&2
 cargo run --quiet --locked -p forgebench-bench --bin pull-lifecycle
 
+echo "== benchmark (short): event streams beside the long poll" >&2
+cargo run --quiet --locked -p forgebench-bench --bin event-streams -- 8
+
 echo "== schemathesis: the gateway against its own OpenAPI document" >&2
 scripts/schemathesis.sh
 
