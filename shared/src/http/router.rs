@@ -75,10 +75,18 @@ pub enum Route {
     A2aListTasks,
     /// A2A 1.0, HTTP+JSON binding: `tasks/{id}:cancel`.
     A2aTaskAction,
+    /// A2A 1.0, HTTP+JSON binding: `CreateTaskPushNotificationConfig`.
+    A2aCreatePushConfig,
+    /// A2A 1.0, HTTP+JSON binding: `ListTaskPushNotificationConfigs`.
+    A2aListPushConfigs,
+    /// A2A 1.0, HTTP+JSON binding: `GetTaskPushNotificationConfig`.
+    A2aGetPushConfig,
+    /// A2A 1.0, HTTP+JSON binding: `DeleteTaskPushNotificationConfig`.
+    A2aDeletePushConfig,
 }
 
 impl Route {
-    pub const ALL: [Route; 41] = [
+    pub const ALL: [Route; 45] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -120,6 +128,10 @@ impl Route {
         Route::A2aGetTask,
         Route::A2aListTasks,
         Route::A2aTaskAction,
+        Route::A2aCreatePushConfig,
+        Route::A2aListPushConfigs,
+        Route::A2aGetPushConfig,
+        Route::A2aDeletePushConfig,
     ];
 
     /// Method and path template, as in the API docs and the deployment template.
@@ -174,6 +186,22 @@ impl Route {
             Route::A2aGetTask => (Method::GET, "/v1/agents/{agent}/a2a/tasks/{task}"),
             Route::A2aListTasks => (Method::GET, "/v1/agents/{agent}/a2a/tasks"),
             Route::A2aTaskAction => (Method::POST, "/v1/agents/{agent}/a2a/tasks/{task}"),
+            Route::A2aCreatePushConfig => (
+                Method::POST,
+                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs",
+            ),
+            Route::A2aListPushConfigs => (
+                Method::GET,
+                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs",
+            ),
+            Route::A2aGetPushConfig => (
+                Method::GET,
+                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}",
+            ),
+            Route::A2aDeletePushConfig => (
+                Method::DELETE,
+                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}",
+            ),
         }
     }
 
@@ -302,6 +330,10 @@ impl Route {
             Route::A2aGetTask => a2a::get_task(app, request).await,
             Route::A2aListTasks => a2a::list_tasks(app, request).await,
             Route::A2aTaskAction => a2a::task_action(app, request).await,
+            Route::A2aCreatePushConfig => a2a::create_push_config(app, request).await,
+            Route::A2aListPushConfigs => a2a::list_push_configs(app, request).await,
+            Route::A2aGetPushConfig => a2a::get_push_config(app, request).await,
+            Route::A2aDeletePushConfig => a2a::delete_push_config(app, request).await,
         }
     }
 }
