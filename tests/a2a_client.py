@@ -1,8 +1,9 @@
 """Drives a governed agent through the gate with the official A2A Python SDK (a2a-sdk), as any
 third-party A2A 1.0 client would: resolve the agent's card from the gate, verify its signature
 with the SDK's own verifier, then over each binding send, read, list, cancel, answer a question
-in place, ask for an unknown task, call without a binding, stream a send to its end, and
-subscribe to an open task (and be refused for a finished one).
+in place, create, read, list and delete a push notification config, ask for an unknown task,
+call without a binding, stream a send to its end, and subscribe to an open task (and be
+refused for a finished one).
 
 The callee is served by pull through the gateway's REST API (plain HTTP, not the SDK): that side
 is the gateway's own protocol, not A2A.
@@ -22,7 +23,12 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.auth import AuthInterceptor, CredentialService
 from a2a.client.errors import A2AClientError
 from a2a.types import (
+    AuthenticationInfo,
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
+    TaskPushNotificationConfig,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -144,6 +150,27 @@ async def over(binding: str, card, http: httpx.AsyncClient) -> None:
         check(False, f"{label} a canceled task is not cancelable")
     except TaskNotCancelableError:
         check(True, f"{label} a canceled task is not cancelable")
+
+    # A push notification config: created, read (never with its credentials), listed, deleted.
+    created = await client.create_task_push_notification_config(TaskPushNotificationConfig(
+        task_id=other.id, id="sdk-hook", url="http://127.0.0.1:9/hook", token="tok",
+        authentication=AuthenticationInfo(scheme="Bearer", credentials="sdk-secret"),
+    ))
+    check(created.id == "sdk-hook" and created.task_id == other.id, f"{label} a push config is created")
+    check(created.authentication.scheme == "Bearer" and not created.authentication.credentials,
+          f"{label} its credentials are not echoed")
+    read_config = await client.get_task_push_notification_config(
+        GetTaskPushNotificationConfigRequest(task_id=other.id, id="sdk-hook"))
+    check(read_config.url == "http://127.0.0.1:9/hook" and read_config.token == "tok",
+          f"{label} GetTaskPushNotificationConfig reads it")
+    configs = await client.list_task_push_notification_configs(
+        ListTaskPushNotificationConfigsRequest(task_id=other.id))
+    check([config.id for config in configs.configs] == ["sdk-hook"], f"{label} ListTaskPushNotificationConfigs lists it")
+    await client.delete_task_push_notification_config(
+        DeleteTaskPushNotificationConfigRequest(task_id=other.id, id="sdk-hook"))
+    configs = await client.list_task_push_notification_configs(
+        ListTaskPushNotificationConfigsRequest(task_id=other.id))
+    check(len(configs.configs) == 0, f"{label} DeleteTaskPushNotificationConfig deletes it")
 
     # A question answered in place.
     question = {"state": "input_required", "message": {"role": "agent", "parts": [{"text": "which account?"}]}}

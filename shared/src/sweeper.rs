@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::domain::clock;
 use crate::domain::ids::TaskId;
-use crate::push::Queue;
+use crate::push::{notify_changed, Queue};
 use crate::store::{Store, StoreError, TaskTransition, DEADLINE_SHARDS, OUTBOX_SHARDS};
 
 /// Most overdue tasks handled per shard per sweep.
@@ -38,7 +38,7 @@ pub struct SweepReport {
 /// Both sweeps, the outbox one whatever the deadline one met; the counts go to the log too.
 pub async fn sweep(store: &Store, queue: &Queue) -> SweepReport {
     let report = SweepReport {
-        expired: sweep_overdue(store).await,
+        expired: sweep_overdue(store, queue).await,
         enqueued: sweep_outbox(store, queue).await,
     };
     tracing::info!(
@@ -52,7 +52,7 @@ pub async fn sweep(store: &Store, queue: &Queue) -> SweepReport {
 }
 
 /// Fails every task whose claim deadline passed; returns how many it failed and skipped.
-pub async fn sweep_overdue(store: &Store) -> Swept {
+pub async fn sweep_overdue(store: &Store, queue: &Queue) -> Swept {
     let now = clock::now();
     let mut swept = Swept::default();
     for shard in DEADLINE_SHARDS {
@@ -69,8 +69,9 @@ pub async fn sweep_overdue(store: &Store) -> Swept {
                 .expire_task(&entry.task_id, &entry.deadline_at, entry.timeout_seconds)
                 .await
             {
-                Ok(TaskTransition::Applied(_)) => {
+                Ok(TaskTransition::Applied(task)) => {
                     tracing::info!(task_id = %entry.task_id, "claim deadline passed; task failed");
+                    notify_changed(queue, &task).await;
                     swept.done += 1;
                 }
                 Ok(TaskTransition::Refused(_)) => {}

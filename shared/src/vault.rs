@@ -131,6 +131,50 @@ impl Vault {
     }
 }
 
+/// The encryption-context `purpose` of push notification configs' credentials.
+pub const NOTIFY_CREDENTIALS_PURPOSE: &str = "notify-credentials";
+
+impl Vault {
+    /// Seals a push notification config's credentials for `(tenant, task, config)`, so sealed
+    /// credentials copied onto another config do not open.
+    pub async fn seal_notify(
+        &self,
+        tenant_id: &str,
+        task_id: &str,
+        config_id: &str,
+        credentials: &str,
+    ) -> Result<String, VaultError> {
+        let context = notify_context(tenant_id, task_id, config_id);
+        self.seal_bytes(&context, credentials.as_bytes()).await
+    }
+
+    /// Opens what [`Vault::seal_notify`] sealed for the same config.
+    pub async fn unseal_notify(
+        &self,
+        tenant_id: &str,
+        task_id: &str,
+        config_id: &str,
+        sealed: &str,
+    ) -> Result<String, VaultError> {
+        let context = notify_context(tenant_id, task_id, config_id);
+        let plaintext = self.unseal_bytes(&context, sealed).await?;
+        String::from_utf8(plaintext).map_err(|_| VaultError::Refused)
+    }
+}
+
+fn notify_context<'a>(
+    tenant_id: &'a str,
+    task_id: &'a str,
+    config_id: &'a str,
+) -> [(&'a str, &'a str); 4] {
+    [
+        ("tenant_id", tenant_id),
+        ("task_id", task_id),
+        ("config_id", config_id),
+        ("purpose", NOTIFY_CREDENTIALS_PURPOSE),
+    ]
+}
+
 /// The encryption-context `purpose` of endpoint secrets (signing keys use their own).
 pub const ENDPOINT_SECRET_PURPOSE: &str = "endpoint-secret";
 

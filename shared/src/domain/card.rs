@@ -131,7 +131,7 @@ pub fn card(agent: &Agent, tools: &[Tool], base_url: &str) -> Value {
             {"url": format!("{agent_url}/a2a"), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
         ],
         "provider": {"organization": "Forgebench", "url": base_url},
-        "capabilities": {"streaming": true, "pushNotifications": false, "extendedAgentCard": false},
+        "capabilities": {"streaming": true, "pushNotifications": true, "extendedAgentCard": false},
         "defaultInputModes": ["text/plain", "application/json"],
         "defaultOutputModes": ["text/plain", "application/json"],
         "securitySchemes": {
@@ -468,7 +468,7 @@ mod tests {
             }
             assert_eq!(
                 card["capabilities"],
-                json!({"streaming": true, "pushNotifications": false, "extendedAgentCard": false})
+                json!({"streaming": true, "pushNotifications": true, "extendedAgentCard": false})
             );
             let scheme = &card["securitySchemes"][SECURITY_SCHEME]["httpAuthSecurityScheme"];
             assert_eq!(scheme["scheme"], "Bearer");
@@ -577,7 +577,7 @@ mod tests {
         assert_eq!(canonicalize(&a2a_form(&card)), SDK_CANONICAL);
     }
 
-    const SDK_CANONICAL: &str = r##"{"capabilities":{"extendedAgentCard":false,"pushNotifications":false,"streaming":true},"defaultInputModes":["text/plain","application/json"],"defaultOutputModes":["text/plain","application/json"],"description":"Classifies invoices","name":"invoice-classifier","provider":{"organization":"Forgebench","url":"https://api.forgebench.ai"},"securitySchemes":{"forgebenchAgentKey":{"httpAuthSecurityScheme":{"description":"A Forgebench agent key (fb_agt_...) of the calling agent; the call needs a binding to this agent","scheme":"Bearer"}}},"skills":[{"description":"Classifies an invoice: ünïcødé, \"quotes\", 😀","id":"classify","name":"classify","tags":["finance","ocr"]},{"description":"Looks up an invoice","id":"lookup","name":"lookup","tags":["tool"]}],"supportedInterfaces":[{"protocolBinding":"JSONRPC","protocolVersion":"1.0","url":"https://api.forgebench.ai/v1/agents/706608c0-4160-452a-86ac-ded1186326ac/a2a/jsonrpc"},{"protocolBinding":"HTTP+JSON","protocolVersion":"1.0","url":"https://api.forgebench.ai/v1/agents/706608c0-4160-452a-86ac-ded1186326ac/a2a"}],"version":"3"}"##;
+    const SDK_CANONICAL: &str = r##"{"capabilities":{"extendedAgentCard":false,"pushNotifications":true,"streaming":true},"defaultInputModes":["text/plain","application/json"],"defaultOutputModes":["text/plain","application/json"],"description":"Classifies invoices","name":"invoice-classifier","provider":{"organization":"Forgebench","url":"https://api.forgebench.ai"},"securitySchemes":{"forgebenchAgentKey":{"httpAuthSecurityScheme":{"description":"A Forgebench agent key (fb_agt_...) of the calling agent; the call needs a binding to this agent","scheme":"Bearer"}}},"skills":[{"description":"Classifies an invoice: ünïcødé, \"quotes\", 😀","id":"classify","name":"classify","tags":["finance","ocr"]},{"description":"Looks up an invoice","id":"lookup","name":"lookup","tags":["tool"]}],"supportedInterfaces":[{"protocolBinding":"JSONRPC","protocolVersion":"1.0","url":"https://api.forgebench.ai/v1/agents/706608c0-4160-452a-86ac-ded1186326ac/a2a/jsonrpc"},{"protocolBinding":"HTTP+JSON","protocolVersion":"1.0","url":"https://api.forgebench.ai/v1/agents/706608c0-4160-452a-86ac-ded1186326ac/a2a"}],"version":"3"}"##;
 
     #[test]
     fn both_signatures_verify_and_a_tampered_card_fails_them() {

@@ -12,6 +12,7 @@ pub mod ids;
 pub mod jcs;
 pub mod keys;
 pub mod message;
+pub mod notify;
 pub mod principal;
 pub mod result;
 pub mod signing;

@@ -133,6 +133,9 @@ pub struct Task {
     /// The task's change log, oldest first: where its update events come from
     /// ([`super::events`]).
     pub changes: Vec<Change>,
+    /// How many push notification configs the task has ([`super::notify`]), kept by the same
+    /// transaction as each config's write: whether a change of the task has anyone to notify.
+    pub notify_configs: u64,
 }
 
 /// Where a task sits in the call ledger: its own call, the call that caused it (sent as
@@ -206,6 +209,7 @@ impl Task {
             created_at: now.clone(),
             updated_at: now,
             changes: Vec::new(),
+            notify_configs: 0,
         }
     }
 
@@ -337,6 +341,7 @@ mod tests {
             created_at: String::new(),
             updated_at: String::new(),
             changes: Vec::new(),
+            notify_configs: 0,
         }
     }
 

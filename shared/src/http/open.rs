@@ -9,6 +9,7 @@ use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::Request;
 use serde_json::Value;
 
+use super::a2a::push_configs::{save_config, Start};
 use super::gate::{precheck_refusal, refusal_reason, refuse};
 use super::tasks::{agent_principal, caller_message, expire_if_overdue, wait_for_answer};
 use super::{
@@ -20,6 +21,7 @@ use crate::bodies::resolve_from_memory;
 use crate::domain::binding::{binding_id, RefusalReason};
 use crate::domain::content::{PackedBody, Stored};
 use crate::domain::headers;
+use crate::domain::notify::NotifyRequest;
 use crate::domain::task::{keyed_task_id, CallLineage, Delivery, TaskOpening};
 use crate::domain::{clock, Agent, AgentId, AgentRef, Message, Task, TaskId, TenantPrincipal};
 use crate::error::{json_response, ApiError};
@@ -34,6 +36,15 @@ pub(super) struct OpenRequest {
     /// The conversation to continue; `None` starts a new one.
     pub context_id: Option<String>,
     pub parent_call_id: Option<String>,
+    /// A2A: a push notification config to store for the task once it is open (checked and its
+    /// URL vetted already).
+    pub notify: Option<NotifyRequest>,
+}
+
+/// What follows a committed open: how long to wait, and the config to store first.
+struct AfterOpen {
+    wait: Duration,
+    notify: Option<NotifyRequest>,
 }
 
 impl OpenRequest {
@@ -62,6 +73,7 @@ impl OpenRequest {
             message,
             context_id,
             parent_call_id: parent_call(request)?,
+            notify: None,
         })
     }
 }
@@ -118,7 +130,11 @@ pub(super) async fn open_task(
     });
     let open = open_transaction(principal, task, asked.context_id.is_some());
     let keyed = asked.message.message_id.is_some();
-    commit(app, principal, &callee, open, keyed, asked.wait, &input).await
+    let after = AfterOpen {
+        wait: asked.wait,
+        notify: asked.notify,
+    };
+    commit(app, principal, &callee, open, keyed, after, &input).await
 }
 
 /// The callee the path names, if it is an agent of the caller's tenant; anything else is the
@@ -198,9 +214,10 @@ async fn commit(
     callee: &Agent,
     open: OpenTask,
     keyed: bool,
-    wait: Duration,
+    after: AfterOpen,
     input: &PackedBody,
 ) -> Result<Task, ApiError> {
+    let wait = after.wait;
     let task_id = &open.task.id;
     super::note_task(&open.task);
     let opened = match app.store.open_task(&open).await {
@@ -249,6 +266,13 @@ async fn commit(
         // The task is on the record already; if this enqueue is lost, the outbox sweep redoes it.
         if let Err(error) = app.queue.enqueue(task_id).await {
             tracing::warn!(task_id = %task_id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
+        }
+    }
+    if let Some(asked) = after.notify {
+        // The task is committed: a config that cannot be stored now is logged, never an error
+        // that would invite the caller to send (and open) again.
+        if let Err(error) = save_config(app, &open.task, asked, Start::FromOpen).await {
+            tracing::warn!(task_id = %task_id, error = %error, "the push notification config sent with the task could not be stored");
         }
     }
     opened_response(app, principal, open.task, wait, input).await

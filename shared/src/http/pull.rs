@@ -19,6 +19,7 @@ use crate::domain::task::{
 };
 use crate::domain::{clock, Message, Task, TaskState, TenantPrincipal};
 use crate::error::ApiError;
+use crate::push::notify_changed;
 use crate::store::{ClaimOutcome, TaskTransition};
 
 /// Claims in a row that may lose every candidate to other pollers before pausing one interval.
@@ -53,6 +54,7 @@ async fn claim_within(
             ClaimOutcome::Claimed(task) => {
                 tracing::info!(task_id = %task.id, call_id = %task.call_id, "task claimed");
                 if let Some(task) = hand_over(app, *task, &principal.tenant_id, agent_id).await? {
+                    notify_changed(&app.queue, &task).await;
                     audit_task_action(app, principal, "task.claim", &task).await;
                     return super::ok(&task.to_json());
                 }
@@ -97,9 +99,13 @@ async fn hand_over(
         error: "the task's content could not be read".into(),
     };
     let failure = PackedResult::pack(tenant_id, &task.id, &failure);
-    app.store
+    let failed = app
+        .store
         .finish_task(&task.id, tenant_id, agent_id, &failure)
         .await?;
+    if let TaskTransition::Applied(task) = &failed {
+        notify_changed(&app.queue, task).await;
+    }
     Ok(None)
 }
 
@@ -151,6 +157,7 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
     let current = match transition {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, state = task.state.as_str(), "task answered");
+            notify_changed(&app.queue, &task).await;
             let action = format!("task.result.{}", task.state.as_str());
             return audited_task_ok(app, &principal, &action, task, &result.bodies()).await;
         }
@@ -225,6 +232,7 @@ pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
     let current = match transition {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "task progress reported");
+            notify_changed(&app.queue, &task).await;
             return audited_task_ok(app, &principal, "task.progress", task, &[&message]).await;
         }
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),

@@ -81,10 +81,18 @@ pub enum Route {
     A2aStreamMessage,
     /// A task's updates as server-sent events.
     TaskEvents,
+    /// A2A 1.0, HTTP+JSON binding: `CreateTaskPushNotificationConfig`.
+    A2aCreatePushConfig,
+    /// A2A 1.0, HTTP+JSON binding: `ListTaskPushNotificationConfigs`.
+    A2aListPushConfigs,
+    /// A2A 1.0, HTTP+JSON binding: `GetTaskPushNotificationConfig`.
+    A2aGetPushConfig,
+    /// A2A 1.0, HTTP+JSON binding: `DeleteTaskPushNotificationConfig`.
+    A2aDeletePushConfig,
 }
 
 impl Route {
-    pub const ALL: [Route; 43] = [
+    pub const ALL: [Route; 47] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -128,6 +136,10 @@ impl Route {
         Route::A2aTaskAction,
         Route::A2aStreamMessage,
         Route::TaskEvents,
+        Route::A2aCreatePushConfig,
+        Route::A2aListPushConfigs,
+        Route::A2aGetPushConfig,
+        Route::A2aDeletePushConfig,
     ];
 
     /// Method and path template, as in the API docs and the deployment template.
@@ -184,6 +196,22 @@ impl Route {
             Route::A2aTaskAction => (Method::POST, "/v1/agents/{agent}/a2a/tasks/{task}"),
             Route::A2aStreamMessage => (Method::POST, "/v1/agents/{agent}/a2a/message:stream"),
             Route::TaskEvents => (Method::GET, "/v1/agents/{agent}/tasks/{task_id}/events"),
+            Route::A2aCreatePushConfig => (
+                Method::POST,
+                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs",
+            ),
+            Route::A2aListPushConfigs => (
+                Method::GET,
+                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs",
+            ),
+            Route::A2aGetPushConfig => (
+                Method::GET,
+                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}",
+            ),
+            Route::A2aDeletePushConfig => (
+                Method::DELETE,
+                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}",
+            ),
         }
     }
 
@@ -338,6 +366,10 @@ impl Route {
             Route::RevokeMemberKey => members::revoke_key(app, request).await,
             Route::A2aSendMessage => a2a::send_message(app, request).await,
             Route::A2aListTasks => a2a::list_tasks(app, request).await,
+            Route::A2aCreatePushConfig => a2a::create_push_config(app, request).await,
+            Route::A2aListPushConfigs => a2a::list_push_configs(app, request).await,
+            Route::A2aGetPushConfig => a2a::get_push_config(app, request).await,
+            Route::A2aDeletePushConfig => a2a::delete_push_config(app, request).await,
             Route::TaskEvents
             | Route::A2aJsonRpc
             | Route::A2aStreamMessage

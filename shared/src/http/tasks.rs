@@ -18,6 +18,7 @@ use crate::domain::{
     clock, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TaskState, TenantPrincipal,
 };
 use crate::error::ApiError;
+use crate::push::notify_changed;
 use crate::store::{AuditEntry, InputRefusal, TaskTransition};
 
 pub(super) fn agent_principal(
@@ -80,6 +81,7 @@ pub(crate) async fn expire_if_overdue(app: &App, task: Task) -> Result<Task, Api
     {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "claim deadline passed; task failed");
+            notify_changed(&app.queue, &task).await;
             Ok(task)
         }
         TaskTransition::Refused(Some(current)) => Ok(current),
@@ -240,6 +242,7 @@ pub(super) async fn cancel_task(
     {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "task canceled");
+            notify_changed(&app.queue, &task).await;
             let task = audited_task(app, principal, "task.cancel", task, &[]).await?;
             Ok(Canceled::Now(task))
         }
@@ -334,6 +337,7 @@ pub(super) async fn answer_task(
         }
     }
     tracing::info!(task_id = %task.id, call_id = %task.call_id, "task question answered");
+    notify_changed(&app.queue, &task).await;
     if task.delivery == Delivery::Push {
         // On the outbox already; if this enqueue is lost, the outbox sweep redoes it.
         if let Err(error) = app.queue.enqueue(&task.id).await {

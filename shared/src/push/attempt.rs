@@ -14,7 +14,7 @@ use crate::domain::{clock, Task};
 use crate::store::{Attempt, StoreError, TaskTransition};
 
 /// A uniform draw from [0, 1] for the retry delay's jitter.
-fn jitter() -> f64 {
+pub(super) fn jitter() -> f64 {
     let mut bytes = [0u8; 2];
     let _ = getrandom::fill(&mut bytes);
     f64::from(u16::from_le_bytes(bytes)) / f64::from(u16::MAX)
@@ -76,16 +76,16 @@ impl Worker {
         match verdict {
             Verdict::Answered(result) => self.apply_answer(task, token, &result).await,
             Verdict::Accepted => {
-                self.store
+                let accepted = self
+                    .store
                     .accept_push(task_id, token, task.claim_timeout_seconds)
                     .await?;
+                self.notified(accepted).await;
                 tracing::info!("callee accepted the task to finish later");
                 Ok(JobOutcome::Done)
             }
             Verdict::Fail(reason) => {
-                self.store
-                    .fail_delivery(task_id, Some(token), &reason)
-                    .await?;
+                self.fail_delivery(task_id, Some(token), &reason).await?;
                 Ok(JobOutcome::Done)
             }
             Verdict::Retry {
@@ -115,9 +115,7 @@ impl Worker {
             }
             None => {
                 let error = format!("delivery failed after {attempts} attempts: {reason}");
-                self.store
-                    .fail_delivery(&task.id, Some(token), &error)
-                    .await?;
+                self.fail_delivery(&task.id, Some(token), &error).await?;
                 Ok(JobOutcome::Done)
             }
         }
@@ -137,9 +135,7 @@ impl Worker {
                 "answer too large: the task would hold more than {MAX_TASK_CONTENT_BYTES} \
                  bytes of messages and artifacts"
             );
-            self.store
-                .fail_delivery(task_id, Some(token), &error)
-                .await?;
+            self.fail_delivery(task_id, Some(token), &error).await?;
             return Ok(JobOutcome::Done);
         }
         if let Err(error) = self.bodies.store(&result.bodies()).await {
@@ -149,11 +145,11 @@ impl Worker {
                 .await?;
             return Ok(JobOutcome::RetryIn(STORE_RETRY));
         }
-        match self
+        let applied = self
             .store
             .apply_push_answer(task_id, token, &result)
-            .await?
-        {
+            .await?;
+        match self.notified(applied).await {
             TaskTransition::Applied(task) => {
                 tracing::info!(state = task.state.as_str(), "task answered by push")
             }

@@ -5,6 +5,7 @@ mod attempt;
 pub mod batch;
 pub mod dial;
 pub mod endpoint;
+pub mod notify;
 mod prepare;
 pub mod queue;
 pub mod signature;
@@ -13,5 +14,6 @@ pub mod verdict;
 pub mod worker;
 
 pub use dial::Dialer;
+pub use notify::notify_changed;
 pub use queue::{Job, Queue};
 pub use worker::{JobOutcome, Worker};

@@ -67,7 +67,7 @@ impl Worker {
             (Some(callee), Some(endpoint)) => Ok((callee, endpoint)),
             _ => {
                 let error = "delivery failed: the callee no longer has a push endpoint";
-                self.store.fail_delivery(&task.id, None, error).await?;
+                self.fail_delivery(&task.id, None, error).await?;
                 Err(Stop::With(JobOutcome::Done))
             }
         }
@@ -111,7 +111,7 @@ impl Worker {
             Err(error) => {
                 tracing::error!(error = %error, "the task's content cannot be read; failing it");
                 let error = "delivery failed: the task's content could not be read";
-                self.store.fail_delivery(&task.id, None, error).await?;
+                self.fail_delivery(&task.id, None, error).await?;
                 Err(Stop::With(JobOutcome::Done))
             }
         }

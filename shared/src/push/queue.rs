@@ -1,4 +1,6 @@
-//! The push queue (SQS): one message per task to deliver, body `{"task_id"}`.
+//! The push queue (SQS): one message per task to deliver, body `{"task_id"}`, and one per
+//! change of a task whose push notification configs should hear of it,
+//! `{"task_id", "kind": "notify"}`.
 
 use std::time::Duration;
 
@@ -39,11 +41,21 @@ impl Queue {
 
     /// Asks for the task to be delivered.
     pub async fn enqueue(&self, task_id: &str) -> Result<(), QueueError> {
+        self.send(serde_json::json!({ "task_id": task_id })).await
+    }
+
+    /// Asks for the task's push notification configs to be sent its new events.
+    pub async fn enqueue_notify(&self, task_id: &str) -> Result<(), QueueError> {
+        self.send(serde_json::json!({ "task_id": task_id, "kind": "notify" }))
+            .await
+    }
+
+    async fn send(&self, body: serde_json::Value) -> Result<(), QueueError> {
         self.client
             .get()
             .send_message()
             .queue_url(self.url()?)
-            .message_body(serde_json::json!({ "task_id": task_id }).to_string())
+            .message_body(body.to_string())
             .send()
             .await
             .map(|_| ())

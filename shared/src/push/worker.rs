@@ -86,10 +86,13 @@ impl Worker {
     /// task, its call, its tenant and the callee agent. A body without a `task_id` can never be
     /// delivered: it is logged and dropped, not left to come back.
     pub async fn handle(&self, job: &Job) -> JobOutcome {
-        let Some(task_id) = task_id_of(&job.body) else {
+        let Some((task_id, kind)) = task_id_of(&job.body) else {
             tracing::error!(message_id = %job.message_id, "push message without a task_id; dropped");
             return JobOutcome::Done;
         };
+        if kind == MessageKind::Notify {
+            return self.handle_notify(job, &task_id).await;
+        }
         let span = tracing::info_span!(
             "push",
             task_id = %task_id,
@@ -191,7 +194,7 @@ impl Worker {
                 "delivery failed after {} attempts",
                 current.delivery_attempts
             );
-            self.store.fail_delivery(&current.id, None, &error).await?;
+            self.fail_delivery(&current.id, None, &error).await?;
             return Ok(JobOutcome::Done);
         }
         // Another attempt holds the lease, or a new delivery began since this message read the
@@ -200,10 +203,40 @@ impl Worker {
     }
 }
 
-/// The task a message asks to deliver: the `task_id` of its JSON body.
-fn task_id_of(body: &str) -> Option<TaskId> {
+/// What a queue message asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MessageKind {
+    /// Deliver the task to its callee's endpoint (a body without `kind`, as before).
+    Deliver,
+    /// Send the task's push notification configs their new events.
+    Notify,
+}
+
+/// The task a message names (the `task_id` of its JSON body) and what it asks for.
+fn task_id_of(body: &str) -> Option<(TaskId, MessageKind)> {
     let body = serde_json::from_str::<Value>(body).ok()?;
-    body.get("task_id")?.as_str().map(TaskId::from)
+    let task_id = body.get("task_id")?.as_str().map(TaskId::from)?;
+    let kind = match body.get("kind").and_then(Value::as_str) {
+        Some("notify") => MessageKind::Notify,
+        _ => MessageKind::Deliver,
+    };
+    Some((task_id, kind))
+}
+
+impl Worker {
+    /// A notify message, in a span naming the task and the message.
+    async fn handle_notify(&self, job: &Job, task_id: &TaskId) -> JobOutcome {
+        let span = tracing::info_span!("notify", task_id = %task_id, message_id = %job.message_id);
+        match self.notify(task_id).instrument(span.clone()).await {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                span.in_scope(
+                    || tracing::warn!(error = %error, "store failed during notifications; will retry"),
+                );
+                JobOutcome::RetryIn(STORE_RETRY)
+            }
+        }
+    }
 }
 
 /// Whether the task still waits for a push delivery: a push task, open, not yet accepted.

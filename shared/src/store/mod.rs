@@ -12,6 +12,7 @@
 //! | the owner's record of a key | `AGENT#{id}` or `MEMBER#{id}` | `KEY#{key_id}` | | |
 //! | binding | `BINDING#{id}` | `BINDING` | `BOUT#{caller}` / callee | `BIN#{callee}` / caller |
 //! | task | `TASK#{id}` | `TASK` | `QUEUE#{callee}` / created#id, while claimable | `DEADLINE#{shard}` / deadline#id, while working |
+//! | push notification config of a task (`store/notify.rs`) | `TASK#{id}` | `NOTIFY#{config}` | | |
 //! | conversation | `CONTEXT#{id}` | `CONTEXT` | | |
 //! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{root}` / at#id | |
 //! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
@@ -32,6 +33,7 @@ mod cards;
 mod claim;
 pub mod item;
 mod keys;
+mod notify;
 mod open;
 mod polls;
 mod push;
@@ -47,6 +49,7 @@ pub use bindings::BindingWrite;
 pub use cards::SigningKeyRecord;
 pub use claim::ClaimOutcome;
 pub use keys::{use_is_stale, KeyInfo, KeyOwner, KeyRecord, NewKey, RevokeRefusal, MAX_LIVE_KEYS};
+pub use notify::NotifyRefusal;
 pub use open::{ContextJoin, OpenRefusal, OpenTask};
 pub use polls::{PollSlot, MAX_POLLS_PER_AGENT};
 pub use push::Attempt;

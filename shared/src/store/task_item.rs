@@ -256,6 +256,10 @@ impl TryFrom<&Item> for Task {
             created_at: read.s("created_at")?,
             updated_at: read.s("updated_at")?,
             changes: read_changes(item),
+            notify_configs: match item.get("notify_configs") {
+                Some(_) => read.n("notify_configs")?,
+                None => 0,
+            },
         })
     }
 }
@@ -265,6 +269,7 @@ mod tests {
     use super::*;
     use crate::domain::content::{PackedBody, INLINE_BODY_BYTES};
     use crate::domain::events::MAX_LOGGED_CHANGES;
+    use crate::domain::notify::MAX_CONFIGS_PER_TASK;
     use crate::domain::task::Artifact;
     use crate::domain::task::{PackedResult, TaskResult, MAX_ERROR_CHARS, MAX_TASK_MESSAGES};
     use crate::domain::{Message, Part};
@@ -385,6 +390,7 @@ mod tests {
                 };
                 MAX_LOGGED_CHANGES
             ],
+            notify_configs: 0,
         };
         let mut item = to_item(&task);
         // Every bookkeeping attribute a later write may set, at its longest.
@@ -400,6 +406,7 @@ mod tests {
         }
         item.insert("delivery_attempts".into(), n(u64::MAX));
         item.insert("attempt_number".into(), n(u64::MAX));
+        item.insert("notify_configs".into(), n(MAX_CONFIGS_PER_TASK));
         let size = item_size(&item);
         assert!(size <= CAP, "{size} bytes");
     }
@@ -446,6 +453,7 @@ mod tests {
                     "2026-01-01T00:00:02.000000Z",
                 ),
             ],
+            notify_configs: 0,
         };
         assert!(task.input.reference().is_some(), "one body is a reference");
         assert_eq!(task.input.role(), Some(crate::domain::message::Role::Agent));

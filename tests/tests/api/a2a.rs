@@ -286,7 +286,7 @@ async fn protocol_errors_are_json_rpc_error_objects() {
         (Some("1.0"), r#"{"jsonrpc": "2.0", "id": 1, "method": "message/send"}"#, -32601),
         (Some("1.0"), r#"{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {}}"#, -32602),
         (Some("1.0"), r#"{"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {}}"#, -32602),
-        (Some("1.0"), r#"{"jsonrpc": "2.0", "id": 1, "method": "CreateTaskPushNotificationConfig", "params": {}}"#, -32003),
+        (Some("1.0"), r#"{"jsonrpc": "2.0", "id": 1, "method": "CreateTaskPushNotificationConfig", "params": {}}"#, -32602),
         (None, r#"{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}"#, -32009),
         (Some("0.3"), r#"{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}"#, -32009),
     ];

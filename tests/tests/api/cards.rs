@@ -111,7 +111,7 @@ async fn a_card_is_read_by_name_or_id_and_points_at_the_gate() {
     assert_eq!(card["name"], "invoice-classifier");
     assert_eq!(
         card["capabilities"],
-        json!({"streaming": true, "pushNotifications": false, "extendedAgentCard": false})
+        json!({"streaming": true, "pushNotifications": true, "extendedAgentCard": false})
     );
     let scheme = &card["securitySchemes"]["forgebenchAgentKey"]["httpAuthSecurityScheme"];
     assert_eq!(scheme["scheme"], "Bearer");
@@ -725,7 +725,7 @@ fn assert_a2a_view(report: &Value, base: &str, agent_id: &str, key: &str) {
     );
     assert_eq!(
         report["capabilities"],
-        json!({"streaming": true, "push_notifications": false, "extended_agent_card": false}),
+        json!({"streaming": true, "push_notifications": true, "extended_agent_card": false}),
         "{report}"
     );
     assert_eq!(

@@ -8,6 +8,7 @@
 )]
 
 mod a2a;
+mod a2a_push_configs;
 mod a2a_streams;
 mod bad_input;
 mod bindings;

@@ -130,9 +130,14 @@ fn every_kms_grant_names_its_purpose_and_only_the_push_worker_opens_endpoint_sec
         grants["set-endpoint"],
         pairs(&[("kms:Encrypt", "endpoint-secret")])
     );
+    let notify = pairs(&[("kms:Encrypt", "notify-credentials")]);
+    assert_eq!(grants["a2a-create-push-config"], notify);
+    assert!(grants["a2a-json-rpc"].is_superset(&notify));
+    assert!(grants["a2a-send-message"].is_superset(&notify));
     assert_eq!(
         grants["push-worker"],
         pairs(&[
+            ("kms:Decrypt", "notify-credentials"),
             ("kms:Decrypt", "endpoint-secret"),
             ("kms:Encrypt", "webhook-signing"),
             ("kms:Decrypt", "webhook-signing"),
@@ -156,7 +161,10 @@ fn every_kms_grant_names_its_purpose_and_only_the_push_worker_opens_endpoint_sec
     let sealed = forgebench::domain::signing::KeyPurpose::ALL
         .map(|purpose| purpose.name())
         .into_iter()
-        .chain([forgebench::vault::ENDPOINT_SECRET_PURPOSE]);
+        .chain([
+            forgebench::vault::ENDPOINT_SECRET_PURPOSE,
+            forgebench::vault::NOTIFY_CREDENTIALS_PURPOSE,
+        ]);
     for purpose in sealed {
         assert!(
             grants
@@ -651,6 +659,70 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         r,
     );
     assert_eq!(rest_canceled.status, 200, "{}", rest_canceled.text);
+    // Push notification configs, over both bindings, with sealed credentials.
+    let config = json!({"id": "tour-hook", "url": "http://127.0.0.1:9/hook",
+                        "authentication": {"scheme": "Bearer", "credentials": "c"}});
+    let configs = format!("/tasks/{rest_task}/pushNotificationConfigs");
+    let created = note(
+        "a2a-create-push-config",
+        app.a2a_rest("POST", "callee", &configs, &keys["caller"], Some(config))
+            .await,
+        r,
+    );
+    assert_eq!(created.status, 200, "{}", created.text);
+    note(
+        "a2a-list-push-configs",
+        app.a2a_rest("GET", "callee", &configs, &keys["caller"], None)
+            .await,
+        r,
+    );
+    note(
+        "a2a-get-push-config",
+        app.a2a_rest(
+            "GET",
+            "callee",
+            &format!("{configs}/tour-hook"),
+            &keys["caller"],
+            None,
+        )
+        .await,
+        r,
+    );
+    let deleted = note(
+        "a2a-delete-push-config",
+        app.a2a_rest(
+            "DELETE",
+            "callee",
+            &format!("{configs}/tour-hook"),
+            &keys["caller"],
+            None,
+        )
+        .await,
+        r,
+    );
+    assert_eq!(deleted.status, 200, "{}", deleted.text);
+    for (method, params) in [
+        (
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": rest_task, "id": "rpc-hook", "url": "http://127.0.0.1:9/hook",
+                   "authentication": {"scheme": "Bearer", "credentials": "c"}}),
+        ),
+        (
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": rest_task}),
+        ),
+        (
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": rest_task, "id": "rpc-hook"}),
+        ),
+    ] {
+        let reply = note(
+            "a2a-json-rpc",
+            app.a2a_rpc("callee", &keys["caller"], method, params).await,
+            r,
+        );
+        assert!(reply.body.get("error").is_none(), "{}", reply.text);
+    }
     // Streams: a task's events over REST, a streamed send and a subscription over A2A, each
     // followed to its end.
     let finished = note(
@@ -719,7 +791,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     tokio::time::sleep(Duration::from_millis(1200)).await;
     recorder.take();
     assert_eq!(
-        forgebench::sweeper::sweep_overdue(&app.app.store)
+        forgebench::sweeper::sweep_overdue(&app.app.store, &app.app.queue)
             .await
             .done,
         1

@@ -8,10 +8,14 @@
 
 mod json_rpc;
 mod list;
+pub(crate) mod push_configs;
 mod rest;
 mod stream;
 
 pub use json_rpc::jsonrpc;
+pub use push_configs::{
+    create_push_config, delete_push_config, get_push_config, list_push_configs,
+};
 pub use rest::{get_task, list_tasks, send_message, stream_message, task_action};
 
 use std::time::Duration;
@@ -132,16 +136,18 @@ impl<'a> A2aCall<'a> {
             None | Some(Value::Null) => Map::new(),
             Some(value) => object(value, "configuration")?.clone(),
         };
-        if configuration
-            .get("taskPushNotificationConfig")
-            .is_some_and(|config| !config.is_null())
-        {
-            return Err(A2aError::new(
-                A2aErrorKind::PushNotificationNotSupported,
-                "push notification configs are not served yet",
-            )
-            .into());
-        }
+        // Checked (and its URL vetted) before anything is opened or answered.
+        let notify = match configuration.get("taskPushNotificationConfig") {
+            None | Some(Value::Null) => None,
+            Some(config) => Some(
+                push_configs::vetted_request(
+                    self.app,
+                    config,
+                    "configuration.taskPushNotificationConfig",
+                )
+                .await?,
+            ),
+        };
         let immediately = optional_bool(&configuration, "returnImmediately")?;
         let view = TaskView {
             history_length: history_length(configuration.get("historyLength"))?,
@@ -157,6 +163,10 @@ impl<'a> A2aCall<'a> {
             Some(task_id) => {
                 let task_id = task_id_of(task_id)?;
                 let app = self.app;
+                if let Some(asked) = notify {
+                    let task = self.callers_task(&task_id).await?;
+                    push_configs::save_config(app, &task, asked, push_configs::Start::Now).await?;
+                }
                 if let Some(context_id) = &incoming.context_id {
                     let task =
                         readable_task(app, &self.principal, &task_id, &self.callee_segment).await?;
@@ -197,6 +207,7 @@ impl<'a> A2aCall<'a> {
                     message: incoming.message,
                     context_id,
                     parent_call_id: self.parent_call_id.clone(),
+                    notify,
                 };
                 Box::pin(open_task(self.app, &self.principal, asked)).await?
             }
@@ -250,14 +261,16 @@ impl<'a> A2aCall<'a> {
                 "a streaming method is answered with an event stream; this call cannot carry one",
             )
             .into()),
-            Method::CreateTaskPushNotificationConfig
-            | Method::GetTaskPushNotificationConfig
-            | Method::ListTaskPushNotificationConfigs
-            | Method::DeleteTaskPushNotificationConfig => Err(A2aError::new(
-                A2aErrorKind::PushNotificationNotSupported,
-                "push notification configs are not served yet",
-            )
-            .into()),
+            Method::CreateTaskPushNotificationConfig => {
+                Box::pin(self.create_push_config(params)).await
+            }
+            Method::GetTaskPushNotificationConfig => Box::pin(self.get_push_config(params)).await,
+            Method::ListTaskPushNotificationConfigs => {
+                Box::pin(self.list_push_configs(params)).await
+            }
+            Method::DeleteTaskPushNotificationConfig => {
+                Box::pin(self.delete_push_config(params)).await
+            }
             Method::GetExtendedAgentCard => Err(A2aError::new(
                 A2aErrorKind::ExtendedAgentCardNotConfigured,
                 "agents have no extended card",
@@ -279,6 +292,19 @@ fn required_text<'a>(params: &'a Map<String, Value>, name: &str) -> Result<&'a s
         .and_then(Value::as_str)
         .filter(|text| !text.is_empty())
         .ok_or_else(|| A2aError::invalid_params(format!("{name} is required: a string")))
+}
+
+/// An optional string field (absent, null or empty: `None`).
+fn optional_text<'a>(
+    params: &'a Map<String, Value>,
+    name: &str,
+) -> Result<Option<&'a str>, A2aError> {
+    match params.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.is_empty() => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(A2aError::invalid_params(format!("{name} must be a string"))),
+    }
 }
 
 fn optional_bool(params: &Map<String, Value>, name: &str) -> Result<bool, A2aError> {

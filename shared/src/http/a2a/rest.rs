@@ -1,6 +1,7 @@
 //! The HTTP+JSON binding under `/v1/agents/{agent}/a2a`: `POST /message:send`,
 //! `POST /message:stream`, `GET /tasks/{id}`, `GET /tasks`, `POST /tasks/{id}:cancel`, and
-//! `tasks/{id}:subscribe` by GET or POST. Bodies are the A2A 1.0 request and
+//! `tasks/{id}:subscribe` by GET or POST (push notification configs
+//! are in `push_configs.rs`). Bodies are the A2A 1.0 request and
 //! response messages in JSON; a protocol error is a `google.rpc.Status` body with the status of
 //! its A2A error.
 
@@ -24,7 +25,7 @@ const BOOLEAN_PARAMETERS: [&str; 1] = ["includeArtifacts"];
 
 /// Renders one call's outcome: the result as the body of a `200`, a protocol error as its
 /// status body, a transport error as the gateway's own.
-fn render(outcome: Result<Value, Failure>) -> HandlerResult {
+pub(super) fn render(outcome: Result<Value, Failure>) -> HandlerResult {
     match outcome {
         Ok(result) => Ok(a2a_response(StatusCode::OK, &result)),
         Err(Failure::Protocol(error)) => {
@@ -37,7 +38,7 @@ fn render(outcome: Result<Value, Failure>) -> HandlerResult {
 }
 
 /// The request body as an object (`{}` when empty).
-fn body_object(request: &Request) -> Result<Value, A2aError> {
+pub(super) fn body_object(request: &Request) -> Result<Value, A2aError> {
     let bytes = body_bytes(request);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(json!({}));
@@ -53,7 +54,7 @@ fn body_object(request: &Request) -> Result<Value, A2aError> {
 }
 
 /// The query string as the request message it stands for: numbers and booleans typed.
-fn query_object(request: &Request) -> Result<Value, A2aError> {
+pub(super) fn query_object(request: &Request) -> Result<Value, A2aError> {
     let mut params = Map::new();
     let query = request.query_string_parameters();
     for (name, value) in query.iter() {

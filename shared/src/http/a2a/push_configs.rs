@@ -1,0 +1,254 @@
+//! A2A push notification configs: create, get, list and delete a task's webhooks, on both
+//! bindings, and the config a `SendMessage` carries inline.
+//!
+//! Only the task's caller manages its configs; anyone else gets `TaskNotFound`, the answer for a
+//! task they do not own. A config's URL passes the push SSRF guard when it is saved (and again
+//! on every dial); its credentials are sealed with KMS and never shown again.
+
+use lambda_http::Request;
+use serde_json::{json, Map, Value};
+
+use super::rest::{body_object, query_object, render};
+use super::{object, optional_text, required_text, task_id_of, A2aCall, Failure};
+use crate::a2a::A2aError;
+use crate::app::App;
+use crate::domain::notify::{NotifyConfig, NotifyRequest, MAX_CONFIGS_PER_TASK};
+use crate::domain::{clock, Task, TaskId};
+use crate::error::ApiError;
+use crate::http::{path_param, HandlerResult};
+use crate::store::NotifyRefusal;
+
+/// Where a new config's delivery starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// Sent with the message that opened the task: every event of the task.
+    FromOpen,
+    /// Made for an existing task: the events after its creation.
+    Now,
+}
+
+/// Parses a config and vets its URL with the push SSRF guard (private networks never allowed).
+pub(crate) async fn vetted_request(
+    app: &App,
+    value: &Value,
+    at: &str,
+) -> Result<NotifyRequest, ApiError> {
+    let mut asked = NotifyRequest::parse(value, at)?;
+    let vetted = app
+        .dialer
+        .vet(&asked.url, false)
+        .await
+        .map_err(|refusal| ApiError::InvalidRequest(format!("{at}.url refused: {refusal}")))?;
+    asked.url = vetted.url.to_string();
+    Ok(asked)
+}
+
+/// Stores `asked` as a config of `task` (replacing one of the same id), its credentials sealed.
+pub(crate) async fn save_config(
+    app: &App,
+    task: &Task,
+    asked: NotifyRequest,
+    start: Start,
+) -> Result<NotifyConfig, ApiError> {
+    let id = asked
+        .id
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let (scheme, sealed_credentials) = match &asked.authentication {
+        Some((scheme, credentials)) => {
+            let sealed = app
+                .vault
+                .seal_notify(&task.tenant_id, &task.id, &id, credentials)
+                .await?;
+            (Some(scheme.clone()), Some(sealed))
+        }
+        None => (None, None),
+    };
+    let mut seen = task.clone();
+    for _ in 0..3 {
+        let config = NotifyConfig {
+            tenant_id: seen.tenant_id.clone(),
+            task_id: seen.id.clone(),
+            id: id.clone(),
+            url: asked.url.clone(),
+            token: asked.token.clone(),
+            scheme: scheme.clone(),
+            sealed_credentials: sealed_credentials.clone(),
+            created_at: clock::now(),
+            delivered: match start {
+                Start::FromOpen => 0,
+                Start::Now => seen.event_count(),
+            },
+            attempts: 0,
+            expires_at: seen.expires_at,
+        };
+        match app.store.add_notify_config(&seen, &config).await? {
+            Ok(()) => {
+                tracing::info!(task_id = %seen.id, config_id = %config.id, "push notification config added");
+                if start == Start::FromOpen && seen.event_count() > 0 {
+                    seen.notify_configs += 1;
+                    crate::push::notify_changed(&app.queue, &seen).await;
+                }
+                return Ok(config);
+            }
+            Err(NotifyRefusal::Full) => {
+                return Err(ApiError::InvalidRequest(format!(
+                    "a task holds at most {MAX_CONFIGS_PER_TASK} push notification configs; \
+                     delete one first"
+                )))
+            }
+            Err(NotifyRefusal::Exists) => {
+                if app.store.replace_notify_config(&config).await? {
+                    tracing::info!(task_id = %seen.id, config_id = %config.id, "push notification config replaced");
+                    return Ok(config);
+                }
+            }
+            Err(NotifyRefusal::TaskMoved) => {}
+        }
+        seen = app
+            .store
+            .get_task(&seen.id)
+            .await?
+            .ok_or(ApiError::TaskNotFound)?;
+    }
+    Err(ApiError::Unavailable)
+}
+
+impl A2aCall<'_> {
+    /// The task, if the calling agent is its caller (under this agent); else `TaskNotFound`.
+    pub(super) async fn callers_task(&self, task_id: &TaskId) -> Result<Task, Failure> {
+        let task = crate::http::tasks::readable_task(
+            self.app,
+            &self.principal,
+            task_id,
+            &self.callee_segment,
+        )
+        .await?;
+        if self.principal.agent_id() != Some(&task.caller_agent_id) {
+            return Err(A2aError::task_not_found().into());
+        }
+        Ok(task)
+    }
+
+    /// `CreateTaskPushNotificationConfig`: params are the config, with its `taskId`.
+    pub async fn create_push_config(&self, params: &Value) -> Result<Value, Failure> {
+        let fields = object(params, "params")?;
+        let task_id = task_id_of(required_text(fields, "taskId")?)?;
+        let task = self.callers_task(&task_id).await?;
+        let asked = vetted_request(self.app, params, "params").await?;
+        let config = save_config(self.app, &task, asked, Start::Now).await?;
+        Ok(config.to_a2a())
+    }
+
+    /// `GetTaskPushNotificationConfig`: `{taskId, id}`.
+    pub async fn get_push_config(&self, params: &Value) -> Result<Value, Failure> {
+        let (task_id, config_id) = task_and_config(params)?;
+        self.callers_task(&task_id).await?;
+        match self.app.store.get_notify_config(&task_id, config_id).await {
+            Ok(Some(config)) => Ok(config.to_a2a()),
+            Ok(None) => Err(A2aError::task_not_found().into()),
+            Err(error) => Err(ApiError::from(error).into()),
+        }
+    }
+
+    /// `ListTaskPushNotificationConfigs`: every config of the task, on one page (a task holds
+    /// at most five).
+    pub async fn list_push_configs(&self, params: &Value) -> Result<Value, Failure> {
+        let fields = object(params, "params")?;
+        let task_id = task_id_of(required_text(fields, "taskId")?)?;
+        if optional_text(fields, "pageToken")?.is_some() {
+            return Err(A2aError::invalid_params("pageToken names no page of this list").into());
+        }
+        self.callers_task(&task_id).await?;
+        let configs = self
+            .app
+            .store
+            .list_notify_configs(&task_id)
+            .await
+            .map_err(ApiError::from)?;
+        let shown: Vec<Value> = configs.iter().map(NotifyConfig::to_a2a).collect();
+        Ok(json!({ "configs": shown, "nextPageToken": "" }))
+    }
+
+    /// `DeleteTaskPushNotificationConfig`: `{taskId, id}`; deleting one already gone succeeds.
+    pub async fn delete_push_config(&self, params: &Value) -> Result<Value, Failure> {
+        let (task_id, config_id) = task_and_config(params)?;
+        self.callers_task(&task_id).await?;
+        let deleted = self
+            .app
+            .store
+            .delete_notify_config(&task_id, config_id)
+            .await
+            .map_err(ApiError::from)?;
+        if deleted {
+            tracing::info!(task_id = %task_id, config_id, "push notification config deleted");
+        }
+        Ok(Value::Null)
+    }
+}
+
+fn task_and_config(params: &Value) -> Result<(TaskId, &str), Failure> {
+    let fields = object(params, "params")?;
+    let task_id = task_id_of(required_text(fields, "taskId")?)?;
+    Ok((task_id, required_text(fields, "id")?))
+}
+
+/// The path's task and config as request fields.
+fn path_fields(request: &Request, with_config: bool) -> Result<Map<String, Value>, Failure> {
+    let mut fields = Map::new();
+    fields.insert("taskId".into(), path_param(request, "task")?.into());
+    if with_config {
+        fields.insert("id".into(), path_param(request, "config")?.into());
+    }
+    Ok(fields)
+}
+
+/// `POST /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs` (the body is the config).
+pub async fn create_push_config(app: &App, request: Request) -> HandlerResult {
+    let outcome = async {
+        let call = A2aCall::read(app, &request).await?;
+        let mut params = body_object(&request)?;
+        let path = path_fields(&request, false)?;
+        match params.get("taskId").and_then(Value::as_str) {
+            Some(id) if !id.is_empty() && Some(id) != path["taskId"].as_str() => {
+                return Err(A2aError::invalid_params("taskId is not the task of the path").into())
+            }
+            _ => params["taskId"] = path["taskId"].clone(),
+        }
+        Box::pin(call.create_push_config(&params)).await
+    };
+    render(outcome.await)
+}
+
+/// `GET /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs`.
+pub async fn list_push_configs(app: &App, request: Request) -> HandlerResult {
+    let outcome = async {
+        let call = A2aCall::read(app, &request).await?;
+        let mut params = query_object(&request)?;
+        params["taskId"] = path_fields(&request, false)?["taskId"].clone();
+        Box::pin(call.list_push_configs(&params)).await
+    };
+    render(outcome.await)
+}
+
+/// `GET /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}`.
+pub async fn get_push_config(app: &App, request: Request) -> HandlerResult {
+    let outcome = async {
+        let call = A2aCall::read(app, &request).await?;
+        let params = Value::Object(path_fields(&request, true)?);
+        Box::pin(call.get_push_config(&params)).await
+    };
+    render(outcome.await)
+}
+
+/// `DELETE /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}`: `{}`.
+pub async fn delete_push_config(app: &App, request: Request) -> HandlerResult {
+    let outcome = async {
+        let call = A2aCall::read(app, &request).await?;
+        let params = Value::Object(path_fields(&request, true)?);
+        Box::pin(call.delete_push_config(&params))
+            .await
+            .map(|_| json!({}))
+    };
+    render(outcome.await)
+}

@@ -1,0 +1,244 @@
+//! A2A push notifications: a task's caller-given webhooks receive the task's update events.
+//!
+//! After every committed change of a task that has configs, [`notify_changed`] puts one
+//! `{"task_id", "kind": "notify"}` message on the push queue. The worker, for such a message,
+//! reads the task (bodies resolved) and its configs, and sends each config, in order, every
+//! event numbered above its `delivered`: the event's A2A `StreamResponse`, signed like a task
+//! delivery (`webhook-id` = `{config}:{event}`), with `Authorization: {scheme} {credentials}`
+//! and `X-A2A-Notification-Token` when set, through the SSRF-guarded dialer. One sender per
+//! config at a time (a short lease on the config) keeps the order; each 2xx moves `delivered`
+//! forward with a conditional write. A failure leaves the message for the push retry schedule;
+//! an event whose attempts are spent is skipped with a warning.
+
+use std::time::Duration;
+
+use ed25519_dalek::SigningKey;
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+
+use super::attempt::jitter;
+use super::queue::Queue;
+use super::signature::sign_delivery;
+use super::worker::{JobOutcome, Worker, LEASE_SECONDS, STORE_RETRY};
+use crate::a2a::wire::stream_event_json;
+use crate::bodies::BodyError;
+use crate::domain::notify::NotifyConfig;
+use crate::domain::{Task, TaskId};
+use crate::store::{StoreError, TaskTransition};
+
+/// The header that carries a config's token, as A2A receivers read it.
+pub const NOTIFICATION_TOKEN_HEADER: &str = "X-A2A-Notification-Token";
+
+/// After a committed change of `task`: asks the worker to notify its configs, if it has any. A
+/// failed enqueue is logged and never fails the change; the next change enqueues again.
+pub async fn notify_changed(queue: &Queue, task: &Task) {
+    if task.notify_configs == 0 {
+        return;
+    }
+    if let Err(error) = queue.enqueue_notify(&task.id).await {
+        tracing::warn!(task_id = %task.id, error = %error, "could not enqueue the task's push notifications");
+    }
+}
+
+/// How one config's round ended.
+enum Round {
+    /// Everything it had to send is sent (or it is gone).
+    Done,
+    /// Try again after this long.
+    RetryIn(Duration),
+}
+
+impl Worker {
+    /// Tells the task's configs of a change the worker committed (any [`TaskTransition`] it
+    /// applied), then hands the transition back.
+    pub(super) async fn notified(&self, transition: TaskTransition) -> TaskTransition {
+        if let TaskTransition::Applied(task) = &transition {
+            notify_changed(&self.queue, task).await;
+        }
+        transition
+    }
+
+    /// Fails the task's delivery (see [`crate::store::Store::fail_delivery`]) and tells its
+    /// configs.
+    pub(super) async fn fail_delivery(
+        &self,
+        task_id: &TaskId,
+        token: Option<&str>,
+        error: &str,
+    ) -> Result<TaskTransition, StoreError> {
+        let transition = self.store.fail_delivery(task_id, token, error).await?;
+        Ok(self.notified(transition).await)
+    }
+
+    /// Handles a notify message: every config of the task gets the events it has not had.
+    pub(super) async fn notify(&self, task_id: &TaskId) -> Result<JobOutcome, StoreError> {
+        let Some(mut task) = self.store.get_task(task_id).await? else {
+            return Ok(JobOutcome::Done);
+        };
+        match self.bodies.resolve(&mut task, &[]).await {
+            Ok(()) => {}
+            Err(BodyError::Unavailable(cause)) => {
+                tracing::warn!(cause = %cause, "body store unavailable; notifications retry");
+                return Ok(JobOutcome::RetryIn(STORE_RETRY));
+            }
+            Err(error) => {
+                tracing::error!(error = %error, "the task's content cannot be read; no notifications");
+                return Ok(JobOutcome::Done);
+            }
+        }
+        let configs = self.store.list_notify_configs(task_id).await?;
+        if configs
+            .iter()
+            .all(|config| config.delivered >= task.event_count())
+        {
+            return Ok(JobOutcome::Done);
+        }
+        let key = match self.signing.active(&self.store, &self.vault).await {
+            Ok((_, key)) => key,
+            Err(error) => {
+                tracing::warn!(error = %error, "cannot open the signing key; notifications retry");
+                return Ok(JobOutcome::RetryIn(STORE_RETRY));
+            }
+        };
+        let mut soonest: Option<Duration> = None;
+        for config in configs {
+            if let Round::RetryIn(delay) = self.notify_config(&task, config, &key).await? {
+                soonest = Some(soonest.map_or(delay, |soonest| soonest.min(delay)));
+            }
+        }
+        Ok(soonest.map_or(JobOutcome::Done, JobOutcome::RetryIn))
+    }
+
+    /// Sends one config the events it has not had, holding its lease.
+    async fn notify_config(
+        &self,
+        task: &Task,
+        config: NotifyConfig,
+        key: &SigningKey,
+    ) -> Result<Round, StoreError> {
+        if config.delivered >= task.event_count() {
+            return Ok(Round::Done);
+        }
+        let token = uuid::Uuid::new_v4().to_string();
+        let Some(config) = self
+            .store
+            .lease_notify(&config, &token, LEASE_SECONDS)
+            .await?
+        else {
+            // Another sender is at it; come back for what it may not have read.
+            return Ok(Round::RetryIn(Duration::from_secs(1)));
+        };
+        // What the previous holder delivered, read with the lease: a copy read before it may be
+        // behind and would send an event twice.
+        let round = self.send_events(task, &config, key).await;
+        if let Err(error) = self.store.release_notify(&config, &token).await {
+            tracing::warn!(error = %error, config_id = %config.id, "could not release a notification lease");
+        }
+        round
+    }
+
+    /// Posts the config's pending events in order, moving `delivered` after each 2xx.
+    async fn send_events(
+        &self,
+        task: &Task,
+        config: &NotifyConfig,
+        key: &SigningKey,
+    ) -> Result<Round, StoreError> {
+        let Some(headers) = self.notify_headers(config).await else {
+            return Ok(Round::RetryIn(STORE_RETRY));
+        };
+        let mut delivered = config.delivered;
+        for event in task.events_after(config.delivered) {
+            let body = stream_event_json(task, &event).to_string();
+            let mut headers = headers.clone();
+            let id = format!("{}:{}", config.id, event.number);
+            sign_delivery(&mut headers, key, &id, unix_seconds(), &body);
+            let outcome = self
+                .dialer
+                .post(&config.url, false, headers, body.into_bytes())
+                .await;
+            let retry_after = match outcome {
+                Ok(response) if (200..300).contains(&response.status) => {
+                    if !self.store.advance_notify(config, event.number).await? {
+                        // Deleted meanwhile, or another sender went past it.
+                        return Ok(Round::Done);
+                    }
+                    delivered = event.number;
+                    continue;
+                }
+                Ok(response) => response.retry_after,
+                Err(_) => None,
+            };
+            return self
+                .failed(config, delivered, event.number, retry_after)
+                .await;
+        }
+        Ok(Round::Done)
+    }
+
+    /// A POST of event `number` failed: count the attempt, and retry on the schedule, or skip
+    /// the event once its attempts are spent.
+    async fn failed(
+        &self,
+        config: &NotifyConfig,
+        delivered: u64,
+        number: u64,
+        retry_after: Option<Duration>,
+    ) -> Result<Round, StoreError> {
+        let Some(attempts) = self.store.count_notify_attempt(config, delivered).await? else {
+            return Ok(Round::Done);
+        };
+        match self.schedule.delay_after(attempts, retry_after, jitter()) {
+            Some(delay) => Ok(Round::RetryIn(delay)),
+            None => {
+                tracing::warn!(
+                    task_id = %config.task_id,
+                    config_id = %config.id,
+                    event = number,
+                    attempts,
+                    "push notification skipped: its attempts are spent"
+                );
+                self.store.advance_notify(config, number).await?;
+                // Go on with the next event at once.
+                Ok(Round::RetryIn(Duration::ZERO))
+            }
+        }
+    }
+
+    /// The headers every notification of `config` carries; `None` when its credentials cannot
+    /// be opened for now.
+    async fn notify_headers(&self, config: &NotifyConfig) -> Option<HeaderMap> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(token) = &config.token {
+            if let Ok(mut value) = HeaderValue::from_str(token) {
+                value.set_sensitive(true);
+                headers.insert(NOTIFICATION_TOKEN_HEADER, value);
+            }
+        }
+        if let (Some(scheme), Some(sealed)) = (&config.scheme, &config.sealed_credentials) {
+            let credentials = match self
+                .vault
+                .unseal_notify(&config.tenant_id, &config.task_id, &config.id, sealed)
+                .await
+            {
+                Ok(credentials) => credentials,
+                Err(error) => {
+                    tracing::warn!(error = %error, config_id = %config.id, "cannot open a notification config's credentials; will retry");
+                    return None;
+                }
+            };
+            if let Ok(mut value) = HeaderValue::from_str(&format!("{scheme} {credentials}")) {
+                value.set_sensitive(true);
+                headers.insert(AUTHORIZATION, value);
+            }
+        }
+        Some(headers)
+    }
+}
+
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_secs())
+        .unwrap_or_default()
+}

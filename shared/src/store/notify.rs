@@ -1,0 +1,373 @@
+//! A task's push notification configs: one item each in the task's partition
+//! (`TASK#{task}` / `NOTIFY#{config}`), counted on the task item (`notify_configs`) by the same
+//! transaction that adds or removes one, so a write of the task knows at once whether anyone
+//! listens. A config's `delivered` moves only forward, by conditional writes, so a retry never
+//! sends an event again and two workers never move it back.
+
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
+
+use super::item::{key, n, s, Item, Reader};
+use super::task_item::task_key;
+use super::tasks::build;
+use super::{classify, Store, StoreError};
+use crate::domain::notify::{NotifyConfig, MAX_CONFIGS_PER_TASK};
+use crate::domain::{clock, Task, TaskId};
+
+const PREFIX: &str = "NOTIFY#";
+
+fn config_key(task_id: &TaskId, config_id: &str) -> Item {
+    key(format!("TASK#{task_id}"), format!("{PREFIX}{config_id}"))
+}
+
+/// Why a new config was not added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotifyRefusal {
+    /// The task holds [`MAX_CONFIGS_PER_TASK`] already.
+    Full,
+    /// The task changed since it was read (or is gone): read it again.
+    TaskMoved,
+    /// A config of this id exists: replace it instead.
+    Exists,
+}
+
+#[derive(Clone, Copy)]
+enum Slot {
+    Task,
+    Config,
+}
+
+fn to_item(config: &NotifyConfig) -> Item {
+    let mut item = config_key(&config.task_id, &config.id);
+    item.insert("kind".into(), s("notify_config"));
+    item.insert("tenant_id".into(), s(&config.tenant_id));
+    item.insert("task_id".into(), s(&config.task_id));
+    item.insert("config_id".into(), s(&config.id));
+    item.insert("url".into(), s(&config.url));
+    for (name, value) in [
+        ("token", &config.token),
+        ("scheme", &config.scheme),
+        ("sealed_credentials", &config.sealed_credentials),
+    ] {
+        if let Some(value) = value {
+            item.insert(name.into(), s(value));
+        }
+    }
+    item.insert("created_at".into(), s(&config.created_at));
+    item.insert("delivered".into(), n(config.delivered));
+    item.insert("attempts".into(), n(config.attempts));
+    if let Some(at) = config.expires_at {
+        item.insert("expires_at".into(), n(at));
+    }
+    item
+}
+
+impl TryFrom<&Item> for NotifyConfig {
+    type Error = StoreError;
+
+    fn try_from(item: &Item) -> Result<NotifyConfig, StoreError> {
+        let read = Reader(item);
+        let number = |name: &str| match item.get(name) {
+            Some(_) => read.n(name),
+            None => Ok(0),
+        };
+        Ok(NotifyConfig {
+            tenant_id: read.id("tenant_id")?,
+            task_id: read.id("task_id")?,
+            id: read.s("config_id")?,
+            url: read.s("url")?,
+            token: read.opt_s("token")?,
+            scheme: read.opt_s("scheme")?,
+            sealed_credentials: read.opt_s("sealed_credentials")?,
+            created_at: read.s("created_at")?,
+            delivered: number("delivered")?,
+            attempts: number("attempts")?,
+            expires_at: match item.get("expires_at") {
+                Some(_) => Some(read.n("expires_at")?),
+                None => None,
+            },
+        })
+    }
+}
+
+impl Store {
+    /// Adds a config to `seen` (the task as read, whose event count the config starts at): one
+    /// transaction that counts it on the task, only while the task has room and has not changed
+    /// since it was read, and puts it, only if its id is new on the task.
+    pub async fn add_notify_config(
+        &self,
+        seen: &Task,
+        config: &NotifyConfig,
+    ) -> Result<Result<(), NotifyRefusal>, StoreError> {
+        let unchanged = if seen.event_count() == 0 {
+            "(attribute_not_exists(events) OR size(events) = :count)"
+        } else {
+            "size(events) = :count"
+        };
+        let count = Update::builder()
+            .table_name(self.table())
+            .set_key(Some(task_key(&seen.id)))
+            .update_expression("SET notify_configs = if_not_exists(notify_configs, :zero) + :one")
+            .condition_expression(format!(
+                "attribute_exists(pk) AND {unchanged} \
+                 AND (attribute_not_exists(notify_configs) OR notify_configs < :max)"
+            ))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":count", n(seen.event_count()))
+            .expression_attribute_values(":max", n(MAX_CONFIGS_PER_TASK))
+            .return_values_on_condition_check_failure(
+                aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+            );
+        let put = Put::builder()
+            .table_name(self.table())
+            .set_item(Some(to_item(config)))
+            .condition_expression("attribute_not_exists(pk)");
+        // The config first: a taken id is reported as such even when the task is full.
+        let items = vec![
+            (
+                Slot::Config,
+                TransactWriteItem::builder()
+                    .put(build(put.build())?)
+                    .build(),
+            ),
+            (
+                Slot::Task,
+                TransactWriteItem::builder()
+                    .update(build(count.build())?)
+                    .build(),
+            ),
+        ];
+        Ok(match self.transact_slots(items).await? {
+            Ok(()) => Ok(()),
+            Err(failed) => Err(match failed.slot {
+                Slot::Config => NotifyRefusal::Exists,
+                Slot::Task => match failed.item.as_ref().map(Task::try_from) {
+                    Some(Ok(task))
+                        if task.event_count() == seen.event_count()
+                            && task.notify_configs >= MAX_CONFIGS_PER_TASK =>
+                    {
+                        NotifyRefusal::Full
+                    }
+                    _ => NotifyRefusal::TaskMoved,
+                },
+            }),
+        })
+    }
+
+    /// Replaces an existing config's destination and credentials, keeping how far its delivery
+    /// got; `false` when it no longer exists.
+    pub async fn replace_notify_config(&self, config: &NotifyConfig) -> Result<bool, StoreError> {
+        let mut item = to_item(config);
+        item.remove("delivered");
+        item.remove("attempts");
+        let mut sets = Vec::new();
+        let mut removes = Vec::new();
+        let mut update = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(config_key(&config.task_id, &config.id)))
+            .condition_expression("attribute_exists(pk)");
+        for name in ["url", "token", "scheme", "sealed_credentials"] {
+            // Through names: `token` is a reserved word.
+            update = update.expression_attribute_names(format!("#{name}"), name);
+            match item.remove(name) {
+                Some(value) => {
+                    sets.push(format!("#{name} = :{name}"));
+                    update = update.expression_attribute_values(format!(":{name}"), value);
+                }
+                None => removes.push(format!("#{name}")),
+            }
+        }
+        let mut expression = format!("SET {}", sets.join(", "));
+        if !removes.is_empty() {
+            expression.push_str(&format!(" REMOVE {}", removes.join(", ")));
+        }
+        conditional(update.update_expression(expression).send().await)
+    }
+
+    /// One config of a task.
+    pub async fn get_notify_config(
+        &self,
+        task_id: &TaskId,
+        config_id: &str,
+    ) -> Result<Option<NotifyConfig>, StoreError> {
+        let item = self.get(config_key(task_id, config_id)).await?;
+        item.as_ref().map(NotifyConfig::try_from).transpose()
+    }
+
+    /// Every config of a task, by id.
+    pub async fn list_notify_configs(
+        &self,
+        task_id: &TaskId,
+    ) -> Result<Vec<NotifyConfig>, StoreError> {
+        let items = self.query_prefix(format!("TASK#{task_id}"), PREFIX).await?;
+        let now = clock::unix_now();
+        Ok(items
+            .iter()
+            .map(NotifyConfig::try_from)
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .filter(|config| config.expires_at.is_none_or(|at| at > now))
+            .collect())
+    }
+
+    /// Deletes a config and uncounts it on its task: `false` when there was none.
+    pub async fn delete_notify_config(
+        &self,
+        task_id: &TaskId,
+        config_id: &str,
+    ) -> Result<bool, StoreError> {
+        let delete = Delete::builder()
+            .table_name(self.table())
+            .set_key(Some(config_key(task_id, config_id)))
+            .condition_expression("attribute_exists(pk)");
+        let uncount = Update::builder()
+            .table_name(self.table())
+            .set_key(Some(task_key(task_id)))
+            .update_expression("SET notify_configs = notify_configs - :one")
+            .condition_expression("notify_configs > :zero")
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1));
+        self.transact_if(vec![
+            TransactWriteItem::builder()
+                .delete(build(delete.build())?)
+                .build(),
+            TransactWriteItem::builder()
+                .update(build(uncount.build())?)
+                .build(),
+        ])
+        .await
+    }
+
+    /// Records that event `number` was delivered (or given up on): only forward, only while the
+    /// config exists. `false` when it is gone or already past `number`.
+    pub async fn advance_notify(
+        &self,
+        config: &NotifyConfig,
+        number: u64,
+    ) -> Result<bool, StoreError> {
+        let update = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(config_key(&config.task_id, &config.id)))
+            .update_expression("SET delivered = :n, attempts = :zero")
+            .condition_expression("attribute_exists(pk) AND delivered < :n")
+            .expression_attribute_values(":n", n(number))
+            .expression_attribute_values(":zero", n(0));
+        conditional(update.send().await)
+    }
+
+    /// Counts one failed attempt at the event after `delivered`, while the config is still
+    /// there: the attempts spent on it now, or `None` when it moved on or is gone.
+    pub async fn count_notify_attempt(
+        &self,
+        config: &NotifyConfig,
+        delivered: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let output = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(config_key(&config.task_id, &config.id)))
+            .update_expression("SET attempts = if_not_exists(attempts, :zero) + :one")
+            .condition_expression("attribute_exists(pk) AND delivered = :delivered")
+            .expression_attribute_values(":delivered", n(delivered))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
+            .send()
+            .await;
+        match output {
+            Ok(output) => {
+                let attributes = output.attributes.unwrap_or_default();
+                Ok(Some(Reader(&attributes).n("attempts")?))
+            }
+            Err(error) if is_condition_failure(&error) => Ok(None),
+            Err(error) => Err(classify(error)),
+        }
+    }
+
+    /// Takes a config's delivery lease (one sender at a time keeps its events in order): the
+    /// config as it is now that this sender holds it (its `delivered` is what the previous
+    /// holder left, never a copy read before the lease), or `None` while another sender holds a
+    /// live lease, or when the config is gone.
+    pub async fn lease_notify(
+        &self,
+        config: &NotifyConfig,
+        token: &str,
+        seconds: u64,
+    ) -> Result<Option<NotifyConfig>, StoreError> {
+        let now = clock::now();
+        let leased = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(config_key(&config.task_id, &config.id)))
+            .update_expression("SET lease_token = :token, lease_until = :until")
+            .condition_expression(
+                "attribute_exists(pk) AND (attribute_not_exists(lease_until) OR lease_until < :now)",
+            )
+            .expression_attribute_values(":token", s(token))
+            .expression_attribute_values(":until", s(clock::after(seconds)))
+            .expression_attribute_values(":now", s(now))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .send()
+            .await;
+        match leased {
+            Ok(output) => match output.attributes() {
+                Some(item) => Ok(Some(NotifyConfig::try_from(item)?)),
+                None => Err(StoreError::Corrupt("a lease returned no config".into())),
+            },
+            Err(error) if is_condition_failure(&error) => Ok(None),
+            Err(error) => Err(classify(error)),
+        }
+    }
+
+    /// Gives a lease back, if still held with `token`.
+    pub async fn release_notify(
+        &self,
+        config: &NotifyConfig,
+        token: &str,
+    ) -> Result<(), StoreError> {
+        let update = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(config_key(&config.task_id, &config.id)))
+            .update_expression("REMOVE lease_token, lease_until")
+            .condition_expression("lease_token = :token")
+            .expression_attribute_values(":token", s(token));
+        conditional(update.send().await).map(|_| ())
+    }
+}
+
+type UpdateResult = Result<
+    aws_sdk_dynamodb::operation::update_item::UpdateItemOutput,
+    aws_sdk_dynamodb::error::SdkError<
+        aws_sdk_dynamodb::operation::update_item::UpdateItemError,
+        aws_smithy_runtime_api::http::Response,
+    >,
+>;
+
+fn is_condition_failure(
+    error: &aws_sdk_dynamodb::error::SdkError<
+        aws_sdk_dynamodb::operation::update_item::UpdateItemError,
+        aws_smithy_runtime_api::http::Response,
+    >,
+) -> bool {
+    matches!(
+        error.as_service_error(),
+        Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_))
+    )
+}
+
+/// A conditional update's outcome: `true` applied, `false` its condition failed.
+fn conditional(result: UpdateResult) -> Result<bool, StoreError> {
+    match result {
+        Ok(_) => Ok(true),
+        Err(error) if is_condition_failure(&error) => Ok(false),
+        Err(error) => Err(classify(error)),
+    }
+}

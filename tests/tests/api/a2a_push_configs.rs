@@ -1,0 +1,566 @@
+//! A2A push notification configs: the caller's own webhook for its task's updates, managed over
+//! both bindings, and fed every update of the task in order through the push queue and worker.
+
+use base64::Engine;
+use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+use forgebench_tests::{
+    spawn_app, spawn_app_with, text_message, Answer, Callee, Options, Pair, Received, TestApp,
+};
+use serde_json::{json, Value};
+
+const CREDENTIALS: &str = "notify-credentials-7f3a-must-never-show";
+
+fn a2a_message(text: &str, message_id: &str) -> Value {
+    json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+/// Opens a task over JSON-RPC without waiting; its id.
+async fn open(app: &TestApp, pair: &Pair, message_id: &str) -> String {
+    let reply = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": a2a_message("classify", message_id),
+                   "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    reply.body["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", reply.text))
+        .to_owned()
+}
+
+fn rpc_error(reply: &forgebench_tests::Reply) -> i64 {
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no JSON-RPC error in {}", reply.text))
+}
+
+fn rest_reason(reply: &forgebench_tests::Reply) -> (u16, String) {
+    let reason = reply.body["error"]["details"][0]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (reply.status, reason)
+}
+
+#[tokio::test]
+async fn configs_are_created_read_listed_and_deleted_over_both_bindings_without_their_credentials()
+{
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let task_id = open(&app, &pair, "m-1").await;
+    let agent = &pair.callee.id;
+    let key = &pair.caller.key;
+
+    let created = app
+        .a2a_rpc(
+            agent,
+            key,
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": "rpc-hook", "url": "http://127.0.0.1:9/hook",
+                   "token": "tok-1",
+                   "authentication": {"scheme": "Bearer", "credentials": CREDENTIALS}}),
+        )
+        .await;
+    assert_eq!(
+        created.body["result"],
+        json!({"id": "rpc-hook", "taskId": task_id, "url": "http://127.0.0.1:9/hook",
+               "token": "tok-1", "authentication": {"scheme": "Bearer"}}),
+        "{}",
+        created.text
+    );
+    let rest = app
+        .a2a_rest(
+            "POST",
+            agent,
+            &format!("/tasks/{task_id}/pushNotificationConfigs"),
+            key,
+            Some(json!({"url": "http://127.0.0.1:9/other",
+                        "authentication": {"scheme": "Basic", "credentials": CREDENTIALS}})),
+        )
+        .await;
+    assert_eq!(rest.status, 200, "{}", rest.text);
+    let rest_id = rest.body["id"].as_str().unwrap().to_owned();
+    assert!(
+        uuid::Uuid::parse_str(&rest_id).is_ok(),
+        "a made id: {rest_id}"
+    );
+
+    let got = app
+        .a2a_rest(
+            "GET",
+            agent,
+            &format!("/tasks/{task_id}/pushNotificationConfigs/rpc-hook"),
+            key,
+            None,
+        )
+        .await;
+    assert_eq!(got.body["url"], "http://127.0.0.1:9/hook", "{}", got.text);
+    let got = app
+        .a2a_rpc(
+            agent,
+            key,
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": rest_id}),
+        )
+        .await;
+    assert_eq!(
+        got.body["result"]["authentication"],
+        json!({"scheme": "Basic"})
+    );
+    let listed = app
+        .a2a_rpc(
+            agent,
+            key,
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": task_id}),
+        )
+        .await;
+    assert_eq!(
+        listed.body["result"]["configs"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(listed.body["result"]["nextPageToken"], "");
+    let listed_rest = app
+        .a2a_rest(
+            "GET",
+            agent,
+            &format!("/tasks/{task_id}/pushNotificationConfigs"),
+            key,
+            None,
+        )
+        .await;
+    assert_eq!(
+        listed_rest.body["configs"],
+        listed.body["result"]["configs"]
+    );
+    for text in [
+        &created.text,
+        &rest.text,
+        &got.text,
+        &listed.text,
+        &listed_rest.text,
+    ] {
+        assert!(!text.contains(CREDENTIALS), "credentials shown: {text}");
+    }
+    let stored = format!("{:?}", app.scan_all().await);
+    assert!(
+        !stored.contains(CREDENTIALS),
+        "credentials stored in the clear"
+    );
+
+    let deleted = app
+        .a2a_rest(
+            "DELETE",
+            agent,
+            &format!("/tasks/{task_id}/pushNotificationConfigs/rpc-hook"),
+            key,
+            None,
+        )
+        .await;
+    assert_eq!((deleted.status, deleted.body.clone()), (200, json!({})));
+    let deleted = app
+        .a2a_rpc(
+            agent,
+            key,
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": rest_id}),
+        )
+        .await;
+    assert_eq!(deleted.body["result"], Value::Null, "{}", deleted.text);
+    assert!(deleted.body.get("error").is_none(), "{}", deleted.text);
+    let gone = app
+        .a2a_rpc(
+            agent,
+            key,
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": "rpc-hook"}),
+        )
+        .await;
+    assert_eq!(rpc_error(&gone), -32001);
+    let listed = app
+        .a2a_rpc(
+            agent,
+            key,
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": task_id}),
+        )
+        .await;
+    assert_eq!(
+        listed.body["result"]["configs"],
+        json!([]),
+        "{}",
+        listed.text
+    );
+}
+
+#[tokio::test]
+async fn a_sixth_config_is_refused_and_a_deleted_one_makes_room() {
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let task_id = open(&app, &pair, "m-1").await;
+    let create = |id: String| {
+        let (app, pair, task_id) = (&app, &pair, &task_id);
+        async move {
+            app.a2a_rest(
+                "POST",
+                &pair.callee.id,
+                &format!("/tasks/{task_id}/pushNotificationConfigs"),
+                &pair.caller.key,
+                Some(json!({"id": id, "url": "http://127.0.0.1:9/hook"})),
+            )
+            .await
+        }
+    };
+    for n in 0..5 {
+        let reply = create(format!("hook-{n}")).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    // The same id again replaces, it does not count.
+    assert_eq!(create("hook-0".into()).await.status, 200);
+    let sixth = create("hook-5".into()).await;
+    assert_eq!(
+        rest_reason(&sixth),
+        (400, "INVALID_PARAMS".into()),
+        "{}",
+        sixth.text
+    );
+    assert!(sixth.text.contains("at most 5"), "{}", sixth.text);
+    let deleted = app
+        .a2a_rest(
+            "DELETE",
+            &pair.callee.id,
+            &format!("/tasks/{task_id}/pushNotificationConfigs/hook-2"),
+            &pair.caller.key,
+            None,
+        )
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text);
+    assert_eq!(create("hook-5".into()).await.status, 200);
+}
+
+#[tokio::test]
+async fn only_the_caller_manages_configs_and_others_find_no_task() {
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let task_id = open(&app, &pair, "m-1").await;
+    let stranger = app.create_agent(&pair.tenant.admin_key, "stranger").await;
+    for key in [&pair.callee.key, &stranger.key] {
+        let reply = app
+            .a2a_rpc(
+                &pair.callee.id,
+                key,
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": task_id, "url": "http://127.0.0.1:9/hook"}),
+            )
+            .await;
+        assert_eq!(rpc_error(&reply), -32001, "{}", reply.text);
+        let listed = app
+            .a2a_rest(
+                "GET",
+                &pair.callee.id,
+                &format!("/tasks/{task_id}/pushNotificationConfigs"),
+                key,
+                None,
+            )
+            .await;
+        assert_eq!(rest_reason(&listed), (404, "TASK_NOT_FOUND".into()));
+    }
+}
+
+#[tokio::test]
+async fn loopback_and_metadata_urls_are_refused_when_private_addresses_are_not_allowed() {
+    // No operator allowlist: the guard as deployed.
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let task_id = open(&app, &pair, "m-1").await;
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "https://[::1]/hook",
+        "https://169.254.169.254/latest/meta-data/",
+        "https://10.0.0.5/hook",
+        "https://localhost/hook",
+        "ftp://a.example/hook",
+    ] {
+        let reply = app
+            .a2a_rpc(
+                &pair.callee.id,
+                &pair.caller.key,
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": task_id, "url": url}),
+            )
+            .await;
+        assert_eq!(rpc_error(&reply), -32602, "{url}: {}", reply.text);
+        let inline = app
+            .a2a_rpc(
+                &pair.callee.id,
+                &pair.caller.key,
+                "SendMessage",
+                json!({"message": a2a_message("x", &format!("inline-{url}")),
+                       "configuration": {"returnImmediately": true,
+                                         "taskPushNotificationConfig": {"url": url}}}),
+            )
+            .await;
+        assert_eq!(rpc_error(&inline), -32602, "{url}: {}", inline.text);
+    }
+    // Nothing was opened by the refused sends.
+    let listed = app
+        .a2a_rpc(&pair.callee.id, &pair.caller.key, "ListTasks", json!({}))
+        .await;
+    assert_eq!(listed.body["result"]["tasks"].as_array().unwrap().len(), 1);
+}
+
+/// The webhook-signing public keys of the JWKS.
+async fn webhook_keys(app: &TestApp, key: &str) -> Vec<VerifyingKey> {
+    let jwks = app.get("/v1/billing/export/pubkey", key).await;
+    jwks.body["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|jwk| jwk["purpose"] == "webhook-signing")
+        .map(|jwk| {
+            let x = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(jwk["x"].as_str().unwrap())
+                .unwrap();
+            VerifyingKey::from_bytes(&x.try_into().unwrap()).unwrap()
+        })
+        .collect()
+}
+
+fn verifies(keys: &[VerifyingKey], received: &Received) -> bool {
+    let header = |name: &str| received.headers[name].to_str().unwrap().to_owned();
+    let signature = header("webhook-signature");
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(signature.strip_prefix("v1a,").unwrap())
+        .unwrap();
+    let signature = Signature::from_slice(&signature).unwrap();
+    let content = format!(
+        "{}.{}.{}",
+        header("webhook-id"),
+        header("webhook-timestamp"),
+        String::from_utf8_lossy(&received.raw_body)
+    );
+    keys.iter()
+        .any(|key| key.verify(content.as_bytes(), &signature).is_ok())
+}
+
+/// What each notification said: its kind and state (or artifact name), with its message text.
+fn summary(received: &Received) -> (String, String, String) {
+    if let Some(update) = received.body.get("artifactUpdate") {
+        return (
+            "artifact".into(),
+            update["artifact"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .into(),
+            String::new(),
+        );
+    }
+    let status = &received.body["statusUpdate"]["status"];
+    (
+        "status".into(),
+        status["state"].as_str().unwrap_or_default().into(),
+        status["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .into(),
+    )
+}
+
+/// Drives a pull task through claim, progress, a question, the caller's answer and the result,
+/// with a config made at `configure` (inline on the send when `inline`).
+async fn conversation(receiver: &Callee, inline: bool) -> (TestApp, Pair, String) {
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let config = json!({"id": "hook", "url": receiver.url, "token": "tok-9",
+                        "authentication": {"scheme": "Bearer", "credentials": CREDENTIALS}});
+    let mut configuration = json!({"returnImmediately": true});
+    if inline {
+        configuration["taskPushNotificationConfig"] = config.clone();
+    }
+    let sent = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": a2a_message("classify", "m-1"), "configuration": configuration}),
+        )
+        .await;
+    let task_id = sent.body["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    if !inline {
+        let mut config = config;
+        config["taskId"] = json!(task_id);
+        let created = app
+            .a2a_rpc(
+                &pair.callee.id,
+                &pair.caller.key,
+                "CreateTaskPushNotificationConfig",
+                config,
+            )
+            .await;
+        assert!(created.body["result"].is_object(), "{}", created.text);
+    }
+    let callee = &pair.callee.key;
+    assert_eq!(app.claim(callee, 5).await.field("id"), task_id);
+    let progress = app
+        .post(
+            &format!("/v1/agents/me/tasks/{task_id}/progress"),
+            callee,
+            json!({"message": {"parts": [{"text": "half way"}]}}),
+        )
+        .await;
+    assert_eq!(progress.status, 200, "{}", progress.text);
+    let question = json!({"state": "input_required",
+                          "message": {"role": "agent", "parts": [{"text": "which account?"}]}});
+    assert_eq!(
+        app.post_result(callee, &task_id, question).await.status,
+        200
+    );
+    let answer = app
+        .post(
+            &format!("/v1/agents/{}/tasks/{task_id}/messages", pair.callee.name),
+            &pair.caller.key,
+            json!({"message": text_message("ACC-9")}),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(app.claim(callee, 5).await.field("id"), task_id);
+    let done = json!({"state": "completed",
+                      "artifacts": [{"name": "label", "parts": [{"text": "utilities"}]}],
+                      "message": {"role": "agent", "parts": [{"text": "paid"}]}});
+    assert_eq!(app.post_result(callee, &task_id, done).await.status, 200);
+    (app, pair, task_id)
+}
+
+fn expected() -> Vec<(String, String, String)> {
+    [
+        ("status", "TASK_STATE_WORKING", ""),
+        ("status", "TASK_STATE_WORKING", "half way"),
+        ("status", "TASK_STATE_INPUT_REQUIRED", "which account?"),
+        ("status", "TASK_STATE_WORKING", "ACC-9"),
+        ("status", "TASK_STATE_WORKING", ""),
+        ("artifact", "label", ""),
+        ("status", "TASK_STATE_COMPLETED", "paid"),
+    ]
+    .map(|(a, b, c)| (a.to_owned(), b.to_owned(), c.to_owned()))
+    .to_vec()
+}
+
+/// Waits for `count` notifications, then a little longer to see that no repeat follows.
+async fn settle(receiver: &Callee, count: usize) -> Vec<Received> {
+    receiver.wait_for(count).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    receiver.received()
+}
+
+#[tokio::test]
+async fn a_config_receives_every_update_of_its_task_once_in_order_signed_and_authorized() {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let (app, pair, task_id) = conversation(&receiver, false).await;
+    let received = settle(&receiver, expected().len()).await;
+    let summaries: Vec<_> = received.iter().map(summary).collect();
+    assert_eq!(summaries, expected());
+    let keys = webhook_keys(&app, &pair.caller.key).await;
+    for (n, notification) in received.iter().enumerate() {
+        let update = notification
+            .body
+            .get("statusUpdate")
+            .or_else(|| notification.body.get("artifactUpdate"))
+            .unwrap();
+        assert_eq!(update["taskId"], task_id.as_str());
+        assert_eq!(
+            notification.headers["authorization"],
+            format!("Bearer {CREDENTIALS}").as_str()
+        );
+        assert_eq!(notification.headers["x-a2a-notification-token"], "tok-9");
+        assert_eq!(
+            notification.headers["webhook-id"],
+            format!("hook:{}", n + 1).as_str()
+        );
+        assert!(verifies(&keys, notification), "notification {n} verifies");
+    }
+}
+
+#[tokio::test]
+async fn a_receiver_that_fails_the_first_post_still_gets_every_update_once() {
+    let receiver = Callee::start(|n| {
+        if n == 0 {
+            Answer::text(503, "busy")
+        } else {
+            Answer::json(200, json!({}))
+        }
+    })
+    .await;
+    let (_app, _pair, _task_id) = conversation(&receiver, false).await;
+    let received = settle(&receiver, expected().len() + 1).await;
+    // The first POST failed and was sent again; after it, each update exactly once.
+    assert_eq!(
+        received[0].headers["webhook-id"],
+        received[1].headers["webhook-id"]
+    );
+    let summaries: Vec<_> = received[1..].iter().map(summary).collect();
+    assert_eq!(summaries, expected());
+}
+
+#[tokio::test]
+async fn a_config_sent_with_the_message_receives_every_update_from_the_open() {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let (app, pair, task_id) = conversation(&receiver, true).await;
+    let received = settle(&receiver, expected().len()).await;
+    let summaries: Vec<_> = received.iter().map(summary).collect();
+    assert_eq!(summaries, expected());
+    let listed = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": task_id}),
+        )
+        .await;
+    assert_eq!(
+        listed.body["result"]["configs"][0]["id"], "hook",
+        "{}",
+        listed.text
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_config_gets_nothing_more() {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let task_id = open(&app, &pair, "m-1").await;
+    let created = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": "hook", "url": receiver.url}),
+        )
+        .await;
+    assert!(created.body["result"].is_object(), "{}", created.text);
+    assert_eq!(app.claim(&pair.callee.key, 5).await.field("id"), task_id);
+    receiver.wait_for(1).await;
+    app.a2a_rpc(
+        &pair.callee.id,
+        &pair.caller.key,
+        "DeleteTaskPushNotificationConfig",
+        json!({"taskId": task_id, "id": "hook"}),
+    )
+    .await;
+    let done = json!({"state": "completed"});
+    assert_eq!(
+        app.post_result(&pair.callee.key, &task_id, done)
+            .await
+            .status,
+        200
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(receiver.received().len(), 1);
+}
