@@ -194,6 +194,20 @@ impl Task {
         self.changes.len() as u64
     }
 
+    /// The state the task was in before its latest logged change: that of the change before it,
+    /// or `submitted` when the latest is the first.
+    pub fn state_before_latest_change(&self) -> TaskState {
+        self.changes
+            .iter()
+            .rev()
+            .skip(1)
+            .find_map(|change| match change {
+                Change::State { state, .. } => Some(*state),
+                Change::Artifact { .. } => None,
+            })
+            .unwrap_or(TaskState::Submitted)
+    }
+
     /// The task's events numbered above `after`, oldest first.
     pub fn events_after(&self, after: u64) -> Vec<TaskEvent<'_>> {
         let messages = self.changes.iter().filter(|c| c.with_message()).count();
@@ -445,6 +459,34 @@ mod tests {
         assert_eq!(events.len(), 1);
         assert_eq!(text(&events[0]), "logged");
         assert_eq!(events[0].message.map(|(at, _)| at), Some(3));
+    }
+
+    #[test]
+    fn the_state_before_a_claim_is_the_one_its_previous_change_left() {
+        let mut task = opened();
+        task.changes.push(Change::state(
+            TaskState::Working,
+            false,
+            "2026-12-01T10:00:01.000000Z",
+        ));
+        assert_eq!(task.state_before_latest_change(), TaskState::Submitted);
+        agent_says(
+            &mut task,
+            "which?",
+            TaskState::InputRequired,
+            "2026-12-01T10:00:02.000000Z",
+        );
+        let mut task = task.answered(
+            Stored::Inline(user_says("this one")),
+            8,
+            "2026-12-01T10:00:03.000000Z",
+        );
+        task.changes.push(Change::state(
+            TaskState::Working,
+            false,
+            "2026-12-01T10:00:04.000000Z",
+        ));
+        assert_eq!(task.state_before_latest_change(), TaskState::Working);
     }
 
     #[test]

@@ -125,17 +125,20 @@ impl Store {
 
     /// Puts a task this claim took back on its callee's queue, in its old place, while the claim
     /// still holds (its deadline unchanged): the claim could not hand the task over. The claim's
-    /// entry in the change log (its last, nothing having been logged since) is taken back, so a
-    /// claim retried any number of times logs one entry.
+    /// entry in the change log (its last, nothing having been logged since) is taken back and the
+    /// task gets the state it had before, so a claim retried any number of times logs one entry
+    /// and readers never see a claim that did not happen.
     pub async fn unclaim(&self, task: &Task) -> Result<(), StoreError> {
         let (queue, order) = queue_entry(task, &task.created_at);
         let logged = task.changes.len();
         let update = self
             .task_update(&task.id)
             .update_expression(format!(
-                "SET gsi1pk = :queue, gsi1sk = :order REMOVE deadline_at, gsi2pk, gsi2sk, events[{}]",
+                "SET #state = :prior, gsi1pk = :queue, gsi1sk = :order \
+                 REMOVE deadline_at, gsi2pk, gsi2sk, events[{}]",
                 logged.saturating_sub(1)
             ))
+            .expression_attribute_values(":prior", s(task.state_before_latest_change().as_str()))
             .condition_expression(
                 "#state = :working AND deadline_at = :deadline AND size(events) = :logged",
             )

@@ -69,3 +69,63 @@ async fn dynamodb_stopped_mid_test_is_503_and_nothing_is_half_written() {
         .await;
     assert_eq!(after.status, 200);
 }
+
+/// A claim that cannot hand its task over (the body store is unreachable) puts the task back and
+/// takes its entry out of the task's change log: however often that happens, the log (and every
+/// event stream) shows one claim.
+#[tokio::test]
+async fn a_claim_undone_for_an_unreachable_body_store_takes_its_event_back() {
+    let proxy = Proxy::start(&forgebench_tests::moto_endpoint()).await;
+    let app = spawn_app_with(Options {
+        moto_endpoint: proxy.endpoint.clone(),
+        push_worker: false,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    // Large enough that its body lives in the body store, not in the task's item.
+    let opened = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message(&"invoice line ".repeat(200)),
+            0,
+        )
+        .await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let task_id = opened.field("id");
+
+    proxy.cut();
+    for _ in 0..3 {
+        let claimed = app.claim(&pair.callee.key, 0).await;
+        assert_eq!(claimed.status, 503, "{}", claimed.text);
+    }
+    let stored = app
+        .app
+        .store
+        .get_task(&task_id.clone().into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.state.as_str(), "submitted");
+    assert_eq!(stored.event_count(), 0, "{:?}", stored.changes);
+
+    proxy.restore();
+    let claimed = app.claim(&pair.callee.key, 0).await;
+    assert_eq!(claimed.status, 200, "{}", claimed.text);
+    assert_eq!(claimed.field("id"), task_id);
+    let mut stream = app
+        .events(&pair.caller.key, &pair.callee.name, &task_id, Some("0"))
+        .await;
+    let claim = stream.next_event().await.expect("the claim");
+    assert_eq!(
+        (claim.id.as_deref(), claim.event.as_deref()),
+        (Some("1"), Some("status"))
+    );
+    let done = app
+        .post_result(&pair.callee.key, &task_id, json!({"state": "completed"}))
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    let rest: Vec<Option<String>> = stream.rest().await.into_iter().map(|e| e.id).collect();
+    assert_eq!(rest, [Some("2".to_owned())]);
+}
