@@ -110,6 +110,20 @@ impl Message {
         }
     }
 
+    /// The key under which a task remembers this message's `message_id` (with its role, so a
+    /// caller's and a callee's ids never meet), for writes repeated with the same id: 24 hex
+    /// digits of a SHA-256, short enough that a task's 500 keys stay small in its item.
+    pub fn idempotency_key(&self) -> Option<String> {
+        use sha2::{Digest, Sha256};
+        let id = self.message_id.as_deref()?;
+        let role = match self.role {
+            Role::User => "user",
+            Role::Agent => "agent",
+        };
+        let digest = Sha256::digest(format!("{role}:{id}").as_bytes());
+        Some(hex::encode(&digest[..12]))
+    }
+
     /// Every text part, joined with newlines.
     pub fn text(&self) -> String {
         let texts: Vec<&str> = self

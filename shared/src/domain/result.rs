@@ -85,6 +85,17 @@ pub enum TaskResult {
     },
 }
 
+impl TaskResult {
+    /// The message the result carries (a question, or a completed result's message), if any.
+    pub fn message(&self) -> Option<&Message> {
+        match self {
+            TaskResult::Completed { message, .. } => message.as_ref(),
+            TaskResult::InputRequired { question } => Some(question),
+            TaskResult::Failed { .. } => None,
+        }
+    }
+}
+
 /// Why a result body was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResultRejection {

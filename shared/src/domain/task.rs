@@ -136,6 +136,10 @@ pub struct Task {
     /// How many push notification configs the task has ([`super::notify`]), kept by the same
     /// transaction as each config's write: whether a change of the task has anyone to notify.
     pub notify_configs: u64,
+    /// The idempotency keys ([`Message::idempotency_key`]) of the progress reports, results and
+    /// answers written to the task, so a write repeated with the same `message_id` is told
+    /// apart from a new one, even after the task has moved on.
+    pub message_keys: Vec<String>,
 }
 
 /// Where a task sits in the call ledger: its own call, the call that caused it (sent as
@@ -210,6 +214,7 @@ impl Task {
             updated_at: now,
             changes: Vec::new(),
             notify_configs: 0,
+            message_keys: Vec::new(),
         }
     }
 
@@ -226,6 +231,11 @@ impl Task {
         self.changes
             .push(Change::state(TaskState::Working, true, now));
         self
+    }
+
+    /// Whether a write carrying the message keyed `key` was applied to the task already.
+    pub fn has_message(&self, key: Option<&str>) -> bool {
+        key.is_some_and(|key| self.message_keys.iter().any(|known| known == key))
     }
 
     /// Whether adding `bytes` of bodies would take the task past [`MAX_TASK_CONTENT_BYTES`].
@@ -341,6 +351,7 @@ mod tests {
             created_at: String::new(),
             updated_at: String::new(),
             changes: Vec::new(),
+            message_keys: Vec::new(),
             notify_configs: 0,
         }
     }

@@ -111,26 +111,43 @@ async fn hand_over(
 
 /// When a callee's answer carries bodies that must be stored outside the task item, whether the
 /// callee holds the task, read first so that nothing is stored for a write that would be refused.
+/// A task that has the answer's message already (`key`) is returned: the write is a repeat.
 async fn check_held_before_storing(
     app: &App,
     task_id: &TaskId,
     tenant_id: &TenantId,
     agent_id: &AgentId,
     bodies: &[&PackedBody],
-) -> Result<(), ApiError> {
+    key: Option<&str>,
+) -> Result<Option<Task>, ApiError> {
     if bodies.iter().all(|body| body.offload.is_none()) {
-        return Ok(());
+        return Ok(None);
     }
     let current = app
         .store
         .get_task(task_id)
         .await?
         .ok_or(ApiError::TaskNotFound)?;
+    if is_repeat(&current, tenant_id, agent_id, key) {
+        return Ok(Some(current));
+    }
     if !held_in_time(&current, tenant_id, agent_id) {
         return Err(refused_to_callee(app, current, tenant_id, agent_id).await?);
     }
     app.bodies.store(bodies).await?;
-    Ok(())
+    Ok(None)
+}
+
+/// Whether a callee's write carrying the message keyed `key` was applied to `task` already:
+/// then it is answered with the task as it is now, and nothing is written or audited again.
+fn is_repeat(task: &Task, tenant_id: &TenantId, agent_id: &AgentId, key: Option<&str>) -> bool {
+    task.tenant_id == tenant_id && task.callee_agent_id == agent_id && task.has_message(key)
+}
+
+/// The answer to a repeated write: the task as it is now, in full.
+async fn repeated(app: &App, task: Task) -> HandlerResult {
+    tracing::info!(task_id = %task.id, "a repeated message_id; nothing written");
+    super::ok(&super::full_task(app, task, &[]).await?.to_json())
 }
 
 /// `POST /v1/agents/me/tasks/{id}/result` with a TaskResultIn: only the callee holding the task,
@@ -144,16 +161,31 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
         ResultRejection::WorkingFromPull => ApiError::PullResultWorking,
         ResultRejection::Invalid(invalid) => invalid.into(),
     })?;
+    let key = result.message().and_then(Message::idempotency_key);
     let result = PackedResult::pack(&principal.tenant_id, &task_id, &result);
     if result.content_bytes() > MAX_TASK_CONTENT_BYTES {
         return Err(content_too_large());
     }
     let tenant_id = &principal.tenant_id;
-    check_held_before_storing(app, &task_id, tenant_id, &agent_id, &result.bodies()).await?;
-    let transition = app
-        .store
-        .finish_task(&task_id, tenant_id, &agent_id, &result)
-        .await?;
+    let key = key.as_deref();
+    let bodies = result.bodies();
+    if let Some(task) =
+        check_held_before_storing(app, &task_id, tenant_id, &agent_id, &bodies, key).await?
+    {
+        return repeated(app, task).await;
+    }
+    let transition = match key {
+        Some(key) => {
+            app.store
+                .finish_task_keyed(&task_id, tenant_id, &agent_id, &result, key)
+                .await?
+        }
+        None => {
+            app.store
+                .finish_task(&task_id, tenant_id, &agent_id, &result)
+                .await?
+        }
+    };
     let current = match transition {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, state = task.state.as_str(), "task answered");
@@ -164,6 +196,9 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),
         TaskTransition::Refused(Some(task)) => task,
     };
+    if is_repeat(&current, tenant_id, &agent_id, key) {
+        return repeated(app, current).await;
+    }
     if held_in_time(&current, tenant_id, &agent_id)
         && current.would_overflow(result.content_bytes())
     {
@@ -222,12 +257,18 @@ pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
         ));
     }
     message.role = Role::Agent;
+    let key = message.idempotency_key();
+    let key = key.as_deref();
     let tenant_id = &principal.tenant_id;
     let message = pack_message(tenant_id, &task_id, &message)?;
-    check_held_before_storing(app, &task_id, tenant_id, &agent_id, &[&message]).await?;
+    if let Some(task) =
+        check_held_before_storing(app, &task_id, tenant_id, &agent_id, &[&message], key).await?
+    {
+        return repeated(app, task).await;
+    }
     let transition = app
         .store
-        .report_progress(&task_id, tenant_id, &agent_id, &message)
+        .report_progress(&task_id, tenant_id, &agent_id, &message, key)
         .await?;
     let current = match transition {
         TaskTransition::Applied(task) => {
@@ -238,6 +279,9 @@ pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),
         TaskTransition::Refused(Some(task)) => task,
     };
+    if is_repeat(&current, tenant_id, &agent_id, key) {
+        return repeated(app, current).await;
+    }
     // Held by this callee and on time, so only the history's room or the content cap refused it.
     if held_in_time(&current, tenant_id, &agent_id) {
         if current.history.len() >= MAX_HISTORY_BEFORE_ANSWER {

@@ -294,6 +294,11 @@ pub(super) async fn answer_task(
         ));
     }
     let task = expire_if_overdue(app, task).await?;
+    let key = message.idempotency_key();
+    if task.has_message(key.as_deref()) {
+        // A repeat of an answer taken already: the task as it is now, nothing written again.
+        return full_task(app, task, &[]).await;
+    }
     not_waiting_for_input(&task)?;
     let answer = message;
     let message = store_message(app, &task, &answer).await?;
@@ -305,7 +310,11 @@ pub(super) async fn answer_task(
     let mut audit = AuditEntry::new(principal, "task.message", &task.callee_agent_id);
     audit.call_id = Some(task.call_id.clone());
     audit.task_id = Some(task.id.clone());
-    match app.store.answer_input(&task, &message, &audit).await? {
+    match app
+        .store
+        .answer_input(&task, &message, key.as_deref(), &audit)
+        .await?
+    {
         Ok(()) => {}
         Err(InputRefusal::NotWaiting) => {
             // Changed meanwhile (answered, canceled, another message): say what it is now.
@@ -314,6 +323,9 @@ pub(super) async fn answer_task(
                 .get_task(&task.id)
                 .await?
                 .ok_or(ApiError::TaskNotFound)?;
+            if current.has_message(key.as_deref()) {
+                return full_task(app, current, &[]).await;
+            }
             not_waiting_for_input(&current)?;
             if current.would_overflow(message.bytes) {
                 return Err(content_too_large());

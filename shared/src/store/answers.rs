@@ -8,8 +8,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use super::audit::AuditEntry;
 use super::item::{n, opt_s, s};
 use super::task_item::{
-    body_text, change_entries, logging, queue_entry, task_key, with_content_room, LOG_CHANGES,
-    WITHIN_CONTENT_CAP,
+    body_text, change_entries, logging, queue_entry, remember_key, remembering, task_key,
+    with_content_room, LOG_CHANGES, WITHIN_CONTENT_CAP,
 };
 use super::tasks::{build, held_by_callee, TaskTransition};
 use super::{Store, StoreError};
@@ -51,6 +51,18 @@ impl Store {
         task_id: &TaskId,
         result: &PackedResult,
     ) -> UpdateItemFluentBuilder {
+        self.answer_update_keyed(task_id, result, None)
+    }
+
+    /// [`Store::answer_update`], remembering the idempotency key `key` when there is one (the
+    /// caller binds it with [`remembering`]).
+    fn answer_update_keyed(
+        &self,
+        task_id: &TaskId,
+        result: &PackedResult,
+        key: Option<&str>,
+    ) -> UpdateItemFluentBuilder {
+        let (add_key, _) = remember_key(key);
         let status_message = match &result.status_message {
             Some(message) => body_text(message),
             None => AttributeValue::Null(true),
@@ -62,7 +74,7 @@ impl Store {
             .update_expression(format!(
                 "SET #state = :state, status_message = :status_message, status_timestamp = :now, \
                  updated_at = :now, #error = :error, history = list_append(history, :entry), \
-                 {LOG_CHANGES}{} ADD content_bytes :added \
+                 {LOG_CHANGES}{} ADD content_bytes :added{add_key} \
                  REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
                 if result.artifacts.is_some() {
                     ", artifacts = :artifacts"
@@ -107,6 +119,26 @@ impl Store {
         self.transition(update).await
     }
 
+    /// [`Store::finish_task`] for a result whose message has the idempotency key `key`: it is
+    /// remembered with the result, and refused when the task has it already.
+    pub async fn finish_task_keyed(
+        &self,
+        task_id: &TaskId,
+        tenant_id: &TenantId,
+        callee_id: &AgentId,
+        result: &PackedResult,
+        key: &str,
+    ) -> Result<TaskTransition, StoreError> {
+        let (_, new_key) = remember_key(Some(key));
+        let update = held_by_callee(
+            self.answer_update_keyed(task_id, result, Some(key)),
+            &format!("{WITHIN_CONTENT_CAP}{new_key}"),
+            tenant_id,
+            callee_id,
+        );
+        self.transition(remembering(update, Some(key))).await
+    }
+
     /// Adds a callee's progress message to a working task it holds: the state stays `working`,
     /// the message becomes the status message and joins the history, which must have room for
     /// it and the answer still to come, and its body joins the task's content within the cap.
@@ -116,13 +148,16 @@ impl Store {
         tenant_id: &TenantId,
         callee_id: &AgentId,
         message: &PackedBody,
+        key: Option<&str>,
     ) -> Result<TaskTransition, StoreError> {
         let now = clock::now();
+        let (add_key, new_key) = remember_key(key);
         let update = self
             .task_update(task_id)
             .update_expression(format!(
                 "SET status_message = :message, status_timestamp = :now, updated_at = :now, \
-                 history = list_append(history, :entry), {LOG_CHANGES} ADD content_bytes :added",
+                 history = list_append(history, :entry), {LOG_CHANGES} \
+                 ADD content_bytes :added{add_key}",
             ))
             .expression_attribute_values(":message", body_text(message))
             .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))
@@ -131,9 +166,9 @@ impl Store {
             .expression_attribute_values(":working", s(TaskState::Working.as_str()));
         let progress = Change::state(TaskState::Working, true, &now);
         let update = logging(with_content_room(update, message.bytes), &[progress]);
-        let also = format!(" AND size(history) < :max{WITHIN_CONTENT_CAP}");
+        let also = format!(" AND size(history) < :max{WITHIN_CONTENT_CAP}{new_key}");
         let update = held_by_callee(update, &also, tenant_id, callee_id);
-        self.transition(update).await
+        self.transition(remembering(update, key)).await
     }
 
     /// The caller's answer to the callee's question: an `input_required` task of this caller
@@ -147,9 +182,11 @@ impl Store {
         &self,
         task: &Task,
         message: &PackedBody,
+        key: Option<&str>,
         audit: &AuditEntry,
     ) -> Result<Result<(), InputRefusal>, StoreError> {
         let now = clock::now();
+        let (add_key, new_key) = remember_key(key);
         let (queue, order) = queue_entry(task, &now);
         let redelivery = match task.delivery {
             Delivery::Pull => "",
@@ -165,11 +202,11 @@ impl Store {
             .update_expression(format!(
                 "SET #state = :working, status_message = :none, status_timestamp = :now, \
                  updated_at = :now, history = list_append(history, :entry), {LOG_CHANGES}, \
-                 gsi1pk = :queue, gsi1sk = :order{redelivery} ADD content_bytes :added"
+                 gsi1pk = :queue, gsi1sk = :order{redelivery} ADD content_bytes :added{add_key}"
             ))
             .condition_expression(format!(
                 "#state = :input_required AND tenant_id = :tenant AND caller_agent_id = :caller \
-                 AND size(history) < :max{WITHIN_CONTENT_CAP}"
+                 AND size(history) < :max{WITHIN_CONTENT_CAP}{new_key}"
             ))
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":working", s(TaskState::Working.as_str()))
@@ -192,6 +229,14 @@ impl Store {
                 ":changes",
                 change_entries(&[Change::state(TaskState::Working, true, &now)]),
             );
+        if let Some(key) = key {
+            update = update
+                .expression_attribute_values(
+                    ":message_keys",
+                    AttributeValue::Ss(vec![key.to_owned()]),
+                )
+                .expression_attribute_values(":message_key", s(key));
+        }
         if task.delivery == Delivery::Push {
             update = update
                 .expression_attribute_values(":zero", n(0))

@@ -76,6 +76,32 @@ pub(crate) fn logging(
         .expression_attribute_values(":changes", change_entries(changes))
 }
 
+/// A write that carries a message with an idempotency key remembers it (`ADD`ing this to the
+/// update's `ADD` clause) and is refused when the task has it already (this joins its
+/// condition); [`remembering`] binds both, and nothing when there is no key.
+pub(crate) fn remember_key(key: Option<&str>) -> (&'static str, &'static str) {
+    match key {
+        Some(_) => (
+            ", message_keys :message_keys",
+            " AND NOT contains(message_keys, :message_key)",
+        ),
+        None => ("", ""),
+    }
+}
+
+/// Binds the values of [`remember_key`]'s clauses.
+pub(crate) fn remembering(
+    update: UpdateItemFluentBuilder,
+    key: Option<&str>,
+) -> UpdateItemFluentBuilder {
+    match key {
+        Some(key) => update
+            .expression_attribute_values(":message_keys", AttributeValue::Ss(vec![key.to_owned()]))
+            .expression_attribute_values(":message_key", s(key)),
+        None => update,
+    }
+}
+
 /// The changes of a stored log; entries this version cannot read are skipped.
 fn read_changes(item: &Item) -> Vec<Change> {
     match item.get("events") {
@@ -260,6 +286,10 @@ impl TryFrom<&Item> for Task {
                 Some(_) => read.n("notify_configs")?,
                 None => 0,
             },
+            message_keys: match item.get("message_keys") {
+                Some(AttributeValue::Ss(keys)) => keys.clone(),
+                _ => Vec::new(),
+            },
         })
     }
 }
@@ -284,6 +314,7 @@ mod tests {
             AttributeValue::L(items) => {
                 3 + items.iter().map(|item| 1 + value_size(item)).sum::<usize>()
             }
+            AttributeValue::Ss(items) => items.iter().map(String::len).sum(),
             AttributeValue::M(map) => {
                 3 + map
                     .iter()
@@ -390,6 +421,7 @@ mod tests {
                 };
                 MAX_LOGGED_CHANGES
             ],
+            message_keys: Vec::new(),
             notify_configs: 0,
         };
         let mut item = to_item(&task);
@@ -406,6 +438,15 @@ mod tests {
         }
         item.insert("delivery_attempts".into(), n(u64::MAX));
         item.insert("attempt_number".into(), n(u64::MAX));
+        // A key remembered for every message a task can hold.
+        item.insert(
+            "message_keys".into(),
+            AttributeValue::Ss(
+                (0..MAX_TASK_MESSAGES)
+                    .map(|i| format!("{i:024x}"))
+                    .collect(),
+            ),
+        );
         item.insert("notify_configs".into(), n(MAX_CONFIGS_PER_TASK));
         let size = item_size(&item);
         assert!(size <= CAP, "{size} bytes");
@@ -453,6 +494,7 @@ mod tests {
                     "2026-01-01T00:00:02.000000Z",
                 ),
             ],
+            message_keys: Vec::new(),
             notify_configs: 0,
         };
         assert!(task.input.reference().is_some(), "one body is a reference");

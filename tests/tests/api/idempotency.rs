@@ -172,3 +172,151 @@ async fn a_repeated_push_open_is_delivered_once() {
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     assert_eq!(callee.received().len(), 1, "one POST for one task");
 }
+
+fn agent_message(text: &str, message_id: &str) -> Value {
+    json!({"role": "agent", "parts": [{"text": text}], "message_id": message_id})
+}
+
+fn history_texts(task: &Value) -> Vec<String> {
+    task["history"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|message| {
+            message["parts"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+fn actions_of(audit: &[Value], task_id: &str, action: &str) -> usize {
+    audit
+        .iter()
+        .filter(|entry| entry["action"] == action && entry["task_id"] == task_id)
+        .count()
+}
+
+/// Progress, a question, the caller's answer and the result, each sent twice with its
+/// `message_id`: each lands once (history, change log, audit), and a repeat, even after the
+/// task has moved on, answers what the first did (`200` with the task) instead of a `409`.
+#[tokio::test]
+async fn repeated_progress_questions_answers_and_results_land_once() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("pay"), 0)
+        .await;
+    let task_id = opened.field("id");
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 200);
+    let progress_path = format!("/v1/agents/me/tasks/{task_id}/progress");
+    let progress = json!({"message": agent_message("checking", "p-1")});
+    for _ in 0..2 {
+        let reply = app
+            .post(&progress_path, &pair.callee.key, progress.clone())
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(history_texts(&reply.body), ["pay", "checking"]);
+    }
+    let question =
+        json!({"state": "input_required", "message": agent_message("which account?", "q-1")});
+    for _ in 0..2 {
+        let reply = app
+            .post_result(&pair.callee.key, &task_id, question.clone())
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(reply.state(), "input_required");
+    }
+    let answer_path = format!("/v1/agents/{}/tasks/{task_id}/messages", pair.callee.name);
+    let answer = json!({"message": keyed_message("ACC-9", "a-1")});
+    for _ in 0..2 {
+        let reply = app
+            .post(&answer_path, &pair.caller.key, answer.clone())
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(
+            history_texts(&reply.body),
+            ["pay", "checking", "which account?", "ACC-9"]
+        );
+    }
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 200);
+    let done = json!({"state": "completed", "message": agent_message("paid", "r-1")});
+    for _ in 0..2 {
+        let reply = app
+            .post_result(&pair.callee.key, &task_id, done.clone())
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(reply.state(), "completed");
+    }
+
+    // After the task finished: every repeat still answers 200 with the finished task.
+    let late_progress = app.post(&progress_path, &pair.callee.key, progress).await;
+    assert_eq!(late_progress.status, 200, "{}", late_progress.text);
+    assert_eq!(late_progress.state(), "completed");
+    let late_question = app.post_result(&pair.callee.key, &task_id, question).await;
+    assert_eq!(late_question.status, 200, "{}", late_question.text);
+    let late_answer = app.post(&answer_path, &pair.caller.key, answer).await;
+    assert_eq!(late_answer.status, 200, "{}", late_answer.text);
+    assert_eq!(late_answer.state(), "completed");
+
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(
+        history_texts(&read.body),
+        ["pay", "checking", "which account?", "ACC-9", "paid"]
+    );
+    let stored = app
+        .app
+        .store
+        .get_task(&task_id.clone().into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stored.event_count(),
+        6,
+        "claim, progress, question, answer, claim, result"
+    );
+    let audit = app.audit(&pair.tenant.admin_key).await;
+    assert_eq!(actions_of(&audit, &task_id, "task.progress"), 1);
+    assert_eq!(actions_of(&audit, &task_id, "task.message"), 1);
+
+    // A new message_id is a new write, refused as usual now that the task is finished.
+    let other = json!({"message": agent_message("more", "p-2")});
+    let refused = app.post(&progress_path, &pair.callee.key, other).await;
+    assert_eq!(refused.status, 409, "{}", refused.text);
+}
+
+/// The same message_id from the other side of the task is another message.
+#[tokio::test]
+async fn a_message_id_is_the_writers_own() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("pay"), 0)
+        .await;
+    let task_id = opened.field("id");
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 200);
+    let question =
+        json!({"state": "input_required", "message": agent_message("which?", "same-id")});
+    assert_eq!(
+        app.post_result(&pair.callee.key, &task_id, question)
+            .await
+            .status,
+        200
+    );
+    let answer = json!({"message": keyed_message("this one", "same-id")});
+    let answered = app
+        .post(
+            &format!("/v1/agents/{}/tasks/{task_id}/messages", pair.callee.name),
+            &pair.caller.key,
+            answer,
+        )
+        .await;
+    assert_eq!(answered.status, 200, "{}", answered.text);
+    assert_eq!(history_texts(&answered.body), ["pay", "which?", "this one"]);
+    assert_eq!(answered.state(), "working");
+}

@@ -57,6 +57,7 @@ async fn a_failure_between_the_task_and_its_audit_row_leaves_neither() {
             created_at: now.clone(),
             updated_at: now,
             changes: Vec::new(),
+            message_keys: Vec::new(),
             notify_configs: 0,
         },
         binding_id: pair.binding_id.clone(),
