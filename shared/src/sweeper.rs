@@ -103,8 +103,10 @@ async fn set_aside(store: &Store, index: &str, task_id: &TaskId, seen: &str) {
 /// How long a re-enqueued outbox entry waits before the sweep may enqueue it again.
 const OUTBOX_RETRY_SECONDS: u64 = 60;
 
-/// Re-enqueues push tasks whose outbox entry fell due: the enqueue at open was lost, or an
-/// attempt died holding its lease.
+/// Re-enqueues push tasks whose outbox entry fell due (the enqueue at open was lost, or an
+/// attempt died holding its lease), and push notification configs of tasks not yet finished
+/// and fully delivered (a notification's enqueue after a change may have been lost): each at
+/// most once a minute.
 pub async fn sweep_outbox(store: &Store, queue: &Queue) -> Swept {
     sweep_outbox_until(store, queue, &clock::now()).await
 }
@@ -121,22 +123,24 @@ pub async fn sweep_outbox_until(store: &Store, queue: &Queue, now: &str) -> Swep
                 continue;
             }
         };
-        for (task_id, seen) in entries {
-            match store
-                .bump_index_entry("gsi1", &task_id, &seen, OUTBOX_RETRY_SECONDS)
-                .await
-            {
+        for entry in entries {
+            match store.bump_outbox_entry(&entry, OUTBOX_RETRY_SECONDS).await {
                 Ok(true) => {}
                 Ok(false) => continue,
                 Err(error) => {
-                    skip(&error, &task_id, "outbox");
+                    skip(&error, &entry.task_id, "outbox");
                     swept.skipped += 1;
                     continue;
                 }
             }
-            match queue.enqueue(&task_id).await {
+            let task_id = &entry.task_id;
+            let enqueued = match &entry.config_id {
+                None => queue.enqueue(task_id).await,
+                Some(_) => queue.enqueue_notify(task_id).await,
+            };
+            match enqueued {
                 Ok(()) => {
-                    tracing::info!(task_id = %task_id, "push task re-enqueued from the outbox");
+                    tracing::info!(task_id = %task_id, config_id = ?entry.config_id, "re-enqueued from the outbox");
                     swept.done += 1;
                 }
                 Err(error) => {

@@ -22,7 +22,7 @@ use super::worker::{JobOutcome, Worker, LEASE_SECONDS, STORE_RETRY};
 use crate::a2a::wire::stream_event_json;
 use crate::bodies::BodyError;
 use crate::domain::notify::NotifyConfig;
-use crate::domain::{Task, TaskId};
+use crate::domain::{Task, TaskId, TaskState};
 use crate::store::{StoreError, TaskTransition};
 
 /// The header that carries a config's token, as A2A receivers read it.
@@ -90,6 +90,7 @@ impl Worker {
             .iter()
             .all(|config| config.delivered >= task.event_count())
         {
+            self.retire_if_finished(&task, &configs).await;
             return Ok(JobOutcome::Done);
         }
         let key = match self.signing.active(&self.store, &self.vault).await {
@@ -100,12 +101,29 @@ impl Worker {
             }
         };
         let mut soonest: Option<Duration> = None;
-        for config in configs {
+        for config in configs.iter().cloned() {
             if let Round::RetryIn(delay) = self.notify_config(&task, config, &key).await? {
                 soonest = Some(soonest.map_or(delay, |soonest| soonest.min(delay)));
             }
         }
+        if soonest.is_none() {
+            self.retire_if_finished(&task, &configs).await;
+        }
         Ok(soonest.map_or(JobOutcome::Done, JobOutcome::RetryIn))
+    }
+
+    /// Once a finished task's configs have every event, they leave the outbox index: the
+    /// sweeper has nothing more to send them. A failure here only costs a sweep that finds
+    /// nothing to send.
+    async fn retire_if_finished(&self, task: &Task, configs: &[NotifyConfig]) {
+        if TaskState::OPEN.contains(&task.state) {
+            return;
+        }
+        for config in configs {
+            if let Err(error) = self.store.retire_notify_entry(&task.id, &config.id).await {
+                tracing::warn!(error = %error, config_id = %config.id, "a delivered config stays on the outbox index");
+            }
+        }
     }
 
     /// Sends one config the events it has not had, holding its lease.

@@ -12,7 +12,7 @@
 //! | the owner's record of a key | `AGENT#{id}` or `MEMBER#{id}` | `KEY#{key_id}` | | |
 //! | binding | `BINDING#{id}` | `BINDING` | `BOUT#{caller}` / callee | `BIN#{callee}` / caller |
 //! | task | `TASK#{id}` | `TASK` | `QUEUE#{callee}` / created#id, while claimable | `DEADLINE#{shard}` / deadline#id, while working |
-//! | push notification config of a task (`store/notify.rs`) | `TASK#{id}` | `NOTIFY#{config}` | | |
+//! | push notification config of a task (`store/notify.rs`) | `TASK#{id}` | `NOTIFY#{config}` | `OUTBOX#{shard}` / due#task, until its task is finished and delivered | |
 //! | conversation | `CONTEXT#{id}` | `CONTEXT` | | |
 //! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{root}` / at#id | |
 //! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
@@ -52,7 +52,7 @@ pub use keys::{use_is_stale, KeyInfo, KeyOwner, KeyRecord, NewKey, RevokeRefusal
 pub use notify::NotifyRefusal;
 pub use open::{ContextJoin, OpenRefusal, OpenTask};
 pub use polls::{PollSlot, MAX_POLLS_PER_AGENT};
-pub use push::Attempt;
+pub use push::{Attempt, OutboxEntry};
 pub use task_item::DEADLINE_SHARDS;
 pub use tasks::{OverdueEntry, PairCursor, TaskTransition};
 pub use tenancy::MemberRecord;

@@ -7,7 +7,7 @@
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 
 use super::item::{key, n, s, Item, Reader};
-use super::task_item::task_key;
+use super::task_item::{outbox_shard, task_key, OUTBOX_GRACE_SECONDS};
 use super::tasks::build;
 use super::{classify, Store, StoreError};
 use crate::domain::notify::{NotifyConfig, MAX_CONFIGS_PER_TASK};
@@ -15,7 +15,7 @@ use crate::domain::{clock, Task, TaskId};
 
 const PREFIX: &str = "NOTIFY#";
 
-fn config_key(task_id: &TaskId, config_id: &str) -> Item {
+pub(crate) fn config_key(task_id: &TaskId, config_id: &str) -> Item {
     key(format!("TASK#{task_id}"), format!("{PREFIX}{config_id}"))
 }
 
@@ -58,6 +58,17 @@ fn to_item(config: &NotifyConfig) -> Item {
     if let Some(at) = config.expires_at {
         item.insert("expires_at".into(), n(at));
     }
+    // On the outbox index until the task's last event is delivered: a notification whose
+    // enqueue was lost is sent again by the sweeper (see `sweeper::sweep_outbox`).
+    item.insert("gsi1pk".into(), s(outbox_shard(&config.task_id)));
+    item.insert(
+        "gsi1sk".into(),
+        s(format!(
+            "{}#{}",
+            clock::after(OUTBOX_GRACE_SECONDS),
+            config.task_id
+        )),
+    );
     item
 }
 
@@ -323,6 +334,22 @@ impl Store {
             Err(error) if is_condition_failure(&error) => Ok(None),
             Err(error) => Err(classify(error)),
         }
+    }
+
+    /// Takes a config off the outbox index: its task is finished and every event delivered.
+    pub async fn retire_notify_entry(
+        &self,
+        task_id: &TaskId,
+        config_id: &str,
+    ) -> Result<(), StoreError> {
+        let update = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(config_key(task_id, config_id)))
+            .update_expression("REMOVE gsi1pk, gsi1sk")
+            .condition_expression("attribute_exists(pk)");
+        conditional(update.send().await).map(|_| ())
     }
 
     /// Gives a lease back, if still held with `token`.

@@ -10,7 +10,9 @@ use crate::domain::TaskState;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 
+use super::item::Item;
 use super::item::{key, n, opt_s, s, Reader};
+use super::notify::config_key;
 use super::task_item::{
     deadline_shard, logging, outbox_shard, task_key, LOG_CHANGES, WITHIN_CONTENT_CAP,
 };
@@ -40,6 +42,31 @@ impl Attempt {
             "error": self.error,
         })
     }
+}
+
+/// An entry of the outbox index that fell due: a push task (`config_id: None`), or one of a
+/// task's push notification configs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxEntry {
+    pub task_id: TaskId,
+    pub config_id: Option<String>,
+    /// The entry's sort key as read, for a conditional move.
+    pub seen: String,
+}
+
+/// Reads an outbox entry from its keys alone (whatever the index projects).
+fn outbox_entry(item: &Item) -> Result<OutboxEntry, StoreError> {
+    let read = Reader(item);
+    let pk = read.s("pk")?;
+    let sk = read.s("sk")?;
+    let task_id = pk
+        .strip_prefix("TASK#")
+        .ok_or_else(|| StoreError::Corrupt(format!("outbox entry {pk}")))?;
+    Ok(OutboxEntry {
+        task_id: TaskId::from(task_id.to_owned()),
+        config_id: sk.strip_prefix("NOTIFY#").map(str::to_owned),
+        seen: read.s("gsi1sk")?,
+    })
 }
 
 impl Store {
@@ -245,20 +272,18 @@ impl Store {
             .collect()
     }
 
-    /// Push tasks on one outbox shard whose entry fell due before `now`: `(task id, sort key)`.
+    /// Entries on one outbox shard that fell due before `now`: push tasks, and push
+    /// notification configs of tasks not yet finished and fully delivered.
     pub async fn outbox_due(
         &self,
         shard: char,
         now: &str,
         limit: i32,
-    ) -> Result<Vec<(TaskId, String)>, StoreError> {
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
         let items = self
             .query_due("gsi1", format!("OUTBOX#{shard}"), now, limit)
             .await?;
-        items
-            .iter()
-            .map(|item| Ok((Reader(item).id("id")?, Reader(item).s("gsi1sk")?)))
-            .collect()
+        items.iter().map(outbox_entry).collect()
     }
 
     /// Pushes a task's entry on `index` (`gsi1`: the outbox, `gsi2`: the deadlines) forward by
@@ -271,12 +296,38 @@ impl Store {
         seen: &str,
         seconds: u64,
     ) -> Result<bool, StoreError> {
+        self.bump_entry_of(task_key(task_id), index, task_id, seen, seconds)
+            .await
+    }
+
+    /// [`Store::bump_index_entry`] for an outbox entry of either kind.
+    pub async fn bump_outbox_entry(
+        &self,
+        entry: &OutboxEntry,
+        seconds: u64,
+    ) -> Result<bool, StoreError> {
+        let key = match &entry.config_id {
+            None => task_key(&entry.task_id),
+            Some(config_id) => config_key(&entry.task_id, config_id),
+        };
+        self.bump_entry_of(key, "gsi1", &entry.task_id, &entry.seen, seconds)
+            .await
+    }
+
+    async fn bump_entry_of(
+        &self,
+        key: Item,
+        index: &str,
+        task_id: &TaskId,
+        seen: &str,
+        seconds: u64,
+    ) -> Result<bool, StoreError> {
         let due = clock::after(seconds);
         let result = self
             .client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(task_key(task_id)))
+            .set_key(Some(key))
             .update_expression("SET #sk = :due")
             .condition_expression("#sk = :seen")
             .expression_attribute_names("#sk", format!("{index}sk"))

@@ -564,3 +564,63 @@ async fn a_deleted_config_gets_nothing_more() {
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     assert_eq!(receiver.received().len(), 1);
 }
+
+/// A change whose notification could not be enqueued (the queue unreachable right after the
+/// write committed) is not lost: the config stays on the outbox index until its task's last
+/// event is delivered, and the sweeper sends what is missing; then the config leaves the index.
+#[tokio::test]
+async fn a_notification_whose_enqueue_was_lost_is_sent_by_the_sweeper() {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let proxy = forgebench_tests::Proxy::start(&forgebench_tests::moto_endpoint()).await;
+    let app = spawn_app_with(Options {
+        moto_endpoint: proxy.endpoint.clone(),
+        ..Options::local_push()
+    })
+    .await;
+    let pair = app.pair().await;
+    let task_id = open(&app, &pair, "m-1").await;
+    let created = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": "hook", "url": receiver.url}),
+        )
+        .await;
+    assert!(created.body["result"].is_object(), "{}", created.text);
+    assert_eq!(app.claim(&pair.callee.key, 5).await.field("id"), task_id);
+    receiver.wait_for(1).await;
+
+    proxy.cut();
+    let done = app
+        .post_result(&pair.callee.key, &task_id, json!({"state": "completed"}))
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    proxy.restore();
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(
+        receiver.received().len(),
+        1,
+        "the final event's enqueue was lost"
+    );
+
+    // The sweep, a minute on.
+    let later = forgebench::domain::clock::after(120);
+    let swept =
+        forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &later).await;
+    assert_eq!(swept.done, 1, "{swept:?}");
+    let received = receiver.wait_for(2).await;
+    let last = &received[1].body;
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{last}"
+    );
+
+    // Delivered in full and finished: nothing more for the sweeper.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let much_later = forgebench::domain::clock::after(600);
+    let swept =
+        forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &much_later).await;
+    assert_eq!(swept.done, 0, "{swept:?}");
+    assert_eq!(receiver.received().len(), 2);
+}
