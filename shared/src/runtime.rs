@@ -43,11 +43,11 @@ pub fn init_tracing() {
 }
 
 /// Serves one route as a Lambda function behind API Gateway: with response streaming for the
-/// routes that stream (their integration is in `STREAM` mode), buffered for the rest.
+/// routes that stream or wait (their integration is in `STREAM` mode), buffered for the rest.
 pub async fn serve_route(route: Route) -> Result<(), Error> {
     init_tracing();
     let app = Arc::new(App::from_env().await?);
-    if route.streams() {
+    if route.streamed() {
         return lambda_http::run_with_streaming_response(service_fn(move |request: Request| {
             let app = Arc::clone(&app);
             async move { Ok::<_, std::convert::Infallible>(route.handle(&app, request).await) }

@@ -229,6 +229,22 @@ impl Route {
         )
     }
 
+    /// Whether the route holds a request open for up to the API's whole `wait` (30 s): it is
+    /// served through a `STREAM` integration too, whose time limit is not the buffered 29 s,
+    /// and answers with one buffered body.
+    pub fn waits(self) -> bool {
+        matches!(
+            self,
+            Route::GetTask | Route::OpenTask | Route::ClaimNextTask | Route::A2aSendMessage
+        )
+    }
+
+    /// Whether the function runs with Lambda response streaming (its integration in `STREAM`
+    /// mode): the routes that stream and the routes that wait.
+    pub fn streamed(self) -> bool {
+        self.streams() || self.waits()
+    }
+
     /// The function's name: kebab-case of the route (`open-task`), used for crates and logs.
     pub fn name(self) -> String {
         let debug = format!("{self:?}");
