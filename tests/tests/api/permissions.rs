@@ -263,6 +263,9 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         recorder: Some(recorder.clone()),
         push_worker: false,
         signing_key_lifetime: Duration::ZERO,
+        // Streams end by their time limit, in windows of their own: a stream ending while
+        // another function's step runs would have its calls noted under that function.
+        stream_max_seconds: 3,
         ..Options::local_push()
     })
     .await;
@@ -771,15 +774,15 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     let first = over_rpc.next_event().await.expect("the task").json();
     note("a2a-json-rpc", opened(first), r);
     note("claim-next-task", app.claim(&keys["callee"], 5).await, r);
+    note("a2a-stream-message", streamed.into_reply().await, r);
+    note("a2a-get-task", subscribed.into_reply().await, r);
+    note("a2a-json-rpc", over_rpc.into_reply().await, r);
     note(
         "post-task-result",
         app.post_result(&keys["callee"], &streamed_task, json!({"state": "completed", "artifacts": [{"parts": large_message("agent")["parts"]}]}))
             .await,
         r,
     );
-    note("a2a-stream-message", streamed.into_reply().await, r);
-    note("a2a-get-task", subscribed.into_reply().await, r);
-    note("a2a-json-rpc", over_rpc.into_reply().await, r);
     // The sweeper over a task whose deadline passed unread.
     let unread = note(
         "open-task",
