@@ -40,6 +40,9 @@ cargo run --quiet --locked -p forgebench-bench --bin pull-lifecycle
 echo "== benchmark (short): event streams beside the long poll" >&2
 cargo run --quiet --locked -p forgebench-bench --bin event-streams -- 8
 
+echo "== benchmark (short): task search beside a full Scan" >&2
+cargo run --quiet --locked -p forgebench-bench --bin search -- 2000 3
+
 echo "== schemathesis: the gateway against its own OpenAPI document" >&2
 scripts/schemathesis.sh
 

@@ -141,7 +141,7 @@ pub fn run_sweeper(app: Arc<App>, every: Duration) -> JoinHandle<()> {
         let mut ticks = tokio::time::interval(every);
         loop {
             ticks.tick().await;
-            forgebench::sweeper::sweep(&app.store, &app.queue).await;
+            forgebench::sweeper::sweep(&app.store, &app.queue, &app.bodies).await;
         }
     })
 }

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::bodies::BodyError;
 use crate::domain::{Invalid, TaskState};
+use crate::search::SearchError;
 use crate::signing::SigningError;
 use crate::store::StoreError;
 use crate::vault::VaultError;
@@ -96,6 +97,19 @@ impl From<StoreError> for ApiError {
                 "the task would exceed the stored size limit of one task (about 350 KB)".into(),
             ),
             error @ (StoreError::Corrupt(_) | StoreError::Rejected(_)) => ApiError::internal(error),
+        }
+    }
+}
+
+impl From<SearchError> for ApiError {
+    fn from(error: SearchError) -> Self {
+        match error {
+            SearchError::Store(error) => error.into(),
+            SearchError::MovedTooFar => ApiError::InvalidRequest(
+                "more tasks changed since this search's first page than a page can place; \
+                 search again without the cursor"
+                    .into(),
+            ),
         }
     }
 }

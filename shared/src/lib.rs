@@ -15,6 +15,7 @@ pub mod on_first_use;
 pub mod push;
 pub mod runtime;
 pub mod sdk_http;
+pub mod search;
 pub mod signing;
 pub mod store;
 pub mod sweeper;

@@ -72,7 +72,7 @@ pub async fn serve_sweeper() -> Result<(), Error> {
         move |_event: lambda_http::lambda_runtime::LambdaEvent<serde_json::Value>| {
             let app = Arc::clone(&app);
             async move {
-                let report = crate::sweeper::sweep(&app.store, &app.queue).await;
+                let report = crate::sweeper::sweep(&app.store, &app.queue, &app.bodies).await;
                 Ok::<_, Error>(serde_json::to_value(report)?)
             }
         },

@@ -1,5 +1,6 @@
-//! The sweeper: fails every working task whose callee did not answer in time, and re-enqueues
-//! push tasks whose delivery was lost (the outbox).
+//! The sweeper: fails every working task whose callee did not answer in time, re-enqueues
+//! push tasks whose delivery was lost (the outbox), and indexes the words of tasks whose
+//! indexing after a change failed (the word index's due list).
 //! Reads and writes only overdue tasks, through the sparse deadline index. Deployed as a
 //! scheduled function; the local gateway runs it on a timer. Reads of a task apply a passed
 //! deadline too, so a caller never sees an overdue task as `working` between sweeps.
@@ -10,9 +11,11 @@
 
 use serde::Serialize;
 
+use crate::bodies::Bodies;
 use crate::domain::clock;
 use crate::domain::ids::TaskId;
 use crate::push::{notify_changed, Queue};
+use crate::search::{index_changed, index_words};
 use crate::store::{Store, StoreError, TaskTransition, DEADLINE_SHARDS, OUTBOX_SHARDS};
 
 /// Most overdue tasks handled per shard per sweep.
@@ -33,26 +36,64 @@ pub struct Swept {
 pub struct SweepReport {
     pub expired: Swept,
     pub enqueued: Swept,
+    pub indexed: Swept,
 }
 
-/// Both sweeps, the outbox one whatever the deadline one met; the counts go to the log too.
-pub async fn sweep(store: &Store, queue: &Queue) -> SweepReport {
+/// Every sweep, each whatever the others met; the counts go to the log too.
+pub async fn sweep(store: &Store, queue: &Queue, bodies: &Bodies) -> SweepReport {
     let report = SweepReport {
-        expired: sweep_overdue(store, queue).await,
+        expired: sweep_overdue(store, queue, bodies).await,
         enqueued: sweep_outbox(store, queue).await,
+        indexed: sweep_words(store, bodies).await,
     };
     tracing::info!(
         expired = report.expired.done,
         expired_skipped = report.expired.skipped,
         enqueued = report.enqueued.done,
         enqueue_skipped = report.enqueued.skipped,
+        indexed = report.indexed.done,
+        index_skipped = report.indexed.skipped,
         "sweep done"
     );
     report
 }
 
+/// How long a task's words may stay due before the sweeper indexes them: longer than the
+/// request that made the change takes to index them itself.
+pub const WORDS_GRACE_SECONDS: u64 = 30;
+
+/// Indexes the words of tasks still due after [`WORDS_GRACE_SECONDS`].
+pub async fn sweep_words(store: &Store, bodies: &Bodies) -> Swept {
+    sweep_words_until(store, bodies, &clock::ago(WORDS_GRACE_SECONDS)).await
+}
+
+/// [`sweep_words`] for tasks whose last change came before `before` (a formatted moment).
+pub async fn sweep_words_until(store: &Store, bodies: &Bodies, before: &str) -> Swept {
+    let mut swept = Swept::default();
+    for shard in DEADLINE_SHARDS {
+        let due = match store.words_due(shard, before, BATCH).await {
+            Ok(due) => due,
+            Err(error) => {
+                tracing::warn!(shard = %shard, error = %error, "word index due list unreadable; skipped");
+                swept.skipped += 1;
+                continue;
+            }
+        };
+        for task_id in due {
+            match index_words(store, bodies, &task_id).await {
+                Ok(()) => swept.done += 1,
+                Err(error) => {
+                    tracing::error!(task_id = %task_id, error = %error, sweep = "words", "sweep skipped a task");
+                    swept.skipped += 1;
+                }
+            }
+        }
+    }
+    swept
+}
+
 /// Fails every task whose claim deadline passed; returns how many it failed and skipped.
-pub async fn sweep_overdue(store: &Store, queue: &Queue) -> Swept {
+pub async fn sweep_overdue(store: &Store, queue: &Queue, bodies: &Bodies) -> Swept {
     let now = clock::now();
     let mut swept = Swept::default();
     for shard in DEADLINE_SHARDS {
@@ -72,6 +113,7 @@ pub async fn sweep_overdue(store: &Store, queue: &Queue) -> Swept {
                 Ok(TaskTransition::Applied(task)) => {
                     tracing::info!(task_id = %entry.task_id, "claim deadline passed; task failed");
                     notify_changed(queue, &task).await;
+                    index_changed(store, bodies, &task.id).await;
                     swept.done += 1;
                 }
                 Ok(TaskTransition::Refused(_)) => {}

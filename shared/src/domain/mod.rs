@@ -15,8 +15,10 @@ pub mod message;
 pub mod notify;
 pub mod principal;
 pub mod result;
+pub mod search;
 pub mod signing;
 pub mod task;
+pub mod words;
 
 pub use agent::{Agent, AgentName, AgentRef, AgentStatus};
 pub use binding::{Binding, RefusalReason};

@@ -16,6 +16,7 @@ mod open;
 mod pull;
 pub mod reply;
 pub mod router;
+mod search;
 mod signing_keys;
 mod tasks;
 mod tenants;
@@ -150,6 +151,15 @@ pub(crate) async fn full_task(
     note_task(&task);
     app.bodies.resolve(&mut task, written).await?;
     Ok(task)
+}
+
+/// After a committed change of `task`: tells its push notification configs and brings its
+/// word index up to date. Neither can fail the change, which is in.
+pub(crate) async fn after_change(app: &App, task: &Task) {
+    tokio::join!(
+        crate::push::notify_changed(&app.queue, task),
+        crate::search::index_changed(&app.store, &app.bodies, &task.id),
+    );
 }
 
 /// The body of a message as a task item stores it: inline when small, otherwise written to the

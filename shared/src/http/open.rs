@@ -262,6 +262,7 @@ async fn commit(
         }
     }
     tracing::info!(task_id = %task_id, call_id = %open.task.call_id, callee_id = %callee.id, "task opened");
+    crate::search::index_changed(&app.store, &app.bodies, task_id).await;
     if open.task.delivery == Delivery::Push {
         // The task is on the record already; if this enqueue is lost, the outbox sweep redoes it.
         if let Err(error) = app.queue.enqueue(task_id).await {

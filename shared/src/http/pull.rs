@@ -19,7 +19,6 @@ use crate::domain::task::{
 };
 use crate::domain::{clock, Message, Task, TaskState, TenantPrincipal};
 use crate::error::ApiError;
-use crate::push::notify_changed;
 use crate::store::{ClaimOutcome, TaskTransition};
 
 /// Claims in a row that may lose every candidate to other pollers before pausing one interval.
@@ -54,7 +53,7 @@ async fn claim_within(
             ClaimOutcome::Claimed(task) => {
                 tracing::info!(task_id = %task.id, call_id = %task.call_id, "task claimed");
                 if let Some(task) = hand_over(app, *task, &principal.tenant_id, agent_id).await? {
-                    notify_changed(&app.queue, &task).await;
+                    super::after_change(app, &task).await;
                     audit_task_action(app, principal, "task.claim", &task).await;
                     return super::ok(&task.to_json());
                 }
@@ -104,7 +103,7 @@ async fn hand_over(
         .finish_task(&task.id, tenant_id, agent_id, &failure)
         .await?;
     if let TaskTransition::Applied(task) = &failed {
-        notify_changed(&app.queue, task).await;
+        super::after_change(app, task).await;
     }
     Ok(None)
 }
@@ -189,7 +188,7 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
     let current = match transition {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, state = task.state.as_str(), "task answered");
-            notify_changed(&app.queue, &task).await;
+            super::after_change(app, &task).await;
             let action = format!("task.result.{}", task.state.as_str());
             return audited_task_ok(app, &principal, &action, task, &result.bodies()).await;
         }
@@ -273,7 +272,7 @@ pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
     let current = match transition {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "task progress reported");
-            notify_changed(&app.queue, &task).await;
+            super::after_change(app, &task).await;
             return audited_task_ok(app, &principal, "task.progress", task, &[&message]).await;
         }
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),

@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use super::reply::{buffered, Reply};
 use super::{
-    a2a, agents, audit, bindings, calls, cards, endpoint, events, members, open, pull,
+    a2a, agents, audit, bindings, calls, cards, endpoint, events, members, open, pull, search,
     signing_keys, tasks, tenants, tools,
 };
 use crate::app::App;
@@ -89,10 +89,12 @@ pub enum Route {
     A2aGetPushConfig,
     /// A2A 1.0, HTTP+JSON binding: `DeleteTaskPushNotificationConfig`.
     A2aDeletePushConfig,
+    /// `GET /v1/tasks`: task search.
+    SearchTasks,
 }
 
 impl Route {
-    pub const ALL: [Route; 47] = [
+    pub const ALL: [Route; 48] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -140,6 +142,7 @@ impl Route {
         Route::A2aListPushConfigs,
         Route::A2aGetPushConfig,
         Route::A2aDeletePushConfig,
+        Route::SearchTasks,
     ];
 
     /// Method and path template, as in the API docs and the deployment template.
@@ -182,6 +185,7 @@ impl Route {
             Route::DeleteTool => (Method::DELETE, "/v1/agents/{agent}/tools/{tool}"),
             Route::ListTools => (Method::GET, "/v1/agents/{agent}/tools"),
             Route::ListCalls => (Method::GET, "/v1/calls"),
+            Route::SearchTasks => (Method::GET, "/v1/tasks"),
             Route::ListDeliveryAttempts => {
                 (Method::GET, "/v1/agents/{agent}/tasks/{task_id}/attempts")
             }
@@ -376,6 +380,7 @@ impl Route {
             Route::DeleteTool => tools::delete_tool(app, request).await,
             Route::ListTools => tools::list_tools(app, request).await,
             Route::ListCalls => calls::list_calls(app, request).await,
+            Route::SearchTasks => search::search_tasks(app, request).await,
             Route::ListAgentKeys => agents::list_keys(app, request).await,
             Route::ListMembers => members::list(app, request).await,
             Route::CreateMemberKey => members::create_key(app, request).await,

@@ -18,7 +18,6 @@ use crate::domain::{
     clock, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TaskState, TenantPrincipal,
 };
 use crate::error::ApiError;
-use crate::push::notify_changed;
 use crate::store::{AuditEntry, InputRefusal, TaskTransition};
 
 pub(super) fn agent_principal(
@@ -81,7 +80,7 @@ pub(crate) async fn expire_if_overdue(app: &App, task: Task) -> Result<Task, Api
     {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "claim deadline passed; task failed");
-            notify_changed(&app.queue, &task).await;
+            super::after_change(app, &task).await;
             Ok(task)
         }
         TaskTransition::Refused(Some(current)) => Ok(current),
@@ -242,7 +241,7 @@ pub(super) async fn cancel_task(
     {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "task canceled");
-            notify_changed(&app.queue, &task).await;
+            super::after_change(app, &task).await;
             let task = audited_task(app, principal, "task.cancel", task, &[]).await?;
             Ok(Canceled::Now(task))
         }
@@ -349,7 +348,7 @@ pub(super) async fn answer_task(
         }
     }
     tracing::info!(task_id = %task.id, call_id = %task.call_id, "task question answered");
-    notify_changed(&app.queue, &task).await;
+    super::after_change(app, &task).await;
     if task.delivery == Delivery::Push {
         // On the outbox already; if this enqueue is lost, the outbox sweep redoes it.
         if let Err(error) = app.queue.enqueue(&task.id).await {

@@ -52,7 +52,10 @@ impl Worker {
     /// applied), then hands the transition back.
     pub(super) async fn notified(&self, transition: TaskTransition) -> TaskTransition {
         if let TaskTransition::Applied(task) = &transition {
-            notify_changed(&self.queue, task).await;
+            tokio::join!(
+                notify_changed(&self.queue, task),
+                crate::search::index_changed(&self.store, &self.bodies, &task.id),
+            );
         }
         transition
     }

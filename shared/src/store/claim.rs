@@ -3,8 +3,12 @@
 
 use crate::domain::ids::{AgentId, TaskId};
 
+use aws_sdk_dynamodb::types::AttributeValue;
+
 use super::item::{n, s, Reader};
-use super::task_item::{deadline_shard, logging, queue_entry, LOG_CHANGES};
+use super::task_item::{
+    change_entries, deadline_shard, logging, queue_entry, LOG_CHANGES, LOG_CHANGES_IN_PLACE,
+};
 use super::tasks::{TaskTransition, CLAIM_CANDIDATES, UNCLAIMABLE_ERROR};
 use super::{classify, Store, StoreError};
 use crate::domain::events::Change;
@@ -108,7 +112,7 @@ impl Store {
             .task_update(task_id)
             .update_expression(format!(
                 "SET #state = :failed, #error = :error, status_timestamp = :now, \
-                 updated_at = :now, {LOG_CHANGES} REMOVE gsi1pk, gsi1sk",
+                 updated_at = :now, {LOG_CHANGES_IN_PLACE} REMOVE gsi1pk, gsi1sk",
             ))
             .condition_expression("gsi1pk = :queue")
             .expression_attribute_names("#error", "error")
@@ -116,7 +120,9 @@ impl Store {
             .expression_attribute_values(":error", s(UNCLAIMABLE_ERROR))
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")));
-        logging(update, &[failed])
+        update
+            .expression_attribute_values(":no_changes", AttributeValue::L(Vec::new()))
+            .expression_attribute_values(":changes", change_entries(&[failed]))
             .send()
             .await
             .map(|_| ())
@@ -134,11 +140,12 @@ impl Store {
         let update = self
             .task_update(&task.id)
             .update_expression(format!(
-                "SET #state = :prior, gsi1pk = :queue, gsi1sk = :order \
+                "SET #state = :prior, gsi1pk = :queue, gsi1sk = :order, changed_at = :changed \
                  REMOVE deadline_at, gsi2pk, gsi2sk, events[{}]",
                 logged.saturating_sub(1)
             ))
             .expression_attribute_values(":prior", s(task.state_before_latest_change().as_str()))
+            .expression_attribute_values(":changed", s(task.changed_before_latest_change()))
             .condition_expression(
                 "#state = :working AND deadline_at = :deadline AND size(events) = :logged",
             )

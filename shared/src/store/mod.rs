@@ -1,5 +1,5 @@
 //! The DynamoDB adapter: one table, items keyed by `pk`/`sk`, three global indexes (the first two
-//! sparse).
+//! sparse) and the search indexes.
 //!
 //! | item | pk | sk | gsi1 (pk / sk) | gsi2 (pk / sk) |
 //! |---|---|---|---|---|
@@ -17,9 +17,15 @@
 //! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{root}` / at#id | |
 //! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
 //! | long-poll slot (`store/polls.rs`) | `POLLS#{agent}` | `SLOT#{n}` | | |
+//! | word posting of a task (`store/words.rs`) | `TASK#{id}` | `WORD#{changed_at}#{word}` | | |
+//! | word marker of a task | `TASK#{id}` | `WORDS` | | |
 //!
 //! Every task is also on gsi3 under `PAIR#{caller}#{callee}` / `{created}#{id}`: a caller's tasks
 //! on one callee, newest first (A2A `ListTasks`).
+//!
+//! Task search reads eight more indexes, keyed by attributes the items have anyway (the task's
+//! agents, state, conversation and `changed_at`; a posting's agents and word), listed in
+//! `store/search.rs`.
 //!
 //! The agent lives under two keys with the same attributes, written together in one transaction,
 //! so that a route naming an agent by id or by name reads it with one `GetItem`.
@@ -39,9 +45,11 @@ mod polls;
 mod push;
 #[cfg(feature = "local-stack")]
 pub mod schema;
+pub mod search;
 mod task_item;
 mod tasks;
 mod tenancy;
+mod words;
 
 pub use answers::InputRefusal;
 pub use audit::AuditEntry;
@@ -56,6 +64,7 @@ pub use push::{Attempt, OutboxEntry};
 pub use task_item::DEADLINE_SHARDS;
 pub use tasks::{OverdueEntry, PairCursor, TaskTransition};
 pub use tenancy::MemberRecord;
+pub use words::{Indexed, WordMarker, EXACT_WORDS};
 
 /// Shards of the outbox index (the first hex digit of the task id), like the deadline index.
 pub const OUTBOX_SHARDS: [char; 16] = DEADLINE_SHARDS;

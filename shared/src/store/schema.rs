@@ -190,12 +190,49 @@ mod tests {
             .iter()
             .map(|index| index.name.as_str())
             .collect();
-        assert_eq!(names, ["gsi1", "gsi2", "gsi3"]);
-        for index in &schema.indexes {
+        assert_eq!(names[..3], ["gsi1", "gsi2", "gsi3"]);
+        for index in &schema.indexes[..3] {
             assert_eq!(index.key[0].0, format!("{}pk", index.name));
             assert_eq!(index.key[1].0, format!("{}sk", index.name));
             assert_eq!(index.projection, "ALL");
         }
+        // The search indexes: the partitions the code queries, sorted by the latest change,
+        // keys only.
+        let mut expected: Vec<(String, Vec<String>)> =
+            crate::store::search::SearchIndex::examples()
+                .iter()
+                .map(|index| {
+                    let partition = index
+                        .partition()
+                        .into_iter()
+                        .map(|(name, _)| name.to_owned());
+                    (index.name().to_owned(), partition.collect())
+                })
+                .collect();
+        expected.push(("words_due".into(), vec!["words_due".into(), "shard".into()]));
+        let found: Vec<(String, Vec<String>)> = schema.indexes[3..]
+            .iter()
+            .map(|index| {
+                let (sort, partition) = index.key.split_last().unwrap();
+                assert_eq!(
+                    sort,
+                    &("changed_at".to_owned(), "RANGE".to_owned()),
+                    "{}",
+                    index.name
+                );
+                assert!(
+                    partition.iter().all(|(_, kind)| kind == "HASH"),
+                    "{}",
+                    index.name
+                );
+                assert_eq!(index.projection, "KEYS_ONLY", "{}", index.name);
+                (
+                    index.name.clone(),
+                    partition.iter().map(|(name, _)| name.clone()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(found, expected);
         assert!(schema.attributes.iter().all(|(_, kind)| kind == "S"));
     }
 }

@@ -26,6 +26,11 @@ pub(crate) fn outbox_shard(task_id: &TaskId) -> String {
     format!("OUTBOX#{}", task_id.chars().next().unwrap_or('0'))
 }
 
+/// The task's shard of the word index's due list (`words_due`): the first hex digit of its id.
+pub(crate) fn search_shard(task_id: &TaskId) -> String {
+    task_id.chars().next().unwrap_or('0').to_string()
+}
+
 pub(crate) fn deadline_shard(task_id: &TaskId) -> String {
     format!("DEADLINE#{}", task_id.chars().next().unwrap_or('0'))
 }
@@ -57,9 +62,26 @@ pub(crate) fn with_content_room(
 }
 
 /// The clause every write that changes what a reader sees adds to its `SET`: it appends the
-/// change's entries (bound by [`logging`]) to the task's change log.
+/// change's entries (bound by [`logging`]) to the task's change log, moves the task's search
+/// position (`changed_at`, which the search indexes sort by) to the write's moment (its `:now`,
+/// the moment its entries carry), and flags its word index due (`words_due`, cleared once the
+/// words are indexed for that moment: `store/words.rs`).
 pub(crate) const LOG_CHANGES: &str =
-    "events = list_append(if_not_exists(events, :no_changes), :changes)";
+    "events = list_append(if_not_exists(events, :no_changes), :changes), \
+     changed_at = :now, words_due = :words_due";
+
+/// [`LOG_CHANGES`] for the one write that must not grow the item (failing a queued task no
+/// claim can take, which may sit at the item size limit): the flag it would add is left out, so
+/// the failed task keeps its earlier word postings.
+pub(crate) const LOG_CHANGES_IN_PLACE: &str =
+    "events = list_append(if_not_exists(events, :no_changes), :changes), changed_at = :now";
+
+/// The value of `words_due` while a task's word index is behind it.
+pub(crate) const WORDS_DUE: &str = "due";
+
+/// The value of `words_lag` while a large open task's postings are not all at its current
+/// moment (`store/words.rs`).
+pub(crate) const WORDS_LAG: &str = "lag";
 
 /// The log entries of `changes`, as [`LOG_CHANGES`] appends them.
 pub(crate) fn change_entries(changes: &[Change]) -> AttributeValue {
@@ -74,6 +96,7 @@ pub(crate) fn logging(
     update
         .expression_attribute_values(":no_changes", AttributeValue::L(Vec::new()))
         .expression_attribute_values(":changes", change_entries(changes))
+        .expression_attribute_values(":words_due", s(WORDS_DUE))
 }
 
 /// A write that carries a message with an idempotency key remembers it (`ADD`ing this to the
@@ -179,6 +202,9 @@ pub(crate) fn to_item(task: &Task) -> Item {
         s(format!("{}#{}", task.created_at, task.id)),
     );
     item.insert("updated_at".into(), s(&task.updated_at));
+    item.insert("changed_at".into(), s(task.changed_at()));
+    item.insert("shard".into(), s(search_shard(&task.id)));
+    item.insert("words_due".into(), s(WORDS_DUE));
     if !task.changes.is_empty() {
         item.insert("events".into(), change_entries(&task.changes));
     }

@@ -415,7 +415,7 @@ async fn a_sweep_over_a_task_whose_write_fails_expires_the_others_and_runs_the_o
         .unwrap();
 
     tokio::time::sleep(Duration::from_millis(1300)).await;
-    let report = forgebench::sweeper::sweep(&app.app.store, &app.app.queue).await;
+    let report = forgebench::sweeper::sweep(&app.app.store, &app.app.queue, &app.app.bodies).await;
     assert_eq!(report.expired.done, 2, "{report:?}");
     assert_eq!(report.expired.skipped, 1, "{report:?}");
     assert_eq!(report.enqueued.done, 1, "{report:?}");
@@ -426,7 +426,7 @@ async fn a_sweep_over_a_task_whose_write_fails_expires_the_others_and_runs_the_o
         assert_eq!(read.state(), "failed");
     }
     // The failing entry was set aside: the next sweep does not stumble on it again.
-    let again = forgebench::sweeper::sweep(&app.app.store, &app.app.queue).await;
+    let again = forgebench::sweeper::sweep(&app.app.store, &app.app.queue, &app.app.bodies).await;
     assert_eq!(again.expired.skipped, 0, "{again:?}");
 }
 

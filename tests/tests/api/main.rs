@@ -31,5 +31,6 @@ mod push_attempts;
 mod push_security;
 mod push_signatures;
 mod sdk_tls;
+mod search;
 mod security;
 mod tasks;

@@ -320,7 +320,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
             "PATCH",
             "/v1/agents/callee",
             Some(&admin),
-            Some(json!({"claim_timeout_seconds": 1})),
+            Some(json!({"claim_timeout_seconds": 3})),
         )
         .await,
         r,
@@ -460,7 +460,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         .await,
         r,
     );
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    tokio::time::sleep(Duration::from_millis(3200)).await;
     let expired = note(
         "get-task",
         app.get_task(&keys["caller"], "callee", &late.field("id"))
@@ -783,6 +783,16 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
             .await,
         r,
     );
+    // Task search: by words (postings, then the tasks and their bodies) and by state.
+    for query in ["q=d&limit=5", "state=completed&direction=outbound&limit=2"] {
+        let found = note(
+            "search-tasks",
+            app.get(&format!("/v1/tasks?{query}"), &keys["caller"])
+                .await,
+            r,
+        );
+        assert_eq!(found.status, 200, "{}", found.text);
+    }
     // The sweeper over a task whose deadline passed unread.
     let unread = note(
         "open-task",
@@ -791,21 +801,33 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         r,
     );
     note("claim-next-task", app.claim(&keys["callee"], 0).await, r);
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    tokio::time::sleep(Duration::from_millis(3200)).await;
     recorder.take();
     assert_eq!(
-        forgebench::sweeper::sweep_overdue(&app.app.store, &app.app.queue)
+        forgebench::sweeper::sweep_overdue(&app.app.store, &app.app.queue, &app.app.bodies)
             .await
             .done,
         1
     );
     forgebench::sweeper::sweep_outbox(&app.app.store, &app.app.queue).await;
+    // Every task of the tour is indexed by now; one whose indexing is due again is swept.
+    app.update_task_item(&unread.field("id"))
+        .update_expression("SET words_due = :due")
+        .expression_attribute_values(
+            ":due",
+            aws_sdk_dynamodb::types::AttributeValue::S("due".into()),
+        )
+        .send()
+        .await
+        .unwrap();
+    let indexed =
+        forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
+    assert!(indexed.done >= 1, "{indexed:?}");
     observed
         .borrow_mut()
         .entry("sweep-deadlines".into())
         .or_default()
         .extend(recorder.take());
-    let _ = unread;
 
     note("list-audit", app.get("/v1/audit", &admin).await, r);
     note(

@@ -248,14 +248,14 @@ async fn the_sweeper_fails_overdue_tasks_nobody_reads() {
     )
     .await;
     assert_eq!(
-        forgebench::sweeper::sweep_overdue(&app.app.store, &app.app.queue)
+        forgebench::sweeper::sweep_overdue(&app.app.store, &app.app.queue, &app.app.bodies)
             .await
             .done,
         0
     );
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
-    let swept = forgebench::sweeper::sweep_overdue(&app.app.store, &app.app.queue)
+    let swept = forgebench::sweeper::sweep_overdue(&app.app.store, &app.app.queue, &app.app.bodies)
         .await
         .done;
     assert_eq!(swept, 1);
@@ -276,7 +276,7 @@ async fn the_sweeper_fails_overdue_tasks_nobody_reads() {
         .unwrap();
     assert_eq!(other.state, forgebench::domain::TaskState::Completed);
     assert_eq!(
-        forgebench::sweeper::sweep_overdue(&app.app.store, &app.app.queue)
+        forgebench::sweeper::sweep_overdue(&app.app.store, &app.app.queue, &app.app.bodies)
             .await
             .done,
         0

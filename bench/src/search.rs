@@ -1,0 +1,429 @@
+//! Benchmark of task search (`GET /v1/tasks`) against DynamoDB Local, in one run:
+//!
+//! 1. Seeds one agent with N tasks (default 100,000) as the gateway leaves them (task items,
+//!    word postings and markers, written by the store's own seeding helper): 98 % completed,
+//!    1 % working, 1 % waiting for input, ten tasks a conversation, every task saying
+//!    "invoice", one in a thousand saying "rotterdam".
+//! 2. For each query (a sparse state, one conversation, a rare word, a common word, no
+//!    filter): the first page of 50 through the real HTTP gateway, p50 and p95 over the rounds,
+//!    its DynamoDB calls (counted by an SDK interceptor) and the read capacity the store
+//!    reports for it; beside the same question answered by a full Scan with a filter, as
+//!    ratios.
+//! 3. What the indexes cost the writes: the DynamoDB calls of one small pull task's life
+//!    (open, claim, result), and how many of them keep the word index.
+//!
+//! Run with the local stack up: `scripts/bench.sh`, or `cargo run -p forgebench-bench
+//! --release --bin search -- [tasks] [rounds]` with the `AWS_*` settings of
+//! `scripts/local-stack.sh env`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark program: a failed unwrap stops the run with its message"
+)]
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
+use forgebench::domain::content::Stored;
+use forgebench::domain::events::Change;
+use forgebench::domain::search::{Direction, SearchFilters};
+use forgebench::domain::task::{CallLineage, TaskOpening};
+use forgebench::domain::words::{words_of_stored, QueryWords, TaskWords};
+use forgebench::domain::{clock, Agent, AgentRef, Message, Task, TaskId, TaskState};
+use forgebench_tests::{spawn_app_with, text_message, Options, Recorder, TestApp};
+use futures::stream::{self, StreamExt};
+use serde_json::json;
+
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+/// DynamoDB requests since the last take, by operation.
+fn dynamodb_calls(recorder: &Recorder) -> Vec<String> {
+    recorder
+        .take_requests()
+        .into_iter()
+        .filter(|(_, actions)| actions.iter().any(|a| a.starts_with("dynamodb:")))
+        .map(|(operation, _)| operation)
+        .collect()
+}
+
+/// The n-th seeded task: opened `n` ms after `start`, then worked on and (mostly) finished.
+fn seeded_task(
+    n: usize,
+    start: i128,
+    caller: &Agent,
+    callee: &Agent,
+    contexts: &[String],
+) -> (Task, TaskWords) {
+    let moment = |offset_ms: i128| {
+        clock::format(
+            time::OffsetDateTime::from_unix_timestamp_nanos((start + offset_ms) * 1_000_000)
+                .unwrap(),
+        )
+    };
+    let rare = if n % 1_000 == 7 {
+        " shipped to rotterdam"
+    } else {
+        ""
+    };
+    let value = json!({"role": "user", "parts": [
+        {"text": format!("invoice {n}{rare}")},
+        {"data": {"invoice_id": format!("INV-{n}")}}
+    ]});
+    let message: Message = serde_json::from_value(value.clone()).unwrap();
+    let created = moment(n as i128 * 10);
+    let mut task = Task::open(TaskOpening {
+        id: TaskId::generate(),
+        caller_agent_id: caller.id.clone(),
+        callee,
+        context_id: contexts[n / 10].clone(),
+        input: Stored::Inline(message),
+        input_bytes: value.to_string().len() as u64,
+        lineage: CallLineage {
+            call_id: uuid::Uuid::new_v4().to_string(),
+            parent_call_id: None,
+            root_call_id: uuid::Uuid::new_v4().to_string(),
+        },
+        now: created.clone(),
+        expires_at: clock::unix_now() + 86_400,
+    });
+    let last = match n % 100 {
+        0 => TaskState::Working,
+        1 => TaskState::InputRequired,
+        _ => TaskState::Completed,
+    };
+    task.changes.push(Change::state(
+        TaskState::Working,
+        false,
+        &moment(n as i128 * 10 + 3),
+    ));
+    if last != TaskState::Working {
+        task.changes
+            .push(Change::state(last, false, &moment(n as i128 * 10 + 6)));
+    }
+    task.state = last;
+    task.updated_at = task.changed_at();
+    let words = TaskWords::from_known(words_of_stored(&value));
+    (task, words)
+}
+
+async fn seed(app: &TestApp, caller: &Agent, callee: &Agent, count: usize) -> Duration {
+    let contexts: Vec<String> = (0..count.div_ceil(10))
+        .map(|_| uuid::Uuid::new_v4().to_string())
+        .collect();
+    let start = (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000)
+        - count as i128 * 10
+        - 60_000;
+    let began = Instant::now();
+    let chunks: Vec<Vec<usize>> = (0..count)
+        .collect::<Vec<_>>()
+        .chunks(200)
+        .map(<[usize]>::to_vec)
+        .collect();
+    stream::iter(chunks)
+        .for_each_concurrent(8, |chunk| {
+            let tasks: Vec<(Task, TaskWords)> = chunk
+                .iter()
+                .map(|n| seeded_task(*n, start, caller, callee, &contexts))
+                .collect();
+            async move { app.app.store.seed_indexed_tasks(&tasks).await.unwrap() }
+        })
+        .await;
+    began.elapsed()
+}
+
+/// One query: its first page through HTTP over `rounds`, and the same answered by a Scan.
+struct Measured {
+    name: &'static str,
+    found: usize,
+    p50: Duration,
+    p95: Duration,
+    calls: f64,
+    read_units: f64,
+    scan_time: Duration,
+    scan_calls: usize,
+    scan_units: f64,
+}
+
+async fn measure_query(
+    app: &TestApp,
+    recorder: &Recorder,
+    key: &str,
+    (name, query, filters): (&'static str, String, SearchFilters),
+    scan_filter: (&str, Vec<(&str, AttributeValue)>),
+    rounds: usize,
+) -> Measured {
+    let mut times = Vec::new();
+    let mut calls = 0;
+    let mut found = 0;
+    dynamodb_calls(recorder);
+    for _ in 0..rounds {
+        let began = Instant::now();
+        let reply = app.get(&format!("/v1/tasks?limit=50&{query}"), key).await;
+        times.push(began.elapsed());
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        found = reply.body["items"].as_array().unwrap().len();
+        calls += dynamodb_calls(recorder).len();
+    }
+    times.sort();
+    let page = forgebench::search::search(&app.app.store, &filters, None, 50)
+        .await
+        .unwrap();
+    dynamodb_calls(recorder);
+    let (scan_time, scan_calls, scan_units) = scan(app, scan_filter).await;
+    Measured {
+        name,
+        found,
+        p50: percentile(&times, 0.5),
+        p95: percentile(&times, 0.95),
+        calls: calls as f64 / rounds as f64,
+        read_units: page.read_units,
+        scan_time,
+        scan_calls,
+        scan_units,
+    }
+}
+
+/// The whole table scanned with `filter`, page after page: time, calls, read capacity.
+async fn scan(
+    app: &TestApp,
+    (filter, values): (&str, Vec<(&str, AttributeValue)>),
+) -> (Duration, usize, f64) {
+    let began = Instant::now();
+    let (mut calls, mut units, mut start) = (0, 0.0, None);
+    loop {
+        let mut request = app
+            .app
+            .store
+            .client()
+            .scan()
+            .table_name(&app.table)
+            .filter_expression(filter)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .set_exclusive_start_key(start);
+        for (name, value) in &values {
+            request = request.expression_attribute_values(*name, value.clone());
+        }
+        if filter.contains("#state") {
+            request = request.expression_attribute_names("#state", "state");
+        }
+        let output = request.send().await.unwrap();
+        calls += 1;
+        units += output
+            .consumed_capacity()
+            .and_then(|c| c.capacity_units())
+            .unwrap_or(0.0);
+        match output.last_evaluated_key {
+            Some(key) => start = Some(key),
+            None => break,
+        }
+    }
+    (began.elapsed(), calls, units)
+}
+
+/// DynamoDB calls of one small pull task's life, and how many of them keep the word index.
+async fn write_costs(
+    app: &TestApp,
+    recorder: &Recorder,
+    caller_key: &str,
+    callee_key: &str,
+    callee: &str,
+) -> (usize, usize) {
+    app.open_task(caller_key, callee, text_message("warm the key cache"), 0)
+        .await;
+    let claimed = app.claim(callee_key, 5).await;
+    app.post_result(
+        callee_key,
+        &claimed.field("id"),
+        json!({"state": "completed"}),
+    )
+    .await;
+    dynamodb_calls(recorder);
+    let opened = app
+        .open_task(caller_key, callee, text_message("classify invoice 77"), 0)
+        .await;
+    let claimed = app.claim(callee_key, 5).await;
+    assert_eq!(claimed.field("id"), opened.field("id"));
+    app.post_result(
+        callee_key,
+        &opened.field("id"),
+        json!({"state": "completed",
+        "artifacts": [{"name": "response", "parts": [{"text": "category software"}]}]}),
+    )
+    .await;
+    let calls = dynamodb_calls(recorder);
+    let index = calls
+        .iter()
+        .filter(|operation| matches!(operation.as_str(), "BatchGetItem" | "BatchWriteItem"))
+        .count();
+    // Each indexing pass ends with one transaction (the marker and the due flag).
+    let passes = calls
+        .iter()
+        .filter(|operation| *operation == "BatchGetItem")
+        .count();
+    (calls.len(), index + passes)
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let count: usize = args
+        .next()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(100_000);
+    let rounds: usize = args.next().and_then(|text| text.parse().ok()).unwrap_or(20);
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        push_worker: false,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let store = &app.app.store;
+    let tenant = pair.tenant.id.clone().into();
+    let caller = store
+        .find_agent(&tenant, &AgentRef::parse(&pair.caller.id))
+        .await
+        .unwrap()
+        .unwrap();
+    let callee = store
+        .find_agent(&tenant, &AgentRef::parse(&pair.callee.id))
+        .await
+        .unwrap()
+        .unwrap();
+    let seeded = seed(&app, &caller, &callee, count).await;
+    println!(
+        "\nSeeded {count} tasks of one agent in {:.1} s.",
+        seeded.as_secs_f64()
+    );
+
+    let context = {
+        let reply = app
+            .get("/v1/tasks?limit=1&state=working", &pair.callee.key)
+            .await;
+        reply.body["items"][0]["context_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let filters =
+        |state: Option<TaskState>, context_id: Option<String>, q: Option<&str>| SearchFilters {
+            agent: callee.id.clone(),
+            direction: Direction::Inbound,
+            state,
+            context_id,
+            words: q.map(|q| QueryWords::parse(q).unwrap()),
+            since: None,
+        };
+    let mine =
+        |extra: &str| format!("callee_agent_id = :agent AND attribute_exists(changed_at){extra}");
+    let agent_value = (":agent", AttributeValue::S(callee.id.to_string()));
+    // A Scan answers a word by reading every item and keeping the word's postings.
+    let word_scan = |word: &str| {
+        (
+            "w_callee = :agent AND word = :word".to_owned(),
+            vec![
+                agent_value.clone(),
+                (":word", AttributeValue::S(word.into())),
+            ],
+        )
+    };
+    let cases = vec![
+        (
+            (
+                "state=working (1 %)",
+                "direction=inbound&state=working".to_owned(),
+                filters(Some(TaskState::Working), None, None),
+            ),
+            (
+                mine(" AND #state = :state"),
+                vec![
+                    agent_value.clone(),
+                    (":state", AttributeValue::S("working".into())),
+                ],
+            ),
+        ),
+        (
+            (
+                "one conversation (10 tasks)",
+                format!("direction=inbound&context_id={context}"),
+                filters(None, Some(context.clone()), None),
+            ),
+            (
+                mine(" AND context_id = :context"),
+                vec![
+                    agent_value.clone(),
+                    (":context", AttributeValue::S(context.clone())),
+                ],
+            ),
+        ),
+        (
+            (
+                "q=rotterdam (0.1 %)",
+                "direction=inbound&q=rotterdam".to_owned(),
+                filters(None, None, Some("rotterdam")),
+            ),
+            word_scan("rotterdam"),
+        ),
+        (
+            (
+                "q=invoice (every task)",
+                "direction=inbound&q=invoice".to_owned(),
+                filters(None, None, Some("invoice")),
+            ),
+            word_scan("invoice"),
+        ),
+        (
+            (
+                "no filter",
+                "direction=inbound".to_owned(),
+                filters(None, None, None),
+            ),
+            (mine(""), vec![agent_value.clone()]),
+        ),
+    ];
+    println!("\nFirst page of 50, {rounds} rounds each, beside a full Scan answering the same:");
+    println!("| query | found | p50 | p95 | DynamoDB calls | read units | Scan time | Scan calls | Scan read units | time ratio (Scan / search) | read-unit ratio |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for (query, (filter, values)) in cases {
+        let measured = measure_query(
+            &app,
+            &recorder,
+            &pair.callee.key,
+            query,
+            (&filter, values),
+            rounds,
+        )
+        .await;
+        println!(
+            "| {} | {} | {} ms | {} ms | {:.1} | {:.1} | {:.1} s | {} | {:.0} | {:.0} | {:.0} |",
+            measured.name,
+            measured.found,
+            measured.p50.as_millis(),
+            measured.p95.as_millis(),
+            measured.calls,
+            measured.read_units,
+            measured.scan_time.as_secs_f64(),
+            measured.scan_calls,
+            measured.scan_units,
+            measured.scan_time.as_secs_f64() / measured.p50.as_secs_f64().max(1e-6),
+            measured.scan_units / measured.read_units.max(0.5),
+        );
+    }
+    let (calls, index) = write_costs(
+        &app,
+        &recorder,
+        &pair.caller.key,
+        &pair.callee.key,
+        &pair.callee.id,
+    )
+    .await;
+    println!("\nOne small pull task's life (open, claim, result), warm key cache:");
+    println!("| DynamoDB calls | of them keeping the word index | without it |");
+    println!("|---|---|---|");
+    println!("| {calls} | {index} | {} |", calls - index);
+}

@@ -1,0 +1,425 @@
+//! Task search (`GET /v1/tasks`): the query, its cursor, and where a task stands in a search's
+//! snapshot.
+//!
+//! Results are ordered by position: the moment of the task's last logged change
+//! ([`Task::changed_at`]), newest first, then the task id. The first page fixes the search's
+//! snapshot moment, which its cursor carries; every later page places each task where it stood
+//! at that moment ([`Snapshot::place`]), read from the task's own change log. Each page covers
+//! the positions below the previous page's last one, so the pages split one fixed ordering
+//! and no task is shown twice or skipped, however tasks change between pages. A task opened
+//! after the snapshot belongs to the next search.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::clock;
+use super::events::Change;
+use super::ids::{AgentId, TaskId};
+use super::task::{Task, TaskState};
+use super::words::QueryWords;
+
+/// The largest page, and the one given when `limit` is not.
+pub const MAX_LIMIT: usize = 100;
+pub const DEFAULT_LIMIT: usize = 50;
+
+/// Which of an agent's tasks a search looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Sent to the agent (it is the callee).
+    Inbound,
+    /// Sent by the agent (it is the caller).
+    Outbound,
+    Both,
+}
+
+/// One side of an agent's tasks, each read from its own indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Inbound,
+    Outbound,
+}
+
+impl Direction {
+    pub fn parse(text: &str) -> Option<Direction> {
+        Some(match text {
+            "inbound" => Direction::Inbound,
+            "outbound" => Direction::Outbound,
+            "both" => Direction::Both,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Inbound => "inbound",
+            Direction::Outbound => "outbound",
+            Direction::Both => "both",
+        }
+    }
+
+    pub fn sides(self) -> &'static [Side] {
+        match self {
+            Direction::Inbound => &[Side::Inbound],
+            Direction::Outbound => &[Side::Outbound],
+            Direction::Both => &[Side::Inbound, Side::Outbound],
+        }
+    }
+}
+
+/// A search's filters, all of which a task must meet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchFilters {
+    /// Whose tasks: the agent the key speaks for, or the one an admin or viewer named.
+    pub agent: AgentId,
+    pub direction: Direction,
+    pub state: Option<TaskState>,
+    pub context_id: Option<String>,
+    pub words: Option<QueryWords>,
+    /// Only tasks whose position is after this moment (formatted).
+    pub since: Option<String>,
+}
+
+impl SearchFilters {
+    /// What a cursor is bound to: who searches and every filter, so a cursor of another
+    /// search, agent, principal or tenant is refused rather than misread.
+    pub fn binding(&self, tenant: &str, principal: &str) -> String {
+        let words = self.words.as_ref().map(|words| words.all().join(" "));
+        let text = format!(
+            "{tenant}|{principal}|{}|{}|{:?}|{:?}|{words:?}|{:?}",
+            self.agent,
+            self.direction.as_str(),
+            self.state.map(TaskState::as_str),
+            self.context_id,
+            self.since,
+        );
+        hex::encode(&Sha256::digest(text.as_bytes())[..12])
+    }
+
+    fn side_of(&self, task: &Task) -> bool {
+        let inbound = task.callee_agent_id == self.agent;
+        let outbound = task.caller_agent_id == self.agent;
+        match self.direction {
+            Direction::Inbound => inbound,
+            Direction::Outbound => outbound,
+            Direction::Both => inbound || outbound,
+        }
+    }
+}
+
+/// Where a task stands in a search: its last change's moment, then its id; the greater comes
+/// first.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Position {
+    pub changed_at: String,
+    pub task_id: TaskId,
+}
+
+/// Where the next page starts: below `after` in the snapshot taken at `snapshot`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub snapshot: String,
+    pub after: Position,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CursorText {
+    b: String,
+    t: String,
+    c: String,
+    i: String,
+}
+
+impl Cursor {
+    /// The cursor as the API hands it out: opaque, bound to `binding`.
+    pub fn encode(&self, binding: &str) -> String {
+        let text = CursorText {
+            b: binding.to_owned(),
+            t: self.snapshot.clone(),
+            c: self.after.changed_at.clone(),
+            i: self.after.task_id.to_string(),
+        };
+        URL_SAFE_NO_PAD.encode(serde_json::to_vec(&text).unwrap_or_default())
+    }
+
+    /// A cursor this API issued for a search bound to `binding`; `None` for anything else.
+    pub fn decode(text: &str, binding: &str) -> Option<Cursor> {
+        let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
+        let text: CursorText = serde_json::from_slice(&bytes).ok()?;
+        let well_formed =
+            |moment: &str| clock::parse(moment).map(clock::format).as_deref() == Some(moment);
+        if text.b != binding || !well_formed(&text.t) || !well_formed(&text.c) || text.c > text.t {
+            return None;
+        }
+        // No task id: everything at that moment is still to come (a page cut short).
+        if !text.i.is_empty() {
+            uuid::Uuid::parse_str(&text.i).ok()?;
+        }
+        Some(Cursor {
+            snapshot: text.t,
+            after: Position {
+                changed_at: text.c,
+                task_id: TaskId::from(text.i),
+            },
+        })
+    }
+}
+
+/// The moment (formatted) of a logged change, from its microseconds.
+fn moment_of(at: u64) -> String {
+    let nanos = i128::from(at) * 1_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .map(clock::format)
+        .unwrap_or_default()
+}
+
+impl Task {
+    /// The moment of the task's latest logged change, or its opening: its place in searches
+    /// (the item's `changed_at`, which the indexes sort by, is always this).
+    pub fn changed_at(&self) -> String {
+        self.changes
+            .iter()
+            .rev()
+            .find_map(|change| match change {
+                Change::State { at, .. } => Some(moment_of(*at)),
+                Change::Artifact { .. } => None,
+            })
+            .unwrap_or_else(|| self.created_at.clone())
+    }
+
+    /// [`Task::changed_at`] as it was before the latest logged change, which a claim that could
+    /// not hand the task over takes back.
+    pub fn changed_before_latest_change(&self) -> String {
+        let mut earlier = self.clone();
+        earlier.changes.pop();
+        earlier.changed_at()
+    }
+
+    /// The moment of the task's latest change at or before `moment`; `None` when the task was
+    /// opened after it.
+    pub fn changed_as_of(&self, moment: &str) -> Option<String> {
+        let now = self.changed_at();
+        if now.as_str() <= moment {
+            return Some(now);
+        }
+        if self.created_at.as_str() > moment {
+            return None;
+        }
+        let changed = self.changes.iter().rev().find_map(|change| match change {
+            Change::State { at, .. } => Some(moment_of(*at)).filter(|then| then.as_str() <= moment),
+            Change::Artifact { .. } => None,
+        });
+        Some(changed.unwrap_or_else(|| self.created_at.clone()))
+    }
+
+    /// The task's state at `moment` (which must not be before its opening).
+    pub fn state_as_of(&self, moment: &str) -> TaskState {
+        if self.changed_at().as_str() <= moment {
+            return self.state;
+        }
+        self.changes
+            .iter()
+            .rev()
+            .find_map(|change| match change {
+                Change::State { state, at, .. } if moment_of(*at).as_str() <= moment => {
+                    Some(*state)
+                }
+                _ => None,
+            })
+            .unwrap_or(TaskState::Submitted)
+    }
+}
+
+/// A search as of its snapshot moment.
+#[derive(Debug, Clone, Copy)]
+pub struct Snapshot<'a> {
+    pub moment: &'a str,
+    pub filters: &'a SearchFilters,
+}
+
+impl Snapshot<'_> {
+    /// Where the task stands in this search, when it belongs to it (its words aside, which
+    /// the store checks): on the searched side of the agent, in the searched state and
+    /// conversation at the snapshot moment, and changed after `since`.
+    pub fn place(&self, task: &Task) -> Option<Position> {
+        let filters = self.filters;
+        if !filters.side_of(task) {
+            return None;
+        }
+        let changed_at = task.changed_as_of(self.moment)?;
+        let in_state = filters
+            .state
+            .is_none_or(|state| task.state_as_of(self.moment) == state);
+        let in_context = filters
+            .context_id
+            .as_ref()
+            .is_none_or(|context| *context == task.context_id);
+        let after_since = filters
+            .since
+            .as_ref()
+            .is_none_or(|since| changed_at > *since);
+        (in_state && in_context && after_since).then(|| Position {
+            changed_at,
+            task_id: task.id.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::content::Stored;
+    use crate::domain::task::Delivery;
+    use crate::domain::Message;
+    use serde_json::json;
+
+    const ID: &str = "0b6c3f3e-7d39-4f57-9a57-1a8f4e1f2c11";
+
+    fn task(changes: &[(TaskState, &str)]) -> Task {
+        let message: Message =
+            serde_json::from_value(json!({"role": "user", "parts": [{"text": "hi"}]})).unwrap();
+        Task {
+            id: ID.into(),
+            tenant_id: "tenant".into(),
+            context_id: "context".into(),
+            caller_agent_id: "caller".into(),
+            callee_agent_id: "callee".into(),
+            callee_name: "callee".into(),
+            state: changes
+                .last()
+                .map_or(TaskState::Submitted, |(state, _)| *state),
+            status_message: None,
+            status_timestamp: "2026-12-01T10:00:00.000000Z".into(),
+            input: Stored::Inline(message.clone()),
+            artifacts: Stored::Inline(Vec::new()),
+            error: None,
+            history: vec![Stored::Inline(message)],
+            call_id: "call".into(),
+            parent_call_id: None,
+            root_call_id: "call".into(),
+            delivery: Delivery::Pull,
+            claim_timeout_seconds: 900,
+            deadline_at: None,
+            delivery_attempts: 0,
+            attempt_number: 0,
+            delivery_id: None,
+            delivered_at: None,
+            content_bytes: 0,
+            expires_at: None,
+            created_at: "2026-12-01T10:00:00.000000Z".into(),
+            updated_at: "2026-12-01T10:00:00.000000Z".into(),
+            changes: changes
+                .iter()
+                .map(|(state, at)| Change::state(*state, false, at))
+                .collect(),
+            notify_configs: 0,
+            message_keys: Vec::new(),
+        }
+    }
+
+    fn filters(direction: Direction, state: Option<TaskState>) -> SearchFilters {
+        SearchFilters {
+            agent: "callee".into(),
+            direction,
+            state,
+            context_id: None,
+            words: None,
+            since: None,
+        }
+    }
+
+    #[test]
+    fn a_task_is_placed_by_its_latest_change_and_by_the_change_before_a_snapshot() {
+        let task = task(&[
+            (TaskState::Working, "2026-12-01T10:00:01.000000Z"),
+            (TaskState::Completed, "2026-12-01T10:00:05.000000Z"),
+        ]);
+        assert_eq!(task.changed_at(), "2026-12-01T10:00:05.000000Z");
+        assert_eq!(
+            task.changed_as_of("2026-12-01T10:00:03.000000Z").as_deref(),
+            Some("2026-12-01T10:00:01.000000Z")
+        );
+        assert_eq!(
+            task.changed_as_of("2026-12-01T10:00:00.500000Z").as_deref(),
+            Some("2026-12-01T10:00:00.000000Z")
+        );
+        assert_eq!(task.changed_as_of("2026-12-01T09:59:59.000000Z"), None);
+        assert_eq!(
+            task.state_as_of("2026-12-01T10:00:03.000000Z"),
+            TaskState::Working
+        );
+        assert_eq!(
+            task.state_as_of("2026-12-01T10:00:00.500000Z"),
+            TaskState::Submitted
+        );
+        assert_eq!(
+            task.state_as_of("2026-12-01T10:00:09.000000Z"),
+            TaskState::Completed
+        );
+    }
+
+    #[test]
+    fn the_snapshot_judges_a_task_as_it_was_then() {
+        let task = task(&[
+            (TaskState::Working, "2026-12-01T10:00:01.000000Z"),
+            (TaskState::Completed, "2026-12-01T10:00:05.000000Z"),
+        ]);
+        let working = filters(Direction::Inbound, Some(TaskState::Working));
+        let before = Snapshot {
+            moment: "2026-12-01T10:00:03.000000Z",
+            filters: &working,
+        };
+        assert_eq!(
+            before.place(&task).map(|place| place.changed_at),
+            Some("2026-12-01T10:00:01.000000Z".to_owned())
+        );
+        let after = Snapshot {
+            moment: "2026-12-01T10:00:06.000000Z",
+            filters: &working,
+        };
+        assert_eq!(after.place(&task), None, "completed by then");
+        let outbound = filters(Direction::Outbound, None);
+        assert_eq!(
+            Snapshot {
+                moment: "2026-12-01T10:00:06.000000Z",
+                filters: &outbound,
+            }
+            .place(&task),
+            None,
+            "the agent is the callee, not the caller"
+        );
+        let mut since = filters(Direction::Both, None);
+        since.since = Some("2026-12-01T10:00:05.000000Z".into());
+        assert_eq!(
+            Snapshot {
+                moment: "2026-12-01T10:00:06.000000Z",
+                filters: &since,
+            }
+            .place(&task),
+            None,
+            "since is strict"
+        );
+    }
+
+    #[test]
+    fn a_cursor_reads_back_only_for_its_own_search() {
+        let cursor = Cursor {
+            snapshot: "2026-12-01T10:00:06.000000Z".into(),
+            after: Position {
+                changed_at: "2026-12-01T10:00:01.000000Z".into(),
+                task_id: ID.into(),
+            },
+        };
+        let mine = filters(Direction::Both, None).binding("tenant", "agent");
+        let text = cursor.encode(&mine);
+        assert_eq!(Cursor::decode(&text, &mine), Some(cursor));
+        let other_state =
+            filters(Direction::Both, Some(TaskState::Failed)).binding("tenant", "agent");
+        assert_eq!(Cursor::decode(&text, &other_state), None);
+        let other_tenant = filters(Direction::Both, None).binding("other", "agent");
+        assert_eq!(Cursor::decode(&text, &other_tenant), None);
+        assert_eq!(Cursor::decode("", &mine), None);
+        assert_eq!(Cursor::decode("bm90LWpzb24", &mine), None);
+    }
+}

@@ -1,0 +1,167 @@
+//! `GET /v1/tasks`: find tasks by direction, state, conversation, words and time, newest change
+//! first, a page at a time (see [`crate::search`]).
+//!
+//! An agent key searches its own tasks (`agent` may name itself); an admin or viewer names the
+//! agent whose tasks to search with `agent` (any agent of the tenant). Items are tasks without
+//! their `history`, to keep pages small; `GET …/tasks/{id}` has the whole task.
+
+use lambda_http::Request;
+use serde_json::{json, Value};
+
+use super::{full_task, ok, query_param, HandlerResult};
+use crate::app::App;
+use crate::domain::search::{Cursor, Direction, SearchFilters, DEFAULT_LIMIT, MAX_LIMIT};
+use crate::domain::words::QueryWords;
+use crate::domain::{clock, AgentId, AgentRef, Task, TaskState, TenantPrincipal};
+use crate::error::ApiError;
+
+/// The query string, read and checked.
+struct SearchParams {
+    direction: Direction,
+    agent: Option<String>,
+    state: Option<TaskState>,
+    context_id: Option<String>,
+    words: Option<QueryWords>,
+    since: Option<String>,
+    limit: usize,
+    cursor: Option<String>,
+}
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::InvalidRequest(message.into())
+}
+
+impl SearchParams {
+    fn read(request: &Request) -> Result<SearchParams, ApiError> {
+        let param = |name: &str| query_param(request, name);
+        let direction = match param("direction") {
+            None => Direction::Both,
+            Some(text) => Direction::parse(&text)
+                .ok_or_else(|| invalid("direction must be inbound, outbound or both"))?,
+        };
+        let state = param("state")
+            .map(|text| {
+                TaskState::parse(&text).ok_or_else(|| {
+                    invalid("state must be submitted, working, input_required, completed, failed or canceled")
+                })
+            })
+            .transpose()?;
+        let context_id = param("context_id")
+            .map(|text| match text.chars().count() {
+                1..=128 => Ok(text),
+                _ => Err(invalid("context_id must be 1 to 128 characters")),
+            })
+            .transpose()?;
+        let words = param("q")
+            .map(|q| QueryWords::parse(&q).map_err(invalid))
+            .transpose()?;
+        let since = param("since")
+            .map(|text| {
+                clock::parse(&text)
+                    .map(clock::format)
+                    .ok_or_else(|| invalid("since must be an RFC 3339 time"))
+            })
+            .transpose()?;
+        let limit = match param("limit") {
+            None => DEFAULT_LIMIT,
+            Some(text) => text
+                .parse::<usize>()
+                .ok()
+                .filter(|limit| (1..=MAX_LIMIT).contains(limit))
+                .ok_or_else(|| {
+                    invalid(format!("limit must be an integer from 1 to {MAX_LIMIT}"))
+                })?,
+        };
+        Ok(SearchParams {
+            direction,
+            agent: param("agent"),
+            state,
+            context_id,
+            words,
+            since,
+            limit,
+            cursor: param("cursor"),
+        })
+    }
+}
+
+/// Whose tasks the principal searches: an agent its own; an admin or viewer the agent it names.
+async fn searched_agent(
+    app: &App,
+    principal: &TenantPrincipal,
+    named: Option<&str>,
+) -> Result<AgentId, ApiError> {
+    if let Some(own) = principal.agent_id() {
+        let names_another = match named {
+            None => false,
+            Some(named) => {
+                let agent = app
+                    .store
+                    .find_agent(&principal.tenant_id, &AgentRef::parse(named))
+                    .await?;
+                agent.is_none_or(|agent| agent.id != *own)
+            }
+        };
+        if names_another {
+            return Err(ApiError::Forbidden(
+                "an agent key searches its own tasks".into(),
+            ));
+        }
+        return Ok(own.clone());
+    }
+    if !principal.reads_all_tasks() {
+        return Err(ApiError::Forbidden(
+            "searching tasks is for agents, admins and viewers".into(),
+        ));
+    }
+    let named = named.ok_or_else(|| invalid("agent is required with a person's key"))?;
+    let agent = app
+        .store
+        .find_agent(&principal.tenant_id, &AgentRef::parse(named))
+        .await?
+        .filter(|agent| agent.tenant_id == principal.tenant_id)
+        .ok_or_else(|| ApiError::NotFound("no such agent".into()))?;
+    Ok(agent.id)
+}
+
+/// A task as a search item: the task view without its history, bodies resolved.
+async fn item(app: &App, mut task: Task) -> Result<Value, ApiError> {
+    task.history.clear();
+    let task = full_task(app, task, &[]).await?;
+    let mut view = task.to_json();
+    if let Value::Object(fields) = &mut view {
+        fields.remove("history");
+    }
+    Ok(view)
+}
+
+pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
+    let principal = app.authenticate_in_tenant(request.headers()).await?;
+    let params = SearchParams::read(&request)?;
+    let agent = searched_agent(app, &principal, params.agent.as_deref()).await?;
+    let filters = SearchFilters {
+        agent,
+        direction: params.direction,
+        state: params.state,
+        context_id: params.context_id,
+        words: params.words,
+        since: params.since,
+    };
+    let binding = filters.binding(&principal.tenant_id, principal.id());
+    let cursor = params
+        .cursor
+        .map(|text| {
+            Cursor::decode(&text, &binding)
+                .ok_or_else(|| invalid("cursor is not one this search issued"))
+        })
+        .transpose()?;
+    let page = crate::search::search(&app.store, &filters, cursor.as_ref(), params.limit).await?;
+    let mut items = Vec::with_capacity(page.tasks.len());
+    for task in page.tasks {
+        items.push(item(app, task).await?);
+    }
+    ok(&json!({
+        "items": items,
+        "next_cursor": page.next.map(|cursor| cursor.encode(&binding)),
+    }))
+}

@@ -1,0 +1,363 @@
+//! Task search's reads: the indexes a search walks, each newest change first, and the batch
+//! reads that judge what they find.
+//!
+//! | index | partition (attributes) | sort | holds |
+//! |---|---|---|---|
+//! | `tasks_in` | `callee_agent_id` | `changed_at` | every task, by its callee |
+//! | `tasks_out` | `caller_agent_id` | `changed_at` | every task, by its caller |
+//! | `tasks_in_state` | `callee_agent_id`, `state` | `changed_at` | every task, by callee and state |
+//! | `tasks_out_state` | `caller_agent_id`, `state` | `changed_at` | every task, by caller and state |
+//! | `tasks_context` | `context_id` | `changed_at` | every task, by conversation |
+//! | `words_in` | `w_callee`, `word` | `changed_at` | word postings (`store/words.rs`), by callee |
+//! | `words_out` | `w_caller`, `word` | `changed_at` | word postings, by caller |
+//! | `words_lag_in` | `words_lag`, `callee_agent_id` | `changed_at` | large open tasks whose postings lag, by callee (sparse) |
+//! | `words_lag_out` | `words_lag`, `caller_agent_id` | `changed_at` | the same, by caller |
+//!
+//! The task indexes read attributes every task write already keeps (`state`, and `changed_at`,
+//! which every logged change sets), so they follow each write with no write of their own. All
+//! are `KEYS_ONLY`: a search reads the tasks it finds in one batch.
+
+use std::collections::{HashMap, HashSet};
+
+use aws_sdk_dynamodb::types::{ConsumedCapacity, KeysAndAttributes, ReturnConsumedCapacity};
+
+use super::item::{s, Item, Reader};
+use super::task_item::{task_key, WORDS_LAG};
+use super::{classify, Store, StoreError};
+use crate::domain::search::{Position, Side};
+use crate::domain::{clock, AgentId, Task, TaskId, TaskState};
+
+/// One index a search walks, and its partition.
+#[derive(Debug, Clone, Copy)]
+pub enum SearchIndex<'a> {
+    /// The agent's tasks on one side.
+    Side { side: Side, agent: &'a AgentId },
+    /// The agent's tasks on one side in one state.
+    SideState {
+        side: Side,
+        agent: &'a AgentId,
+        state: TaskState,
+    },
+    /// One conversation's tasks (at most 100, in either direction).
+    Context { context_id: &'a str },
+    /// The postings of one word among the agent's tasks on one side.
+    Word {
+        side: Side,
+        agent: &'a AgentId,
+        word: &'a str,
+    },
+    /// The agent's large open tasks on one side whose postings lag their latest change
+    /// (`store/words.rs`).
+    Lagging { side: Side, agent: &'a AgentId },
+}
+
+impl SearchIndex<'_> {
+    /// One index of each kind, for checking the table's definition against the code.
+    #[cfg(test)]
+    pub(crate) fn examples() -> [SearchIndex<'static>; 9] {
+        static AGENT: std::sync::LazyLock<AgentId> = std::sync::LazyLock::new(|| "agent".into());
+        let agent = &*AGENT;
+        let state = TaskState::Working;
+        [
+            SearchIndex::Side {
+                side: Side::Inbound,
+                agent,
+            },
+            SearchIndex::Side {
+                side: Side::Outbound,
+                agent,
+            },
+            SearchIndex::SideState {
+                side: Side::Inbound,
+                agent,
+                state,
+            },
+            SearchIndex::SideState {
+                side: Side::Outbound,
+                agent,
+                state,
+            },
+            SearchIndex::Context {
+                context_id: "context",
+            },
+            SearchIndex::Word {
+                side: Side::Inbound,
+                agent,
+                word: "word",
+            },
+            SearchIndex::Word {
+                side: Side::Outbound,
+                agent,
+                word: "word",
+            },
+            SearchIndex::Lagging {
+                side: Side::Inbound,
+                agent,
+            },
+            SearchIndex::Lagging {
+                side: Side::Outbound,
+                agent,
+            },
+        ]
+    }
+
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            SearchIndex::Side {
+                side: Side::Inbound,
+                ..
+            } => "tasks_in",
+            SearchIndex::Side {
+                side: Side::Outbound,
+                ..
+            } => "tasks_out",
+            SearchIndex::SideState {
+                side: Side::Inbound,
+                ..
+            } => "tasks_in_state",
+            SearchIndex::SideState {
+                side: Side::Outbound,
+                ..
+            } => "tasks_out_state",
+            SearchIndex::Context { .. } => "tasks_context",
+            SearchIndex::Word {
+                side: Side::Inbound,
+                ..
+            } => "words_in",
+            SearchIndex::Word {
+                side: Side::Outbound,
+                ..
+            } => "words_out",
+            SearchIndex::Lagging {
+                side: Side::Inbound,
+                ..
+            } => "words_lag_in",
+            SearchIndex::Lagging {
+                side: Side::Outbound,
+                ..
+            } => "words_lag_out",
+        }
+    }
+
+    /// The partition's attributes and values.
+    pub(crate) fn partition(&self) -> Vec<(&'static str, String)> {
+        let agent_attribute = |side: Side, word: bool| match (side, word) {
+            (Side::Inbound, false) => "callee_agent_id",
+            (Side::Outbound, false) => "caller_agent_id",
+            (Side::Inbound, true) => "w_callee",
+            (Side::Outbound, true) => "w_caller",
+        };
+        match *self {
+            SearchIndex::Side { side, agent } => {
+                vec![(agent_attribute(side, false), agent.to_string())]
+            }
+            SearchIndex::SideState { side, agent, state } => vec![
+                (agent_attribute(side, false), agent.to_string()),
+                ("state", state.as_str().to_owned()),
+            ],
+            SearchIndex::Context { context_id } => vec![("context_id", context_id.to_owned())],
+            SearchIndex::Word { side, agent, word } => vec![
+                (agent_attribute(side, true), agent.to_string()),
+                ("word", word.to_owned()),
+            ],
+            SearchIndex::Lagging { side, agent } => vec![
+                ("words_lag", WORDS_LAG.to_owned()),
+                (agent_attribute(side, false), agent.to_string()),
+            ],
+        }
+    }
+}
+
+/// Which part of an index a read covers, by `changed_at`: from `after` (the reader drops an
+/// entry at that very moment where it must) to `at_or_before`.
+#[derive(Debug, Clone, Copy)]
+pub struct Range<'a> {
+    pub after: Option<&'a str>,
+    pub at_or_before: Option<&'a str>,
+}
+
+/// One page of index entries, newest first, and where the next page starts (`None` at the end).
+#[derive(Debug, Default)]
+pub struct IndexPage {
+    pub entries: Vec<Position>,
+    pub next: Option<Item>,
+    /// The read capacity the page cost, as the store reports it.
+    pub read_units: f64,
+}
+
+/// Read capacity as the store reports it (none when it does not).
+fn units(consumed: Option<&ConsumedCapacity>) -> f64 {
+    consumed
+        .and_then(ConsumedCapacity::capacity_units)
+        .unwrap_or(0.0)
+}
+
+/// Items a batch read found, and the read capacity it cost.
+pub(super) struct Batch {
+    pub items: Vec<Item>,
+    pub read_units: f64,
+}
+
+/// The task an index entry stands for, and its position there.
+fn entry_position(item: &Item) -> Result<Position, StoreError> {
+    let read = Reader(item);
+    let pk = read.s("pk")?;
+    let task_id = pk
+        .strip_prefix("TASK#")
+        .ok_or_else(|| StoreError::Corrupt(format!("search index entry {pk}")))?;
+    Ok(Position {
+        changed_at: read.s("changed_at")?,
+        task_id: TaskId::from(task_id.to_owned()),
+    })
+}
+
+/// Most keys one `BatchGetItem` takes.
+const BATCH_KEYS: usize = 100;
+/// Most rounds spent on keys a batch read left unprocessed before the read counts as failed.
+const UNPROCESSED_ROUNDS: usize = 5;
+
+impl Store {
+    /// Up to `limit` entries of `index` in `range`, newest first, from `start` (an earlier
+    /// page's `next`).
+    pub async fn search_index_page(
+        &self,
+        index: SearchIndex<'_>,
+        range: Range<'_>,
+        start: Option<Item>,
+        limit: i32,
+    ) -> Result<IndexPage, StoreError> {
+        let mut condition = Vec::new();
+        let mut query = self
+            .client()
+            .query()
+            .table_name(self.table())
+            .index_name(index.name())
+            .scan_index_forward(false)
+            .limit(limit)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .set_exclusive_start_key(start);
+        for (place, (attribute, value)) in index.partition().into_iter().enumerate() {
+            condition.push(format!("#p{place} = :p{place}"));
+            query = query
+                .expression_attribute_names(format!("#p{place}"), attribute)
+                .expression_attribute_values(format!(":p{place}"), s(value));
+        }
+        if let Some(low) = range.after {
+            query = query.expression_attribute_values(":low", s(low));
+        }
+        if let Some(high) = range.at_or_before {
+            query = query.expression_attribute_values(":high", s(high));
+        }
+        match (range.after, range.at_or_before) {
+            (Some(_), Some(_)) => condition.push("changed_at BETWEEN :low AND :high".into()),
+            (Some(_), None) => condition.push("changed_at > :low".into()),
+            (None, Some(_)) => condition.push("changed_at <= :high".into()),
+            (None, None) => {}
+        }
+        let output = query
+            .key_condition_expression(condition.join(" AND "))
+            .send()
+            .await
+            .map_err(classify)?;
+        let entries = output
+            .items()
+            .iter()
+            .map(entry_position)
+            .collect::<Result<_, _>>()?;
+        Ok(IndexPage {
+            entries,
+            read_units: units(output.consumed_capacity()),
+            next: output.last_evaluated_key,
+        })
+    }
+
+    /// The tasks with these ids that exist and are not past their retention, strongly
+    /// consistent, by id; and the read capacity that cost.
+    pub async fn get_tasks(
+        &self,
+        ids: &[TaskId],
+    ) -> Result<(HashMap<TaskId, Task>, f64), StoreError> {
+        let unique: HashSet<&TaskId> = ids.iter().collect();
+        let keys: Vec<Item> = unique.into_iter().map(task_key).collect();
+        let now = clock::unix_now();
+        let batch = self.batch_get(keys).await?;
+        let mut tasks = HashMap::new();
+        for item in &batch.items {
+            let task = Task::try_from(item)?;
+            if task.expires_at.is_none_or(|at| at > now) {
+                tasks.insert(task.id.clone(), task);
+            }
+        }
+        Ok((tasks, batch.read_units))
+    }
+
+    /// Of these tasks, the ones whose words (their markers' word sets) hold every one of
+    /// `words`; and the read capacity that cost.
+    pub async fn tasks_with_words(
+        &self,
+        tasks: &[&Task],
+        words: &[&str],
+    ) -> Result<(HashSet<TaskId>, f64), StoreError> {
+        if words.is_empty() || tasks.is_empty() {
+            return Ok((tasks.iter().map(|task| task.id.clone()).collect(), 0.0));
+        }
+        let ids: Vec<&TaskId> = tasks.iter().map(|task| &task.id).collect();
+        let (known, read_units) = self.task_words(&ids).await?;
+        let complete = known
+            .into_iter()
+            .filter(|(_, set)| words.iter().all(|word| set.contains(word)))
+            .map(|(task_id, _)| task_id)
+            .collect();
+        Ok((complete, read_units))
+    }
+
+    /// Every item of these keys that exists, strongly consistent, in batches.
+    pub(super) async fn batch_get(&self, keys: Vec<Item>) -> Result<Batch, StoreError> {
+        let mut items = Vec::new();
+        let mut read_units = 0.0;
+        for chunk in keys.chunks(BATCH_KEYS) {
+            let mut pending = chunk.to_vec();
+            for _ in 0..UNPROCESSED_ROUNDS {
+                if pending.is_empty() {
+                    break;
+                }
+                let request = KeysAndAttributes::builder()
+                    .set_keys(Some(std::mem::take(&mut pending)))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(|error| StoreError::Rejected(error.to_string()))?;
+                let output = self
+                    .client()
+                    .batch_get_item()
+                    .request_items(self.table(), request)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .send()
+                    .await
+                    .map_err(classify)?;
+                read_units += output
+                    .consumed_capacity()
+                    .iter()
+                    .map(|consumed| units(Some(consumed)))
+                    .sum::<f64>();
+                if let Some(found) = output
+                    .responses
+                    .and_then(|mut by_table| by_table.remove(self.table()))
+                {
+                    items.extend(found);
+                }
+                pending = output
+                    .unprocessed_keys
+                    .and_then(|mut by_table| by_table.remove(self.table()))
+                    .map(|left| left.keys)
+                    .unwrap_or_default();
+            }
+            if !pending.is_empty() {
+                return Err(StoreError::Unavailable(format!(
+                    "{} keys left unprocessed",
+                    pending.len()
+                )));
+            }
+        }
+        Ok(Batch { items, read_units })
+    }
+}

@@ -1,0 +1,569 @@
+//! `GET /v1/tasks`: every filter, word matching on text and structured data, who may search
+//! whose tasks, cursors bound to their search, and paging that neither skips nor repeats while
+//! tasks change between pages.
+
+use forgebench_tests::{spawn_app, text_message, Pair, TestAgent, TestApp};
+use serde_json::{json, Value};
+
+async fn search(app: &TestApp, key: &str, query: &str) -> forgebench_tests::Reply {
+    app.get(&format!("/v1/tasks?{query}"), key).await
+}
+
+fn ids(reply: &forgebench_tests::Reply) -> Vec<String> {
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Every id of a search from `cursor` on, page after page, with the pages' sizes.
+async fn all_pages(
+    app: &TestApp,
+    key: &str,
+    query: &str,
+    cursor: String,
+) -> (Vec<String>, Vec<usize>) {
+    let mut found = Vec::new();
+    let mut sizes = Vec::new();
+    let mut cursor = Some(cursor);
+    for _ in 0..50 {
+        let query = match &cursor {
+            Some(cursor) => format!("{query}&cursor={cursor}"),
+            None => query.to_owned(),
+        };
+        let reply = search(app, key, &query).await;
+        let page = ids(&reply);
+        sizes.push(page.len());
+        found.extend(page);
+        match reply.body["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return (found, sizes),
+        }
+    }
+    panic!("more than 50 pages");
+}
+
+async fn open(app: &TestApp, caller: &TestAgent, callee: &str, message: Value) -> String {
+    let reply = app.open_task(&caller.key, callee, message, 0).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.field("id")
+}
+
+/// Claims the callee's next task, which must be `task_id`, and answers it with `result`.
+async fn answer(app: &TestApp, callee: &TestAgent, task_id: &str, result: Value) {
+    let claimed = app.claim(&callee.key, 0).await;
+    assert_eq!(claimed.field("id"), task_id, "{}", claimed.text);
+    let done = app.post_result(&callee.key, task_id, result).await;
+    assert_eq!(done.status, 200, "{}", done.text);
+}
+
+fn completed(text: &str) -> Value {
+    json!({"state": "completed", "artifacts": [{"name": "response", "parts": [{"text": text}]}]})
+}
+
+/// A pair and a third agent of the same tenant bound to the same callee.
+async fn three_agents(app: &TestApp) -> (Pair, TestAgent) {
+    let pair = app.pair().await;
+    let other = app
+        .create_agent(&pair.tenant.admin_key, "refund-approver")
+        .await;
+    let granted = app
+        .grant(&pair.tenant.admin_key, &other.id, &[&pair.callee.name])
+        .await;
+    assert_eq!(granted.status, 200, "{}", granted.text);
+    (pair, other)
+}
+
+#[tokio::test]
+async fn an_agent_finds_its_own_tasks_by_direction_state_conversation_and_time() {
+    let app = spawn_app().await;
+    let (pair, other) = three_agents(&app).await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    let first = open(&app, caller, &callee.name, text_message("first")).await;
+    let second = open(&app, caller, &callee.name, text_message("second")).await;
+    let others = open(&app, &other, &callee.name, text_message("third")).await;
+    let canceled = app.cancel(&caller.key, &callee.name, &first).await;
+    assert_eq!(canceled.status, 200, "{}", canceled.text);
+
+    // Newest change first: the canceled task moved to the top.
+    let inbound = search(&app, &callee.key, "direction=inbound").await;
+    assert_eq!(
+        ids(&inbound),
+        [first.as_str(), others.as_str(), second.as_str()]
+    );
+    assert_eq!(inbound.body["next_cursor"], Value::Null);
+    assert!(
+        inbound.body["items"][0].get("history").is_none(),
+        "items leave history out"
+    );
+    assert_eq!(
+        inbound.body["items"][0]["input"]["message"]["parts"][0]["text"],
+        "first"
+    );
+    assert_eq!(
+        ids(&search(&app, &callee.key, "").await),
+        [first.as_str(), others.as_str(), second.as_str()]
+    );
+    assert!(ids(&search(&app, &callee.key, "direction=outbound").await).is_empty());
+
+    // The caller sees its own tasks only, never another pair's.
+    assert_eq!(
+        ids(&search(&app, &caller.key, "direction=both").await),
+        [first.as_str(), second.as_str()]
+    );
+    assert_eq!(
+        ids(&search(&app, &caller.key, "direction=outbound").await),
+        [first.as_str(), second.as_str()]
+    );
+    assert!(ids(&search(&app, &caller.key, "direction=inbound").await).is_empty());
+    assert_eq!(ids(&search(&app, &other.key, "").await), [others.as_str()]);
+
+    assert_eq!(
+        ids(&search(&app, &caller.key, "state=canceled").await),
+        [first.as_str()]
+    );
+    assert_eq!(
+        ids(&search(&app, &caller.key, "state=submitted").await),
+        [second.as_str()]
+    );
+    assert!(ids(&search(&app, &caller.key, "state=failed").await).is_empty());
+    assert_eq!(
+        ids(&search(&app, &callee.key, "state=submitted&direction=inbound").await),
+        [others.as_str(), second.as_str()]
+    );
+
+    let context = app
+        .get_task(&caller.key, &callee.name, &second)
+        .await
+        .field("context_id");
+    assert_eq!(
+        ids(&search(&app, &callee.key, &format!("context_id={context}")).await),
+        [second.as_str()]
+    );
+    assert_eq!(
+        ids(&search(&app, &other.key, &format!("context_id={context}")).await),
+        Vec::<&str>::new()
+    );
+
+    // `since`: changed after that moment, strictly.
+    let moment = app
+        .get_task(&callee.key, &callee.name, &others)
+        .await
+        .field("created_at");
+    let since = format!("since={}", moment.replace('+', "%2B"));
+    assert_eq!(
+        ids(&search(&app, &callee.key, &since).await),
+        [first.as_str()]
+    );
+    assert_eq!(
+        ids(&search(&app, &callee.key, "limit=1").await),
+        [first.as_str()]
+    );
+}
+
+#[tokio::test]
+async fn admins_and_viewers_search_any_agent_they_name_and_others_may_not() {
+    let app = spawn_app().await;
+    let (pair, other) = three_agents(&app).await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    let mine = open(&app, caller, &callee.name, text_message("mine")).await;
+    let theirs = open(&app, &other, &callee.name, text_message("theirs")).await;
+    let admin = &pair.tenant.admin_key;
+    let by_name = format!("agent={}", callee.name);
+    assert_eq!(
+        ids(&search(&app, admin, &by_name).await),
+        [theirs.as_str(), mine.as_str()]
+    );
+    let by_id = format!("agent={}&direction=outbound", caller.id);
+    assert_eq!(ids(&search(&app, admin, &by_id).await), [mine.as_str()]);
+    let (_, viewer) = app.create_member(&pair.tenant, "viewer").await;
+    assert_eq!(
+        ids(&search(&app, &viewer, &by_name).await),
+        [theirs.as_str(), mine.as_str()]
+    );
+
+    let missing = search(&app, admin, "").await;
+    assert_eq!(missing.status, 400, "{}", missing.text);
+    assert_eq!(missing.body["detail"]["code"], "invalid_request");
+    let (_, member) = app.create_member(&pair.tenant, "member").await;
+    assert_eq!(search(&app, &member, &by_name).await.status, 403);
+    // An agent key searches its own tasks only, whoever it names.
+    assert_eq!(search(&app, &caller.key, &by_name).await.status, 403);
+    assert_eq!(
+        ids(&search(&app, &caller.key, &format!("agent={}", caller.name)).await),
+        [mine.as_str()]
+    );
+    // Another tenant's agent is no agent at all.
+    let stranger = app.pair().await;
+    let foreign = search(&app, &stranger.tenant.admin_key, &by_id).await;
+    assert_eq!(foreign.status, 404, "{}", foreign.text);
+    assert_eq!(search(&app, "fb_agt_nonsense", "").await.status, 401);
+}
+
+#[tokio::test]
+async fn words_match_whole_any_case_across_messages_and_inside_structured_data() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    // Each answered before the next opens, so the callee's claim takes the one just opened.
+    let refund = open(
+        &app,
+        caller,
+        &callee.name,
+        text_message("Refund order 4182, customer requested."),
+    )
+    .await;
+    answer(
+        &app,
+        callee,
+        &refund,
+        completed("Refunded $42.00 to the card"),
+    )
+    .await;
+    let data = open(
+        &app,
+        caller,
+        &callee.name,
+        json!({"role": "user", "parts": [
+            {"text": "Check this order"},
+            {"data": {"orderId": 4182, "lines": [{"sku": "AB-77", "note": "Fragile glass"}]}}
+        ]}),
+    )
+    .await;
+    answer(&app, callee, &data, completed("looked")).await;
+    let shipment = open(
+        &app,
+        caller,
+        &callee.name,
+        text_message("Where is the shipment?"),
+    )
+    .await;
+    answer(&app, callee, &shipment, completed("It is in Rotterdam")).await;
+
+    let found = |q: &str| {
+        let app = &app;
+        let key = caller.key.clone();
+        let q = q.to_owned();
+        async move { ids(&search(app, &key, &format!("q={q}")).await) }
+    };
+    assert_eq!(
+        found("4182").await,
+        [data.as_str(), refund.as_str()],
+        "text and data alike"
+    );
+    let page = search(&app, &caller.key, "q=rotterdam").await;
+    assert_eq!(
+        page.body["items"][0]["artifacts"][0]["parts"][0]["text"],
+        "It is in Rotterdam"
+    );
+    assert_eq!(found("REFUND").await, [refund.as_str()], "any case");
+    assert_eq!(
+        found("refunded").await,
+        [refund.as_str()],
+        "the reply's words count"
+    );
+    assert!(found("refun").await.is_empty(), "whole words only");
+    assert_eq!(found("fragile").await, [data.as_str()], "nested data");
+    assert_eq!(found("ab").await, [data.as_str()]);
+    assert_eq!(
+        found("orderid").await,
+        [data.as_str()],
+        "data keys are words too"
+    );
+    assert_eq!(
+        found("shipment%20rotterdam").await,
+        [shipment.as_str()],
+        "words from two messages"
+    );
+    assert_eq!(
+        found("%22Rotterdam%22%20shipment").await,
+        [shipment.as_str()],
+        "quotes only separate"
+    );
+    assert!(
+        found("shipment%20paris").await.is_empty(),
+        "every word must match"
+    );
+    assert_eq!(
+        ids(&search(
+            &app,
+            &callee.key,
+            "q=4182&direction=inbound&state=completed"
+        )
+        .await),
+        [data.as_str(), refund.as_str()]
+    );
+    assert!(ids(&search(&app, &callee.key, "q=4182&direction=outbound").await).is_empty());
+    let context = app
+        .get_task(&caller.key, &callee.name, &refund)
+        .await
+        .field("context_id");
+    assert_eq!(
+        ids(&search(&app, &caller.key, &format!("q=4182&context_id={context}")).await),
+        [refund.as_str()]
+    );
+}
+
+#[tokio::test]
+async fn paging_while_tasks_change_shows_every_task_of_the_first_page_s_moment_once() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    let mut opened = Vec::new();
+    for n in 0..12 {
+        opened.push(
+            open(
+                &app,
+                caller,
+                &callee.name,
+                text_message(&format!("task {n}")),
+            )
+            .await,
+        );
+    }
+    let first = search(&app, &caller.key, "limit=5").await;
+    let first_page = ids(&first);
+    let expected: Vec<String> = opened.iter().rev().cloned().collect();
+    assert_eq!(first_page, expected[..5]);
+    let cursor = first.body["next_cursor"].as_str().unwrap().to_owned();
+
+    // Between pages: the oldest task (not shown yet) and a shown one change, and one arrives.
+    for changed in [&opened[0], &opened[11]] {
+        let cancel = app.cancel(&caller.key, &callee.name, changed).await;
+        assert_eq!(cancel.status, 200, "{}", cancel.text);
+    }
+    let late = open(&app, caller, &callee.name, text_message("late")).await;
+
+    let (rest, sizes) = all_pages(&app, &caller.key, "limit=5", cursor).await;
+    let mut seen = first_page.clone();
+    seen.extend(rest);
+    assert_eq!(
+        seen, expected,
+        "each task once, where it stood at the first page: {sizes:?}"
+    );
+    assert!(!seen.contains(&late));
+    // A new search sees the changes.
+    let fresh = ids(&search(&app, &caller.key, "limit=3").await);
+    assert_eq!(
+        fresh,
+        [late.as_str(), opened[11].as_str(), opened[0].as_str()]
+    );
+
+    // With a state filter too: the task canceled after the first page still counts as the
+    // submitted task it was then.
+    let submitted = search(&app, &caller.key, "state=submitted&limit=4").await;
+    let cursor = submitted.body["next_cursor"].as_str().unwrap().to_owned();
+    let mut seen = ids(&submitted);
+    let cancel = app.cancel(&caller.key, &callee.name, &opened[1]).await;
+    assert_eq!(cancel.status, 200, "{}", cancel.text);
+    let (rest, _) = all_pages(&app, &caller.key, "state=submitted&limit=4", cursor).await;
+    seen.extend(rest);
+    let mut expected: Vec<String> = opened[1..11].iter().rev().cloned().collect();
+    expected.insert(0, late);
+    assert_eq!(seen, expected);
+}
+
+#[tokio::test]
+async fn a_cursor_serves_only_the_search_that_issued_it() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    for n in 0..3 {
+        open(
+            &app,
+            &pair.caller,
+            &pair.callee.name,
+            text_message(&format!("n{n}")),
+        )
+        .await;
+    }
+    let page = search(&app, &pair.caller.key, "limit=1").await;
+    let cursor = page.body["next_cursor"].as_str().unwrap().to_owned();
+    assert_eq!(
+        search(&app, &pair.caller.key, &format!("limit=1&cursor={cursor}"))
+            .await
+            .status,
+        200
+    );
+    for (key, query) in [
+        (&pair.caller.key, format!("state=submitted&cursor={cursor}")),
+        (
+            &pair.caller.key,
+            format!("direction=outbound&cursor={cursor}"),
+        ),
+        (&pair.caller.key, format!("q=n1&cursor={cursor}")),
+        (&pair.callee.key, format!("cursor={cursor}")),
+        (
+            &pair.tenant.admin_key,
+            format!("agent={}&cursor={cursor}", pair.caller.id),
+        ),
+        (&pair.caller.key, "cursor=bm90LW91cnM".to_owned()),
+        (&pair.caller.key, "cursor=".to_owned()),
+    ] {
+        let refused = search(&app, key, &query).await;
+        assert_eq!(refused.status, 400, "{query}: {}", refused.text);
+        assert_eq!(refused.body["detail"]["code"], "invalid_request");
+    }
+    let stranger = app.pair().await;
+    let foreign = search(
+        &app,
+        &stranger.caller.key,
+        &format!("limit=1&cursor={cursor}"),
+    )
+    .await;
+    assert_eq!(
+        foreign.status, 400,
+        "another tenant's cursor: {}",
+        foreign.text
+    );
+}
+
+#[tokio::test]
+async fn bad_parameters_are_refused_with_what_is_wrong() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    for (query, says) in [
+        ("direction=sideways", "direction"),
+        ("state=done", "state"),
+        ("limit=0", "limit"),
+        ("limit=101", "limit"),
+        ("limit=ten", "limit"),
+        ("since=yesterday", "since"),
+        ("q=%21%21%21", "q"),
+        ("q=a%20b%20c%20d%20e%20f%20g%20h%20i", "q"),
+    ] {
+        let refused = search(&app, &pair.caller.key, query).await;
+        assert_eq!(refused.status, 400, "{query}: {}", refused.text);
+        let message = refused.body["detail"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{query}: {message}");
+    }
+}
+
+#[tokio::test]
+async fn a_task_whose_indexing_was_lost_is_found_again_after_the_sweep() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let task = open(
+        &app,
+        &pair.caller,
+        &pair.callee.name,
+        text_message("Rotterdam manifest"),
+    )
+    .await;
+    assert_eq!(
+        ids(&search(&app, &pair.caller.key, "q=manifest").await),
+        [task.as_str()]
+    );
+
+    // Lose the task's word index as a failed write after the open would, and flag it due.
+    let client = forgebench_tests::dynamodb_client(&forgebench_tests::dynamodb_endpoint()).await;
+    for item in app.scan_all().await {
+        let sk = item["sk"].as_s().unwrap();
+        if item["pk"].as_s().unwrap() == &format!("TASK#{task}") && sk.starts_with("WORD") {
+            client
+                .delete_item()
+                .table_name(&app.table)
+                .key("pk", item["pk"].clone())
+                .key("sk", item["sk"].clone())
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    app.update_task_item(&task)
+        .update_expression("SET words_due = :due")
+        .expression_attribute_values(
+            ":due",
+            aws_sdk_dynamodb::types::AttributeValue::S("due".into()),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(ids(&search(&app, &pair.caller.key, "q=manifest").await).is_empty());
+
+    let swept = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
+    assert_eq!(swept.done, 1, "{swept:?}");
+    assert_eq!(
+        ids(&search(&app, &pair.caller.key, "q=manifest").await),
+        [task.as_str()]
+    );
+    let again = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
+    assert_eq!(again.done, 0, "nothing is due any more");
+}
+
+/// Whether the task's item carries the flag of a large open task whose postings lag.
+async fn lagging(app: &TestApp, task_id: &str) -> bool {
+    app.scan_all().await.iter().any(|item| {
+        item["pk"].as_s().unwrap() == &format!("TASK#{task_id}")
+            && item["sk"].as_s().unwrap() == "TASK"
+            && item.contains_key("words_lag")
+    })
+}
+
+#[tokio::test]
+async fn a_large_open_task_is_found_by_every_word_at_its_latest_change_until_it_finishes() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    let many: Vec<String> = (0..80).map(|n| format!("word{n}")).collect();
+    let big = open(
+        &app,
+        caller,
+        &callee.name,
+        text_message(&format!("cargo {}", many.join(" "))),
+    )
+    .await;
+    let claimed = app.claim(&callee.key, 0).await;
+    assert_eq!(claimed.field("id"), big);
+    let progress = |text: &str| {
+        let (app, key, big) = (&app, callee.key.clone(), big.clone());
+        let body = json!({"message": {"role": "agent", "parts": [{"text": text}]}});
+        async move {
+            let reply = app
+                .post(&format!("/v1/agents/me/tasks/{big}/progress"), &key, body)
+                .await;
+            assert_eq!(reply.status, 200, "{}", reply.text);
+        }
+    };
+    progress("unloading in antwerp").await;
+    assert!(lagging(&app, &big).await, "over 64 words, its postings lag");
+    let small = open(&app, caller, &callee.name, text_message("cargo manifest")).await;
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=cargo").await),
+        [small.as_str(), big.as_str()]
+    );
+    progress("moving on to ghent").await;
+    // Its older words' postings still stand where the task was; it is placed where it is now.
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=cargo").await),
+        [big.as_str(), small.as_str()]
+    );
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=word3%20antwerp%20ghent").await),
+        [big.as_str()]
+    );
+    let first = search(&app, &caller.key, "q=cargo&limit=1").await;
+    assert_eq!(ids(&first), [big.as_str()]);
+    let cursor = first.body["next_cursor"].as_str().unwrap().to_owned();
+    let (rest, _) = all_pages(&app, &caller.key, "q=cargo&limit=1", cursor).await;
+    assert_eq!(rest, [small.as_str()]);
+
+    let done = app
+        .post_result(&callee.key, &big, completed("delivered to bruges"))
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    assert!(
+        !lagging(&app, &big).await,
+        "finished, every posting is at its last change"
+    );
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=word79%20bruges").await),
+        [big.as_str()]
+    );
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=cargo").await),
+        [big.as_str(), small.as_str()]
+    );
+}
