@@ -1,0 +1,58 @@
+"""The Python SDK of the Forgebench A2A gateway.
+
+from forgebench import Forgebench
+
+client = Forgebench(api_key=..., base_url="https://api.forgebench.ai")
+task = client.agents.call("invoice-classifier", text="Classify this invoice", wait=30)
+"""
+
+from ._async_client import AsyncAgents, AsyncForgebench
+from ._client import Agents, Forgebench
+from ._errors import (
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    ForgebenchError,
+    InternalServerError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServiceUnavailableError,
+    UnprocessableError,
+)
+from ._task import Task, TaskReply
+from ._types import Artifact, FileRef, Message, Part, TaskResultIn
+from ._version import __version__
+
+__all__ = [
+    "APIConnectionError",
+    "APIStatusError",
+    "APITimeoutError",
+    "Agents",
+    "Artifact",
+    "AsyncAgents",
+    "AsyncForgebench",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConflictError",
+    "FileRef",
+    "Forgebench",
+    "ForgebenchError",
+    "InternalServerError",
+    "Message",
+    "NotFoundError",
+    "Part",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "ServiceUnavailableError",
+    "Task",
+    "TaskReply",
+    "TaskResultIn",
+    "UnprocessableError",
+    "__version__",
+]

@@ -1,0 +1,157 @@
+"""Sending a `Request`: authentication, timeouts, retries and typed errors, sync and async."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+
+from ._errors import APIConnectionError, APITimeoutError, error_for_response
+from ._requests import Request
+from ._retry import delay_after_error, delay_after_response
+from ._version import __version__
+
+DEFAULT_BASE_URL = "https://api.forgebench.ai"
+DEFAULT_TIMEOUT_SECONDS = 30.0
+DEFAULT_MAX_RETRIES = 2
+USER_AGENT = f"forgebench-python/{__version__}"
+
+
+class _TransportSettings:
+    """What both transports share: where, who, and how patiently."""
+
+    def __init__(self, api_key: str, base_url: str, timeout: float, max_retries: int) -> None:
+        if not api_key:
+            raise ValueError("an api_key is required (or set FORGEBENCH_API_KEY)")
+        if max_retries < 0:
+            raise ValueError("max_retries must be 0 or more")
+        self._api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.max_retries = max_retries
+
+    def __repr__(self) -> str:  # never the key
+        return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+    def request_arguments(self, request: Request) -> dict[str, Any]:
+        """The keyword arguments of `httpx.Client.request` for `request`."""
+        headers = {
+            "Authorization": f"Bearer {self._api_key}",
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+            **request.headers,
+        }
+        arguments: dict[str, Any] = {
+            "method": request.method,
+            "url": self.base_url + request.path,
+            "params": dict(request.params),
+            "headers": headers,
+            # the gateway holds a waiting request up to `wait` seconds before it answers
+            "timeout": httpx.Timeout(self.timeout + request.wait, connect=self.timeout),
+        }
+        if request.json is not None:
+            arguments["json"] = request.json
+        return arguments
+
+    def delay_before_retry(
+        self, request: Request, attempt: int, outcome: httpx.Response | httpx.TransportError
+    ) -> float | None:
+        """The pause before sending `request` again, or None when it is not sent again."""
+        if attempt >= self.max_retries:
+            return None
+        if isinstance(outcome, httpx.Response):
+            return delay_after_response(outcome, attempt, repeatable=request.repeatable)
+        return delay_after_error(outcome, attempt, repeatable=request.repeatable)
+
+
+def _body_of(request: Request, response: httpx.Response) -> Any:
+    """The JSON body of a success, None for an allowed 204; a typed error for anything else."""
+    if response.status_code == 204 and request.no_content_ok:
+        return None
+    if not response.is_success:
+        raise error_for_response(response)
+    return response.json()
+
+
+def _connection_error(error: httpx.TransportError) -> APIConnectionError:
+    if isinstance(error, httpx.TimeoutException):
+        return APITimeoutError(f"the gateway did not answer in time: {error}")
+    return APIConnectionError(f"could not reach the gateway: {error}")
+
+
+class SyncTransport(_TransportSettings):
+    """Sends requests with an `httpx.Client` (its own, or one the caller passed and owns)."""
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str,
+        timeout: float,
+        max_retries: int,
+        http_client: httpx.Client | None,
+    ) -> None:
+        super().__init__(api_key, base_url, timeout, max_retries)
+        self._owns_client = http_client is None
+        self._client = http_client if http_client is not None else httpx.Client()
+
+    def send(self, request: Request) -> Any:
+        """The response body of `request`, retrying what is safe to retry."""
+        attempt = 0
+        while True:
+            try:
+                response = self._client.request(**self.request_arguments(request))
+            except httpx.TransportError as error:
+                delay = self.delay_before_retry(request, attempt, error)
+                if delay is None:
+                    raise _connection_error(error) from error
+            else:
+                delay = self.delay_before_retry(request, attempt, response)
+                if delay is None:
+                    return _body_of(request, response)
+                response.close()
+            time.sleep(delay)
+            attempt += 1
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.close()
+
+
+class AsyncTransport(_TransportSettings):
+    """Sends requests with an `httpx.AsyncClient` (its own, or one the caller passed and owns)."""
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str,
+        timeout: float,
+        max_retries: int,
+        http_client: httpx.AsyncClient | None,
+    ) -> None:
+        super().__init__(api_key, base_url, timeout, max_retries)
+        self._owns_client = http_client is None
+        self._client = http_client if http_client is not None else httpx.AsyncClient()
+
+    async def send(self, request: Request) -> Any:
+        """The response body of `request`, retrying what is safe to retry."""
+        attempt = 0
+        while True:
+            try:
+                response = await self._client.request(**self.request_arguments(request))
+            except httpx.TransportError as error:
+                delay = self.delay_before_retry(request, attempt, error)
+                if delay is None:
+                    raise _connection_error(error) from error
+            else:
+                delay = self.delay_before_retry(request, attempt, response)
+                if delay is None:
+                    return _body_of(request, response)
+                await response.aclose()
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()

@@ -1,0 +1,3 @@
+"""The package version, sent in the User-Agent."""
+
+__version__ = "0.1.0"

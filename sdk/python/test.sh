@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs the Python SDK's tests against a running gateway.
+#
+#   FORGEBENCH_URL=http://127.0.0.1:8080 FORGEBENCH_OPERATOR_KEY=fb_op_... sdk/python/test.sh [pytest args]
+#
+# Makes a venv in .local/sdk-python-venv (at the repository's root) when there is none, installs
+# this package and pytest into it, and runs pytest; the exit code is pytest's. The tests make
+# their own tenant, agents, bindings and keys with the operator key, so they can share a gateway.
+set -euo pipefail
+
+sdk_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo_root="$(cd "$sdk_dir/../.." && pwd)"
+venv="$repo_root/.local/sdk-python-venv"
+
+if [[ -z "${FORGEBENCH_URL:-}" || -z "${FORGEBENCH_OPERATOR_KEY:-}" ]]; then
+  echo "test.sh: set FORGEBENCH_URL (the gateway's base URL) and FORGEBENCH_OPERATOR_KEY" >&2
+  exit 2
+fi
+
+python="${PYTHON:-python3}"
+if [[ ! -x "$venv/bin/python" ]]; then
+  mkdir -p "$(dirname "$venv")"
+  "$python" -m venv "$venv"
+fi
+
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$sdk_dir" pytest
+
+cd "$sdk_dir"
+exec "$venv/bin/python" -m pytest "$@"

@@ -1,0 +1,498 @@
+"""The SDK without a gateway: errors, retries, request shapes and `Task`/`TaskReply`, over a
+mock transport that plays the gateway's documented answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+import forgebench
+from forgebench import (
+    APIConnectionError,
+    Artifact,
+    AsyncForgebench,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    Forgebench,
+    ForgebenchError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServiceUnavailableError,
+    Task,
+    TaskReply,
+    UnprocessableError,
+)
+from forgebench._task import reply_from_result
+
+KEY = "fb_agt_" + "1" * 64
+BASE = "http://gateway.test"
+
+Responder = Callable[[httpx.Request], httpx.Response]
+
+
+def task_body(**fields: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": "t-1",
+        "context_id": "c-1",
+        "caller_agent_id": "a-caller",
+        "callee_agent_id": "a-callee",
+        "status": {"state": "submitted", "message": None, "timestamp": "now"},
+        "input": {"message": {"role": "user", "parts": [{"text": "hi"}]}},
+        "artifacts": [],
+        "error": None,
+        "history": [],
+        "call_id": "call-1",
+        "parent_call_id": None,
+        "root_call_id": "call-1",
+        "delivery": "pull",
+        "created_at": "now",
+        "updated_at": "now",
+    }
+    body.update(fields)
+    return body
+
+
+class Recorder:
+    """A mock gateway answering from a list of responders, one per request, recording each."""
+
+    def __init__(self, *responders: Responder) -> None:
+        self._responders = list(responders)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        responder = self._responders.pop(0) if len(self._responders) > 1 else self._responders[0]
+        return responder(request)
+
+    def client(self, **options: Any) -> Forgebench:
+        http = httpx.Client(transport=httpx.MockTransport(self))
+        return Forgebench(api_key=KEY, base_url=BASE, http_client=http, **options)
+
+    def bodies(self) -> list[Any]:
+        return [
+            json.loads(request.content) if request.content else None for request in self.requests
+        ]
+
+
+def answer(status: int, body: Any = None, headers: dict[str, str] | None = None) -> Responder:
+    def respond(request: httpx.Request) -> httpx.Response:
+        if body is None:
+            return httpx.Response(status, headers=headers)
+        return httpx.Response(status, json=body, headers=headers)
+
+    return respond
+
+
+def broken(error: type[httpx.TransportError]) -> Responder:
+    def respond(request: httpx.Request) -> httpx.Response:
+        raise error("the connection broke", request=request)
+
+    return respond
+
+
+DOCUMENTED_ERRORS = [
+    (
+        400,
+        {"detail": {"code": "invalid_request", "message": "wait must be 0-30"}},
+        BadRequestError,
+        "invalid_request",
+    ),
+    (
+        401,
+        {"detail": {"code": "unauthenticated", "message": "unknown key"}},
+        AuthenticationError,
+        "unauthenticated",
+    ),
+    (
+        403,
+        {"detail": {"code": "not_permitted", "message": "not permitted to call that agent"}},
+        PermissionDeniedError,
+        "not_permitted",
+    ),
+    (404, {"detail": "task not found"}, NotFoundError, None),
+    (
+        409,
+        {"detail": {"code": "task_not_working", "state": "canceled"}},
+        ConflictError,
+        "task_not_working",
+    ),
+    (
+        413,
+        {"detail": {"code": "too_large", "message": "past 4 MiB"}},
+        PayloadTooLargeError,
+        "too_large",
+    ),
+    (
+        422,
+        {"detail": "a pull result must be completed, failed, or input_required"},
+        UnprocessableError,
+        None,
+    ),
+    (
+        429,
+        {"detail": {"code": "too_many_requests", "message": "slow down"}},
+        RateLimitError,
+        "too_many_requests",
+    ),
+    (
+        503,
+        {"detail": {"code": "unavailable", "message": "try again"}},
+        ServiceUnavailableError,
+        "unavailable",
+    ),
+]
+
+
+@pytest.mark.parametrize(("status", "body", "error_class", "code"), DOCUMENTED_ERRORS)
+def test_each_documented_status_raises_its_typed_error_with_the_body(
+    status: int, body: Any, error_class: type[ForgebenchError], code: str | None
+) -> None:
+    gateway = Recorder(answer(status, body))
+    with gateway.client(max_retries=0) as client, pytest.raises(error_class) as raised:
+        client.agents.task("invoice-classifier", "t-1")
+
+    error = raised.value
+    assert isinstance(error, forgebench.APIStatusError)
+    assert (error.status, error.body, error.code) == (status, body, code)
+
+
+def test_a_conflict_names_the_task_state_and_a_rate_limit_its_retry_after() -> None:
+    conflict = Recorder(answer(409, {"detail": {"code": "task_not_working", "state": "failed"}}))
+    limited = Recorder(answer(429, {"detail": {"code": "too_many_requests"}}, {"Retry-After": "1"}))
+    with conflict.client() as client, pytest.raises(ConflictError) as raised_conflict:
+        client.agents.reply("t-1", TaskReply.completed(text="late"))
+    with limited.client(max_retries=0) as client, pytest.raises(RateLimitError) as raised_limit:
+        client.agents.next_task(wait=1)
+
+    assert raised_conflict.value.state == "failed"
+    assert raised_limit.value.retry_after == 1.0
+
+
+def test_a_503_is_retried_and_then_answered() -> None:
+    gateway = Recorder(answer(503, {"detail": {"code": "unavailable"}}), answer(200, task_body()))
+    with gateway.client() as client:
+        task = client.agents.reply("t-1", TaskReply.failed("no"))
+
+    assert task.id == "t-1"
+    assert len(gateway.requests) == 2
+
+
+def test_a_429_is_retried_after_its_retry_after() -> None:
+    gateway = Recorder(
+        answer(429, {"detail": {"code": "too_many_requests"}}, {"Retry-After": "0"}),
+        answer(204),
+    )
+    with gateway.client() as client:
+        assert client.agents.next_task(wait=3) is None
+    assert len(gateway.requests) == 2
+    assert [request.url.params["wait"] for request in gateway.requests] == ["3", "3"]
+
+
+def test_retries_stop_at_max_retries() -> None:
+    gateway = Recorder(answer(503, {"detail": {"code": "unavailable"}}))
+    with gateway.client(max_retries=1) as client, pytest.raises(ServiceUnavailableError):
+        client.agents.cancel("invoice-classifier", "t-1")
+    assert len(gateway.requests) == 2
+
+
+def test_a_call_retried_after_a_broken_connection_sends_the_same_message_id() -> None:
+    gateway = Recorder(broken(httpx.RemoteProtocolError), answer(200, task_body()))
+    with gateway.client() as client:
+        client.agents.call("invoice-classifier", text="hi", data={"n": 1})
+
+    first, second = gateway.bodies()
+    assert first == second
+    assert first["message"]["parts"] == [{"text": "hi"}, {"data": {"n": 1}}]
+    assert first["message"]["role"] == "user"
+    assert len(first["message"]["message_id"]) >= 16
+
+
+def test_each_call_has_its_own_message_id_unless_one_is_given() -> None:
+    gateway = Recorder(answer(200, task_body()))
+    with gateway.client() as client:
+        client.agents.call("invoice-classifier", text="a")
+        client.agents.call("invoice-classifier", text="a")
+        client.agents.call("invoice-classifier", text="a", message_id="mine")
+
+    ids = [body["message"]["message_id"] for body in gateway.bodies()]
+    assert ids[0] != ids[1]
+    assert ids[2] == "mine"
+
+
+def test_a_result_without_message_id_is_not_resent_after_the_connection_broke() -> None:
+    """It may have landed; a repeat would be refused, so the error is the caller's to see."""
+    gateway = Recorder(broken(httpx.ReadError), answer(200, task_body()))
+    with gateway.client() as client, pytest.raises(APIConnectionError):
+        client.agents.reply("t-1", TaskReply.completed(text="done"))
+    assert len(gateway.requests) == 1
+
+
+def test_a_question_is_resent_after_the_connection_broke_with_the_same_message_id() -> None:
+    gateway = Recorder(broken(httpx.ReadError), answer(200, task_body()))
+    with gateway.client() as client:
+        client.agents.reply("t-1", TaskReply.input_required("which one?"))
+
+    first, second = gateway.bodies()
+    assert first == second
+    assert first["message"]["message_id"]
+
+
+def test_any_request_is_resent_when_the_connection_never_opened() -> None:
+    gateway = Recorder(broken(httpx.ConnectError), answer(200, task_body()))
+    with gateway.client() as client:
+        client.agents.reply("t-1", TaskReply.completed(text="done"))
+    assert len(gateway.requests) == 2
+
+
+def test_requests_carry_the_key_the_routes_and_x_parent_call() -> None:
+    gateway = Recorder(answer(200, task_body()))
+    with gateway.client() as client:
+        client.agents.call(
+            "invoice classifier/x", text="hi", wait=30, context_id="c-9", parent_call_id="p-1"
+        )
+        client.agents.task("invoice-classifier", "t-1", wait=10)
+        client.agents.cancel("invoice-classifier", "t-1")
+
+    opened, read, canceled = gateway.requests
+    assert opened.headers["authorization"] == f"Bearer {KEY}"
+    assert opened.headers["x-parent-call"] == "p-1"
+    assert (opened.method, opened.url.raw_path) == (
+        "POST",
+        b"/v1/agents/invoice%20classifier%2Fx/tasks?wait=30",
+    )
+    assert json.loads(opened.content)["context_id"] == "c-9"
+    assert "x-parent-call" not in read.headers
+    assert (read.method, read.url.raw_path) == (
+        "GET",
+        b"/v1/agents/invoice-classifier/tasks/t-1?wait=10",
+    )
+    assert (canceled.method, canceled.url.path) == (
+        "POST",
+        "/v1/agents/invoice-classifier/tasks/t-1/cancel",
+    )
+
+
+def test_the_key_is_never_in_a_repr() -> None:
+    client = Forgebench(api_key=KEY, base_url=BASE)
+    async_client = AsyncForgebench(api_key=KEY, base_url=BASE)
+    assert KEY not in repr(client) and KEY not in repr(client._transport)
+    assert KEY not in repr(async_client)
+    client.close()
+
+
+def test_a_missing_key_is_refused_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FORGEBENCH_API_KEY", raising=False)
+    with pytest.raises(ValueError):
+        Forgebench(base_url=BASE)
+
+
+def test_the_key_and_base_url_may_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FORGEBENCH_API_KEY", KEY)
+    monkeypatch.setenv("FORGEBENCH_BASE_URL", BASE + "/")
+    with Forgebench() as client:
+        assert client.base_url == BASE
+
+
+def test_a_message_needs_a_part() -> None:
+    with Forgebench(api_key=KEY, base_url=BASE) as client, pytest.raises(ValueError):
+        client.agents.call("invoice-classifier")
+
+
+def test_the_async_client_retries_and_raises_like_the_sync_one() -> None:
+    gateway = Recorder(
+        broken(httpx.RemoteProtocolError),
+        answer(200, task_body()),
+        answer(
+            403,
+            {"detail": {"code": "not_permitted", "message": "not permitted to call that agent"}},
+        ),
+    )
+
+    async def run() -> Task:
+        http = httpx.AsyncClient(transport=httpx.MockTransport(gateway))
+        async with AsyncForgebench(api_key=KEY, base_url=BASE, http_client=http) as client:
+            task = await client.agents.call("invoice-classifier", text="hi")
+            with pytest.raises(PermissionDeniedError):
+                await client.agents.call("invoice-classifier", text="again")
+            await http.aclose()
+            return task
+
+    assert asyncio.run(run()).id == "t-1"
+    first, second, third = gateway.bodies()
+    assert first == second
+    assert third["message"]["message_id"] != first["message"]["message_id"]
+
+
+# -- Task and TaskReply ----------------------------------------------------------------------
+
+
+def test_task_reads_its_input_question_and_artifacts() -> None:
+    task = Task(
+        task_body(
+            status={
+                "state": "input_required",
+                "message": {"role": "agent", "parts": [{"text": "Which"}, {"text": "currency?"}]},
+                "timestamp": "now",
+            },
+            input={
+                "message": {
+                    "role": "user",
+                    "parts": [{"text": "Classify"}, {"data": [1]}, {"data": {"invoice_id": "I-1"}}],
+                }
+            },
+            artifacts=[
+                {"name": "a", "parts": [{"text": "one"}, {"data": {"x": 1}}]},
+                {"name": "b", "parts": [{"text": "two"}]},
+            ],
+            parent_call_id="call-0",
+        )
+    )
+    assert task.question == "Which\ncurrency?"
+    assert task.data == {"invoice_id": "I-1"}
+    assert task.text == "Classify"
+    assert task.artifact_text() == "one\ntwo"
+    assert (task.parent_call_id, task.root_call_id, task.call_id) == ("call-0", "call-1", "call-1")
+    assert task.raw["delivery"] == "pull"
+
+
+def test_task_without_data_question_or_artifacts() -> None:
+    task = Task(task_body())
+    assert (task.data, task.question, task.error, task.artifact_text()) == ({}, None, None, "")
+
+
+def test_replies_built_from_a_task() -> None:
+    task = Task(task_body())
+    assert task.done(text="t", data={"d": 1}).to_json() == {
+        "state": "completed",
+        "artifacts": [{"name": "response", "parts": [{"text": "t"}, {"data": {"d": 1}}]}],
+    }
+    assert task.done().to_json() == {"state": "completed"}
+    extra: Artifact = {"name": "extra", "parts": [{"text": "x"}]}
+    assert task.done(text="t", artifacts=[extra]).to_json()["artifacts"][1] == extra
+    asked = task.ask("why?").to_json()
+    assert asked["state"] == "input_required"
+    assert asked["message"]["parts"] == [{"text": "why?"}]
+    assert asked["message"]["role"] == "agent"
+    assert (
+        task.ask("a").to_json()["message"]["message_id"]
+        != task.ask("a").to_json()["message"]["message_id"]
+    )
+    assert task.fail("broken").to_json() == {"state": "failed", "error": "broken"}
+
+
+ARTIFACT = {"name": "r", "parts": [{"text": "x"}]}
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        (
+            "text",
+            {
+                "state": "completed",
+                "artifacts": [{"name": "response", "parts": [{"text": "text"}]}],
+            },
+        ),
+        (None, {"state": "completed"}),
+        (
+            {"k": 1},
+            {
+                "state": "completed",
+                "artifacts": [{"name": "response", "parts": [{"data": {"k": 1}}]}],
+            },
+        ),
+        ([ARTIFACT], {"state": "completed", "artifacts": [ARTIFACT]}),
+        (
+            [1, 2],
+            {
+                "state": "completed",
+                "artifacts": [{"name": "response", "parts": [{"data": [1, 2]}]}],
+            },
+        ),
+        (3, {"state": "completed", "artifacts": [{"name": "response", "parts": [{"data": 3}]}]}),
+        ({"artifacts": [ARTIFACT]}, {"state": "completed", "artifacts": [ARTIFACT]}),
+        ({"state": "failed", "error": "e"}, {"state": "failed", "error": "e"}),
+        (TaskReply.failed("f"), {"state": "failed", "error": "f"}),
+    ],
+)
+def test_what_a_handler_returns_becomes_a_reply(result: Any, expected: dict[str, Any]) -> None:
+    assert reply_from_result(result).to_json() == expected
+
+
+def test_a_handler_result_that_is_no_json_is_refused() -> None:
+    with pytest.raises(TypeError):
+        reply_from_result(object())
+
+
+# -- serve over the mock gateway -------------------------------------------------------------
+
+
+def claimed_task(task_id: str = "t-1") -> dict[str, Any]:
+    return task_body(id=task_id, status={"state": "working", "message": None, "timestamp": "now"})
+
+
+def routed(claims: list[Responder], results: list[Responder]) -> Responder:
+    """Claims and results answered from their own lists (the last answer repeats)."""
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        queue = claims if request.url.path.endswith("/tasks/next") else results
+        return (queue.pop(0) if len(queue) > 1 else queue[0])(request)
+
+    return respond
+
+
+def test_serve_and_next_task_wait_20_seconds_by_default() -> None:
+    gateway = Recorder(
+        routed([answer(200, claimed_task()), answer(204)], [answer(200, task_body())])
+    )
+    with gateway.client() as client:
+        assert client.agents.serve(lambda task: "ok", max_tasks=1) == 1
+        assert client.agents.next_task() is None
+
+    claims = [r for r in gateway.requests if r.url.path.endswith("/tasks/next")]
+    assert [request.url.params["wait"] for request in claims] == ["20", "20"]
+
+
+def test_a_refused_key_ends_serve_with_its_error() -> None:
+    refused = answer(401, {"detail": {"code": "unauthenticated", "message": "revoked"}})
+    for concurrency in (1, 2):
+        gateway = Recorder(refused)
+        with gateway.client() as client, pytest.raises(AuthenticationError):
+            client.agents.serve(lambda task: "ok", concurrency=concurrency, wait=1)
+
+
+def test_serve_posts_a_reply_again_after_passing_failures() -> None:
+    unavailable = answer(503, {"detail": {"code": "unavailable"}})
+    gateway = Recorder(
+        routed([answer(200, claimed_task())], [unavailable, unavailable, answer(200, task_body())])
+    )
+    with gateway.client(max_retries=0) as client:
+        assert client.agents.serve(lambda task: task.done(text="ok"), max_tasks=1) == 1
+
+    results = [json.loads(r.content) for r in gateway.requests if r.url.path.endswith("/result")]
+    assert len(results) == 3
+    assert results[0] == results[2]
+
+
+def test_a_stop_before_serve_starts_is_not_remembered() -> None:
+    gateway = Recorder(routed([answer(200, claimed_task())], [answer(200, task_body())]))
+    with gateway.client() as client:
+        client.agents.stop()
+        assert client.agents.serve(lambda task: "ok", max_tasks=1) == 1
+
+
+def test_max_tasks_zero_claims_nothing() -> None:
+    gateway = Recorder(answer(200, claimed_task()))
+    with gateway.client() as client:
+        assert client.agents.serve(lambda task: "ok", max_tasks=0) == 0
+    assert gateway.requests == []
