@@ -1,0 +1,49 @@
+export { Forgebench, DEFAULT_BASE_URL, type ForgebenchOptions } from "./client.js";
+export { type Agents, type CallOptions, type RequestOptions, type WaitOptions } from "./agents.js";
+export {
+  DEFAULT_SERVE_WAIT_SECONDS,
+  type ServeHandler,
+  type ServeOptions,
+} from "./serve.js";
+export {
+  MAX_ERROR_CHARS,
+  RESPONSE_ARTIFACT,
+  TaskReply,
+  reply,
+  resultOf,
+  type DoneOptions,
+  type HandlerReturn,
+  type ReplyBuilder,
+} from "./reply.js";
+export { artifactText, messageText } from "./text.js";
+export {
+  AuthenticationError,
+  BadRequestError,
+  ConflictError,
+  ConnectionError,
+  ForgebenchError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PermissionDeniedError,
+  RateLimitError,
+  ServiceUnavailableError,
+  UnprocessableEntityError,
+  type ErrorBody,
+  type ErrorDetail,
+} from "./errors.js";
+export type {
+  Artifact,
+  DataPart,
+  FilePart,
+  FileRef,
+  Message,
+  Part,
+  PartData,
+  ResultState,
+  Role,
+  Task,
+  TaskResultIn,
+  TaskState,
+  TaskStatus,
+  TextPart,
+} from "./types.js";

@@ -1,0 +1,328 @@
+/**
+ * The docs' TypeScript samples, kept verbatim in samples/, run as written against the gateway
+ * (support/samples.ts says what is substituted). The other side of each exchange is plain fetch.
+ */
+
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { after, describe, test } from "node:test";
+
+import { messageText, type Task } from "@seedlinglabs/forgebench-sdk";
+
+import {
+  CALLEE_NAME,
+  answerTask,
+  baseUrl,
+  claimExpected,
+  claimTask,
+  newWorld,
+  noGateway,
+  openTask,
+  questionResult,
+  readTask,
+  textResult,
+  type World,
+} from "./support/gateway.js";
+import { startRecordingProxy } from "./support/proxies.js";
+import {
+  packageRoot,
+  runSample,
+  sampleNames,
+  samplePath,
+  sampleText,
+  startSample,
+  typeCheck,
+  writeScratchSample,
+  type RunningSample,
+  type SampleOutcome,
+} from "./support/samples.js";
+import { eventually } from "./support/util.js";
+
+/** Every TypeScript sample of the docs that uses the SDK. */
+const EXPECTED_SAMPLES = [
+  "call-by-id",
+  "call-by-name",
+  "continue-by-id",
+  "continue-by-name",
+  "next-task-and-reply",
+  "read-and-cancel-by-id",
+  "read-and-cancel-by-name",
+  "serve",
+];
+
+/** The docs (seed pages), where this checkout has them: /work/shared/seeds or ../shared/seeds from the repo root. */
+function seedsDir(): string | undefined {
+  const candidates = ["/work/shared/seeds", resolve(packageRoot, "../../../shared/seeds")];
+  return candidates.find((dir) => existsSync(dir));
+}
+
+const seeds = seedsDir();
+
+describe("the samples are the docs' own", () => {
+  test("samples/ holds each of the docs' TypeScript samples", () => {
+    assert.deepEqual(sampleNames(), EXPECTED_SAMPLES);
+  });
+
+  test("the README shows each sample verbatim", () => {
+    const readme = readFileSync(join(packageRoot, "README.md"), "utf8");
+    for (const name of sampleNames()) {
+      const text = sampleText(name).replace(/\n$/, "");
+      assert.ok(readme.includes("```ts\n" + text + "\n```"), `README.md does not show samples/${name}.ts`);
+    }
+  });
+
+  test("each sample appears verbatim in the docs", { skip: seeds === undefined && "the seed pages are not here" }, () => {
+    const pages = readdirSync(seeds as string)
+      .filter((file) => file.endsWith(".txt"))
+      .map((file) => readFileSync(join(seeds as string, file), "utf8"));
+    for (const name of sampleNames()) {
+      const text = sampleText(name).replace(/\n$/, "");
+      assert.ok(pages.some((page) => page.includes(text)), `samples/${name}.ts is not verbatim in the docs`);
+    }
+  });
+});
+
+describe("the samples type-check under strict against the package's own declarations", () => {
+  test("every sample compiles with tsc --strict", () => {
+    assert.deepEqual(typeCheck(sampleNames().map(samplePath)), []);
+  });
+
+  test("the check refuses a sample that misuses the SDK", () => {
+    const misused = sampleText("call-by-name").replace("artifactText(task)", "artifactText(task.id)");
+    assert.notEqual(misused, sampleText("call-by-name"));
+    const diagnostics = typeCheck([writeScratchSample("call-by-name-misused", misused)]);
+    assert.equal(diagnostics.length, 1, diagnostics.join("\n"));
+    assert.match(diagnostics[0] ?? "", /Argument of type 'string' is not assignable/);
+  });
+
+  test("the check refuses a sample that reads past what the Task type has", () => {
+    const misused = sampleText("serve").replace("task.call_id ?? undefined", "task.callId");
+    const diagnostics = typeCheck([writeScratchSample("serve-misused", misused)]);
+    assert.ok(diagnostics.some((text) => text.includes("Property 'callId' does not exist")), diagnostics.join("\n"));
+  });
+});
+
+const running: RunningSample[] = [];
+after(() => Promise.all(running.map((sample) => sample.stop())));
+
+function callerEnv(world: World, extra: { calleeId?: string; taskId?: string } = {}) {
+  return { baseUrl: baseUrl(), callerKey: world.callerKey, ...extra };
+}
+
+describe("the docs' samples, run as written against the gateway", { skip: noGateway, concurrency: true }, () => {
+  describe("the serving samples, run as written", { concurrency: true }, () => {
+    test("serve: the page's handler completes, asks, fails, and the loop survives what classify throws", async () => {
+      const world = await newWorld();
+      const sample = startSample("serve", { baseUrl: baseUrl(), calleeKey: world.calleeKey });
+      running.push(sample);
+      const open = (parts: unknown[]): Promise<Task> => openTask(world, parts, 20);
+      const invoice = `INV-${randomUUID()}`;
+
+      const completed = await open([{ text: "Classify this invoice" }, { data: { invoice_id: invoice } }]);
+      assert.equal(completed.status.state, "completed");
+      assert.deepEqual(completed.artifacts, [{ name: "response", parts: [{ data: { category: `category-of-${invoice}` } }] }]);
+      await eventually(() => sample.stdout().includes(invoice));
+      assert.deepEqual(classifyCalls(sample).find((call) => call.classify === invoice)?.parentCallId, completed.call_id);
+
+      const asked = await open([{ text: "Classify this invoice" }]);
+      assert.equal(asked.status.state, "input_required");
+      assert.equal(messageText(asked.status.message), "which invoice_id should I classify?");
+
+      const unknown = `UNKNOWN-${randomUUID()}`;
+      const failed = await open([{ data: { invoice_id: unknown } }]);
+      assert.equal(failed.status.state, "failed");
+      assert.equal(failed.error, `no invoice ${unknown} on file`);
+
+      const rejected = `REJECTED-${randomUUID()}`;
+      const failedWithString = await open([{ data: { invoice_id: rejected } }]);
+      assert.equal(failedWithString.error, `invoice ${rejected} was rejected`);
+
+      const afterThrows = `INV-${randomUUID()}`;
+      const stillServing = await open([{ data: { invoice_id: afterThrows } }]);
+      assert.deepEqual(stillServing.artifacts[0]?.parts, [{ data: { category: `category-of-${afterThrows}` } }]);
+      assert.ok(sample.running(), "serve is still running");
+    });
+
+    test("nextTask and reply: the claimed task is completed with no artifacts", async () => {
+      const world = await newWorld();
+      const opened = await openTask(world, [{ text: "Classify this invoice" }]);
+      const outcome = await runSample("next-task-and-reply", { baseUrl: baseUrl(), calleeKey: world.calleeKey });
+      assert.equal(outcome.code, 0, outcome.stderr);
+      const task = await readTask(world, opened.id);
+      assert.equal(task.status.state, "completed");
+      assert.deepEqual(task.artifacts, []);
+    });
+  });
+
+  for (const [sample, byId] of [
+    ["call-by-name", false],
+    ["call-by-id", true],
+  ] as const) {
+    describe(`${sample}, run as written`, { concurrency: true }, () => {
+      function start(world: World): Promise<SampleOutcome> {
+        return runSample(sample, callerEnv(world, byId ? { calleeId: world.calleeId } : {}));
+      }
+
+      async function theSamplesTask(world: World): Promise<Task> {
+        const task = await claimExpected(world, 20);
+        assert.deepEqual(task.input.message.parts, [
+          { text: "Classify this invoice" },
+          { data: { invoice_id: "INV-2026-0912" } },
+        ]);
+        return task;
+      }
+
+      test("completed: prints the artifacts' text", async () => {
+        const world = await newWorld();
+        const run = start(world);
+        const answer = `category: software (${randomUUID()})`;
+        await answerTask(world, (await theSamplesTask(world)).id, textResult(answer));
+        const outcome = await run;
+        assert.equal(outcome.code, 0, outcome.stderr);
+        assert.equal(outcome.stdout, `${answer}\n`);
+      });
+
+      test("input_required: prints the question", async () => {
+        const world = await newWorld();
+        const run = start(world);
+        const question = `Which cost center? (${randomUUID()})`;
+        await answerTask(world, (await theSamplesTask(world)).id, questionResult(question));
+        const outcome = await run;
+        assert.equal(outcome.code, 0, outcome.stderr);
+        assert.equal(outcome.stdout, `${question}\n`);
+      });
+
+      test("failed: prints the error", async () => {
+        const world = await newWorld();
+        const run = start(world);
+        const error = `the ledger is closed (${randomUUID()})`;
+        await answerTask(world, (await theSamplesTask(world)).id, { state: "failed", error });
+        const outcome = await run;
+        assert.equal(outcome.code, 0, outcome.stderr);
+        assert.equal(outcome.stdout, `${error}\n`);
+      });
+
+      test("still working after its 30 s wait: polls the task with getTask", async () => {
+        const world = await newWorld();
+        const proxy = await startRecordingProxy(baseUrl());
+        try {
+          const run = runSample(sample, { ...callerEnv(world, byId ? { calleeId: world.calleeId } : {}), baseUrl: proxy.url });
+          const claimed = await theSamplesTask(world);
+          const callee = byId ? world.calleeId : CALLEE_NAME;
+          const pollPath = `/v1/agents/${callee}/tasks/${claimed.id}?wait=20`;
+          await proxy.requestArrives((method, url) => method === "GET" && url === pollPath);
+          await answerTask(world, claimed.id, textResult("answered while polled"));
+          const outcome = await run;
+          assert.equal(outcome.code, 0, outcome.stderr);
+          assert.equal(outcome.stdout, "", "the sample prints nothing in that branch");
+          const exchanges = proxy.exchanges().map((exchange) => ({
+            request: `${exchange.method} ${exchange.url}`,
+            state: (exchange.responseBody as Task).status.state,
+          }));
+          assert.deepEqual(exchanges, [
+            { request: `POST /v1/agents/${callee}/tasks?wait=30`, state: "working" },
+            { request: `GET ${pollPath}`, state: "completed" },
+          ]);
+        } finally {
+          await proxy.close();
+        }
+      });
+
+      test("no binding: PermissionDeniedError is logged and rethrown", async () => {
+        const world = await newWorld({ bound: false });
+        const outcome = await start(world);
+        assert.notEqual(outcome.code, 0);
+        assert.equal(outcome.stdout, "");
+        const logged = byId ? `not permitted to call ${world.calleeId}\n` : "not permitted to call invoice-classifier\n";
+        assert.ok(outcome.stderr.startsWith(logged), outcome.stderr);
+        assert.match(outcome.stderr, /PermissionDeniedError: 403: not_permitted: not permitted to call that agent/);
+        assert.equal(await claimTask(world, 0), null, "no task was opened");
+      });
+    });
+  }
+
+  for (const [sample, byId] of [
+    ["continue-by-name", false],
+    ["continue-by-id", true],
+  ] as const) {
+    describe(`${sample}, run as written`, { concurrency: true }, () => {
+      test("answers the callee's question with a new task in the same conversation", async () => {
+        const world = await newWorld();
+        const run = runSample(sample, callerEnv(world, byId ? { calleeId: world.calleeId } : {}));
+        const first = await claimExpected(world, 20);
+        assert.deepEqual(first.input.message.parts, [{ text: "Classify this invoice" }]);
+        await answerTask(world, first.id, questionResult("What kind of charge is it?"));
+        const second = await claimExpected(world, 20);
+        assert.notEqual(second.id, first.id);
+        assert.equal(second.context_id, first.context_id);
+        assert.deepEqual(second.input.message.parts, [{ text: "It's a recurring SaaS charge, category: software" }]);
+        await answerTask(world, second.id, textResult("software"));
+        const outcome = await run;
+        assert.equal(outcome.code, 0, outcome.stderr);
+        assert.equal((await readTask(world, first.id)).status.state, "input_required");
+      });
+
+      test("opens no second task when the first is answered", async () => {
+        const world = await newWorld();
+        const run = runSample(sample, callerEnv(world, byId ? { calleeId: world.calleeId } : {}));
+        await answerTask(world, (await claimExpected(world, 20)).id, textResult("software"));
+        const outcome = await run;
+        assert.equal(outcome.code, 0, outcome.stderr);
+        assert.equal(await claimTask(world, 0), null);
+      });
+    });
+  }
+
+  for (const [sample, byId] of [
+    ["read-and-cancel-by-name", false],
+    ["read-and-cancel-by-id", true],
+  ] as const) {
+    describe(`${sample}, run as written`, { concurrency: true }, () => {
+      function runOn(world: World, taskId: string): Promise<SampleOutcome> {
+        return runSample(sample, callerEnv(world, { taskId, ...(byId ? { calleeId: world.calleeId } : {}) }));
+      }
+
+      test("reads the task and cancels it", async () => {
+        const world = await newWorld();
+        const opened = await openTask(world, [{ text: "Classify this invoice" }]);
+        // A question takes the task out of working, so the sample's 10 s read answers at once.
+        await answerTask(world, (await claimExpected(world, 5)).id, questionResult("Which one?"));
+        const outcome = await runOn(world, opened.id);
+        assert.equal(outcome.code, 0, outcome.stderr);
+        assert.equal((await readTask(world, opened.id)).status.state, "canceled");
+      });
+
+      test("canceling a finished task is not an error", async () => {
+        const world = await newWorld();
+        const opened = await openTask(world, [{ text: "Classify this invoice" }]);
+        await answerTask(world, (await claimExpected(world, 5)).id, textResult("software"));
+        const outcome = await runOn(world, opened.id);
+        assert.equal(outcome.code, 0, outcome.stderr);
+        assert.equal((await readTask(world, opened.id)).status.state, "completed");
+      });
+
+      test("an unknown task is not found", async () => {
+        const world = await newWorld();
+        const outcome = await runOn(world, randomUUID());
+        assert.notEqual(outcome.code, 0);
+        assert.match(outcome.stderr, /NotFoundError: 404: task not found/);
+      });
+    });
+  }
+});
+
+interface ClassifyCall {
+  classify: string;
+  parentCallId: string | null;
+}
+
+/** The calls the prelude's classify printed. */
+function classifyCalls(sample: RunningSample): ClassifyCall[] {
+  return sample
+    .stdout()
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as ClassifyCall);
+}

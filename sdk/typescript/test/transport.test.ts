@@ -1,0 +1,250 @@
+/**
+ * Requests, error classes and retries against a scripted local server (statuses the real
+ * gateway cannot be made to answer on demand: 413, 429, 500, 503, a dropped connection).
+ */
+
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import { createServer } from "node:http";
+import { after, describe, test } from "node:test";
+
+import {
+  AuthenticationError,
+  BadRequestError,
+  ConflictError,
+  ConnectionError,
+  Forgebench,
+  ForgebenchError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PermissionDeniedError,
+  RateLimitError,
+  ServiceUnavailableError,
+  UnprocessableEntityError,
+  reply,
+} from "@seedlinglabs/forgebench-sdk";
+
+import { startScriptedServer, type ScriptedAnswer, type ScriptedServer } from "./support/proxies.js";
+import { rejection } from "./support/util.js";
+
+const KEY = "fb_agt_" + "0".repeat(64);
+const servers: ScriptedServer[] = [];
+after(() => Promise.all(servers.map((server) => server.close())));
+
+async function scripted(script: readonly (ScriptedAnswer | "drop")[]): Promise<ScriptedServer> {
+  const server = await startScriptedServer(script);
+  servers.push(server);
+  return server;
+}
+
+function client(server: ScriptedServer, maxRetries = 4): Forgebench {
+  return new Forgebench({ baseUrl: server.url + "/", apiKey: KEY, maxRetries });
+}
+
+const A_TASK = {
+  id: "7d4c5a8e-0000-4000-8000-000000000001",
+  context_id: "c",
+  status: { state: "submitted", message: null, timestamp: "t" },
+  artifacts: [],
+  error: null,
+};
+
+describe("each refusal status is its own error class, with the status and the body", () => {
+  const cases: [number, unknown, new (...args: never[]) => ForgebenchError][] = [
+    [400, { detail: { code: "invalid_request", message: "wait must be 0-30" } }, BadRequestError],
+    [401, { detail: { code: "unauthenticated", message: "unknown key" } }, AuthenticationError],
+    [403, { detail: { code: "not_permitted", message: "not permitted to call that agent" } }, PermissionDeniedError],
+    [404, { detail: "task not found" }, NotFoundError],
+    [409, { detail: { code: "task_not_working", state: "canceled" } }, ConflictError],
+    [413, { detail: { code: "too_large", message: "past 4 MiB" } }, PayloadTooLargeError],
+    [422, { detail: "a pull result must be completed, failed, or input_required" }, UnprocessableEntityError],
+    [429, { detail: { code: "too_many_requests", message: "10 polls" } }, RateLimitError],
+    [503, { detail: { code: "unavailable", message: "store" } }, ServiceUnavailableError],
+    [500, { detail: { code: "internal", message: "internal error" } }, ForgebenchError],
+  ];
+  for (const [status, body, ErrorClass] of cases) {
+    test(`${status} → ${ErrorClass.name}`, async () => {
+      const server = await scripted([{ status, body, headers: { "Retry-After": "0" } }]);
+      const error = await rejection(client(server, 0).agents.getTask("callee", "t1"));
+      assert.ok(error instanceof ErrorClass, `${String(error)} is a ${ErrorClass.name}`);
+      assert.ok(error instanceof ForgebenchError);
+      assert.equal(error.constructor, ErrorClass);
+      assert.equal(error.status, status);
+      assert.deepEqual(error.body, body);
+    });
+  }
+
+  test("the error's code, detail and a conflict's state come from the body", async () => {
+    const server = await scripted([{ status: 409, body: { detail: { code: "task_not_working", state: "completed" } } }]);
+    const error = await rejection(client(server, 0).agents.reply("t1", { state: "completed" }));
+    assert.ok(error instanceof ConflictError);
+    assert.equal(error.code, "task_not_working");
+    assert.equal(error.state, "completed");
+    assert.match(error.message, /409: task_not_working/);
+  });
+});
+
+describe("retries", () => {
+  test("a 503 is tried again, and the retry's answer is the result", async () => {
+    const server = await scripted([{ status: 503, body: { detail: { code: "unavailable", message: "x" } } }, { status: 200, body: A_TASK }]);
+    const task = await client(server).agents.getTask("callee", A_TASK.id);
+    assert.equal(task.id, A_TASK.id);
+    assert.equal(server.received().length, 2);
+  });
+
+  test("a 429 waits for Retry-After before trying again", async () => {
+    const server = await scripted([
+      { status: 429, body: { detail: { code: "too_many_requests", message: "x" } }, headers: { "Retry-After": "1" } },
+      { status: 200, body: A_TASK },
+    ]);
+    const started = Date.now();
+    await client(server).agents.getTask("callee", A_TASK.id, { wait: 1 });
+    assert.ok(Date.now() - started >= 900, "waited about a second");
+    assert.equal(server.received().length, 2);
+  });
+
+  test("a 429 with no retries left carries Retry-After", async () => {
+    const server = await scripted([
+      { status: 429, body: { detail: { code: "too_many_requests", message: "x" } }, headers: { "Retry-After": "3" } },
+    ]);
+    const error = await rejection(client(server, 0).agents.nextTask({ wait: 5 }));
+    assert.ok(error instanceof RateLimitError);
+    assert.equal(error.retryAfterSeconds, 3);
+  });
+
+  test("a refusal that retrying cannot mend is not retried", async () => {
+    for (const status of [400, 404, 409, 413, 422, 500]) {
+      const server = await scripted([{ status, body: { detail: "no" } }, { status: 200, body: A_TASK }]);
+      await rejection(client(server).agents.getTask("callee", "t1"));
+      assert.equal(server.received().length, 1, `${status} was sent once`);
+    }
+  });
+
+  test("a dropped connection is retried; a call keeps its message_id across the retries", async () => {
+    const server = await scripted(["drop", "drop", { status: 200, body: A_TASK }]);
+    await client(server).agents.call("callee", { text: "hi" });
+    const received = server.received();
+    assert.equal(received.length, 3);
+    const ids = received.map((request) => (request.body as { message: { message_id: string } }).message.message_id);
+    assert.equal(new Set(ids).size, 1);
+    assert.match(ids[0] ?? "", /^[0-9a-f-]{36}$/);
+  });
+
+  test("two calls get two message ids", async () => {
+    const server = await scripted([{ status: 200, body: A_TASK }]);
+    const forgebench = client(server);
+    await forgebench.agents.call("callee", { text: "one" });
+    await forgebench.agents.call("callee", { text: "two" });
+    const ids = server.received().map((request) => (request.body as { message: { message_id: string } }).message.message_id);
+    assert.notEqual(ids[0], ids[1]);
+  });
+
+  test("when every attempt loses its connection, the error is a ConnectionError", async () => {
+    const server = await scripted(["drop"]);
+    const error = await rejection(client(server, 2).agents.getTask("callee", "t1"));
+    assert.ok(error instanceof ConnectionError);
+    assert.equal(error.status, 0);
+    assert.equal(server.received().length, 3);
+  });
+});
+
+describe("requests", () => {
+  test("the key is a bearer token, names are encoded, and call builds the message", async () => {
+    const server = await scripted([{ status: 200, body: A_TASK }]);
+    await client(server).agents.call("invoice classifier/x", {
+      text: "Classify this invoice",
+      data: { invoice_id: "INV-1" },
+      parts: [{ file: { uri: "s3://b/k.pdf", mime: "application/pdf" } }],
+      wait: 7,
+      contextId: "11111111-2222-4333-8444-555555555555",
+      parentCallId: "66666666-7777-4888-8999-000000000000",
+      messageId: "my-id",
+    });
+    const [request] = server.received();
+    assert.ok(request !== undefined);
+    assert.equal(request.method, "POST");
+    assert.equal(request.url, "/v1/agents/invoice%20classifier%2Fx/tasks?wait=7");
+    assert.equal(request.headers.authorization, `Bearer ${KEY}`);
+    assert.equal(request.headers["x-parent-call"], "66666666-7777-4888-8999-000000000000");
+    assert.deepEqual(request.body, {
+      message: {
+        role: "user",
+        parts: [
+          { text: "Classify this invoice" },
+          { data: { invoice_id: "INV-1" } },
+          { file: { uri: "s3://b/k.pdf", mime: "application/pdf" } },
+        ],
+        message_id: "my-id",
+      },
+      context_id: "11111111-2222-4333-8444-555555555555",
+    });
+  });
+
+  test("call needs something to say", async () => {
+    const server = await scripted([{ status: 200, body: A_TASK }]);
+    await assert.rejects(client(server).agents.call("callee", {}), TypeError);
+    assert.equal(server.received().length, 0);
+  });
+
+  test("a reply's question gets a message_id, and a TaskReply posts its result", async () => {
+    const server = await scripted([{ status: 200, body: A_TASK }]);
+    const forgebench = client(server);
+    await forgebench.agents.reply("t1", reply.ask("which invoice?"));
+    const [request] = server.received();
+    assert.equal(request?.url, "/v1/agents/me/tasks/t1/result");
+    const body = request?.body as { state: string; message: { role: string; parts: unknown[]; message_id?: string } };
+    assert.equal(body.state, "input_required");
+    assert.equal(body.message.role, "agent");
+    assert.deepEqual(body.message.parts, [{ text: "which invoice?" }]);
+    assert.match(body.message.message_id ?? "", /^[0-9a-f-]{36}$/);
+  });
+
+  test("nextTask is null on 204", async () => {
+    const server = await scripted([{ status: 204 }]);
+    assert.equal(await client(server).agents.nextTask({ wait: 3 }), null);
+    assert.equal(server.received()[0]?.url, "/v1/agents/me/tasks/next?wait=3");
+  });
+
+  test("an aborted signal ends a waiting request at once, without a retry", async () => {
+    const server = await startHangingServer();
+    const controller = new AbortController();
+    const pending = client(server).agents.nextTask({ wait: 20, signal: controller.signal });
+    setTimeout(() => controller.abort(), 100);
+    const started = Date.now();
+    const error = await rejection(pending);
+    assert.equal((error as Error).name, "AbortError");
+    assert.ok(Date.now() - started < 2_000);
+    assert.equal(server.received().length, 1);
+  });
+
+  test("an answer that is not a task is an error", async () => {
+    const server = await scripted([{ status: 200, body: { hello: "world" } }]);
+    const error = await rejection(client(server).agents.getTask("callee", "t1"));
+    assert.ok(error instanceof ForgebenchError);
+    assert.deepEqual(error.body, { hello: "world" });
+  });
+
+  test("a client needs a key", () => {
+    assert.throws(() => new Forgebench({ baseUrl: "http://127.0.0.1:1", apiKey: "" }), TypeError);
+    assert.throws(() => new Forgebench({ apiKey: undefined as unknown as string }), TypeError);
+  });
+});
+
+/** A server that never answers (it only records), for abort tests. */
+async function startHangingServer(): Promise<ScriptedServer> {
+  const received: { method: string; url: string }[] = [];
+  const server = createServer((request) => received.push({ method: request.method ?? "", url: request.url ?? "" }));
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const address = server.address() as { port: number };
+  const handle: ScriptedServer = {
+    url: `http://127.0.0.1:${address.port}`,
+    received: () => received.map((request) => ({ ...request, headers: {}, body: null })),
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  servers.push(handle);
+  return handle;
+}
