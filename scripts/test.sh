@@ -46,6 +46,9 @@ cargo run --quiet --locked -p forgebench-bench --bin search -- 2000 3
 echo "== schemathesis: the gateway against its own OpenAPI document" >&2
 scripts/schemathesis.sh
 
+echo "== SDKs: the docs' samples and the SDK tests, against a local gateway" >&2
+scripts/sdk-tests.sh
+
 echo "== unit and integration tests" >&2
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast
