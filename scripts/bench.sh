@@ -11,6 +11,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export FORGEBENCH_DYNAMODB_PORT=${FORGEBENCH_BENCH_DYNAMODB_PORT:-8020}
 export FORGEBENCH_MOTO_PORT=${FORGEBENCH_BENCH_MOTO_PORT:-5020}
+# The search benchmark holds 100,000 tasks (about 600,000 items) in DynamoDB Local's memory.
+export FORGEBENCH_DYNAMODB_HEAP=${FORGEBENCH_DYNAMODB_HEAP:-6g}
 trap 'scripts/local-stack.sh stop' EXIT
 scripts/local-stack.sh start
 eval "$(scripts/local-stack.sh env)"

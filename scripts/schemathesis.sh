@@ -7,7 +7,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 # A free port unless one is named, so a second gateway on this machine cannot answer for ours.
-port=${FORGEBENCH_SCHEMATHESIS_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+. scripts/lib/local-gateway.sh
+port=${FORGEBENCH_SCHEMATHESIS_PORT:-$(free_port)}
 base="http://127.0.0.1:$port"
 export FORGEBENCH_TABLE="schemathesis-$(date +%s)-$$"
 export FORGEBENCH_OPERATOR_KEY="fb_op_schemathesis_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -15,16 +16,7 @@ export FORGEBENCH_OPERATOR_KEY="fb_op_schemathesis_$(head -c 16 /dev/urandom | o
 # request timeout and the run stays short.
 export FORGEBENCH_LISTEN="127.0.0.1:$port" RUST_LOG=warn FORGEBENCH_MAX_WAIT_SECONDS=1
 
-cargo build --quiet --locked -p forgebench-local
-target/debug/forgebench-local >"$root/.local/schemathesis-gateway.log" 2>&1 &
-gateway=$!
-trap 'kill $gateway 2>/dev/null || true' EXIT
-for _ in $(seq 1 150); do curl -s -o /dev/null "$base/openapi.json" && break; sleep 0.2; done
-if ! kill -0 "$gateway" 2>/dev/null || ! curl -s -o /dev/null "$base/openapi.json"; then
-  echo "schemathesis: the local gateway did not come up on $base; its log:" >&2
-  cat "$root/.local/schemathesis-gateway.log" >&2
-  exit 1
-fi
+start_local_gateway "$base" "$root/.local/schemathesis-gateway.log"
 
 json() { "$root/.local/venv/bin/python" -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 post() { curl -s -X POST "$base$1" -H "Authorization: Bearer $2" -H 'content-type: application/json' -d "$3"; }

@@ -917,6 +917,21 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// Flags the task's word index due, as a write whose indexing failed leaves it.
+    pub async fn flag_words_due(&self, task_id: &str) {
+        self.update_task_item(task_id)
+            .update_expression("SET words_due = :due")
+            .expression_attribute_values(
+                ":due",
+                aws_sdk_dynamodb::types::AttributeValue::S("due".into()),
+            )
+            .send()
+            .await
+            .expect("the due flag set");
+    }
+}
+
 /// Every line the gateway logs in this test process (each test is its own process), to grep.
 #[derive(Clone, Default)]
 pub struct LogCapture(Arc<std::sync::Mutex<Vec<u8>>>);

@@ -811,15 +811,7 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     );
     forgebench::sweeper::sweep_outbox(&app.app.store, &app.app.queue).await;
     // Every task of the tour is indexed by now; one whose indexing is due again is swept.
-    app.update_task_item(&unread.field("id"))
-        .update_expression("SET words_due = :due")
-        .expression_attribute_values(
-            ":due",
-            aws_sdk_dynamodb::types::AttributeValue::S("due".into()),
-        )
-        .send()
-        .await
-        .unwrap();
+    app.flag_words_due(&unread.field("id")).await;
     let indexed =
         forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
     assert!(indexed.done >= 1, "{indexed:?}");

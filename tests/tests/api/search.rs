@@ -472,15 +472,7 @@ async fn a_task_whose_indexing_was_lost_is_found_again_after_the_sweep() {
                 .unwrap();
         }
     }
-    app.update_task_item(&task)
-        .update_expression("SET words_due = :due")
-        .expression_attribute_values(
-            ":due",
-            aws_sdk_dynamodb::types::AttributeValue::S("due".into()),
-        )
-        .send()
-        .await
-        .unwrap();
+    app.flag_words_due(&task).await;
     assert!(ids(&search(&app, &pair.caller.key, "q=manifest").await).is_empty());
 
     let swept = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
