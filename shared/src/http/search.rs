@@ -156,10 +156,8 @@ pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
         })
         .transpose()?;
     let page = crate::search::search(&app.store, &filters, cursor.as_ref(), params.limit).await?;
-    let mut items = Vec::with_capacity(page.tasks.len());
-    for task in page.tasks {
-        items.push(item(app, task).await?);
-    }
+    let items =
+        futures::future::try_join_all(page.tasks.into_iter().map(|task| item(app, task))).await?;
     ok(&json!({
         "items": items,
         "next_cursor": page.next.map(|cursor| cursor.encode(&binding)),

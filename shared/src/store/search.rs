@@ -226,6 +226,11 @@ impl Store {
         start: Option<Item>,
         limit: i32,
     ) -> Result<IndexPage, StoreError> {
+        if let (Some(low), Some(high)) = (range.after, range.at_or_before) {
+            if low > high {
+                return Ok(IndexPage::default());
+            }
+        }
         let mut condition = Vec::new();
         let mut query = self
             .client()

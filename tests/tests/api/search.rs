@@ -158,6 +158,8 @@ async fn an_agent_finds_its_own_tasks_by_direction_state_conversation_and_time()
         ids(&search(&app, &callee.key, &since).await),
         [first.as_str()]
     );
+    let future = search(&app, &callee.key, "since=2999-01-01T00:00:00Z").await;
+    assert!(ids(&future).is_empty(), "nothing changed after then");
     assert_eq!(
         ids(&search(&app, &callee.key, "limit=1").await),
         [first.as_str()]
