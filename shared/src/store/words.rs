@@ -174,6 +174,11 @@ impl Store {
         previous: Option<&WordMarker>,
         changed_at: &str,
     ) -> Result<Vec<Item>, StoreError> {
+        // Before the first logged change, a task has had one moment only (its opening): any
+        // posting written for it (by a pass that failed before its marker) is at that moment.
+        if previous.is_none() && task.changes.is_empty() {
+            return Ok(Vec::new());
+        }
         if let Some(previous) = previous.filter(|previous| !previous.lagging) {
             if previous.changed_at == changed_at {
                 return Ok(Vec::new());
