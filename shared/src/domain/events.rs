@@ -276,12 +276,13 @@ fn format_micros(at: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::domain::task::{CallLineage, TaskOpening};
     use crate::domain::{Agent, AgentStatus, Part};
 
-    fn opened() -> Task {
+    /// A task as opened at 2026-12-01T10:00:00Z (a fixture for this crate's tests).
+    pub(crate) fn opened() -> Task {
         let callee = Agent {
             id: "callee".into(),
             tenant_id: "tenant".into(),

@@ -269,53 +269,20 @@ impl Snapshot<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::content::Stored;
-    use crate::domain::task::Delivery;
-    use crate::domain::Message;
-    use serde_json::json;
 
     const ID: &str = "0b6c3f3e-7d39-4f57-9a57-1a8f4e1f2c11";
 
     fn task(changes: &[(TaskState, &str)]) -> Task {
-        let message: Message =
-            serde_json::from_value(json!({"role": "user", "parts": [{"text": "hi"}]})).unwrap();
-        Task {
-            id: ID.into(),
-            tenant_id: "tenant".into(),
-            context_id: "context".into(),
-            caller_agent_id: "caller".into(),
-            callee_agent_id: "callee".into(),
-            callee_name: "callee".into(),
-            state: changes
-                .last()
-                .map_or(TaskState::Submitted, |(state, _)| *state),
-            status_message: None,
-            status_timestamp: "2026-12-01T10:00:00.000000Z".into(),
-            input: Stored::Inline(message.clone()),
-            artifacts: Stored::Inline(Vec::new()),
-            error: None,
-            history: vec![Stored::Inline(message)],
-            call_id: "call".into(),
-            parent_call_id: None,
-            root_call_id: "call".into(),
-            delivery: Delivery::Pull,
-            claim_timeout_seconds: 900,
-            deadline_at: None,
-            delivery_attempts: 0,
-            attempt_number: 0,
-            delivery_id: None,
-            delivered_at: None,
-            content_bytes: 0,
-            expires_at: None,
-            created_at: "2026-12-01T10:00:00.000000Z".into(),
-            updated_at: "2026-12-01T10:00:00.000000Z".into(),
-            changes: changes
-                .iter()
-                .map(|(state, at)| Change::state(*state, false, at))
-                .collect(),
-            notify_configs: 0,
-            message_keys: Vec::new(),
-        }
+        let mut task = crate::domain::events::tests::opened();
+        task.id = ID.into();
+        task.state = changes
+            .last()
+            .map_or(TaskState::Submitted, |(state, _)| *state);
+        task.changes = changes
+            .iter()
+            .map(|(state, at)| Change::state(*state, false, at))
+            .collect();
+        task
     }
 
     fn filters(direction: Direction, state: Option<TaskState>) -> SearchFilters {

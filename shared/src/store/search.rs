@@ -53,7 +53,7 @@ pub enum SearchIndex<'a> {
 
 impl SearchIndex<'_> {
     /// One index of each kind, for checking the table's definition against the code.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "local-stack"))]
     pub(crate) fn examples() -> [SearchIndex<'static>; 9] {
         static AGENT: std::sync::LazyLock<AgentId> = std::sync::LazyLock::new(|| "agent".into());
         let agent = &*AGENT;
