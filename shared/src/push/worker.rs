@@ -113,8 +113,9 @@ impl Worker {
     }
 
     /// One attempt at the task's current delivery. The attempt is counted (by the lease) only
-    /// once everything the POST needs is in hand, and the attempt record is written after the
-    /// outcome, so neither trouble before the POST nor a failed record costs the task anything.
+    /// once everything the POST needs is in hand, and the attempt record is written before the
+    /// outcome, so a task seen finished already shows every attempt that finished it; neither
+    /// trouble before the POST nor a failed record costs the task anything.
     async fn deliver(&self, task_id: &TaskId) -> Result<JobOutcome, Stop> {
         let task = self.load(task_id).await?;
         let prepared = self.prepare(&task).await?;
@@ -127,11 +128,9 @@ impl Worker {
             latency_ms = record.latency_ms,
             "delivery attempt"
         );
-        // The answer first: a store failure before the record costs the log a line, never the
-        // task its answer.
-        let concluded = self.conclude(&task, &token, verdict).await;
+        // A record that cannot be written costs the log a line, never the task its answer.
         self.record(&task, &record).await;
-        Ok(concluded?)
+        Ok(self.conclude(&task, &token, verdict).await?)
     }
 
     /// Reads the task and names it in the current span; stops when it no longer waits for this

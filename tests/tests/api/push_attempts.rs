@@ -180,6 +180,67 @@ async fn an_answer_is_kept_when_its_attempt_cannot_be_recorded() {
     );
 }
 
+/// Notes, in order, which requests write an attempt record and which write the task's answer
+/// (an update that stores the `completed` state), and lets every request through.
+#[derive(Debug, Default, Clone)]
+struct WriteOrder(Arc<std::sync::Mutex<Vec<&'static str>>>);
+
+impl aws_smithy_runtime_api::client::interceptors::Intercept for WriteOrder {
+    fn name(&self) -> &'static str {
+        "WriteOrder"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        _cfg: &mut aws_smithy_types::config_bag::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        let request = context.request();
+        let body = String::from_utf8_lossy(request.body().bytes().unwrap_or_default());
+        let target = request.headers().get("x-amz-target").unwrap_or_default();
+        let write = if body.contains("\"ATTEMPT#") {
+            Some("attempt")
+        } else if target.ends_with("UpdateItem") && body.contains("\"completed\"") {
+            Some("answer")
+        } else {
+            None
+        };
+        if let Some(write) = write {
+            self.0.lock().unwrap().push(write);
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_attempt_is_recorded_before_the_answer_so_a_finished_task_shows_it() {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let (app, pair) = quiet_push_pair(&callee, false).await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 0)
+        .await;
+    let task_id = opened.field("id");
+    let order = WriteOrder::default();
+    let watched = dynamodb_config(&dynamodb_endpoint())
+        .await
+        .interceptor(order.clone())
+        .build();
+    let worker = Worker {
+        store: Store::new(
+            aws_sdk_dynamodb::Client::from_conf(watched),
+            app.table.clone(),
+        ),
+        ..app.app.worker()
+    };
+    assert_eq!(worker.handle(&job_for(&task_id)).await, JobOutcome::Done);
+    assert_eq!(*order.0.lock().unwrap(), ["attempt", "answer"]);
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(read.state(), "completed", "{}", read.text);
+}
+
 /// A push task through one question: the first delivery's second attempt gets the question,
 /// the delivery that carries the caller's answer succeeds on its third (three attempts per
 /// delivery, as Options' schedule has it). Returns the gateway, the pair, the task id and what
