@@ -30,6 +30,9 @@ pub fn openapi_json() -> serde_json::Value {
     static DOCUMENT: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(|| {
         let mut document: serde_json::Value =
             serde_norway::from_str(include_str!("../../infra/openapi.yaml")).unwrap_or_default();
+        if let Some(top) = document.as_object_mut() {
+            top.retain(|name, _| !name.starts_with("x-amazon-apigateway-"));
+        }
         if let Some(paths) = document
             .get_mut("paths")
             .and_then(|paths| paths.as_object_mut())

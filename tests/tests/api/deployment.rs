@@ -264,7 +264,7 @@ async fn the_local_gateway_serves_the_api_document() {
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body["openapi"], "3.0.3");
     assert!(reply.body["paths"]["/v1/agents/{agent}/tasks"]["post"].is_object());
-    assert!(!reply.text.contains("x-amazon-apigateway-integration"));
+    assert!(!reply.text.contains("x-amazon-apigateway"));
 }
 
 #[test]
@@ -298,4 +298,118 @@ fn every_function_has_a_log_group_with_a_retention() {
         }
     }
     assert_eq!(logged, functions);
+}
+
+/// The response types API Gateway lets a REST API set (the `x-amazon-apigateway-gateway-responses`
+/// keys it accepts).
+const GATEWAY_RESPONSE_TYPES: [&str; 21] = [
+    "ACCESS_DENIED",
+    "API_CONFIGURATION_ERROR",
+    "AUTHORIZER_CONFIGURATION_ERROR",
+    "AUTHORIZER_FAILURE",
+    "BAD_REQUEST_BODY",
+    "BAD_REQUEST_PARAMETERS",
+    "DEFAULT_4XX",
+    "DEFAULT_5XX",
+    "EXPIRED_TOKEN",
+    "INTEGRATION_FAILURE",
+    "INTEGRATION_TIMEOUT",
+    "INVALID_API_KEY",
+    "INVALID_SIGNATURE",
+    "MISSING_AUTHENTICATION_TOKEN",
+    "QUOTA_EXCEEDED",
+    "REQUEST_TOO_LARGE",
+    "RESOURCE_NOT_FOUND",
+    "THROTTLED",
+    "UNAUTHORIZED",
+    "UNSUPPORTED_MEDIA_TYPE",
+    "WAF_FILTERED",
+];
+
+/// Each gateway response of the document: its status (none for the defaults) and its body as
+/// API Gateway renders it, with sample values for the variables it fills in.
+fn gateway_responses() -> Vec<(String, Option<u16>, serde_json::Value)> {
+    let document = openapi();
+    let responses = document["x-amazon-apigateway-gateway-responses"]
+        .as_mapping()
+        .expect("the document sets API Gateway's own responses");
+    responses
+        .iter()
+        .map(|(kind, response)| {
+            let kind = kind.as_str().expect("a response type").to_owned();
+            let template = response["responseTemplates"]["application/json"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{kind}: no application/json body"));
+            let rendered = template
+                .replace("$context.error.messageString", r#""Invalid request body""#)
+                .replace("$context.requestId", "4f3c0e1a-9b2d-4c55-8e0f-1d2a3b4c5d6e");
+            let body = serde_json::from_str(&rendered).unwrap_or_else(|error| {
+                panic!("{kind}: the body is not JSON ({error}): {rendered}")
+            });
+            let status = response["statusCode"].as_u64().map(|code| code as u16);
+            (kind, status, body)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn api_gateways_own_errors_have_the_local_gateways_shapes() {
+    let responses = gateway_responses();
+    for (kind, status, body) in &responses {
+        assert!(
+            GATEWAY_RESPONSE_TYPES.contains(&kind.as_str()),
+            "{kind}: no such response type"
+        );
+        let detail = &body["detail"];
+        assert!(
+            detail["code"].is_string() && detail["message"].is_string(),
+            "{kind}: {body}"
+        );
+        assert!(
+            detail["request_id"].is_string(),
+            "{kind}: no request id: {body}"
+        );
+        if let Some(status) = status {
+            assert!((400..600).contains(status), "{kind}: {status}");
+        }
+    }
+    let find = |kind: &str| {
+        responses
+            .iter()
+            .find(|(name, _, _)| name == kind)
+            .map(|(_, status, body)| (status.expect("a status"), body["detail"].clone()))
+            .unwrap_or_else(|| panic!("no {kind} response"))
+    };
+    // What the local gateway answers itself, the deployed API answers alike.
+    let app = forgebench_tests::spawn_app().await;
+    let unknown = app.send("GET", "/v1/no/such/route", None, None).await;
+    let (status, detail) = find("MISSING_AUTHENTICATION_TOKEN");
+    assert_eq!(status, unknown.status);
+    assert_eq!(detail["code"], unknown.body["detail"]["code"]);
+    assert_eq!(detail["message"], unknown.body["detail"]["message"]);
+    let large = app
+        .http
+        .post(format!("{}/v1/tenants", app.base))
+        .body(vec![b' '; forgebench_local::MAX_BODY_BYTES + 1])
+        .send()
+        .await
+        .expect("the local gateway answers");
+    let large_status = large.status().as_u16();
+    let large_body: serde_json::Value = large.json().await.expect("a JSON body");
+    let (status, detail) = find("REQUEST_TOO_LARGE");
+    assert_eq!(status, large_status);
+    assert_eq!(detail["code"], large_body["detail"]["code"]);
+    // The gateway's own refusals of the same kind, as its handlers render them.
+    let many = forgebench::error::ApiError::TooManyRequests(String::new());
+    for kind in ["THROTTLED", "QUOTA_EXCEEDED"] {
+        let (status, detail) = find(kind);
+        assert_eq!(status, many.status().as_u16(), "{kind}");
+        assert_eq!(detail["code"], many.code(), "{kind}");
+    }
+    let invalid = forgebench::error::ApiError::InvalidRequest(String::new());
+    for kind in ["BAD_REQUEST_BODY", "BAD_REQUEST_PARAMETERS"] {
+        let (status, detail) = find(kind);
+        assert_eq!(status, invalid.status().as_u16(), "{kind}");
+        assert_eq!(detail["code"], invalid.code(), "{kind}");
+    }
 }
