@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+// The CDK app: the gateway's stack with cdk-nag's AwsSolutions checks, which fail the synth on
+// any unsuppressed error. No account or region is named (`env` unset), so synth needs no AWS
+// access and makes no context lookups; the stack deploys to whatever account and region
+// `cdk deploy` runs with.
+//
+// Context: -c code=prebuilt (default: target/lambda-arm64/<function>/bootstrap, built by
+// `cargo lambda build --release --arm64 --lambda-dir target/lambda-arm64`), -c code=cargoLambda
+// (cargo-lambda-cdk builds at synth), -c code=placeholder (tests only: never deploy it);
+// -c prebuiltDir=DIR; -c stackName=NAME (default forgebench-cdk).
+import { App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { FunctionCode } from '../lib/gateway';
+import { ForgebenchStack } from '../lib/stack';
+
+const app = new App();
+const kind = (app.node.tryGetContext('code') as string | undefined) ?? 'prebuilt';
+let code: FunctionCode;
+if (kind === 'prebuilt') code = { kind, dir: app.node.tryGetContext('prebuiltDir') as string | undefined };
+else if (kind === 'cargoLambda' || kind === 'placeholder') code = { kind };
+else throw new Error(`context code must be prebuilt, cargoLambda or placeholder, not ${kind}`);
+
+new ForgebenchStack(app, (app.node.tryGetContext('stackName') as string | undefined) ?? 'forgebench-cdk', {
+  description: 'Forgebench A2A gateway: governed agent-to-agent tasks behind API Gateway REST, one Lambda function per route, state in one DynamoDB table.',
+  code,
+});
+Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

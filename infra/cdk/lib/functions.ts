@@ -1,0 +1,656 @@
+// The gateway's functions as data: one entry per Lambda function of infra/template.yaml, with what
+// differs between them (timeout, long-poll reserved concurrency, environment, the statements of
+// its IAM policy, its trigger). `ForgebenchGateway` turns each entry into a function, a role and
+// a log group; the routes are not here: they come from infra/openapi.yaml, whose integrations
+// name each function by `id` (`${<id>Function.Arn}`).
+//
+// Keep this table and infra/template.yaml in step: test/drift.test.ts compares the synthesized
+// stack with the SAM template (functions, settings, environment names, every policy's actions
+// on every kind of resource, routes, table, queues) and fails on any difference.
+
+/** What a statement's `Resource` names, by kind. */
+export type ResourceKind =
+  | 'table' // the state table
+  | 'indexes' // every index of the table (`<table arn>/index/*`)
+  | `index/${string}` // one index of the table
+  | 'bodies' // the body bucket's `tasks/*` objects
+  | 'queue' // the push queue
+  | 'key'; // the secrets key
+
+/** One Allow statement of a function's policy. */
+export interface Grant {
+  readonly sid?: string;
+  /** Full IAM actions (`dynamodb:GetItem`). */
+  readonly actions: readonly string[];
+  readonly on: readonly ResourceKind[];
+  /** `ForAllValues:StringLike` on `dynamodb:LeadingKeys`. */
+  readonly leadingKeys?: readonly string[];
+  /** `ForAllValues:StringEquals` on `dynamodb:Attributes`. */
+  readonly attributes?: readonly string[];
+  /** `StringEquals` on `kms:EncryptionContext:purpose`. */
+  readonly purposes?: readonly string[];
+  /** `StringEquals` `kms:ViaService` `s3.<region>.amazonaws.com`: S3's own use of the key. */
+  readonly viaS3?: boolean;
+}
+
+/** A value of the construct that a function's environment variable names. */
+export type EnvValue = 'queueUrl' | 'bucketName' | 'keyId' | 'operatorKeyHash' | 'publicUrl';
+
+export type Trigger =
+  | { readonly kind: 'schedule'; readonly id: string; readonly expression: string }
+  | { readonly kind: 'pushQueue'; readonly id: string; readonly batchSize: number; readonly reportBatchItemFailures: boolean };
+
+export interface FunctionSpec {
+  /** The SAM logical id without `Function`, and the construct id. */
+  readonly id: string;
+  /** The cargo package (binary) under functions/, and its directory under target/lambda-arm64. */
+  readonly binary: string;
+  readonly description: string;
+  /** Seconds; default 29 (the buffered API Gateway integration's bound). */
+  readonly timeout?: number;
+  /** MiB; default 256. */
+  readonly memorySize?: number;
+  /** Reserved concurrency `longPollConcurrency`. */
+  readonly longPoll?: boolean;
+  /** Variables beside the ones every function gets (table, wait bound, retention, logging). */
+  readonly env?: Readonly<Record<string, EnvValue>>;
+  readonly grants: readonly Grant[];
+  readonly trigger?: Trigger;
+}
+
+const prefixed = (service: string, actions: readonly string[]) => actions.map((a) => `${service}:${a}`);
+
+/** Every route function may update `last_used_at` on key records and nothing else (docs/deploy.md). */
+export const RECORD_KEY_USE: Grant = {
+  sid: 'RecordKeyUse',
+  actions: ['dynamodb:UpdateItem'],
+  on: ['table'],
+  leadingKeys: ['KEY#*'],
+  attributes: ['pk', 'sk', 'last_used_at'],
+};
+
+/** The long-poll functions count an agent's waiting requests in `POLLS#` items. */
+export const LONG_POLL_SLOTS: Grant = {
+  sid: 'LongPollSlots',
+  actions: ['dynamodb:Query'],
+  on: ['table'],
+  leadingKeys: ['POLLS#*'],
+};
+
+const onTable = (...a: string[]): Grant => ({ actions: prefixed('dynamodb', a), on: ['table'] });
+const onTableAndIndexes = (...a: string[]): Grant => ({ actions: prefixed('dynamodb', a), on: ['table', 'indexes'] });
+const onIndex = (index: string, ...a: string[]): Grant => ({ actions: prefixed('dynamodb', a), on: [`index/${index}`] });
+const onBodies = (...a: string[]): Grant => ({ actions: prefixed('s3', a), on: ['bodies'] });
+const onQueue = (...a: string[]): Grant => ({ actions: prefixed('sqs', a), on: ['queue'] });
+const keyViaS3 = (...a: string[]): Grant => ({ actions: prefixed('kms', a), on: ['key'], viaS3: true });
+const sealing = (purposes: string[], ...a: string[]): Grant => ({ actions: prefixed('kms', a), on: ['key'], purposes });
+
+/** In the order of infra/template.yaml. */
+export const FUNCTIONS: readonly FunctionSpec[] = [
+  {
+    id: "ApproveBinding",
+    binary: "approve-binding",
+    description: "POST /v1/agents/{agent}/agents/{binding_id}/approve",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem"),
+    ],
+  },
+  {
+    id: "CancelTask",
+    binary: "cancel-task",
+    description: "POST /v1/agents/{agent}/tasks/{task_id}/cancel",
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      RECORD_KEY_USE,
+      onBodies("GetObject"),
+      keyViaS3("Decrypt"),
+      onTable("GetItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "PutItem"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "A2aTaskAction",
+    binary: "a2a-task-action",
+    description: "POST /v1/agents/{agent}/a2a/tasks/{task}",
+    timeout: 900,
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      LONG_POLL_SLOTS,
+      RECORD_KEY_USE,
+      onBodies("GetObject"),
+      keyViaS3("Decrypt"),
+      onTable("GetItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "PutItem"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "ClaimNextTask",
+    binary: "claim-next-task",
+    description: "GET /v1/agents/me/tasks/next",
+    timeout: 35,
+    longPoll: true,
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      RECORD_KEY_USE,
+      onBodies("GetObject"),
+      keyViaS3("Decrypt"),
+      onTableAndIndexes("GetItem", "Query", "UpdateItem", "BatchGetItem", "BatchWriteItem", "PutItem", "DeleteItem"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "CreateAgentKey",
+    binary: "create-agent-key",
+    description: "POST /v1/agents/{agent}/keys",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem", "Query"),
+    ],
+  },
+  {
+    id: "CreateAgent",
+    binary: "create-agent",
+    description: "POST /v1/agents",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem"),
+    ],
+  },
+  {
+    id: "CreateMember",
+    binary: "create-member",
+    description: "POST /v1/members",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem", "UpdateItem"),
+    ],
+  },
+  {
+    id: "CreateTenant",
+    binary: "create-tenant",
+    description: "POST /v1/tenants",
+    env: { FORGEBENCH_OPERATOR_KEY_HASH: "operatorKeyHash" },
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem"),
+    ],
+  },
+  {
+    id: "GetAgent",
+    binary: "get-agent",
+    description: "GET /v1/agents/{agent}",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem"),
+    ],
+  },
+  {
+    id: "GetMe",
+    binary: "get-me",
+    description: "GET /v1/agents/me",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem"),
+    ],
+  },
+  {
+    id: "GetTask",
+    binary: "get-task",
+    description: "GET /v1/agents/{agent}/tasks/{task_id}",
+    timeout: 35,
+    longPoll: true,
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      LONG_POLL_SLOTS,
+      RECORD_KEY_USE,
+      onBodies("GetObject"),
+      keyViaS3("Decrypt"),
+      onTable("GetItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "PutItem", "DeleteItem"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "A2aListTasks",
+    binary: "a2a-list-tasks",
+    description: "GET /v1/agents/{agent}/a2a/tasks",
+    env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      RECORD_KEY_USE,
+      onBodies("GetObject"),
+      keyViaS3("Decrypt"),
+      onTable("GetItem"),
+      onIndex("gsi3", "Query"),
+    ],
+  },
+  {
+    id: "A2aCreatePushConfig",
+    binary: "a2a-create-push-config",
+    description: "POST /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs",
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem", "UpdateItem"),
+      sealing(["notify-credentials"], "Encrypt"),
+    ],
+  },
+  {
+    id: "A2aListPushConfigs",
+    binary: "a2a-list-push-configs",
+    description: "GET /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs",
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "Query"),
+    ],
+  },
+  {
+    id: "A2aGetPushConfig",
+    binary: "a2a-get-push-config",
+    description: "GET /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}",
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem"),
+    ],
+  },
+  {
+    id: "A2aDeletePushConfig",
+    binary: "a2a-delete-push-config",
+    description: "DELETE /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}",
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "DeleteItem", "UpdateItem"),
+    ],
+  },
+  {
+    id: "A2aGetTask",
+    binary: "a2a-get-task",
+    description: "GET /v1/agents/{agent}/a2a/tasks/{task}",
+    timeout: 900,
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      LONG_POLL_SLOTS,
+      RECORD_KEY_USE,
+      onBodies("GetObject"),
+      keyViaS3("Decrypt"),
+      onTable("GetItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "PutItem", "DeleteItem"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "GrantBindings",
+    binary: "grant-bindings",
+    description: "POST /v1/agents/{agent}/agents",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem"),
+    ],
+  },
+  {
+    id: "ListAgents",
+    binary: "list-agents",
+    description: "GET /v1/agents",
+    grants: [
+      RECORD_KEY_USE,
+      onTableAndIndexes("GetItem", "Query"),
+    ],
+  },
+  {
+    id: "ListAudit",
+    binary: "list-audit",
+    description: "GET /v1/audit",
+    grants: [
+      RECORD_KEY_USE,
+      onTableAndIndexes("GetItem", "Query"),
+    ],
+  },
+  {
+    id: "SearchTasks",
+    binary: "search-tasks",
+    description: "GET /v1/tasks",
+    env: { FORGEBENCH_BODY_BUCKET: "bucketName" },
+    grants: [
+      RECORD_KEY_USE,
+      onTableAndIndexes("GetItem", "Query", "BatchGetItem"),
+      onBodies("GetObject"),
+      keyViaS3("Decrypt"),
+    ],
+  },
+  {
+    id: "ListBindings",
+    binary: "list-bindings",
+    description: "GET /v1/agents/{agent}/agents",
+    grants: [
+      RECORD_KEY_USE,
+      onTableAndIndexes("GetItem", "Query"),
+    ],
+  },
+  {
+    id: "AddTaskMessage",
+    binary: "add-task-message",
+    description: "POST /v1/agents/{agent}/tasks/{task_id}/messages",
+    env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
+    grants: [
+      RECORD_KEY_USE,
+      onBodies("PutObject", "GetObject"),
+      keyViaS3("GenerateDataKey", "Decrypt"),
+      onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "ConditionCheckItem"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "OpenTask",
+    binary: "open-task",
+    description: "POST /v1/agents/{agent}/tasks",
+    timeout: 35,
+    longPoll: true,
+    env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
+    grants: [
+      LONG_POLL_SLOTS,
+      RECORD_KEY_USE,
+      onBodies("PutObject", "GetObject"),
+      keyViaS3("GenerateDataKey", "Decrypt"),
+      onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "ConditionCheckItem", "DeleteItem"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "A2aSendMessage",
+    binary: "a2a-send-message",
+    description: "POST /v1/agents/{agent}/a2a/message:send",
+    timeout: 35,
+    longPoll: true,
+    env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
+    grants: [
+      sealing(["notify-credentials"], "Encrypt"),
+      LONG_POLL_SLOTS,
+      RECORD_KEY_USE,
+      onBodies("PutObject", "GetObject"),
+      keyViaS3("GenerateDataKey", "Decrypt"),
+      onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "ConditionCheckItem", "DeleteItem"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "TaskEvents",
+    binary: "task-events",
+    description: "GET /v1/agents/{agent}/tasks/{task_id}/events",
+    timeout: 900,
+    longPoll: true,
+    env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
+    grants: [
+      onQueue("SendMessage"),
+      LONG_POLL_SLOTS,
+      RECORD_KEY_USE,
+      onBodies("GetObject"),
+      keyViaS3("Decrypt"),
+      onTable("GetItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "PutItem", "DeleteItem"),
+    ],
+  },
+  {
+    id: "A2aStreamMessage",
+    binary: "a2a-stream-message",
+    description: "POST /v1/agents/{agent}/a2a/message:stream",
+    timeout: 900,
+    longPoll: true,
+    env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
+    grants: [
+      LONG_POLL_SLOTS,
+      RECORD_KEY_USE,
+      onBodies("PutObject", "GetObject"),
+      keyViaS3("GenerateDataKey", "Decrypt"),
+      onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "ConditionCheckItem", "DeleteItem"),
+      onQueue("SendMessage"),
+      sealing(["notify-credentials"], "Encrypt"),
+    ],
+  },
+  {
+    id: "A2aJsonRpc",
+    binary: "a2a-json-rpc",
+    description: "POST /v1/agents/{agent}/a2a/jsonrpc",
+    timeout: 900,
+    longPoll: true,
+    env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
+    grants: [
+      RECORD_KEY_USE,
+      onBodies("PutObject", "GetObject"),
+      keyViaS3("GenerateDataKey", "Decrypt"),
+      onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "ConditionCheckItem", "DeleteItem"),
+      onIndex("gsi3", "Query"),
+      onQueue("SendMessage"),
+      sealing(["notify-credentials"], "Encrypt"),
+      onTable("Query"),
+    ],
+  },
+  {
+    id: "PostTaskResult",
+    binary: "post-task-result",
+    description: "POST /v1/agents/me/tasks/{task_id}/result",
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      RECORD_KEY_USE,
+      onBodies("PutObject", "GetObject"),
+      keyViaS3("GenerateDataKey", "Decrypt"),
+      onTable("GetItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "PutItem"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "ReportTaskProgress",
+    binary: "report-task-progress",
+    description: "POST /v1/agents/me/tasks/{task_id}/progress",
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      RECORD_KEY_USE,
+      onBodies("PutObject", "GetObject"),
+      keyViaS3("GenerateDataKey", "Decrypt"),
+      onTable("GetItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "PutItem"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "ListAgentKeys",
+    binary: "list-agent-keys",
+    description: "GET /v1/agents/{agent}/keys",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "Query"),
+    ],
+  },
+  {
+    id: "ListMembers",
+    binary: "list-members",
+    description: "GET /v1/members",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "Query"),
+    ],
+  },
+  {
+    id: "CreateMemberKey",
+    binary: "create-member-key",
+    description: "POST /v1/members/{member_id}/keys",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "Query", "PutItem", "UpdateItem"),
+    ],
+  },
+  {
+    id: "RevokeMemberKey",
+    binary: "revoke-member-key",
+    description: "DELETE /v1/members/{member_id}/keys/{key_id}",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "Query", "DeleteItem", "UpdateItem", "PutItem"),
+    ],
+  },
+  {
+    id: "RevokeAgentKey",
+    binary: "revoke-agent-key",
+    description: "DELETE /v1/agents/{agent}/keys/{key_id}",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "DeleteItem", "UpdateItem", "PutItem", "Query"),
+    ],
+  },
+  {
+    id: "RevokeBinding",
+    binary: "revoke-binding",
+    description: "DELETE /v1/agents/{agent}/agents/{binding_id}",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem"),
+    ],
+  },
+  {
+    id: "SweepDeadlines",
+    binary: "sweep-deadlines",
+    description: "Fails claimed tasks whose callee missed its claim deadline, re-enqueues lost push deliveries and notifications, and indexes the words of tasks whose indexing failed.",
+    timeout: 60,
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName" },
+    grants: [
+      onTableAndIndexes("Query", "UpdateItem", "PutItem", "BatchGetItem", "BatchWriteItem"),
+      onBodies("GetObject"),
+      keyViaS3("Decrypt"),
+      onQueue("SendMessage"),
+    ],
+    trigger: { kind: 'schedule', id: "EveryMinute", expression: "rate(1 minute)" },
+  },
+  {
+    id: "UpdateAgent",
+    binary: "update-agent",
+    description: "PATCH /v1/agents/{agent}",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem", "Query", "UpdateItem", "DeleteItem"),
+    ],
+  },
+  {
+    id: "SetEndpoint",
+    binary: "set-endpoint",
+    description: "PUT /v1/agents/{agent}/endpoint",
+    env: { FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem"),
+      sealing(["endpoint-secret"], "Encrypt"),
+    ],
+  },
+  {
+    id: "ListDeliveryAttempts",
+    binary: "list-delivery-attempts",
+    description: "GET /v1/agents/{agent}/tasks/{task_id}/attempts",
+    grants: [
+      RECORD_KEY_USE,
+      onTableAndIndexes("GetItem", "Query"),
+    ],
+  },
+  {
+    id: "GetAgentCard",
+    binary: "get-agent-card",
+    description: "GET /v1/agents/{agent}/.well-known/agent-card.json",
+    env: { FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUBLIC_URL: "publicUrl" },
+    grants: [
+      RECORD_KEY_USE,
+      onTableAndIndexes("GetItem", "Query", "PutItem", "UpdateItem"),
+      sealing(["card-signing"], "Encrypt", "Decrypt"),
+    ],
+  },
+  {
+    id: "ListAgentCards",
+    binary: "list-agent-cards",
+    description: "GET /v1/agents/cards",
+    env: { FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUBLIC_URL: "publicUrl" },
+    grants: [
+      RECORD_KEY_USE,
+      onTableAndIndexes("GetItem", "Query", "PutItem", "UpdateItem"),
+      sealing(["card-signing"], "Encrypt", "Decrypt"),
+    ],
+  },
+  {
+    id: "GetSigningKeys",
+    binary: "get-signing-keys",
+    description: "GET /v1/billing/export/pubkey",
+    env: { FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      RECORD_KEY_USE,
+      onTableAndIndexes("GetItem", "Query", "PutItem", "UpdateItem"),
+      sealing(["card-signing", "webhook-signing"], "Encrypt"),
+    ],
+  },
+  {
+    id: "RotateSigningKey",
+    binary: "rotate-signing-key",
+    description: "POST /v1/signing-keys/rotate",
+    env: { FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_OPERATOR_KEY_HASH: "operatorKeyHash" },
+    grants: [
+      RECORD_KEY_USE,
+      onTableAndIndexes("GetItem", "Query", "PutItem", "UpdateItem"),
+      sealing(["card-signing", "webhook-signing"], "Encrypt"),
+    ],
+  },
+  {
+    id: "RetireSigningKey",
+    binary: "retire-signing-key",
+    description: "POST /v1/signing-keys/{kid}/retire",
+    env: { FORGEBENCH_OPERATOR_KEY_HASH: "operatorKeyHash" },
+    grants: [
+      onTable("GetItem", "Query", "UpdateItem", "ConditionCheckItem"),
+    ],
+  },
+  {
+    id: "PutTool",
+    binary: "put-tool",
+    description: "PUT /v1/agents/{agent}/tools/{tool}",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "Query", "PutItem", "UpdateItem"),
+    ],
+  },
+  {
+    id: "DeleteTool",
+    binary: "delete-tool",
+    description: "DELETE /v1/agents/{agent}/tools/{tool}",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "Query", "DeleteItem", "PutItem", "UpdateItem"),
+    ],
+  },
+  {
+    id: "ListTools",
+    binary: "list-tools",
+    description: "GET /v1/agents/{agent}/tools",
+    grants: [
+      RECORD_KEY_USE,
+      onTableAndIndexes("GetItem", "Query"),
+    ],
+  },
+  {
+    id: "ListCalls",
+    binary: "list-calls",
+    description: "GET /v1/calls",
+    grants: [
+      RECORD_KEY_USE,
+      onTableAndIndexes("GetItem", "Query"),
+    ],
+  },
+  {
+    id: "PushWorker",
+    binary: "push-worker",
+    description: "Delivers push tasks to callee endpoints (SQS event source, partial batch failures).",
+    timeout: 30,
+    env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      onBodies("PutObject", "GetObject"),
+      keyViaS3("GenerateDataKey", "Decrypt"),
+      onTableAndIndexes("GetItem", "Query", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem"),
+      sealing(["endpoint-secret"], "Decrypt"),
+      sealing(["webhook-signing"], "Encrypt", "Decrypt"),
+      onQueue("ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility", "GetQueueAttributes"),
+      sealing(["notify-credentials"], "Decrypt"),
+    ],
+    trigger: { kind: 'pushQueue', id: "Push", batchSize: 10, reportBatchItemFailures: true },
+  },
+];

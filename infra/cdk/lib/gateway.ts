@@ -1,0 +1,481 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { CfnDeletionPolicy, Duration, Fn, IResolvable, Stack, Token } from 'aws-cdk-lib';
+import * as apigateway from 'aws-cdk-lib/aws-apigateway';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { RustFunction } from 'cargo-lambda-cdk';
+import { Construct } from 'constructs';
+import * as yaml from 'js-yaml';
+import { EnvValue, FUNCTIONS, FunctionSpec, Grant, ResourceKind } from './functions';
+import { acknowledgeNagFindings } from './nag';
+import { TABLE } from './table';
+
+/**
+ * How the functions' code is packaged.
+ *
+ * - `prebuilt` (default): the `bootstrap` binaries that
+ *   `cargo lambda build --release --arm64 --lambda-dir target/lambda-arm64` leaves in
+ *   `<dir>/<function>/`; synth fails naming the missing ones and that command.
+ * - `cargoLambda`: `cargo-lambda-cdk`'s `RustFunction` builds each function at synth time
+ *   (cargo-lambda and zig on the PATH, or Docker): a full arm64 release build of the workspace.
+ * - `placeholder`: one stand-in asset for every function, to synthesize and test the stack
+ *   without building Rust. Never deploy it: every invocation fails.
+ */
+export type FunctionCode =
+  | { readonly kind: 'prebuilt'; readonly dir?: string }
+  | { readonly kind: 'cargoLambda'; readonly manifestPath?: string }
+  | { readonly kind: 'placeholder' };
+
+export interface ForgebenchGatewayProps {
+  /** SHA-256 (64 lower-case hex) of the operator key; the key itself is never deployed. */
+  readonly operatorKeyHash: string;
+  /** @default { kind: 'prebuilt' } with `dir` `<repository>/target/lambda-arm64` */
+  readonly code?: FunctionCode;
+  /** The API definition; its integrations name the functions (`${<id>Function.Arn}`). @default `<repository>/infra/openapi.yaml` */
+  readonly openApiPath?: string;
+  /** @default true */
+  readonly tableDeletionProtection?: boolean | IResolvable;
+  /** Days the functions' logs are kept (a CloudWatch Logs retention value). @default 30 */
+  readonly logRetentionDays?: number;
+  /** Days tasks and their stored bodies are kept (table TTL, bucket lifecycle), 1–3650. @default 365 */
+  readonly taskRetentionDays?: number;
+  /** Requests per second the whole API serves. @default 500 */
+  readonly throttleRateLimit?: number;
+  /** The stage's token bucket size. @default 1000 */
+  readonly throttleBurstLimit?: number;
+  /** Reserved concurrency of each long-poll function. @default 100 */
+  readonly longPollConcurrency?: number;
+  /** The base URL agent cards name and sign; empty: the API's own URL. @default '' */
+  readonly publicUrl?: string;
+  /** The bound on `?wait=`, 0–30. @default 30 */
+  readonly maxWaitSeconds?: number;
+  /** The secrets key's alias. @default `alias/<stack name>-secrets` */
+  readonly keyAliasName?: string;
+  /** The REST API's name. @default the API definition's `info.title` */
+  readonly restApiName?: string;
+}
+
+const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
+const DEFAULT_TIMEOUT = 29;
+const DEFAULT_MEMORY = 256;
+
+/** The directory holding `infra/openapi.yaml`, found upward from this file (lib/ or dist/lib/). */
+export function repositoryRoot(from: string = __dirname): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'infra', 'openapi.yaml'))) return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no infra/openapi.yaml above ${from}; pass openApiPath and code.dir`);
+  }
+}
+
+function checkRange(name: string, value: number | undefined, min: number, max: number): void {
+  if (value === undefined || Token.isUnresolved(value)) return;
+  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be a whole number in ${min}..${max}, not ${value}`);
+}
+
+function envString(value: string | number): string {
+  return typeof value === 'number' ? Token.asString(value) : value;
+}
+
+/**
+ * The Forgebench A2A gateway: the REST API of infra/openapi.yaml, one arm64 Lambda function per
+ * route with its own least-privilege role, the push worker on its queue with a dead-letter queue
+ * and an alarm, the scheduled sweeper, the state table, the body bucket and the secrets key;
+ * the same system as infra/template.yaml.
+ */
+export class ForgebenchGateway extends Construct {
+  readonly table: dynamodb.CfnTable;
+  readonly pushQueue: sqs.CfnQueue;
+  readonly pushDeadLetterQueue: sqs.CfnQueue;
+  readonly secretsKey: kms.CfnKey;
+  readonly bodyBucket: s3.CfnBucket;
+  readonly api: apigateway.SpecRestApi;
+  /** Every function by its `id` in FUNCTIONS (`OpenTask`, `PushWorker`, ...). */
+  readonly functions: Readonly<Record<string, lambda.Function>>;
+  readonly pushDeadLetterAlarm: cloudwatch.CfnAlarm;
+  /** The API's base URL (`https://{id}.execute-api.{region}.{suffix}/prod`). */
+  readonly url: string;
+
+  constructor(scope: Construct, id: string, props: ForgebenchGatewayProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    const root = repositoryRoot();
+    const logRetentionDays = props.logRetentionDays ?? 30;
+    const taskRetentionDays = props.taskRetentionDays ?? 365;
+    const maxWaitSeconds = props.maxWaitSeconds ?? 30;
+    checkRange('taskRetentionDays', taskRetentionDays, 1, 3650);
+    checkRange('maxWaitSeconds', maxWaitSeconds, 0, 30);
+    checkRange('longPollConcurrency', props.longPollConcurrency, 1, 1000000);
+    checkRange('throttleRateLimit', props.throttleRateLimit, 1, 1000000);
+    checkRange('throttleBurstLimit', props.throttleBurstLimit, 1, 1000000);
+    if (!Token.isUnresolved(logRetentionDays) && !LOG_RETENTION_DAYS.includes(logRetentionDays)) {
+      throw new Error(`logRetentionDays must be one of ${LOG_RETENTION_DAYS.join(', ')}, not ${logRetentionDays}`);
+    }
+    if (!Token.isUnresolved(props.operatorKeyHash) && !/^[0-9a-f]{64}$/.test(props.operatorKeyHash)) {
+      throw new Error('operatorKeyHash must be the SHA-256 of the operator key in 64 lower-case hex digits');
+    }
+
+    // The state table, as infra/template.yaml defines it. The L1 resource: its global secondary
+    // indexes use multi-attribute partition keys (several HASH entries), which CloudFormation takes
+    // as they are; the L2 Table would also add a Retain deletion policy the SAM stack lacks.
+    this.table = new dynamodb.CfnTable(this, 'Table', {
+      ...TABLE,
+      deletionProtectionEnabled: props.tableDeletionProtection ?? true,
+    });
+
+    this.pushDeadLetterQueue = new sqs.CfnQueue(this, 'PushDeadLetterQueue', {
+      messageRetentionPeriod: 1209600,
+      sqsManagedSseEnabled: true,
+    });
+    // The worker's timeout is 30 s; the visibility timeout is 6x that, as the event source
+    // mapping wants; maxReceiveCount is above the 6 scheduled attempts.
+    this.pushQueue = new sqs.CfnQueue(this, 'PushQueue', {
+      visibilityTimeout: 180,
+      messageRetentionPeriod: 345600,
+      sqsManagedSseEnabled: true,
+      redrivePolicy: { deadLetterTargetArn: this.pushDeadLetterQueue.attrArn, maxReceiveCount: 10 },
+    });
+
+    // TLS-only, like the body bucket (cdk-nag AwsSolutions-SQS4). Every client already uses HTTPS:
+    // the functions' SDK clients and Lambda's event source mapping.
+    new sqs.CfnQueuePolicy(this, 'PushQueuesTlsOnly', {
+      queues: [this.pushQueue.ref, this.pushDeadLetterQueue.ref],
+      policyDocument: {
+        Version: '2012-10-17',
+        Statement: [
+          {
+            Sid: 'TlsOnly',
+            Effect: 'Deny',
+            Principal: '*',
+            Action: 'sqs:*',
+            Resource: [this.pushQueue.attrArn, this.pushDeadLetterQueue.attrArn],
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          },
+        ],
+      },
+    });
+
+    this.secretsKey = new kms.CfnKey(this, 'SecretsKey', {
+      description: 'Forgebench gateway - seals push endpoint secrets',
+      enableKeyRotation: true,
+      keyPolicy: {
+        Version: '2012-10-17',
+        Statement: [
+          {
+            Sid: 'AccountAdministers',
+            Effect: 'Allow',
+            Principal: { AWS: Fn.sub('arn:${AWS::Partition}:iam::${AWS::AccountId}:root') },
+            Action: 'kms:*',
+            Resource: '*',
+          },
+        ],
+      },
+    });
+    new kms.CfnAlias(this, 'SecretsKeyAlias', {
+      aliasName: props.keyAliasName ?? `alias/${stack.stackName}-secrets`,
+      targetKeyId: this.secretsKey.ref,
+    });
+
+    this.bodyBucket = new s3.CfnBucket(this, 'BodyBucket', {
+      bucketEncryption: {
+        serverSideEncryptionConfiguration: [
+          {
+            serverSideEncryptionByDefault: { sseAlgorithm: 'aws:kms', kmsMasterKeyId: this.secretsKey.attrArn },
+            bucketKeyEnabled: true,
+          },
+        ],
+      },
+      publicAccessBlockConfiguration: {
+        blockPublicAcls: true,
+        blockPublicPolicy: true,
+        ignorePublicAcls: true,
+        restrictPublicBuckets: true,
+      },
+      ownershipControls: { rules: [{ objectOwnership: 'BucketOwnerEnforced' }] },
+      lifecycleConfiguration: {
+        rules: [
+          {
+            id: 'expire-task-bodies',
+            status: 'Enabled',
+            prefix: 'tasks/',
+            expirationInDays: taskRetentionDays,
+            abortIncompleteMultipartUpload: { daysAfterInitiation: 1 },
+          },
+        ],
+      },
+    });
+    // The bodies are the tasks' data: kept when the stack goes, like the SAM stack's.
+    this.bodyBucket.cfnOptions.deletionPolicy = CfnDeletionPolicy.RETAIN;
+    this.bodyBucket.cfnOptions.updateReplacePolicy = CfnDeletionPolicy.RETAIN;
+    new s3.CfnBucketPolicy(this, 'BodyBucketPolicy', {
+      bucket: this.bodyBucket.ref,
+      policyDocument: {
+        Version: '2012-10-17',
+        Statement: [
+          {
+            Sid: 'TlsOnly',
+            Effect: 'Deny',
+            Principal: '*',
+            Action: 's3:*',
+            Resource: [this.bodyBucket.attrArn, `${this.bodyBucket.attrArn}/*`],
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          },
+        ],
+      },
+    });
+
+    const envValues: Record<EnvValue, string> = {
+      queueUrl: this.pushQueue.ref,
+      bucketName: this.bodyBucket.ref,
+      keyId: this.secretsKey.ref,
+      operatorKeyHash: props.operatorKeyHash,
+      publicUrl: props.publicUrl ?? '',
+    };
+    const resources: Record<string, string> = {
+      table: this.table.attrArn,
+      indexes: `${this.table.attrArn}/index/*`,
+      bodies: `${this.bodyBucket.attrArn}/tasks/*`,
+      queue: this.pushQueue.attrArn,
+      key: this.secretsKey.attrArn,
+    };
+    const resourceArn = (kind: ResourceKind): string =>
+      kind.startsWith('index/') ? `${this.table.attrArn}/${kind}` : resources[kind]!;
+
+    const code = props.code ?? { kind: 'prebuilt' };
+    const prebuiltDir = code.kind === 'prebuilt' ? (code.dir ?? path.join(root, 'target', 'lambda-arm64')) : '';
+    if (code.kind === 'prebuilt') {
+      const missing = FUNCTIONS.filter((f) => !fs.existsSync(path.join(prebuiltDir, f.binary, 'bootstrap')));
+      if (missing.length > 0) {
+        throw new Error(
+          `ForgebenchGateway: no prebuilt bootstrap for ${missing.map((f) => f.binary).join(', ')} in ${prebuiltDir}. ` +
+            'Build them first: cargo lambda build --release --arm64 --locked --lambda-dir target/lambda-arm64 ' +
+            '(scripts/check-deploy.sh does), or synthesize with code { kind: "cargoLambda" } to build at synth time.',
+        );
+      }
+    }
+    const placeholder = code.kind === 'placeholder' ? placeholderCode() : undefined;
+
+    const functions: Record<string, lambda.Function> = {};
+    for (const spec of FUNCTIONS) {
+      functions[spec.id] = this.makeFunction(spec, {
+        code,
+        root,
+        prebuiltDir,
+        placeholder,
+        envValues,
+        resourceArn,
+        maxWaitSeconds,
+        taskRetentionDays,
+        logRetentionDays,
+        longPollConcurrency: props.longPollConcurrency ?? 100,
+      });
+    }
+    this.functions = functions;
+
+    // The API: infra/openapi.yaml with each integration's function ARN substituted.
+    const openApiPath = props.openApiPath ?? path.join(root, 'infra', 'openapi.yaml');
+    const definition = yaml.load(fs.readFileSync(openApiPath, 'utf8')) as OpenApi;
+    const named = bindIntegrations(definition, functions);
+    for (const spec of FUNCTIONS) {
+      if (!spec.trigger && !named.has(spec.id)) throw new Error(`ForgebenchGateway: ${spec.id} has no trigger and no route in ${openApiPath}`);
+    }
+    this.api = new apigateway.SpecRestApi(this, 'Api', {
+      apiDefinition: apigateway.ApiDefinition.fromInline(definition),
+      restApiName: props.restApiName ?? definition.info?.title ?? id,
+      endpointTypes: [apigateway.EndpointType.REGIONAL],
+      cloudWatchRole: false,
+      deployOptions: {
+        stageName: 'prod',
+        loggingLevel: apigateway.MethodLoggingLevel.OFF,
+        metricsEnabled: true,
+        throttlingRateLimit: props.throttleRateLimit ?? 500,
+        throttlingBurstLimit: props.throttleBurstLimit ?? 1000,
+      },
+    });
+    for (const fnId of named) {
+      new lambda.CfnPermission(this, `${fnId}Permission`, {
+        action: 'lambda:InvokeFunction',
+        functionName: functions[fnId]!.functionName,
+        principal: 'apigateway.amazonaws.com',
+        sourceArn: Fn.sub('arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${Api}/*', { Api: this.api.restApiId }),
+      });
+    }
+    this.url = Fn.sub('https://${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}/prod', { Api: this.api.restApiId });
+
+    this.pushDeadLetterAlarm = new cloudwatch.CfnAlarm(this, 'PushDeadLetterAlarm', {
+      alarmDescription: 'Push deliveries the worker could not handle reached the dead-letter queue.',
+      namespace: 'AWS/SQS',
+      metricName: 'ApproximateNumberOfMessagesVisible',
+      dimensions: [{ name: 'QueueName', value: this.pushDeadLetterQueue.attrQueueName }],
+      statistic: 'Maximum',
+      period: 300,
+      evaluationPeriods: 1,
+      threshold: 0,
+      comparisonOperator: 'GreaterThanThreshold',
+      treatMissingData: 'notBreaching',
+    });
+
+    acknowledgeNagFindings(this);
+  }
+
+  private makeFunction(spec: FunctionSpec, ctx: FunctionContext): lambda.Function {
+    const scope = new Construct(this, spec.id);
+    const statements = spec.grants.map((g) => statement(g, ctx.resourceArn));
+    const managedPolicies = [iam.ManagedPolicy.fromAwsManagedPolicyName('service-role/AWSLambdaBasicExecutionRole')];
+    // SAM adds this managed policy to a function with an SQS event; kept for the same role.
+    if (spec.trigger?.kind === 'pushQueue') {
+      managedPolicies.push(iam.ManagedPolicy.fromAwsManagedPolicyName('service-role/AWSLambdaSQSQueueExecutionRole'));
+    }
+    const role = new iam.Role(scope, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      managedPolicies,
+      inlinePolicies: { FunctionPolicy: new iam.PolicyDocument({ statements }) },
+    });
+    const environment: Record<string, string> = {
+      FORGEBENCH_TABLE: this.table.ref,
+      FORGEBENCH_MAX_WAIT_SECONDS: envString(ctx.maxWaitSeconds),
+      FORGEBENCH_TASK_RETENTION_DAYS: envString(ctx.taskRetentionDays),
+      RUST_LOG: 'info',
+      // Runtime worker threads get 8 MiB of stack like the main thread (the A2A routes nest a
+      // task's open inside the protocol's handling).
+      RUST_MIN_STACK: '8388608',
+    };
+    for (const [name, value] of Object.entries(spec.env ?? {})) environment[name] = ctx.envValues[value];
+    const options: lambda.FunctionOptions = {
+      description: spec.description,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: spec.memorySize ?? DEFAULT_MEMORY,
+      timeout: Duration.seconds(spec.timeout ?? DEFAULT_TIMEOUT),
+      loggingFormat: lambda.LoggingFormat.JSON,
+      environment,
+      role,
+      reservedConcurrentExecutions: spec.longPoll ? ctx.longPollConcurrency : undefined,
+    };
+    let fn: lambda.Function;
+    if (ctx.code.kind === 'cargoLambda') {
+      fn = new RustFunction(scope, 'Function', {
+        ...options,
+        runtime: 'provided.al2023',
+        manifestPath: ctx.code.manifestPath ?? path.join(ctx.root, 'Cargo.toml'),
+        binaryName: spec.binary,
+        bundling: { architecture: lambda.Architecture.ARM_64, cargoLambdaFlags: ['--locked'] },
+      });
+    } else {
+      fn = new lambda.Function(scope, 'Function', {
+        ...options,
+        runtime: lambda.Runtime.PROVIDED_AL2023,
+        handler: 'bootstrap',
+        code: ctx.placeholder ?? lambda.Code.fromAsset(path.join(ctx.prebuiltDir, spec.binary)),
+      });
+    }
+    // Names the function for the drift test (test/drift.test.ts) and for readers of the template.
+    (fn.node.defaultChild as lambda.CfnFunction).addMetadata('forgebench:function', spec.binary);
+
+    // One log group per function, so the retention is set rather than forever.
+    new logs.CfnLogGroup(scope, 'LogGroup', {
+      logGroupName: `/aws/lambda/${fn.functionName}`,
+      retentionInDays: ctx.logRetentionDays,
+    });
+
+    if (spec.trigger?.kind === 'schedule') {
+      new events.Rule(scope, spec.trigger.id, {
+        schedule: events.Schedule.expression(spec.trigger.expression),
+        targets: [new targets.LambdaFunction(fn)],
+      });
+    } else if (spec.trigger?.kind === 'pushQueue') {
+      // The event source mapping alone: the function's policy already allows what it needs on
+      // the queue, as SAM's does (an SqsEventSource would add a second, broader grant).
+      new lambda.EventSourceMapping(scope, spec.trigger.id, {
+        target: fn,
+        eventSourceArn: this.pushQueue.attrArn,
+        batchSize: spec.trigger.batchSize,
+        reportBatchItemFailures: spec.trigger.reportBatchItemFailures,
+      });
+    }
+    return fn;
+  }
+}
+
+interface FunctionContext {
+  readonly code: FunctionCode;
+  readonly root: string;
+  readonly prebuiltDir: string;
+  readonly placeholder?: lambda.Code;
+  readonly envValues: Record<EnvValue, string>;
+  readonly resourceArn: (kind: ResourceKind) => string;
+  readonly maxWaitSeconds: number;
+  readonly taskRetentionDays: number;
+  readonly logRetentionDays: number;
+  readonly longPollConcurrency: number;
+}
+
+function statement(g: Grant, resourceArn: (kind: ResourceKind) => string): iam.PolicyStatement {
+  const conditions: Record<string, Record<string, unknown>> = {};
+  const add = (op: string, key: string, value: unknown) => {
+    conditions[op] = { ...(conditions[op] ?? {}), [key]: value };
+  };
+  if (g.leadingKeys) add('ForAllValues:StringLike', 'dynamodb:LeadingKeys', [...g.leadingKeys]);
+  if (g.attributes) add('ForAllValues:StringEquals', 'dynamodb:Attributes', [...g.attributes]);
+  if (g.purposes) add('StringEquals', 'kms:EncryptionContext:purpose', g.purposes.length === 1 ? g.purposes[0] : [...g.purposes]);
+  if (g.viaS3) add('StringEquals', 'kms:ViaService', Fn.sub('s3.${AWS::Region}.amazonaws.com'));
+  return new iam.PolicyStatement({
+    sid: g.sid,
+    effect: iam.Effect.ALLOW,
+    actions: [...g.actions],
+    resources: g.on.map(resourceArn),
+    conditions: Object.keys(conditions).length > 0 ? conditions : undefined,
+  });
+}
+
+interface OpenApi {
+  info?: { title?: string };
+  paths: Record<string, Record<string, { 'x-amazon-apigateway-integration'?: { uri?: unknown } }>>;
+}
+
+const FUNCTION_ARN = /\$\{([A-Za-z0-9]+)Function\.Arn\}/;
+
+/**
+ * Points every integration of the definition at the construct's function: openapi.yaml names it
+ * as `${<id>Function.Arn}` in an `Fn::Sub` (the SAM template's logical id), which becomes a
+ * substitution of this construct's function's ARN. Returns the ids of the functions named.
+ */
+function bindIntegrations(definition: OpenApi, functions: Record<string, lambda.Function>): Set<string> {
+  const named = new Set<string>();
+  for (const [route, operations] of Object.entries(definition.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      const integration = operation['x-amazon-apigateway-integration'];
+      if (!integration) continue;
+      const uri = integration.uri as { 'Fn::Sub'?: unknown } | undefined;
+      const template = uri?.['Fn::Sub'];
+      const match = typeof template === 'string' ? FUNCTION_ARN.exec(template) : null;
+      if (typeof template !== 'string' || !match) {
+        throw new Error(`${method.toUpperCase()} ${route}: integration uri is not an Fn::Sub naming \${<Name>Function.Arn}`);
+      }
+      const fn = functions[match[1]!];
+      if (!fn) throw new Error(`${method.toUpperCase()} ${route}: no function ${match[1]} in the construct's FUNCTIONS`);
+      integration.uri = Fn.sub(template.replace(FUNCTION_ARN, '${FunctionArn}'), { FunctionArn: fn.functionArn });
+      named.add(match[1]!);
+    }
+  }
+  return named;
+}
+
+/** One stand-in asset for every function (its hash is its content's, so synth after synth agree). */
+function placeholderCode(): lambda.Code {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forgebench-placeholder-'));
+  fs.writeFileSync(
+    path.join(dir, 'bootstrap'),
+    '#!/bin/sh\necho "forgebench: placeholder code, synthesized for tests; deploy with built functions" >&2\nexit 1\n',
+    { mode: 0o755 },
+  );
+  return lambda.Code.fromAsset(dir);
+}

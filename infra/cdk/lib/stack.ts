@@ -1,0 +1,95 @@
+import { CfnOutput, CfnParameter, Stack, StackProps, Token } from 'aws-cdk-lib';
+import { Construct } from 'constructs';
+import { ForgebenchGateway, FunctionCode } from './gateway';
+
+export interface ForgebenchStackProps extends StackProps {
+  /** @default { kind: 'prebuilt' } */
+  readonly code?: FunctionCode;
+}
+
+/**
+ * The gateway as a stack of its own, with the parameters of infra/template.yaml (same names,
+ * defaults and constraints), so `cdk deploy --parameters OperatorKeyHash=...` deploys what
+ * `sam deploy --parameter-overrides OperatorKeyHash=...` does, and the same outputs.
+ */
+export class ForgebenchStack extends Stack {
+  readonly gateway: ForgebenchGateway;
+
+  constructor(scope: Construct, id: string, props: ForgebenchStackProps = {}) {
+    super(scope, id, props);
+    const operatorKeyHash = new CfnParameter(this, 'OperatorKeyHash', {
+      type: 'String',
+      noEcho: true,
+      allowedPattern: '^[0-9a-f]{64}$',
+      description:
+        'SHA-256 (lower-case hex) of the operator key that may create tenants and rotate the signing key: ' +
+        'printf %s "$OPERATOR_KEY" | sha256sum. The key itself is never deployed.',
+    });
+    const tableDeletionProtection = new CfnParameter(this, 'TableDeletionProtection', {
+      type: 'String',
+      allowedValues: ['true', 'false'],
+      default: 'true',
+      description: 'Protects the state table from deletion together with the stack.',
+    });
+    const logRetentionDays = new CfnParameter(this, 'LogRetentionDays', {
+      type: 'Number',
+      default: 30,
+      allowedValues: ['1', '3', '5', '7', '14', '30', '60', '90', '120', '150', '180', '365', '400', '545', '731', '1096', '1827', '2192', '2557', '2922', '3288', '3653'],
+      description: "How long the functions' logs are kept.",
+    });
+    const taskRetentionDays = new CfnParameter(this, 'TaskRetentionDays', {
+      type: 'Number',
+      default: 365,
+      minValue: 1,
+      maxValue: 3650,
+      description: "How long a task is kept, with every body stored for it (table TTL and the body bucket's lifecycle rule).",
+    });
+    const throttleRateLimit = new CfnParameter(this, 'ThrottleRateLimit', {
+      type: 'Number',
+      default: 500,
+      minValue: 1,
+      description: 'Requests per second the whole API serves (API Gateway stage throttling); past it, 429.',
+    });
+    const throttleBurstLimit = new CfnParameter(this, 'ThrottleBurstLimit', {
+      type: 'Number',
+      default: 1000,
+      minValue: 1,
+      description: "Requests the API may take at once above the rate (the token bucket's size).",
+    });
+    const longPollConcurrency = new CfnParameter(this, 'LongPollConcurrency', {
+      type: 'Number',
+      default: 100,
+      minValue: 1,
+      description: 'Reserved concurrency of each long-poll function.',
+    });
+    const publicUrl = new CfnParameter(this, 'PublicUrl', {
+      type: 'String',
+      default: '',
+      allowedPattern: '^(https?://[^/?#@\\s]+(/[^?#\\s]*)?)?$',
+      description: "The base URL agent cards name and sign; empty: the API's own URL. Never a request header.",
+    });
+    const maxWaitSeconds = new CfnParameter(this, 'MaxWaitSeconds', {
+      type: 'Number',
+      default: 30,
+      minValue: 0,
+      maxValue: 30,
+      description: 'Upper bound for ?wait= on long-polling routes.',
+    });
+
+    this.gateway = new ForgebenchGateway(this, 'Gateway', {
+      code: props.code,
+      operatorKeyHash: operatorKeyHash.valueAsString,
+      tableDeletionProtection: Token.asAny(tableDeletionProtection.valueAsString),
+      logRetentionDays: logRetentionDays.valueAsNumber,
+      taskRetentionDays: taskRetentionDays.valueAsNumber,
+      throttleRateLimit: throttleRateLimit.valueAsNumber,
+      throttleBurstLimit: throttleBurstLimit.valueAsNumber,
+      longPollConcurrency: longPollConcurrency.valueAsNumber,
+      publicUrl: publicUrl.valueAsString,
+      maxWaitSeconds: maxWaitSeconds.valueAsNumber,
+    });
+
+    new CfnOutput(this, 'ApiUrl', { description: 'Base URL of the gateway', value: this.gateway.url });
+    new CfnOutput(this, 'TableName', { value: this.gateway.table.ref });
+  }
+}
