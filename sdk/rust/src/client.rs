@@ -1,0 +1,421 @@
+//! The client: where the gateway is, the key, and how one request is sent (authentication,
+//! timeouts, retries, typed errors).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::retry::{Backoff, MAX_RETRY_AFTER};
+
+/// Where the client goes when no base URL is given.
+pub const DEFAULT_BASE_URL: &str = "https://api.forgebench.ai";
+/// One attempt's timeout, stretched by the request's `wait`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many times a request is sent again after a passing trouble, when that is safe.
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+/// The variable [`Client::from_env`] reads the key from.
+pub const API_KEY_VARIABLE: &str = "FORGEBENCH_API_KEY";
+/// The variable [`Client::from_env`] reads the base URL from.
+pub const URL_VARIABLE: &str = "FORGEBENCH_URL";
+
+const USER_AGENT: &str = concat!("forgebench-rust/", env!("CARGO_PKG_VERSION"));
+
+/// A client of one gateway with one key. Cloning is cheap and shares the connection pool.
+///
+/// Its `Debug` never shows the key, and the SDK never logs it.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base_url: String,
+    api_key: String,
+    timeout: Duration,
+    max_retries: u32,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("base_url", &self.inner.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Settings of a [`Client`]; see [`Client::builder`].
+#[derive(Default)]
+pub struct ClientBuilder {
+    api_key: Option<String>,
+    base_url: Option<String>,
+    timeout: Option<Duration>,
+    max_retries: Option<u32>,
+    http: Option<reqwest::Client>,
+}
+
+impl ClientBuilder {
+    pub fn api_key(mut self, key: impl Into<String>) -> ClientBuilder {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// The gateway, e.g. `https://api.forgebench.ai` (a trailing `/` is dropped).
+    pub fn base_url(mut self, url: impl Into<String>) -> ClientBuilder {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// One attempt's timeout (default 30 s), stretched by the request's `wait`.
+    pub fn timeout(mut self, timeout: Duration) -> ClientBuilder {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Retries after a passing trouble, when safe (default 2).
+    pub fn max_retries(mut self, retries: u32) -> ClientBuilder {
+        self.max_retries = Some(retries);
+        self
+    }
+
+    /// Your own `reqwest::Client` (its pool, proxies, TLS settings).
+    pub fn http_client(mut self, http: reqwest::Client) -> ClientBuilder {
+        self.http = Some(http);
+        self
+    }
+
+    pub fn build(self) -> Result<Client> {
+        let api_key = self.api_key.filter(|key| !key.is_empty()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "an API key is required (or set {API_KEY_VARIABLE})"
+            ))
+        })?;
+        let http = match self.http {
+            Some(http) => http,
+            None => reqwest::Client::builder()
+                .user_agent(USER_AGENT)
+                .build()
+                .map_err(Error::Connection)?,
+        };
+        let base_url = self.base_url.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http,
+                base_url: base_url.trim_end_matches('/').to_owned(),
+                api_key,
+                timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
+                max_retries: self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+            }),
+        })
+    }
+}
+
+impl Client {
+    /// A client of `base_url` with `api_key` and the default settings.
+    pub fn new(api_key: impl Into<String>, base_url: impl Into<String>) -> Result<Client> {
+        Client::builder()
+            .api_key(api_key)
+            .base_url(base_url)
+            .build()
+    }
+
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// A client from `FORGEBENCH_API_KEY` and `FORGEBENCH_URL` (default
+    /// `https://api.forgebench.ai`).
+    pub fn from_env() -> Result<Client> {
+        let mut builder = Client::builder();
+        if let Ok(key) = std::env::var(API_KEY_VARIABLE) {
+            builder = builder.api_key(key);
+        }
+        if let Ok(url) = std::env::var(URL_VARIABLE) {
+            builder = builder.base_url(url);
+        }
+        builder.build()
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    /// Sends `request` and reads its JSON body as `T`.
+    pub(crate) async fn send_json<T: DeserializeOwned>(&self, request: Request) -> Result<T> {
+        match self.send(request).await? {
+            Some(body) => {
+                serde_json::from_value(body).map_err(|error| Error::Decode(error.to_string()))
+            }
+            None => Err(Error::Decode("no body".into())),
+        }
+    }
+
+    /// The JSON body of `request`'s answer (`None` for an allowed `204`), retrying what is safe.
+    pub(crate) async fn send(&self, request: Request) -> Result<Option<Value>> {
+        let mut backoff = Backoff::for_requests();
+        let mut attempt = 0;
+        loop {
+            let outcome = self.send_once(&request).await;
+            let retry = attempt < self.inner.max_retries;
+            let delay = match &outcome {
+                Err(error) if retry => delay_before_retry(error, request.repeatable, &mut backoff),
+                _ => None,
+            };
+            match delay {
+                Some(delay) => {
+                    if let Err(error) = &outcome {
+                        tracing::debug!(path = %request.path, %error, ?delay, "forgebench: retrying");
+                    }
+                    tokio::time::sleep(delay).await;
+                    attempt += 1;
+                }
+                None => return outcome,
+            }
+        }
+    }
+
+    async fn send_once(&self, request: &Request) -> Result<Option<Value>> {
+        let inner = &self.inner;
+        let url = format!(
+            "{}{}{}",
+            inner.base_url,
+            request.path,
+            query_string(&request.query)
+        );
+        let mut builder = inner
+            .http
+            .request(request.method.clone(), url)
+            .bearer_auth(&inner.api_key)
+            .header("accept", "application/json")
+            .timeout(inner.timeout + Duration::from_secs(u64::from(request.wait)));
+        for (name, value) in &request.headers {
+            builder = builder.header(*name, value);
+        }
+        if let Some(body) = &request.body {
+            builder = builder.json(body);
+        }
+        let response = builder.send().await.map_err(Error::Connection)?;
+        read_response(response, request.no_content_ok).await
+    }
+}
+
+/// The body of a success; the typed error of anything else.
+async fn read_response(response: reqwest::Response, no_content_ok: bool) -> Result<Option<Value>> {
+    let status = response.status();
+    if status == StatusCode::NO_CONTENT && no_content_ok {
+        return Ok(None);
+    }
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<f64>().ok())
+        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
+        .map(Duration::from_secs_f64);
+    let text = response.text().await.map_err(Error::Connection)?;
+    let body = body_of(text);
+    if status.is_success() {
+        Ok(Some(body))
+    } else {
+        Err(Error::from_status(status.as_u16(), body, retry_after))
+    }
+}
+
+/// A response body as JSON; a body that is not JSON as a string, an empty one as `null`.
+fn body_of(text: String) -> Value {
+    if text.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_str(&text).unwrap_or(Value::String(text))
+}
+
+/// The pause before sending a request again after `error`, or `None` to return the error.
+///
+/// After `429` or `503` nothing was done, so any request goes again (`Retry-After` honoured up
+/// to 30 s); after a connection that never opened, too. After a broken connection, a `502` or
+/// a `504` only a `repeatable` request goes again: it may have reached the gateway.
+fn delay_before_retry(error: &Error, repeatable: bool, backoff: &mut Backoff) -> Option<Duration> {
+    match error {
+        Error::RateLimited {
+            retry_after: Some(after),
+            ..
+        } => (*after <= MAX_RETRY_AFTER).then_some(*after),
+        Error::RateLimited { .. } => Some(backoff.next_delay()),
+        Error::Server(body) if body.status == 503 => Some(backoff.next_delay()),
+        Error::Server(body) if matches!(body.status, 502 | 504) && repeatable => {
+            Some(backoff.next_delay())
+        }
+        Error::Connection(source) if source.is_connect() || repeatable => {
+            Some(backoff.next_delay())
+        }
+        _ => None,
+    }
+}
+
+/// One call to the gateway.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    pub method: Method,
+    pub path: String,
+    pub query: Vec<(&'static str, String)>,
+    pub body: Option<Value>,
+    pub headers: Vec<(&'static str, String)>,
+    /// How long the gateway may hold the request; the timeout is stretched by it.
+    pub wait: u32,
+    /// Safe to send again after the connection broke once it was sent: a read, a cancel, an
+    /// open or a reply whose message carries a `message_id`.
+    pub repeatable: bool,
+    /// A `204` is an answer (a claim that found nothing).
+    pub no_content_ok: bool,
+}
+
+impl Request {
+    pub fn new(method: Method, path: String) -> Request {
+        let repeatable = method == Method::GET || method == Method::DELETE || method == Method::PUT;
+        Request {
+            method,
+            path,
+            query: Vec::new(),
+            body: None,
+            headers: Vec::new(),
+            wait: 0,
+            repeatable,
+            no_content_ok: false,
+        }
+    }
+
+    pub fn get(path: String) -> Request {
+        Request::new(Method::GET, path)
+    }
+
+    pub fn post(path: String, body: Value) -> Request {
+        Request::new(Method::POST, path).body(body)
+    }
+
+    pub fn body(mut self, body: Value) -> Request {
+        self.body = Some(body);
+        self
+    }
+
+    pub fn query(mut self, name: &'static str, value: impl ToString) -> Request {
+        self.query.push((name, value.to_string()));
+        self
+    }
+
+    pub fn wait(mut self, wait: u32) -> Request {
+        self.wait = wait;
+        if wait > 0 {
+            self.query.push(("wait", wait.to_string()));
+        }
+        self
+    }
+
+    pub fn repeatable(mut self, repeatable: bool) -> Request {
+        self.repeatable = repeatable;
+        self
+    }
+}
+
+/// A path segment (a name, an id), percent-encoded; an empty one is refused.
+pub(crate) fn segment(value: &str) -> Result<String> {
+    if value.is_empty() {
+        return Err(Error::InvalidArgument(
+            "an agent, task or key id must not be empty".into(),
+        ));
+    }
+    Ok(percent_encoded(value))
+}
+
+/// `?name=value&…`, each value percent-encoded; empty without parameters.
+fn query_string(query: &[(&'static str, String)]) -> String {
+    let pairs: Vec<String> = query
+        .iter()
+        .map(|(name, value)| format!("{name}={}", percent_encoded(value)))
+        .collect();
+    match pairs.is_empty() {
+        true => String::new(),
+        false => format!("?{}", pairs.join("&")),
+    }
+}
+
+/// Every byte but the unreserved ones (RFC 3986) as `%XX`.
+fn percent_encoded(value: &str) -> String {
+    let mut encoded = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                encoded.push(char::from(byte));
+            }
+            other => encoded.push_str(&format!("%{other:02X}")),
+        }
+    }
+    encoded
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_segment_is_percent_encoded_and_never_empty() {
+        assert_eq!(segment("a b/c").expect("encoded"), "a%20b%2Fc");
+        assert!(matches!(segment(""), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn the_debug_form_never_shows_the_key() {
+        let client = Client::new("fb_agt_secret", "http://127.0.0.1:1/").expect("client");
+        let shown = format!("{client:?}");
+        assert!(!shown.contains("fb_agt_secret"));
+        assert!(shown.contains("http://127.0.0.1:1"));
+    }
+
+    #[test]
+    fn a_query_string_encodes_its_values() {
+        let query = [
+            ("q", "refund INV-1".to_owned()),
+            ("since", "2026-01-01T00:00:00+01:00".to_owned()),
+        ];
+        assert_eq!(
+            query_string(&query),
+            "?q=refund%20INV-1&since=2026-01-01T00%3A00%3A00%2B01%3A00"
+        );
+        assert_eq!(query_string(&[]), "");
+    }
+
+    #[test]
+    fn a_client_needs_a_key() {
+        assert!(matches!(
+            Client::builder().build(),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn a_rate_limit_waits_its_retry_after_unless_too_long() {
+        let mut backoff = Backoff::for_requests();
+        let limited = |seconds| Error::RateLimited {
+            body: crate::ErrorBody {
+                status: 429,
+                body: Value::Null,
+            },
+            retry_after: Some(Duration::from_secs(seconds)),
+        };
+        assert_eq!(
+            delay_before_retry(&limited(3), false, &mut backoff),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(delay_before_retry(&limited(60), true, &mut backoff), None);
+    }
+
+    #[test]
+    fn a_refusal_is_never_retried() {
+        let mut backoff = Backoff::for_requests();
+        let refused = Error::from_status(403, Value::Null, None);
+        assert_eq!(delay_before_retry(&refused, true, &mut backoff), None);
+    }
+}
