@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { CfnDeletionPolicy, Duration, Fn, IResolvable, Stack, Token } from 'aws-cdk-lib';
+import { CfnDeletionPolicy, Duration, Fn, IResolvable, Token } from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -107,7 +107,6 @@ export class ForgebenchGateway extends Construct {
 
   constructor(scope: Construct, id: string, props: ForgebenchGatewayProps) {
     super(scope, id);
-    const stack = Stack.of(this);
     const root = repositoryRoot();
     const logRetentionDays = props.logRetentionDays ?? 30;
     const taskRetentionDays = props.taskRetentionDays ?? 365;
@@ -181,7 +180,7 @@ export class ForgebenchGateway extends Construct {
       },
     });
     new kms.CfnAlias(this, 'SecretsKeyAlias', {
-      aliasName: props.keyAliasName ?? `alias/${stack.stackName}-secrets`,
+      aliasName: props.keyAliasName ?? Fn.sub('alias/${AWS::StackName}-secrets'),
       targetKeyId: this.secretsKey.ref,
     });
 
