@@ -1,0 +1,113 @@
+//! What the commands print: the gateway's JSON with `--json`, short human lines otherwise.
+//! Results go to stdout; progress and errors to stderr.
+
+use forgebench_sdk::{Agent, Binding, Part, Task, TaskState};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Prints each result as JSON or as human text.
+#[derive(Debug, Clone, Copy)]
+pub struct Printer {
+    pub json: bool,
+}
+
+impl Printer {
+    /// Prints `value` as one line of JSON, or `human()` as text.
+    pub fn print<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
+        if self.json {
+            match serde_json::to_string(value) {
+                Ok(json) => println!("{json}"),
+                Err(error) => eprintln!("forgebench: cannot print the answer as JSON: {error}"),
+            }
+        } else {
+            let text = human();
+            if !text.is_empty() {
+                println!("{text}");
+            }
+        }
+    }
+}
+
+/// A task for people: what it answered (the artifacts' text, the question, the error).
+pub fn task_result(task: &Task) -> String {
+    match task.state() {
+        TaskState::Completed => completed_output(task),
+        TaskState::InputRequired => task.question().unwrap_or_default(),
+        TaskState::Failed => task.error().unwrap_or_default().to_owned(),
+        state => format!("task {} is {state}", task.id),
+    }
+}
+
+/// The artifacts' text parts, then their data parts as JSON, one a line.
+fn completed_output(task: &Task) -> String {
+    let parts = task.artifacts.iter().flat_map(|artifact| &artifact.parts);
+    let lines: Vec<String> = parts
+        .map(|part| match part {
+            Part::Text(text) => text.clone(),
+            Part::Data(data) => data.to_string(),
+            Part::File(file) => file.uri.clone(),
+        })
+        .collect();
+    lines.join("\n")
+}
+
+pub fn task_line(task: &Task) -> String {
+    let updated = task
+        .extra
+        .get("updated_at")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let text: String = task.text().chars().take(60).collect();
+    format!(
+        "{}  {:<14}  {updated}  {text}",
+        task.id,
+        task.state().as_str()
+    )
+}
+
+pub fn agent_line(agent: &Agent) -> String {
+    let delivery = match &agent.endpoint {
+        Some(Value::Object(endpoint)) => endpoint
+            .get("url")
+            .and_then(Value::as_str)
+            .unwrap_or("push"),
+        _ => "pull",
+    };
+    format!("{}  {}  {}  {delivery}", agent.id, agent.name, agent.status)
+}
+
+pub fn binding_line(binding: &Binding) -> String {
+    let state = match (binding.revoked, &binding.approved_at) {
+        (true, _) => "revoked",
+        (false, None) => "pending approval",
+        (false, Some(_)) => "approved",
+    };
+    format!(
+        "{}  {} -> {}  {state}",
+        binding.id, binding.caller_agent_id, binding.callee_agent_id
+    )
+}
+
+/// One line per item of a JSON list, the named fields side by side.
+pub fn value_lines(items: &[Value], fields: &[&str]) -> String {
+    items
+        .iter()
+        .map(|item| {
+            fields
+                .iter()
+                .map(|field| match item.get(*field) {
+                    Some(Value::String(text)) => text.clone(),
+                    Some(Value::Null) | None => "-".to_owned(),
+                    Some(other) => other.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join("  ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A JSON document for people: indented.
+pub fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}

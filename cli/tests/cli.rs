@@ -1,0 +1,315 @@
+//! The `forgebench` binary against the real gateway (in-process, on the local emulators): a
+//! `serve --exec` process answering tasks that `forgebench call` processes open.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test, with its message"
+)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use forgebench_tests::{spawn_app, TestApp};
+use serde_json::Value;
+use tokio::process::{Child, Command};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_forgebench");
+
+/// What one run of the binary gave.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|error| {
+            panic!(
+                "stdout is not JSON ({error}): {}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+fn command(app: &TestApp, key: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(BINARY);
+    command
+        .args(args)
+        .env("FORGEBENCH_URL", &app.base)
+        .env("FORGEBENCH_API_KEY", key)
+        .kill_on_drop(true);
+    command
+}
+
+async fn run(app: &TestApp, key: &str, args: &[&str]) -> Run {
+    let output = command(app, key, args)
+        .output()
+        .await
+        .expect("the binary ran");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// `forgebench serve --exec <exec>` as the callee, in its own process.
+fn serve(app: &TestApp, callee_key: &str, exec: &str) -> Child {
+    command(
+        app,
+        callee_key,
+        &["--json", "serve", "--wait", "1", "--exec", exec],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("serve started")
+}
+
+/// Stops a `serve` process with SIGTERM, as a supervisor would; its exit code and stdout.
+async fn terminate(child: Child) -> Run {
+    let pid = child.id().expect("still running").to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .unwrap();
+    assert!(killed.success());
+    let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .expect("serve stopped after SIGTERM")
+        .unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+const ECHO: &str = r#"python3 -c 'import json, sys
+task = json.load(sys.stdin)
+print("echo: " + task["input"]["message"]["parts"][0]["text"])'"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_exec_answers_tasks_that_call_opens_from_another_process() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let server = serve(&app, &pair.callee.key, ECHO);
+
+    let plain = run(
+        &app,
+        &pair.caller.key,
+        &["call", &pair.callee.name, "--text", "hello"],
+    )
+    .await;
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    assert_eq!(plain.stdout, "echo: hello\n");
+    assert!(plain.stderr.contains("completed"), "{}", plain.stderr);
+
+    let args = [
+        "--json",
+        "call",
+        &pair.callee.id,
+        "--text",
+        "as json",
+        "--wait",
+        "20",
+    ];
+    let scripted = run(&app, &pair.caller.key, &args).await;
+    assert_eq!(scripted.code, 0, "{}", scripted.stderr);
+    let task = scripted.json();
+    assert_eq!(task["status"]["state"], "completed");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "echo: as json");
+
+    let stopped = terminate(server).await;
+    assert_eq!(stopped.code, 0, "{}", stopped.stderr);
+    assert_eq!(stopped.json()["handled"], 2);
+    assert!(
+        !stopped.stderr.contains(&pair.callee.key),
+        "serve never prints its key"
+    );
+}
+
+/// Asks back when the task's text starts with "ask", answers JSON when it says "json", and
+/// otherwise fails with a reason on stderr.
+const BRANCHING: &str = r#"input=$(cat)
+case "$input" in
+  *'"text":"ask'*) printf '%s' '{"state":"input_required","message":{"role":"agent","parts":[{"text":"which invoice?"}]}}' ;;
+  *'"text":"json'*) printf '%s\n' '{"category":"software"}' ;;
+  *) echo "cannot classify: no invoice_id" >&2; exit 3 ;;
+esac"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_final_state_of_an_exec_reply_gives_call_its_exit_code() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let server = serve(&app, &pair.callee.key, BRANCHING);
+    let callee = pair.callee.name.as_str();
+
+    let failed = run(
+        &app,
+        &pair.caller.key,
+        &["--json", "call", callee, "--text", "classify"],
+    )
+    .await;
+    assert_eq!(failed.code, 3, "failed exits 3: {}", failed.stderr);
+    let task = failed.json();
+    assert_eq!(task["status"]["state"], "failed");
+    assert_eq!(task["error"], "cannot classify: no invoice_id");
+
+    let asked = run(
+        &app,
+        &pair.caller.key,
+        &["call", callee, "--text", "ask me"],
+    )
+    .await;
+    assert_eq!(asked.code, 4, "input_required exits 4: {}", asked.stderr);
+    assert_eq!(asked.stdout, "which invoice?\n");
+
+    let data = run(
+        &app,
+        &pair.caller.key,
+        &["call", callee, "--text", "json please"],
+    )
+    .await;
+    assert_eq!(data.code, 0, "{}", data.stderr);
+    assert_eq!(data.stdout, "{\"category\":\"software\"}\n");
+
+    let stopped = terminate(server).await;
+    assert_eq!(stopped.json()["handled"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_nobody_answers_exits_still_working_and_cancel_finishes_it() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let callee = pair.callee.name.as_str();
+
+    let waiting = run(
+        &app,
+        &pair.caller.key,
+        &["--json", "call", callee, "--text", "hi", "--wait", "1"],
+    )
+    .await;
+    assert_eq!(waiting.code, 6, "still working exits 6: {}", waiting.stderr);
+    let task_id = waiting.json()["id"].as_str().unwrap().to_owned();
+    assert!(
+        waiting.stderr.contains("waiting"),
+        "progress on stderr: {}",
+        waiting.stderr
+    );
+
+    let canceled = run(
+        &app,
+        &pair.caller.key,
+        &["--json", "tasks", "cancel", callee, &task_id],
+    )
+    .await;
+    assert_eq!(canceled.code, 0, "{}", canceled.stderr);
+    assert_eq!(canceled.json()["status"]["state"], "canceled");
+    let read = run(&app, &pair.caller.key, &["tasks", "get", callee, &task_id]).await;
+    assert_eq!(read.code, 5, "canceled exits 5: {}", read.stderr);
+
+    let found = run(
+        &app,
+        &pair.caller.key,
+        &["--json", "tasks", "search", "--state", "canceled"],
+    )
+    .await;
+    assert_eq!(found.code, 0, "{}", found.stderr);
+    let ids: Vec<Value> = found.json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].clone())
+        .collect();
+    assert_eq!(ids, vec![Value::String(task_id)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_management_commands_set_up_agents_that_can_call_each_other() {
+    let app = spawn_app().await;
+    let tenant = run(
+        &app,
+        &app.operator_key,
+        &["--json", "tenants", "create", "acme"],
+    )
+    .await;
+    assert_eq!(tenant.code, 0, "{}", tenant.stderr);
+    let admin = tenant.json()["admin_key"].as_str().unwrap().to_owned();
+
+    for name in ["orchestrator", "classifier"] {
+        let created = run(&app, &admin, &["--json", "agents", "create", name]).await;
+        assert_eq!(created.code, 0, "{}", created.stderr);
+        assert_eq!(created.json()["name"], name);
+    }
+    let issued = run(&app, &admin, &["--json", "keys", "issue", "orchestrator"]).await;
+    let caller_key = issued.json()["key"].as_str().unwrap().to_owned();
+    assert!(caller_key.starts_with("fb_agt_"));
+
+    let refused = run(&app, &caller_key, &["call", "classifier", "--text", "hi"]).await;
+    assert_eq!(
+        refused.code, 7,
+        "a refused call exits 7: {}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("not permitted"),
+        "{}",
+        refused.stderr
+    );
+
+    let granted = run(
+        &app,
+        &admin,
+        &["--json", "bindings", "grant", "orchestrator", "classifier"],
+    )
+    .await;
+    assert_eq!(granted.code, 0, "{}", granted.stderr);
+    assert!(
+        granted.json()[0]["approved_at"].is_string(),
+        "an admin's grant is approved at once"
+    );
+    let listed = run(&app, &admin, &["bindings", "list", "classifier"]).await;
+    assert!(listed.stdout.starts_with("inbound "), "{}", listed.stdout);
+    assert!(listed.stdout.contains("approved"), "{}", listed.stdout);
+
+    let opened = run(
+        &app,
+        &caller_key,
+        &["call", "classifier", "--text", "hi", "--wait", "0"],
+    )
+    .await;
+    assert_eq!(
+        opened.code, 6,
+        "opened, not yet answered: {}",
+        opened.stderr
+    );
+
+    let keys = run(&app, &admin, &["keys", "list", "orchestrator"]).await;
+    assert_eq!(keys.code, 0, "{}", keys.stderr);
+    assert!(
+        !keys.stdout.contains(&caller_key),
+        "a listing never shows a key"
+    );
+    let cards = run(&app, &caller_key, &["--json", "cards", "list"]).await;
+    assert_eq!(cards.code, 0, "{}", cards.stderr);
+    let listing = cards.json();
+    let names: Vec<&str> = listing["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|card| card["name"].as_str())
+        .collect();
+    assert!(names.contains(&"classifier"), "{names:?}");
+
+    let unknown = run(&app, "fb_agt_nobody", &["agents", "me"]).await;
+    assert_eq!(
+        unknown.code, 8,
+        "an unknown key exits 8: {}",
+        unknown.stderr
+    );
+}
