@@ -34,3 +34,4 @@ for dir in functions/*/; do
   awk -v name="$name" -v bytes="$(stat -c %s "target/lambda-arm64/$name/bootstrap")" \
     'BEGIN { printf "%-26s %6.1f MB\n", name, bytes / 1048576 }' >&2
 done
+bash scripts/cdk-check.sh   # the CDK path (infra/cdk): strict tsc, offline synth with cdk-nag, drift test against the SAM template

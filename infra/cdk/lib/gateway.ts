@@ -255,9 +255,10 @@ export class ForgebenchGateway extends Construct {
       const missing = FUNCTIONS.filter((f) => !fs.existsSync(path.join(prebuiltDir, f.binary, 'bootstrap')));
       if (missing.length > 0) {
         throw new Error(
-          `ForgebenchGateway: no prebuilt bootstrap for ${missing.map((f) => f.binary).join(', ')} in ${prebuiltDir}. ` +
+          `ForgebenchGateway: no prebuilt bootstrap for ${missing.length} of ${FUNCTIONS.length} functions ` +
+            `(${missing.slice(0, 5).map((f) => f.binary).join(', ')}${missing.length > 5 ? ', ...' : ''}) in ${prebuiltDir}. ` +
             'Build them first: cargo lambda build --release --arm64 --locked --lambda-dir target/lambda-arm64 ' +
-            '(scripts/check-deploy.sh does), or synthesize with code { kind: "cargoLambda" } to build at synth time.',
+            '(scripts/check-deploy.sh does), or use code { kind: "cargoLambda" } (cdk synth -c code=cargoLambda) to build at synth time.',
         );
       }
     }

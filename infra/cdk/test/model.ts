@@ -82,12 +82,17 @@ export interface Model {
   stage: Json;
   invokePermissions: string[];
   logGroups: string[];
-  resources: Record<'Table' | 'PushQueue' | 'PushDeadLetterQueue' | 'SecretsKey' | 'SecretsKeyAlias' | 'BodyBucket' | 'BodyBucketPolicy' | 'PushDeadLetterAlarm', Json>;
+  /** Every resource but functions, the API, log groups and permissions, by name. */
+  resources: Record<string, Json>;
   outputs: Record<string, Json>;
 }
 
 const PARAMETER_FIELDS = ['Type', 'Default', 'AllowedValues', 'AllowedPattern', 'MinValue', 'MaxValue', 'NoEcho'];
-const FUNCTION_FIELDS = ['Runtime', 'Handler', 'MemorySize', 'Timeout', 'Architectures', 'ReservedConcurrentExecutions', 'LoggingConfig', 'Description'];
+const SAM_FUNCTION_PROPERTIES = new Set([
+  'Runtime', 'Handler', 'MemorySize', 'Timeout', 'Architectures', 'ReservedConcurrentExecutions', 'LoggingConfig', 'Description',
+  'Tracing', 'Environment', 'Policies', 'Events', 'CodeUri',
+]);
+const FUNCTION_FIELDS = ['TracingConfig', 'Runtime', 'Handler', 'MemorySize', 'Timeout', 'Architectures', 'ReservedConcurrentExecutions', 'LoggingConfig', 'Description'];
 
 function parameters(params: Json): Record<string, Json> {
   const out: Record<string, Json> = {};
@@ -149,6 +154,9 @@ export function samModel(templatePath: string): Model {
     const p = r.Properties ?? {};
     if (r.Type === 'AWS::Serverless::Function') {
       const merged = { ...globals, ...p };
+      const unmodelled = Object.keys(merged).filter((k) => !SAM_FUNCTION_PROPERTIES.has(k));
+      if (unmodelled.length > 0) throw new Error(`${id}: ${unmodelled.join(', ')} not compared by the drift test yet (test/model.ts)`);
+      if (merged.Tracing !== undefined) merged.TracingConfig = { Mode: merged.Tracing };
       const settings: Record<string, Json> = {};
       for (const f of FUNCTION_FIELDS) if (merged[f] !== undefined) settings[f] = canon(merged[f], name);
       if (typeof settings.Description === 'string') settings.Description = settings.Description.trim();
@@ -174,6 +182,8 @@ export function samModel(templatePath: string): Model {
         triggers,
       };
     } else if (r.Type === 'AWS::Serverless::Api') {
+      const unmodelled = Object.keys(p).filter((k) => !['StageName', 'DefinitionBody', 'EndpointConfiguration', 'MethodSettings'].includes(k));
+      if (unmodelled.length > 0 || r.DependsOn) throw new Error(`${id}: ${[...unmodelled, ...(r.DependsOn ? ['DependsOn'] : [])].join(', ')} not compared by the drift test yet (test/model.ts)`);
       const include = p.DefinitionBody?.['Fn::Transform'];
       if (include?.Name !== 'AWS::Include') throw new Error('the Api must include its definition');
       const location = path.resolve(path.dirname(templatePath), include.Parameters.Location);
@@ -197,17 +207,25 @@ export function samModel(templatePath: string): Model {
     stage,
     invokePermissions: invokePermissions.sort(),
     logGroups: logGroups.sort(),
-    resources: pick(t.Resources, name),
+    resources: others(t.Resources, name, true),
     outputs: Object.fromEntries(Object.entries<Json>(t.Outputs ?? {}).map(([k, o]) => [k, canon(o.Value, name)])),
   };
 }
 
-function pick(resources: Json, name: (id: string) => string, ids: Record<string, string> = {}): Model['resources'] {
-  const out: Json = {};
-  for (const k of ['Table', 'PushQueue', 'PushDeadLetterQueue', 'SecretsKey', 'SecretsKeyAlias', 'BodyBucket', 'BodyBucketPolicy', 'PushDeadLetterAlarm']) {
-    const r = resources[ids[k] ?? k];
-    if (!r) throw new Error(`no resource ${k}`);
-    out[k] = canon({ Type: r.Type, Properties: r.Properties, DeletionPolicy: r.DeletionPolicy, UpdateReplacePolicy: r.UpdateReplacePolicy }, name);
+const SAM_MODELLED = new Set(['AWS::Serverless::Function', 'AWS::Serverless::Api', 'AWS::Logs::LogGroup', 'AWS::Lambda::Permission']);
+/** What the CDK stack adds on purpose (SAM's transform makes the same from its shorthand, or TLS-only queues). */
+const CDK_EXTRAS = new Set([
+  'AWS::Lambda::Function', 'AWS::IAM::Role', 'AWS::Lambda::EventSourceMapping', 'AWS::Events::Rule',
+  'AWS::ApiGateway::RestApi', 'AWS::ApiGateway::Deployment', 'AWS::ApiGateway::Stage', 'AWS::CDK::Metadata',
+]);
+const CDK_EXTRA_NAMES = new Set(['PushQueuesTlsOnly']);
+
+/** Every other resource, by name: type, properties, deletion policies, conditions, dependencies left out. */
+function others(resources: Json, name: (id: string) => string, sam: boolean): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const [id, r] of Object.entries<Json>(resources)) {
+    if (sam ? SAM_MODELLED.has(r.Type) : CDK_EXTRAS.has(r.Type) || r.Type === 'AWS::Logs::LogGroup' || r.Type === 'AWS::Lambda::Permission' || CDK_EXTRA_NAMES.has(name(id))) continue;
+    out[name(id)] = canon({ Type: r.Type, Properties: r.Properties, DeletionPolicy: r.DeletionPolicy, UpdateReplacePolicy: r.UpdateReplacePolicy, Condition: r.Condition }, name);
   }
   return out;
 }
@@ -216,14 +234,12 @@ function pick(resources: Json, name: (id: string) => string, ids: Record<string,
 export function cdkModel(templatePath: string): Model {
   const t = JSON.parse(fs.readFileSync(templatePath, 'utf8')) as Json;
   const names: Record<string, string> = {};
-  const ids: Record<string, string> = {};
   for (const [id, r] of Object.entries<Json>(t.Resources)) {
     const p: string | undefined = r.Metadata?.['aws:cdk:path'];
     if (!p) continue;
     const segments = p.split('/').slice(2);
     if (segments[segments.length - 1] === 'Resource') segments.pop();
     names[id] = segments.join('').replace(/[^A-Za-z0-9]/g, '');
-    ids[names[id]!] = id;
   }
   const name = (id: string) => names[id] ?? id;
   const functions: Record<string, FunctionModel> = {};
@@ -293,7 +309,7 @@ export function cdkModel(templatePath: string): Model {
     stage,
     invokePermissions: invokePermissions.sort(),
     logGroups: logGroups.sort(),
-    resources: pick(t.Resources, name, ids),
+    resources: others(t.Resources, name, false),
     outputs: Object.fromEntries(Object.entries<Json>(t.Outputs ?? {}).filter(([k]) => !k.includes('Endpoint')).map(([k, o]) => [k, canon(o.Value, name)])),
   };
 }
@@ -326,7 +342,8 @@ export function differences(sam: Model, cdk: Model): string[] {
   sets('log groups', sam.logGroups, cdk.logGroups);
   sets('parameters', Object.keys(sam.parameters), Object.keys(cdk.parameters));
   for (const [k, v] of Object.entries(sam.parameters)) if (cdk.parameters[k]) equal(`parameter ${k}`, v, cdk.parameters[k]);
-  for (const k of Object.keys(sam.resources) as (keyof Model['resources'])[]) equal(k, sam.resources[k], cdk.resources[k]);
+  sets('resources', Object.keys(sam.resources), Object.keys(cdk.resources));
+  for (const k of Object.keys(sam.resources)) if (cdk.resources[k]) equal(k, sam.resources[k], cdk.resources[k]);
   equal('outputs', sam.outputs, cdk.outputs);
   return out;
 }
