@@ -82,8 +82,8 @@ function checkRange(name: string, value: number | undefined, min: number, max: n
   if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be a whole number in ${min}..${max}, not ${value}`);
 }
 
-function envString(value: string | number): string {
-  return typeof value === 'number' ? Token.asString(value) : value;
+function envString(value: number): string {
+  return Token.isUnresolved(value) ? Token.asString(value) : String(value);
 }
 
 /**
