@@ -96,9 +96,14 @@ async fn to_lambda_request(
         .unwrap_or_default()
         .parse()
         .unwrap_or_default();
+    // A request id of its own, as API Gateway gives each request.
+    let mut context =
+        lambda_http::aws_lambda_events::apigw::ApiGatewayProxyRequestContext::default();
+    context.request_id = Some(uuid::Uuid::new_v4().to_string());
     let request = http::Request::from_parts(parts, body)
         .with_path_parameters(parameters)
-        .with_query_string_parameters(query);
+        .with_query_string_parameters(query)
+        .with_request_context(lambda_http::request::RequestContext::ApiGatewayV1(context));
     Ok((route, request))
 }
 

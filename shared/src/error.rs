@@ -225,7 +225,21 @@ impl ApiError {
     }
 
     pub fn into_response(self) -> Response<Body> {
-        let mut response = json_response(self.status(), &self.body());
+        self.into_response_for(None)
+    }
+
+    /// The response, with `request_id` in the body of a 5xx (whose cause only the logs of that
+    /// request tell): the id a user reports leads to them.
+    pub fn into_response_for(self, request_id: Option<&str>) -> Response<Body> {
+        let mut body = self.body();
+        if let (true, Some(id), Some(detail)) = (
+            self.status().is_server_error(),
+            request_id,
+            body.get_mut("detail").and_then(Value::as_object_mut),
+        ) {
+            detail.insert("request_id".into(), Value::from(id));
+        }
+        let mut response = json_response(self.status(), &body);
         if matches!(self, ApiError::Unavailable | ApiError::TooManyRequests(_)) {
             response.headers_mut().insert(
                 lambda_http::http::header::RETRY_AFTER,

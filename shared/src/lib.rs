@@ -11,6 +11,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod metrics;
 pub mod on_first_use;
 pub mod push;
 pub mod runtime;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use lambda_http::{service_fn, Error, Request};
+use tracing::Instrument;
 
 use crate::app::App;
 use crate::http::reply::ReplyBody;
@@ -64,17 +65,29 @@ pub async fn serve_route(route: Route) -> Result<(), Error> {
     .await
 }
 
+/// The span of one invocation of an event-driven function: its Lambda request id and X-Ray
+/// trace id on every line it logs.
+fn invocation_span(context: &lambda_http::lambda_runtime::Context) -> tracing::Span {
+    tracing::info_span!(
+        "invocation",
+        request_id = %context.request_id,
+        trace_id = context.xray_trace_id.as_deref(),
+    )
+}
+
 /// Runs the claim-deadline sweeper as a scheduled Lambda function.
 pub async fn serve_sweeper() -> Result<(), Error> {
     init_tracing();
     let app = Arc::new(App::from_env().await?);
     lambda_http::lambda_runtime::run(service_fn(
-        move |_event: lambda_http::lambda_runtime::LambdaEvent<serde_json::Value>| {
+        move |event: lambda_http::lambda_runtime::LambdaEvent<serde_json::Value>| {
             let app = Arc::clone(&app);
+            let span = invocation_span(&event.context);
             async move {
                 let report = crate::sweeper::sweep(&app.store, &app.queue, &app.bodies).await;
                 Ok::<_, Error>(serde_json::to_value(report)?)
             }
+            .instrument(span)
         },
     ))
     .await
@@ -92,7 +105,9 @@ pub async fn serve_push_worker() -> Result<(), Error> {
     let worker = Arc::new(app.worker());
     lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = Arc::clone(&worker);
+        let span = invocation_span(&event.context);
         async move { Ok::<_, Error>(batch::handle_event(&worker, event.payload).await) }
+            .instrument(span)
     }))
     .await
 }

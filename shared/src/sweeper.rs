@@ -46,6 +46,12 @@ pub async fn sweep(store: &Store, queue: &Queue, bodies: &Bodies) -> SweepReport
         enqueued: sweep_outbox(store, queue).await,
         indexed: sweep_words(store, bodies).await,
     };
+    crate::metrics::emit(crate::metrics::Metric::TasksExpired {
+        count: report.expired.done as u64,
+    });
+    crate::metrics::emit(crate::metrics::Metric::SweepSkipped {
+        count: (report.expired.skipped + report.enqueued.skipped + report.indexed.skipped) as u64,
+    });
     tracing::info!(
         expired = report.expired.done,
         expired_skipped = report.expired.skipped,

@@ -328,6 +328,8 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_with(options: Options) -> TestApp {
+    // Standard output is the test's or the benchmark's report: no metric lines there.
+    forgebench::metrics::discard();
     let table = options
         .table
         .clone()

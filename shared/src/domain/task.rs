@@ -85,6 +85,15 @@ pub enum Delivery {
     Push,
 }
 
+impl Delivery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::Pull => "pull",
+            Delivery::Push => "push",
+        }
+    }
+}
+
 /// A task as stored and as every task route returns it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {

@@ -33,6 +33,7 @@ pub(super) async fn refuse_action(
     entry.call_id = Some(call_id.to_owned());
     entry.task_id = task_id.cloned();
     tracing::info!(action, reason = reason.as_str(), "call refused");
+    crate::metrics::emit(crate::metrics::Metric::Refused { reason });
     match app.store.record_refusal(&entry).await {
         Ok(()) => ApiError::NotPermitted,
         // The refusal must be on the record; if it cannot be written, say so instead.

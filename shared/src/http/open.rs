@@ -262,6 +262,9 @@ async fn commit(
         }
     }
     tracing::info!(task_id = %task_id, call_id = %open.task.call_id, callee_id = %callee.id, "task opened");
+    crate::metrics::emit(crate::metrics::Metric::TaskOpened {
+        delivery: open.task.delivery,
+    });
     crate::search::index_changed(&app.store, &app.bodies, task_id).await;
     if open.task.delivery == Delivery::Push {
         // The task is on the record already; if this enqueue is lost, the outbox sweep redoes it.

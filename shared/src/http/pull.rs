@@ -19,6 +19,7 @@ use crate::domain::task::{
 };
 use crate::domain::{clock, Message, Task, TaskState, TenantPrincipal};
 use crate::error::ApiError;
+use crate::metrics::{self, Metric};
 use crate::store::{ClaimOutcome, TaskTransition};
 
 /// Claims in a row that may lose every candidate to other pollers before pausing one interval.
@@ -46,13 +47,16 @@ async fn claim_within(
     agent_id: &AgentId,
     wait: std::time::Duration,
 ) -> HandlerResult {
-    let until = Instant::now() + wait;
+    let began = Instant::now();
+    let until = began + wait;
     let mut contended = 0;
     loop {
         match app.store.claim_next(agent_id).await? {
             ClaimOutcome::Claimed(task) => {
                 tracing::info!(task_id = %task.id, call_id = %task.call_id, "task claimed");
                 if let Some(task) = hand_over(app, *task, &principal.tenant_id, agent_id).await? {
+                    metrics::emit(Metric::TaskClaimed);
+                    claim_waited(began);
                     super::after_change(app, &task).await;
                     audit_task_action(app, principal, "task.claim", &task).await;
                     return super::ok(&task.to_json());
@@ -66,6 +70,7 @@ async fn claim_within(
             ClaimOutcome::Contended | ClaimOutcome::Empty => contended = 0,
         }
         if Instant::now() >= until {
+            claim_waited(began);
             let mut response = Response::new(Body::Empty);
             *response.status_mut() = StatusCode::NO_CONTENT;
             return Ok(response);
@@ -73,6 +78,14 @@ async fn claim_within(
         tokio::time::sleep_until((Instant::now() + app.config.claim_poll_interval).min(until))
             .await;
     }
+}
+
+/// Counts a claim poll's wait, from `began` until now.
+fn claim_waited(began: Instant) {
+    metrics::emit(Metric::LongPollWait {
+        route: "claim",
+        waited: began.elapsed(),
+    });
 }
 
 /// A claimed task in full, ready to hand to its callee. When its stored bodies cannot be read
@@ -188,6 +201,10 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
     let current = match transition {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, state = task.state.as_str(), "task answered");
+            metrics::emit(Metric::TaskAnswered {
+                state: task.state,
+                delivery: task.delivery,
+            });
             super::after_change(app, &task).await;
             let action = format!("task.result.{}", task.state.as_str());
             return audited_task_ok(app, &principal, &action, task, &result.bodies()).await;

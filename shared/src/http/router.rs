@@ -294,9 +294,12 @@ impl Route {
     /// Serves one request: every outcome becomes a response; the handler's span carries the
     /// route, and the status and latency are logged (never headers or bodies).
     pub async fn handle(self, app: &Arc<App>, request: Request) -> Reply {
+        let ids = RequestIds::of(&request);
         let span = tracing::info_span!(
             "request",
             route = %self.name(),
+            request_id = ids.request_id.as_deref(),
+            trace_id = ids.trace_id.as_deref(),
             tenant_id = tracing::field::Empty,
             principal = tracing::field::Empty,
             principal_id = tracing::field::Empty,
@@ -319,14 +322,14 @@ impl Route {
                     }
                     _ => {}
                 }
-                buffered(error.into_response())
+                buffered(error.into_response_for(ids.request_id.as_deref()))
             });
             tracing::info!(
                 status = response.status().as_u16(),
                 latency_ms = started.elapsed().as_millis() as u64,
                 "request served"
             );
-            response
+            ids.stamp(response)
         }
         .instrument(span)
         .await
@@ -430,6 +433,41 @@ fn match_template(template: &str, segments: &[&str]) -> Option<(usize, HashMap<S
         }
     }
     Some((literals, parameters))
+}
+
+/// What ties a request to its logs and trace: API Gateway's request id (the access log's, the
+/// one a user reports; the Lambda invocation's when there is none) and the X-Ray trace id.
+struct RequestIds {
+    request_id: Option<String>,
+    trace_id: Option<String>,
+}
+
+impl RequestIds {
+    fn of(request: &Request) -> RequestIds {
+        use lambda_http::request::RequestContext;
+        use lambda_http::RequestExt;
+        let gateway = match request.request_context_ref() {
+            Some(RequestContext::ApiGatewayV1(context)) => context.request_id.clone(),
+            _ => None,
+        };
+        let lambda = request.lambda_context_ref();
+        RequestIds {
+            request_id: gateway.or_else(|| lambda.map(|context| context.request_id.clone())),
+            trace_id: lambda.and_then(|context| context.xray_trace_id.clone()),
+        }
+    }
+
+    /// `response` with the request id in `X-Request-Id`.
+    fn stamp(&self, mut response: Reply) -> Reply {
+        let value = self
+            .request_id
+            .as_deref()
+            .and_then(|id| lambda_http::http::HeaderValue::from_str(id).ok());
+        if let Some(value) = value {
+            response.headers_mut().insert("x-request-id", value);
+        }
+        response
+    }
 }
 
 #[cfg(test)]

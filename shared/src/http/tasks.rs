@@ -18,6 +18,7 @@ use crate::domain::{
     clock, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TaskState, TenantPrincipal,
 };
 use crate::error::ApiError;
+use crate::metrics::{self, Metric};
 use crate::store::{AuditEntry, InputRefusal, TaskTransition};
 
 pub(super) fn agent_principal(
@@ -56,13 +57,20 @@ pub(super) async fn wait_for_answer(
     mut task: Task,
     wait: Duration,
 ) -> Result<Task, ApiError> {
-    let until = Instant::now() + wait;
+    let began = Instant::now();
+    let until = began + wait;
     while task.state.is_pending() && Instant::now() < until {
         tokio::time::sleep_until((Instant::now() + app.config.task_poll_interval).min(until)).await;
         task = match app.store.get_task(&task.id).await? {
             Some(task) => expire_if_overdue(app, task).await?,
             None => return Err(ApiError::TaskNotFound),
         };
+    }
+    if !wait.is_zero() {
+        metrics::emit(Metric::LongPollWait {
+            route: "answer",
+            waited: began.elapsed(),
+        });
     }
     Ok(task)
 }
@@ -80,6 +88,7 @@ pub(crate) async fn expire_if_overdue(app: &App, task: Task) -> Result<Task, Api
     {
         TaskTransition::Applied(task) => {
             tracing::info!(task_id = %task.id, "claim deadline passed; task failed");
+            metrics::emit(Metric::TasksExpired { count: 1 });
             super::after_change(app, &task).await;
             Ok(task)
         }

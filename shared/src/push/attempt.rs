@@ -11,6 +11,7 @@ use super::worker::{JobOutcome, Worker, STORE_RETRY};
 use crate::domain::content::MAX_TASK_CONTENT_BYTES;
 use crate::domain::task::{PackedResult, TaskResult};
 use crate::domain::{clock, Task};
+use crate::metrics::{self, Metric, PushOutcome};
 use crate::store::{Attempt, StoreError, TaskTransition};
 
 /// A uniform draw from [0, 1] for the retry delay's jitter.
@@ -51,6 +52,14 @@ impl Worker {
             )
             .await;
         let verdict = judge(&outcome);
+        metrics::emit(Metric::PushAttempt {
+            outcome: match verdict {
+                Verdict::Answered(_) | Verdict::Accepted => PushOutcome::Delivered,
+                Verdict::Retry { .. } => PushOutcome::Retried,
+                Verdict::Fail(_) => PushOutcome::Refused,
+            },
+            latency: started.elapsed(),
+        });
         let record = Attempt {
             number: task.attempt_number,
             at: clock::now(),
@@ -151,6 +160,10 @@ impl Worker {
             .await?;
         match self.notified(applied).await {
             TaskTransition::Applied(task) => {
+                metrics::emit(Metric::TaskAnswered {
+                    state: task.state,
+                    delivery: task.delivery,
+                });
                 tracing::info!(state = task.state.as_str(), "task answered by push")
             }
             TaskTransition::Refused(current) => tracing::info!(

@@ -69,6 +69,9 @@ impl Worker {
         error: &str,
     ) -> Result<TaskTransition, StoreError> {
         let transition = self.store.fail_delivery(task_id, token, error).await?;
+        if matches!(transition, TaskTransition::Applied(_)) {
+            crate::metrics::emit(crate::metrics::Metric::PushFailed);
+        }
         Ok(self.notified(transition).await)
     }
 

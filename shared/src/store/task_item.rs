@@ -174,13 +174,7 @@ pub(crate) fn to_item(task: &Task) -> Item {
         opt_s(task.parent_call_id.as_deref()),
     );
     item.insert("root_call_id".into(), s(&task.root_call_id));
-    item.insert(
-        "delivery".into(),
-        s(match task.delivery {
-            Delivery::Pull => "pull",
-            Delivery::Push => "push",
-        }),
-    );
+    item.insert("delivery".into(), s(task.delivery.as_str()));
     item.insert(
         "claim_timeout_seconds".into(),
         n(task.claim_timeout_seconds),

@@ -23,9 +23,13 @@ async fn a_500_says_nothing_to_the_client_and_its_log_line_names_the_cause() {
         .get_task(&pair.caller.key, &pair.callee.name, &task_id)
         .await;
     assert_eq!(read.status, 500);
+    // Nothing but the opaque message and the request's id, which its log lines carry.
+    let request_id = read.headers["x-request-id"].to_str().unwrap();
     assert_eq!(
         read.text,
-        r#"{"detail":{"code":"internal","message":"internal error"}}"#
+        format!(
+            r#"{{"detail":{{"code":"internal","message":"internal error","request_id":"{request_id}"}}}}"#
+        )
     );
     if let Some(captured) = captured {
         let logs = captured.text();
@@ -35,6 +39,7 @@ async fn a_500_says_nothing_to_the_client_and_its_log_line_names_the_cause() {
             .unwrap_or_else(|| panic!("no line for the 500 in {logs}"));
         assert!(line.contains("corrupt item"), "{line}");
         assert!(line.contains("bogus-state"), "{line}");
+        assert!(line.contains(request_id), "{line}");
     }
 }
 

@@ -22,6 +22,7 @@ mod input;
 mod large;
 mod ledger;
 mod management;
+mod observability;
 mod outage;
 mod permissions;
 mod progress;

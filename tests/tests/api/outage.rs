@@ -28,6 +28,9 @@ async fn dynamodb_stopped_mid_test_is_503_and_nothing_is_half_written() {
         .await;
     assert_eq!(open.status, 503, "{}", open.text);
     assert_eq!(open.body["detail"]["code"], "unavailable");
+    // The id a user reports with a 5xx is the one its logs carry.
+    let request_id = open.headers["x-request-id"].to_str().unwrap();
+    assert_eq!(open.body["detail"]["request_id"], request_id);
     assert!(
         !open.text.to_lowercase().contains("dynamodb"),
         "no internals: {}",
