@@ -413,3 +413,243 @@ async fn api_gateways_own_errors_have_the_local_gateways_shapes() {
         assert_eq!(detail["code"], invalid.code(), "{kind}");
     }
 }
+
+/// The template's resources of `kind`, by logical name.
+fn resources_of(kind: &str) -> Vec<(String, serde_norway::Value)> {
+    let document = template();
+    document["Resources"]
+        .as_mapping()
+        .expect("resources")
+        .iter()
+        .filter(|(_, resource)| resource["Type"] == kind)
+        .map(|(name, resource)| (name.as_str().expect("a name").to_owned(), resource.clone()))
+        .collect()
+}
+
+/// The text of a `!Sub` value (its template string, with or without variables).
+fn sub_text(value: &serde_norway::Value) -> String {
+    let serde_norway::Value::Tagged(tagged) = value else {
+        panic!("not a !Sub: {value:?}");
+    };
+    assert_eq!(tagged.tag, "Sub");
+    match &tagged.value {
+        serde_norway::Value::String(text) => text.clone(),
+        serde_norway::Value::Sequence(parts) => parts[0].as_str().expect("a template").to_owned(),
+        other => panic!("a !Sub of {other:?}"),
+    }
+}
+
+/// Every metric name the gateway emits.
+fn emitted_metric_names() -> BTreeSet<String> {
+    use forgebench::domain::binding::RefusalReason;
+    use forgebench::domain::task::Delivery;
+    use forgebench::domain::TaskState;
+    use forgebench::metrics::{Metric, PushOutcome};
+    use std::time::Duration;
+    let all = [
+        Metric::TaskOpened {
+            delivery: Delivery::Pull,
+        },
+        Metric::TaskClaimed,
+        Metric::TaskAnswered {
+            state: TaskState::Completed,
+            delivery: Delivery::Push,
+        },
+        Metric::TasksExpired { count: 1 },
+        Metric::SweepSkipped { count: 1 },
+        Metric::Refused {
+            reason: RefusalReason::NoBinding,
+        },
+        Metric::PushAttempt {
+            outcome: PushOutcome::Delivered,
+            latency: Duration::ZERO,
+        },
+        Metric::PushFailed,
+        Metric::LongPollWait {
+            route: "claim",
+            waited: Duration::ZERO,
+        },
+    ];
+    all.iter()
+        .map(|metric| {
+            let line: serde_json::Value =
+                serde_json::from_str(&metric.emf_line("N", 0)).expect("EMF");
+            line["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"]
+                .as_str()
+                .expect("a name")
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn every_alarm_notifies_the_alarm_topic_and_watches_what_operations_documents() {
+    let alarms = resources_of("AWS::CloudWatch::Alarm");
+    let names: BTreeSet<&str> = alarms.iter().map(|(name, _)| name.as_str()).collect();
+    for expected in [
+        "PushDeadLetterAlarm",
+        "Api5xxAlarm",
+        "EventFunctionErrorsAlarm",
+        "LongPollThrottlesAlarm",
+        "PushQueueAgeAlarm",
+        "SweepSkippedAlarm",
+    ] {
+        assert!(names.contains(expected), "no {expected}");
+    }
+    let operations = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/operations.md"),
+    )
+    .expect("docs/operations.md");
+    for (name, alarm) in &alarms {
+        let actions = alarm["Properties"]["AlarmActions"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("{name} notifies no one"));
+        assert!(
+            actions.iter().any(|action| matches!(action,
+                serde_norway::Value::Tagged(t) if t.tag == "Ref" && t.value == "AlarmTopic")),
+            "{name} does not notify the alarm topic"
+        );
+        assert!(
+            operations.contains(name.as_str()),
+            "docs/operations.md says nothing of {name}"
+        );
+    }
+    // An alarm on the gateway's own metrics names one it emits, in the namespace it emits to.
+    let document = template();
+    let namespace = sub_text(
+        &document["Globals"]["Function"]["Environment"]["Variables"]
+            ["FORGEBENCH_METRICS_NAMESPACE"],
+    );
+    let emitted = emitted_metric_names();
+    let mut own = 0;
+    for (name, alarm) in &alarms {
+        let properties = &alarm["Properties"];
+        if let serde_norway::Value::Tagged(_) = properties["Namespace"] {
+            assert_eq!(sub_text(&properties["Namespace"]), namespace, "{name}");
+            let metric = properties["MetricName"].as_str().expect("a metric");
+            assert!(
+                emitted.contains(metric),
+                "{name} watches {metric}, never emitted"
+            );
+            own += 1;
+        }
+    }
+    assert!(own > 0, "no alarm watches the gateway's own metrics");
+}
+
+#[test]
+fn the_dashboard_charts_only_metrics_the_gateway_emits() {
+    let document = template();
+    let (_, dashboard) = resources_of("AWS::CloudWatch::Dashboard")
+        .into_iter()
+        .next()
+        .expect("a dashboard");
+    let body = sub_text(&dashboard["Properties"]["DashboardBody"]);
+    let rendered = body
+        .replace("${Namespace}", "Forgebench/stack")
+        .replace("${AWS::Region}", "us-east-1")
+        .replace("${AWS::StackName}", "stack")
+        .replace("${PushQueue.QueueName}", "push")
+        .replace("${PushDeadLetterQueue.QueueName}", "dead");
+    assert!(!rendered.contains("${"), "a variable left: {rendered}");
+    let parsed: serde_json::Value = serde_json::from_str(&rendered).expect("the body is JSON");
+    let emitted = emitted_metric_names();
+    let mut charted = BTreeSet::new();
+    for widget in parsed["widgets"].as_array().expect("widgets") {
+        for metric in widget["properties"]["metrics"].as_array().expect("metrics") {
+            let row = metric.as_array().expect("a row");
+            if row[0] == "Forgebench/stack" {
+                charted.insert(row[1].as_str().expect("a name").to_owned());
+            }
+            if let Some(expression) = row[0]["expression"].as_str() {
+                let name = expression
+                    .split("MetricName=\"")
+                    .nth(1)
+                    .and_then(|rest| rest.split('"').next())
+                    .expect("a searched metric name");
+                charted.insert(name.to_owned());
+            }
+        }
+    }
+    for name in &charted {
+        assert!(
+            emitted.contains(name),
+            "the dashboard charts {name}, never emitted"
+        );
+    }
+    assert_eq!(
+        charted, emitted,
+        "every metric the gateway emits is on the dashboard"
+    );
+    assert!(document["Outputs"]["Dashboard"].is_mapping());
+}
+
+#[test]
+fn the_api_and_every_function_are_traced_and_the_access_log_has_no_body_or_key() {
+    let document = template();
+    assert_eq!(document["Globals"]["Function"]["Tracing"], "Active");
+    let api = &document["Resources"]["Api"]["Properties"];
+    assert_eq!(api["TracingEnabled"], true);
+    let format = api["AccessLogSetting"]["Format"]
+        .as_str()
+        .expect("an access log format");
+    // Only request metadata: nothing that reads a body, a header or the authorizer's context.
+    for forbidden in ["$input", "$context.authorizer", "header", "body", "$util"] {
+        assert!(
+            !format.contains(forbidden),
+            "the access log reads {forbidden}"
+        );
+    }
+    let mut rendered = format.to_owned();
+    while let Some(start) = rendered.find("$context.") {
+        let end = rendered[start..]
+            .find('"')
+            .map(|offset| start + offset)
+            .expect("a quoted variable");
+        rendered.replace_range(start..end, "x");
+    }
+    let line: serde_json::Value = serde_json::from_str(&rendered).expect("one JSON line");
+    for field in [
+        "request_id",
+        "trace_id",
+        "route",
+        "method",
+        "status",
+        "latency_ms",
+    ] {
+        assert!(line[field].is_string(), "the access log has no {field}");
+    }
+}
+
+#[test]
+fn every_setting_the_code_reads_is_in_the_operations_table() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let operations =
+        std::fs::read_to_string(root.join("docs/operations.md")).expect("docs/operations.md");
+    let mut settings = BTreeSet::new();
+    let mut folders = vec![root.join("shared/src"), root.join("local/src")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("a source folder") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            for (at, _) in text.match_indices("FORGEBENCH_") {
+                let name: String = text[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                settings.insert(name);
+            }
+        }
+    }
+    assert!(settings.len() > 15, "{settings:?}");
+    for setting in settings {
+        assert!(
+            operations.contains(&format!("| `{setting}` |")),
+            "docs/operations.md has no row for {setting}"
+        );
+    }
+}
