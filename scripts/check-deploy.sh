@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks that the gateway deploys: lints the SAM template (cfn-lint, `sam validate --lint`) and
+# Checks that the gateway deploys: lints the SAM template (cfn-lint, `sam validate --lint`),
+# scans it for security findings (checkov, infra/checkov.yaml), and
 # builds every Lambda function for arm64 in release mode with cargo-lambda, as `sam build` does.
 # Prints each step's time and the size of every bootstrap. Part of CI (.ci/run).
 set -euo pipefail
@@ -20,6 +21,10 @@ took
 
 step "sam validate --lint"
 sam validate --lint -t infra/template.yaml
+took
+
+step "checkov infra/template.yaml (skips reasoned in infra/checkov.yaml)"
+"$root/.local/checkov-venv/bin/checkov" --config-file infra/checkov.yaml -f infra/template.yaml
 took
 
 step "cargo lambda build --release --arm64 (every function)"

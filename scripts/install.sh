@@ -8,8 +8,8 @@
 #     its `signing` extra), with which the tests read and verify cards as an A2A client does
 #   - cargo-deny, built from its crates.io source (`cargo install --locked`) into .local/cargo:
 #     scripts/test.sh checks the dependencies with it
-#   - deployment tools (PyPI: cargo-lambda with zig, aws-sam-cli, cfn-lint), only when
-#     FORGEBENCH_INSTALL_DEPLOY_TOOLS=1
+#   - deployment tools (PyPI: cargo-lambda with zig, aws-sam-cli, cfn-lint; checkov in a
+#     virtualenv of its own), only when FORGEBENCH_INSTALL_DEPLOY_TOOLS=1
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 local_dir="$root/.local"
@@ -22,6 +22,7 @@ SAM_CLI_VERSION=1.170.0
 SCHEMATHESIS_VERSION=4.32.5
 A2A_SDK_VERSION=1.3.0
 CARGO_DENY_VERSION=0.20.2
+CHECKOV_VERSION=3.3.30
 
 need() { command -v "$1" >/dev/null 2>&1; }
 
@@ -73,5 +74,13 @@ if [ "${FORGEBENCH_INSTALL_DEPLOY_TOOLS:-0}" = 1 ] \
   echo "install: cargo-lambda $CARGO_LAMBDA_VERSION, aws-sam-cli $SAM_CLI_VERSION, cfn-lint" >&2
   "$venv/bin/pip" install -q --disable-pip-version-check "cargo-lambda==$CARGO_LAMBDA_VERSION" \
     "aws-sam-cli==$SAM_CLI_VERSION" cfn-lint
+fi
+# checkov in a virtualenv of its own: its pinned dependencies would fight moto's and SAM's.
+checkov_venv="$local_dir/checkov-venv"
+if [ "${FORGEBENCH_INSTALL_DEPLOY_TOOLS:-0}" = 1 ] \
+  && ! "$checkov_venv/bin/checkov" --version 2>/dev/null | grep -qxF "$CHECKOV_VERSION"; then
+  echo "install: checkov $CHECKOV_VERSION (template security scan) into $checkov_venv" >&2
+  python3 -m venv "$checkov_venv"
+  "$checkov_venv/bin/pip" install -q --disable-pip-version-check "checkov==$CHECKOV_VERSION"
 fi
 echo "install: local stack tools ready in $local_dir" >&2
