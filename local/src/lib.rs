@@ -63,11 +63,17 @@ async fn to_lambda_request(
     }
     let (route, parameters) = match Route::find(&parts.method, parts.uri.path()) {
         Ok(found) => found,
-        Err(RouteMiss::WrongMethod) => {
-            return Err(json_response(
+        Err(RouteMiss::WrongMethod(allowed)) => {
+            let mut response = json_response(
                 StatusCode::METHOD_NOT_ALLOWED,
                 &json!({"detail": {"code": "method_not_allowed", "message": "this path does not take that method"}}),
-            ))
+            );
+            // RFC 9110 §15.5.6: a 405 names the methods the path does take.
+            let allow: Vec<&str> = allowed.iter().map(http::Method::as_str).collect();
+            if let Ok(value) = http::HeaderValue::from_str(&allow.join(", ")) {
+                response.headers_mut().insert(http::header::ALLOW, value);
+            }
+            return Err(response);
         }
         Err(RouteMiss::NoSuchPath) => {
             return Err(ApiError::NotFound("no such route".into()).into_response());

@@ -21,12 +21,13 @@ use crate::app::App;
 use crate::error::{cause_chain, ApiError};
 
 /// Why no route matched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RouteMiss {
     /// No route has this path (404).
     NoSuchPath,
-    /// The path exists under another method (405).
-    WrongMethod,
+    /// The path exists under other methods (405); they are listed, in the table's order, for
+    /// the `Allow` header RFC 9110 §15.5.6 requires on a 405.
+    WrongMethod(Vec<Method>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -269,14 +270,16 @@ impl Route {
     ) -> Result<(Route, HashMap<String, String>), RouteMiss> {
         let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
         let mut best: Option<(usize, Route, HashMap<String, String>)> = None;
-        let mut path_known = false;
+        let mut allowed: Vec<Method> = Vec::new();
         for route in Route::ALL {
             let (route_method, template) = route.spec();
             let Some((literals, parameters)) = match_template(template, &segments) else {
                 continue;
             };
-            path_known = true;
             if route_method != *method {
+                if !allowed.contains(&route_method) {
+                    allowed.push(route_method);
+                }
                 continue;
             }
             if best.as_ref().is_none_or(|(score, _, _)| literals > *score) {
@@ -284,10 +287,10 @@ impl Route {
             }
         }
         best.map(|(_, route, parameters)| (route, parameters))
-            .ok_or(if path_known {
-                RouteMiss::WrongMethod
-            } else {
+            .ok_or(if allowed.is_empty() {
                 RouteMiss::NoSuchPath
+            } else {
+                RouteMiss::WrongMethod(allowed)
             })
     }
 
@@ -489,7 +492,10 @@ mod tests {
     #[test]
     fn unknown_paths_and_wrong_methods_are_told_apart() {
         let wrong_method = Route::find(&Method::PUT, "/v1/agents").unwrap_err();
-        assert_eq!(wrong_method, RouteMiss::WrongMethod);
+        assert_eq!(
+            wrong_method,
+            RouteMiss::WrongMethod(vec![Method::POST, Method::GET])
+        );
         let no_path = Route::find(&Method::GET, "/v2/nothing").unwrap_err();
         assert_eq!(no_path, RouteMiss::NoSuchPath);
     }
