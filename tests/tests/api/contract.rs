@@ -2,7 +2,50 @@
 //! the gateway enforces is in the document, and nothing the document allows is refused. Each
 //! test drives the rule over HTTP and reads the same rule out of the document the gateway serves.
 
-use forgebench_tests::spawn_app;
+use forgebench_tests::{spawn_app, text_message};
+use serde_json::{json, Value};
+
+/// The document as the local gateway serves it at `/openapi.json`.
+async fn served_document(app: &forgebench_tests::TestApp) -> Value {
+    let reply = app.send("GET", "/openapi.json", None, None).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body
+}
+
+/// Follows a local `$ref` (`#/components/...`), if `value` is one.
+fn resolve<'a>(document: &'a Value, value: &'a Value) -> &'a Value {
+    match value.get("$ref").and_then(Value::as_str) {
+        Some(reference) => {
+            let pointer = reference.trim_start_matches('#');
+            resolve(
+                document,
+                document.pointer(pointer).expect("the $ref resolves"),
+            )
+        }
+        None => value,
+    }
+}
+
+/// A component schema's property, `$ref`s followed.
+fn property<'a>(document: &'a Value, schema: &str, path: &[&str]) -> &'a Value {
+    let mut at = resolve(document, &document["components"]["schemas"][schema]);
+    for name in path {
+        at = resolve(document, &at["properties"][*name]);
+        assert!(!at.is_null(), "{schema} has no property {name}");
+    }
+    at
+}
+
+/// A parameter of one operation, by name.
+fn parameter<'a>(document: &'a Value, path: &str, method: &str, name: &str) -> &'a Value {
+    document["paths"][path][method]["parameters"]
+        .as_array()
+        .expect("parameters")
+        .iter()
+        .map(|parameter| resolve(document, parameter))
+        .find(|parameter| parameter["name"] == name)
+        .unwrap_or_else(|| panic!("{method} {path} has no parameter {name}"))
+}
 
 #[tokio::test]
 async fn a_405_names_the_methods_the_path_takes_in_allow() {
@@ -19,4 +62,137 @@ async fn a_405_names_the_methods_the_path_takes_in_allow() {
         .await;
     assert_eq!(reply.status, 405, "{}", reply.text);
     assert_eq!(reply.headers["allow"], "GET");
+}
+
+#[tokio::test]
+async fn tool_names_are_refused_exactly_where_the_documents_pattern_says() {
+    let app = spawn_app().await;
+    let tenant = app.create_tenant().await;
+    let agent = app.create_agent(&tenant.admin_key, "tooled").await;
+    let document = served_document(&app).await;
+    for method in ["put", "delete"] {
+        let schema =
+            &parameter(&document, "/v1/agents/{agent}/tools/{tool}", method, "tool")["schema"];
+        assert_eq!(
+            schema["pattern"], "^[a-z0-9][a-z0-9_.-]{0,63}$",
+            "{method}: {schema}"
+        );
+    }
+    let body = json!({"description": "adds"});
+    let longest = format!("a{}", "b".repeat(63));
+    let path = |tool: &str| format!("/v1/agents/{}/tools/{tool}", agent.id);
+    for tool in ["Upper", "_lead", "has%20space", &format!("{longest}c")] {
+        let put = app
+            .send(
+                "PUT",
+                &path(tool),
+                Some(&tenant.admin_key),
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(put.status, 400, "PUT {tool}: {}", put.text);
+        let delete = app
+            .send("DELETE", &path(tool), Some(&tenant.admin_key), None)
+            .await;
+        assert_eq!(delete.status, 400, "DELETE {tool}: {}", delete.text);
+    }
+    for tool in ["a", "x.y_z-1", longest.as_str()] {
+        let put = app
+            .send(
+                "PUT",
+                &path(tool),
+                Some(&tenant.admin_key),
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(put.status, 200, "PUT {tool}: {}", put.text);
+    }
+}
+
+#[tokio::test]
+async fn an_empty_cursor_is_refused_and_the_document_says_cursors_are_never_empty() {
+    let app = spawn_app().await;
+    let tenant = app.create_tenant().await;
+    let document = served_document(&app).await;
+    for path in ["/v1/audit", "/v1/tasks", "/v1/agents/cards"] {
+        let schema = &parameter(&document, path, "get", "cursor")["schema"];
+        assert_eq!(schema["minLength"], 1, "{path}: {schema}");
+    }
+    for path in ["/v1/audit?cursor=", "/v1/agents/cards?cursor="] {
+        let reply = app.get(path, &tenant.admin_key).await;
+        assert_eq!(reply.status, 400, "{path}: {}", reply.text);
+    }
+}
+
+#[tokio::test]
+async fn a_null_owner_means_the_creator_owns_the_agent_as_the_document_says() {
+    let app = spawn_app().await;
+    let tenant = app.create_tenant().await;
+    let (member_id, member_key) = app.create_member(&tenant, "member").await;
+    let reply = app
+        .post(
+            "/v1/agents",
+            &member_key,
+            json!({"name": "owned", "owner_member_id": null, "claim_timeout_seconds": null}),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    assert_eq!(reply.body["owner_member_id"], member_id.as_str());
+    assert_eq!(reply.body["claim_timeout_seconds"], 900);
+    let document = served_document(&app).await;
+    for name in ["owner_member_id", "claim_timeout_seconds", "description"] {
+        let schema = property(&document, "AgentIn", &[name]);
+        assert_eq!(schema["nullable"], true, "AgentIn.{name}: {schema}");
+    }
+}
+
+#[tokio::test]
+async fn only_a_users_message_opens_or_answers_a_task_and_only_an_agents_reports_progress() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let agent_message = json!({"role": "agent", "parts": [{"text": "hi"}]});
+    let reply = app
+        .open_task(&pair.caller.key, &pair.callee.name, agent_message, 0)
+        .await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    let document = served_document(&app).await;
+    for schema in ["TaskIn", "MessageIn"] {
+        let role = property(&document, schema, &["message", "role"]);
+        assert_eq!(role["enum"], json!(["user"]), "{schema}: {role}");
+    }
+    let role = property(&document, "ProgressIn", &["message", "role"]);
+    assert_eq!(role["enum"], json!(["agent"]), "ProgressIn: {role}");
+}
+
+#[tokio::test]
+async fn a_pull_result_saying_working_is_422_and_outside_the_documents_states() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("go"), 0)
+        .await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let claimed = app.claim(&pair.callee.key, 0).await;
+    assert_eq!(claimed.status, 200, "{}", claimed.text);
+    let reply = app
+        .post_result(
+            &pair.callee.key,
+            &opened.field("id"),
+            json!({"state": "working"}),
+        )
+        .await;
+    assert_eq!(reply.status, 422, "{}", reply.text);
+    let document = served_document(&app).await;
+    let states = property(&document, "TaskResultIn", &["state"]);
+    assert_eq!(
+        states["enum"],
+        json!(["completed", "failed", "input_required"]),
+        "{states}"
+    );
+    // Every task has its opening message, and the document requires it.
+    assert!(opened.body["input"]["message"]["parts"].is_array());
+    for schema in ["Task", "TaskSummary"] {
+        let input = property(&document, schema, &["input"]);
+        assert_eq!(input["required"], json!(["message"]), "{schema}: {input}");
+    }
 }
