@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { CfnDeletionPolicy, Duration, Fn, IResolvable, Token } from 'aws-cdk-lib';
+import { Aws, CfnCondition, CfnDeletionPolicy, CfnWaitConditionHandle, Duration, Fn, IResolvable, Token } from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -12,10 +12,12 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { RustFunction } from 'cargo-lambda-cdk';
 import { Construct } from 'constructs';
 import * as yaml from 'js-yaml';
+import { DASHBOARD_BODY } from './dashboard';
 import { EnvValue, FUNCTIONS, FunctionSpec, Grant, ResourceKind } from './functions';
 import { acknowledgeNagFindings } from './nag';
 import { TABLE } from './table';
@@ -61,8 +63,24 @@ export interface ForgebenchGatewayProps {
   readonly maxWaitSeconds?: number;
   /** The secrets key's alias. @default `alias/<stack name>-secrets` */
   readonly keyAliasName?: string;
-  /** The REST API's name. @default the API definition's `info.title` */
+  /** The REST API's name (also the `ApiName` the 5xx alarm and the dashboard watch). @default `<stack name>-Api` */
   readonly restApiName?: string;
+  /**
+   * An address the alarm topic mails (it confirms the subscription first); empty: the topic has
+   * no subscriber. A token (a parameter) makes the subscription conditional on it not being empty.
+   * @default ''
+   */
+  readonly alarmEmail?: string;
+  /**
+   * Whether the construct makes the account's API Gateway CloudWatch Logs role and sets it
+   * (`AWS::ApiGateway::Account`, one setting per account and region), which the stage's access
+   * log needs; false when the account has one already. A token (a `"true"`/`"false"` parameter)
+   * makes both conditional on it.
+   * @default true
+   */
+  readonly configureApiGatewayLogging?: boolean | IResolvable;
+  /** The CloudWatch namespace of the functions' business metrics (EMF). @default `Forgebench/<stack name>` */
+  readonly metricsNamespace?: string;
 }
 
 const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
@@ -102,6 +120,18 @@ export class ForgebenchGateway extends Construct {
   /** Every function by its `id` in FUNCTIONS (`OpenTask`, `PushWorker`, ...). */
   readonly functions: Readonly<Record<string, lambda.Function>>;
   readonly pushDeadLetterAlarm: cloudwatch.CfnAlarm;
+  /** The topic every alarm notifies. */
+  readonly alarmTopic: sns.CfnTopic;
+  /** Every alarm, by its SAM logical id (`Api5xxAlarm`, `PushDeadLetterAlarm`, ...). */
+  readonly alarms: Readonly<Record<string, cloudwatch.CfnAlarm>>;
+  readonly dashboard: cloudwatch.CfnDashboard;
+  /** The dashboard's name (`<stack name>-gateway`). */
+  readonly dashboardName: string;
+  /** The stage's access log (one JSON line per request: no body, header or key). */
+  readonly accessLogGroup: logs.CfnLogGroup;
+  readonly metricsNamespace: string;
+  /** The X-Ray write policy every function's role has (SAM's name for it in the partition). */
+  readonly xrayWritePolicy: iam.IManagedPolicy;
   /** The API's base URL (`https://{id}.execute-api.{region}.{suffix}/prod`). */
   readonly url: string;
 
@@ -122,6 +152,11 @@ export class ForgebenchGateway extends Construct {
     if (!Token.isUnresolved(props.operatorKeyHash) && !/^[0-9a-f]{64}$/.test(props.operatorKeyHash)) {
       throw new Error('operatorKeyHash must be the SHA-256 of the operator key in 64 lower-case hex digits');
     }
+    const alarmEmail = props.alarmEmail ?? '';
+    if (!Token.isUnresolved(alarmEmail) && !/^([^@\s]+@[^@\s]+)?$/.test(alarmEmail)) {
+      throw new Error(`alarmEmail must be an email address or empty, not ${alarmEmail}`);
+    }
+    this.metricsNamespace = props.metricsNamespace ?? Fn.sub('Forgebench/${AWS::StackName}');
 
     // The state table, as infra/template.yaml defines it. The L1 resource: its global secondary
     // indexes use multi-attribute partition keys (several HASH entries), which CloudFormation takes
@@ -264,6 +299,20 @@ export class ForgebenchGateway extends Construct {
     }
     const placeholder = code.kind === 'placeholder' ? placeholderCode() : undefined;
 
+    // Every function is traced (X-Ray, Tracing: Active); SAM's transform then attaches the X-Ray
+    // write policy to each function's role under its name in that partition: AWSXrayWriteOnlyAccess
+    // in aws, AWSXRayDaemonWriteAccess elsewhere (aws-cn, aws-us-gov), the same actions.
+    const standardPartition = new CfnCondition(this, 'StandardPartition', { expression: Fn.conditionEquals(Aws.PARTITION, 'aws') });
+    const xrayPolicy = (this.xrayWritePolicy = iam.ManagedPolicy.fromManagedPolicyArn(
+      this,
+      'XRayWritePolicy',
+      Fn.conditionIf(
+        standardPartition.logicalId,
+        Fn.sub('arn:${AWS::Partition}:iam::aws:policy/AWSXrayWriteOnlyAccess'),
+        Fn.sub('arn:${AWS::Partition}:iam::aws:policy/AWSXRayDaemonWriteAccess'),
+      ).toString(),
+    ));
+
     const functions: Record<string, lambda.Function> = {};
     for (const spec of FUNCTIONS) {
       functions[spec.id] = this.makeFunction(spec, {
@@ -277,6 +326,8 @@ export class ForgebenchGateway extends Construct {
         taskRetentionDays,
         logRetentionDays,
         longPollConcurrency: props.longPollConcurrency ?? 100,
+        metricsNamespace: this.metricsNamespace,
+        xrayPolicy,
       });
     }
     this.functions = functions;
@@ -288,19 +339,54 @@ export class ForgebenchGateway extends Construct {
     for (const spec of FUNCTIONS) {
       if (!spec.trigger && !named.has(spec.id)) throw new Error(`ForgebenchGateway: ${spec.id} has no trigger and no route in ${openApiPath}`);
     }
+    const apiName = props.restApiName ?? Fn.sub('${AWS::StackName}-Api');
+
+    // The stage's access log, and the account setting it needs: API Gateway writes access logs
+    // only once the account (per region) names a CloudWatch Logs role.
+    this.accessLogGroup = new logs.CfnLogGroup(this, 'ApiAccessLogGroup', { retentionInDays: logRetentionDays });
+    const configureLogging = props.configureApiGatewayLogging ?? true;
+    const loggingCondition = Token.isUnresolved(configureLogging)
+      ? new CfnCondition(this, 'ConfiguresApiGatewayLogging', { expression: Fn.conditionEquals(configureLogging, 'true') })
+      : undefined;
+    const loggingReady = new CfnWaitConditionHandle(this, 'ApiGatewayLoggingReady');
+    if (loggingCondition || configureLogging === true) {
+      const loggingRole = new iam.CfnRole(this, 'ApiGatewayLoggingRole', {
+        assumeRolePolicyDocument: {
+          Version: '2012-10-17',
+          Statement: [{ Effect: 'Allow', Principal: { Service: 'apigateway.amazonaws.com' }, Action: 'sts:AssumeRole' }],
+        },
+        managedPolicyArns: [Fn.sub('arn:${AWS::Partition}:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs')],
+      });
+      const account = new apigateway.CfnAccount(this, 'ApiGatewayAccount', { cloudWatchRoleArn: loggingRole.attrArn });
+      loggingRole.cfnOptions.condition = loggingCondition;
+      account.cfnOptions.condition = loggingCondition;
+      // Ordering only: the API waits for the account setting when this construct makes it.
+      loggingReady.addMetadata('Account', loggingCondition ? Fn.conditionIf(loggingCondition.logicalId, account.ref, '') : account.ref);
+    } else {
+      loggingReady.addMetadata('Account', '');
+    }
+
     this.api = new apigateway.SpecRestApi(this, 'Api', {
       apiDefinition: apigateway.ApiDefinition.fromInline(definition),
-      restApiName: props.restApiName ?? definition.info?.title ?? id,
+      restApiName: apiName,
       endpointTypes: [apigateway.EndpointType.REGIONAL],
+      // As SAM's import of a REGIONAL definition body.
+      parameters: { endpointConfigurationTypes: 'REGIONAL' },
       cloudWatchRole: false,
       deployOptions: {
         stageName: 'prod',
+        // Execution logging stays off (nag.ts, APIG6); the access log records every request.
         loggingLevel: apigateway.MethodLoggingLevel.OFF,
         metricsEnabled: true,
+        tracingEnabled: true,
         throttlingRateLimit: props.throttleRateLimit ?? 500,
         throttlingBurstLimit: props.throttleBurstLimit ?? 1000,
+        // One JSON line per request: no body, no header, no key; the principal kind only.
+        accessLogDestination: { bind: () => ({ destinationArn: this.accessLogGroup.attrArn }) },
+        accessLogFormat: apigateway.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
       },
     });
+    (this.api.node.defaultChild as apigateway.CfnRestApi).addResourceDependency(loggingReady);
     for (const fnId of named) {
       new lambda.CfnPermission(this, `${fnId}Permission`, {
         action: 'lambda:InvokeFunction',
@@ -311,8 +397,135 @@ export class ForgebenchGateway extends Construct {
     }
     this.url = Fn.sub('https://${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}/prod', { Api: this.api.restApiId });
 
+    // Operations (docs/operations.md): the topic every alarm notifies, the alarms, a dashboard.
+    this.alarmTopic = new sns.CfnTopic(this, 'AlarmTopic', { kmsMasterKeyId: 'alias/aws/sns' });
+    new sns.CfnTopicPolicy(this, 'AlarmTopicPolicy', {
+      topics: [this.alarmTopic.ref],
+      policyDocument: {
+        Version: '2012-10-17',
+        Statement: [
+          {
+            Sid: 'AlarmsPublish',
+            Effect: 'Allow',
+            Principal: { Service: 'cloudwatch.amazonaws.com' },
+            Action: 'sns:Publish',
+            Resource: this.alarmTopic.ref,
+            Condition: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
+          },
+        ],
+      },
+    });
+    if (Token.isUnresolved(alarmEmail) || alarmEmail !== '') {
+      const subscription = new sns.CfnSubscription(this, 'AlarmEmailSubscription', {
+        topicArn: this.alarmTopic.ref,
+        protocol: 'email',
+        endpoint: alarmEmail,
+      });
+      if (Token.isUnresolved(alarmEmail)) {
+        subscription.cfnOptions.condition = new CfnCondition(this, 'HasAlarmEmail', {
+          expression: Fn.conditionNot(Fn.conditionEquals(alarmEmail, '')),
+        });
+      }
+    }
+    const alarmActions = [this.alarmTopic.ref];
+    const alarms: Record<string, cloudwatch.CfnAlarm> = {};
+    const alarm = (name: string, alarmProps: Omit<cloudwatch.CfnAlarmProps, 'alarmActions' | 'treatMissingData' | 'comparisonOperator'>) => {
+      alarms[name] = new cloudwatch.CfnAlarm(this, name, {
+        ...alarmProps,
+        alarmActions,
+        comparisonOperator: 'GreaterThanThreshold',
+        treatMissingData: 'notBreaching',
+      });
+      return alarms[name]!;
+    };
+    const stat = (id: string, namespace: string, metricName: string, dimensions: Record<string, string>, s = 'Sum') => ({
+      id,
+      returnData: false,
+      metricStat: {
+        metric: { namespace, metricName, dimensions: Object.entries(dimensions).map(([name, value]) => ({ name, value })) },
+        period: 300,
+        stat: s,
+      },
+    });
+    const lambdaStat = (id: string, metricName: string, fnId: string) =>
+      stat(id, 'AWS/Lambda', metricName, { FunctionName: functions[fnId]!.functionName });
+
+    alarm('Api5xxAlarm', {
+      alarmDescription:
+        "More than 1 % of the API's requests answered 5xx over 10 minutes (a function failing, " +
+        'timing out or throttled, or a backing service unavailable).\n',
+      metrics: [
+        stat('errors', 'AWS/ApiGateway', '5XXError', { ApiName: apiName, Stage: 'prod' }),
+        stat('requests', 'AWS/ApiGateway', 'Count', { ApiName: apiName, Stage: 'prod' }),
+        { id: 'rate', label: '5xx share of requests', expression: 'IF(requests > 20, errors / requests, 0)', returnData: true },
+      ],
+      evaluationPeriods: 2,
+      threshold: 0.01,
+    });
+    alarm('EventFunctionErrorsAlarm', {
+      alarmDescription:
+        "The push worker or the sweeper failed an invocation (the API's functions show as 5xx in Api5xxAlarm).\n",
+      metrics: [
+        lambdaStat('worker', 'Errors', 'PushWorker'),
+        lambdaStat('sweeper', 'Errors', 'SweepDeadlines'),
+        { id: 'failures', expression: 'worker + sweeper', label: 'Invocation errors', returnData: true },
+      ],
+      evaluationPeriods: 1,
+      threshold: 0,
+    });
+    alarm('LongPollThrottlesAlarm', {
+      alarmDescription:
+        'A function with reserved concurrency or the push worker was throttled: waiting requests ' +
+        'or deliveries were turned away (raise LongPollConcurrency, or look for a runaway agent).\n',
+      metrics: [
+        lambdaStat('open', 'Throttles', 'OpenTask'),
+        lambdaStat('read', 'Throttles', 'GetTask'),
+        lambdaStat('claim', 'Throttles', 'ClaimNextTask'),
+        lambdaStat('worker', 'Throttles', 'PushWorker'),
+        { id: 'throttles', expression: 'open + read + claim + worker', label: 'Throttled invocations', returnData: true },
+      ],
+      evaluationPeriods: 1,
+      threshold: 0,
+    });
+    alarm('PushQueueAgeAlarm', {
+      alarmDescription:
+        'The oldest push message waited over 5 minutes: the worker is failing, throttled, or ' +
+        'slower than the tasks arriving.\n',
+      namespace: 'AWS/SQS',
+      metricName: 'ApproximateAgeOfOldestMessage',
+      dimensions: [{ name: 'QueueName', value: this.pushQueue.attrQueueName }],
+      statistic: 'Maximum',
+      period: 300,
+      evaluationPeriods: 2,
+      threshold: 300,
+    });
+    alarm('SweepSkippedAlarm', {
+      alarmDescription:
+        'Sweeps left items for later three runs in a row (the store or the queue failing for ' +
+        'the sweeper): overdue tasks are not failed, lost enqueues not redone, word indexes behind.\n',
+      namespace: this.metricsNamespace,
+      metricName: 'SweepSkipped',
+      statistic: 'Sum',
+      period: 300,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 3,
+      threshold: 0,
+    });
+
+    this.dashboardName = Fn.sub('${AWS::StackName}-gateway');
+    this.dashboard = new cloudwatch.CfnDashboard(this, 'Dashboard', {
+      dashboardName: this.dashboardName,
+      dashboardBody: Fn.sub(DASHBOARD_BODY, {
+        Namespace: this.metricsNamespace,
+        ApiName: apiName,
+        PushQueueName: this.pushQueue.attrQueueName,
+        DeadLetterQueueName: this.pushDeadLetterQueue.attrQueueName,
+      }),
+    });
+
     this.pushDeadLetterAlarm = new cloudwatch.CfnAlarm(this, 'PushDeadLetterAlarm', {
       alarmDescription: 'Push deliveries the worker could not handle reached the dead-letter queue.',
+      alarmActions,
       namespace: 'AWS/SQS',
       metricName: 'ApproximateNumberOfMessagesVisible',
       dimensions: [{ name: 'QueueName', value: this.pushDeadLetterQueue.attrQueueName }],
@@ -323,6 +536,8 @@ export class ForgebenchGateway extends Construct {
       comparisonOperator: 'GreaterThanThreshold',
       treatMissingData: 'notBreaching',
     });
+    alarms.PushDeadLetterAlarm = this.pushDeadLetterAlarm;
+    this.alarms = alarms;
 
     acknowledgeNagFindings(this);
   }
@@ -330,7 +545,7 @@ export class ForgebenchGateway extends Construct {
   private makeFunction(spec: FunctionSpec, ctx: FunctionContext): lambda.Function {
     const scope = new Construct(this, spec.id);
     const statements = spec.grants.map((g) => statement(g, ctx.resourceArn));
-    const managedPolicies = [iam.ManagedPolicy.fromAwsManagedPolicyName('service-role/AWSLambdaBasicExecutionRole')];
+    const managedPolicies = [iam.ManagedPolicy.fromAwsManagedPolicyName('service-role/AWSLambdaBasicExecutionRole'), ctx.xrayPolicy];
     // SAM adds this managed policy to a function with an SQS event; kept for the same role.
     if (spec.trigger?.kind === 'pushQueue') {
       managedPolicies.push(iam.ManagedPolicy.fromAwsManagedPolicyName('service-role/AWSLambdaSQSQueueExecutionRole'));
@@ -344,6 +559,8 @@ export class ForgebenchGateway extends Construct {
       FORGEBENCH_TABLE: this.table.ref,
       FORGEBENCH_MAX_WAIT_SECONDS: envString(ctx.maxWaitSeconds),
       FORGEBENCH_TASK_RETENTION_DAYS: envString(ctx.taskRetentionDays),
+      // The CloudWatch namespace of the business metrics (EMF lines, shared/src/metrics.rs).
+      FORGEBENCH_METRICS_NAMESPACE: ctx.metricsNamespace,
       RUST_LOG: 'info',
       // Runtime worker threads get 8 MiB of stack like the main thread (the A2A routes nest a
       // task's open inside the protocol's handling).
@@ -377,6 +594,10 @@ export class ForgebenchGateway extends Construct {
         code: ctx.placeholder ?? lambda.Code.fromAsset(path.join(ctx.prebuiltDir, spec.binary)),
       });
     }
+    // X-Ray: a trace of every invocation (its trace id is on each of the invocation's log lines).
+    // Set on the resource rather than with `tracing`, which would add its own xray statement on
+    // `*` to the role; the role has SAM's managed X-Ray policy instead (xrayPolicy above).
+    (fn.node.defaultChild as lambda.CfnFunction).tracingConfig = { mode: 'Active' };
     // Names the function for the drift test (test/drift.test.ts) and for readers of the template.
     (fn.node.defaultChild as lambda.CfnFunction).addMetadata('forgebench:function', spec.binary);
 
@@ -416,7 +637,16 @@ interface FunctionContext {
   readonly taskRetentionDays: number;
   readonly logRetentionDays: number;
   readonly longPollConcurrency: number;
+  readonly metricsNamespace: string;
+  readonly xrayPolicy: iam.IManagedPolicy;
 }
+
+/** The stage's access log line (infra/template.yaml, the Api's AccessLogSetting). */
+const ACCESS_LOG_FORMAT =
+  '{"request_id":"$context.requestId","trace_id":"$context.xrayTraceId","route":"$context.resourcePath",' +
+  '"method":"$context.httpMethod","status":"$context.status","latency_ms":"$context.responseLatency",' +
+  '"integration_latency_ms":"$context.integrationLatency","error":"$context.error.responseType",' +
+  '"source_ip":"$context.identity.sourceIp","time":"$context.requestTimeEpoch"}';
 
 function statement(g: Grant, resourceArn: (kind: ResourceKind) => string): iam.PolicyStatement {
   const conditions: Record<string, Record<string, unknown>> = {};

@@ -19,8 +19,16 @@ export function acknowledgeNagFindings(gateway: ForgebenchGateway): void {
   const indexes = `${getAtt(gateway.table, 'Arn')}/index/*`;
   const bodies = `${getAtt(gateway.bodyBucket, 'Arn')}/tasks/*`;
 
+  const xray = JSON.stringify(stack.resolve(gateway.xrayWritePolicy.managedPolicyArn));
   for (const spec of FUNCTIONS) {
     const role = gateway.functions[spec.id]!.role!;
+    ack(
+      role,
+      `AwsSolutions-IAM4[Policy::${xray}]`,
+      'The X-Ray write policy SAM attaches to every traced function (AWSXrayWriteOnlyAccess, or ' +
+        'AWSXRayDaemonWriteAccess outside the aws partition): only xray:PutTraceSegments, PutTelemetryRecords ' +
+        'and the sampling reads, which take no resource; the function sends its invocation traces (Tracing: Active).',
+    );
     ack(
       role,
       'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
@@ -65,19 +73,26 @@ export function acknowledgeNagFindings(gateway: ForgebenchGateway): void {
       'validator would answer malformed requests with a different error body.',
   );
   const stage = api.deploymentStage.node.defaultChild!;
-  ack(
-    stage,
-    'AwsSolutions-APIG1',
-    'Each function logs every request it serves in JSON to its own log group (LoggingConfig JSON); the SAM ' +
-      'stack has no access log either. Turn one on in both when an operator needs per-request edge records.',
-  );
+  // APIG1 (access logging) holds: the stage writes one JSON access log line per request.
   ack(
     stage,
     'AwsSolutions-APIG6',
-    'Execution logging is OFF on purpose: it needs the account- and region-wide API Gateway CloudWatch role ' +
-      '(AWS::ApiGateway::Account), which a construct placed in somebody else\'s stack must not take over; ' +
-      'metrics stay on and the functions log each request.',
+    'Execution logging is OFF on purpose, as in the SAM stack. The access log (ApiAccessLogGroup) records every ' +
+      'request (request and trace id, route, status, latencies, error type) without body, header or key, and the ' +
+      "functions log each request they serve under the same request id; API Gateway's execution log is its own " +
+      'processing trace, and with data tracing it writes whole requests and responses (task bodies, headers such ' +
+      'as Authorization with the bearer key) to CloudWatch Logs, which the gateway must never do.',
   );
+  const loggingRole = gateway.node.tryFindChild('ApiGatewayLoggingRole');
+  if (loggingRole) {
+    ack(
+      loggingRole,
+      'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
+      "The policy AWS documents for API Gateway's account-wide CloudWatch Logs role (create log groups and " +
+        'streams, put events); API Gateway assumes this role only to write the access log, and the SAM stack ' +
+        'makes the same role.',
+    );
+  }
   ack(
     stage,
     'AwsSolutions-APIG3',

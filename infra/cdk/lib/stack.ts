@@ -1,4 +1,4 @@
-import { CfnOutput, CfnParameter, Stack, StackProps, Token } from 'aws-cdk-lib';
+import { CfnOutput, CfnParameter, Fn, Stack, StackProps, Token } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { ForgebenchGateway, FunctionCode } from './gateway';
 
@@ -76,6 +76,23 @@ export class ForgebenchStack extends Stack {
       description: 'Upper bound for ?wait= on long-polling routes.',
     });
 
+    const alarmEmail = new CfnParameter(this, 'AlarmEmail', {
+      type: 'String',
+      default: '',
+      allowedPattern: '^([^@\\s]+@[^@\\s]+)?$',
+      description:
+        'An address the alarm topic mails (it confirms the subscription first). Empty: the topic has no subscriber; ' +
+        'subscribe your own (chat, paging) to the AlarmTopic output.',
+    });
+    const configureApiGatewayLogging = new CfnParameter(this, 'ConfigureApiGatewayLogging', {
+      type: 'String',
+      allowedValues: ['true', 'false'],
+      default: 'true',
+      description:
+        'API Gateway writes access logs only once the account names a CloudWatch Logs role (one setting per account ' +
+        'and region). "true" creates that role and sets it; "false" when the account has one already.',
+    });
+
     this.gateway = new ForgebenchGateway(this, 'Gateway', {
       code: props.code,
       operatorKeyHash: operatorKeyHash.valueAsString,
@@ -87,6 +104,16 @@ export class ForgebenchStack extends Stack {
       longPollConcurrency: longPollConcurrency.valueAsNumber,
       publicUrl: publicUrl.valueAsString,
       maxWaitSeconds: maxWaitSeconds.valueAsNumber,
+      alarmEmail: alarmEmail.valueAsString,
+      configureApiGatewayLogging: Token.asAny(configureApiGatewayLogging.valueAsString),
+    });
+
+    new CfnOutput(this, 'AlarmTopic', { description: 'The SNS topic every alarm notifies; subscribe to it', value: this.gateway.alarmTopic.ref });
+    new CfnOutput(this, 'Dashboard', {
+      description: 'The CloudWatch dashboard of the gateway',
+      value: Fn.sub('https://${AWS::Region}.console.aws.amazon.com/cloudwatch/home?region=${AWS::Region}#dashboards:name=${Name}', {
+        Name: this.gateway.dashboardName,
+      }),
     });
 
     new CfnOutput(this, 'ApiUrl', { description: 'Base URL of the gateway', value: this.gateway.url });
