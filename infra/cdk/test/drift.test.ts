@@ -1,7 +1,9 @@
 // The CDK stack and the SAM template deploy the same system: the same routes (both from
-// infra/openapi.yaml), functions and their settings, environment, every policy's actions on every
-// resource with its conditions, managed policies, triggers, table and indexes, queues, key,
-// bucket, alarm, parameters and outputs. Run after `cdk synth` (scripts/cdk-check.sh):
+// infra/openapi.yaml), REST API and stage (tracing, access log), functions and their settings
+// (tracing), environment, every policy's actions on every resource with its conditions, managed
+// policies (as SAM's own transform attaches them), triggers, table and indexes, queues and their
+// policy, key, bucket, topic, alarms, dashboard, the API Gateway logging role and account,
+// parameters, conditions and outputs. Run after `cdk synth` (scripts/cdk-check.sh):
 //   FORGEBENCH_SAM_TEMPLATE (default ../template.yaml) and FORGEBENCH_CDK_TEMPLATE (default
 //   cdk.out/forgebench-cdk.template.json) choose the two sides.
 import * as assert from 'node:assert/strict';
@@ -10,7 +12,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { FUNCTIONS } from '../lib/functions';
 import { repositoryRoot } from '../lib/gateway';
-import { cdkModel, differences, Model, samModel } from './model';
+import { cdkModel, differences, Model, Partition, samModel } from './model';
 
 const root = repositoryRoot();
 const samPath = process.env.FORGEBENCH_SAM_TEMPLATE ?? path.join(root, 'infra', 'template.yaml');
@@ -25,8 +27,21 @@ const only = (prefix: RegExp) => differences(sam, cdk).filter((d) => prefix.test
 
 test('both deploy the same routes, each to the same function with the same integration', () => {
   assert.ok(sam.routes.length >= 40, `only ${sam.routes.length} routes read from the SAM side`);
-  const d = only(/^routes|^API|^API invoke/);
+  const d = only(/^routes|^API definition|^API invoke/);
   assert.deepEqual(d, [], report(d));
+});
+
+test('both deploy the same REST API and stage: name, tracing, access log, throttling, its wait for the logging role', () => {
+  assert.equal(sam.stage.Stage.TracingEnabled, true);
+  assert.ok(sam.stage.Stage.AccessLogSetting?.Format, 'no access log format read from the SAM side');
+  const d = only(/^API and stage/);
+  assert.deepEqual(d, [], report(d));
+});
+
+test('the API definition still carries the gateway responses of openapi.yaml', () => {
+  const responses = cdk.definition['x-amazon-apigateway-gateway-responses'];
+  assert.ok(responses && Object.keys(responses).length > 0, 'no x-amazon-apigateway-gateway-responses in the CDK API definition');
+  assert.deepEqual(responses, sam.definition['x-amazon-apigateway-gateway-responses']);
 });
 
 test('both deploy the same functions with the same settings, environment and triggers', () => {
@@ -42,11 +57,25 @@ test("every function's role allows exactly what the SAM function's does", () => 
   assert.deepEqual(d, [], report(d));
 });
 
-test('both deploy the same table, queues, key, bucket, alarm, every other resource, log groups, parameters and outputs', () => {
-  const d = only(/^(resources|Table|PushQueue|PushDeadLetterQueue|SecretsKey|SecretsKeyAlias|BodyBucket|BodyBucketPolicy|PushDeadLetterAlarm|log groups|parameter|outputs)/);
-  assert.ok(Object.keys(sam.resources).length >= 8, 'too few resources read from the SAM side');
+test('both deploy the same table, queues, key, bucket, topic, alarms, dashboard, every other resource, log groups, parameters, conditions and outputs', () => {
+  // Everything the tests above do not cover.
+  const d = differences(sam, cdk).filter((x) => !/^(routes|API definition|API invoke|API and stage|functions: |\S+Function \(\S+\) )/.test(x));
+  for (const r of ['AlarmTopic', 'AlarmTopicPolicy', 'AlarmEmailSubscription', 'Api5xxAlarm', 'Dashboard', 'PushQueuesTlsOnly', 'ApiGatewayAccount', 'ApiGatewayLoggingReady']) {
+    assert.ok(sam.resources[r], `no ${r} read from the SAM side`);
+  }
+  assert.ok(Object.keys(sam.conditions).length >= 2, 'too few conditions read from the SAM side');
   assert.deepEqual(d, [], report(d));
 });
+
+// SAM names the X-Ray policy by the partition it transforms in; the CDK stack decides at deploy time.
+for (const partition of ['aws-cn', 'aws-us-gov'] as Partition[]) {
+  test(`in ${partition} too, every function's role has the managed policies SAM's transform gives it there`, () => {
+    const [s, c] = [samModel(samPath, partition), cdkModel(cdkPath, partition)];
+    assert.ok(Object.values(s.functions).every((f) => f.managedPolicies.some((m) => m.endsWith('/AWSXRayDaemonWriteAccess'))));
+    const d = differences(s, c).filter((x) => / managed policies: /.test(x));
+    assert.deepEqual(d, [], report(d));
+  });
+}
 
 test('the table keeps its keys, indexes (multi-attribute ones included), TTL, billing and PITR', () => {
   const table = cdk.resources.Table.Properties;
@@ -80,4 +109,16 @@ test('the comparison fails when one side adds a route, a function or a permissio
   assert.match(timeout.join('\n'), /OpenTaskFunction \(open-task\) Timeout: SAM 36 but CDK 35/);
   const index = perturbed((m) => m.resources.Table.Properties.GlobalSecondaryIndexes.pop());
   assert.match(index.join('\n'), /^Table: /m);
+  const alarmActions = perturbed((m) => delete m.resources.PushQueueAgeAlarm.Properties.AlarmActions);
+  assert.match(alarmActions.join('\n'), /^PushQueueAgeAlarm: \/Properties\/AlarmActions only in CDK/m);
+  const tracing = perturbed((m) => delete m.functions['GetMeFunction (get-me)']!.settings.TracingConfig);
+  assert.match(tracing.join('\n'), /GetMeFunction \(get-me\) TracingConfig: SAM undefined but CDK \{"Mode":"Active"\}/);
+  const xray = perturbed((m) => m.functions['GetMeFunction (get-me)']!.managedPolicies.pop());
+  assert.match(xray.join('\n'), /GetMeFunction \(get-me\) managed policies: only in CDK: /);
+  const accessLog = perturbed((m) => delete m.stage.Stage.AccessLogSetting);
+  assert.match(accessLog.join('\n'), /^API and stage: \/Stage\/AccessLogSetting only in CDK/m);
+  const dashboard = perturbed((m) => (m.resources.Dashboard.Properties.DashboardBody.widgets[5].properties.stat = 'Average'));
+  assert.match(dashboard.join('\n'), /^Dashboard: \/Properties\/DashboardBody\/widgets\/5\/properties\/stat: SAM "Average" but CDK "Maximum"/m);
+  const condition = perturbed((m) => delete m.resources.AlarmEmailSubscription.Condition);
+  assert.match(condition.join('\n'), /^AlarmEmailSubscription: \/Condition only in CDK/m);
 });

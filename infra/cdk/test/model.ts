@@ -2,6 +2,7 @@
 // synthesized CDK template into one comparable model: every reference is rewritten to the name
 // of what it points at (the SAM logical id, or the CDK construct path below the gateway joined:
 // `Gateway/CancelTask/Function/Resource` -> `CancelTaskFunction`), so the two sides line up.
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as yaml from 'js-yaml';
@@ -41,6 +42,7 @@ export function canon(v: Json, name: (logicalId: string) => string): Json {
     const a = v[k];
     if (k === 'Ref') return typeof a === 'string' && a.startsWith('AWS::') ? `\${${a}}` : `{{ref:${name(a)}}}`;
     if (k === 'Fn::GetAtt') return `{{${name(a[0])}.${a[1]}}}`;
+    if (k === 'Fn::If' && Array.isArray(a)) return { 'Fn::If': [name(a[0]), canon(a[1], name), canon(a[2], name)] };
     if (k === 'Fn::Join') {
       const parts = canon(a[1], name);
       if (Array.isArray(parts) && parts.every((p) => typeof p === 'string')) return parts.join(a[0]);
@@ -79,7 +81,9 @@ export interface Model {
   routes: string[];
   /** The API definition without its integrations' function names (compared whole). */
   definition: Json;
+  /** The REST API (its definition aside, with its DependsOn) and its stage, as deployed. */
   stage: Json;
+  conditions: Record<string, Json>;
   invokePermissions: string[];
   logGroups: string[];
   /** Every resource but functions, the API, log groups and permissions, by name. */
@@ -137,12 +141,66 @@ function routesOf(definition: Json, name: (id: string) => string): { routes: str
   return { routes: routes.sort(), rest };
 }
 
-const SAM_BASIC = 'arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole';
-const SAM_SQS = 'arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole';
+export type Partition = 'aws' | 'aws-cn' | 'aws-us-gov';
+/** A region of each partition, for SAM's transform (which decides names by the partition it runs in). */
+const PARTITION_REGION: Record<Partition, string> = { aws: 'us-east-1', 'aws-cn': 'cn-north-1', 'aws-us-gov': 'us-gov-west-1' };
+
+/**
+ * The SAM template after SAM's own transform (aws-sam-translator, offline: test/sam-translate.py),
+ * as CloudFormation gets it in a region of `partition`. The Python with samtranslator is
+ * FORGEBENCH_SAM_PYTHON, or the project's .local/venv (scripts/install.sh with
+ * FORGEBENCH_INSTALL_DEPLOY_TOOLS=1 installs aws-sam-cli, which brings it).
+ */
+export function samTransformed(templatePath: string, partition: Partition = 'aws'): Json {
+  const root = path.resolve(__dirname, '..', '..', '..', '..');
+  const script = path.join(root, 'infra', 'cdk', 'test', 'sam-translate.py');
+  const python = process.env.FORGEBENCH_SAM_PYTHON ?? path.join(root, '.local', 'venv', 'bin', 'python');
+  if (!fs.existsSync(python)) {
+    throw new Error(`${python} is missing: the drift test runs SAM's transform (aws-sam-translator); run FORGEBENCH_INSTALL_DEPLOY_TOOLS=1 scripts/install.sh or set FORGEBENCH_SAM_PYTHON`);
+  }
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    AWS_DEFAULT_REGION: PARTITION_REGION[partition],
+    AWS_REGION: PARTITION_REGION[partition],
+    // Only the region is read: no profile, no credentials, no instance metadata.
+    AWS_CONFIG_FILE: '/dev/null',
+    AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
+    AWS_EC2_METADATA_DISABLED: 'true',
+  };
+  const run = spawnSync(python, [script, templatePath], { env, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  if (run.status !== 0) throw new Error(`SAM's transform of ${templatePath} failed (${python} ${script}):\n${run.stderr}`);
+  return JSON.parse(run.stdout);
+}
+
+/** Managed policy ARNs name their partition as the CDK stack does (`arn:${AWS::Partition}:`). */
+const managedArn = (arn: Json): Json => (typeof arn === 'string' ? arn.replace(/^arn:aws(-cn|-us-gov)?:/, 'arn:${AWS::Partition}:') : arn);
+
+/** The REST API (without its definition) and its stage, from a CloudFormation template. */
+function apiAndStage(t: Json, name: (id: string) => string): Json {
+  const entries = Object.entries<Json>(t.Resources);
+  const apis = entries.filter(([, r]) => r.Type === 'AWS::ApiGateway::RestApi');
+  const stages = entries.filter(([, r]) => r.Type === 'AWS::ApiGateway::Stage');
+  if (apis.length !== 1 || stages.length !== 1) throw new Error(`${apis.length} REST APIs and ${stages.length} stages, not one each`);
+  const [, api] = apis[0]!;
+  const [, stage] = stages[0]!;
+  const { Body: _body, BodyS3Location: _location, ...restApi } = api.Properties;
+  const { DeploymentId: _deployment, RestApiId: _api, ...stageProperties } = stage.Properties;
+  stageProperties.MethodSettings = (stageProperties.MethodSettings ?? []).map((m: Json) => {
+    const { DataTraceEnabled, ...rest } = m;
+    if (DataTraceEnabled) throw new Error('data trace is on');
+    return rest;
+  });
+  return canon({ RestApi: restApi, RestApiDependsOn: dependsOn(api.DependsOn, name), Stage: stageProperties, StageDependsOn: dependsOn(stage.DependsOn, name) }, name);
+}
+
+function dependsOn(d: Json, name: (id: string) => string): string[] | undefined {
+  return d === undefined ? undefined : [].concat(d).map((x: string) => name(x)).sort();
+}
 
 /** The SAM template, as CloudFormation would see it after SAM's transform, for what we compare. */
-export function samModel(templatePath: string): Model {
+export function samModel(templatePath: string, partition: Partition = 'aws'): Model {
   const t = yaml.load(fs.readFileSync(templatePath, 'utf8'), { schema: CFN_SCHEMA }) as Json;
+  const transformed = samTransformed(templatePath, partition);
   const name = (id: string) => id;
   const globals = t.Globals?.Function ?? {};
   const functions: Record<string, FunctionModel> = {};
@@ -161,16 +219,20 @@ export function samModel(templatePath: string): Model {
       for (const f of FUNCTION_FIELDS) if (merged[f] !== undefined) settings[f] = canon(merged[f], name);
       if (typeof settings.Description === 'string') settings.Description = settings.Description.trim();
       const env = canon({ ...(globals.Environment?.Variables ?? {}), ...(p.Environment?.Variables ?? {}) }, name);
-      const statements = (p.Policies ?? []).flatMap((doc: Json) => {
+      for (const doc of p.Policies ?? []) {
         if (typeof doc === 'string' || !doc.Statement) throw new Error(`${id}: only inline policy documents are modelled`);
-        return doc.Statement;
-      });
+      }
+      // The role as SAM makes it: the inline policies, and the managed policies it adds (basic
+      // execution; X-Ray write for Tracing: Active; SQS execution for an SQS event).
+      const roleId = transformed.Resources[id]?.Properties?.Role?.['Fn::GetAtt']?.[0];
+      const role = transformed.Resources[roleId];
+      if (!role) throw new Error(`${id}: no role in SAM's transform`);
+      const statements = (role.Properties.Policies ?? []).flatMap((x: Json) => x.PolicyDocument.Statement);
+      const managedPolicies: string[] = (role.Properties.ManagedPolicyArns ?? []).map((m: Json) => managedArn(canon(m, name)));
       const triggers: string[] = [];
-      const managedPolicies = [SAM_BASIC];
       for (const e of Object.values<Json>(p.Events ?? {})) {
         if (e.Type === 'Schedule') triggers.push(`schedule ${e.Properties.Schedule}`);
         else if (e.Type === 'SQS') {
-          managedPolicies.push(SAM_SQS);
           triggers.push(`sqs ${canon(e.Properties.Queue, name)} batch=${e.Properties.BatchSize} ${[].concat(e.Properties.FunctionResponseTypes ?? []).join(',')}`);
         } else throw new Error(`${id}: event type ${e.Type} is not modelled`);
       }
@@ -182,16 +244,13 @@ export function samModel(templatePath: string): Model {
         triggers,
       };
     } else if (r.Type === 'AWS::Serverless::Api') {
-      const unmodelled = Object.keys(p).filter((k) => !['StageName', 'DefinitionBody', 'EndpointConfiguration', 'MethodSettings'].includes(k));
-      if (unmodelled.length > 0 || r.DependsOn) throw new Error(`${id}: ${[...unmodelled, ...(r.DependsOn ? ['DependsOn'] : [])].join(', ')} not compared by the drift test yet (test/model.ts)`);
+      // Every other property of the Api reaches the REST API or the stage SAM makes of it, which
+      // are compared whole (apiAndStage, from SAM's transform).
       const include = p.DefinitionBody?.['Fn::Transform'];
       if (include?.Name !== 'AWS::Include') throw new Error('the Api must include its definition');
       const location = path.resolve(path.dirname(templatePath), include.Parameters.Location);
       definition = yaml.load(fs.readFileSync(location, 'utf8'));
-      stage = canon(
-        { StageName: p.StageName, EndpointConfiguration: p.EndpointConfiguration?.Type, MethodSettings: p.MethodSettings },
-        name,
-      );
+      stage = apiAndStage(transformed, name);
     } else if (r.Type === 'AWS::Logs::LogGroup') {
       logGroups.push(JSON.stringify(canon(p, name)));
     } else if (r.Type === 'AWS::Lambda::Permission' && p.Principal === 'apigateway.amazonaws.com') {
@@ -205,35 +264,93 @@ export function samModel(templatePath: string): Model {
     routes,
     definition: rest,
     stage,
+    conditions: canon(t.Conditions ?? {}, name),
     invokePermissions: invokePermissions.sort(),
     logGroups: logGroups.sort(),
     resources: others(t.Resources, name, true),
-    outputs: Object.fromEntries(Object.entries<Json>(t.Outputs ?? {}).map(([k, o]) => [k, canon(o.Value, name)])),
+    outputs: outputs(t.Outputs, name),
   };
 }
 
 const SAM_MODELLED = new Set(['AWS::Serverless::Function', 'AWS::Serverless::Api', 'AWS::Logs::LogGroup', 'AWS::Lambda::Permission']);
-/** What the CDK stack adds on purpose (SAM's transform makes the same from its shorthand, or TLS-only queues). */
+/** What the CDK stack makes of its own (SAM's transform makes the same from its shorthand; compared above). */
 const CDK_EXTRAS = new Set([
-  'AWS::Lambda::Function', 'AWS::IAM::Role', 'AWS::Lambda::EventSourceMapping', 'AWS::Events::Rule',
+  'AWS::Lambda::Function', 'AWS::Lambda::EventSourceMapping', 'AWS::Events::Rule',
   'AWS::ApiGateway::RestApi', 'AWS::ApiGateway::Deployment', 'AWS::ApiGateway::Stage', 'AWS::CDK::Metadata',
 ]);
-const CDK_EXTRA_NAMES = new Set(['PushQueuesTlsOnly']);
 
-/** Every other resource, by name: type, properties, deletion policies, conditions, dependencies left out. */
+function outputs(o: Json, name: (id: string) => string): Record<string, Json> {
+  return Object.fromEntries(Object.keys(o ?? {}).sort().map((k) => [k, canon(o[k].Value, name)]));
+}
+
+/** Every other resource, by name: type, properties, metadata, deletion policies, condition, dependencies. */
 function others(resources: Json, name: (id: string) => string, sam: boolean): Record<string, Json> {
   const out: Record<string, Json> = {};
+  // The functions' roles are compared with their functions.
+  const functionRoles = new Set(
+    Object.values<Json>(resources).filter((r) => r.Type === 'AWS::Lambda::Function').map((r) => r.Properties.Role?.['Fn::GetAtt']?.[0]),
+  );
   for (const [id, r] of Object.entries<Json>(resources)) {
-    if (sam ? SAM_MODELLED.has(r.Type) : CDK_EXTRAS.has(r.Type) || r.Type === 'AWS::Logs::LogGroup' || r.Type === 'AWS::Lambda::Permission' || CDK_EXTRA_NAMES.has(name(id))) continue;
-    out[name(id)] = canon({ Type: r.Type, Properties: r.Properties, DeletionPolicy: r.DeletionPolicy, UpdateReplacePolicy: r.UpdateReplacePolicy, Condition: r.Condition }, name);
+    if (sam ? SAM_MODELLED.has(r.Type) : CDK_EXTRAS.has(r.Type) || functionRoles.has(id) || r.Type === 'AWS::Logs::LogGroup' || r.Type === 'AWS::Lambda::Permission') continue;
+    // The CDK's own metadata (construct path) and the function names for this test are not deployed settings.
+    const metadata = Object.fromEntries(Object.entries<Json>(r.Metadata ?? {}).filter(([k]) => !k.startsWith('aws:cdk:') && !k.startsWith('forgebench:')));
+    const properties = canon(r.Properties, name);
+    // A dashboard's body is JSON; compared as such (key order and spacing aside).
+    if (r.Type === 'AWS::CloudWatch::Dashboard' && typeof properties?.DashboardBody === 'string') properties.DashboardBody = JSON.parse(properties.DashboardBody);
+    out[name(id)] = {
+      ...canon(
+        {
+          Type: r.Type,
+          Metadata: Object.keys(metadata).length > 0 ? metadata : undefined,
+          DeletionPolicy: r.DeletionPolicy,
+          UpdateReplacePolicy: r.UpdateReplacePolicy,
+          Condition: r.Condition === undefined ? undefined : name(r.Condition),
+          DependsOn: dependsOn(r.DependsOn, name),
+        },
+        name,
+      ),
+      Properties: properties,
+    };
+  }
+  return out;
+}
+
+/**
+ * Resolves the conditions on the stack's partition (`Fn::Equals [AWS::Partition, ...]`) for one
+ * partition: each `Fn::If` on one becomes the branch CloudFormation takes there, and the condition
+ * goes. SAM decides such names at transform time (X-Ray's policy); the CDK stack, synthesized for
+ * any partition, decides them at deploy time.
+ */
+function resolvePartition(t: Json, partition: Partition): Json {
+  const values: Record<string, boolean> = {};
+  for (const [id, c] of Object.entries<Json>(t.Conditions ?? {})) {
+    const e = c['Fn::Equals'];
+    if (!Array.isArray(e) || e.length !== 2) continue;
+    const [a, b] = e;
+    if (a?.Ref === 'AWS::Partition' && typeof b === 'string') values[id] = b === partition;
+    else if (b?.Ref === 'AWS::Partition' && typeof a === 'string') values[id] = a === partition;
+  }
+  const walk = (v: Json): Json => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (v === null || typeof v !== 'object') return v;
+    const ifs = v['Fn::If'];
+    if (Object.keys(v).length === 1 && Array.isArray(ifs) && ifs[0] in values) return walk(values[ifs[0]] ? ifs[1] : ifs[2]);
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+  };
+  const out = walk(t);
+  for (const id of Object.keys(values)) delete out.Conditions[id];
+  for (const [id, r] of Object.entries<Json>(out.Resources)) {
+    if (r.Condition in values) throw new Error(`${id}: a resource conditional on the partition is not modelled`);
   }
   return out;
 }
 
 /** The synthesized CDK template, named by construct path below the gateway. */
-export function cdkModel(templatePath: string): Model {
-  const t = JSON.parse(fs.readFileSync(templatePath, 'utf8')) as Json;
+export function cdkModel(templatePath: string, partition: Partition = 'aws'): Model {
+  const t = resolvePartition(JSON.parse(fs.readFileSync(templatePath, 'utf8')) as Json, partition);
   const names: Record<string, string> = {};
+  // Conditions carry no construct path: `Gateway<Id><hash>` -> `<Id>`.
+  for (const id of Object.keys(t.Conditions ?? {})) names[id] = id.replace(/^Gateway/, '').replace(/[0-9A-F]{8}$/, '');
   for (const [id, r] of Object.entries<Json>(t.Resources)) {
     const p: string | undefined = r.Metadata?.['aws:cdk:path'];
     if (!p) continue;
@@ -275,25 +392,12 @@ export function cdkModel(templatePath: string): Model {
         settings,
         env: canon(p.Environment?.Variables ?? {}, name),
         permissions: permissionsOf(policiesOf(roleId), name),
-        managedPolicies: (role.Properties.ManagedPolicyArns ?? []).map((m: Json) => canon(m, name)).sort(),
+        managedPolicies: (role.Properties.ManagedPolicyArns ?? []).map((m: Json) => managedArn(canon(m, name))).sort(),
         triggers,
       };
     } else if (r.Type === 'AWS::ApiGateway::RestApi') {
       definition = r.Properties.Body;
-    } else if (r.Type === 'AWS::ApiGateway::Stage') {
-      const restApi = t.Resources[p.RestApiId.Ref];
-      stage = canon(
-        {
-          StageName: p.StageName,
-          EndpointConfiguration: restApi.Properties.EndpointConfiguration?.Types?.[0],
-          MethodSettings: (p.MethodSettings ?? []).map((m: Json) => {
-            const { DataTraceEnabled, ...rest } = m;
-            if (DataTraceEnabled) throw new Error('data trace is on');
-            return rest;
-          }),
-        },
-        name,
-      );
+      stage = apiAndStage(t, name);
     } else if (r.Type === 'AWS::Logs::LogGroup') {
       logGroups.push(JSON.stringify(canon(p, name)));
     } else if (r.Type === 'AWS::Lambda::Permission' && p.Principal === 'apigateway.amazonaws.com') {
@@ -307,10 +411,11 @@ export function cdkModel(templatePath: string): Model {
     routes,
     definition: rest,
     stage,
+    conditions: Object.fromEntries(Object.entries<Json>(t.Conditions ?? {}).map(([k, c]) => [name(k), canon(c, name)])),
     invokePermissions: invokePermissions.sort(),
     logGroups: logGroups.sort(),
     resources: others(t.Resources, name, false),
-    outputs: Object.fromEntries(Object.entries<Json>(t.Outputs ?? {}).filter(([k]) => !k.includes('Endpoint')).map(([k, o]) => [k, canon(o.Value, name)])),
+    outputs: outputs(Object.fromEntries(Object.entries<Json>(t.Outputs ?? {}).filter(([k]) => !k.includes('Endpoint'))), name),
   };
 }
 
@@ -327,7 +432,7 @@ export function differences(sam: Model, cdk: Model): string[] {
   };
   sets('routes', sam.routes, cdk.routes);
   for (const d of deepDifferences(sam.definition, cdk.definition, '')) out.push(`API definition (apart from integrations): ${d}`);
-  equal('API stage', sam.stage, cdk.stage);
+  for (const d of deepDifferences(sam.stage, cdk.stage, '')) out.push(`API and stage: ${d}`);
   sets('functions', Object.keys(sam.functions), Object.keys(cdk.functions));
   for (const [fn, s] of Object.entries(sam.functions)) {
     const c = cdk.functions[fn];
@@ -341,9 +446,13 @@ export function differences(sam: Model, cdk: Model): string[] {
   sets('API invoke permissions', sam.invokePermissions, cdk.invokePermissions);
   sets('log groups', sam.logGroups, cdk.logGroups);
   sets('parameters', Object.keys(sam.parameters), Object.keys(cdk.parameters));
+  sets('conditions', Object.keys(sam.conditions), Object.keys(cdk.conditions));
+  for (const [k, v] of Object.entries(sam.conditions)) if (cdk.conditions[k]) equal(`condition ${k}`, v, cdk.conditions[k]);
   for (const [k, v] of Object.entries(sam.parameters)) if (cdk.parameters[k]) equal(`parameter ${k}`, v, cdk.parameters[k]);
   sets('resources', Object.keys(sam.resources), Object.keys(cdk.resources));
-  for (const k of Object.keys(sam.resources)) if (cdk.resources[k]) equal(k, sam.resources[k], cdk.resources[k]);
+  for (const k of Object.keys(sam.resources)) {
+    if (cdk.resources[k]) for (const d of deepDifferences(sam.resources[k], cdk.resources[k], '')) out.push(`${k}: ${d}`);
+  }
   equal('outputs', sam.outputs, cdk.outputs);
   return out;
 }
@@ -359,7 +468,14 @@ function deepDifferences(a: Json, b: Json, at: string, out: string[] = []): stri
       else deepDifferences(a[k], b[k], p, out);
     }
   } else if (JSON.stringify(a) !== JSON.stringify(b)) {
-    out.push(`${at}: SAM ${JSON.stringify(a)?.slice(0, 200)} but CDK ${JSON.stringify(b)?.slice(0, 200)}`);
+    // Long strings (a log format, a description) from a little before where they part.
+    let from = 0;
+    if (typeof a === 'string' && typeof b === 'string') {
+      while (from < a.length && a[from] === b[from]) from++;
+      from = Math.max(0, from - 40);
+    }
+    const show = (x: Json) => (typeof x === 'string' && from > 0 ? `…${JSON.stringify(x.slice(from)).slice(0, 160)}` : JSON.stringify(x)?.slice(0, 200));
+    out.push(`${at}: SAM ${show(a)} but CDK ${show(b)}`);
   }
   return out;
 }
