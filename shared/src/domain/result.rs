@@ -32,7 +32,9 @@ impl Artifact {
         }
         let name = match object.get("name") {
             None | Some(Value::Null) => "response".to_owned(),
-            Some(Value::String(name)) if !name.is_empty() && name.len() <= 256 => name.clone(),
+            Some(Value::String(name)) if !name.is_empty() && name.chars().count() <= 256 => {
+                name.clone()
+            }
             Some(_) => {
                 return Err(Invalid(format!(
                     "{at}.name must be a string of 1 to 256 characters"
@@ -155,12 +157,12 @@ impl TaskResult {
             Some(value) => Some(Message::parse(value, "message")?),
         };
         let artifacts = parse_artifacts(object.get("artifacts"), "artifacts")?;
+        // `error` is only used by a failure, but its type holds for every state, as documented.
+        let error = failure_text(object.get("error"), message.as_ref())?;
         match TaskState::parse(state) {
             Some(TaskState::Working) => Err(ResultRejection::WorkingFromPull),
             Some(TaskState::Completed) => Ok(TaskResult::Completed { artifacts, message }),
-            Some(TaskState::Failed) => Ok(TaskResult::Failed {
-                error: failure_text(object.get("error"), message.as_ref())?,
-            }),
+            Some(TaskState::Failed) => Ok(TaskResult::Failed { error }),
             Some(TaskState::InputRequired) => {
                 let question = message.ok_or_else(|| {
                     Invalid::new("an input_required result needs message: the question to ask")

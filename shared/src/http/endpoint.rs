@@ -27,6 +27,12 @@ pub async fn put(app: &App, request: Request) -> HandlerResult {
             ))
         }
         Some(Value::Null) => {
+            // Nothing else applies to a cleared endpoint, but the body holds to its schema.
+            flag(&body, "clear_auth")?;
+            flag(&body, "allow_private_network")?;
+            if let Some(auth) = body.get("auth").filter(|auth| !auth.is_null()) {
+                parse_auth(auth)?;
+            }
             agent.endpoint = None;
             agent.sealed_secret = None;
             "agent.endpoint.clear"

@@ -264,34 +264,39 @@ impl Route {
     }
 
     /// Matches a method and path against the table; returns the route and its path parameters.
+    /// As in API Gateway's resource tree, the path's most literal template decides: a method
+    /// only it lacks is a 405 (`PATCH /v1/agents/me` is not `PATCH /v1/agents/{agent}`).
     pub fn find(
         method: &Method,
         path: &str,
     ) -> Result<(Route, HashMap<String, String>), RouteMiss> {
         let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-        let mut best: Option<(usize, Route, HashMap<String, String>)> = None;
-        let mut allowed: Vec<Method> = Vec::new();
+        let mut most_literal: Option<usize> = None;
+        let mut candidates: Vec<(usize, Route, HashMap<String, String>)> = Vec::new();
         for route in Route::ALL {
-            let (route_method, template) = route.spec();
-            let Some((literals, parameters)) = match_template(template, &segments) else {
+            let Some((literals, parameters)) = match_template(route.spec().1, &segments) else {
                 continue;
             };
-            if route_method != *method {
-                if !allowed.contains(&route_method) {
-                    allowed.push(route_method);
-                }
+            most_literal = most_literal.max(Some(literals));
+            candidates.push((literals, route, parameters));
+        }
+        let Some(most_literal) = most_literal else {
+            return Err(RouteMiss::NoSuchPath);
+        };
+        let mut allowed: Vec<Method> = Vec::new();
+        for (literals, route, parameters) in candidates {
+            if literals != most_literal {
                 continue;
             }
-            if best.as_ref().is_none_or(|(score, _, _)| literals > *score) {
-                best = Some((literals, route, parameters));
+            let route_method = route.spec().0;
+            if route_method == *method {
+                return Ok((route, parameters));
+            }
+            if !allowed.contains(&route_method) {
+                allowed.push(route_method);
             }
         }
-        best.map(|(_, route, parameters)| (route, parameters))
-            .ok_or(if allowed.is_empty() {
-                RouteMiss::NoSuchPath
-            } else {
-                RouteMiss::WrongMethod(allowed)
-            })
+        Err(RouteMiss::WrongMethod(allowed))
     }
 
     /// Serves one request: every outcome becomes a response; the handler's span carries the
@@ -496,6 +501,8 @@ mod tests {
             wrong_method,
             RouteMiss::WrongMethod(vec![Method::POST, Method::GET])
         );
+        let reserved = Route::find(&Method::PATCH, "/v1/agents/me").unwrap_err();
+        assert_eq!(reserved, RouteMiss::WrongMethod(vec![Method::GET]));
         let no_path = Route::find(&Method::GET, "/v2/nothing").unwrap_err();
         assert_eq!(no_path, RouteMiss::NoSuchPath);
     }

@@ -62,6 +62,12 @@ async fn a_405_names_the_methods_the_path_takes_in_allow() {
         .await;
     assert_eq!(reply.status, 405, "{}", reply.text);
     assert_eq!(reply.headers["allow"], "GET");
+    // A literal segment is its own resource: `me` and `cards` take only what they list.
+    for path in ["/v1/agents/me", "/v1/agents/cards"] {
+        let reply = app.send("PATCH", path, Some(&tenant.admin_key), None).await;
+        assert_eq!(reply.status, 405, "{path}: {}", reply.text);
+        assert_eq!(reply.headers["allow"], "GET", "{path}");
+    }
 }
 
 #[tokio::test]
@@ -183,16 +189,108 @@ async fn a_pull_result_saying_working_is_422_and_outside_the_documents_states() 
         .await;
     assert_eq!(reply.status, 422, "{}", reply.text);
     let document = served_document(&app).await;
-    let states = property(&document, "TaskResultIn", &["state"]);
+    let answers = &document["components"]["schemas"]["TaskResultIn"];
+    let states: Vec<Value> = answers["oneOf"]
+        .as_array()
+        .expect("TaskResultIn is one shape per state")
+        .iter()
+        .flat_map(|shape| {
+            resolve(&document, shape)["properties"]["state"]["enum"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
     assert_eq!(
-        states["enum"],
-        json!(["completed", "failed", "input_required"]),
-        "{states}"
+        states,
+        vec![json!("completed"), json!("failed"), json!("input_required")],
+        "{answers}"
     );
     // Every task has its opening message, and the document requires it.
     assert!(opened.body["input"]["message"]["parts"].is_array());
     for schema in ["Task", "TaskSummary"] {
         let input = property(&document, schema, &["input"]);
         assert_eq!(input["required"], json!(["message"]), "{schema}: {input}");
+    }
+}
+
+#[tokio::test]
+async fn a_results_fields_hold_to_their_types_whatever_the_state() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("go"), 0)
+        .await;
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 200);
+    let task_id = opened.field("id");
+    let reply = app
+        .post_result(
+            &pair.callee.key,
+            &task_id,
+            json!({"state": "completed", "error": {}}),
+        )
+        .await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    // An artifact name is 1 to 256 characters, not bytes.
+    let name = "é".repeat(256);
+    let reply = app
+        .post_result(
+            &pair.callee.key,
+            &task_id,
+            json!({"state": "completed", "artifacts": [{"name": name, "parts": [{"text": "ok"}]}]}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
+
+#[tokio::test]
+async fn clearing_an_endpoint_still_holds_the_body_to_its_schema() {
+    let app = spawn_app().await;
+    let tenant = app.create_tenant().await;
+    let agent = app.create_agent(&tenant.admin_key, "pushee").await;
+    let path = format!("/v1/agents/{}/endpoint", agent.id);
+    for body in [
+        json!({"url": null, "clear_auth": "yes"}),
+        json!({"url": null, "allow_private_network": 1}),
+        json!({"url": null, "auth": {"type": "bearer"}}),
+    ] {
+        let reply = app
+            .send("PUT", &path, Some(&tenant.admin_key), Some(body.clone()))
+            .await;
+        assert_eq!(reply.status, 400, "{body}: {}", reply.text);
+    }
+    let reply = app
+        .send(
+            "PUT",
+            &path,
+            Some(&tenant.admin_key),
+            Some(json!({"url": null, "clear_auth": null})),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
+
+#[tokio::test]
+async fn an_endpoint_secret_is_bounded_in_utf8_bytes_as_documented() {
+    // KMS seals at most 4096 bytes of plaintext, so the bound is in bytes, and says so.
+    let app = spawn_app().await;
+    let tenant = app.create_tenant().await;
+    let agent = app.create_agent(&tenant.admin_key, "pushee").await;
+    let path = format!("/v1/agents/{}/endpoint", agent.id);
+    let document = served_document(&app).await;
+    let secret = &document["components"]["schemas"]["EndpointSecret"];
+    assert_eq!(secret["maxLength"], 4096, "{secret}");
+    assert!(
+        secret["description"]
+            .as_str()
+            .is_some_and(|text| text.contains("4096 bytes")),
+        "{secret}"
+    );
+    let body = |secret: String| json!({"url": "https://93.184.215.14/hook", "auth": {"type": "bearer", "secret": secret}});
+    for (secret, status) in [("a".repeat(4096), 200), ("é".repeat(2049), 400)] {
+        let reply = app
+            .send("PUT", &path, Some(&tenant.admin_key), Some(body(secret)))
+            .await;
+        assert_eq!(reply.status, status, "{}", reply.text);
     }
 }
