@@ -41,6 +41,14 @@ pub async fn list(app: &App, request: Request) -> HandlerResult {
     };
     let filters = ["agent", "action", "outcome", "since"].map(|name| query_param(&request, name));
     let [agent, action, outcome, since] = filters;
+    if outcome
+        .as_deref()
+        .is_some_and(|outcome| !matches!(outcome, "allowed" | "refused"))
+    {
+        return Err(ApiError::InvalidRequest(
+            "outcome must be allowed or refused".into(),
+        ));
+    }
     // Filters apply within each page read, so a filtered page may hold fewer than `limit` entries
     // while `next_cursor` still leads on; paging never skips or repeats an entry.
     let (entries, next) = app

@@ -294,3 +294,18 @@ async fn an_endpoint_secret_is_bounded_in_utf8_bytes_as_documented() {
         assert_eq!(reply.status, status, "{}", reply.text);
     }
 }
+
+#[tokio::test]
+async fn the_audit_outcome_filter_takes_only_the_documented_outcomes() {
+    let app = spawn_app().await;
+    let tenant = app.create_tenant().await;
+    let document = served_document(&app).await;
+    let outcome = &parameter(&document, "/v1/audit", "get", "outcome")["schema"];
+    assert_eq!(outcome["enum"], json!(["allowed", "refused"]), "{outcome}");
+    let reply = app.get("/v1/audit?outcome=maybe", &tenant.admin_key).await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    let reply = app
+        .get("/v1/audit?outcome=allowed", &tenant.admin_key)
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
