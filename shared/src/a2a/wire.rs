@@ -318,9 +318,11 @@ pub fn incoming_message(value: &Value) -> Result<IncomingMessage, A2aError> {
             ))
         }
     }
+    // An empty string is an unset id in proto JSON; a list or an object is never an id.
     let text_id = |name: &str| -> Result<Option<String>, A2aError> {
-        match given(name) {
-            None => Ok(None),
+        match fields.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(id)) if id.is_empty() => Ok(None),
             Some(Value::String(id)) => Ok(Some(id.clone())),
             Some(_) => Err(A2aError::invalid_params(format!(
                 "message.{name} must be a string"

@@ -309,3 +309,26 @@ async fn the_audit_outcome_filter_takes_only_the_documented_outcomes() {
         .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
 }
+
+#[tokio::test]
+async fn an_a2a_message_names_its_task_and_conversation_with_strings_only() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    for field in ["taskId", "contextId"] {
+        for wrong in [json!([]), json!({}), json!(7)] {
+            let mut message =
+                json!({"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "hi"}]});
+            message[field] = wrong.clone();
+            let reply = app
+                .a2a_rest(
+                    "POST",
+                    &pair.callee.id,
+                    "/message:send",
+                    &pair.caller.key,
+                    Some(json!({ "message": message })),
+                )
+                .await;
+            assert_eq!(reply.status, 400, "{field}: {wrong}: {}", reply.text);
+        }
+    }
+}
