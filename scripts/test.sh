@@ -43,6 +43,9 @@ cargo run --quiet --locked -p forgebench-bench --bin event-streams -- 8
 echo "== benchmark (short): task search beside a full Scan" >&2
 cargo run --quiet --locked -p forgebench-bench --bin search -- 2000 3
 
+echo "== benchmark (short): cost per million tasks, pull and push" >&2
+cargo run --quiet --locked -p forgebench-bench --bin cost -- 20
+
 echo "== schemathesis: the gateway against its own OpenAPI document" >&2
 scripts/schemathesis.sh
 
