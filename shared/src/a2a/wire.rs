@@ -246,6 +246,17 @@ fn rest_part(part: &Value, at: &str) -> Result<Value, A2aError> {
             format!("{at}.raw: raw bytes are not carried; send a url or data part"),
         ));
     }
+    // Empty means unset (proto JSON), but a field that is set is a string.
+    for name in ["text", "url", "filename", "mediaType"] {
+        if !matches!(
+            fields.get(name),
+            None | Some(Value::Null | Value::String(_))
+        ) {
+            return Err(A2aError::invalid_params(format!(
+                "{at}.{name} must be a string"
+            )));
+        }
+    }
     let media_type = given("mediaType").and_then(Value::as_str);
     if let Some(text) = given("text") {
         if media_type.is_some_and(|media| media != "text/plain") {

@@ -331,4 +331,21 @@ async fn an_a2a_message_names_its_task_and_conversation_with_strings_only() {
             assert_eq!(reply.status, 400, "{field}: {wrong}: {}", reply.text);
         }
     }
+    for part in [
+        json!({"text": "hi", "mediaType": []}),
+        json!({"url": "https://example.com/a", "filename": {}}),
+        json!({"url": "https://example.com/a", "mediaType": 7}),
+    ] {
+        let message = json!({"role": "ROLE_USER", "messageId": "m-2", "parts": [part]});
+        let reply = app
+            .a2a_rest(
+                "POST",
+                &pair.callee.id,
+                "/message:send",
+                &pair.caller.key,
+                Some(json!({ "message": message })),
+            )
+            .await;
+        assert_eq!(reply.status, 400, "{part}: {}", reply.text);
+    }
 }
