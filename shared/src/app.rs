@@ -116,13 +116,31 @@ impl App {
     /// built now (every route reads the store), the SQS, KMS and S3 clients on first use (most
     /// routes never call them).
     pub async fn from_env() -> Result<App, ConfigError> {
+        use crate::xray::TraceCalls;
         let config = Config::from_env()?;
         let sdk = sdk_config().await?;
         let (for_sqs, for_kms, for_s3) = (sdk.clone(), sdk.clone(), sdk.clone());
+        // Every AWS call is a subsegment of the invocation's X-Ray trace.
         App::new(
-            aws_sdk_dynamodb::Client::new(&sdk),
-            OnFirstUse::new(move || aws_sdk_sqs::Client::new(&for_sqs)),
-            OnFirstUse::new(move || aws_sdk_kms::Client::new(&for_kms)),
+            aws_sdk_dynamodb::Client::from_conf(
+                aws_sdk_dynamodb::config::Builder::from(&sdk)
+                    .interceptor(TraceCalls)
+                    .build(),
+            ),
+            OnFirstUse::new(move || {
+                aws_sdk_sqs::Client::from_conf(
+                    aws_sdk_sqs::config::Builder::from(&for_sqs)
+                        .interceptor(TraceCalls)
+                        .build(),
+                )
+            }),
+            OnFirstUse::new(move || {
+                aws_sdk_kms::Client::from_conf(
+                    aws_sdk_kms::config::Builder::from(&for_kms)
+                        .interceptor(TraceCalls)
+                        .build(),
+                )
+            }),
             OnFirstUse::new(move || crate::bodies::s3_client(&for_s3)),
             config,
         )

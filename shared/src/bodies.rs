@@ -121,6 +121,7 @@ pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
     aws_sdk_s3::Client::from_conf(
         aws_sdk_s3::config::Builder::from(sdk)
             .force_path_style(overridden)
+            .interceptor(crate::xray::TraceCalls)
             .build(),
     )
 }

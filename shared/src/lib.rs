@@ -21,6 +21,7 @@ pub mod signing;
 pub mod store;
 pub mod sweeper;
 pub mod vault;
+pub mod xray;
 
 pub use app::App;
 pub use config::Config;

@@ -42,6 +42,7 @@ impl Worker {
             .unwrap_or_default();
         sign_delivery(&mut headers, &key, task.webhook_id(), timestamp, &body);
         let started = Instant::now();
+        let wall_started = std::time::SystemTime::now();
         let outcome = self
             .dialer
             .post(
@@ -51,6 +52,18 @@ impl Worker {
                 body.into_bytes(),
             )
             .await;
+        crate::xray::Call {
+            name: url::Url::parse(&endpoint.url)
+                .ok()
+                .and_then(|url| url.host_str().map(str::to_owned))
+                .unwrap_or_else(|| "push endpoint".into()),
+            namespace: "remote",
+            operation: Some("POST".into()),
+            status: outcome.as_ref().ok().map(|response| response.status),
+            started: wall_started,
+            ended: wall_started + started.elapsed(),
+        }
+        .send();
         let verdict = judge(&outcome);
         metrics::emit(Metric::PushAttempt {
             outcome: match verdict {

@@ -165,3 +165,107 @@ async fn behind_lambda_the_logs_carry_the_invocations_trace_id() {
     );
     assert_eq!(served["span"]["request_id"], "invocation-1");
 }
+
+/// An X-Ray daemon stand-in: a UDP socket; the subsegments it received, parsed.
+struct Daemon(tokio::net::UdpSocket);
+
+impl Daemon {
+    /// Binds the socket and points this process's traced invocation at it, as Lambda would
+    /// (`AWS_XRAY_DAEMON_ADDRESS`, and `_X_AMZN_TRACE_ID` of a sampled trace).
+    async fn start() -> Daemon {
+        let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        std::env::set_var(
+            "AWS_XRAY_DAEMON_ADDRESS",
+            socket.local_addr().unwrap().to_string(),
+        );
+        std::env::set_var("_X_AMZN_TRACE_ID", TRACE);
+        Daemon(socket)
+    }
+
+    /// The subsegments received within `for_ms` of quiet.
+    async fn received(&self, for_ms: u64) -> Vec<Value> {
+        let mut documents = Vec::new();
+        let mut buffer = vec![0_u8; 65_536];
+        while let Ok(Ok(length)) = tokio::time::timeout(
+            std::time::Duration::from_millis(for_ms),
+            self.0.recv(&mut buffer),
+        )
+        .await
+        {
+            let text = String::from_utf8_lossy(&buffer[..length]).into_owned();
+            let (header, body) = text
+                .split_once('\n')
+                .expect("a header line, then the document");
+            assert_eq!(
+                serde_json::from_str::<Value>(header).unwrap(),
+                json!({"format": "json", "version": 1})
+            );
+            documents.push(serde_json::from_str(body).expect("the document is JSON"));
+        }
+        documents
+    }
+}
+
+const TRACE: &str = "Root=1-67890abc-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1";
+
+#[tokio::test]
+async fn every_aws_call_of_a_traced_invocation_is_a_subsegment_of_its_trace() {
+    let daemon = Daemon::start().await;
+    let config = forgebench_tests::dynamodb_config(&forgebench_tests::dynamodb_endpoint())
+        .await
+        .interceptor(forgebench::xray::TraceCalls)
+        .build();
+    let store =
+        forgebench::store::Store::new(aws_sdk_dynamodb::Client::from_conf(config), "no-such-table");
+    // A call that fails is traced too, as a fault or an error.
+    let _refused = store
+        .get_task(&forgebench::domain::TaskId::from("t-1".to_owned()))
+        .await;
+    let subsegments = daemon.received(500).await;
+    assert_eq!(subsegments.len(), 1, "{subsegments:?}");
+    let call = &subsegments[0];
+    assert_eq!(call["trace_id"], "1-67890abc-0123456789abcdef01234567");
+    assert_eq!(call["parent_id"], "53995c3f42cd8ad8");
+    assert_eq!(call["type"], "subsegment");
+    assert_eq!(call["namespace"], "aws");
+    assert_eq!(call["aws"]["operation"], "GetItem");
+    assert_eq!(call["http"]["response"]["status"], 400);
+    assert_eq!(call["error"], true);
+    assert!(call["end_time"].as_f64() >= call["start_time"].as_f64());
+    assert_eq!(call["id"].as_str().unwrap().len(), 16);
+}
+
+#[tokio::test]
+async fn a_push_post_of_a_traced_invocation_is_a_remote_subsegment() {
+    use forgebench_tests::{spawn_app_with, Answer, Callee, Options};
+    let daemon = Daemon::start().await;
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let saved = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": callee.url}),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("hi"), 0)
+        .await;
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
+        .await;
+    assert_eq!(settled.state(), "completed", "{}", settled.text);
+    let posts: Vec<Value> = daemon
+        .received(500)
+        .await
+        .into_iter()
+        .filter(|document| document["namespace"] == "remote")
+        .collect();
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(posts[0]["name"], "127.0.0.1");
+    assert_eq!(posts[0]["aws"]["operation"], "POST");
+    assert_eq!(posts[0]["http"]["response"]["status"], 200);
+    assert_eq!(posts[0]["parent_id"], "53995c3f42cd8ad8");
+}
