@@ -68,6 +68,9 @@ const KMS_REQUESTS: f64 = 3.00;
 const S3_PUTS: f64 = 5.00;
 const S3_GETS: f64 = 0.40;
 
+/// The index of the measured what-if.
+const WHAT_IF_INDEX: &str = "gsi3";
+
 /// Sweeps a month: the sweeper runs every minute, a month taken as 30 days.
 const SWEEPS_PER_MONTH: f64 = 30.0 * 24.0 * 60.0;
 
@@ -643,9 +646,10 @@ impl Gateway {
     }
 }
 
-async fn pull(tasks: usize) -> Run {
+async fn pull(tasks: usize, table: Option<String>) -> Run {
     let gateway = gateway(Options {
         push_worker: false,
+        table,
         ..Options::default()
     })
     .await;
@@ -660,9 +664,13 @@ async fn pull(tasks: usize) -> Run {
     run
 }
 
-async fn push(tasks: usize) -> Run {
+async fn push(tasks: usize, table: Option<String>) -> Run {
     let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
-    let gateway = gateway(Options::local_push()).await;
+    let gateway = gateway(Options {
+        table,
+        ..Options::local_push()
+    })
+    .await;
     let pair = gateway.app.pair().await;
     let reply = gateway
         .app
@@ -688,6 +696,25 @@ async fn push(tasks: usize) -> Run {
     }
     gateway.finish(&mut run);
     run
+}
+
+/// A table like the deployed one but with `index` projecting keys only, created directly on
+/// DynamoDB Local for a what-if run (the gateway then finds it and uses it as it is).
+async fn table_with_keys_only(index: &str) -> String {
+    let mut schema = forgebench::store::schema::TableSchema::deployed().expect("schema");
+    let found = schema
+        .indexes
+        .iter_mut()
+        .find(|candidate| candidate.name == index)
+        .expect("the index in the template");
+    found.projection = "KEYS_ONLY".into();
+    let table = format!("cost-{index}-keys-only-{}", uuid::Uuid::new_v4().simple());
+    let client = forgebench_tests::dynamodb_client(&forgebench_tests::dynamodb_endpoint()).await;
+    forgebench::store::Store::new(client, table.clone())
+        .create_table(&schema)
+        .await
+        .expect("the what-if table");
+    table
 }
 
 /// One line of the bill.
@@ -949,11 +976,40 @@ async fn main() {
          another).",
         template.memory_mb, template.batch_size
     );
-    let pull = pull(tasks).await;
-    let pull_total = report(&pull, &template);
-    let push = push(tasks).await;
-    let push_total = report(&push, &template);
+    let pull_run = pull(tasks, None).await;
+    let pull_total = report(&pull_run, &template);
+    let push_run = push(tasks, None).await;
+    let push_total = report(&push_run, &template);
     sweeper(&template).await;
+
+    // What-if, measured the same way: the pair index (gsi3, projection ALL) keeping keys only.
+    // Its keys never change after the open, so with keys only no later write of the task
+    // touches it. (Listing a caller's tasks on a callee would then read the tasks by key.)
+    let what_if = WHAT_IF_INDEX;
+    println!(
+        "\n### what-if: {what_if} projecting KEYS_ONLY instead of ALL (same run, {tasks} tasks)\n"
+    );
+    println!("| mode | write units per task | $ per million tasks | change |");
+    println!("|---|---|---|---|");
+    for (base, base_total) in [(&pull_run, pull_total), (&push_run, push_total)] {
+        let table = Some(table_with_keys_only(what_if).await);
+        let run = if base.mode == "pull" {
+            pull(tasks, table).await
+        } else {
+            push(tasks, table).await
+        };
+        let total: f64 = items(&run, &template)
+            .iter()
+            .map(Item::dollars_per_million_tasks)
+            .sum();
+        println!(
+            "| {} | {:.2} (was {:.2}) | {total:.2} (was {base_total:.2}) | {:+.1} % |",
+            run.mode,
+            run.per_task(run.write_units),
+            base.per_task(base.write_units),
+            100.0 * (total - base_total) / base_total
+        );
+    }
     println!(
         "\nPer million small tasks: pull ${pull_total:.2}, push ${push_total:.2} (push / pull = \
          {:.2}).",
