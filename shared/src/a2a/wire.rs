@@ -246,6 +246,16 @@ fn rest_part(part: &Value, at: &str) -> Result<Value, A2aError> {
             format!("{at}.raw: raw bytes are not carried; send a url or data part"),
         ));
     }
+    if let Some(unknown) = fields.keys().find(|name| {
+        !matches!(
+            name.as_str(),
+            "text" | "url" | "data" | "filename" | "mediaType" | "metadata" | "raw"
+        )
+    }) {
+        return Err(A2aError::invalid_params(format!(
+            "{at}.{unknown} is not a field of a part"
+        )));
+    }
     // Empty means unset (proto JSON), but a field that is set is a string.
     for name in ["text", "url", "filename", "mediaType"] {
         if !matches!(

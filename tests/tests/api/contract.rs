@@ -335,6 +335,7 @@ async fn an_a2a_message_names_its_task_and_conversation_with_strings_only() {
         json!({"text": "hi", "mediaType": []}),
         json!({"url": "https://example.com/a", "filename": {}}),
         json!({"url": "https://example.com/a", "mediaType": 7}),
+        json!({"data": null, "unknown": 42}),
     ] {
         let message = json!({"role": "ROLE_USER", "messageId": "m-2", "parts": [part]});
         let reply = app
