@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Fuzzes the local gateway from its own OpenAPI document with schemathesis: no 5xx, and every
-# response matches its documented schema. Runs against a local stack that is already up (the
-# AWS_* settings of scripts/local-stack.sh env) with a fresh table, once with an admin key and
-# once with an agent key that is bound to another agent.
+# Fuzzes the local gateway from its own OpenAPI document with schemathesis, once per kind of key
+# (operator, viewer, member, admin, agent), every phase (examples, coverage, fuzzing, stateful)
+# and every check: no 5xx, every response matching its schema, no schema-valid request refused
+# and no schema-violating request accepted. tests/schemathesis/setup.py makes the ids first and
+# tests/schemathesis/schemathesis.toml puts them into the path parameters, so every operation
+# reaches its logic. Prints the cases per operation and fails on any failure.
+#
+# Runs against a local stack that is already up (the AWS_* settings of scripts/local-stack.sh
+# env) with a fresh table. Bounded for CI (FORGEBENCH_SCHEMATHESIS_EXAMPLES=5 cases per
+# operation and phase); a longer run: FORGEBENCH_SCHEMATHESIS_EXAMPLES=500 scripts/schemathesis.sh
+# Then checks that a TypeScript client generated from the document compiles
+# (tests/openapi-client/check.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+examples=${FORGEBENCH_SCHEMATHESIS_EXAMPLES:-5}
 # A free port unless one is named, so a second gateway on this machine cannot answer for ours.
 . scripts/lib/local-gateway.sh
 port=${FORGEBENCH_SCHEMATHESIS_PORT:-$(free_port)}
@@ -13,21 +22,37 @@ base="http://127.0.0.1:$port"
 export FORGEBENCH_TABLE="schemathesis-$(date +%s)-$$"
 export FORGEBENCH_OPERATOR_KEY="fb_op_schemathesis_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 # Waits are served up to 1 s here (a deployment bound), so long polls stay inside the fuzzer's
-# request timeout and the run stays short.
-export FORGEBENCH_LISTEN="127.0.0.1:$port" RUST_LOG=warn FORGEBENCH_MAX_WAIT_SECONDS=1
+# request timeout and the run stays short; streams keep alive every second. Cards need a base.
+export FORGEBENCH_LISTEN="127.0.0.1:$port" RUST_LOG=warn FORGEBENCH_MAX_WAIT_SECONDS=1 \
+  FORGEBENCH_STREAM_MAX_SECONDS=10 FORGEBENCH_STREAM_KEEPALIVE_SECONDS=1 FORGEBENCH_PUBLIC_URL="$base"
 
 start_local_gateway "$base" "$root/.local/schemathesis-gateway.log"
 
-json() { "$root/.local/venv/bin/python" -c "import json,sys; print(json.load(sys.stdin)$1)"; }
-post() { curl -s -X POST "$base$1" -H "Authorization: Bearer $2" -H 'content-type: application/json' -d "$3"; }
-admin=$(post /v1/tenants "$FORGEBENCH_OPERATOR_KEY" '{"name":"fuzz"}' | json '["admin_key"]')
-post /v1/agents "$admin" '{"name":"caller"}' >/dev/null
-post /v1/agents "$admin" '{"name":"callee"}' >/dev/null
-post /v1/agents/caller/agents "$admin" '{"callees":["callee"]}' >/dev/null
-agent=$(post /v1/agents/caller/keys "$admin" '{}' | json '["key"]')
+python="$root/.local/venv/bin/python"
+eval "$("$python" tests/schemathesis/setup.py "$base" "$FORGEBENCH_OPERATOR_KEY")"
+reports="$root/.local/schemathesis-reports"
+rm -rf "$reports" && mkdir -p "$reports"
+curl -sf "$base/openapi.json" >"$reports/openapi.json"
 
-for key in "$admin" "$agent"; do
-  "$root/.local/venv/bin/st" run "$base/openapi.json" -H "Authorization: Bearer $key" \
-    --checks not_a_server_error,response_schema_conformance --max-examples 25 \
-    --phases examples,fuzzing
+status=0
+for kind in operator viewer member admin agent; do
+  case $kind in
+    operator) key=$ST_OPERATOR_KEY ;;
+    viewer) key=$ST_VIEWER_KEY ;;
+    member) key=$ST_MEMBER_KEY ;;
+    admin) key=$ST_ADMIN_KEY ;;
+    agent) key=$ST_CALLER_KEY ;;
+  esac
+  # The `/v1/agents/me/...` routes take the callee's key in the agent run, the run's key else.
+  me=$key
+  [ "$kind" = agent ] && me=$ST_CALLEE_KEY
+  echo "== schemathesis with the $kind key" >&2
+  (cd tests/schemathesis && ST_KEY=$key ST_ME_KEY=$me "$root/.local/venv/bin/st" run "$base/openapi.json" \
+    --phases examples,coverage,fuzzing,stateful --max-examples "$examples" \
+    --generation-database none --no-color \
+    --report ndjson --report-ndjson-path "$reports/$kind.ndjson") || status=1
 done
+"$python" tests/schemathesis/summary.py "$reports/openapi.json" "$reports"/*.ndjson || status=1
+[ "$status" = 0 ] || exit 1
+
+tests/openapi-client/check.sh "$reports/openapi.json"

@@ -118,6 +118,24 @@ async fn kms_failing_to_open_the_signing_key_uses_no_attempt() {
     kms_outage_before_the_post_uses_no_attempt(false).await;
 }
 
+/// The gateway's push worker with its store reached through `interceptor`.
+async fn worker_through(
+    app: &TestApp,
+    interceptor: impl aws_smithy_runtime_api::client::interceptors::Intercept + 'static,
+) -> Worker {
+    let config = dynamodb_config(&dynamodb_endpoint())
+        .await
+        .interceptor(interceptor)
+        .build();
+    Worker {
+        store: Store::new(
+            aws_sdk_dynamodb::Client::from_conf(config),
+            app.table.clone(),
+        ),
+        ..app.app.worker()
+    }
+}
+
 /// Fails every request that writes an attempt record, as a store outage at that moment would;
 /// every other request reaches DynamoDB Local untouched.
 #[derive(Debug)]
@@ -156,17 +174,7 @@ async fn an_answer_is_kept_when_its_attempt_cannot_be_recorded() {
         .open_task(&pair.caller.key, &pair.callee.name, text_message("x"), 0)
         .await;
     let task_id = opened.field("id");
-    let failing = dynamodb_config(&dynamodb_endpoint())
-        .await
-        .interceptor(AttemptRecordsFail)
-        .build();
-    let worker = Worker {
-        store: Store::new(
-            aws_sdk_dynamodb::Client::from_conf(failing),
-            app.table.clone(),
-        ),
-        ..app.app.worker()
-    };
+    let worker = worker_through(&app, AttemptRecordsFail).await;
     assert_eq!(worker.handle(&job_for(&task_id)).await, JobOutcome::Done);
     let read = app
         .get_task(&pair.caller.key, &pair.callee.name, &task_id)
@@ -222,17 +230,7 @@ async fn the_attempt_is_recorded_before_the_answer_so_a_finished_task_shows_it()
         .await;
     let task_id = opened.field("id");
     let order = WriteOrder::default();
-    let watched = dynamodb_config(&dynamodb_endpoint())
-        .await
-        .interceptor(order.clone())
-        .build();
-    let worker = Worker {
-        store: Store::new(
-            aws_sdk_dynamodb::Client::from_conf(watched),
-            app.table.clone(),
-        ),
-        ..app.app.worker()
-    };
+    let worker = worker_through(&app, order.clone()).await;
     assert_eq!(worker.handle(&job_for(&task_id)).await, JobOutcome::Done);
     assert_eq!(*order.0.lock().unwrap(), ["attempt", "answer"]);
     let read = app
