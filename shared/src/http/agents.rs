@@ -87,7 +87,8 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
                 .member_exists(&principal.tenant_id, &MemberId::from(owner.as_str()))
                 .await?
             {
-                return Err(ApiError::InvalidRequest(
+                // An unknown member is a missing resource, as an unknown callee is.
+                return Err(ApiError::NotFound(
                     "owner_member_id names no member of this tenant".into(),
                 ));
             }

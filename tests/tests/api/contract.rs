@@ -153,6 +153,26 @@ async fn a_null_owner_means_the_creator_owns_the_agent_as_the_document_says() {
 }
 
 #[tokio::test]
+async fn an_owner_who_is_no_member_is_not_found_as_the_document_says() {
+    let app = spawn_app().await;
+    let tenant = app.create_tenant().await;
+    let reply = app
+        .post(
+            "/v1/agents",
+            &tenant.admin_key,
+            json!({"name": "owned", "owner_member_id": "no-such-member"}),
+        )
+        .await;
+    assert_eq!(reply.status, 404, "{}", reply.text);
+    assert_eq!(reply.body["detail"]["code"], "not_found");
+    let document = served_document(&app).await;
+    assert!(
+        document["paths"]["/v1/agents"]["post"]["responses"]["404"].is_object(),
+        "the document lists the 404"
+    );
+}
+
+#[tokio::test]
 async fn only_a_users_message_opens_or_answers_a_task_and_only_an_agents_reports_progress() {
     let app = spawn_app().await;
     let pair = app.pair().await;
