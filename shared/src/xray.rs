@@ -53,6 +53,50 @@ impl TraceHeader {
     }
 }
 
+/// The ids a request or delivery is about, once known: every subsegment sent inside
+/// [`with_annotations`] carries them as X-Ray annotations (searchable in the console).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Annotations {
+    pub task_id: Option<String>,
+    pub call_id: Option<String>,
+    pub caller_agent_id: Option<String>,
+    pub callee_agent_id: Option<String>,
+}
+
+impl Annotations {
+    pub fn of(task: &crate::domain::Task) -> Annotations {
+        Annotations {
+            task_id: Some(task.id.as_str().to_owned()),
+            call_id: Some(task.call_id.clone()),
+            caller_agent_id: Some(task.caller_agent_id.as_str().to_owned()),
+            callee_agent_id: Some(task.callee_agent_id.as_str().to_owned()),
+        }
+    }
+}
+
+tokio::task_local! {
+    static ANNOTATIONS: std::cell::RefCell<Annotations>;
+}
+
+/// Runs `work` with room for annotations that [`annotate`] fills in as the ids become known.
+pub async fn with_annotations<F: std::future::Future>(work: F) -> F::Output {
+    ANNOTATIONS
+        .scope(std::cell::RefCell::new(Annotations::default()), work)
+        .await
+}
+
+/// Names the task (and so its call and agents) of the current request or delivery; a no-op
+/// outside [`with_annotations`].
+pub fn annotate(annotations: Annotations) {
+    let _outside = ANNOTATIONS.try_with(|current| *current.borrow_mut() = annotations);
+}
+
+fn current_annotations() -> Annotations {
+    ANNOTATIONS
+        .try_with(|current| current.borrow().clone())
+        .unwrap_or_default()
+}
+
 /// One call, timed: what a subsegment records of it.
 #[derive(Debug, Clone)]
 pub struct Call {
@@ -86,6 +130,19 @@ impl Call {
         });
         if let Some(operation) = &self.operation {
             document["aws"] = json!({ "operation": operation });
+        }
+        let annotations = current_annotations();
+        let named: serde_json::Map<String, Value> = [
+            ("task_id", annotations.task_id),
+            ("call_id", annotations.call_id),
+            ("caller_agent_id", annotations.caller_agent_id),
+            ("callee_agent_id", annotations.callee_agent_id),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name.to_owned(), Value::from(value?))))
+        .collect();
+        if !named.is_empty() {
+            document["annotations"] = Value::Object(named);
         }
         match self.status {
             Some(status) => {

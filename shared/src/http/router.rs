@@ -319,7 +319,8 @@ impl Route {
         async move {
             let started = Instant::now();
             // Boxed: every route's handler is one state machine, too deep to lay out inline.
-            let outcome = Box::pin(self.dispatch(app, request)).await;
+            let dispatched = crate::xray::with_annotations(self.dispatch(app, request));
+            let outcome = Box::pin(dispatched).await;
             let response = outcome.unwrap_or_else(|error| {
                 match &error {
                     ApiError::Internal(_) => {

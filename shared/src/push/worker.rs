@@ -101,7 +101,8 @@ impl Worker {
             tenant_id = Empty,
             agent_id = Empty,
         );
-        match self.deliver(&task_id).instrument(span.clone()).await {
+        let delivered = crate::xray::with_annotations(self.deliver(&task_id));
+        match delivered.instrument(span.clone()).await {
             Ok(outcome) | Err(Stop::With(outcome)) => outcome,
             Err(Stop::Store(error)) => {
                 span.in_scope(
@@ -143,6 +144,7 @@ impl Worker {
             .record("call_id", task.call_id.as_str())
             .record("tenant_id", task.tenant_id.as_str())
             .record("agent_id", task.callee_agent_id.as_str());
+        crate::xray::annotate(crate::xray::Annotations::of(&task));
         if !awaits_delivery(&task) {
             tracing::info!(state = task.state.as_str(), "nothing to deliver");
             return Err(Stop::With(JobOutcome::Done));

@@ -217,10 +217,18 @@ async fn every_aws_call_of_a_traced_invocation_is_a_subsegment_of_its_trace() {
         .build();
     let store =
         forgebench::store::Store::new(aws_sdk_dynamodb::Client::from_conf(config), "no-such-table");
-    // A call that fails is traced too, as a fault or an error.
-    let _refused = store
-        .get_task(&forgebench::domain::TaskId::from("t-1".to_owned()))
-        .await;
+    // A call that fails is traced too, as a fault or an error; inside a request that named
+    // its task, with the task's ids.
+    let task_id = forgebench::domain::TaskId::from("t-1".to_owned());
+    forgebench::xray::with_annotations(async {
+        forgebench::xray::annotate(forgebench::xray::Annotations {
+            task_id: Some("t-1".into()),
+            call_id: Some("c-1".into()),
+            ..Default::default()
+        });
+        let _refused = store.get_task(&task_id).await;
+    })
+    .await;
     let subsegments = daemon.received(500).await;
     assert_eq!(subsegments.len(), 1, "{subsegments:?}");
     let call = &subsegments[0];
@@ -233,6 +241,10 @@ async fn every_aws_call_of_a_traced_invocation_is_a_subsegment_of_its_trace() {
     assert_eq!(call["error"], true);
     assert!(call["end_time"].as_f64() >= call["start_time"].as_f64());
     assert_eq!(call["id"].as_str().unwrap().len(), 16);
+    assert_eq!(
+        call["annotations"],
+        json!({"task_id": "t-1", "call_id": "c-1"})
+    );
 }
 
 #[tokio::test]
@@ -268,4 +280,10 @@ async fn a_push_post_of_a_traced_invocation_is_a_remote_subsegment() {
     assert_eq!(posts[0]["aws"]["operation"], "POST");
     assert_eq!(posts[0]["http"]["response"]["status"], 200);
     assert_eq!(posts[0]["parent_id"], "53995c3f42cd8ad8");
+    // The delivery's ids, searchable in X-Ray.
+    let annotations = &posts[0]["annotations"];
+    assert_eq!(annotations["task_id"], opened.field("id").as_str());
+    assert_eq!(annotations["call_id"], opened.field("call_id").as_str());
+    assert_eq!(annotations["callee_agent_id"], pair.callee.id.as_str());
+    assert_eq!(annotations["caller_agent_id"], pair.caller.id.as_str());
 }
