@@ -151,17 +151,21 @@ fn sink() -> std::sync::MutexGuard<'static, Sink> {
 
 /// Emits `metric` as one EMF line on standard output.
 pub fn emit(metric: Metric) {
-    let namespace = std::env::var("FORGEBENCH_METRICS_NAMESPACE")
-        .ok()
-        .filter(|namespace| !namespace.is_empty())
-        .unwrap_or_else(|| "Forgebench".to_owned());
+    // The environment is read once per process, not on every request's metrics.
+    static NAMESPACE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let namespace = NAMESPACE.get_or_init(|| {
+        std::env::var("FORGEBENCH_METRICS_NAMESPACE")
+            .ok()
+            .filter(|namespace| !namespace.is_empty())
+            .unwrap_or_else(|| "Forgebench".to_owned())
+    });
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_millis();
     match &mut *sink() {
-        Sink::Print => println!("{}", metric.emf_line(&namespace, now)),
-        Sink::Keep(lines) => lines.push(metric.emf_line(&namespace, now)),
+        Sink::Print => println!("{}", metric.emf_line(namespace, now)),
+        Sink::Keep(lines) => lines.push(metric.emf_line(namespace, now)),
         Sink::Discard => {}
     }
 }
