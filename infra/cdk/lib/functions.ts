@@ -114,6 +114,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     binary: "a2a-task-action",
     description: "POST /v1/agents/{agent}/a2a/tasks/{task}",
     timeout: 900,
+    longPoll: true,
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
       LONG_POLL_SLOTS,
@@ -269,6 +270,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     binary: "a2a-get-task",
     description: "GET /v1/agents/{agent}/a2a/tasks/{task}",
     timeout: 900,
+    longPoll: true,
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
       LONG_POLL_SLOTS,

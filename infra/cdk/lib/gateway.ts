@@ -381,7 +381,9 @@ export class ForgebenchGateway extends Construct {
         tracingEnabled: true,
         throttlingRateLimit: props.throttleRateLimit ?? 500,
         throttlingBurstLimit: props.throttleBurstLimit ?? 1000,
-        // One JSON line per request: no body, no header, no key; the principal kind only.
+        // One JSON line per request: no body, no header, no key. API Gateway knows no principal
+        // (the functions authenticate), so the principal is on the function's `request served`
+        // line, joined by request_id (docs/operations.md).
         accessLogDestination: { bind: () => ({ destinationArn: this.accessLogGroup.attrArn }) },
         accessLogFormat: apigateway.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
       },
@@ -483,6 +485,23 @@ export class ForgebenchGateway extends Construct {
         lambdaStat('claim', 'Throttles', 'ClaimNextTask'),
         lambdaStat('worker', 'Throttles', 'PushWorker'),
         { id: 'throttles', expression: 'open + read + claim + worker', label: 'Throttled invocations', returnData: true },
+      ],
+      evaluationPeriods: 1,
+      threshold: 0,
+    });
+    alarm('StreamThrottlesAlarm', {
+      alarmDescription:
+        'A streaming or A2A waiting function was throttled: event streams, A2A streams or ' +
+        'blocking SendMessage calls were turned away (raise LongPollConcurrency, or look for a ' +
+        'runaway agent).\n',
+      metrics: [
+        lambdaStat('events', 'Throttles', 'TaskEvents'),
+        lambdaStat('send', 'Throttles', 'A2aSendMessage'),
+        lambdaStat('stream', 'Throttles', 'A2aStreamMessage'),
+        lambdaStat('jsonrpc', 'Throttles', 'A2aJsonRpc'),
+        lambdaStat('subscribe', 'Throttles', 'A2aGetTask'),
+        lambdaStat('action', 'Throttles', 'A2aTaskAction'),
+        { id: 'throttles', expression: 'events + send + stream + jsonrpc + subscribe + action', label: 'Throttled invocations', returnData: true },
       ],
       evaluationPeriods: 1,
       threshold: 0,

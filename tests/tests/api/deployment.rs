@@ -491,6 +491,7 @@ fn every_alarm_notifies_the_alarm_topic_and_watches_what_operations_documents() 
         "Api5xxAlarm",
         "EventFunctionErrorsAlarm",
         "LongPollThrottlesAlarm",
+        "StreamThrottlesAlarm",
         "PushQueueAgeAlarm",
         "SweepSkippedAlarm",
     ] {

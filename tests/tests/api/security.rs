@@ -514,18 +514,44 @@ fn the_deployment_throttles_the_api_and_bounds_the_long_poll_functions() {
             other => panic!("{setting}: {other:?}"),
         }
     }
+    // Every API function that holds a request open (a wait or a stream: a timeout above the
+    // buffered routes' 29 s) is bounded by reserved concurrency; the worker and the sweeper,
+    // driven by events, are not API functions.
+    let resources = template["Resources"].as_mapping().unwrap();
+    let mut holding = Vec::new();
+    for (name, resource) in resources {
+        let name = name.as_str().unwrap();
+        let properties = &resource["Properties"];
+        let holds_open = properties["Timeout"]
+            .as_u64()
+            .is_some_and(|timeout| timeout > 29);
+        if resource["Type"] != "AWS::Serverless::Function"
+            || !holds_open
+            || ["PushWorkerFunction", "SweepDeadlinesFunction"].contains(&name)
+        {
+            continue;
+        }
+        holding.push(name);
+        let reserved = &properties["ReservedConcurrentExecutions"];
+        assert!(
+            matches!(reserved, serde_norway::Value::Tagged(tagged) if tagged.value == "LongPollConcurrency"),
+            "{name}: {reserved:?}"
+        );
+    }
     for function in [
         "OpenTaskFunction",
         "GetTaskFunction",
         "ClaimNextTaskFunction",
         "A2aJsonRpcFunction",
         "A2aSendMessageFunction",
+        "TaskEventsFunction",
+        "A2aStreamMessageFunction",
+        "A2aGetTaskFunction",
+        "A2aTaskActionFunction",
     ] {
-        let reserved =
-            &template["Resources"][function]["Properties"]["ReservedConcurrentExecutions"];
         assert!(
-            matches!(reserved, serde_norway::Value::Tagged(tagged) if tagged.value == "LongPollConcurrency"),
-            "{function}: {reserved:?}"
+            holding.contains(&function),
+            "{function} holds no request open"
         );
     }
 }
