@@ -624,3 +624,98 @@ async fn a_notification_whose_enqueue_was_lost_is_sent_by_the_sweeper() {
     assert_eq!(swept.done, 0, "{swept:?}");
     assert_eq!(receiver.received().len(), 2);
 }
+
+/// Opens a task over JSON-RPC on a callee whose endpoint is `callee`, with the config `hook`
+/// (pointing at `receiver`) sent inline; the task's id once the worker has finished with it.
+async fn push_delivered(receiver: &Callee, callee: &Callee) -> (TestApp, Pair, String) {
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let endpoint = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": callee.url}),
+        )
+        .await;
+    assert_eq!(endpoint.status, 200, "{}", endpoint.text);
+    let config = json!({"id": "hook", "url": receiver.url, "token": "tok-9",
+                        "authentication": {"scheme": "Bearer", "credentials": CREDENTIALS}});
+    let sent = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": a2a_message("classify", "m-1"),
+                   "configuration": {"returnImmediately": true,
+                                     "taskPushNotificationConfig": config}}),
+        )
+        .await;
+    let task_id = sent.body["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", sent.text))
+        .to_owned();
+    (app, pair, task_id)
+}
+
+#[tokio::test]
+async fn a_config_on_a_push_delivered_task_receives_the_callees_answer_once_in_order() {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let callee = Callee::start(|_| {
+        Answer::json(
+            200,
+            json!({"state": "completed",
+                   "artifacts": [{"name": "label", "parts": [{"text": "utilities"}]}]}),
+        )
+    })
+    .await;
+    let (_app, _pair, task_id) = push_delivered(&receiver, &callee).await;
+    let received = settle(&receiver, 2).await;
+    let summaries: Vec<_> = received.iter().map(summary).collect();
+    assert_eq!(
+        summaries,
+        [
+            ("artifact".to_owned(), "label".to_owned(), String::new()),
+            (
+                "status".into(),
+                "TASK_STATE_COMPLETED".into(),
+                String::new()
+            ),
+        ],
+        "{received:#?}"
+    );
+    for (n, notification) in received.iter().enumerate() {
+        let update = notification
+            .body
+            .get("statusUpdate")
+            .or_else(|| notification.body.get("artifactUpdate"))
+            .unwrap();
+        assert_eq!(update["taskId"], task_id.as_str());
+        assert_eq!(
+            notification.headers["authorization"],
+            format!("Bearer {CREDENTIALS}").as_str()
+        );
+        assert_eq!(
+            notification.headers["webhook-id"],
+            format!("hook:{}", n + 1).as_str()
+        );
+    }
+    assert_eq!(callee.received().len(), 1, "the callee got the task once");
+}
+
+#[tokio::test]
+async fn a_config_on_a_push_task_whose_delivery_is_refused_receives_the_failure() {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let callee = Callee::start(|_| Answer::text(410, "gone")).await;
+    let (app, pair, task_id) = push_delivered(&receiver, &callee).await;
+    let received = settle(&receiver, 1).await;
+    let summaries: Vec<_> = received.iter().map(summary).collect();
+    assert_eq!(summaries.len(), 1, "{received:#?}");
+    assert_eq!(summaries[0].1, "TASK_STATE_FAILED", "{received:#?}");
+    let task = app
+        .get(
+            &format!("/v1/agents/{}/tasks/{task_id}", pair.callee.name),
+            &pair.caller.key,
+        )
+        .await;
+    assert_eq!(task.state(), "failed", "{}", task.text);
+}

@@ -222,6 +222,8 @@ async fn reconnecting_with_last_event_id_resumes_without_gaps_or_repeats() {
     let mut after_end = app
         .events(&pair.caller.key, &pair.callee.name, &task_id, Some("5"))
         .await;
+    assert_eq!(after_end.status, 200);
+    assert_eq!(after_end.content_type, "text/event-stream");
     assert!(after_end.rest().await.is_empty());
     // Resuming from the start replays the log.
     let mut replay = app
