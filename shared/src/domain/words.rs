@@ -44,7 +44,7 @@ fn collect_part_words(value: &Value, words: &mut Vec<String>) {
             for (name, field) in fields {
                 match (name.as_str(), field) {
                     ("text", Value::String(text)) => words.extend(words_of_text(text)),
-                    ("data", data) => words.extend(words_of_text(&data.to_string())),
+                    ("data", data) => collect_data_words(data, words),
                     ("file", Value::Object(file)) => file
                         .values()
                         .filter_map(Value::as_str)
@@ -55,6 +55,26 @@ fn collect_part_words(value: &Value, words: &mut Vec<String>) {
             }
         }
         _ => {}
+    }
+}
+
+/// The words of a data part's value as its JSON text reads, without the JSON syntax: each key,
+/// each string and each number, `true`, `false` and `null`, in document order. A string is read
+/// as the text it holds, not as its escaped form, so `"Rotterdam\nNL"` gives `rotterdam` and
+/// `nl`, never `nnl`.
+fn collect_data_words(value: &Value, words: &mut Vec<String>) {
+    match value {
+        Value::Object(fields) => {
+            for (name, field) in fields {
+                words.extend(words_of_text(name));
+                collect_data_words(field, words);
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| collect_data_words(item, words)),
+        Value::String(text) => words.extend(words_of_text(text)),
+        scalar => words.extend(words_of_text(&scalar.to_string())),
     }
 }
 
@@ -208,6 +228,28 @@ mod tests {
         assert!(
             !found.contains(&"user".to_owned()),
             "the role is not a word"
+        );
+    }
+
+    #[test]
+    fn a_string_in_data_gives_the_words_it_holds_not_its_escaped_form() {
+        let stored = json!({"parts": [
+            {"data": {"note": "Rotterdam\nNL\t\"quoted\" \\path"}},
+            {"data": {"flags": [true, null, 4.5]}}
+        ]});
+        assert_eq!(
+            words_of_stored(&stored),
+            [
+                "note",
+                "rotterdam",
+                "nl",
+                "quoted",
+                "path",
+                "flags",
+                "true",
+                "null",
+                "4.5"
+            ]
         );
     }
 
