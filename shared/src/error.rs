@@ -225,19 +225,37 @@ impl ApiError {
     }
 
     pub fn into_response(self) -> Response<Body> {
-        self.into_response_for(None)
+        self.into_response_for(RequestRef::default())
     }
 
-    /// The response, with `request_id` in the body of a 5xx (whose cause only the logs of that
-    /// request tell): the id a user reports leads to them.
-    pub fn into_response_for(self, request_id: Option<&str>) -> Response<Body> {
+    /// Whether the body is one the public docs print word for word (the A2A edge's 403, 404,
+    /// 409 and 422), which nothing is added to.
+    fn is_exact_body(&self) -> bool {
+        matches!(
+            self,
+            ApiError::NotPermitted
+                | ApiError::TaskNotFound
+                | ApiError::TaskNotWorking(_)
+                | ApiError::PullResultWorking
+        )
+    }
+
+    /// The response, with the request's ids (`request_id`, and the X-Ray `trace_id` of a traced
+    /// invocation) in `detail` of every body but the exact ones the public docs print: the ids a
+    /// user reports lead to the logs and the trace of that request. The exact bodies' request id
+    /// is in the `X-Request-Id` header every response carries.
+    pub fn into_response_for(self, ids: RequestRef<'_>) -> Response<Body> {
         let mut body = self.body();
-        if let (true, Some(id), Some(detail)) = (
-            self.status().is_server_error(),
-            request_id,
+        if let (false, Some(detail)) = (
+            self.is_exact_body(),
             body.get_mut("detail").and_then(Value::as_object_mut),
         ) {
-            detail.insert("request_id".into(), Value::from(id));
+            if let Some(id) = ids.request_id {
+                detail.insert("request_id".into(), Value::from(id));
+            }
+            if let Some(trace) = ids.trace_id.and_then(trace_root) {
+                detail.insert("trace_id".into(), Value::from(trace));
+            }
         }
         let mut response = json_response(self.status(), &body);
         if matches!(self, ApiError::Unavailable | ApiError::TooManyRequests(_)) {
@@ -248,6 +266,25 @@ impl ApiError {
         }
         response
     }
+}
+
+/// The ids of the request a response answers, where known.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RequestRef<'a> {
+    pub request_id: Option<&'a str>,
+    /// The invocation's X-Ray trace header (`Root=1-…;Parent=…;Sampled=…`) or a bare trace id.
+    pub trace_id: Option<&'a str>,
+}
+
+/// The trace id (`1-…-…`) of an X-Ray trace header, the id the X-Ray console and the API's
+/// access log show.
+fn trace_root(header: &str) -> Option<&str> {
+    let root = header
+        .split(';')
+        .find_map(|field| field.trim().strip_prefix("Root="))
+        .unwrap_or(header)
+        .trim();
+    (!root.is_empty()).then_some(root)
 }
 
 /// A JSON response with the right content type.
@@ -264,6 +301,60 @@ pub fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn body_of(response: Response<Body>) -> Value {
+        match response.body() {
+            Body::Text(text) => serde_json::from_str(text).unwrap(),
+            other => panic!("not a text body: {other:?}"),
+        }
+    }
+
+    const IDS: RequestRef<'static> = RequestRef {
+        request_id: Some("req-1"),
+        trace_id: Some(
+            "Root=1-67890abc-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1",
+        ),
+    };
+
+    #[test]
+    fn an_error_body_carries_the_request_and_trace_ids_a_user_reports() {
+        for error in [
+            ApiError::InvalidRequest("wait must be 0-30".into()),
+            ApiError::Unauthenticated,
+            ApiError::Conflict("taken".into()),
+            ApiError::Unavailable,
+            ApiError::internal("boom"),
+        ] {
+            let code = error.code();
+            let body = body_of(error.into_response_for(IDS));
+            assert_eq!(body["detail"]["code"], code);
+            assert_eq!(body["detail"]["request_id"], "req-1", "{body}");
+            assert_eq!(
+                body["detail"]["trace_id"], "1-67890abc-0123456789abcdef01234567",
+                "{body}"
+            );
+        }
+        let untraced = RequestRef {
+            request_id: Some("req-2"),
+            trace_id: None,
+        };
+        let body = body_of(ApiError::Unauthenticated.into_response_for(untraced));
+        assert_eq!(body["detail"]["request_id"], "req-2");
+        assert!(body["detail"].get("trace_id").is_none(), "{body}");
+    }
+
+    #[test]
+    fn the_exact_documented_bodies_get_no_ids() {
+        for error in [
+            ApiError::NotPermitted,
+            ApiError::TaskNotFound,
+            ApiError::TaskNotWorking(TaskState::Canceled),
+            ApiError::PullResultWorking,
+        ] {
+            let exact = error.body();
+            assert_eq!(body_of(error.into_response_for(IDS)), exact);
+        }
+    }
 
     #[test]
     fn the_a2a_refusals_render_the_exact_documented_bodies() {

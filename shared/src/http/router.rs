@@ -331,7 +331,10 @@ impl Route {
                     }
                     _ => {}
                 }
-                buffered(error.into_response_for(ids.request_id.as_deref()))
+                buffered(error.into_response_for(crate::error::RequestRef {
+                    request_id: ids.request_id.as_deref(),
+                    trace_id: ids.trace_id.as_deref(),
+                }))
             });
             tracing::info!(
                 status = response.status().as_u16(),

@@ -342,7 +342,11 @@ fn gateway_responses() -> Vec<(String, Option<u16>, serde_json::Value)> {
                 .unwrap_or_else(|| panic!("{kind}: no application/json body"));
             let rendered = template
                 .replace("$context.error.messageString", r#""Invalid request body""#)
-                .replace("$context.requestId", "4f3c0e1a-9b2d-4c55-8e0f-1d2a3b4c5d6e");
+                .replace("$context.requestId", "4f3c0e1a-9b2d-4c55-8e0f-1d2a3b4c5d6e")
+                .replace(
+                    "$context.xrayTraceId",
+                    "1-67890abc-0123456789abcdef01234567",
+                );
             let body = serde_json::from_str(&rendered).unwrap_or_else(|error| {
                 panic!("{kind}: the body is not JSON ({error}): {rendered}")
             });
@@ -368,6 +372,10 @@ async fn api_gateways_own_errors_have_the_local_gateways_shapes() {
         assert!(
             detail["request_id"].is_string(),
             "{kind}: no request id: {body}"
+        );
+        assert!(
+            detail["trace_id"].is_string(),
+            "{kind}: no trace id: {body}"
         );
         if let Some(status) = status {
             assert!((400..600).contains(status), "{kind}: {status}");
