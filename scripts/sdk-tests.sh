@@ -2,7 +2,10 @@
 # Runs the SDKs' tests (sdk/python, sdk/typescript) against a local gateway of their own, on a
 # free port with a fresh table, over a local stack that is already up (the AWS_* settings of
 # scripts/local-stack.sh env). Each SDK's runner installs what it needs (a venv from PyPI, npm
-# packages) on first use. The docs' samples run there as written.
+# packages) on first use. The docs' samples run there as written. Each runner type-checks first:
+# the Python package and its tests with `mypy --strict`, the TypeScript samples with `tsc
+# --strict`. The checks that the samples are the docs' own read shared/seeds beside the clone; a
+# checkout without it skips them, but with CI set they fail instead.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -16,7 +19,7 @@ export FORGEBENCH_PUSH_ALLOWED_CIDRS=127.0.0.0/8 RUST_LOG=warn
 
 start_local_gateway "$FORGEBENCH_URL" "$root/.local/sdk-tests-gateway.log"
 
-echo "== Python SDK (sdk/python)" >&2
+echo "== Python SDK (sdk/python): mypy --strict, then pytest" >&2
 sdk/python/test.sh -q
 echo "== TypeScript SDK (sdk/typescript)" >&2
 sdk/typescript/test.sh

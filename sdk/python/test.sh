@@ -4,8 +4,11 @@
 #   FORGEBENCH_URL=http://127.0.0.1:8080 FORGEBENCH_OPERATOR_KEY=fb_op_... sdk/python/test.sh [pytest args]
 #
 # Makes a venv in .local/sdk-python-venv (at the repository's root) when there is none, installs
-# this package and pytest into it, and runs pytest; the exit code is pytest's. The tests make
-# their own tenant, agents, bindings and keys with the operator key, so they can share a gateway.
+# this package with its `test` extra (pytest, and mypy at the version pyproject.toml pins) into
+# it, type-checks the package and its tests with `mypy --strict` (the package ships py.typed),
+# then runs pytest; a type error fails the run before any test, else the exit code is pytest's.
+# The tests make their own tenant, agents, bindings and keys with the operator key, so they can
+# share a gateway.
 set -euo pipefail
 
 sdk_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -23,7 +26,9 @@ if [[ ! -x "$venv/bin/python" ]]; then
   "$python" -m venv "$venv"
 fi
 
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$sdk_dir" pytest
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$sdk_dir[test]"
 
 cd "$sdk_dir"
+echo "test.sh: mypy --strict over src/ and tests/" >&2
+"$venv/bin/python" -m mypy --strict src tests
 exec "$venv/bin/python" -m pytest "$@"

@@ -9,6 +9,7 @@ are the globals it runs with.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,21 @@ PUBLIC_BASE_URL = "https://api.forgebench.ai"
 DOCS_CALLEE_ID = "706608c0-4160-452a-86ac-ded1186326ac"
 
 
+SEEDS_CANDIDATES = (REPO_ROOT.parent / "shared" / "seeds", Path("/work/shared/seeds"))
+
+
 def seeds_dir() -> Path | None:
     """The public docs, when this checkout has them beside it."""
-    for candidate in (REPO_ROOT.parent / "shared" / "seeds", Path("/work/shared/seeds")):
+    for candidate in SEEDS_CANDIDATES:
         if candidate.is_dir():
             return candidate
     return None
+
+
+def in_ci() -> bool:
+    """Whether this is a CI run (`CI` set, as CI services do, and not to `false` or `0`): there
+    the docs must be found, so that a green run means the copies were compared with them."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def sample_names() -> list[str]:

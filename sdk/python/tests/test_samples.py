@@ -5,6 +5,7 @@ The other side of each sample (the callee answering, or the caller opening) is p
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,15 @@ import pytest
 from gateway import CALLEE_NAME, Background, Pair, wait_until
 
 from forgebench import Forgebench, PermissionDeniedError, Task
-from samples import RecordingLog, run_sample, sample_names, sample_text, seeds_dir
+from samples import (
+    SEEDS_CANDIDATES,
+    RecordingLog,
+    in_ci,
+    run_sample,
+    sample_names,
+    sample_text,
+    seeds_dir,
+)
 
 CALL_SAMPLES = ["call_by_name.py", "call_by_id.py"]
 CONTINUE_SAMPLES = ["continue_conversation_by_name.py", "continue_conversation_by_id.py"]
@@ -39,9 +48,15 @@ def question_of(task: dict[str, Any]) -> str:
 
 
 def docs_text() -> str:
+    """The docs' pages, joined. Without them a developer's checkout skips the tests that compare
+    the copies with the docs; a CI run (`CI` set) fails them instead."""
     seeds = seeds_dir()
     if seeds is None:
-        pytest.skip("the public docs (shared/seeds) are not beside this checkout")
+        where = ", ".join(str(candidate) for candidate in SEEDS_CANDIDATES)
+        missing = f"the public docs (shared/seeds) are not beside this checkout (looked in {where})"
+        if in_ci():
+            pytest.fail(f"{missing}; CI is set, so the sample copies must be compared with them")
+        pytest.skip(missing)
     return "\n".join(path.read_text(encoding="utf-8") for path in sorted(seeds.glob("*.txt")))
 
 
@@ -61,6 +76,26 @@ def test_every_line_of_the_docs_that_uses_the_python_sdk_is_in_a_sample_copy() -
     copies = "\n".join(sample_text(name) for name in sample_names())
     assert sdk_lines, "the docs no longer show the Python SDK"
     assert sorted(line for line in sdk_lines if line not in copies) == []
+
+
+@pytest.mark.parametrize("ci", ["", "false", "0"])
+def test_without_the_docs_a_developer_checkout_skips_the_comparison(
+    monkeypatch: pytest.MonkeyPatch, ci: str
+) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "seeds_dir", lambda: None)
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(pytest.skip.Exception):
+        docs_text()
+
+
+@pytest.mark.parametrize("ci", ["true", "1"])
+def test_without_the_docs_a_ci_run_fails_the_comparison(
+    monkeypatch: pytest.MonkeyPatch, ci: str
+) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "seeds_dir", lambda: None)
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(pytest.fail.Exception, match="CI is set"):
+        docs_text()
 
 
 # -- serving ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after, describe, test } from "node:test";
 
+import * as sdk from "@seedlinglabs/forgebench-sdk";
 import { messageText, type Task } from "@seedlinglabs/forgebench-sdk";
 
 import {
@@ -52,13 +53,65 @@ const EXPECTED_SAMPLES = [
   "serve",
 ];
 
-/** The docs (seed pages), where this checkout has them: /work/shared/seeds or ../shared/seeds from the repo root. */
+/** Where the docs (seed pages) may be: ../shared/seeds from the repo root (CI's layout), or /work/shared/seeds. */
+const SEEDS_CANDIDATES = [...new Set([resolve(packageRoot, "../../../shared/seeds"), "/work/shared/seeds"])];
+
+/** The docs' directory, where this checkout has them. */
 function seedsDir(): string | undefined {
-  const candidates = ["/work/shared/seeds", resolve(packageRoot, "../../../shared/seeds")];
-  return candidates.find((dir) => existsSync(dir));
+  return SEEDS_CANDIDATES.find((dir) => existsSync(dir));
+}
+
+/** Whether this is a CI run: `CI` set (as CI services set it), and not to `false` or `0`. */
+function inCI(): boolean {
+  return !["", "0", "false", "no"].includes((process.env.CI ?? "").trim().toLowerCase());
 }
 
 const seeds = seedsDir();
+
+/**
+ * The skip of the tests that compare the samples with the docs: a developer's checkout without
+ * the docs skips them, but a CI run does not (they fail in `docsPages`), so that a green CI run
+ * always means the samples were compared with the docs.
+ */
+const withoutDocs: string | false =
+  seeds === undefined && !inCI() && `the seed pages are not here (looked in ${SEEDS_CANDIDATES.join(", ")})`;
+
+/** The text of each seed page. */
+function docsPages(): string[] {
+  if (seeds === undefined) {
+    assert.fail(
+      `the seed pages are in none of ${SEEDS_CANDIDATES.join(", ")}; ` +
+        "CI is set, so the samples must be compared with the docs",
+    );
+  }
+  const dir = seeds;
+  return readdirSync(dir)
+    .filter((file) => file.endsWith(".txt"))
+    .sort()
+    .map((file) => readFileSync(join(dir, file), "utf8"));
+}
+
+/** The SDK's error classes, as `instanceof` checks name them. */
+const SDK_ERRORS = Object.keys(sdk).filter((name) => name.endsWith("Error"));
+
+/**
+ * How a line of the docs uses the TypeScript SDK: an import of the package, a client made with
+ * `new Forgebench(`, a call through the docs' client (`forgebench.agents.`), the text helpers, the
+ * serve handler's reply builder, or an `instanceof` check of one of the SDK's errors. (The Python
+ * samples use `client.agents.` and `task.done(...)`, so none of these match a Python line.)
+ */
+const SDK_LINE_PATTERNS = [
+  /\bfrom\s+["']@seedlinglabs\/forgebench-sdk["']/,
+  /\bnew Forgebench\(/,
+  /\bforgebench\.agents\./,
+  /\b(?:artifactText|messageText)\(/,
+  /\breply\.(?:done|ask|fail)\(/,
+  new RegExp(`\\binstanceof (?:${SDK_ERRORS.join("|")})\\b`),
+];
+
+function usesTheSdk(line: string): boolean {
+  return SDK_LINE_PATTERNS.some((pattern) => pattern.test(line));
+}
 
 describe("the samples are the docs' own", () => {
   test("samples/ holds each of the docs' TypeScript samples", () => {
@@ -73,13 +126,44 @@ describe("the samples are the docs' own", () => {
     }
   });
 
-  test("each sample appears verbatim in the docs", { skip: seeds === undefined && "the seed pages are not here" }, () => {
-    const pages = readdirSync(seeds as string)
-      .filter((file) => file.endsWith(".txt"))
-      .map((file) => readFileSync(join(seeds as string, file), "utf8"));
+  test("each sample appears verbatim in the docs", { skip: withoutDocs }, () => {
+    const pages = docsPages();
     for (const name of sampleNames()) {
       const text = sampleText(name).replace(/\n$/, "");
       assert.ok(pages.some((page) => page.includes(text)), `samples/${name}.ts is not verbatim in the docs`);
+    }
+  });
+
+  test("every line of the docs that uses the TypeScript SDK is in a sample", { skip: withoutDocs }, () => {
+    const sdkLines = new Set(docsPages().flatMap((page) => page.split("\n").filter(usesTheSdk)));
+    assert.ok(sdkLines.size > 0, "the docs no longer show the TypeScript SDK");
+    const sampleLines = new Set(sampleNames().flatMap((name) => sampleText(name).split("\n")));
+    const missing = [...sdkLines].filter((line) => !sampleLines.has(line)).sort();
+    assert.deepEqual(missing, [], "lines of the docs that use the SDK and are in no sample of samples/");
+  });
+
+  test("the SDK lines are told apart from the Python SDK's", () => {
+    assert.ok(SDK_ERRORS.includes("PermissionDeniedError"), SDK_ERRORS.join(", "));
+    for (const line of [
+      'import { Forgebench, PermissionDeniedError } from "@seedlinglabs/forgebench-sdk";',
+      "const forgebench = new Forgebench({",
+      'await forgebench.agents.cancelTask("invoice-classifier", taskId);',
+      "console.log(artifactText(task));",
+      'if (!invoiceId) return reply.ask("which invoice_id should I classify?");',
+      "if (e instanceof PermissionDeniedError) {",
+    ]) {
+      assert.ok(usesTheSdk(line), line);
+    }
+    for (const line of [
+      "from forgebench import Forgebench, PermissionDeniedError",
+      'client = Forgebench(api_key=os.environ["CALLER_AGENT_KEY"],',
+      'task = client.agents.call("invoice-classifier", text="Classify this invoice", wait=30)',
+      'return task.ask("which invoice_id should I classify?")',
+      "client.agents.reply(task.id, reply)",
+      "const message = err instanceof Error ? err.message : String(err);",
+      'curl -X POST "https://api.forgebench.ai/v1/agents/$CALLEE_ID/tasks?wait=30" \\',
+    ]) {
+      assert.ok(!usesTheSdk(line), line);
     }
   });
 });
