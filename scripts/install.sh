@@ -8,6 +8,7 @@
 #     its `signing` extra), with which the tests read and verify cards as an A2A client does
 #   - cargo-deny, built from its crates.io source (`cargo install --locked`) into .local/cargo:
 #     scripts/test.sh checks the dependencies with it
+#   - the OpenAPI example checker's jsonschema and PyYAML, in a virtualenv of its own
 #   - deployment tools (PyPI: cargo-lambda with zig, aws-sam-cli, cfn-lint; checkov in a
 #     virtualenv of its own), only when FORGEBENCH_INSTALL_DEPLOY_TOOLS=1
 set -euo pipefail
@@ -82,5 +83,15 @@ if [ "${FORGEBENCH_INSTALL_DEPLOY_TOOLS:-0}" = 1 ] \
   echo "install: checkov $CHECKOV_VERSION (template security scan) into $checkov_venv" >&2
   python3 -m venv "$checkov_venv"
   "$checkov_venv/bin/pip" install -q --disable-pip-version-check "checkov==$CHECKOV_VERSION"
+fi
+# The API document's example checker (tests/openapi-examples) in a virtualenv of its own, at the
+# versions its requirements.txt pins.
+examples_venv="$local_dir/openapi-examples-venv"
+examples_requirements="$root/tests/openapi-examples/requirements.txt"
+if ! cmp -s "$examples_requirements" "$examples_venv/requirements.txt"; then
+  echo "install: the OpenAPI example checker's packages into $examples_venv" >&2
+  python3 -m venv "$examples_venv"
+  "$examples_venv/bin/pip" install -q --disable-pip-version-check -r "$examples_requirements"
+  cp "$examples_requirements" "$examples_venv/requirements.txt"
 fi
 echo "install: local stack tools ready in $local_dir" >&2

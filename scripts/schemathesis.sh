@@ -26,6 +26,9 @@ export FORGEBENCH_OPERATOR_KEY="fb_op_schemathesis_$(head -c 16 /dev/urandom | o
 export FORGEBENCH_LISTEN="127.0.0.1:$port" RUST_LOG=warn FORGEBENCH_MAX_WAIT_SECONDS=1 \
   FORGEBENCH_STREAM_MAX_SECONDS=10 FORGEBENCH_STREAM_KEEPALIVE_SECONDS=1 FORGEBENCH_PUBLIC_URL="$base"
 
+echo "== the document's examples: one on every request and response body, each valid" >&2
+"$root/.local/openapi-examples-venv/bin/python" tests/openapi-examples/check.py infra/openapi.yaml
+
 start_local_gateway "$base" "$root/.local/schemathesis-gateway.log"
 
 python="$root/.local/venv/bin/python"
