@@ -1,0 +1,263 @@
+//! Claims beside the store's own speed, against DynamoDB Local, in one run:
+//!
+//! - **raw**: the physical floor of a claim, one conditional write. `N` items in a table of their
+//!   own; `P` clients take the items one by one from a shared counter, each with one
+//!   `UpdateItem` that moves it from `submitted` to `working` on condition that it is
+//!   `submitted`. Rate: items / time.
+//! - **gateway**: `N` tasks opened on one callee (not timed), then `P` pollers of that callee
+//!   claim with `GET /v1/agents/me/tasks/next?wait=0` through the real HTTP gateway until the
+//!   queue answers `204`. Rate: tasks / time; every claimed id is kept, so duplicates and
+//!   losses are counted.
+//!
+//! For `P` = 1, 2, 4, 8, the ratio gateway / raw. The target is 0.8 (docs/benchmarks.md), with 0
+//! duplicates and 0 losses. Both sides run in this process against the same DynamoDB Local, with
+//! the gateway's own clients and key cache warm.
+//!
+//! Usage: `claims [N]` (default 2000); `scripts/bench.sh` runs it in release mode, and
+//! `scripts/test.sh` a short run so it cannot rot.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark program: a failed unwrap stops the run with its message"
+)]
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, PutRequest,
+    ScalarAttributeType, WriteRequest,
+};
+use forgebench_tests::{spawn_app_with, text_message, Options, Pair, TestApp};
+use futures::StreamExt;
+
+const POLLERS: [usize; 4] = [1, 2, 4, 8];
+
+/// A table of its own for the raw writes: `pk` only.
+async fn raw_table(client: &aws_sdk_dynamodb::Client) -> String {
+    let table = format!("bench-raw-claims-{}", uuid::Uuid::new_v4());
+    client
+        .create_table()
+        .table_name(&table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("pk")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name("pk")
+                .key_type(KeyType::Hash)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    table
+}
+
+/// `count` items in state `submitted`, keyed `ITEM#{round}#{n}`.
+async fn seed_raw(client: &aws_sdk_dynamodb::Client, table: &str, round: usize, count: usize) {
+    let batches: Vec<Vec<WriteRequest>> = (0..count)
+        .map(|n| {
+            let item = [
+                ("pk", AttributeValue::S(format!("ITEM#{round}#{n}"))),
+                ("state", AttributeValue::S("submitted".into())),
+                ("payload", AttributeValue::S("x".repeat(300))),
+            ]
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+            let put = PutRequest::builder().set_item(Some(item)).build().unwrap();
+            WriteRequest::builder().put_request(put).build()
+        })
+        .collect::<Vec<_>>()
+        .chunks(25)
+        .map(<[WriteRequest]>::to_vec)
+        .collect();
+    futures::stream::iter(batches)
+        .for_each_concurrent(4, |batch| async move {
+            let mut pending = batch;
+            while !pending.is_empty() {
+                let output = client
+                    .batch_write_item()
+                    .request_items(table, pending)
+                    .send()
+                    .await
+                    .unwrap();
+                pending = output
+                    .unprocessed_items()
+                    .and_then(|items| items.get(table))
+                    .cloned()
+                    .unwrap_or_default();
+            }
+        })
+        .await;
+}
+
+/// `pollers` clients take the seeded items from a shared counter, one conditional write each.
+async fn raw_rate(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    round: usize,
+    count: usize,
+    pollers: usize,
+) -> f64 {
+    seed_raw(client, table, round, count).await;
+    let next = Arc::new(AtomicUsize::new(0));
+    let began = Instant::now();
+    let workers = (0..pollers).map(|_| {
+        let (client, table, next) = (client.clone(), table.to_owned(), Arc::clone(&next));
+        tokio::spawn(async move {
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= count {
+                    return;
+                }
+                client
+                    .update_item()
+                    .table_name(&table)
+                    .key("pk", AttributeValue::S(format!("ITEM#{round}#{n}")))
+                    .update_expression("SET #state = :working")
+                    .condition_expression("#state = :submitted")
+                    .expression_attribute_names("#state", "state")
+                    .expression_attribute_values(":working", AttributeValue::S("working".into()))
+                    .expression_attribute_values(
+                        ":submitted",
+                        AttributeValue::S("submitted".into()),
+                    )
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        })
+    });
+    for worker in futures::future::join_all(workers).await {
+        worker.unwrap();
+    }
+    count as f64 / began.elapsed().as_secs_f64()
+}
+
+/// Opens `count` tasks on the pair's callee, 16 at a time; their ids.
+async fn open_tasks(app: &TestApp, pair: &Pair, count: usize) -> HashSet<String> {
+    futures::stream::iter(0..count)
+        .map(|n| async move {
+            let reply = app
+                .open_task(
+                    &pair.caller.key,
+                    &pair.callee.name,
+                    text_message(&format!("task {n}")),
+                    0,
+                )
+                .await;
+            assert_eq!(reply.status, 200, "{}", reply.text);
+            reply.field("id")
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await
+}
+
+/// What the pollers of one round did.
+struct Claimed {
+    rate: f64,
+    duplicates: usize,
+    lost: usize,
+}
+
+/// `pollers` pollers claim until the queue is empty.
+async fn gateway_rate(app: &TestApp, pair: &Pair, count: usize, pollers: usize) -> Claimed {
+    let opened = open_tasks(app, pair, count).await;
+    let began = Instant::now();
+    let workers = (0..pollers).map(|_| {
+        let (http, base, key) = (app.http.clone(), app.base.clone(), pair.callee.key.clone());
+        tokio::spawn(async move {
+            let mut claimed = Vec::new();
+            let mut empty_in_a_row = 0;
+            while empty_in_a_row < 2 {
+                let response = http
+                    .get(format!("{base}/v1/agents/me/tasks/next?wait=0"))
+                    .bearer_auth(&key)
+                    .send()
+                    .await
+                    .unwrap();
+                match response.status().as_u16() {
+                    204 => empty_in_a_row += 1,
+                    200 => {
+                        empty_in_a_row = 0;
+                        let task: serde_json::Value = response.json().await.unwrap();
+                        claimed.push(task["id"].as_str().unwrap().to_owned());
+                    }
+                    status => panic!(
+                        "claim answered {status}: {}",
+                        response.text().await.unwrap()
+                    ),
+                }
+            }
+            claimed
+        })
+    });
+    let mut all = Vec::new();
+    for worker in futures::future::join_all(workers).await {
+        all.extend(worker.unwrap());
+    }
+    let elapsed = began.elapsed();
+    let unique: HashSet<String> = all.iter().cloned().collect();
+    Claimed {
+        rate: all.len() as f64 / elapsed.as_secs_f64(),
+        duplicates: all.len() - unique.len(),
+        lost: opened.difference(&unique).count(),
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let count: usize = std::env::args()
+        .nth(1)
+        .map(|n| n.parse().expect("N: a number of tasks"))
+        .unwrap_or(2000);
+    let app = spawn_app_with(Options {
+        push_worker: false,
+        ..Options::default()
+    })
+    .await;
+    let client = forgebench_tests::dynamodb_client(&forgebench_tests::dynamodb_endpoint()).await;
+    let table = raw_table(&client).await;
+    // Warm both paths (connections, key cache) before measuring.
+    let pair = app.pair().await;
+    gateway_rate(&app, &pair, 10, 1).await;
+    raw_rate(&client, &table, 0, 10, 1).await;
+
+    println!("\nClaims of {count} queued tasks beside as many raw conditional writes (one DynamoDB Local):");
+    println!(
+        "| pollers | raw conditional writes/s | gateway claims/s | ratio | duplicates | lost |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let mut worst: f64 = f64::MAX;
+    for (round, pollers) in POLLERS.into_iter().enumerate() {
+        // A fresh pair per round: each round's queue holds only its own tasks.
+        let pair = app.pair().await;
+        let claimed = gateway_rate(&app, &pair, count, pollers).await;
+        let raw = raw_rate(&client, &table, round + 1, count, pollers).await;
+        let ratio = claimed.rate / raw;
+        worst = worst.min(ratio);
+        println!(
+            "| {pollers} | {raw:.0} | {:.0} | {ratio:.2} | {} | {} |",
+            claimed.rate, claimed.duplicates, claimed.lost
+        );
+        assert_eq!(claimed.duplicates, 0, "a task was claimed twice");
+        assert_eq!(claimed.lost, 0, "a task was never claimed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!(
+        "lowest ratio {worst:.2} (target 0.80: {})",
+        if worst >= 0.8 { "met" } else { "missed" }
+    );
+}
