@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks that the gateway deploys: lints the SAM template (cfn-lint, `sam validate --lint`),
-# scans it for security findings (checkov, infra/checkov.yaml), and builds every Lambda function
-# for arm64 in release mode with cargo-lambda, as `sam build` does (`sam build` itself rebuilds
-# the dependencies under its own environment, which would double the step).
+# scans it for security findings (checkov, infra/checkov.yaml), builds every Lambda function for
+# arm64 in release mode with cargo-lambda, then runs `sam build` over that build (incremental:
+# the workspace's default members are the functions, so its per-function builds have the same
+# features; see Cargo.toml), which checks the template's build metadata as a deploy uses it.
 # Prints each step's time and the size of every bootstrap. Part of CI (.ci/run).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +33,14 @@ step "cargo lambda build --release --arm64 (every function)"
 packages=()
 for dir in functions/*/; do packages+=(-p "$(basename "$dir")"); done
 cargo lambda build --release --arm64 --locked --lambda-dir target/lambda-arm64 "${packages[@]}"
+took
+
+step "sam build (every function through cargo-lambda, as a deploy builds them; incremental over the build above)"
+sam build --beta-features -t infra/template.yaml --build-dir target/sam-build >/dev/null
+for dir in functions/*/; do
+  function_dir=$(grep -B6 "Binary: $(basename "$dir")\$" infra/template.yaml | awk '/^  [A-Za-z0-9]+Function:/ {print $1}' | tr -d :)
+  test -x "target/sam-build/$function_dir/bootstrap" || { echo "sam build left no bootstrap for $(basename "$dir")" >&2; exit 1; }
+done
 took
 
 echo "== bootstrap sizes (arm64, stripped)" >&2
