@@ -3,9 +3,14 @@
 //! purpose, on which IAM grants are conditioned (`kms:EncryptionContext:purpose`), so only the
 //! functions that need endpoint secrets can open them.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
 use aws_sdk_kms::primitives::Blob;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use sha2::{Digest, Sha256};
 
 use crate::on_first_use::OnFirstUse;
 
@@ -13,6 +18,62 @@ use crate::on_first_use::OnFirstUse;
 pub struct Vault {
     client: OnFirstUse<aws_sdk_kms::Client>,
     key_id: Option<String>,
+    opened: Opened,
+}
+
+/// How long this process keeps a value it opened: a push delivery to an endpoint whose secret
+/// was opened within it decrypts nothing. A changed secret is a new sealed value, opened afresh;
+/// a KMS grant taken away stops new values opening at once, and values already open after this
+/// long.
+pub const OPENED_LIFETIME: Duration = Duration::from_secs(300);
+/// Most opened values kept at once; past it the oldest go first.
+const MOST_OPENED: usize = 1024;
+
+/// Values this process opened, by the digest of their encryption context and sealed form, so a
+/// sealed value under another context (copied onto another agent) is never answered from here:
+/// it goes to KMS, which refuses it. Never printed.
+#[derive(Clone, Default)]
+struct Opened(Arc<Mutex<HashMap<[u8; 32], (Instant, Vec<u8>)>>>);
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Opened(..)")
+    }
+}
+
+impl Opened {
+    fn key(context: &[(&str, &str)], sealed: &str) -> [u8; 32] {
+        let mut digest = Sha256::new();
+        for (name, value) in context {
+            for part in [name, value] {
+                digest.update((part.len() as u64).to_be_bytes());
+                digest.update(part.as_bytes());
+            }
+        }
+        digest.update(sealed.as_bytes());
+        digest.finalize().into()
+    }
+
+    fn get(&self, key: &[u8; 32]) -> Option<Vec<u8>> {
+        let opened = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let (at, plaintext) = opened.get(key)?;
+        (at.elapsed() < OPENED_LIFETIME).then(|| plaintext.clone())
+    }
+
+    fn keep(&self, key: [u8; 32], plaintext: &[u8]) {
+        let mut opened = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        opened.retain(|_, (at, _)| at.elapsed() < OPENED_LIFETIME);
+        if opened.len() >= MOST_OPENED {
+            let oldest = opened
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(k, _)| *k);
+            if let Some(oldest) = oldest {
+                opened.remove(&oldest);
+            }
+        }
+        opened.insert(key, (Instant::now(), plaintext.to_vec()));
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +119,7 @@ impl Vault {
         Vault {
             client: client.into(),
             key_id,
+            opened: Opened::default(),
         }
     }
 
@@ -86,12 +148,24 @@ impl Vault {
         Ok(STANDARD.encode(ciphertext.as_ref()))
     }
 
-    /// Decrypts what [`Vault::seal_bytes`] made under the same `context`.
+    /// Decrypts what [`Vault::seal_bytes`] made under the same `context`: from this process's
+    /// opened values when it opened the same sealed value under the same context within
+    /// [`OPENED_LIFETIME`], else with KMS.
     pub async fn unseal_bytes(
         &self,
         context: &[(&str, &str)],
         sealed: &str,
     ) -> Result<Vec<u8>, VaultError> {
+        let key = Opened::key(context, sealed);
+        if let Some(plaintext) = self.opened.get(&key) {
+            return Ok(plaintext);
+        }
+        let plaintext = self.decrypt(context, sealed).await?;
+        self.opened.keep(key, &plaintext);
+        Ok(plaintext)
+    }
+
+    async fn decrypt(&self, context: &[(&str, &str)], sealed: &str) -> Result<Vec<u8>, VaultError> {
         let ciphertext = STANDARD.decode(sealed).map_err(|_| VaultError::Refused)?;
         let mut request = self
             .client

@@ -379,3 +379,82 @@ async fn every_delivery_is_signed_and_verifies_against_the_published_keys() {
         .iter()
         .all(|key| key.verify(&tampered, &signature).is_err()));
 }
+
+#[tokio::test]
+async fn the_endpoint_secret_is_opened_once_for_many_deliveries_and_a_new_secret_afresh() {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let recorder = forgebench_tests::Recorder::default();
+    let options = Options {
+        recorder: Some(recorder.clone()),
+        ..Options::local_push()
+    };
+    let (app, pair) = push_pair_with(&callee, options).await;
+    let opened_secrets = |recorder: &forgebench_tests::Recorder| {
+        recorder
+            .take()
+            .iter()
+            .filter(|action| *action == "kms:Decrypt@endpoint-secret")
+            .count()
+    };
+    opened_secrets(&recorder);
+    for _ in 0..3 {
+        assert_eq!(open(&app, &pair, 10).await.state(), "completed");
+    }
+    assert_eq!(
+        opened_secrets(&recorder),
+        1,
+        "three deliveries, one decrypt"
+    );
+
+    let changed = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": callee.url, "auth": {"type": "bearer", "secret": "s3cret-2-rotated"}}),
+        )
+        .await;
+    assert_eq!(changed.status, 200, "{}", changed.text);
+    recorder.take();
+    assert_eq!(open(&app, &pair, 10).await.state(), "completed");
+    assert_eq!(
+        opened_secrets(&recorder),
+        1,
+        "the new secret is opened afresh"
+    );
+    let authorizations: Vec<String> = callee
+        .received()
+        .iter()
+        .map(|post| post.headers["authorization"].to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        authorizations,
+        [
+            format!("Bearer {SECRET}"),
+            format!("Bearer {SECRET}"),
+            format!("Bearer {SECRET}"),
+            "Bearer s3cret-2-rotated".to_owned()
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_secret_sealed_for_one_agent_never_opens_for_another_even_once_opened() {
+    let app = spawn_app_with(Options::local_push()).await;
+    let vault = &app.app.vault;
+    let sealed = vault.seal("tenant-1", "agent-a", "s3cret-a").await.unwrap();
+    assert_eq!(
+        vault.unseal("tenant-1", "agent-a", &sealed).await.unwrap(),
+        "s3cret-a"
+    );
+    // Opened (and kept) for agent-a; copied onto agent-b or another tenant it still goes to KMS,
+    // whose encryption context refuses it.
+    for (tenant, agent) in [("tenant-1", "agent-b"), ("tenant-2", "agent-a")] {
+        assert!(
+            matches!(
+                vault.unseal(tenant, agent, &sealed).await,
+                Err(forgebench::vault::VaultError::Refused)
+            ),
+            "{tenant}/{agent}"
+        );
+    }
+}
