@@ -33,7 +33,10 @@ const MOST_OPENED: usize = 1024;
 /// sealed value under another context (copied onto another agent) is never answered from here:
 /// it goes to KMS, which refuses it. Never printed.
 #[derive(Clone, Default)]
-struct Opened(Arc<Mutex<HashMap<[u8; 32], (Instant, Vec<u8>)>>>);
+struct Opened(Arc<Mutex<HashMap<[u8; 32], OpenedValue>>>);
+
+/// When a value was opened, and what it opened to.
+type OpenedValue = (Instant, Vec<u8>);
 
 impl std::fmt::Debug for Opened {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
