@@ -7,7 +7,7 @@
 //! - **gateway**: `N` tasks opened on one callee (not timed), then `P` pollers of that callee
 //!   claim with `GET /v1/agents/me/tasks/next?wait=0` through the real HTTP gateway until the
 //!   queue answers `204`. Rate: tasks / time; every claimed id is kept, so duplicates and
-//!   losses are counted.
+//!   losses are counted, and the DynamoDB requests the gateway made per claim (an SDK interceptor).
 //!
 //! For `P` = 1, 2, 4, 8, the ratio gateway / raw. The target is 0.8 (docs/benchmarks.md), with 0
 //! duplicates and 0 losses. Both sides run in this process against the same DynamoDB Local, with
@@ -31,7 +31,7 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, PutRequest,
     ScalarAttributeType, WriteRequest,
 };
-use forgebench_tests::{spawn_app_with, text_message, Options, Pair, TestApp};
+use forgebench_tests::{spawn_app_with, text_message, Options, Pair, Recorder, TestApp};
 use futures::StreamExt;
 
 const POLLERS: [usize; 4] = [1, 2, 4, 8];
@@ -170,11 +170,20 @@ struct Claimed {
     rate: f64,
     duplicates: usize,
     lost: usize,
+    /// DynamoDB requests the gateway made per claim while the pollers drained the queue.
+    calls_per_claim: f64,
 }
 
 /// `pollers` pollers claim until the queue is empty.
-async fn gateway_rate(app: &TestApp, pair: &Pair, count: usize, pollers: usize) -> Claimed {
+async fn gateway_rate(
+    app: &TestApp,
+    recorder: &Recorder,
+    pair: &Pair,
+    count: usize,
+    pollers: usize,
+) -> Claimed {
     let opened = open_tasks(app, pair, count).await;
+    recorder.take();
     let began = Instant::now();
     let workers = (0..pollers).map(|_| {
         let (http, base, key) = (app.http.clone(), app.base.clone(), pair.callee.key.clone());
@@ -209,11 +218,17 @@ async fn gateway_rate(app: &TestApp, pair: &Pair, count: usize, pollers: usize) 
         all.extend(worker.unwrap());
     }
     let elapsed = began.elapsed();
+    let calls = recorder
+        .take_requests()
+        .iter()
+        .filter(|(_, actions)| actions.iter().any(|a| a.starts_with("dynamodb:")))
+        .count();
     let unique: HashSet<String> = all.iter().cloned().collect();
     Claimed {
         rate: all.len() as f64 / elapsed.as_secs_f64(),
         duplicates: all.len() - unique.len(),
         lost: opened.difference(&unique).count(),
+        calls_per_claim: calls as f64 / all.len().max(1) as f64,
     }
 }
 
@@ -223,8 +238,10 @@ async fn main() {
         .nth(1)
         .map(|n| n.parse().expect("N: a number of tasks"))
         .unwrap_or(2000);
+    let recorder = Recorder::default();
     let app = spawn_app_with(Options {
         push_worker: false,
+        recorder: Some(recorder.clone()),
         ..Options::default()
     })
     .await;
@@ -232,25 +249,25 @@ async fn main() {
     let table = raw_table(&client).await;
     // Warm both paths (connections, key cache) before measuring.
     let pair = app.pair().await;
-    gateway_rate(&app, &pair, 10, 1).await;
+    gateway_rate(&app, &recorder, &pair, 10, 1).await;
     raw_rate(&client, &table, 0, 10, 1).await;
 
     println!("\nClaims of {count} queued tasks beside as many raw conditional writes (one DynamoDB Local):");
     println!(
-        "| pollers | raw conditional writes/s | gateway claims/s | ratio | duplicates | lost |"
+        "| pollers | raw conditional writes/s | gateway claims/s | ratio | DynamoDB calls per claim | duplicates | lost |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     let mut worst: f64 = f64::MAX;
     for (round, pollers) in POLLERS.into_iter().enumerate() {
         // A fresh pair per round: each round's queue holds only its own tasks.
         let pair = app.pair().await;
-        let claimed = gateway_rate(&app, &pair, count, pollers).await;
+        let claimed = gateway_rate(&app, &recorder, &pair, count, pollers).await;
         let raw = raw_rate(&client, &table, round + 1, count, pollers).await;
         let ratio = claimed.rate / raw;
         worst = worst.min(ratio);
         println!(
-            "| {pollers} | {raw:.0} | {:.0} | {ratio:.2} | {} | {} |",
-            claimed.rate, claimed.duplicates, claimed.lost
+            "| {pollers} | {raw:.0} | {:.0} | {ratio:.2} | {:.2} | {} | {} |",
+            claimed.rate, claimed.calls_per_claim, claimed.duplicates, claimed.lost
         );
         assert_eq!(claimed.duplicates, 0, "a task was claimed twice");
         assert_eq!(claimed.lost, 0, "a task was never claimed");
