@@ -57,8 +57,11 @@ async fn claim_within(
                 if let Some(task) = hand_over(app, *task, &principal.tenant_id, agent_id).await? {
                     metrics::emit(Metric::TaskClaimed);
                     claim_waited(began);
-                    super::after_change(app, &task).await;
-                    audit_task_action(app, principal, "task.claim", &task).await;
+                    // Independent writes after the claim committed: neither waits on the other.
+                    tokio::join!(
+                        super::after_change(app, &task),
+                        audit_task_action(app, principal, "task.claim", &task)
+                    );
                     return super::ok(&task.to_json());
                 }
                 continue;

@@ -1,11 +1,15 @@
 //! The claim: a callee takes the oldest claimable task of its queue with one conditional write,
 //! so two pollers can never both take one task.
 
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
 use crate::domain::ids::{AgentId, TaskId};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::item::{n, s, Reader};
+use super::item::{n, s, Item, Reader};
 use super::task_item::{
     change_entries, deadline_shard, logging, queue_entry, LOG_CHANGES, LOG_CHANGES_IN_PLACE,
 };
@@ -13,6 +17,11 @@ use super::tasks::{TaskTransition, CLAIM_CANDIDATES, UNCLAIMABLE_ERROR};
 use super::{classify, Store, StoreError};
 use crate::domain::events::Change;
 use crate::domain::{clock, Task, TaskState};
+
+/// How long a queue page read for claims may serve later claims of this process. This bounds
+/// the claim order: a task put back on the queue in an older place than a page's candidates (a
+/// claim undone, a question answered) may wait behind them for at most this long.
+pub(crate) const PAGE_LIFETIME: Duration = Duration::from_secs(1);
 
 /// The outcome of one claim attempt.
 #[derive(Debug, Clone)]
@@ -23,32 +32,73 @@ pub enum ClaimOutcome {
     Empty,
 }
 
-impl Store {
-    /// Claims one queued task of `callee_id`, trying the oldest candidates in a rotated order so
-    /// that concurrent pollers mostly try different tasks. A candidate that cannot be taken (an
-    /// unreadable or oversized item left by an older version) is failed and passed over, so one
-    /// task never stops its callee's queue.
-    pub async fn claim_next(&self, callee_id: &AgentId) -> Result<ClaimOutcome, StoreError> {
-        let output = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name("gsi1")
-            .key_condition_expression("gsi1pk = :queue")
-            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
-            .limit(CLAIM_CANDIDATES)
-            .send()
-            .await
-            .map_err(classify)?;
-        let candidates = output.items();
-        if candidates.is_empty() {
-            return Ok(ClaimOutcome::Empty);
+/// Queue pages read for claims and not used up yet, one per callee. A claim takes its next
+/// candidate from its callee's page before reading the queue again, so concurrent pollers in
+/// one process try different tasks, and a busy callee pays one queue read per page of
+/// [`CLAIM_CANDIDATES`] instead of one per claim. A candidate is only a hint: the claim's
+/// conditional write decides, so a candidate another process took costs a refused write.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ClaimPages(Arc<Mutex<HashMap<AgentId, Page>>>);
+
+#[derive(Debug)]
+struct Page {
+    read_at: Instant,
+    candidates: VecDeque<Item>,
+}
+
+impl ClaimPages {
+    /// The next candidate of `callee_id`'s page, while the page is fresh.
+    fn next(&self, callee_id: &AgentId) -> Option<Item> {
+        let mut pages = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let page = pages.get_mut(callee_id)?;
+        let candidate = if page.read_at.elapsed() <= PAGE_LIFETIME {
+            page.candidates.pop_front()
+        } else {
+            None
+        };
+        if candidate.is_none() || page.candidates.is_empty() {
+            pages.remove(callee_id);
         }
-        let mut offset = [0u8; 4];
-        let _ = getrandom::fill(&mut offset);
-        let start = u32::from_le_bytes(offset) as usize % candidates.len();
-        for index in 0..candidates.len() {
-            let candidate = Reader(&candidates[(start + index) % candidates.len()]);
+        candidate
+    }
+
+    /// Keeps `candidates`, just read, as `callee_id`'s page, and drops the pages gone stale.
+    fn keep(&self, callee_id: &AgentId, candidates: Vec<Item>) {
+        let mut pages = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        pages.retain(|_, page| page.read_at.elapsed() <= PAGE_LIFETIME);
+        pages.insert(
+            callee_id.clone(),
+            Page {
+                read_at: Instant::now(),
+                candidates: candidates.into(),
+            },
+        );
+    }
+}
+
+impl Store {
+    /// Claims one queued task of `callee_id`: the candidates of this process's page of its
+    /// queue first (see [`ClaimPages`]), then a fresh page of the oldest candidates, rotated at
+    /// random so that pollers in other processes mostly try different tasks. A candidate that
+    /// cannot be taken (an unreadable or oversized item left by an older version) is failed and
+    /// passed over, so one task never stops its callee's queue.
+    pub async fn claim_next(&self, callee_id: &AgentId) -> Result<ClaimOutcome, StoreError> {
+        let mut read_queue = false;
+        loop {
+            let candidate = match self.claim_pages.next(callee_id) {
+                Some(candidate) => candidate,
+                None if read_queue => return Ok(ClaimOutcome::Contended),
+                None => {
+                    read_queue = true;
+                    let page = self.queue_page(callee_id).await?;
+                    if page.is_empty() {
+                        return Ok(ClaimOutcome::Empty);
+                    }
+                    self.claim_pages.keep(callee_id, page);
+                    continue;
+                }
+            };
+            let candidate = Reader(&candidate);
             let Ok(task_id) = candidate.id::<TaskId>("id") else {
                 tracing::error!("a queue entry without a task id; skipped");
                 continue;
@@ -65,7 +115,29 @@ impl Store {
                 }
             }
         }
-        Ok(ClaimOutcome::Contended)
+    }
+
+    /// The oldest [`CLAIM_CANDIDATES`] entries of `callee_id`'s queue, rotated by a random offset.
+    async fn queue_page(&self, callee_id: &AgentId) -> Result<Vec<Item>, StoreError> {
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name("gsi1")
+            .key_condition_expression("gsi1pk = :queue")
+            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
+            .limit(CLAIM_CANDIDATES)
+            .send()
+            .await
+            .map_err(classify)?;
+        let mut candidates = output.items.unwrap_or_default();
+        if !candidates.is_empty() {
+            let mut offset = [0u8; 4];
+            let _ = getrandom::fill(&mut offset);
+            let start = u32::from_le_bytes(offset) as usize % candidates.len();
+            candidates.rotate_left(start);
+        }
+        Ok(candidates)
     }
 
     /// One claim attempt on one candidate: the task, or `None` when another poller took it.

@@ -81,6 +81,8 @@ use item::Item;
 pub struct Store {
     client: Client,
     table: String,
+    /// Queue pages this process read for claims and has not used up (`store/claim.rs`).
+    claim_pages: claim::ClaimPages,
 }
 
 /// What can go wrong talking to the table, sorted by what the caller should do about it.
@@ -363,6 +365,7 @@ impl Store {
         Store {
             client,
             table: table.into(),
+            claim_pages: claim::ClaimPages::default(),
         }
     }
 
