@@ -467,23 +467,31 @@ async fn a_config_receives_every_update_of_its_task_once_in_order_signed_and_aut
     let summaries: Vec<_> = received.iter().map(summary).collect();
     assert_eq!(summaries, expected());
     let keys = webhook_keys(&app, &pair.caller.key).await;
+    assert_addressed_in_order(&received, &task_id);
+    for (n, notification) in received.iter().enumerate() {
+        assert_eq!(notification.headers["x-a2a-notification-token"], "tok-9");
+        assert!(verifies(&keys, notification), "notification {n} verifies");
+    }
+}
+
+/// Each notification is about `task_id`, carries the config's credentials, and is numbered in
+/// order from the first (`webhook-id` `hook:1`, `hook:2`, …): none repeated, none missing.
+fn assert_addressed_in_order(received: &[Received], task_id: &str) {
     for (n, notification) in received.iter().enumerate() {
         let update = notification
             .body
             .get("statusUpdate")
             .or_else(|| notification.body.get("artifactUpdate"))
             .unwrap();
-        assert_eq!(update["taskId"], task_id.as_str());
+        assert_eq!(update["taskId"], task_id);
         assert_eq!(
             notification.headers["authorization"],
             format!("Bearer {CREDENTIALS}").as_str()
         );
-        assert_eq!(notification.headers["x-a2a-notification-token"], "tok-9");
         assert_eq!(
             notification.headers["webhook-id"],
             format!("hook:{}", n + 1).as_str()
         );
-        assert!(verifies(&keys, notification), "notification {n} verifies");
     }
 }
 
@@ -683,22 +691,7 @@ async fn a_config_on_a_push_delivered_task_receives_the_callees_answer_once_in_o
         ],
         "{received:#?}"
     );
-    for (n, notification) in received.iter().enumerate() {
-        let update = notification
-            .body
-            .get("statusUpdate")
-            .or_else(|| notification.body.get("artifactUpdate"))
-            .unwrap();
-        assert_eq!(update["taskId"], task_id.as_str());
-        assert_eq!(
-            notification.headers["authorization"],
-            format!("Bearer {CREDENTIALS}").as_str()
-        );
-        assert_eq!(
-            notification.headers["webhook-id"],
-            format!("hook:{}", n + 1).as_str()
-        );
-    }
+    assert_addressed_in_order(&received, &task_id);
     assert_eq!(callee.received().len(), 1, "the callee got the task once");
 }
 
