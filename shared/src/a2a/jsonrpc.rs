@@ -111,7 +111,9 @@ pub fn failure(id: &Value, error: &A2aError) -> Value {
 }
 
 /// Checks the `A2A-Version` header's value: `1.0` (any patch) is served; a missing or empty
-/// header means 0.3, which is not.
+/// header means 0.3, which is not. Served exactly as the API document's pattern says,
+/// `^1(\.0+(\.[0-9]+)*)?$` (around white space the header's transport drops): `1`, `1.0`,
+/// `1.00`, `1.0.3`.
 pub fn check_version(header: Option<&str>) -> Result<(), A2aError> {
     let version = header.map(str::trim).filter(|text| !text.is_empty());
     let Some(version) = version else {
@@ -120,10 +122,13 @@ pub fn check_version(header: Option<&str>) -> Result<(), A2aError> {
             "A2A-Version is missing, which means 0.3; this gate serves 1.0",
         ));
     };
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
     let mut numbers = version.split('.');
-    let major_minor = (numbers.next(), numbers.next().unwrap_or("0"));
-    let patch_ok = numbers.all(|part| part.parse::<u32>().is_ok());
-    if major_minor.0 == Some("1") && major_minor.1.parse::<u32>() == Ok(0) && patch_ok {
+    let major = numbers.next() == Some("1");
+    let minor = numbers
+        .next()
+        .is_none_or(|minor| digits(minor) && minor.bytes().all(|b| b == b'0'));
+    if major && minor && numbers.all(digits) {
         return Ok(());
     }
     Err(A2aError::new(
@@ -187,7 +192,15 @@ mod tests {
 
     #[test]
     fn version_1_0_is_served_and_anything_else_is_version_not_supported() {
-        for served in ["1.0", "1.0.1", " 1.0 ", "1"] {
+        for served in [
+            "1.0",
+            "1.0.1",
+            " 1.0 ",
+            "1",
+            "1.00",
+            "1.0.0.7",
+            "1.0.99999999999",
+        ] {
             assert_eq!(check_version(Some(served)), Ok(()), "{served:?}");
         }
         for refused in [
@@ -198,6 +211,11 @@ mod tests {
             Some("2.0"),
             Some("1.0.x"),
             Some("v1"),
+            Some("1."),
+            Some("1.0."),
+            Some("1.+0"),
+            Some("1.0.+1"),
+            Some("01.0"),
         ] {
             let error = check_version(refused).unwrap_err();
             assert_eq!(error.kind, A2aErrorKind::VersionNotSupported, "{refused:?}");

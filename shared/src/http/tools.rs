@@ -29,7 +29,7 @@ pub async fn put_tool(app: &App, request: Request) -> HandlerResult {
             .iter()
             .map(|tag| {
                 tag.as_str()
-                    .filter(|t| !t.is_empty() && t.len() <= 64)
+                    .filter(|t| !t.is_empty() && t.chars().count() <= 64)
                     .map(str::to_owned)
             })
             .collect::<Option<Vec<_>>>()

@@ -370,3 +370,155 @@ async fn an_a2a_message_names_its_task_and_conversation_with_strings_only() {
         assert_eq!(reply.status, 400, "{part}: {}", reply.text);
     }
 }
+
+#[tokio::test]
+async fn tool_tags_are_counted_in_characters_and_descriptions_hold_the_documents_limits() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    let document = served_document(&app).await;
+    let tag = property(&document, "ToolIn", &["tags"]);
+    assert_eq!(tag["items"]["maxLength"], 64);
+    let description = property(&document, "ToolIn", &["description"]);
+    assert_eq!(description["maxLength"], 2000);
+    assert_eq!(description["pattern"], NOT_ONLY_WHITE_SPACE);
+    let tool = format!("/v1/agents/{}/tools/classify", pair.callee.id);
+    // 64 two-byte characters are 128 bytes, and within the limit of 64 characters.
+    let long_tag = "é".repeat(64);
+    let put = |body: Value| app.send("PUT", &tool, Some(admin), Some(body));
+    let reply = put(json!({"description": "classifies", "tags": [long_tag]})).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.body["tags"], json!([long_tag]));
+    for refused in [
+        json!({"description": "classifies", "tags": ["é".repeat(65)]}),
+        json!({"description": "x".repeat(2001)}),
+        json!({"description": " \t\u{3000}\n"}),
+    ] {
+        let reply = put(refused.clone()).await;
+        assert_eq!(reply.status, 400, "{refused}: {}", reply.text);
+    }
+    let reply = put(json!({"description": "é".repeat(2000)})).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    for schema in ["TenantIn", "MemberIn"] {
+        assert_eq!(
+            property(&document, schema, &["name"])["pattern"],
+            NOT_ONLY_WHITE_SPACE,
+            "{schema}"
+        );
+    }
+    let reply = app
+        .send(
+            "POST",
+            "/v1/members",
+            Some(admin),
+            Some(json!({"name": "\u{2003} ", "role": "viewer"})),
+        )
+        .await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert_eq!(
+        property(&document, "AgentPatch", &["description"])["maxLength"],
+        2000
+    );
+}
+
+/// The document's pattern for "not only white space": one character that Rust's
+/// `char::is_whitespace` (the gateway's `trim`) does not count as space.
+const NOT_ONLY_WHITE_SPACE: &str =
+    "[^\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+
+#[tokio::test]
+async fn the_a2a_version_header_is_required_and_served_as_its_pattern_says() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let document = served_document(&app).await;
+    for (path, method) in [
+        ("/v1/agents/{agent}/a2a/jsonrpc", "post"),
+        ("/v1/agents/{agent}/a2a/message:send", "post"),
+        ("/v1/agents/{agent}/a2a/tasks/{task}", "get"),
+    ] {
+        let header = parameter(&document, path, method, "A2A-Version");
+        assert_eq!(header["required"], true, "{method} {path}");
+        assert_eq!(header["schema"]["pattern"], "^1(\\.0+(\\.[0-9]+)*)?$");
+    }
+    let list = r#"{"jsonrpc": "2.0", "id": 1, "method": "ListTasks"}"#;
+    for served in ["1", "1.0", "1.00", "1.0.3"] {
+        let reply = app
+            .a2a_rpc_raw(&pair.callee.id, Some(&pair.caller.key), Some(served), list)
+            .await;
+        assert!(reply.body["result"].is_object(), "{served}: {}", reply.text);
+    }
+    for refused in [
+        None,
+        Some("0.3"),
+        Some("1."),
+        Some("1.+0"),
+        Some("1.0.+1"),
+        Some("1.1"),
+    ] {
+        let reply = app
+            .a2a_rpc_raw(&pair.callee.id, Some(&pair.caller.key), refused, list)
+            .await;
+        assert_eq!(
+            reply.body["error"]["code"], -32009,
+            "{refused:?}: {}",
+            reply.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_push_configs_task_id_is_a_string_and_subscribe_holds_the_query_to_its_types() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let opened = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "hi"}]},
+                   "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let task = opened.body["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let configs = format!("/tasks/{task}/pushNotificationConfigs");
+    let create = |task_id: Value| {
+        app.a2a_rest(
+            "POST",
+            &pair.callee.id,
+            &configs,
+            &pair.caller.key,
+            Some(json!({"taskId": task_id, "url": "https://93.184.215.14/hook"})),
+        )
+    };
+    for wrong in [json!({}), json!(7), json!(["x"])] {
+        let reply = create(wrong.clone()).await;
+        assert_eq!(reply.status, 400, "{wrong}: {}", reply.text);
+        assert_eq!(
+            reply.body["error"]["details"][0]["reason"],
+            "INVALID_PARAMS"
+        );
+    }
+    for unset in [Value::Null, json!(""), json!(task)] {
+        let reply = create(unset.clone()).await;
+        assert_eq!(reply.status, 200, "{unset}: {}", reply.text);
+        assert_eq!(reply.body["taskId"], task.as_str());
+    }
+    // SubscribeToTask reads no query, but a historyLength that is no number is still refused.
+    let reply = app
+        .a2a_rest(
+            "GET",
+            &pair.callee.id,
+            &format!("/tasks/{task}:subscribe?historyLength=null"),
+            &pair.caller.key,
+            None,
+        )
+        .await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert_eq!(
+        reply.body["error"]["details"][0]["reason"],
+        "INVALID_PARAMS"
+    );
+}

@@ -117,10 +117,13 @@ pub async fn stream_message(app: &Arc<App>, request: Request) -> Result<Reply, A
     render_stream(outcome.await)
 }
 
-/// `tasks/{id}:subscribe` (GET or POST): `SubscribeToTask`.
+/// `tasks/{id}:subscribe` (GET or POST): `SubscribeToTask`. It reads no query parameter, but
+/// those the route documents are held to their types as on `GetTask` (a `historyLength` that is
+/// no number is refused, not ignored).
 async fn subscribe(app: &Arc<App>, request: &Request, task_id: &str) -> Result<Reply, ApiError> {
     let outcome = async {
         let call = A2aCall::read(app, request).await?;
+        query_object(request)?;
         let params = json!({ "id": task_id });
         Box::pin(call.subscribe(app, &params, Framing::HttpJson)).await
     };
