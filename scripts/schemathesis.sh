@@ -4,7 +4,9 @@
 # and every check: no 5xx, every response matching its schema, no schema-valid request refused
 # and no schema-violating request accepted. tests/schemathesis/setup.py makes the ids first and
 # tests/schemathesis/schemathesis.toml puts them into the path parameters, so every operation
-# reaches its logic. Prints the cases per operation and fails on any failure.
+# reaches its logic; tests/schemathesis/hooks.py (SCHEMATHESIS_HOOKS) keeps the rules no schema can
+# hold (issued cursors, public push URLs, task states) in the schema-valid cases and judges the
+# JSON-RPC binding's answers. Prints the cases per operation and fails on any failure.
 #
 # Runs against a local stack that is already up (the AWS_* settings of scripts/local-stack.sh
 # env) with a fresh table. Bounded for CI (FORGEBENCH_SCHEMATHESIS_EXAMPLES=5 cases per
@@ -54,7 +56,8 @@ for kind in operator viewer member admin agent; do
   me=$key
   [ "$kind" = agent ] && me=$ST_CALLEE_KEY
   echo "== schemathesis with the $kind key" >&2
-  (cd tests/schemathesis && ST_KEY=$key ST_ME_KEY=$me "$root/.local/venv/bin/st" run "$base/openapi.json" \
+  (cd tests/schemathesis && ST_KEY=$key ST_ME_KEY=$me ST_BASE=$base SCHEMATHESIS_HOOKS=hooks \
+    PYTHONPATH="$root/tests/schemathesis" "$root/.local/venv/bin/st" run "$base/openapi.json" \
     --phases examples,coverage,fuzzing,stateful --max-examples "$examples" --seed "$seed" \
     --generation-database none --no-color \
     --report ndjson --report-ndjson-path "$reports/$kind.ndjson") || status=1

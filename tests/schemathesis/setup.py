@@ -54,6 +54,14 @@ message = {"role": "user", "parts": [{"text": "fuzz me"}]}
 task = call("POST", f"/v1/agents/{callee['id']}/tasks", caller_key, {"message": message})
 claimed = call("GET", "/v1/agents/me/tasks/next?wait=1", callee_key)
 assert claimed and claimed["id"] == task["id"], claimed
+# A task waiting for the caller's answer: SubscribeToTask is served on it, and its stream ends at
+# once (an A2A stream ends at an interrupted state).
+asking = call("POST", f"/v1/agents/{callee['id']}/tasks", caller_key,
+              {"message": {"role": "user", "parts": [{"text": "ask me"}]}})
+asked = call("GET", "/v1/agents/me/tasks/next?wait=1", callee_key)
+assert asked and asked["id"] == asking["id"], asked
+call("POST", f"/v1/agents/me/tasks/{asking['id']}/result", callee_key,
+     {"state": "input_required", "message": {"role": "agent", "parts": [{"text": "which one?"}]}})
 # A second task, for the routes that finish one (cancel).
 cancelable = call("POST", f"/v1/agents/{callee['id']}/tasks", caller_key,
                   {"message": {"role": "user", "parts": [{"text": "cancel me"}]}})
@@ -61,6 +69,12 @@ cancelable = call("POST", f"/v1/agents/{callee['id']}/tasks", caller_key,
 done = call("POST", f"/v1/agents/{callee['id']}/tasks", caller_key,
             {"message": {"role": "user", "parts": [{"text": "done"}]}})
 call("POST", f"/v1/agents/{callee['id']}/tasks/{done['id']}/cancel", caller_key, {})
+# A task nobody finishes (ST_TASK may be answered by the run): its event stream stays open.
+still_open = call("POST", f"/v1/agents/{callee['id']}/tasks", caller_key,
+                  {"message": {"role": "user", "parts": [{"text": "leave me open"}]}})
+# A push config on the claimed task, for the routes that read one.
+call("POST", f"/v1/agents/{callee['id']}/a2a/tasks/{task['id']}/pushNotificationConfigs",
+     caller_key, {"id": "fuzz-kept", "url": "https://93.184.215.14/forgebench-hook"})
 kid = call("GET", "/v1/billing/export/pubkey", admin)["keys"][0]["kid"]
 
 ids = {
@@ -79,6 +93,10 @@ ids = {
     "ST_TASK": task["id"],
     "ST_CANCELABLE_TASK": cancelable["id"],
     "ST_DONE_TASK": done["id"],
+    "ST_ASKING_TASK": asking["id"],
+    "ST_OPEN_TASK": still_open["id"],
+    "ST_CONTEXT": still_open["context_id"],
+    "ST_PUSH_CONFIG": "fuzz-kept",
     "ST_SPARE_MEMBER": spare_member["member_id"],
     "ST_SPARE_MEMBER_KEY_ID": spare_member_key["key_id"],
     "ST_KID": kid,
