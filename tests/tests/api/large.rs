@@ -246,7 +246,13 @@ async fn a_one_mebibyte_message_is_pushed_intact_and_a_one_mebibyte_answer_lands
     let answer = artifacts_of(MAX_MESSAGE_BYTES, 5);
     let body = json!({"state": "completed", "artifacts": answer.clone()});
     let callee = Callee::start(move |_| Answer::json(200, body.clone())).await;
-    let app = spawn_app_with(Options::local_push()).await;
+    // Two 1 MiB bodies on a loaded 2-core machine can outlast the tests' 2 s push timeout, and a
+    // timed-out POST is rightly sent again: this test is about the bodies, so it waits longer.
+    let app = spawn_app_with(Options {
+        push_timeout: std::time::Duration::from_secs(20),
+        ..Options::local_push()
+    })
+    .await;
     let pair = push_pair(&app, &callee).await;
     let big = message_of(MAX_MESSAGE_BYTES, 6);
     let opened = app
