@@ -22,8 +22,8 @@ use crate::store::{Store, StoreError, EXACT_WORDS};
 
 /// Most index pages one request reads while walking.
 pub const MAX_ROUNDS: usize = 10;
-/// Most tasks changed since a search's snapshot (with the agent's lagging tasks, for a search
-/// with words) that a page places; past that the search must start again.
+/// Most tasks changed since a search's snapshot that a page places; past that the search must
+/// start again.
 pub const MAX_MOVED: usize = 1_000;
 
 /// A page of results, newest first, and the cursor of the next one.
@@ -54,7 +54,10 @@ fn below(position: &Position, after: &Position) -> bool {
     }
 }
 
-/// The indexes a search walks: one per side of the agent, or the conversation's.
+/// The indexes a search walks: one per side of the agent, or the conversation's. A search with
+/// words also walks the agent's lagging tasks on each side, whose postings may stand below
+/// their place (`store/words.rs`): that index is ordered like the others, so a page reads only
+/// as much of it as it reads of the postings.
 fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
     if let (None, Some(context_id)) = (&filters.words, &filters.context_id) {
         return vec![SearchIndex::Context { context_id }];
@@ -69,12 +72,12 @@ fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
         (None, Some(state)) => SearchIndex::SideState { side, agent, state },
         (None, None) => SearchIndex::Side { side, agent },
     };
-    filters
-        .direction
-        .sides()
-        .iter()
-        .map(|side| walk(*side))
-        .collect()
+    let sides = filters.direction.sides().iter();
+    let mut indexes: Vec<SearchIndex<'_>> = sides.clone().map(|side| walk(*side)).collect();
+    if filters.words.is_some() {
+        indexes.extend(sides.map(|side| SearchIndex::Lagging { side: *side, agent }));
+    }
+    indexes
 }
 
 /// One walk: its index and where it stands.
@@ -256,32 +259,29 @@ fn page(found: Found<'_>, reached: Option<String>, limit: usize, moment: String)
     }
 }
 
-/// The tasks of the search's agent (or conversation) that changed after `moment`, and for a
-/// search with words the agent's lagging tasks (whose postings may not say where they are).
+/// The tasks of the search's agent (or conversation) that changed after `moment`.
 async fn moved_since(
     store: &Store,
     filters: &SearchFilters,
     moment: &str,
 ) -> Result<(Vec<TaskId>, f64), SearchError> {
-    let sides = filters.direction.sides().iter();
     let agent = &filters.agent;
-    let mut reads: Vec<(SearchIndex<'_>, Option<&str>)> = match &filters.context_id {
-        Some(context_id) => vec![(SearchIndex::Context { context_id }, Some(moment))],
-        None => sides
-            .clone()
-            .map(|side| (SearchIndex::Side { side: *side, agent }, Some(moment)))
+    let reads: Vec<SearchIndex<'_>> = match &filters.context_id {
+        Some(context_id) => vec![SearchIndex::Context { context_id }],
+        None => filters
+            .direction
+            .sides()
+            .iter()
+            .map(|side| SearchIndex::Side { side: *side, agent })
             .collect(),
     };
-    if filters.words.is_some() {
-        reads.extend(sides.map(|side| (SearchIndex::Lagging { side: *side, agent }, None)));
-    }
     let mut moved = Vec::new();
     let mut units = 0.0;
-    for (index, after) in reads {
+    for index in reads {
         let mut start = None;
         loop {
             let range = Range {
-                after,
+                after: Some(moment),
                 at_or_before: None,
             };
             let IndexPage {

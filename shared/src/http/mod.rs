@@ -163,6 +163,12 @@ pub(crate) async fn after_change(app: &App, task: &Task) {
     );
 }
 
+/// [`after_change`] for a change that added no words (a claim): its word index needs nothing
+/// (see `store/task_item.rs`, `LOG_WORDLESS_CHANGES`).
+pub(crate) async fn after_wordless_change(app: &App, task: &Task) {
+    crate::push::notify_changed(&app.queue, task).await;
+}
+
 /// The body of a message as a task item stores it: inline when small, otherwise written to the
 /// body store now (before the item that will point at it) and referenced.
 pub(crate) async fn store_message(

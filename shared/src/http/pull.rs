@@ -59,7 +59,7 @@ async fn claim_within(
                     claim_waited(began);
                     // Independent writes after the claim committed: neither waits on the other.
                     tokio::join!(
-                        super::after_change(app, &task),
+                        super::after_wordless_change(app, &task),
                         audit_task_action(app, principal, "task.claim", &task)
                     );
                     return super::ok(&task.to_json());

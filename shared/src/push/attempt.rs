@@ -102,7 +102,7 @@ impl Worker {
                     .store
                     .accept_push(task_id, token, task.claim_timeout_seconds)
                     .await?;
-                self.notified(accepted).await;
+                self.notified_wordless(accepted).await;
                 tracing::info!("callee accepted the task to finish later");
                 Ok(JobOutcome::Done)
             }

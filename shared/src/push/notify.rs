@@ -60,6 +60,15 @@ impl Worker {
         transition
     }
 
+    /// [`Self::notified`] for a change that added no words (the callee accepting): its word
+    /// index needs nothing (see `store/task_item.rs`, `LOG_WORDLESS_CHANGES`).
+    pub(super) async fn notified_wordless(&self, transition: TaskTransition) -> TaskTransition {
+        if let TaskTransition::Applied(task) = &transition {
+            notify_changed(&self.queue, task).await;
+        }
+        transition
+    }
+
     /// Fails the task's delivery (see [`crate::store::Store::fail_delivery`]) and tells its
     /// configs.
     pub(super) async fn fail_delivery(

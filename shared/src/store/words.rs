@@ -11,12 +11,17 @@
 //! finished, has all its postings at its current moment: each change writes the new generation
 //! and deletes the others in the same batches. A larger open task would make every change
 //! rewrite hundreds of postings, so its changes only add postings for its new words and flag it
-//! `words_lag`: a search reads an agent's lagging tasks (a sparse index) on every page and
-//! places them by their own change log, whatever their postings say. The marker records the
-//! task's whole word set (which is what a search checks a candidate's words against) and how
-//! many history entries it covers, with a write that only moves forward, in one transaction
-//! with the task's flags (clearing `words_due`, and setting or clearing `words_lag`) while the
-//! task is still at that moment. A pass that lost that race deletes the postings it wrote.
+//! `words_lag`. A change that adds no words (a claim, a push callee accepting:
+//! `task_item::LOG_WORDLESS_CHANGES`) writes nothing here at all: it moves the task and flags it
+//! `words_lag`, and the postings stay at the task's `words_at`, the moment its words last
+//! changed. A search walks an agent's lagging tasks (a sparse index, ordered like the postings)
+//! beside the postings and places each task by the task itself, whatever its postings say.
+//!
+//! The marker records the task's whole word set (which is what a search checks a candidate's
+//! words against) and how many history entries it covers, with a write that only moves forward,
+//! in one transaction with the task's flags (clearing `words_due`, and setting or clearing
+//! `words_lag`) while the task is still at that moment, or its words are (`words_at`). A pass
+//! that lost that race deletes the postings it wrote.
 //! `words_due` (set by every logged change, see `task_item::LOG_CHANGES`) is how the sweeper
 //! finds a task whose indexing after a write failed.
 
@@ -300,8 +305,12 @@ impl Store {
     }
 
     /// The marker's write, moving only forward, with the task's flags while the task is still
-    /// at the marker's moment: both, or neither. A pass that lost deletes the postings it wrote
-    /// (`written`), which a newer pass has written again at its own moment.
+    /// at the marker's moment: both, or neither. When the task has moved on only by changes
+    /// that add no words (a claim, see `task_item::LOG_WORDLESS_CHANGES`), the generation is
+    /// still its words: it is recorded all the same and the task stays flagged lagging, so a
+    /// claim racing its open's indexing leaves nothing for the sweeper. A pass that lost
+    /// deletes the postings it wrote (`written`), which a newer pass has written again at its
+    /// own moment.
     async fn record_generation(
         &self,
         task: &Task,
@@ -309,6 +318,39 @@ impl Store {
         lagging: bool,
         written: &[&String],
     ) -> Result<Indexed, StoreError> {
+        let flags = match lagging {
+            true => "SET words_lag = :lag REMOVE words_due",
+            false => "REMOVE words_due, words_lag",
+        };
+        let at_moment = self.generation_write(task, marker, flags, "changed_at = :changed")?;
+        if self.transact_if(at_moment).await? {
+            return Ok(Indexed::Current);
+        }
+        let moved_wordless = self.generation_write(
+            task,
+            marker,
+            "SET words_lag = :lag REMOVE words_due",
+            "words_at = :changed AND words_lag = :lag",
+        )?;
+        if self.transact_if(moved_wordless).await? {
+            return Ok(Indexed::Current);
+        }
+        let own = written
+            .iter()
+            .map(|word| delete_request(posting_key(&task.id, &marker.changed_at, word)));
+        self.batch_write(own.collect::<Result<_, _>>()?).await?;
+        Ok(Indexed::Superseded)
+    }
+
+    /// The marker's put (moving only forward) and the task's `flags` update under `condition`
+    /// (which may bind `:changed`, the marker's moment, and `:lag`), as one transaction.
+    fn generation_write(
+        &self,
+        task: &Task,
+        marker: &WordMarker,
+        flags: &str,
+        condition: &str,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let put = build(
             Put::builder()
                 .table_name(self.table())
@@ -317,33 +359,21 @@ impl Store {
                 .expression_attribute_values(":changed", s(&marker.changed_at))
                 .build(),
         )?;
-        let flags = match lagging {
-            true => "SET words_lag = :lag REMOVE words_due",
-            false => "REMOVE words_due, words_lag",
-        };
         let mut flag = Update::builder()
             .table_name(self.table())
             .set_key(Some(task_key(&task.id)))
             .update_expression(flags)
-            .condition_expression("changed_at = :changed")
+            .condition_expression(condition)
             .expression_attribute_values(":changed", s(&marker.changed_at));
-        if lagging {
+        if flags.contains(":lag") || condition.contains(":lag") {
             flag = flag.expression_attribute_values(":lag", s(WORDS_LAG));
         }
-        let items = vec![
+        Ok(vec![
             TransactWriteItem::builder().put(put).build(),
             TransactWriteItem::builder()
                 .update(build(flag.build())?)
                 .build(),
-        ];
-        if self.transact_if(items).await? {
-            return Ok(Indexed::Current);
-        }
-        let own = written
-            .iter()
-            .map(|word| delete_request(posting_key(&task.id, &marker.changed_at, word)));
-        self.batch_write(own.collect::<Result<_, _>>()?).await?;
-        Ok(Indexed::Superseded)
+        ])
     }
 
     /// Runs these writes in batches, retrying what a batch leaves unprocessed.

@@ -2,7 +2,11 @@
 //! whose tasks, cursors bound to their search, and paging that neither skips nor repeats while
 //! tasks change between pages.
 
-use forgebench_tests::{spawn_app, text_message, Pair, TestAgent, TestApp};
+use forgebench::domain::words::{words_of_stored, TaskWords};
+use forgebench::domain::TaskId;
+use forgebench::store::{Indexed, WordMarker};
+use forgebench_tests::{spawn_app, spawn_app_with, text_message, Options, Pair, Recorder};
+use forgebench_tests::{TestAgent, TestApp};
 use serde_json::{json, Value};
 
 async fn search(app: &TestApp, key: &str, query: &str) -> forgebench_tests::Reply {
@@ -443,6 +447,26 @@ async fn bad_parameters_are_refused_with_what_is_wrong() {
     }
 }
 
+/// Loses the task's word index (postings and marker) as a failed write after its open would,
+/// and flags it due.
+async fn lose_word_index(app: &TestApp, task_id: &str) {
+    let client = forgebench_tests::dynamodb_client(&forgebench_tests::dynamodb_endpoint()).await;
+    for item in app.scan_all().await {
+        let sk = item["sk"].as_s().unwrap();
+        if item["pk"].as_s().unwrap() == &format!("TASK#{task_id}") && sk.starts_with("WORD") {
+            client
+                .delete_item()
+                .table_name(&app.table)
+                .key("pk", item["pk"].clone())
+                .key("sk", item["sk"].clone())
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    app.flag_words_due(task_id).await;
+}
+
 #[tokio::test]
 async fn a_task_whose_indexing_was_lost_is_found_again_after_the_sweep() {
     let app = spawn_app().await;
@@ -459,22 +483,7 @@ async fn a_task_whose_indexing_was_lost_is_found_again_after_the_sweep() {
         [task.as_str()]
     );
 
-    // Lose the task's word index as a failed write after the open would, and flag it due.
-    let client = forgebench_tests::dynamodb_client(&forgebench_tests::dynamodb_endpoint()).await;
-    for item in app.scan_all().await {
-        let sk = item["sk"].as_s().unwrap();
-        if item["pk"].as_s().unwrap() == &format!("TASK#{task}") && sk.starts_with("WORD") {
-            client
-                .delete_item()
-                .table_name(&app.table)
-                .key("pk", item["pk"].clone())
-                .key("sk", item["sk"].clone())
-                .send()
-                .await
-                .unwrap();
-        }
-    }
-    app.flag_words_due(&task).await;
+    lose_word_index(&app, &task).await;
     assert!(ids(&search(&app, &pair.caller.key, "q=manifest").await).is_empty());
 
     let swept = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
@@ -487,7 +496,7 @@ async fn a_task_whose_indexing_was_lost_is_found_again_after_the_sweep() {
     assert_eq!(again.done, 0, "nothing is due any more");
 }
 
-/// Whether the task's item carries the flag of a large open task whose postings lag.
+/// Whether the task's item carries the flag of a task whose postings lag its latest change.
 async fn lagging(app: &TestApp, task_id: &str) -> bool {
     app.scan_all().await.iter().any(|item| {
         item["pk"].as_s().unwrap() == &format!("TASK#{task_id}")
@@ -559,5 +568,121 @@ async fn a_large_open_task_is_found_by_every_word_at_its_latest_change_until_it_
     assert_eq!(
         ids(&search(&app, &caller.key, "q=cargo").await),
         [big.as_str(), small.as_str()]
+    );
+}
+
+#[tokio::test]
+async fn a_claim_moves_its_task_in_word_searches_without_writing_the_word_index() {
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    let first = open(&app, caller, &callee.name, text_message("manifest one")).await;
+    let second = open(&app, caller, &callee.name, text_message("manifest two")).await;
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=manifest").await),
+        [second.as_str(), first.as_str()]
+    );
+
+    recorder.take();
+    // Claims take any of the oldest queued tasks; whichever it is moves above the other.
+    let claimed = app.claim(&callee.key, 0).await.field("id");
+    let (number, other) = match claimed == first {
+        true => ("one", second),
+        false => ("two", first),
+    };
+    let claim_writes: Vec<String> = recorder
+        .take_requests()
+        .into_iter()
+        .map(|(operation, _)| operation)
+        .filter(|operation| operation.starts_with("Batch") || operation.starts_with("Transact"))
+        .collect();
+    assert!(
+        claim_writes.is_empty(),
+        "the claim indexed: {claim_writes:?}"
+    );
+    assert!(
+        lagging(&app, &claimed).await,
+        "its postings stay at its open"
+    );
+
+    // The claim is its latest change: found above the later task by any of its words, in its
+    // new state, and on pages.
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=manifest").await),
+        [claimed.as_str(), other.as_str()]
+    );
+    let working = format!("q={number}%20manifest&state=working");
+    assert_eq!(
+        ids(&search(&app, &callee.key, &working).await),
+        [claimed.as_str()]
+    );
+    let top = search(&app, &caller.key, "q=manifest&limit=1").await;
+    assert_eq!(ids(&top), [claimed.as_str()]);
+    let cursor = top.body["next_cursor"].as_str().unwrap().to_owned();
+    let (rest, _) = all_pages(&app, &caller.key, "q=manifest&limit=1", cursor).await;
+    assert_eq!(rest, [other.as_str()]);
+
+    // The answer adds words: every posting moves to its moment and the flag goes.
+    let done = app
+        .post_result(&callee.key, &claimed, completed("cleared at customs"))
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    assert!(!lagging(&app, &claimed).await);
+    assert_eq!(
+        ids(&search(&app, &caller.key, &format!("q=customs%20{number}")).await),
+        [claimed.as_str()]
+    );
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=manifest").await),
+        [claimed.as_str(), other.as_str()]
+    );
+}
+
+#[tokio::test]
+async fn indexing_a_claim_overtook_still_records_the_words_and_leaves_nothing_due() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let task = open(
+        &app,
+        &pair.caller,
+        &pair.callee.name,
+        text_message("Antwerp invoice"),
+    )
+    .await;
+    lose_word_index(&app, &task).await;
+    let store = &app.app.store;
+    let task_id = TaskId::from(task.clone());
+    // The open's indexing reads the task, then the claim moves it before the marker is written.
+    let (Some(opened), None) = store.task_and_word_marker(&task_id).await.unwrap() else {
+        panic!("the task without a marker");
+    };
+    assert_eq!(app.claim(&pair.callee.key, 0).await.field("id"), task);
+    let mut words = TaskWords::default();
+    for entry in &opened.history {
+        words.add(words_of_stored(&entry.to_value()));
+    }
+    let marker = WordMarker {
+        changed_at: opened.changed_at(),
+        through: opened.history.len(),
+        words,
+        lagging: false,
+    };
+    let indexed = store.rewrite_word_postings(&opened, None, &marker).await;
+    assert_eq!(indexed.unwrap(), Indexed::Current, "a claim adds no words");
+
+    assert_eq!(
+        ids(&search(&app, &pair.caller.key, "q=antwerp%20invoice").await),
+        [task.as_str()]
+    );
+    let swept = forgebench::sweeper::sweep_words_until(store, &app.app.bodies, "~").await;
+    assert_eq!(swept.done, 0, "nothing left due: {swept:?}");
+    assert!(
+        lagging(&app, &task).await,
+        "placed by the lagging walk until it changes"
     );
 }
