@@ -6,6 +6,7 @@
 #   search          task search over an agent with 100,000 tasks beside a full Scan
 #   cost            dollars per million tasks, pull and push, from the AWS requests counted
 #   claims          claims/s through the gateway beside raw conditional writes/s, 1 to 8 pollers
+#   history         claims, idle waits and searches with 1x, 10x and 100x the finished tasks
 #   cold-init       every function's cold start and size against a hello-world lambda_http,
 #                   built with cargo-lambda for this machine (arm64 builds cannot run here)
 set -euo pipefail
@@ -24,6 +25,7 @@ cargo run --release --locked -p forgebench-bench --bin event-streams
 cargo run --release --locked -p forgebench-bench --bin search -- 100000 20
 cargo run --release --locked -p forgebench-bench --bin cost -- 200
 cargo run --release --locked -p forgebench-bench --bin claims -- 2000
+cargo run --release --locked -p forgebench-bench --bin history -- 200 200 20
 
 FORGEBENCH_INSTALL_DEPLOY_TOOLS=1 scripts/install.sh
 packages=(-p hello-lambda)

@@ -46,6 +46,9 @@ cargo run --quiet --locked -p forgebench-bench --bin search -- 2000 3
 echo "== benchmark (short): claims beside raw conditional writes, 1 to 8 pollers" >&2
 cargo run --quiet --locked -p forgebench-bench --bin claims -- 100
 
+echo "== benchmark (short): claims, idle waits and search with 10x and 100x the history" >&2
+cargo run --quiet --locked -p forgebench-bench --bin history -- 20 20 3
+
 echo "== benchmark (short): cost per million tasks, pull and push" >&2
 cargo run --quiet --locked -p forgebench-bench --bin cost -- 20
 

@@ -9,6 +9,11 @@
 //!   queue answers `204`. Rate: tasks / time; every claimed id is kept, so duplicates and
 //!   losses are counted, and the DynamoDB requests the gateway made per claim (an SDK interceptor).
 //!
+//! - **store**: the same, but `P` clients claim through `Store::claim_next` directly: the queue
+//!   page and the claim's conditional write on the gateway's own table with its indexes, without
+//!   HTTP, authentication, the audit entry or the response. `store / raw` is what the schema
+//!   costs a claim; `gateway / store` what serving it does.
+//!
 //! For `P` = 1, 2, 4, 8, the ratio gateway / raw. The target is 0.8 (docs/benchmarks.md), with 0
 //! duplicates and 0 losses. Both sides run in this process against the same DynamoDB Local, with
 //! the gateway's own clients and key cache warm.
@@ -31,6 +36,7 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, PutRequest,
     ScalarAttributeType, WriteRequest,
 };
+use forgebench::store::ClaimOutcome;
 use forgebench_tests::{spawn_app_with, text_message, Options, Pair, Recorder, TestApp};
 use futures::StreamExt;
 
@@ -218,11 +224,7 @@ async fn gateway_rate(
         all.extend(worker.unwrap());
     }
     let elapsed = began.elapsed();
-    let calls = recorder
-        .take_requests()
-        .iter()
-        .filter(|(_, actions)| actions.iter().any(|a| a.starts_with("dynamodb:")))
-        .count();
+    let calls = recorder.take_dynamodb().len();
     let unique: HashSet<String> = all.iter().cloned().collect();
     Claimed {
         rate: all.len() as f64 / elapsed.as_secs_f64(),
@@ -230,6 +232,35 @@ async fn gateway_rate(
         lost: opened.difference(&unique).count(),
         calls_per_claim: calls as f64 / all.len().max(1) as f64,
     }
+}
+
+/// `pollers` clients claim through the store itself (`Store::claim_next`: the queue page and the
+/// claim's conditional write on the gateway's own table, with its indexes) until the queue is
+/// empty: the schema's floor, without HTTP, authentication, the audit entry or the response.
+async fn store_rate(app: &TestApp, pair: &Pair, count: usize, pollers: usize) -> f64 {
+    open_tasks(app, pair, count).await;
+    let callee = forgebench::domain::AgentId::from(pair.callee.id.clone());
+    let claimed = Arc::new(AtomicUsize::new(0));
+    let began = Instant::now();
+    let workers = (0..pollers).map(|_| {
+        let (store, callee, claimed) =
+            (app.app.store.clone(), callee.clone(), Arc::clone(&claimed));
+        tokio::spawn(async move {
+            loop {
+                match store.claim_next(&callee).await.unwrap() {
+                    ClaimOutcome::Claimed(_) => claimed.fetch_add(1, Ordering::Relaxed),
+                    ClaimOutcome::Contended => continue,
+                    ClaimOutcome::Empty => return,
+                };
+            }
+        })
+    });
+    for worker in futures::future::join_all(workers).await {
+        worker.unwrap();
+    }
+    let claimed = claimed.load(Ordering::Relaxed);
+    assert_eq!(claimed, count, "the store's claims took every task once");
+    claimed as f64 / began.elapsed().as_secs_f64()
 }
 
 #[tokio::main]
@@ -252,22 +283,30 @@ async fn main() {
     gateway_rate(&app, &recorder, &pair, 10, 1).await;
     raw_rate(&client, &table, 0, 10, 1).await;
 
+    store_rate(&app, &app.pair().await, 10, 1).await;
+
     println!("\nClaims of {count} queued tasks beside as many raw conditional writes (one DynamoDB Local):");
     println!(
-        "| pollers | raw conditional writes/s | gateway claims/s | ratio | DynamoDB calls per claim | duplicates | lost |"
+        "| pollers | raw conditional writes/s | store claims/s | gateway claims/s | ratio | store / raw | gateway / store | DynamoDB calls per claim | duplicates | lost |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut worst: f64 = f64::MAX;
     for (round, pollers) in POLLERS.into_iter().enumerate() {
         // A fresh pair per round: each round's queue holds only its own tasks.
         let pair = app.pair().await;
         let claimed = gateway_rate(&app, &recorder, &pair, count, pollers).await;
         let raw = raw_rate(&client, &table, round + 1, count, pollers).await;
+        let store = store_rate(&app, &app.pair().await, count, pollers).await;
         let ratio = claimed.rate / raw;
         worst = worst.min(ratio);
         println!(
-            "| {pollers} | {raw:.0} | {:.0} | {ratio:.2} | {:.2} | {} | {} |",
-            claimed.rate, claimed.calls_per_claim, claimed.duplicates, claimed.lost
+            "| {pollers} | {raw:.0} | {store:.0} | {:.0} | {ratio:.2} | {:.2} | {:.2} | {:.2} | {} | {} |",
+            claimed.rate,
+            store / raw,
+            claimed.rate / store,
+            claimed.calls_per_claim,
+            claimed.duplicates,
+            claimed.lost
         );
         assert_eq!(claimed.duplicates, 0, "a task was claimed twice");
         assert_eq!(claimed.lost, 0, "a task was never claimed");

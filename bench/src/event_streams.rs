@@ -22,15 +22,6 @@ use std::time::{Duration, Instant};
 use forgebench_tests::{spawn_app_with, text_message, Options, Pair, Recorder, TestApp};
 use serde_json::json;
 
-/// DynamoDB requests since the last take.
-fn dynamodb_calls(recorder: &Recorder) -> usize {
-    recorder
-        .take_requests()
-        .iter()
-        .filter(|(_, actions)| actions.iter().any(|a| a.starts_with("dynamodb:")))
-        .count()
-}
-
 fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
     let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
     sorted[index.min(sorted.len() - 1)]
@@ -49,12 +40,12 @@ async fn idle_reads(app: &TestApp, pair: &Pair, recorder: &Recorder, seconds: u6
         .events(&pair.caller.key, &pair.callee.id, &task_id, None)
         .await;
     stream.next_event().await.expect("the task");
-    dynamodb_calls(recorder);
+    recorder.take_dynamodb().len();
     tokio::time::sleep(Duration::from_secs(seconds)).await;
-    let streamed = dynamodb_calls(recorder);
+    let streamed = recorder.take_dynamodb().len();
     drop(stream);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    dynamodb_calls(recorder);
+    recorder.take_dynamodb().len();
     app.get(
         &format!(
             "/v1/agents/{}/tasks/{task_id}?wait={seconds}",
@@ -63,7 +54,7 @@ async fn idle_reads(app: &TestApp, pair: &Pair, recorder: &Recorder, seconds: u6
         &pair.caller.key,
     )
     .await;
-    let waited = dynamodb_calls(recorder);
+    let waited = recorder.take_dynamodb().len();
     app.cancel(&pair.caller.key, &pair.callee.id, &task_id)
         .await;
     (

@@ -32,7 +32,7 @@ use forgebench::domain::events::Change;
 use forgebench::domain::search::{Direction, SearchFilters};
 use forgebench::domain::task::{CallLineage, TaskOpening};
 use forgebench::domain::words::{words_of_stored, QueryWords, TaskWords};
-use forgebench::domain::{clock, Agent, AgentRef, Message, Task, TaskId, TaskState};
+use forgebench::domain::{clock, Agent, Message, Task, TaskId, TaskState};
 use forgebench_tests::{spawn_app_with, text_message, Options, Recorder, TestApp};
 use futures::stream::{self, StreamExt};
 use serde_json::json;
@@ -40,16 +40,6 @@ use serde_json::json;
 fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
     let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
     sorted[index.min(sorted.len() - 1)]
-}
-
-/// DynamoDB requests since the last take, by operation.
-fn dynamodb_calls(recorder: &Recorder) -> Vec<String> {
-    recorder
-        .take_requests()
-        .into_iter()
-        .filter(|(_, actions)| actions.iter().any(|a| a.starts_with("dynamodb:")))
-        .map(|(operation, _)| operation)
-        .collect()
 }
 
 /// The n-th seeded task: opened `n` ms after `start`, then worked on and (mostly) finished.
@@ -157,20 +147,20 @@ async fn measure_query(
     let mut times = Vec::new();
     let mut calls = 0;
     let mut found = 0;
-    dynamodb_calls(recorder);
+    recorder.take_dynamodb();
     for _ in 0..rounds {
         let began = Instant::now();
         let reply = app.get(&format!("/v1/tasks?limit=50&{query}"), key).await;
         times.push(began.elapsed());
         assert_eq!(reply.status, 200, "{}", reply.text);
         found = reply.body["items"].as_array().unwrap().len();
-        calls += dynamodb_calls(recorder).len();
+        calls += recorder.take_dynamodb().len();
     }
     times.sort();
     let page = forgebench::search::search(&app.app.store, &filters, None, 50)
         .await
         .unwrap();
-    dynamodb_calls(recorder);
+    recorder.take_dynamodb();
     Measured {
         name,
         found,
@@ -269,7 +259,7 @@ async fn write_costs(
         json!({"state": "completed"}),
     )
     .await;
-    dynamodb_calls(recorder);
+    recorder.take_dynamodb();
     let opened = app
         .open_task(caller_key, callee, text_message("classify invoice 77"), 0)
         .await;
@@ -282,7 +272,7 @@ async fn write_costs(
         "artifacts": [{"name": "response", "parts": [{"text": "category software"}]}]}),
     )
     .await;
-    let calls = dynamodb_calls(recorder);
+    let calls = recorder.take_dynamodb();
     let index = calls
         .iter()
         .filter(|operation| matches!(operation.as_str(), "BatchGetItem" | "BatchWriteItem"))
@@ -316,18 +306,7 @@ async fn main() {
     })
     .await;
     let pair = app.pair().await;
-    let store = &app.app.store;
-    let tenant = pair.tenant.id.clone().into();
-    let caller = store
-        .find_agent(&tenant, &AgentRef::parse(&pair.caller.id))
-        .await
-        .unwrap()
-        .unwrap();
-    let callee = store
-        .find_agent(&tenant, &AgentRef::parse(&pair.callee.id))
-        .await
-        .unwrap()
-        .unwrap();
+    let (caller, callee) = app.agents_of(&pair).await;
     let seeded = seed(&app, &caller, &callee, count).await;
     println!(
         "\nSeeded {count} tasks of one agent in {:.1} s.",

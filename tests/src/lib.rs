@@ -188,6 +188,15 @@ impl Recorder {
     pub fn take_requests(&self) -> Vec<(String, Vec<String>)> {
         std::mem::take(&mut *self.0.lock().expect("recorder"))
     }
+
+    /// The operation of every DynamoDB request since the last take (the others are dropped).
+    pub fn take_dynamodb(&self) -> Vec<String> {
+        self.take_requests()
+            .into_iter()
+            .filter(|(_, actions)| actions.iter().any(|a| a.starts_with("dynamodb:")))
+            .map(|(operation, _)| operation)
+            .collect()
+    }
 }
 
 impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
@@ -579,6 +588,26 @@ impl TestApp {
     }
 
     /// A tenant with a caller bound to a callee by the admin (so approved at once).
+    /// The pair's caller and callee as the store holds them.
+    pub async fn agents_of(
+        &self,
+        pair: &Pair,
+    ) -> (forgebench::domain::Agent, forgebench::domain::Agent) {
+        let store = &self.app.store;
+        let tenant = pair.tenant.id.clone().into();
+        let read = |id: &str| {
+            let (store, tenant, agent) = (store, &tenant, forgebench::domain::AgentRef::parse(id));
+            async move {
+                store
+                    .find_agent(tenant, &agent)
+                    .await
+                    .expect("the agent read")
+                    .expect("the agent exists")
+            }
+        };
+        (read(&pair.caller.id).await, read(&pair.callee.id).await)
+    }
+
     pub async fn pair(&self) -> Pair {
         let tenant = self.create_tenant().await;
         let caller = self

@@ -103,10 +103,7 @@ pub(crate) fn logging(
     update: UpdateItemFluentBuilder,
     changes: &[Change],
 ) -> UpdateItemFluentBuilder {
-    update
-        .expression_attribute_values(":no_changes", AttributeValue::L(Vec::new()))
-        .expression_attribute_values(":changes", change_entries(changes))
-        .expression_attribute_values(":words_due", s(WORDS_DUE))
+    appending(update, changes).expression_attribute_values(":words_due", s(WORDS_DUE))
 }
 
 /// Binds the values of [`LOG_WORDLESS_CHANGES`] for a write that logs `changes`.
@@ -114,10 +111,14 @@ pub(crate) fn logging_wordless(
     update: UpdateItemFluentBuilder,
     changes: &[Change],
 ) -> UpdateItemFluentBuilder {
+    appending(update, changes).expression_attribute_values(":words_lag", s(WORDS_LAG))
+}
+
+/// Binds the change log's append, which both clauses share.
+fn appending(update: UpdateItemFluentBuilder, changes: &[Change]) -> UpdateItemFluentBuilder {
     update
         .expression_attribute_values(":no_changes", AttributeValue::L(Vec::new()))
         .expression_attribute_values(":changes", change_entries(changes))
-        .expression_attribute_values(":words_lag", s(WORDS_LAG))
 }
 
 /// A write that carries a message with an idempotency key remembers it (`ADD`ing this to the

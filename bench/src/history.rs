@@ -1,0 +1,320 @@
+//! Cost does not grow with history: one callee's claims, idle long polls and searches with 1x,
+//! 10x and 100x as many finished tasks in the table, in one run against DynamoDB Local.
+//!
+//! One pair of agents; before each measurement the table is topped up with finished tasks of
+//! that pair, as the gateway leaves them (task items, word postings and markers, written by the
+//! store's own seeding helper), to `N`, `10 N` and `100 N` (default `N` = 200). At each size:
+//!
+//! - **claims**: `K` tasks opened (not timed), then one poller claims them through the HTTP
+//!   gateway until the queue answers `204`: claims/s and DynamoDB requests per claim;
+//! - **idle waits**: a caller's `GET …/tasks/{id}?wait=2` on a task nobody claims and the
+//!   callee's `GET …/tasks/next?wait=2` on an empty queue: DynamoDB requests per waiting second;
+//! - **search**: the first page of 20 of `q=invoice` (a word every finished task has), of
+//!   `state=completed` and of no filter, through HTTP: p50 over the rounds (after one page not
+//!   counted), and DynamoDB requests per page.
+//!
+//! The claimed tasks are answered after each timing, so they join the history too. `N` should
+//! be at least 20, so that every page is full at every size.
+//!
+//! Each line's ratio is 100x over 1x; the target is that none grows by more than 10 %
+//! (docs/benchmarks.md; for claims/s, which should not fall, the ratio is inverted). Counted
+//! requests do not depend on the machine; times on a shared machine are noisy.
+//!
+//! Usage: `history [N] [K] [rounds]` (defaults 200, 200, 20); `scripts/bench.sh` runs it in
+//! release mode, and `scripts/test.sh` a short run so it cannot rot.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark program: a failed unwrap stops the run with its message"
+)]
+
+use std::time::{Duration, Instant};
+
+use forgebench::domain::content::Stored;
+use forgebench::domain::events::Change;
+use forgebench::domain::task::{CallLineage, TaskOpening};
+use forgebench::domain::words::{words_of_stored, TaskWords};
+use forgebench::domain::{clock, Agent, Message, Task, TaskId, TaskState};
+use forgebench_tests::{spawn_app_with, text_message, Options, Pair, Recorder, TestApp};
+use futures::stream::{self, StreamExt};
+use serde_json::json;
+
+const SCALES: [usize; 3] = [1, 10, 100];
+
+/// The `n`-th finished task of the pair, opened and finished an hour or more ago.
+fn finished_task(n: usize, caller: &Agent, callee: &Agent) -> (Task, TaskWords) {
+    let moment = |offset_ms: i64| {
+        let at = clock::unix_now() as i64 * 1_000 - 3_600_000 - 1_000_000_000 + offset_ms;
+        clock::format(
+            time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at) * 1_000_000).unwrap(),
+        )
+    };
+    let value = json!({"role": "user", "parts": [
+        {"text": format!("invoice {n} for the shipment")},
+        {"data": {"invoice_id": format!("INV-{n}")}}
+    ]});
+    let message: Message = serde_json::from_value(value.clone()).unwrap();
+    let opened = n as i64 * 10;
+    let mut task = Task::open(TaskOpening {
+        id: TaskId::generate(),
+        caller_agent_id: caller.id.clone(),
+        callee,
+        context_id: uuid::Uuid::new_v4().to_string(),
+        input: Stored::Inline(message),
+        input_bytes: value.to_string().len() as u64,
+        lineage: CallLineage {
+            call_id: uuid::Uuid::new_v4().to_string(),
+            parent_call_id: None,
+            root_call_id: uuid::Uuid::new_v4().to_string(),
+        },
+        now: moment(opened),
+        expires_at: clock::unix_now() + 86_400,
+    });
+    task.changes.push(Change::state(
+        TaskState::Working,
+        false,
+        &moment(opened + 3),
+    ));
+    task.changes.push(Change::state(
+        TaskState::Completed,
+        false,
+        &moment(opened + 6),
+    ));
+    task.state = TaskState::Completed;
+    task.updated_at = task.changed_at();
+    (task, TaskWords::from_known(words_of_stored(&value)))
+}
+
+/// Tops the table up with finished tasks numbered `from..to`.
+async fn seed(app: &TestApp, caller: &Agent, callee: &Agent, from: usize, to: usize) {
+    let chunks: Vec<Vec<usize>> = (from..to)
+        .collect::<Vec<_>>()
+        .chunks(200)
+        .map(<[usize]>::to_vec)
+        .collect();
+    stream::iter(chunks)
+        .for_each_concurrent(8, |chunk| {
+            let tasks: Vec<(Task, TaskWords)> = chunk
+                .iter()
+                .map(|n| finished_task(*n, caller, callee))
+                .collect();
+            async move { app.app.store.seed_indexed_tasks(&tasks).await.unwrap() }
+        })
+        .await;
+}
+
+/// Opens `count` tasks on the pair's callee, 16 at a time.
+async fn open_tasks(app: &TestApp, pair: &Pair, count: usize) {
+    stream::iter(0..count)
+        .map(|n| async move {
+            let reply = app
+                .open_task(
+                    &pair.caller.key,
+                    &pair.callee.name,
+                    text_message(&format!("fresh {n}")),
+                    0,
+                )
+                .await;
+            assert_eq!(reply.status, 200, "{}", reply.text);
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+/// What one size of the table measured.
+struct Measured {
+    claims_per_second: f64,
+    calls_per_claim: f64,
+    caller_reads_per_second: f64,
+    callee_reads_per_second: f64,
+    /// p50 and DynamoDB requests of each search, in [`SEARCHES`] order.
+    searches: Vec<(Duration, f64)>,
+}
+
+const SEARCHES: [&str; 3] = ["q=invoice&limit=20", "state=completed&limit=20", "limit=20"];
+const WAIT_SECONDS: u32 = 2;
+
+/// One poller claims the `count` tasks just opened until the queue is empty.
+async fn claims(app: &TestApp, recorder: &Recorder, pair: &Pair, count: usize) -> (f64, f64) {
+    open_tasks(app, pair, count).await;
+    recorder.take();
+    let began = Instant::now();
+    let mut claimed = Vec::new();
+    loop {
+        let reply = app.claim(&pair.callee.key, 0).await;
+        match reply.status {
+            200 => claimed.push(reply.field("id")),
+            204 => break,
+            status => panic!("claim answered {status}: {}", reply.text),
+        }
+    }
+    let elapsed = began.elapsed();
+    assert_eq!(claimed.len(), count, "every opened task claimed once");
+    let calls = recorder.take_dynamodb().len();
+    // Answered (not timed), they join the history like any finished task.
+    for task_id in &claimed {
+        let done = app
+            .post_result(&pair.callee.key, task_id, json!({"state": "completed"}))
+            .await;
+        assert_eq!(done.status, 200, "{}", done.text);
+    }
+    (
+        claimed.len() as f64 / elapsed.as_secs_f64(),
+        calls as f64 / claimed.len() as f64,
+    )
+}
+
+/// DynamoDB requests per waiting second of a caller waiting on an unclaimed task, then of the
+/// callee waiting on its empty queue.
+async fn idle_waits(app: &TestApp, recorder: &Recorder, pair: &Pair) -> (f64, f64) {
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.id, text_message("idle"), 0)
+        .await;
+    let task_id = opened.field("id");
+    recorder.take();
+    let path = format!(
+        "/v1/agents/{}/tasks/{task_id}?wait={WAIT_SECONDS}",
+        pair.callee.id
+    );
+    let waited = app.get(&path, &pair.caller.key).await;
+    assert_eq!(waited.state(), "submitted", "{}", waited.text);
+    let caller = recorder.take_dynamodb().len() as f64 / f64::from(WAIT_SECONDS);
+    let canceled = app
+        .cancel(&pair.caller.key, &pair.callee.id, &task_id)
+        .await;
+    assert_eq!(canceled.status, 200, "{}", canceled.text);
+    recorder.take();
+    let next = app.claim(&pair.callee.key, WAIT_SECONDS).await;
+    assert_eq!(next.status, 204, "{}", next.text);
+    let callee = recorder.take_dynamodb().len() as f64 / f64::from(WAIT_SECONDS);
+    (caller, callee)
+}
+
+/// Each search's first page over `rounds`: p50, and DynamoDB requests per page.
+async fn searches(
+    app: &TestApp,
+    recorder: &Recorder,
+    pair: &Pair,
+    rounds: usize,
+) -> Vec<(Duration, f64)> {
+    let mut measured = Vec::new();
+    for query in SEARCHES {
+        let mut times = Vec::new();
+        // One page first, not counted: connections and caches as a busy gateway has them.
+        app.get(&format!("/v1/tasks?{query}"), &pair.caller.key)
+            .await;
+        recorder.take();
+        for _ in 0..rounds {
+            let began = Instant::now();
+            let reply = app
+                .get(&format!("/v1/tasks?{query}"), &pair.caller.key)
+                .await;
+            times.push(began.elapsed());
+            assert_eq!(reply.status, 200, "{query}: {}", reply.text);
+        }
+        times.sort();
+        let calls = recorder.take_dynamodb().len() as f64 / rounds as f64;
+        measured.push((times[times.len() / 2], calls));
+    }
+    measured
+}
+
+fn ratio_line(name: &str, values: &[f64], digits: usize) {
+    let cells: Vec<String> = values.iter().map(|v| format!("{v:.digits$}")).collect();
+    let ratio = values[values.len() - 1] / values[0];
+    // The target is about growth: a bigger table may not cost more than 10 % more.
+    let verdict = if ratio <= 1.10 { "met" } else { "MISSED" };
+    println!(
+        "| {name} | {} | {ratio:.2} | {verdict} |",
+        cells.join(" | ")
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut arg = |default: usize| {
+        args.next()
+            .map_or(default, |n| n.parse().expect("a number"))
+    };
+    let (base, fresh, rounds) = (arg(200), arg(200), arg(20));
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        push_worker: false,
+        recorder: Some(recorder.clone()),
+        key_cache_seconds: 3_600,
+        deployed_poll_intervals: true,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let (caller, callee) = app.agents_of(&pair).await;
+    // Warm the paths (connections, key cache) before measuring.
+    claims(&app, &recorder, &pair, 5).await;
+
+    let mut results = Vec::new();
+    let mut seeded = 0;
+    for scale in SCALES {
+        let target = base * scale;
+        let began = Instant::now();
+        seed(&app, &caller, &callee, seeded, target).await;
+        eprintln!(
+            "history: {target} finished tasks seeded ({:?})",
+            began.elapsed()
+        );
+        seeded = target;
+        let (claims_per_second, calls_per_claim) = claims(&app, &recorder, &pair, fresh).await;
+        let (caller_reads, callee_reads) = idle_waits(&app, &recorder, &pair).await;
+        results.push(Measured {
+            claims_per_second,
+            calls_per_claim,
+            caller_reads_per_second: caller_reads,
+            callee_reads_per_second: callee_reads,
+            searches: searches(&app, &recorder, &pair, rounds).await,
+        });
+    }
+
+    println!(
+        "\nOne pair with {}, {} and {} finished tasks ({fresh} claims, {rounds} rounds per search, deployed poll intervals):",
+        base,
+        base * 10,
+        base * 100
+    );
+    println!("| measure | 1x | 10x | 100x | 100x / 1x | grows at most 10 % |");
+    println!("|---|---|---|---|---|---|");
+    let column = |f: &dyn Fn(&Measured) -> f64| results.iter().map(f).collect::<Vec<f64>>();
+    ratio_line(
+        "seconds per 1,000 claims (1 poller)",
+        &column(&|m| 1_000.0 / m.claims_per_second),
+        2,
+    );
+    ratio_line(
+        "DynamoDB requests per claim",
+        &column(&|m| m.calls_per_claim),
+        2,
+    );
+    ratio_line(
+        "caller wait: DynamoDB requests per idle second",
+        &column(&|m| m.caller_reads_per_second),
+        1,
+    );
+    ratio_line(
+        "callee next: DynamoDB requests per idle second",
+        &column(&|m| m.callee_reads_per_second),
+        1,
+    );
+    for (i, query) in SEARCHES.iter().enumerate() {
+        ratio_line(
+            &format!("search `{query}`: p50 ms"),
+            &column(&|m| m.searches[i].0.as_secs_f64() * 1_000.0),
+            1,
+        );
+        ratio_line(
+            &format!("search `{query}`: DynamoDB requests"),
+            &column(&|m| m.searches[i].1),
+            1,
+        );
+    }
+}
