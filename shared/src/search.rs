@@ -18,7 +18,7 @@ use crate::domain::search::{Cursor, Position, SearchFilters, Side, Snapshot};
 use crate::domain::words::{words_of_stored, QueryWords};
 use crate::domain::{clock, Task, TaskId, TaskState};
 use crate::store::search::{IndexPage, Range, SearchIndex};
-use crate::store::{Store, StoreError, EXACT_WORDS};
+use crate::store::{Store, StoreError, WordMarker, EXACT_WORDS};
 
 /// Most index pages one request reads while walking.
 pub const MAX_ROUNDS: usize = 10;
@@ -323,6 +323,17 @@ pub async fn index_words(
     let (Some(task), previous) = store.task_and_word_marker(task_id).await? else {
         return Ok(());
     };
+    index_task(store, bodies, &task, previous).await
+}
+
+/// Brings `task`'s word index to where `task` stands, from what the index knew of it
+/// (`previous`, its marker).
+async fn index_task(
+    store: &Store,
+    bodies: &Bodies,
+    task: &Task,
+    previous: Option<WordMarker>,
+) -> Result<(), IndexError> {
     let changed_at = task.changed_at();
     if let Some(known) = previous
         .as_ref()
@@ -348,7 +359,7 @@ pub async fn index_words(
     marker.lagging = !finished && marker.words.len() > EXACT_WORDS;
     if !marker.lagging {
         store
-            .rewrite_word_postings(&task, previous.as_ref(), &marker)
+            .rewrite_word_postings(task, previous.as_ref(), &marker)
             .await?;
     } else {
         let new_words: Vec<&String> = marker
@@ -356,9 +367,18 @@ pub async fn index_words(
             .iter()
             .filter(|word| !known.contains(word))
             .collect();
-        store.add_word_postings(&task, &marker, &new_words).await?;
+        store.add_word_postings(task, &marker, &new_words).await?;
     }
     Ok(())
+}
+
+/// Indexes a task its open just wrote, from the task as written: nothing to read, since a new
+/// task has no marker yet. A change that overtook the open is handled as any race is (see
+/// `store/words.rs`). A failure is logged, never answered, like [`index_changed`]'s.
+pub async fn index_opened(store: &Store, bodies: &Bodies, task: &Task) {
+    if let Err(error) = index_task(store, bodies, task, None).await {
+        tracing::warn!(task_id = %task.id, error = %error, "could not index the task's words; the sweeper will");
+    }
 }
 
 /// [`index_words`] after a committed change: a failure is logged, never answered (the change

@@ -265,13 +265,11 @@ async fn commit(
     crate::metrics::emit(crate::metrics::Metric::TaskOpened {
         delivery: open.task.delivery,
     });
-    crate::search::index_changed(&app.store, &app.bodies, task_id).await;
-    if open.task.delivery == Delivery::Push {
-        // The task is on the record already; if this enqueue is lost, the outbox sweep redoes it.
-        if let Err(error) = app.queue.enqueue(task_id).await {
-            tracing::warn!(task_id = %task_id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
-        }
-    }
+    // Independent after the commit: the word index and the push delivery's enqueue.
+    tokio::join!(
+        crate::search::index_opened(&app.store, &app.bodies, &open.task),
+        enqueue_push(app, &open.task)
+    );
     if let Some(asked) = after.notify {
         // The task is committed: a config that cannot be stored now is logged, never an error
         // that would invite the caller to send (and open) again.
@@ -280,6 +278,17 @@ async fn commit(
         }
     }
     opened_response(app, principal, open.task, wait, input).await
+}
+
+/// Queues a push task's delivery. The task is on the record already; if this enqueue is lost,
+/// the outbox sweep redoes it.
+async fn enqueue_push(app: &App, task: &Task) {
+    if task.delivery != Delivery::Push {
+        return;
+    }
+    if let Err(error) = app.queue.enqueue(&task.id).await {
+        tracing::warn!(task_id = %task.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
+    }
 }
 
 // `X-Parent-Call`, when sent: a call id (UUID). Lineage is bookkeeping, never a gate, but a

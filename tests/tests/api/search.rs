@@ -686,3 +686,34 @@ async fn indexing_a_claim_overtook_still_records_the_words_and_leaves_nothing_du
         "placed by the lagging walk until it changes"
     );
 }
+
+#[tokio::test]
+async fn an_open_indexes_its_task_from_the_task_as_written_without_reading_it_back() {
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    recorder.take();
+    let task = open(
+        &app,
+        &pair.caller,
+        &pair.callee.name,
+        text_message("Ghent pallets"),
+    )
+    .await;
+    let reads: Vec<String> = recorder
+        .take_dynamodb()
+        .into_iter()
+        .filter(|operation| operation == "BatchGetItem")
+        .collect();
+    assert!(reads.is_empty(), "the open read its task back: {reads:?}");
+    assert_eq!(
+        ids(&search(&app, &pair.caller.key, "q=ghent%20pallets").await),
+        [task.as_str()]
+    );
+    let swept = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
+    assert_eq!(swept.done, 0, "nothing left due: {swept:?}");
+}
