@@ -88,19 +88,7 @@ fn finished_task(n: usize, caller: &Agent, callee: &Agent) -> (Task, TaskWords) 
 
 /// Tops the table up with finished tasks numbered `from..to`.
 async fn seed(app: &TestApp, caller: &Agent, callee: &Agent, from: usize, to: usize) {
-    let chunks: Vec<Vec<usize>> = (from..to)
-        .collect::<Vec<_>>()
-        .chunks(200)
-        .map(<[usize]>::to_vec)
-        .collect();
-    stream::iter(chunks)
-        .for_each_concurrent(8, |chunk| {
-            let tasks: Vec<(Task, TaskWords)> = chunk
-                .iter()
-                .map(|n| finished_task(*n, caller, callee))
-                .collect();
-            async move { app.app.store.seed_indexed_tasks(&tasks).await.unwrap() }
-        })
+    app.seed_tasks(from..to, |n| finished_task(n, caller, callee))
         .await;
 }
 

@@ -34,7 +34,6 @@ use forgebench::domain::task::{CallLineage, TaskOpening};
 use forgebench::domain::words::{words_of_stored, QueryWords, TaskWords};
 use forgebench::domain::{clock, Agent, Message, Task, TaskId, TaskState};
 use forgebench_tests::{spawn_app_with, text_message, Options, Recorder, TestApp};
-use futures::stream::{self, StreamExt};
 use serde_json::json;
 
 fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
@@ -110,20 +109,10 @@ async fn seed(app: &TestApp, caller: &Agent, callee: &Agent, count: usize) -> Du
         - count as i128 * 10
         - 60_000;
     let began = Instant::now();
-    let chunks: Vec<Vec<usize>> = (0..count)
-        .collect::<Vec<_>>()
-        .chunks(200)
-        .map(<[usize]>::to_vec)
-        .collect();
-    stream::iter(chunks)
-        .for_each_concurrent(8, |chunk| {
-            let tasks: Vec<(Task, TaskWords)> = chunk
-                .iter()
-                .map(|n| seeded_task(*n, start, caller, callee, &contexts))
-                .collect();
-            async move { app.app.store.seed_indexed_tasks(&tasks).await.unwrap() }
-        })
-        .await;
+    app.seed_tasks(0..count, |n| {
+        seeded_task(n, start, caller, callee, &contexts)
+    })
+    .await;
     began.elapsed()
 }
 
@@ -277,10 +266,11 @@ async fn write_costs(
         .iter()
         .filter(|operation| matches!(operation.as_str(), "BatchGetItem" | "BatchWriteItem"))
         .count();
-    // Each indexing pass ends with one transaction (the marker and the due flag).
+    // Each indexing pass of a small task writes one batch and ends with one transaction (the
+    // marker and the due flag); the open's pass reads nothing, the others one batch.
     let passes = calls
         .iter()
-        .filter(|operation| *operation == "BatchGetItem")
+        .filter(|operation| *operation == "BatchWriteItem")
         .count();
     (calls.len(), index + passes)
 }

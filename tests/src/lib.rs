@@ -588,6 +588,34 @@ impl TestApp {
     }
 
     /// A tenant with a caller bound to a callee by the admin (so approved at once).
+    /// Writes the tasks `make` builds for `numbers` as the gateway leaves them once indexed,
+    /// 200 to a batch, 8 batches at a time: for benchmarks that need a table of many tasks.
+    pub async fn seed_tasks(
+        &self,
+        numbers: std::ops::Range<usize>,
+        make: impl Fn(
+            usize,
+        ) -> (
+            forgebench::domain::Task,
+            forgebench::domain::words::TaskWords,
+        ),
+    ) {
+        use futures::StreamExt;
+        let numbers: Vec<usize> = numbers.collect();
+        futures::stream::iter(numbers.chunks(200))
+            .for_each_concurrent(8, |chunk| {
+                let tasks: Vec<_> = chunk.iter().map(|n| make(*n)).collect();
+                async move {
+                    self.app
+                        .store
+                        .seed_indexed_tasks(&tasks)
+                        .await
+                        .expect("tasks seeded")
+                }
+            })
+            .await;
+    }
+
     /// The pair's caller and callee as the store holds them.
     pub async fn agents_of(
         &self,

@@ -50,6 +50,17 @@ async fn all_pages(
     panic!("more than 50 pages");
 }
 
+/// Every id of `query`, one page of one task at a time from the first page on.
+async fn one_at_a_time(app: &TestApp, key: &str, query: &str) -> Vec<String> {
+    let query = format!("{query}&limit=1");
+    let first = search(app, key, &query).await;
+    let mut found = ids(&first);
+    if let Some(cursor) = first.body["next_cursor"].as_str() {
+        found.extend(all_pages(app, key, &query, cursor.to_owned()).await.0);
+    }
+    found
+}
+
 async fn open(app: &TestApp, caller: &TestAgent, callee: &str, message: Value) -> String {
     let reply = app.open_task(&caller.key, callee, message, 0).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
@@ -547,11 +558,10 @@ async fn a_large_open_task_is_found_by_every_word_at_its_latest_change_until_it_
         ids(&search(&app, &caller.key, "q=word3%20antwerp%20ghent").await),
         [big.as_str()]
     );
-    let first = search(&app, &caller.key, "q=cargo&limit=1").await;
-    assert_eq!(ids(&first), [big.as_str()]);
-    let cursor = first.body["next_cursor"].as_str().unwrap().to_owned();
-    let (rest, _) = all_pages(&app, &caller.key, "q=cargo&limit=1", cursor).await;
-    assert_eq!(rest, [small.as_str()]);
+    assert_eq!(
+        one_at_a_time(&app, &caller.key, "q=cargo").await,
+        [big.as_str(), small.as_str()]
+    );
 
     let done = app
         .post_result(&callee.key, &big, completed("delivered to bruges"))
@@ -621,11 +631,10 @@ async fn a_claim_moves_its_task_in_word_searches_without_writing_the_word_index(
         ids(&search(&app, &callee.key, &working).await),
         [claimed.as_str()]
     );
-    let top = search(&app, &caller.key, "q=manifest&limit=1").await;
-    assert_eq!(ids(&top), [claimed.as_str()]);
-    let cursor = top.body["next_cursor"].as_str().unwrap().to_owned();
-    let (rest, _) = all_pages(&app, &caller.key, "q=manifest&limit=1", cursor).await;
-    assert_eq!(rest, [other.as_str()]);
+    assert_eq!(
+        one_at_a_time(&app, &caller.key, "q=manifest").await,
+        [claimed.as_str(), other.as_str()]
+    );
 
     // The answer adds words: every posting moves to its moment and the flag goes.
     let done = app
