@@ -117,6 +117,37 @@ fn posting(task: &Task, changed_at: &str, word: &str) -> Item {
     item
 }
 
+/// On what condition a generation is recorded on the task, and the flags it leaves there.
+#[derive(Debug, Clone, Copy)]
+enum Record {
+    /// The task is still at the generation's moment: `words_due` goes, and `words_lag` stays
+    /// only for a large open task (`lagging`).
+    AtMoment { lagging: bool },
+    /// The task moved on only by changes that add no words: its words are still the
+    /// generation's (`words_at`), so `words_due` goes and `words_lag` stays.
+    AtWords,
+}
+
+impl Record {
+    /// The task's update expression and its condition (`:changed` is the generation's moment).
+    fn flags_and_condition(self) -> (&'static str, &'static str) {
+        let flags = match self.keeps_lagging() {
+            true => "SET words_lag = :lag REMOVE words_due",
+            false => "REMOVE words_due, words_lag",
+        };
+        let condition = match self {
+            Record::AtMoment { .. } => "changed_at = :changed",
+            Record::AtWords => "words_at = :changed AND words_lag = :lag",
+        };
+        (flags, condition)
+    }
+
+    /// Whether the task stays flagged `words_lag` (and the update binds `:lag`).
+    fn keeps_lagging(self) -> bool {
+        !matches!(self, Record::AtMoment { lagging: false })
+    }
+}
+
 /// Most requests one `BatchWriteItem` takes.
 const BATCH_WRITES: usize = 25;
 /// Most rounds spent on requests a batch write left unprocessed.
@@ -318,22 +349,13 @@ impl Store {
         lagging: bool,
         written: &[&String],
     ) -> Result<Indexed, StoreError> {
-        let flags = match lagging {
-            true => "SET words_lag = :lag REMOVE words_due",
-            false => "REMOVE words_due, words_lag",
-        };
-        let at_moment = self.generation_write(task, marker, flags, "changed_at = :changed")?;
-        if self.transact_if(at_moment).await? {
-            return Ok(Indexed::Current);
-        }
-        let moved_wordless = self.generation_write(
-            task,
-            marker,
-            "SET words_lag = :lag REMOVE words_due",
-            "words_at = :changed AND words_lag = :lag",
-        )?;
-        if self.transact_if(moved_wordless).await? {
-            return Ok(Indexed::Current);
+        for record in [Record::AtMoment { lagging }, Record::AtWords] {
+            if self
+                .transact_if(self.generation_write(task, marker, record)?)
+                .await?
+            {
+                return Ok(Indexed::Current);
+            }
         }
         let own = written
             .iter()
@@ -342,14 +364,13 @@ impl Store {
         Ok(Indexed::Superseded)
     }
 
-    /// The marker's put (moving only forward) and the task's `flags` update under `condition`
-    /// (which may bind `:changed`, the marker's moment, and `:lag`), as one transaction.
+    /// The marker's put (moving only forward) and the task's flags' update as `record` says,
+    /// as one transaction.
     fn generation_write(
         &self,
         task: &Task,
         marker: &WordMarker,
-        flags: &str,
-        condition: &str,
+        record: Record,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let put = build(
             Put::builder()
@@ -359,13 +380,14 @@ impl Store {
                 .expression_attribute_values(":changed", s(&marker.changed_at))
                 .build(),
         )?;
+        let (flags, condition) = record.flags_and_condition();
         let mut flag = Update::builder()
             .table_name(self.table())
             .set_key(Some(task_key(&task.id)))
             .update_expression(flags)
             .condition_expression(condition)
             .expression_attribute_values(":changed", s(&marker.changed_at));
-        if flags.contains(":lag") || condition.contains(":lag") {
+        if record.keeps_lagging() {
             flag = flag.expression_attribute_values(":lag", s(WORDS_LAG));
         }
         Ok(vec![
