@@ -31,12 +31,11 @@
 
 use std::time::{Duration, Instant};
 
-use forgebench::domain::content::Stored;
-use forgebench::domain::events::Change;
-use forgebench::domain::task::{CallLineage, TaskOpening};
-use forgebench::domain::words::{words_of_stored, TaskWords};
-use forgebench::domain::{clock, Agent, Message, Task, TaskId, TaskState};
-use forgebench_tests::{spawn_app_with, text_message, Options, Pair, Recorder, TestApp};
+use forgebench::domain::words::TaskWords;
+use forgebench::domain::{clock, Agent, Task, TaskState};
+use forgebench_tests::{
+    seeded_task, spawn_app_with, text_message, Options, Pair, Recorder, TestApp,
+};
 use futures::stream::{self, StreamExt};
 use serde_json::json;
 
@@ -44,46 +43,21 @@ const SCALES: [usize; 3] = [1, 10, 100];
 
 /// The `n`-th finished task of the pair, opened and finished an hour or more ago.
 fn finished_task(n: usize, caller: &Agent, callee: &Agent) -> (Task, TaskWords) {
-    let moment = |offset_ms: i64| {
-        let at = clock::unix_now() as i64 * 1_000 - 3_600_000 - 1_000_000_000 + offset_ms;
-        clock::format(
-            time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at) * 1_000_000).unwrap(),
-        )
-    };
-    let value = json!({"role": "user", "parts": [
+    let message = json!({"role": "user", "parts": [
         {"text": format!("invoice {n} for the shipment")},
         {"data": {"invoice_id": format!("INV-{n}")}}
     ]});
-    let message: Message = serde_json::from_value(value.clone()).unwrap();
-    let opened = n as i64 * 10;
-    let mut task = Task::open(TaskOpening {
-        id: TaskId::generate(),
-        caller_agent_id: caller.id.clone(),
+    let long_ago = i128::from(clock::unix_now()) * 1_000 - 3_600_000 - 1_000_000_000;
+    let context_id = uuid::Uuid::new_v4().to_string();
+    let states = [TaskState::Working, TaskState::Completed];
+    seeded_task(
+        caller,
         callee,
-        context_id: uuid::Uuid::new_v4().to_string(),
-        input: Stored::Inline(message),
-        input_bytes: value.to_string().len() as u64,
-        lineage: CallLineage {
-            call_id: uuid::Uuid::new_v4().to_string(),
-            parent_call_id: None,
-            root_call_id: uuid::Uuid::new_v4().to_string(),
-        },
-        now: moment(opened),
-        expires_at: clock::unix_now() + 86_400,
-    });
-    task.changes.push(Change::state(
-        TaskState::Working,
-        false,
-        &moment(opened + 3),
-    ));
-    task.changes.push(Change::state(
-        TaskState::Completed,
-        false,
-        &moment(opened + 6),
-    ));
-    task.state = TaskState::Completed;
-    task.updated_at = task.changed_at();
-    (task, TaskWords::from_known(words_of_stored(&value)))
+        context_id,
+        &message,
+        long_ago + n as i128 * 10,
+        &states,
+    )
 }
 
 /// Tops the table up with finished tasks numbered `from..to`.

@@ -27,13 +27,10 @@
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
-use forgebench::domain::content::Stored;
-use forgebench::domain::events::Change;
 use forgebench::domain::search::{Direction, SearchFilters};
-use forgebench::domain::task::{CallLineage, TaskOpening};
-use forgebench::domain::words::{words_of_stored, QueryWords, TaskWords};
-use forgebench::domain::{clock, Agent, Message, Task, TaskId, TaskState};
-use forgebench_tests::{spawn_app_with, text_message, Options, Recorder, TestApp};
+use forgebench::domain::words::{QueryWords, TaskWords};
+use forgebench::domain::{Agent, Task, TaskState};
+use forgebench_tests::{seeded_task, spawn_app_with, text_message, Options, Recorder, TestApp};
 use serde_json::json;
 
 fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
@@ -41,64 +38,38 @@ fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
     sorted[index.min(sorted.len() - 1)]
 }
 
-/// The n-th seeded task: opened `n` ms after `start`, then worked on and (mostly) finished.
-fn seeded_task(
+/// The n-th task of the table: opened `10 n` ms after `start`, then worked on and (mostly)
+/// finished.
+fn table_task(
     n: usize,
     start: i128,
     caller: &Agent,
     callee: &Agent,
     contexts: &[String],
 ) -> (Task, TaskWords) {
-    let moment = |offset_ms: i128| {
-        clock::format(
-            time::OffsetDateTime::from_unix_timestamp_nanos((start + offset_ms) * 1_000_000)
-                .unwrap(),
-        )
-    };
     let rare = if n % 1_000 == 7 {
         " shipped to rotterdam"
     } else {
         ""
     };
-    let value = json!({"role": "user", "parts": [
+    let message = json!({"role": "user", "parts": [
         {"text": format!("invoice {n}{rare}")},
         {"data": {"invoice_id": format!("INV-{n}")}}
     ]});
-    let message: Message = serde_json::from_value(value.clone()).unwrap();
-    let created = moment(n as i128 * 10);
-    let mut task = Task::open(TaskOpening {
-        id: TaskId::generate(),
-        caller_agent_id: caller.id.clone(),
-        callee,
-        context_id: contexts[n / 10].clone(),
-        input: Stored::Inline(message),
-        input_bytes: value.to_string().len() as u64,
-        lineage: CallLineage {
-            call_id: uuid::Uuid::new_v4().to_string(),
-            parent_call_id: None,
-            root_call_id: uuid::Uuid::new_v4().to_string(),
-        },
-        now: created.clone(),
-        expires_at: clock::unix_now() + 86_400,
-    });
-    let last = match n % 100 {
-        0 => TaskState::Working,
-        1 => TaskState::InputRequired,
-        _ => TaskState::Completed,
+    let states: &[TaskState] = match n % 100 {
+        0 => &[TaskState::Working],
+        1 => &[TaskState::Working, TaskState::InputRequired],
+        _ => &[TaskState::Working, TaskState::Completed],
     };
-    task.changes.push(Change::state(
-        TaskState::Working,
-        false,
-        &moment(n as i128 * 10 + 3),
-    ));
-    if last != TaskState::Working {
-        task.changes
-            .push(Change::state(last, false, &moment(n as i128 * 10 + 6)));
-    }
-    task.state = last;
-    task.updated_at = task.changed_at();
-    let words = TaskWords::from_known(words_of_stored(&value));
-    (task, words)
+    let context_id = contexts[n / 10].clone();
+    seeded_task(
+        caller,
+        callee,
+        context_id,
+        &message,
+        start + n as i128 * 10,
+        states,
+    )
 }
 
 async fn seed(app: &TestApp, caller: &Agent, callee: &Agent, count: usize) -> Duration {
@@ -110,7 +81,7 @@ async fn seed(app: &TestApp, caller: &Agent, callee: &Agent, count: usize) -> Du
         - 60_000;
     let began = Instant::now();
     app.seed_tasks(0..count, |n| {
-        seeded_task(n, start, caller, callee, &contexts)
+        table_task(n, start, caller, callee, &contexts)
     })
     .await;
     began.elapsed()
