@@ -34,8 +34,8 @@ fi
 echo "== build every crate (each Lambda function included)" >&2
 cargo build --workspace --locked
 
-echo "== benchmark: one pull task's DynamoDB calls and long-poll cost" >&2
-cargo run --quiet --locked -p forgebench-bench --bin pull-lifecycle
+echo "== benchmark (short: 6 s idle waits): one pull task's DynamoDB calls, long-poll cost, answer latency" >&2
+cargo run --quiet --locked -p forgebench-bench --bin pull-lifecycle -- 6
 
 echo "== benchmark (short): event streams beside the long poll" >&2
 cargo run --quiet --locked -p forgebench-bench --bin event-streams -- 8

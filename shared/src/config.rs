@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::domain::keys;
+use crate::domain::pace::PollPace;
 use crate::push::ssrf::{Cidr, HostResolver};
 use crate::push::verdict::RetrySchedule;
 
@@ -29,8 +30,9 @@ pub struct Config {
     /// `FORGEBENCH_MAX_WAIT_SECONDS` (default 30, 0 to 30): the deployment's bound on `wait`,
     /// below the API Gateway integration timeout. A larger `wait` is served up to this bound.
     pub max_wait_seconds: u64,
-    /// Interval between reads while a caller waits on a task (`FORGEBENCH_TASK_POLL_MS`, 200;
-    /// 20 to 5,000).
+    /// The first interval between reads while a caller waits on a task or follows its events
+    /// (`FORGEBENCH_TASK_POLL_MS`, 100; 20 to 5,000); it grows to `idle_poll_ceiling` while the
+    /// task stays quiet (see [`PollPace`]).
     pub task_poll_interval: Duration,
     /// `FORGEBENCH_STREAM_MAX_SECONDS` (840, 10 to 890): how long one event stream stays open
     /// before it ends and the client reconnects with `Last-Event-ID`; inside the 15 minutes
@@ -40,9 +42,13 @@ pub struct Config {
     /// silent; a comment line is sent after this long without an event, inside API Gateway's
     /// idle timeout (30 s for edge-optimized endpoints, 5 minutes for regional ones).
     pub stream_keepalive: Duration,
-    /// Interval between queue reads while a callee long-polls for work (`FORGEBENCH_CLAIM_POLL_MS`,
-    /// 250; 20 to 5,000).
+    /// The first interval between queue reads while a callee long-polls for work
+    /// (`FORGEBENCH_CLAIM_POLL_MS`, 100; 20 to 5,000); it grows to `idle_poll_ceiling` while the
+    /// queue stays empty.
     pub claim_poll_interval: Duration,
+    /// `FORGEBENCH_IDLE_POLL_MS` (600; 20 to 5,000): the longest interval any wait grows to; at
+    /// most this long passes between a change and an idle waiter's next look.
+    pub idle_poll_ceiling: Duration,
     /// `FORGEBENCH_PUBLIC_URL`: the gateway's public base URL, which cards name and sign (an
     /// absolute http(s) URL without query, fragment or credentials; a trailing `/` is dropped).
     /// When unset, a deployed function names the API's own execute-api URL, built from the API
@@ -102,7 +108,7 @@ pub mod ranges {
     pub const SIGNING_KEY_CACHE_SECONDS: RangeInclusive<u64> = 0..=900;
     /// `FORGEBENCH_MAX_WAIT_SECONDS`: the API's own bound on `wait`.
     pub const MAX_WAIT_SECONDS: RangeInclusive<u64> = 0..=super::API_MAX_WAIT_SECONDS;
-    /// `FORGEBENCH_TASK_POLL_MS` and `FORGEBENCH_CLAIM_POLL_MS`: no faster than 20 ms (the
+    /// `FORGEBENCH_TASK_POLL_MS`, `FORGEBENCH_CLAIM_POLL_MS` and `FORGEBENCH_IDLE_POLL_MS`: no faster than 20 ms (the
     /// store's load), no slower than 5 s (a waiting caller would miss most of its wait).
     pub const POLL_MS: RangeInclusive<u64> = 20..=5_000;
     /// `FORGEBENCH_PUSH_TIMEOUT_MS`: one attempt must end well inside the worker's 30 s.
@@ -210,6 +216,16 @@ pub fn operator_key_hash(
 }
 
 impl Config {
+    /// How a waiting caller or an event stream paces its reads of a task.
+    pub fn task_pace(&self) -> PollPace {
+        PollPace::new(self.task_poll_interval, self.idle_poll_ceiling)
+    }
+
+    /// How a long-polling callee paces its reads of its queue.
+    pub fn claim_pace(&self) -> PollPace {
+        PollPace::new(self.claim_poll_interval, self.idle_poll_ceiling)
+    }
+
     pub fn from_env() -> Result<Config, ConfigError> {
         Config::from_lookup(&|name| std::env::var(name).ok())
     }
@@ -242,7 +258,7 @@ impl Config {
                 API_MAX_WAIT_SECONDS,
                 ranges::MAX_WAIT_SECONDS,
             )?,
-            task_poll_interval: env.millis("FORGEBENCH_TASK_POLL_MS", 200, ranges::POLL_MS)?,
+            task_poll_interval: env.millis("FORGEBENCH_TASK_POLL_MS", 100, ranges::POLL_MS)?,
             stream_max_seconds: env.bounded(
                 "FORGEBENCH_STREAM_MAX_SECONDS",
                 DEFAULT_STREAM_MAX_SECONDS,
@@ -253,7 +269,8 @@ impl Config {
                 15,
                 ranges::STREAM_KEEPALIVE_SECONDS,
             )?,
-            claim_poll_interval: env.millis("FORGEBENCH_CLAIM_POLL_MS", 250, ranges::POLL_MS)?,
+            claim_poll_interval: env.millis("FORGEBENCH_CLAIM_POLL_MS", 100, ranges::POLL_MS)?,
+            idle_poll_ceiling: env.millis("FORGEBENCH_IDLE_POLL_MS", 600, ranges::POLL_MS)?,
             public_url: env
                 .optional("FORGEBENCH_PUBLIC_URL")
                 .map(|text| public_url(&text))
@@ -298,10 +315,11 @@ impl Config {
             key_cache_ttl: Duration::from_secs(10),
             signing_key_lifetime: crate::signing::DEFAULT_KEY_LIFETIME,
             max_wait_seconds: API_MAX_WAIT_SECONDS,
-            task_poll_interval: Duration::from_millis(200),
+            task_poll_interval: Duration::from_millis(100),
             stream_max_seconds: DEFAULT_STREAM_MAX_SECONDS,
             stream_keepalive: Duration::from_secs(15),
-            claim_poll_interval: Duration::from_millis(250),
+            claim_poll_interval: Duration::from_millis(100),
+            idle_poll_ceiling: Duration::from_millis(600),
             public_url: None,
             region: None,
             push_queue_url: None,
@@ -366,6 +384,7 @@ mod tests {
             ("FORGEBENCH_MAX_WAIT_SECONDS", &["31", "2.5"]),
             ("FORGEBENCH_TASK_POLL_MS", &["0", "19", "5001", "1e30"]),
             ("FORGEBENCH_CLAIM_POLL_MS", &["19", "18446744073709551616"]),
+            ("FORGEBENCH_IDLE_POLL_MS", &["19", "5001"]),
             ("FORGEBENCH_PUSH_TIMEOUT_MS", &["99", "25001"]),
             ("FORGEBENCH_TASK_RETENTION_DAYS", &["0", "3651"]),
             (
@@ -386,7 +405,8 @@ mod tests {
         let config = with(&[]).unwrap();
         assert_eq!(config.key_cache_ttl, Duration::from_secs(10));
         assert_eq!(config.signing_key_lifetime, Duration::from_secs(300));
-        assert_eq!(config.task_poll_interval, Duration::from_millis(200));
+        assert_eq!(config.task_poll_interval, Duration::from_millis(100));
+        assert_eq!(config.task_pace().ceiling(), Duration::from_millis(600));
         assert_eq!(config.push_timeout, Duration::from_secs(10));
         let edges = with(&[
             ("FORGEBENCH_KEY_CACHE_SECONDS", "0"),
@@ -394,12 +414,14 @@ mod tests {
             ("FORGEBENCH_MAX_WAIT_SECONDS", "30"),
             ("FORGEBENCH_TASK_POLL_MS", "20"),
             ("FORGEBENCH_CLAIM_POLL_MS", "5000"),
+            ("FORGEBENCH_IDLE_POLL_MS", "20"),
             ("FORGEBENCH_PUSH_TIMEOUT_MS", "25000"),
             ("FORGEBENCH_TASK_RETENTION_DAYS", "3650"),
             ("FORGEBENCH_PUSH_RETRY_SECONDS", "0.2, 43200"),
         ])
         .unwrap();
         assert_eq!(edges.claim_poll_interval, Duration::from_secs(5));
+        assert_eq!(edges.claim_pace().ceiling(), Duration::from_secs(5));
         assert_eq!(edges.retry_schedule.max_attempts(), 3);
         let wide = with(&[("FORGEBENCH_PUSH_ALLOWED_CIDRS", "0.0.0.0/0")]).unwrap_err();
         assert!(wide.to_string().contains("FORGEBENCH_PUSH_ALLOWED_CIDRS"));

@@ -277,7 +277,7 @@ pub struct Options {
     /// Where the gateway reaches SQS and KMS (resources are always created on moto directly).
     pub moto_endpoint: String,
     pub key_cache_seconds: u64,
-    /// Keep the deployed long-poll intervals; otherwise tests poll every 100 ms to run quickly.
+    /// Keep the deployed long-poll pace; otherwise tests poll every 100 ms to run quickly.
     pub deployed_poll_intervals: bool,
     /// Ranges push may reach besides public addresses (the operator allowlist); none by default.
     pub push_allowed_cidrs: &'static str,
@@ -365,6 +365,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     if !options.deployed_poll_intervals {
         config.task_poll_interval = Duration::from_millis(100);
         config.claim_poll_interval = Duration::from_millis(100);
+        config.idle_poll_ceiling = Duration::from_millis(100);
     }
     config.push_queue_url = Some(resources.push_queue_url.clone());
     config.kms_key_id = Some(resources.kms_key_id.clone());

@@ -13,6 +13,7 @@ pub mod jcs;
 pub mod keys;
 pub mod message;
 pub mod notify;
+pub mod pace;
 pub mod principal;
 pub mod result;
 pub mod search;

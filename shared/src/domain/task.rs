@@ -12,6 +12,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::clock;
 use super::content::{Stored, MAX_TASK_CONTENT_BYTES};
 use super::events::Change;
 use super::ids::{AgentId, TaskId, TenantId};
@@ -302,6 +303,16 @@ impl Task {
                 .as_deref()
                 .is_some_and(|deadline| deadline <= now)
     }
+
+    /// How long the task has gone unchanged at `now` (zero when its last change is unreadable
+    /// or, by a clock ahead of `now`, later): what a waiter's [`PollPace`] reads.
+    ///
+    /// [`PollPace`]: super::pace::PollPace
+    pub fn quiet_for(&self, now: time::OffsetDateTime) -> std::time::Duration {
+        clock::parse(&self.updated_at)
+            .and_then(|changed| std::time::Duration::try_from(now - changed).ok())
+            .unwrap_or_default()
+    }
 }
 
 /// Namespace for the ids of tasks opened with a `message.message_id`.
@@ -372,6 +383,18 @@ mod tests {
         assert!(task.is_overdue("2026-01-01T00:00:05.000000Z"));
         task.state = TaskState::Completed;
         assert!(!task.is_overdue("2027-01-01T00:00:00.000000Z"));
+    }
+
+    #[test]
+    fn a_task_is_quiet_since_its_last_change_and_never_less_than_not_at_all() {
+        let mut task = sample_task();
+        task.updated_at = "2026-01-01T00:00:00.000000Z".into();
+        let at = clock::parse("2026-01-01T00:00:01.500000Z").unwrap();
+        assert_eq!(task.quiet_for(at), std::time::Duration::from_millis(1_500));
+        let before = clock::parse("2025-12-31T23:59:59.000000Z").unwrap();
+        assert_eq!(task.quiet_for(before), std::time::Duration::ZERO);
+        task.updated_at = "yesterday".into();
+        assert_eq!(task.quiet_for(at), std::time::Duration::ZERO);
     }
 
     #[test]

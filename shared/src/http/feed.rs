@@ -1,8 +1,8 @@
 //! A task's updates as they happen: the one loop behind every event stream (the REST event
 //! stream and both A2A bindings' streams), and the server-sent-events body it feeds.
 //!
-//! A stream learns of changes by reading the task's item every `FORGEBENCH_TASK_POLL_MS` (as a
-//! waiting caller does) and comparing its change-log length with the number of the last event
+//! A stream learns of changes by reading the task's item at a waiting caller's pace (soon after
+//! the task's last change, then once per `FORGEBENCH_IDLE_POLL_MS`) and comparing its change-log length with the number of the last event
 //! it sent: new entries are new events, rendered from the same read, so events arrive in log
 //! order, each once, and a reconnecting client resumes after the number it saw last. A stream
 //! holds one of its reader's long-poll slots while open, so the streams and waits of one key
@@ -42,6 +42,8 @@ pub(crate) struct Feed {
     task_id: TaskId,
     /// The number of the last event sent.
     seen: u64,
+    /// The task as last read, whose quiet time paces the next read.
+    last_read: Task,
     ends: Instant,
     slot: Option<PollSlot>,
 }
@@ -71,6 +73,7 @@ impl Feed {
             app: Arc::clone(app),
             task_id: task.id.clone(),
             seen,
+            last_read: task.clone(),
             ends: Instant::now() + life,
             slot,
         })
@@ -88,9 +91,9 @@ impl Feed {
             if now >= quiet_until {
                 return Ok(Update::Idle);
             }
-            let wake = (now + self.app.config.task_poll_interval)
-                .min(self.ends)
-                .min(quiet_until);
+            let interval = (self.app.config.task_pace())
+                .after_quiet(self.last_read.quiet_for(time::OffsetDateTime::now_utc()));
+            let wake = (now + interval).min(self.ends).min(quiet_until);
             tokio::time::sleep_until(wake).await;
             let task = self
                 .app
@@ -99,6 +102,7 @@ impl Feed {
                 .await?
                 .ok_or(ApiError::TaskNotFound)?;
             let task = expire_if_overdue(&self.app, task).await?;
+            self.last_read = task.clone();
             if task.event_count() > self.seen {
                 return Ok(Update::Changed(Box::new(
                     full_task(&self.app, task, &[]).await?,

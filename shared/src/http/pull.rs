@@ -26,7 +26,8 @@ use crate::store::{ClaimOutcome, TaskTransition};
 const CONTENDED_RETRIES: u32 = 8;
 
 /// `GET /v1/agents/me/tasks/next?wait=N`: 200 with the claimed task (now `working`), or 204 when
-/// nothing arrived within `wait`. At most one queue read per poll interval while idle.
+/// nothing arrived within `wait`. The queue is read again sooner early in the wait, then at most
+/// once per idle ceiling (`PollPace`, quiet since the request began).
 pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent_id = agent_principal(&principal, "claiming tasks")?;
@@ -78,8 +79,8 @@ async fn claim_within(
             *response.status_mut() = StatusCode::NO_CONTENT;
             return Ok(response);
         }
-        tokio::time::sleep_until((Instant::now() + app.config.claim_poll_interval).min(until))
-            .await;
+        let interval = app.config.claim_pace().after_quiet(began.elapsed());
+        tokio::time::sleep_until((Instant::now() + interval).min(until)).await;
     }
 }
 

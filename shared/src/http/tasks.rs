@@ -50,8 +50,9 @@ pub(super) fn caller_message(
     Ok(message)
 }
 
-/// Re-reads a task until it leaves submitted/working or `wait` runs out, at most one read per
-/// poll interval. A claim deadline that passes meanwhile is applied.
+/// Re-reads a task until it leaves submitted/working or `wait` runs out, paced by how long the
+/// task has been quiet (`PollPace`): soon after a change, then at most one read per ceiling. A
+/// claim deadline that passes meanwhile is applied.
 pub(super) async fn wait_for_answer(
     app: &App,
     mut task: Task,
@@ -59,8 +60,10 @@ pub(super) async fn wait_for_answer(
 ) -> Result<Task, ApiError> {
     let began = Instant::now();
     let until = began + wait;
+    let pace = app.config.task_pace();
     while task.state.is_pending() && Instant::now() < until {
-        tokio::time::sleep_until((Instant::now() + app.config.task_poll_interval).min(until)).await;
+        let interval = pace.after_quiet(task.quiet_for(time::OffsetDateTime::now_utc()));
+        tokio::time::sleep_until((Instant::now() + interval).min(until)).await;
         task = match app.store.get_task(&task.id).await? {
             Some(task) => expire_if_overdue(app, task).await?,
             None => return Err(ApiError::TaskNotFound),

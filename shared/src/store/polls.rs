@@ -30,15 +30,29 @@ pub struct PollSlot {
 
 impl Store {
     /// Takes a free long-poll slot of `agent_id` for `seconds` (plus a margin), or `None` when
-    /// every slot is held. It reads which slots are held (strongly consistent) and tries the free
-    /// ones; others take and give back slots meanwhile, so a round whose free slots were all
-    /// taken first is read again, a few times, before the answer is "none free".
+    /// every slot is held. It first tries one slot picked at random, blind: an agent holding few
+    /// slots gets one with a single write and no read. When that slot is held it reads which
+    /// slots are held (strongly consistent) and tries the free ones; others take and give back
+    /// slots meanwhile, so a round whose free slots were all taken first is read again, a few
+    /// times, before the answer is "none free".
     pub async fn take_poll_slot(
         &self,
         agent_id: &str,
         seconds: u64,
     ) -> Result<Option<PollSlot>, StoreError> {
         let holder = uuid::Uuid::new_v4().to_string();
+        let now = clock::unix_now();
+        let blind = random_slot();
+        if self
+            .try_slot(agent_id, blind, &holder, now, now + seconds + 5)
+            .await?
+        {
+            return Ok(Some(PollSlot {
+                agent_id: agent_id.to_owned(),
+                slot: blind,
+                holder,
+            }));
+        }
         for _ in 0..TAKE_ROUNDS {
             let now = clock::unix_now();
             let free = self.free_slots(agent_id, now).await?;
@@ -78,10 +92,9 @@ impl Store {
                     .ok()
             })
             .collect();
-        let mut start = [0u8; 1];
-        let _ = getrandom::fill(&mut start);
+        let start = random_slot();
         Ok((0..MAX_POLLS_PER_AGENT)
-            .map(|offset| (u32::from(start[0]) + offset) % MAX_POLLS_PER_AGENT)
+            .map(|offset| (start + offset) % MAX_POLLS_PER_AGENT)
             .filter(|slot| !held.contains(slot))
             .collect())
     }
@@ -144,4 +157,12 @@ impl Store {
             }
         }
     }
+}
+
+/// One of the slot numbers, picked at random (slot 0 when no randomness is at hand: only the
+/// spread of the first tries suffers).
+fn random_slot() -> u32 {
+    let mut byte = [0u8; 1];
+    let _ = getrandom::fill(&mut byte);
+    u32::from(byte[0]) % MAX_POLLS_PER_AGENT
 }

@@ -22,6 +22,7 @@ mod idempotency;
 mod input;
 mod large;
 mod ledger;
+mod long_polls;
 mod management;
 mod observability;
 mod outage;

@@ -1,0 +1,47 @@
+//! What an idle long poll costs the store: its reads slow down as its subject stays quiet, and
+//! the slot it holds is taken without a read.
+
+use forgebench_tests::{spawn_app_with, text_message, Options, Recorder};
+
+/// Store requests of `operation` among `calls`.
+fn count(calls: &[String], operation: &str) -> usize {
+    calls.iter().filter(|call| *call == operation).count()
+}
+
+#[tokio::test]
+async fn an_idle_wait_reads_less_the_longer_nothing_changes_and_takes_its_slot_without_a_read() {
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        deployed_poll_intervals: true,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("quiet"), 0)
+        .await;
+    let task_path = format!("/v1/agents/{}/tasks/{}", pair.callee.id, opened.field("id"));
+    app.get(&task_path, &pair.caller.key).await; // the caller's key is in the cache now
+    recorder.take();
+
+    let waited = app.get(&format!("{task_path}?wait=6"), &pair.caller.key).await;
+    assert_eq!(waited.state(), "submitted", "{}", waited.text);
+    let calls = recorder.take_dynamodb();
+    // Every 100 ms (the first interval) six seconds would take 60 reads, every 200 ms 30; paced
+    // by how long the task has been quiet (100, 200, 300, 450, 675 ms, ... then every 600 ms)
+    // about 16.
+    assert!(count(&calls, "GetItem") <= 20, "{calls:?}");
+    // The slot: one blind conditional write and its release; no read of the held slots.
+    assert_eq!(count(&calls, "Query"), 0, "{calls:?}");
+    assert_eq!(count(&calls, "PutItem"), 1, "{calls:?}");
+    assert_eq!(count(&calls, "DeleteItem"), 1, "{calls:?}");
+
+    // The callee's queue, empty for six seconds: paced from the start of its request.
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 200);
+    recorder.take();
+    assert_eq!(app.claim(&pair.callee.key, 6).await.status, 204);
+    let calls = recorder.take_dynamodb();
+    let queue_reads = count(&calls, "Query");
+    assert!((3..=20).contains(&queue_reads), "{calls:?}");
+}
