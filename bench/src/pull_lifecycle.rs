@@ -194,15 +194,24 @@ async fn main() {
     );
     println!("| the callee answers | p50 | p95 | max | target p50 <= 250 ms, p95 <= 500 ms |");
     println!("|---|---|---|---|---|");
-    let at_once: Vec<Duration> = (0..20u64).map(|round| Duration::from_millis(37 * round % 100)).collect();
+    let at_once: Vec<Duration> = (0..20u64)
+        .map(|round| Duration::from_millis(37 * round % 100))
+        .collect();
     answer_lags(&app, &pair, "at once after its claim (0-100 ms)", &at_once).await;
-    let spread: Vec<Duration> = (0..20u64).map(|round| Duration::from_millis(150 * round)).collect();
+    let spread: Vec<Duration> = (0..20u64)
+        .map(|round| Duration::from_millis(150 * round))
+        .collect();
     answer_lags(&app, &pair, "0-3 s after its claim (150 ms steps)", &spread).await;
 }
 
 /// DynamoDB calls over an idle `seconds` wait of a caller (on a task nobody claims) and of a
 /// callee (on an empty queue), every request looking its key up.
-async fn idle_waits(app: &TestApp, counter: &Recorder, pair: &forgebench_tests::Pair, seconds: u64) {
+async fn idle_waits(
+    app: &TestApp,
+    counter: &Recorder,
+    pair: &forgebench_tests::Pair,
+    seconds: u64,
+) {
     let opened = app
         .open_task(&pair.caller.key, &pair.callee.id, text_message("idle"), 0)
         .await;
@@ -225,7 +234,10 @@ async fn idle_waits(app: &TestApp, counter: &Recorder, pair: &forgebench_tests::
     );
     println!("| who waits | DynamoDB calls | per waiting second | target <= 2 |");
     println!("|---|---|---|---|");
-    for (who, calls) in [("caller, GET ?wait", caller_wait), ("callee, next?wait", callee_wait)] {
+    for (who, calls) in [
+        ("caller, GET ?wait", caller_wait),
+        ("callee, next?wait", callee_wait),
+    ] {
         let rate = calls as f64 / seconds as f64;
         println!(
             "| {who} | {calls} | {rate:.2} | {} |",
@@ -236,7 +248,12 @@ async fn idle_waits(app: &TestApp, counter: &Recorder, pair: &forgebench_tests::
 
 /// The time from each callee's result (200) to the waiting caller's response, the callee
 /// answering each of `delays` after its claim; one report line.
-async fn answer_lags(app: &TestApp, pair: &forgebench_tests::Pair, label: &str, delays: &[Duration]) {
+async fn answer_lags(
+    app: &TestApp,
+    pair: &forgebench_tests::Pair,
+    label: &str,
+    delays: &[Duration],
+) {
     let mut lags = Vec::new();
     for (round, delay) in delays.iter().enumerate() {
         let caller = {

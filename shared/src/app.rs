@@ -156,6 +156,7 @@ impl App {
             dialer: self.dialer.clone(),
             schedule: self.config.retry_schedule.clone(),
             signing: Arc::clone(&self.webhook_signing),
+            agent_ttl: self.config.key_cache_ttl,
         }
     }
 

@@ -2,50 +2,18 @@
 //! through a short-lived per-process cache of key lookups (revocation drops the entry here and
 //! reaches other processes within the cache's lifetime).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
 use crate::app::App;
+use crate::cache::ExpiringCache;
 use crate::domain::{keys, Principal, PrincipalKind, TenantPrincipal};
 use crate::error::ApiError;
 use crate::store::use_is_stale;
 
 /// Remembers recent key lookups so a busy callee does not pay one read per request.
-#[derive(Default)]
-pub(crate) struct KeyCache {
-    entries: Mutex<HashMap<String, (Principal, Instant)>>,
-}
+pub(crate) type KeyCache = ExpiringCache<Principal>;
 
 /// The refusal of the operator's key on a route inside a tenant.
 pub const OPERATOR_OUTSIDE_TENANTS: &str =
     "the operator key creates tenants and manages signing keys; use a key of the tenant";
-
-/// Entries past this count are dropped wholesale; the cache refills from the store.
-const KEY_CACHE_MAX_ENTRIES: usize = 10_000;
-
-impl KeyCache {
-    fn get(&self, hash: &str, ttl: Duration) -> Option<Principal> {
-        let entries = self.entries.lock().ok()?;
-        let (principal, at) = entries.get(hash)?;
-        (at.elapsed() < ttl).then(|| principal.clone())
-    }
-
-    fn put(&self, hash: String, principal: Principal) {
-        if let Ok(mut entries) = self.entries.lock() {
-            if entries.len() >= KEY_CACHE_MAX_ENTRIES {
-                entries.clear();
-            }
-            entries.insert(hash, (principal, Instant::now()));
-        }
-    }
-
-    fn forget(&self, hash: &str) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.remove(hash);
-        }
-    }
-}
 
 /// The credential of an `Authorization: Bearer <key>` value; the scheme is matched in any case
 /// (RFC 9110 §11.1), the key exactly.

@@ -46,7 +46,7 @@ pub struct Config {
     /// (`FORGEBENCH_CLAIM_POLL_MS`, 100; 20 to 5,000); it grows to `idle_poll_ceiling` while the
     /// queue stays empty.
     pub claim_poll_interval: Duration,
-    /// `FORGEBENCH_IDLE_POLL_MS` (600; 20 to 5,000): the longest interval any wait grows to; at
+    /// `FORGEBENCH_IDLE_POLL_MS` (750; 20 to 5,000): the longest interval any wait grows to; at
     /// most this long passes between a change and an idle waiter's next look.
     pub idle_poll_ceiling: Duration,
     /// `FORGEBENCH_PUBLIC_URL`: the gateway's public base URL, which cards name and sign (an
@@ -270,7 +270,7 @@ impl Config {
                 ranges::STREAM_KEEPALIVE_SECONDS,
             )?,
             claim_poll_interval: env.millis("FORGEBENCH_CLAIM_POLL_MS", 100, ranges::POLL_MS)?,
-            idle_poll_ceiling: env.millis("FORGEBENCH_IDLE_POLL_MS", 600, ranges::POLL_MS)?,
+            idle_poll_ceiling: env.millis("FORGEBENCH_IDLE_POLL_MS", 750, ranges::POLL_MS)?,
             public_url: env
                 .optional("FORGEBENCH_PUBLIC_URL")
                 .map(|text| public_url(&text))
@@ -319,7 +319,7 @@ impl Config {
             stream_max_seconds: DEFAULT_STREAM_MAX_SECONDS,
             stream_keepalive: Duration::from_secs(15),
             claim_poll_interval: Duration::from_millis(100),
-            idle_poll_ceiling: Duration::from_millis(600),
+            idle_poll_ceiling: Duration::from_millis(750),
             public_url: None,
             region: None,
             push_queue_url: None,
@@ -406,7 +406,7 @@ mod tests {
         assert_eq!(config.key_cache_ttl, Duration::from_secs(10));
         assert_eq!(config.signing_key_lifetime, Duration::from_secs(300));
         assert_eq!(config.task_poll_interval, Duration::from_millis(100));
-        assert_eq!(config.task_pace().ceiling(), Duration::from_millis(600));
+        assert_eq!(config.task_pace().ceiling(), Duration::from_millis(750));
         assert_eq!(config.push_timeout, Duration::from_secs(10));
         let edges = with(&[
             ("FORGEBENCH_KEY_CACHE_SECONDS", "0"),

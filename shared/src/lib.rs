@@ -7,6 +7,7 @@ pub mod auth;
 pub mod bodies;
 #[cfg(feature = "local-stack")]
 pub mod bootstrap;
+pub(crate) mod cache;
 pub mod config;
 pub mod domain;
 pub mod error;

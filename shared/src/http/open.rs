@@ -286,7 +286,7 @@ async fn enqueue_push(app: &App, task: &Task) {
     if task.delivery != Delivery::Push {
         return;
     }
-    if let Err(error) = app.queue.enqueue(&task.id).await {
+    if let Err(error) = app.queue.enqueue_delivery(task).await {
         tracing::warn!(task_id = %task.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
     }
 }

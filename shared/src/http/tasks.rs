@@ -321,12 +321,12 @@ pub(super) async fn answer_task(
     let mut audit = AuditEntry::new(principal, "task.message", &task.callee_agent_id);
     audit.call_id = Some(task.call_id.clone());
     audit.task_id = Some(task.id.clone());
-    match app
+    let delivery_id = match app
         .store
         .answer_input(&task, &message, key.as_deref(), &audit)
         .await?
     {
-        Ok(()) => {}
+        Ok(delivery_id) => delivery_id,
         Err(InputRefusal::NotWaiting) => {
             // Changed meanwhile (answered, canceled, another message): say what it is now.
             let current = app
@@ -358,12 +358,16 @@ pub(super) async fn answer_task(
             )
             .await);
         }
-    }
+    };
     tracing::info!(task_id = %task.id, call_id = %task.call_id, "task question answered");
     super::after_change(app, &task).await;
     if task.delivery == Delivery::Push {
         // On the outbox already; if this enqueue is lost, the outbox sweep redoes it.
-        if let Err(error) = app.queue.enqueue(&task.id).await {
+        let redelivered = Task {
+            delivery_id,
+            ..task.clone()
+        };
+        if let Err(error) = app.queue.enqueue_delivery(&redelivered).await {
             tracing::warn!(task_id = %task.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
         }
     }

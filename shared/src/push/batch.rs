@@ -101,6 +101,7 @@ mod tests {
                 KeyPurpose::Webhooks,
                 Duration::from_secs(60),
             )),
+            agent_ttl: Duration::from_secs(10),
         }
     }
 

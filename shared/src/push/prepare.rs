@@ -1,7 +1,9 @@
-//! What a delivery's POST needs, gathered before the lease is taken: the callee's endpoint, the
-//! endpoint's secret (opened with KMS), the caller's newest message, the signing key and the
-//! request headers. Trouble on the way (the store, KMS, the body store, the signing key) costs no
-//! attempt and writes nothing: the message comes back after [`STORE_RETRY`]. A delivery that
+//! What a delivery's POST needs: the callee's endpoint (the agent as read within the agent
+//! cache's life), the endpoint's secret (opened with KMS, then cached), the signing key, all
+//! gathered before the lease is taken; then the caller's newest message and the request headers.
+//! Trouble on the way (the store, KMS, the body store, the signing key) costs no attempt: the
+//! message comes back after [`STORE_RETRY`] (a lease taken before the message could be read is
+//! given back). A delivery that
 //! cannot succeed at all (no endpoint, unreadable content) fails the task.
 
 use ed25519_dalek::SigningKey;
@@ -12,8 +14,7 @@ use super::endpoint::{AuthScheme, Endpoint};
 use super::worker::{JobOutcome, Stop, Worker, STORE_RETRY};
 use crate::bodies::BodyError;
 use crate::domain::headers as names;
-use crate::domain::{Agent, AgentRef, Task};
-use crate::store::StoreError;
+use crate::domain::{Agent, AgentId, Task, TaskId, TenantId};
 
 /// Everything one POST needs: the endpoint, the headers so far (with the credential), the
 /// caller's newest message and the signing key.
@@ -27,13 +28,48 @@ pub(super) struct Prepared {
 /// The message comes back after [`STORE_RETRY`]; nothing was written, no attempt used.
 const COME_BACK: Stop = Stop::With(JobOutcome::RetryIn(STORE_RETRY));
 
+/// What a POST needs from its callee, before the task: the endpoint, its secret in clear, and
+/// the signing key.
+pub(super) struct Callee {
+    endpoint: Endpoint,
+    secret: Option<String>,
+    key: SigningKey,
+}
+
+impl Callee {
+    /// The POST of `message` to this callee for `task`.
+    pub(super) fn post_of(self, task: &Task, message: Value) -> Prepared {
+        Prepared {
+            headers: request_headers(task, &self.endpoint, self.secret.as_deref()),
+            endpoint: self.endpoint,
+            message,
+            key: self.key,
+        }
+    }
+}
+
 impl Worker {
-    /// Gathers the POST's needs, in this order: the callee and its endpoint, the endpoint's
-    /// secret, the message, the signing key.
+    /// Gathers the POST's needs for `task` as read: the callee (see [`Worker::callee`]), then
+    /// the caller's message.
     pub(super) async fn prepare(&self, task: &Task) -> Result<Prepared, Stop> {
-        let (callee, endpoint) = self.callee_endpoint(task).await?;
-        let secret = self.endpoint_secret(&callee, &endpoint).await?;
-        let message = self.caller_message(task).await?;
+        let callee = self
+            .callee(&task.id, &task.tenant_id, &task.callee_agent_id)
+            .await?;
+        let message = self.caller_message(task, None).await?;
+        Ok(callee.post_of(task, message))
+    }
+
+    /// What the POST of task `task_id` needs from its callee `callee_id`, in this order: the
+    /// callee and its endpoint (as read within the agent cache's life), the endpoint's secret,
+    /// the signing key (both cached once opened).
+    pub(super) async fn callee(
+        &self,
+        task_id: &TaskId,
+        tenant_id: &TenantId,
+        callee_id: &AgentId,
+    ) -> Result<Callee, Stop> {
+        let (agent, endpoint) = self.callee_endpoint(task_id, tenant_id, callee_id).await?;
+        let secret = self.endpoint_secret(&agent, &endpoint).await?;
         let key = match self.signing.active(&self.store, &self.vault).await {
             Ok((_, key)) => key,
             Err(error) => {
@@ -41,24 +77,26 @@ impl Worker {
                 return Err(COME_BACK);
             }
         };
-        let headers = request_headers(task, &endpoint, secret.as_deref());
-        Ok(Prepared {
+        Ok(Callee {
             endpoint,
-            headers,
-            message,
+            secret,
             key,
         })
     }
 
-    /// The callee agent and its push endpoint; the task fails when it no longer has one.
-    async fn callee_endpoint(&self, task: &Task) -> Result<(Agent, Endpoint), Stop> {
+    /// The callee agent (of `tenant_id`) and its push endpoint; the task fails when it no
+    /// longer has one.
+    async fn callee_endpoint(
+        &self,
+        task_id: &TaskId,
+        tenant_id: &TenantId,
+        callee_id: &AgentId,
+    ) -> Result<(Agent, Endpoint), Stop> {
         let callee = self
             .store
-            .find_agent(
-                &task.tenant_id,
-                &AgentRef::Id(parse_id(&task.callee_agent_id)?),
-            )
-            .await?;
+            .recent_agent(callee_id, self.agent_ttl)
+            .await?
+            .filter(|agent| agent.tenant_id == *tenant_id);
         let endpoint = callee
             .as_ref()
             .and_then(|agent| agent.endpoint.as_ref())
@@ -67,7 +105,7 @@ impl Worker {
             (Some(callee), Some(endpoint)) => Ok((callee, endpoint)),
             _ => {
                 let error = "delivery failed: the callee no longer has a push endpoint";
-                self.fail_delivery(&task.id, None, error).await?;
+                self.fail_delivery(task_id, None, error).await?;
                 Err(Stop::With(JobOutcome::Done))
             }
         }
@@ -96,8 +134,12 @@ impl Worker {
     }
 
     /// The caller's newest message, its stored bodies read back; the task fails when they
-    /// cannot be read at all.
-    async fn caller_message(&self, task: &Task) -> Result<Value, Stop> {
+    /// cannot be read at all (while the lease `token` is held, when given).
+    pub(super) async fn caller_message(
+        &self,
+        task: &Task,
+        token: Option<&str>,
+    ) -> Result<Value, Stop> {
         match self
             .bodies
             .resolve_message(task.latest_caller_message())
@@ -111,15 +153,11 @@ impl Worker {
             Err(error) => {
                 tracing::error!(error = %error, "the task's content cannot be read; failing it");
                 let error = "delivery failed: the task's content could not be read";
-                self.fail_delivery(&task.id, None, error).await?;
+                self.fail_delivery(&task.id, token, error).await?;
                 Err(Stop::With(JobOutcome::Done))
             }
         }
     }
-}
-
-fn parse_id(text: &str) -> Result<uuid::Uuid, StoreError> {
-    uuid::Uuid::parse_str(text).map_err(|_| StoreError::Corrupt(format!("agent id {text:?}")))
 }
 
 /// The headers of the POST, as the serving docs print them.

@@ -1,9 +1,10 @@
-//! The push queue (SQS): one message per task to deliver, body `{"task_id"}`, and one per
-//! change of a task whose push notification configs should hear of it,
-//! `{"task_id", "kind": "notify"}`.
+//! The push queue (SQS): one message per delivery of a task, body `{"task_id", "delivery_id",
+//! "tenant_id", "callee_id"}` (the sweeper's re-sends name only the task), and one per change of
+//! a task whose push notification configs should hear of it, `{"task_id", "kind": "notify"}`.
 
 use std::time::Duration;
 
+use crate::domain::Task;
 use crate::on_first_use::OnFirstUse;
 
 /// One message taken from the queue, in the shape both the Lambda event source and the local
@@ -39,9 +40,21 @@ impl Queue {
         })
     }
 
-    /// Asks for the task to be delivered.
+    /// Asks for the task to be delivered (the sweeper, which knows only the task's id).
     pub async fn enqueue(&self, task_id: &str) -> Result<(), QueueError> {
         self.send(serde_json::json!({ "task_id": task_id })).await
+    }
+
+    /// Asks for the task's current delivery, naming with it what lets the worker take the
+    /// delivery's lease and prepare its POST without reading the task first.
+    pub async fn enqueue_delivery(&self, task: &Task) -> Result<(), QueueError> {
+        self.send(serde_json::json!({
+            "task_id": task.id,
+            "delivery_id": task.delivery_id,
+            "tenant_id": task.tenant_id,
+            "callee_id": task.callee_agent_id,
+        }))
+        .await
     }
 
     /// Asks for the task's push notification configs to be sent its new events.

@@ -1,13 +1,15 @@
 //! The push worker: one SQS message, one delivery attempt.
 //!
-//! For each message: read the task (finished, canceled or already accepted: nothing to do, so a
-//! redelivered message never POSTs a finished task again); gather what the POST needs (the
-//! endpoint, its secret from KMS, the message, the signing key: `prepare.rs`); take the
-//! delivery lease, which counts the attempt; POST the task to the callee's endpoint through the
-//! SSRF-guarded dialer and act on the answer (`attempt.rs`): apply it, accept an
-//! asynchronous `working`, schedule a retry through the message's visibility, or fail the task;
-//! then record the attempt. Every write after the lease is conditioned on still holding it, so an
-//! answer that comes back after the caller canceled is discarded.
+//! A message from an open or an answer names the delivery, its tenant and its callee. For it:
+//! gather what the POST needs from the callee (the endpoint, its secret, the signing key: each
+//! cached once read, `prepare.rs`); take the delivery lease, whose conditional write counts the
+//! attempt and returns the task (finished, canceled, accepted or re-delivered meanwhile: nothing
+//! to do, so a redelivered message never POSTs a finished task again); POST the task to the
+//! callee's endpoint through the SSRF-guarded dialer and act on the answer (`attempt.rs`): apply
+//! it, accept an asynchronous `working`, schedule a retry through the message's visibility, or
+//! fail the task; then record the attempt. A message from the sweeper names only the task: the
+//! task is read first, the rest is the same. Every write after the lease is conditioned on still
+//! holding it, so an answer that comes back after the caller canceled is discarded.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,11 +19,12 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::dial::Dialer;
+use super::prepare::Prepared;
 use super::queue::{Job, Queue};
 use super::verdict::RetrySchedule;
 use crate::bodies::Bodies;
 use crate::domain::task::Delivery;
-use crate::domain::{Task, TaskId, TaskState};
+use crate::domain::{AgentId, Task, TaskId, TaskState, TenantId};
 use crate::signing::SigningCache;
 use crate::store::{Attempt, Store, StoreError, TaskTransition};
 use crate::vault::Vault;
@@ -63,6 +66,9 @@ pub struct Worker {
     pub schedule: RetrySchedule,
     /// The webhook-signing key (not the card key), which signs every delivery.
     pub signing: Arc<SigningCache>,
+    /// How long a callee agent read is trusted (`FORGEBENCH_KEY_CACHE_SECONDS`): a changed
+    /// endpoint reaches a worker in another process within this time.
+    pub agent_ttl: Duration,
 }
 
 impl Worker {
@@ -90,9 +96,10 @@ impl Worker {
             tracing::error!(message_id = %job.message_id, "push message without a task_id; dropped");
             return JobOutcome::Done;
         };
-        if kind == MessageKind::Notify {
-            return self.handle_notify(job, &task_id).await;
-        }
+        let named = match kind {
+            MessageKind::Notify => return self.handle_notify(job, &task_id).await,
+            MessageKind::Deliver(named) => named,
+        };
         let span = tracing::info_span!(
             "push",
             task_id = %task_id,
@@ -101,7 +108,7 @@ impl Worker {
             tenant_id = Empty,
             agent_id = Empty,
         );
-        let delivered = crate::xray::with_annotations(self.deliver(&task_id));
+        let delivered = crate::xray::with_annotations(self.deliver(&task_id, named.as_ref()));
         match delivered.instrument(span.clone()).await {
             Ok(outcome) | Err(Stop::With(outcome)) => outcome,
             Err(Stop::Store(error)) => {
@@ -114,13 +121,14 @@ impl Worker {
     }
 
     /// One attempt at the task's current delivery. The attempt is counted (by the lease) only
-    /// once everything the POST needs is in hand, and the attempt record is written before the
-    /// outcome, so a task seen finished already shows every attempt that finished it; neither
-    /// trouble before the POST nor a failed record costs the task anything.
-    async fn deliver(&self, task_id: &TaskId) -> Result<JobOutcome, Stop> {
-        let task = self.load(task_id).await?;
-        let prepared = self.prepare(&task).await?;
-        let (task, token) = self.lease(&task).await?;
+    /// when its POST follows, and the attempt record is written before the outcome, so a task
+    /// seen finished already shows every attempt that finished it; neither trouble before the
+    /// POST nor a failed record costs the task anything.
+    async fn deliver(&self, task_id: &TaskId, named: Option<&Named>) -> Result<JobOutcome, Stop> {
+        let (task, token, prepared) = match named {
+            Some(named) => self.lease_first(task_id, named).await?,
+            None => self.read_first(task_id).await?,
+        };
         let (record, verdict) = self.attempt(&task, prepared).await;
         tracing::info!(
             attempt = record.number,
@@ -134,17 +142,49 @@ impl Worker {
         Ok(self.conclude(&task, &token, verdict).await?)
     }
 
+    /// A message naming the delivery, its tenant and its callee: what the POST needs from the
+    /// callee (cached), then the lease, whose write returns the task: no read of the task. A
+    /// lease taken when the message then cannot be read is given back.
+    async fn lease_first(
+        &self,
+        task_id: &TaskId,
+        named: &Named,
+    ) -> Result<(Task, String, Prepared), Stop> {
+        let callee = self
+            .callee(task_id, &named.tenant_id, &named.callee_id)
+            .await?;
+        let (task, token) = self.lease(task_id, Some(&named.delivery_id)).await?;
+        name_span(&task);
+        match self.caller_message(&task, Some(&token)).await {
+            Ok(message) => {
+                let prepared = callee.post_of(&task, message);
+                Ok((task, token, prepared))
+            }
+            Err(stop) => {
+                if matches!(stop, Stop::With(JobOutcome::RetryIn(_))) {
+                    self.store.give_back_lease(&task.id, &token).await?;
+                }
+                Err(stop)
+            }
+        }
+    }
+
+    /// A message naming only the task (the sweeper's): read the task, gather the POST's needs,
+    /// then take the lease of the delivery read.
+    async fn read_first(&self, task_id: &TaskId) -> Result<(Task, String, Prepared), Stop> {
+        let task = self.load(task_id).await?;
+        let prepared = self.prepare(&task).await?;
+        let (task, token) = self.lease(&task.id, task.delivery_id.as_deref()).await?;
+        Ok((task, token, prepared))
+    }
+
     /// Reads the task and names it in the current span; stops when it no longer waits for this
     /// delivery or its attempts are used up.
     async fn load(&self, task_id: &TaskId) -> Result<Task, Stop> {
         let Some(task) = self.store.get_task(task_id).await? else {
             return Err(Stop::With(JobOutcome::Done));
         };
-        tracing::Span::current()
-            .record("call_id", task.call_id.as_str())
-            .record("tenant_id", task.tenant_id.as_str())
-            .record("agent_id", task.callee_agent_id.as_str());
-        crate::xray::annotate(crate::xray::Annotations::of(&task));
+        name_span(&task);
         if !awaits_delivery(&task) {
             tracing::info!(state = task.state.as_str(), "nothing to deliver");
             return Err(Stop::With(JobOutcome::Done));
@@ -155,18 +195,29 @@ impl Worker {
         Ok(task)
     }
 
-    /// Takes the delivery lease, which counts the attempt: the task as leased and the lease's
-    /// token, which every later write must still hold.
-    async fn lease(&self, task: &Task) -> Result<(Task, String), Stop> {
+    /// Takes the lease of the task's delivery `delivery_id`, which counts the attempt: the task
+    /// as leased and the lease's token, which every later write must still hold. A delivery
+    /// that a later one replaced is over: the later one has a message of its own.
+    async fn lease(
+        &self,
+        task_id: &TaskId,
+        delivery_id: Option<&str>,
+    ) -> Result<(Task, String), Stop> {
         let token = uuid::Uuid::new_v4().to_string();
         let max_attempts = self.schedule.max_attempts();
         match self
             .store
-            .lease_delivery(task, &token, LEASE_SECONDS, max_attempts)
+            .lease_delivery(task_id, delivery_id, &token, LEASE_SECONDS, max_attempts)
             .await?
         {
             TaskTransition::Applied(task) => Ok((task, token)),
             TaskTransition::Refused(None) => Err(Stop::With(JobOutcome::Done)),
+            TaskTransition::Refused(Some(current))
+                if current.delivery_id.as_deref() != delivery_id =>
+            {
+                tracing::info!("a later delivery replaced this one");
+                Err(Stop::With(JobOutcome::Done))
+            }
             TaskTransition::Refused(Some(current)) => {
                 Err(Stop::With(self.not_leased(&current).await?))
             }
@@ -205,23 +256,51 @@ impl Worker {
 }
 
 /// What a queue message asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum MessageKind {
-    /// Deliver the task to its callee's endpoint (a body without `kind`, as before).
-    Deliver,
+    /// Deliver the task to its callee's endpoint: the delivery named, or (a body with only the
+    /// task's id, as the sweeper sends) the task's current one.
+    Deliver(Option<Named>),
     /// Send the task's push notification configs their new events.
     Notify,
+}
+
+/// What a delivery message names besides its task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Named {
+    delivery_id: String,
+    tenant_id: TenantId,
+    callee_id: AgentId,
 }
 
 /// The task a message names (the `task_id` of its JSON body) and what it asks for.
 fn task_id_of(body: &str) -> Option<(TaskId, MessageKind)> {
     let body = serde_json::from_str::<Value>(body).ok()?;
-    let task_id = body.get("task_id")?.as_str().map(TaskId::from)?;
-    let kind = match body.get("kind").and_then(Value::as_str) {
+    let field = |name: &str| body.get(name).and_then(Value::as_str);
+    let task_id = TaskId::from(field("task_id")?);
+    let kind = match field("kind") {
         Some("notify") => MessageKind::Notify,
-        _ => MessageKind::Deliver,
+        _ => MessageKind::Deliver(
+            match (field("delivery_id"), field("tenant_id"), field("callee_id")) {
+                (Some(delivery), Some(tenant), Some(callee)) => Some(Named {
+                    delivery_id: delivery.to_owned(),
+                    tenant_id: TenantId::from(tenant),
+                    callee_id: AgentId::from(callee),
+                }),
+                _ => None,
+            },
+        ),
     };
     Some((task_id, kind))
+}
+
+/// Names the task, its call, its tenant and its callee in the current span and trace.
+fn name_span(task: &Task) {
+    tracing::Span::current()
+        .record("call_id", task.call_id.as_str())
+        .record("tenant_id", task.tenant_id.as_str())
+        .record("agent_id", task.callee_agent_id.as_str());
+    crate::xray::annotate(crate::xray::Annotations::of(task));
 }
 
 impl Worker {
@@ -245,4 +324,44 @@ fn awaits_delivery(task: &Task) -> bool {
     task.delivery == Delivery::Push
         && matches!(task.state, TaskState::Submitted | TaskState::Working)
         && task.delivered_at.is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delivery_message_names_its_delivery_tenant_and_callee_or_only_its_task() {
+        let named = r#"{"task_id": "t", "delivery_id": "d", "tenant_id": "n", "callee_id": "a"}"#;
+        assert_eq!(
+            task_id_of(named),
+            Some((
+                TaskId::from("t"),
+                MessageKind::Deliver(Some(Named {
+                    delivery_id: "d".into(),
+                    tenant_id: TenantId::from("n"),
+                    callee_id: AgentId::from("a"),
+                }))
+            ))
+        );
+        let swept = r#"{"task_id": "t"}"#;
+        assert_eq!(
+            task_id_of(swept),
+            Some((TaskId::from("t"), MessageKind::Deliver(None)))
+        );
+        // A task stored before deliveries had ids: `delivery_id` null, read first.
+        let unnamed =
+            r#"{"task_id": "t", "delivery_id": null, "tenant_id": "n", "callee_id": "a"}"#;
+        assert_eq!(
+            task_id_of(unnamed),
+            Some((TaskId::from("t"), MessageKind::Deliver(None)))
+        );
+        let notify = r#"{"task_id": "t", "kind": "notify", "delivery_id": "d"}"#;
+        assert_eq!(
+            task_id_of(notify),
+            Some((TaskId::from("t"), MessageKind::Notify))
+        );
+        assert_eq!(task_id_of(r#"{"delivery_id": "d"}"#), None);
+        assert_eq!(task_id_of("not json"), None);
+    }
 }

@@ -129,7 +129,27 @@ impl Store {
         }
         items.push(self.put_new(audit.to_item())?);
         items.extend(also);
-        self.transact_if(items).await
+        let updated = self.transact_if(items).await;
+        self.recent_agents.forget(agent.id.as_str());
+        updated
+    }
+
+    /// The agent `id`, as this process read it less than `ttl` ago, or read now. A change made
+    /// through this process is seen at once; one made elsewhere within `ttl`.
+    pub async fn recent_agent(
+        &self,
+        id: &AgentId,
+        ttl: std::time::Duration,
+    ) -> Result<Option<Agent>, StoreError> {
+        if let Some(agent) = self.recent_agents.get(id.as_str(), ttl) {
+            return Ok(Some(agent));
+        }
+        let agent = self.get_agent_at(id_key(id)).await?;
+        if let Some(agent) = &agent {
+            self.recent_agents
+                .put(id.as_str().to_owned(), agent.clone());
+        }
+        Ok(agent)
     }
 
     async fn get_agent_at(&self, key: Item) -> Result<Option<Agent>, StoreError> {

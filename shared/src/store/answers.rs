@@ -178,14 +178,17 @@ impl Store {
     ///
     /// A new push delivery gets a new delivery id (its `webhook-id`) and a fresh retry budget;
     /// the task-wide attempt number carries on, so the attempt log keeps every earlier attempt.
+    /// Applied, it returns that delivery's id (`None` for a pull task).
     pub async fn answer_input(
         &self,
         task: &Task,
         message: &PackedBody,
         key: Option<&str>,
         audit: &AuditEntry,
-    ) -> Result<Result<(), InputRefusal>, StoreError> {
+    ) -> Result<Result<Option<String>, InputRefusal>, StoreError> {
         let now = clock::now();
+        let delivery_id =
+            (task.delivery == Delivery::Push).then(|| uuid::Uuid::new_v4().to_string());
         let (add_key, new_key) = remember_key(key);
         let (queue, order) = queue_entry(task, &now);
         let redelivery = match task.delivery {
@@ -238,10 +241,10 @@ impl Store {
                 )
                 .expression_attribute_values(":message_key", s(key));
         }
-        if task.delivery == Delivery::Push {
+        if let Some(delivery_id) = &delivery_id {
             update = update
                 .expression_attribute_values(":zero", n(0))
-                .expression_attribute_values(":delivery", s(uuid::Uuid::new_v4().to_string()))
+                .expression_attribute_values(":delivery", s(delivery_id))
                 .expression_attribute_values(":numbered", n(task.attempt_number));
         }
         let binding = binding_id(&task.caller_agent_id, &task.callee_agent_id);
@@ -260,7 +263,7 @@ impl Store {
             (InputSlot::Audit, self.put_new(audit.to_item())?),
         ];
         let Err(failed) = self.transact_slots(items).await? else {
-            return Ok(Ok(()));
+            return Ok(Ok(delivery_id));
         };
         Ok(Err(match failed.slot {
             InputSlot::Task => InputRefusal::NotWaiting,

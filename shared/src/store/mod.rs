@@ -83,6 +83,8 @@ pub struct Store {
     table: String,
     /// Queue pages this process read for claims and has not used up (`store/claim.rs`).
     claim_pages: claim::ClaimPages,
+    /// Agents this process read by id lately ([`Store::recent_agent`]).
+    recent_agents: std::sync::Arc<crate::cache::ExpiringCache<crate::domain::Agent>>,
 }
 
 /// What can go wrong talking to the table, sorted by what the caller should do about it.
@@ -366,6 +368,7 @@ impl Store {
             client,
             table: table.into(),
             claim_pages: claim::ClaimPages::default(),
+            recent_agents: Default::default(),
         }
     }
 

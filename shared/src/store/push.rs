@@ -20,8 +20,7 @@ use super::task_item::{
 use super::{classify, Store, StoreError, TaskTransition};
 use crate::domain::clock;
 use crate::domain::events::Change;
-use crate::domain::task::{PackedResult, TaskResult};
-use crate::domain::Task;
+use crate::domain::task::{Delivery, PackedResult, TaskResult};
 
 /// One recorded delivery attempt.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,31 +70,35 @@ fn outbox_entry(item: &Item) -> Result<OutboxEntry, StoreError> {
 }
 
 impl Store {
-    /// Takes the delivery lease of a push task that is not finished, not accepted and not leased
-    /// by another attempt, for the delivery `seen` was read in (a message prepared for a delivery
-    /// that the caller's answer has since replaced takes nothing), and counts the attempt: once
-    /// against the delivery's retry budget and once in the task-wide attempt number. The worker
-    /// takes the lease only when everything the POST needs is in hand, so an attempt is counted
-    /// only when a POST follows.
+    /// Takes the delivery lease of push task `task_id` when it is not finished, not accepted and
+    /// not leased by another attempt, for its delivery `delivery_id` (a message for a delivery
+    /// that the caller's answer has since replaced takes nothing; `None`: a task stored before
+    /// deliveries had ids), and counts the attempt: once against the delivery's retry budget and
+    /// once in the task-wide attempt number (a task stored before attempts were numbered counts
+    /// on from its delivery's attempts). The task as leased is returned: the worker needs no
+    /// read of it before. An attempt is counted only when a POST follows: the worker gives the
+    /// lease back ([`Store::give_back_lease`]) when it cannot make one.
     pub async fn lease_delivery(
         &self,
-        seen: &Task,
+        task_id: &TaskId,
+        delivery_id: Option<&str>,
         token: &str,
         lease_seconds: u64,
         max_attempts: u64,
     ) -> Result<TaskTransition, StoreError> {
         let until = clock::after(lease_seconds);
         let due = clock::after(lease_seconds + 30);
-        let same_delivery = match &seen.delivery_id {
+        let same_delivery = match delivery_id {
             Some(_) => "delivery_id = :delivery",
             None => "attribute_not_exists(delivery_id)",
         };
         let mut update = self
-            .task_update(&seen.id)
+            .task_update(task_id)
             .update_expression(
                 "SET #state = :working, status_timestamp = :now, updated_at = :now, \
                  lease_token = :token, lease_until = :until, gsi1pk = :outbox, gsi1sk = :due, \
-                 attempt_number = if_not_exists(attempt_number, :numbered) + :one \
+                 attempt_number = if_not_exists(attempt_number, \
+                     if_not_exists(delivery_attempts, :zero)) + :one \
                  ADD delivery_attempts :one",
             )
             .condition_expression(format!(
@@ -106,18 +109,42 @@ impl Store {
             ))
             .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()))
-            .expression_attribute_values(":push", s("push"))
+            .expression_attribute_values(":push", s(Delivery::Push.as_str()))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":until", s(until))
-            .expression_attribute_values(":outbox", s(outbox_shard(&seen.id)))
-            .expression_attribute_values(":due", s(format!("{due}#{}", seen.id)))
+            .expression_attribute_values(":outbox", s(outbox_shard(task_id)))
+            .expression_attribute_values(":due", s(format!("{due}#{task_id}")))
+            .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":numbered", n(seen.attempt_number))
             .expression_attribute_values(":max", n(max_attempts));
-        if let Some(delivery_id) = &seen.delivery_id {
+        if let Some(delivery_id) = delivery_id {
             update = update.expression_attribute_values(":delivery", s(delivery_id));
         }
+        self.transition(update).await
+    }
+
+    /// Gives back a lease taken for an attempt that could not make its POST (the body store
+    /// failed): the lease lapses now and the attempt is uncounted, so the message that comes
+    /// back later costs the task nothing. Only while `token` holds the lease.
+    pub async fn give_back_lease(
+        &self,
+        task_id: &TaskId,
+        token: &str,
+    ) -> Result<TaskTransition, StoreError> {
+        let update = self
+            .task_update(task_id)
+            .update_expression(
+                "SET lease_until = :now, attempt_number = attempt_number - :one, \
+                 delivery_attempts = delivery_attempts - :one",
+            )
+            .condition_expression(
+                "#state = :working AND lease_token = :token AND delivery_attempts >= :one",
+            )
+            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
+            .expression_attribute_values(":token", s(token))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":one", n(1));
         self.transition(update).await
     }
 

@@ -19,18 +19,25 @@ async fn an_idle_wait_reads_less_the_longer_nothing_changes_and_takes_its_slot_w
     .await;
     let pair = app.pair().await;
     let opened = app
-        .open_task(&pair.caller.key, &pair.callee.name, text_message("quiet"), 0)
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("quiet"),
+            0,
+        )
         .await;
     let task_path = format!("/v1/agents/{}/tasks/{}", pair.callee.id, opened.field("id"));
     app.get(&task_path, &pair.caller.key).await; // the caller's key is in the cache now
     recorder.take();
 
-    let waited = app.get(&format!("{task_path}?wait=6"), &pair.caller.key).await;
+    let waited = app
+        .get(&format!("{task_path}?wait=6"), &pair.caller.key)
+        .await;
     assert_eq!(waited.state(), "submitted", "{}", waited.text);
     let calls = recorder.take_dynamodb();
     // Every 100 ms (the first interval) six seconds would take 60 reads, every 200 ms 30; paced
-    // by how long the task has been quiet (100, 200, 300, 450, 675 ms, ... then every 600 ms)
-    // about 16.
+    // by how long the task has been quiet (100, 200, 300, 450, 675 ms, ... then every 750 ms)
+    // about 13.
     assert!(count(&calls, "GetItem") <= 20, "{calls:?}");
     // The slot: one blind conditional write and its release; no read of the held slots.
     assert_eq!(count(&calls, "Query"), 0, "{calls:?}");

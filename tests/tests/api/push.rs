@@ -458,3 +458,52 @@ async fn a_secret_sealed_for_one_agent_never_opens_for_another_even_once_opened(
         );
     }
 }
+
+/// From the open to the POST, a push delivery pays the open's write, the queue's send and
+/// receive, and the lease: the worker takes the lease without reading the task, and the callee
+/// (agent, endpoint secret, signing key) comes from its caches once warm.
+#[tokio::test]
+async fn a_warm_worker_leases_a_delivery_without_reading_the_task_or_the_callee() {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let recorder = forgebench_tests::Recorder::default();
+    let (app, pair) = push_pair_with(
+        &callee,
+        Options {
+            recorder: Some(recorder.clone()),
+            ..Options::local_push()
+        },
+    )
+    .await;
+    open(&app, &pair, 0).await;
+    callee.wait_for(1).await; // the caches are warm now
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    recorder.take();
+
+    let opened = open(&app, &pair, 0).await;
+    callee.wait_for(2).await;
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
+        .await;
+    assert_eq!(settled.state(), "completed");
+    let calls: Vec<String> = recorder
+        .take_requests()
+        .into_iter()
+        .map(|(operation, _)| operation)
+        .filter(|operation| operation != "ReceiveMessage")
+        .collect();
+    let sent = calls.iter().position(|c| c == "SendMessage").expect("sent");
+    let recorded = calls
+        .iter()
+        .position(|c| c == "PutItem")
+        .expect("attempt record");
+    let reads_and_writes: Vec<&str> = calls[sent..recorded]
+        .iter()
+        .map(String::as_str)
+        .filter(|c| ["GetItem", "Query", "UpdateItem", "Decrypt"].contains(c))
+        .collect();
+    assert_eq!(
+        reads_and_writes,
+        ["UpdateItem"],
+        "the lease alone: {calls:?}"
+    );
+}

@@ -397,7 +397,10 @@ async fn a_message_prepared_for_a_replaced_delivery_takes_no_lease() {
         .await;
     assert_eq!(answered.status, 200, "{}", answered.text);
 
-    let refused = store.lease_delivery(&stale, "stale", 60, 3).await.unwrap();
+    let refused = store
+        .lease_delivery(&stale.id, stale.delivery_id.as_deref(), "stale", 60, 3)
+        .await
+        .unwrap();
     assert!(
         matches!(refused, TaskTransition::Refused(_)),
         "a lease for the replaced delivery, which would POST the old message: {refused:?}"
@@ -409,8 +412,85 @@ async fn a_message_prepared_for_a_replaced_delivery_takes_no_lease() {
         .unwrap();
     assert_ne!(current.delivery_id, stale.delivery_id);
     let taken = store
-        .lease_delivery(&current, "fresh", 60, 3)
+        .lease_delivery(&current.id, current.delivery_id.as_deref(), "fresh", 60, 3)
         .await
         .unwrap();
     assert!(matches!(taken, TaskTransition::Applied(_)), "{taken:?}");
+}
+
+/// The message the gateway sends for a task's current delivery: it names the delivery, the
+/// tenant and the callee, so the worker takes the lease without reading the task.
+fn named_job_for(task: &forgebench::domain::Task) -> Job {
+    Job {
+        message_id: format!("test-{}", task.id),
+        receipt_handle: String::new(),
+        body: json!({
+            "task_id": task.id,
+            "delivery_id": task.delivery_id,
+            "tenant_id": task.tenant_id,
+            "callee_id": task.callee_agent_id,
+        })
+        .to_string(),
+    }
+}
+
+/// A named message takes the lease before it reads the caller's message; when the body store
+/// fails then, the lease is given back and the attempt uncounted, however often it happens.
+#[tokio::test]
+async fn a_lease_taken_before_the_body_store_failed_is_given_back_uncounted() {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let (app, pair) = quiet_push_pair(&callee, true).await;
+    // Large enough that its body lives in the body store, not in the task's item.
+    let opened = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message(&"invoice line ".repeat(200)),
+            0,
+        )
+        .await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let task_id = opened.field("id");
+    let task = app
+        .app
+        .store
+        .get_task(&task_id.clone().into())
+        .await
+        .unwrap()
+        .unwrap();
+    let s3_proxy = Proxy::start(&moto_endpoint()).await;
+    let worker = Worker {
+        bodies: forgebench::bodies::Bodies::new(
+            forgebench_tests::s3_client(&s3_proxy.endpoint, None).await,
+            app.app.config.body_bucket.clone(),
+            app.app.config.kms_key_id.clone(),
+        ),
+        ..app.app.worker()
+    };
+    s3_proxy.cut();
+    let max_attempts = app.app.config.retry_schedule.max_attempts();
+    for round in 0..=max_attempts {
+        let outcome = worker.handle(&named_job_for(&task)).await;
+        assert!(
+            matches!(outcome, JobOutcome::RetryIn(_)),
+            "body store down, round {round}: {outcome:?}"
+        );
+        let stored = app.app.store.get_task(&task.id).await.unwrap().unwrap();
+        assert_eq!(
+            (stored.delivery_attempts, stored.attempt_number),
+            (0, 0),
+            "round {round}: the attempt is uncounted"
+        );
+    }
+    assert!(callee.received().is_empty(), "nothing was POSTed");
+
+    s3_proxy.restore();
+    assert_eq!(worker.handle(&named_job_for(&task)).await, JobOutcome::Done);
+    assert_eq!(callee.received().len(), 1);
+    let log = attempts(&app, &pair, &task_id).await;
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(
+        (log[0]["attempt"].clone(), log[0]["status"].clone()),
+        (json!(1), json!(200))
+    );
 }
