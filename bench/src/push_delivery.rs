@@ -177,12 +177,7 @@ async fn hot_path_calls(
     .await;
     callee.wait_for(before + 1).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let calls: Vec<String> = recorder
-        .take_requests()
-        .into_iter()
-        .map(|(operation, _)| operation)
-        .filter(|operation| operation != "ReceiveMessage")
-        .collect();
+    let calls = recorder.take_operations_but_receives();
     let recorded = calls
         .iter()
         .position(|call| call == "PutItem")

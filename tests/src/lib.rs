@@ -189,6 +189,16 @@ impl Recorder {
         std::mem::take(&mut *self.0.lock().expect("recorder"))
     }
 
+    /// The operation of every request since the last take but the queue's receives (which a
+    /// local push poller sends all the time, and a deployed event source mapping for us).
+    pub fn take_operations_but_receives(&self) -> Vec<String> {
+        self.take_requests()
+            .into_iter()
+            .map(|(operation, _)| operation)
+            .filter(|operation| operation != "ReceiveMessage")
+            .collect()
+    }
+
     /// The operation of every DynamoDB request since the last take (the others are dropped).
     pub fn take_dynamodb(&self) -> Vec<String> {
         self.take_requests()

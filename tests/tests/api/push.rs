@@ -485,12 +485,7 @@ async fn a_warm_worker_leases_a_delivery_without_reading_the_task_or_the_callee(
         .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
         .await;
     assert_eq!(settled.state(), "completed");
-    let calls: Vec<String> = recorder
-        .take_requests()
-        .into_iter()
-        .map(|(operation, _)| operation)
-        .filter(|operation| operation != "ReceiveMessage")
-        .collect();
+    let calls = recorder.take_operations_but_receives();
     let sent = calls.iter().position(|c| c == "SendMessage").expect("sent");
     let recorded = calls
         .iter()
