@@ -38,7 +38,7 @@ echo "== benchmark (short: 6 s idle waits): one pull task's DynamoDB calls, long
 cargo run --quiet --locked -p forgebench-bench --bin pull-lifecycle -- 6
 
 echo "== benchmark (short): event streams beside the long poll" >&2
-cargo run --quiet --locked -p forgebench-bench --bin event-streams -- 8
+cargo run --quiet --locked -p forgebench-bench --bin event-streams -- 8 6
 
 echo "== benchmark (short): task search beside a full Scan" >&2
 cargo run --quiet --locked -p forgebench-bench --bin search -- 2000 3

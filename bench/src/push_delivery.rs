@@ -6,7 +6,8 @@
 //! 2. the service calls of one delivery's hot path, from the open to the POST (the worker warm),
 //!    counted by an SDK interceptor. Target: at most 5;
 //! 3. throughput: 200 tasks opened 16 at a time, until every one is answered, against 200 direct
-//!    POSTs 16 at a time.
+//!    POSTs 16 at a time; then the same (100 tasks) to a callee that answers 4 requests at a
+//!    time in 100 ms each, where both paths should be limited by the callee, not the worker.
 //!
 //! Reported as ratios measured in one run. Run with `scripts/bench.sh`.
 
@@ -106,14 +107,56 @@ async fn main() {
 
     hot_path_calls(&app, &pair, &callee, &recorder).await;
 
-    const TASKS: usize = 200;
-    const CONCURRENCY: usize = 16;
+    let (gated, straight) = throughput(&app, &pair, &callee, 200).await;
+    println!("\n200 tasks, {CONCURRENCY} at a time, until every one is answered (a callee answering at once):");
+    println!("| path | tasks/s | ratio to direct |");
+    println!("|---|---|---|");
+    println!("| direct POST | {straight:.0} | 1 |");
+    println!("| gateway push | {gated:.0} | {:.3} |", gated / straight);
+
+    // A callee with room for 4 requests at once, each taking 100 ms: at most 40 tasks/s.
+    let bounded = Callee::start_with_capacity(4, |_| Answer {
+        delay: Duration::from_millis(100),
+        ..Answer::json(200, json!({"state": "completed"}))
+    })
+    .await;
+    let reply = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": bounded.url, "auth": {"type": "bearer", "secret": "bench"}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let (gated, straight) = throughput(&app, &pair, &bounded, 100).await;
+    let ratio = gated / straight;
+    println!("\n100 tasks, {CONCURRENCY} at a time, to a callee that answers 4 at a time in 100 ms each (40 tasks/s at most):");
+    println!("| path | tasks/s | ratio to direct | target: limited by the callee (>= 0.8) |");
+    println!("|---|---|---|---|");
+    println!("| direct POST | {straight:.0} | 1 | |");
+    println!(
+        "| gateway push | {gated:.0} | {ratio:.2} | {} |",
+        if ratio >= 0.8 { "met" } else { "MISSED" }
+    );
+}
+
+/// How many callers' requests are in flight at once.
+const CONCURRENCY: usize = 16;
+
+/// Tasks per second through the gateway (opened `CONCURRENCY` at a time, until every one is
+/// answered) and by direct POSTs to `callee` (`CONCURRENCY` at a time), `tasks` each.
+async fn throughput(
+    app: &forgebench_tests::TestApp,
+    pair: &forgebench_tests::Pair,
+    callee: &Callee,
+    tasks: usize,
+) -> (f64, f64) {
     let started = Instant::now();
-    let ids: Vec<String> = futures::stream::iter(0..TASKS)
+    let ids: Vec<String> = futures::stream::iter(0..tasks)
         .map(|index| {
-            let (app, key, callee) = (&app, pair.caller.key.clone(), pair.callee.name.clone());
+            let (key, name) = (pair.caller.key.clone(), pair.callee.name.clone());
             async move {
-                app.open_task(&key, &callee, text_message(&format!("t{index}")), 0)
+                app.open_task(&key, &name, text_message(&format!("t{index}")), 0)
                     .await
                     .field("id")
             }
@@ -127,8 +170,9 @@ async fn main() {
     }
     let gated = started.elapsed();
 
+    let direct = reqwest::Client::new();
     let started = Instant::now();
-    futures::stream::iter(0..TASKS)
+    futures::stream::iter(0..tasks)
         .map(|index| {
             let (direct, url) = (&direct, callee.url.clone());
             async move {
@@ -144,16 +188,8 @@ async fn main() {
         .collect::<Vec<_>>()
         .await;
     let straight = started.elapsed();
-    let rate = |elapsed: Duration| TASKS as f64 / elapsed.as_secs_f64();
-    println!("\n{TASKS} tasks, {CONCURRENCY} at a time, until every one is answered:");
-    println!("| path | tasks/s | ratio to direct |");
-    println!("|---|---|---|");
-    println!("| direct POST | {:.0} | 1 |", rate(straight));
-    println!(
-        "| gateway push | {:.0} | {:.3} |",
-        rate(gated),
-        rate(gated) / rate(straight)
-    );
+    let rate = |elapsed: Duration| tasks as f64 / elapsed.as_secs_f64();
+    (rate(gated), rate(straight))
 }
 
 /// The AWS calls from one push open until its attempt is recorded, with the worker warm: the

@@ -899,7 +899,18 @@ impl Drop for Callee {
 
 impl Callee {
     pub async fn start(script: impl Fn(usize) -> Answer + Send + Sync + 'static) -> Callee {
+        Callee::start_with_capacity(tokio::sync::Semaphore::MAX_PERMITS, script).await
+    }
+
+    /// A callee that works on at most `capacity` requests at once: a request beyond them waits
+    /// for one to be answered (each taking its answer's `delay`), as a real agent's limited
+    /// capacity would make it.
+    pub async fn start_with_capacity(
+        capacity: usize,
+        script: impl Fn(usize) -> Answer + Send + Sync + 'static,
+    ) -> Callee {
         use http_body_util::BodyExt;
+        let capacity = Arc::new(tokio::sync::Semaphore::new(capacity));
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind callee");
         let port = listener.local_addr().expect("address").port();
         let received: Arc<std::sync::Mutex<Vec<Received>>> = Arc::default();
@@ -911,10 +922,12 @@ impl Callee {
                     continue;
                 };
                 let (log, script) = (Arc::clone(&log), Arc::clone(&script));
+                let capacity = Arc::clone(&capacity);
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(
                         move |request: hyper::Request<hyper::body::Incoming>| {
                             let (log, script) = (Arc::clone(&log), Arc::clone(&script));
+                            let capacity = Arc::clone(&capacity);
                             async move {
                                 let (parts, body) = request.into_parts();
                                 let bytes = body
@@ -944,7 +957,9 @@ impl Callee {
                                     log.len() - 1
                                 };
                                 let answer = script(index);
+                                let working = capacity.acquire().await.expect("never closed");
                                 tokio::time::sleep(answer.delay).await;
+                                drop(working);
                                 let mut response = hyper::Response::builder()
                                     .status(answer.status)
                                     .header("content-type", answer.content_type);
