@@ -37,6 +37,9 @@ cargo build --workspace --locked
 echo "== benchmark (short: 6 s idle waits): one pull task's DynamoDB calls, long-poll cost, answer latency" >&2
 cargo run --quiet --locked -p forgebench-bench --bin pull-lifecycle -- 6
 
+echo "== benchmark (short): push delivery beside a direct POST, and its hot path's calls" >&2
+cargo run --quiet --locked -p forgebench-bench --bin push-delivery -- 10 40 20
+
 echo "== benchmark (short): event streams beside the long poll" >&2
 cargo run --quiet --locked -p forgebench-bench --bin event-streams -- 8 6
 
