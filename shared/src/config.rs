@@ -108,8 +108,9 @@ pub mod ranges {
     pub const SIGNING_KEY_CACHE_SECONDS: RangeInclusive<u64> = 0..=900;
     /// `FORGEBENCH_MAX_WAIT_SECONDS`: the API's own bound on `wait`.
     pub const MAX_WAIT_SECONDS: RangeInclusive<u64> = 0..=super::API_MAX_WAIT_SECONDS;
-    /// `FORGEBENCH_TASK_POLL_MS`, `FORGEBENCH_CLAIM_POLL_MS` and `FORGEBENCH_IDLE_POLL_MS`: no faster than 20 ms (the
-    /// store's load), no slower than 5 s (a waiting caller would miss most of its wait).
+    /// `FORGEBENCH_TASK_POLL_MS`, `FORGEBENCH_CLAIM_POLL_MS` and `FORGEBENCH_IDLE_POLL_MS`: no
+    /// faster than 20 ms (the store's load), no slower than 5 s (a waiting caller would miss most
+    /// of its wait).
     pub const POLL_MS: RangeInclusive<u64> = 20..=5_000;
     /// `FORGEBENCH_PUSH_TIMEOUT_MS`: one attempt must end well inside the worker's 30 s.
     pub const PUSH_TIMEOUT_MS: RangeInclusive<u64> = 100..=25_000;

@@ -24,6 +24,14 @@ pub fn parse(text: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(text, &Rfc3339).ok()
 }
 
+/// How long before `now` the stored moment `text` was (zero when it cannot be read, or when a
+/// clock ahead of `now` wrote a later one).
+pub fn elapsed_since(text: &str, now: OffsetDateTime) -> std::time::Duration {
+    parse(text)
+        .and_then(|then| std::time::Duration::try_from(now - then).ok())
+        .unwrap_or_default()
+}
+
 /// Seconds since the Unix epoch now (the form DynamoDB's time to live reads).
 pub fn unix_now() -> u64 {
     OffsetDateTime::now_utc().unix_timestamp().max(0) as u64

@@ -309,9 +309,7 @@ impl Task {
     ///
     /// [`PollPace`]: super::pace::PollPace
     pub fn quiet_for(&self, now: time::OffsetDateTime) -> std::time::Duration {
-        clock::parse(&self.updated_at)
-            .and_then(|changed| std::time::Duration::try_from(now - changed).ok())
-            .unwrap_or_default()
+        clock::elapsed_since(&self.updated_at, now)
     }
 }
 

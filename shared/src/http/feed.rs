@@ -2,8 +2,8 @@
 //! stream and both A2A bindings' streams), and the server-sent-events body it feeds.
 //!
 //! A stream learns of changes by reading the task's item at a waiting caller's pace (soon after
-//! the task's last change, then once per `FORGEBENCH_IDLE_POLL_MS`) and comparing its change-log length with the number of the last event
-//! it sent: new entries are new events, rendered from the same read, so events arrive in log
+//! the task's last change, then once per `FORGEBENCH_IDLE_POLL_MS`) and comparing its change-log
+//! length with the number of the last event it sent: new entries are new events, rendered from the same read, so events arrive in log
 //! order, each once, and a reconnecting client resumes after the number it saw last. A stream
 //! holds one of its reader's long-poll slots while open, so the streams and waits of one key
 //! holder are bounded together.
@@ -22,7 +22,7 @@ use super::tasks::expire_if_overdue;
 use super::{full_task, poll_slot};
 use crate::app::App;
 use crate::domain::events::TaskEvent;
-use crate::domain::{Task, TaskId, TaskState, TenantPrincipal};
+use crate::domain::{clock, Task, TaskId, TaskState, TenantPrincipal};
 use crate::error::{cause_chain, ApiError};
 use crate::store::PollSlot;
 
@@ -42,8 +42,8 @@ pub(crate) struct Feed {
     task_id: TaskId,
     /// The number of the last event sent.
     seen: u64,
-    /// The task as last read, whose quiet time paces the next read.
-    last_read: Task,
+    /// When the task last changed, as last read (its `updated_at`): what paces the next read.
+    changed_at: String,
     ends: Instant,
     slot: Option<PollSlot>,
 }
@@ -73,7 +73,7 @@ impl Feed {
             app: Arc::clone(app),
             task_id: task.id.clone(),
             seen,
-            last_read: task.clone(),
+            changed_at: task.updated_at.clone(),
             ends: Instant::now() + life,
             slot,
         })
@@ -91,8 +91,8 @@ impl Feed {
             if now >= quiet_until {
                 return Ok(Update::Idle);
             }
-            let interval = (self.app.config.task_pace())
-                .after_quiet(self.last_read.quiet_for(time::OffsetDateTime::now_utc()));
+            let quiet = clock::elapsed_since(&self.changed_at, time::OffsetDateTime::now_utc());
+            let interval = self.app.config.task_pace().after_quiet(quiet);
             let wake = (now + interval).min(self.ends).min(quiet_until);
             tokio::time::sleep_until(wake).await;
             let task = self
@@ -102,7 +102,7 @@ impl Feed {
                 .await?
                 .ok_or(ApiError::TaskNotFound)?;
             let task = expire_if_overdue(&self.app, task).await?;
-            self.last_read = task.clone();
+            self.changed_at.clone_from(&task.updated_at);
             if task.event_count() > self.seen {
                 return Ok(Update::Changed(Box::new(
                     full_task(&self.app, task, &[]).await?,

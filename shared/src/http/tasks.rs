@@ -365,10 +365,10 @@ pub(super) async fn answer_task(
         // On the outbox already; if this enqueue is lost, the outbox sweep redoes it.
         let redelivered = Task {
             delivery_id,
-            ..task.clone()
+            ..task
         };
         if let Err(error) = app.queue.enqueue_delivery(&redelivered).await {
-            tracing::warn!(task_id = %task.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
+            tracing::warn!(task_id = %redelivered.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
         }
     }
     Ok(shown.answered(Stored::Inline(answer), message.bytes, &clock::now()))

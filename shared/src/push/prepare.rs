@@ -3,8 +3,8 @@
 //! gathered before the lease is taken; then the caller's newest message and the request headers.
 //! Trouble on the way (the store, KMS, the body store, the signing key) costs no attempt: the
 //! message comes back after [`STORE_RETRY`] (a lease taken before the message could be read is
-//! given back). A delivery that
-//! cannot succeed at all (no endpoint, unreadable content) fails the task.
+//! given back). A delivery that cannot succeed at all (no endpoint, unreadable content) fails the
+//! task.
 
 use ed25519_dalek::SigningKey;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
