@@ -476,6 +476,12 @@ pub fn text_message(text: &str) -> Value {
     json!({"role": "user", "parts": [{"text": text}]})
 }
 
+/// A caller's message too large to stay in the task's item: its body lives in the body store.
+pub fn offloaded_text_message() -> Value {
+    let line = "invoice line ";
+    text_message(&line.repeat(forgebench::domain::content::INLINE_BODY_BYTES / line.len() + 1))
+}
+
 impl TestApp {
     /// Sends a request with an optional key and JSON body.
     pub async fn send(

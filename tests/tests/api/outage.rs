@@ -1,7 +1,9 @@
 //! A backing store that stops answering: a 503 with the documented body, and nothing
 //! half-written.
 
-use forgebench_tests::{dynamodb_endpoint, spawn_app_with, text_message, Options, Proxy};
+use forgebench_tests::{
+    dynamodb_endpoint, offloaded_text_message, spawn_app_with, text_message, Options, Proxy,
+};
 use serde_json::json;
 
 #[tokio::test]
@@ -86,12 +88,11 @@ async fn a_claim_undone_for_an_unreachable_body_store_takes_its_event_back() {
     })
     .await;
     let pair = app.pair().await;
-    // Large enough that its body lives in the body store, not in the task's item.
     let opened = app
         .open_task(
             &pair.caller.key,
             &pair.callee.name,
-            text_message(&"invoice line ".repeat(200)),
+            offloaded_text_message(),
             0,
         )
         .await;

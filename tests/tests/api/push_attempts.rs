@@ -3,6 +3,7 @@
 //! deliveries, and each delivery has its own `webhook-id`, shared by its retries.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use forgebench::domain::signing::KeyPurpose;
 use forgebench::signing::SigningCache;
@@ -11,8 +12,8 @@ use forgebench::push::{Job, JobOutcome, Worker};
 use forgebench::store::{Store, TaskTransition};
 use forgebench::vault::Vault;
 use forgebench_tests::{
-    dynamodb_config, dynamodb_endpoint, moto_endpoint, spawn_app_with, sqs_and_kms, text_message,
-    Answer, Callee, Options, Pair, Proxy, Received, TestApp,
+    dynamodb_config, dynamodb_endpoint, moto_endpoint, offloaded_text_message, spawn_app_with,
+    sqs_and_kms, text_message, Answer, Callee, Options, Pair, Proxy, Received, TestApp,
 };
 use serde_json::{json, Value};
 
@@ -440,12 +441,11 @@ fn named_job_for(task: &forgebench::domain::Task) -> Job {
 async fn a_lease_taken_before_the_body_store_failed_is_given_back_uncounted() {
     let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
     let (app, pair) = quiet_push_pair(&callee, true).await;
-    // Large enough that its body lives in the body store, not in the task's item.
     let opened = app
         .open_task(
             &pair.caller.key,
             &pair.callee.name,
-            text_message(&"invoice line ".repeat(200)),
+            offloaded_text_message(),
             0,
         )
         .await;
@@ -493,4 +493,45 @@ async fn a_lease_taken_before_the_body_store_failed_is_given_back_uncounted() {
         (log[0]["attempt"].clone(), log[0]["status"].clone()),
         (json!(1), json!(200))
     );
+}
+
+/// The one message the gateway sent, as the worker receives it.
+async fn the_sent_job(app: &TestApp) -> Job {
+    let jobs = app.app.queue.receive(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    jobs.into_iter().next().unwrap()
+}
+
+/// The message an open sends names its delivery, so a warm worker takes the lease without
+/// reading the task, and the callee (agent, endpoint secret, signing key) comes from its
+/// caches: before the POST (the attempt is recorded right after it) the lease is its one call.
+/// The worker's own store client is recorded, so nothing the open does meanwhile is counted.
+#[tokio::test]
+async fn a_warm_worker_leases_a_delivery_without_reading_the_task_or_the_callee() {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let (app, pair) = quiet_push_pair(&callee, true).await;
+    let recorder = forgebench_tests::Recorder::default();
+    let worker = worker_through(&app, recorder.clone()).await;
+    for round in ["warms the caches", "counted"] {
+        let opened = app
+            .open_task(&pair.caller.key, &pair.callee.name, text_message(round), 0)
+            .await;
+        assert_eq!(opened.status, 200, "{}", opened.text);
+        recorder.take();
+        assert_eq!(
+            worker.handle(&the_sent_job(&app).await).await,
+            JobOutcome::Done
+        );
+    }
+    let calls = recorder.take_dynamodb();
+    let recorded = calls
+        .iter()
+        .position(|call| call == "PutItem")
+        .expect("the attempt record");
+    assert_eq!(
+        calls[..recorded],
+        ["UpdateItem"],
+        "the lease alone: {calls:?}"
+    );
+    assert_eq!(callee.received().len(), 2);
 }
