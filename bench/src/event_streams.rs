@@ -171,7 +171,8 @@ async fn main() {
     let (streamed, waited) = idle_reads(&app, &pair, &recorder, idle_seconds).await;
     let pace = app.app.config.task_pace();
     println!(
-        "\nStore reads while idle, over {idle_seconds} s (pace {}-{} ms):",
+        "\nStore reads while idle, over {idle_seconds} s (pace 1/{} of the quiet time, {}-{} ms):",
+        pace.divisor(),
         pace.first().as_millis(),
         pace.ceiling().as_millis()
     );

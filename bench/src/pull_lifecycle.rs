@@ -188,20 +188,21 @@ async fn main() {
     let pair = app.pair().await;
     let pace = app.app.config.task_pace();
     println!(
-        "\nAnswer reaching a waiting caller (20 rounds each; the caller's pace: {} ms after a change, growing to {} ms):",
+        "\nAnswer reaching a waiting caller (40 rounds each; the caller looks again after 1/{} of the task's quiet time, from {} ms up to {} ms):",
+        pace.divisor(),
         pace.first().as_millis(),
         pace.ceiling().as_millis()
     );
     println!("| the callee answers | p50 | p95 | max | target p50 <= 250 ms, p95 <= 500 ms |");
     println!("|---|---|---|---|---|");
-    let at_once: Vec<Duration> = (0..20u64)
+    let at_once: Vec<Duration> = (0..40u64)
         .map(|round| Duration::from_millis(37 * round % 100))
         .collect();
     answer_lags(&app, &pair, "at once after its claim (0-100 ms)", &at_once).await;
-    let spread: Vec<Duration> = (0..20u64)
-        .map(|round| Duration::from_millis(150 * round))
+    let spread: Vec<Duration> = (0..40u64)
+        .map(|round| Duration::from_millis(75 * round))
         .collect();
-    answer_lags(&app, &pair, "0-3 s after its claim (150 ms steps)", &spread).await;
+    answer_lags(&app, &pair, "0-3 s after its claim (75 ms steps)", &spread).await;
 }
 
 /// DynamoDB calls over an idle `seconds` wait of a caller (on a task nobody claims) and of a
@@ -226,9 +227,11 @@ async fn idle_waits(
     let callee_wait = total(&take_calls(counter));
     let (task, claim) = (app.app.config.task_pace(), app.app.config.claim_pace());
     println!(
-        "\nLong-poll cost over an idle {seconds} s wait (caller {}-{} ms, callee {}-{} ms: the first interval growing to the idle ceiling):",
+        "\nLong-poll cost over an idle {seconds} s wait (caller 1/{} of the quiet time, {}-{} ms; callee 1/{}, {}-{} ms):",
+        task.divisor(),
         task.first().as_millis(),
         task.ceiling().as_millis(),
+        claim.divisor(),
         claim.first().as_millis(),
         claim.ceiling().as_millis()
     );

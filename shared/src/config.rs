@@ -216,15 +216,34 @@ pub fn operator_key_hash(
     }
 }
 
+/// A waiting caller or an event stream looks again after a sixth of the time its task has been
+/// quiet: the answer a callee sends within seconds of its claim (the common case) reaches the
+/// caller within a sixth of that time, while the task's quiet clock does not restart with each
+/// new `wait`, so a caller that keeps waiting on a quiet task pays the ramp once.
+const TASK_QUIET_DIVISOR: u32 = 6;
+
+/// A long-polling callee looks again after half the time its request has waited: its quiet
+/// clock restarts with every request, so a steeper ramp would be paid on every long poll, and a
+/// claim's pickup is not the answer a caller waits for.
+const CLAIM_QUIET_DIVISOR: u32 = 2;
+
 impl Config {
     /// How a waiting caller or an event stream paces its reads of a task.
     pub fn task_pace(&self) -> PollPace {
-        PollPace::new(self.task_poll_interval, self.idle_poll_ceiling)
+        PollPace::new(
+            self.task_poll_interval,
+            self.idle_poll_ceiling,
+            TASK_QUIET_DIVISOR,
+        )
     }
 
     /// How a long-polling callee paces its reads of its queue.
     pub fn claim_pace(&self) -> PollPace {
-        PollPace::new(self.claim_poll_interval, self.idle_poll_ceiling)
+        PollPace::new(
+            self.claim_poll_interval,
+            self.idle_poll_ceiling,
+            CLAIM_QUIET_DIVISOR,
+        )
     }
 
     pub fn from_env() -> Result<Config, ConfigError> {
