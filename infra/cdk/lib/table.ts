@@ -26,7 +26,7 @@ export const TABLE: Omit<dynamodb.CfnTableProps, 'deletionProtectionEnabled'> = 
   globalSecondaryIndexes: [
     index("gsi1", "ALL", HASH("gsi1pk"), RANGE("gsi1sk")),
     index("gsi2", "ALL", HASH("gsi2pk"), RANGE("gsi2sk")),
-    index("gsi3", "ALL", HASH("gsi3pk"), RANGE("gsi3sk")),
+    index("pairs", "KEYS_ONLY", HASH("gsi3pk"), RANGE("gsi3sk")),
     index("tasks_in", "KEYS_ONLY", HASH("callee_agent_id"), RANGE("changed_at")),
     index("tasks_out", "KEYS_ONLY", HASH("caller_agent_id"), RANGE("changed_at")),
     index("tasks_in_state", "KEYS_ONLY", HASH("callee_agent_id"), HASH("state"), RANGE("changed_at")),

@@ -20,8 +20,9 @@
 //! | word posting of a task (`store/words.rs`) | `TASK#{id}` | `WORD#{changed_at}#{word}` | | |
 //! | word marker of a task | `TASK#{id}` | `WORDS` | | |
 //!
-//! Every task is also on gsi3 under `PAIR#{caller}#{callee}` / `{created}#{id}`: a caller's tasks
-//! on one callee, newest first (A2A `ListTasks`).
+//! Every task is also on the pair index (`pairs`, keys only, on the attributes `gsi3pk` /
+//! `gsi3sk`) under `PAIR#{caller}#{callee}` / `{created}#{id}`: a caller's tasks on one callee,
+//! newest first (A2A `ListTasks`), read by key after the index page.
 //!
 //! Task search reads eight more indexes, keyed by attributes the items have anyway (the task's
 //! agents, state, conversation and `changed_at`; a posting's agents and word), listed in

@@ -190,12 +190,23 @@ mod tests {
             .iter()
             .map(|index| index.name.as_str())
             .collect();
-        assert_eq!(names[..3], ["gsi1", "gsi2", "gsi3"]);
-        for index in &schema.indexes[..3] {
+        assert_eq!(names[..3], ["gsi1", "gsi2", "pairs"]);
+        for index in &schema.indexes[..2] {
             assert_eq!(index.key[0].0, format!("{}pk", index.name));
             assert_eq!(index.key[1].0, format!("{}sk", index.name));
             assert_eq!(index.projection, "ALL");
         }
+        // The pair index: keys that never change after the open, so keys only.
+        let pairs = &schema.indexes[2];
+        assert_eq!(pairs.name, crate::store::task_item::PAIR_INDEX);
+        assert_eq!(
+            pairs.key,
+            vec![
+                ("gsi3pk".to_owned(), "HASH".to_owned()),
+                ("gsi3sk".to_owned(), "RANGE".to_owned())
+            ]
+        );
+        assert_eq!(pairs.projection, "KEYS_ONLY");
         // The search indexes: the partitions the code queries, sorted by the latest change,
         // keys only.
         let mut expected: Vec<(String, Vec<String>)> =

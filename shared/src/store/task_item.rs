@@ -233,7 +233,11 @@ pub(crate) fn to_item(task: &Task) -> Item {
     item
 }
 
-/// The partition of gsi3 that lists `caller`'s tasks on `callee`.
+/// The index of a caller's tasks on one callee, keyed by `gsi3pk` / `gsi3sk`. It holds keys only:
+/// its keys never change after the open, so no later write of a task touches it.
+pub(crate) const PAIR_INDEX: &str = "pairs";
+
+/// The partition of the pair index that lists `caller`'s tasks on `callee`.
 pub(crate) fn pair_partition(caller: &AgentId, callee: &AgentId) -> String {
     format!("PAIR#{caller}#{callee}")
 }

@@ -14,7 +14,9 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{s, Reader};
-use super::task_item::{logging, pair_partition, task_key, LOG_CHANGES, WITHIN_CONTENT_CAP};
+use super::task_item::{
+    logging, pair_partition, task_key, LOG_CHANGES, PAIR_INDEX, WITHIN_CONTENT_CAP,
+};
 use super::{classify, Store, StoreError};
 use crate::domain::events::Change;
 use crate::domain::task::{deadline_error, PackedResult, TaskResult};
@@ -199,7 +201,9 @@ pub struct PairCursor(pub String);
 
 impl Store {
     /// Up to `limit` of `caller`'s tasks on `callee`, newest first, from after `after`; with the
-    /// cursor after the last one when more may follow. Each read costs one query of `limit`.
+    /// cursor after the last one when more may follow. Each page costs one query of `limit` keys
+    /// on the pair index (which holds keys only, so no later write of a task touches it) and one
+    /// strongly consistent batch read of the tasks; a task past its retention is left out.
     pub async fn tasks_of_pair(
         &self,
         caller: &AgentId,
@@ -212,7 +216,7 @@ impl Store {
             .client()
             .query()
             .table_name(self.table())
-            .index_name("gsi3")
+            .index_name(PAIR_INDEX)
             .key_condition_expression("gsi3pk = :pair")
             .expression_attribute_values(":pair", s(&partition))
             .scan_index_forward(false)
@@ -230,11 +234,21 @@ impl Store {
             }
         }
         let output = query.send().await.map_err(classify)?;
-        let items = output.items.unwrap_or_default();
-        let tasks = items
+        let ids = output
+            .items
+            .unwrap_or_default()
             .iter()
-            .map(Task::try_from)
-            .collect::<Result<Vec<Task>, StoreError>>()?;
+            .map(|entry| Reader(entry).s("pk"))
+            .map(|pk| {
+                pk.ok()
+                    .and_then(|pk| pk.strip_prefix("TASK#").map(TaskId::from))
+                    .ok_or_else(|| {
+                        StoreError::Corrupt("a pair index entry without a task key".into())
+                    })
+            })
+            .collect::<Result<Vec<TaskId>, StoreError>>()?;
+        let (mut found, _) = self.get_tasks(&ids).await?;
+        let tasks = ids.iter().filter_map(|id| found.remove(id)).collect();
         let next = output
             .last_evaluated_key
             .and_then(|key| {
