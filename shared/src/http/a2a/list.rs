@@ -64,8 +64,11 @@ impl A2aCall<'_> {
                     ));
                 }
             }
-            if next.is_none() {
-                return Ok(list_page(page, "", query.page_size));
+            match next {
+                None => return Ok(list_page(page, "", query.page_size)),
+                // Go on from the end of the index page read, which lies past the last task
+                // listed when the page's last entries listed nothing (tasks past retention).
+                Some(end) => cursor = Some(end),
             }
         }
         let token = cursor.map(|key| encode_token(&binding, &key));
