@@ -151,6 +151,15 @@ async fn raw_rate(
             }
         })
     });
+    per_second(count, began, workers).await
+}
+
+/// Waits for `workers` started at `began`; `count` per second of the time they took.
+async fn per_second(
+    count: usize,
+    began: Instant,
+    workers: impl IntoIterator<Item = tokio::task::JoinHandle<()>>,
+) -> f64 {
     for worker in futures::future::join_all(workers).await {
         worker.unwrap();
     }
@@ -261,12 +270,10 @@ async fn store_rate(app: &TestApp, pair: &Pair, count: usize, pollers: usize) ->
             }
         })
     });
-    for worker in futures::future::join_all(workers).await {
-        worker.unwrap();
-    }
+    let rate = per_second(count, began, workers).await;
     let claimed = claimed.load(Ordering::Relaxed);
     assert_eq!(claimed, count, "the store's claims took every task once");
-    claimed as f64 / began.elapsed().as_secs_f64()
+    rate
 }
 
 /// `pollers` clients make the claim's index moves on freshly opened tasks, one conditional
@@ -315,10 +322,7 @@ async fn schema_rate(app: &TestApp, pair: &Pair, count: usize, pollers: usize) -
             }
         })
     });
-    for worker in futures::future::join_all(workers).await {
-        worker.unwrap();
-    }
-    count as f64 / began.elapsed().as_secs_f64()
+    per_second(count, began, workers).await
 }
 
 #[tokio::main]

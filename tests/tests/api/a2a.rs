@@ -314,6 +314,22 @@ async fn protocol_errors_are_json_rpc_error_objects() {
         .contains("parts[0].raw"));
 }
 
+/// Opens `count` tasks one after another, each saying `{prefix} {n}`; their ids, oldest first.
+async fn send_tasks(app: &TestApp, pair: &Pair, count: usize, prefix: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for index in 0..count {
+        let task = send(
+            app,
+            pair,
+            &format!("{prefix} {index}"),
+            &format!("{prefix}-{index}"),
+        )
+        .await;
+        ids.push(task["id"].as_str().unwrap().to_owned());
+    }
+    ids
+}
+
 /// Every task a caller may list, walking the page tokens.
 async fn list_all(app: &TestApp, pair: &Pair, page_size: usize) -> Vec<String> {
     let (mut seen, mut token) = (Vec::new(), String::new());
@@ -343,17 +359,7 @@ async fn list_all(app: &TestApp, pair: &Pair, page_size: usize) -> Vec<String> {
 async fn list_tasks_passes_over_tasks_past_their_retention_to_the_ones_behind_them() {
     let app = spawn_app().await;
     let pair = app.pair().await;
-    let mut ids = Vec::new();
-    for index in 0..3 {
-        let task = send(
-            &app,
-            &pair,
-            &format!("kept {index}"),
-            &format!("kept-{index}"),
-        )
-        .await;
-        ids.push(task["id"].as_str().unwrap().to_owned());
-    }
+    let ids = send_tasks(&app, &pair, 3, "kept").await;
     // The two newest are past their retention, not yet deleted by the table's time to live:
     // a whole page of the index that lists nothing.
     for id in &ids[1..] {
@@ -372,17 +378,7 @@ async fn list_tasks_passes_over_tasks_past_their_retention_to_the_ones_behind_th
 async fn list_tasks_pages_newest_first_with_filters_and_refuses_a_foreign_token() {
     let app = spawn_app().await;
     let pair = app.pair().await;
-    let mut ids = Vec::new();
-    for index in 0..5 {
-        let task = send(
-            &app,
-            &pair,
-            &format!("task {index}"),
-            &format!("list-{index}"),
-        )
-        .await;
-        ids.push(task["id"].as_str().unwrap().to_owned());
-    }
+    let ids = send_tasks(&app, &pair, 5, "list").await;
     let list = |params: Value| app.a2a_rpc(&pair.callee.id, &pair.caller.key, "ListTasks", params);
     let first = list(json!({"pageSize": 2})).await;
     let result = &first.body["result"];
@@ -397,22 +393,13 @@ async fn list_tasks_pages_newest_first_with_filters_and_refuses_a_foreign_token(
         result["tasks"][0].get("artifacts").is_none(),
         "artifacts only when asked"
     );
-    let token = result["nextPageToken"].as_str().unwrap().to_owned();
-    assert!(!token.is_empty());
-    let mut seen: Vec<String> = page.iter().map(|id| id.to_string()).collect();
-    let mut token = token;
-    while !token.is_empty() {
-        let next = list(json!({"pageSize": 2, "pageToken": token})).await;
-        for task in next.body["result"]["tasks"].as_array().unwrap() {
-            seen.push(task["id"].as_str().unwrap().to_owned());
-        }
-        token = next.body["result"]["nextPageToken"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-    }
+    assert!(!result["nextPageToken"].as_str().unwrap().is_empty());
     let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
-    assert_eq!(seen, newest_first, "every task once, newest first");
+    assert_eq!(
+        list_all(&app, &pair, 2).await,
+        newest_first,
+        "every task once, newest first"
+    );
 
     // Filters: state, and a conversation.
     app.a2a_rpc(
