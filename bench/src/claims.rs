@@ -277,13 +277,17 @@ async fn store_rate(app: &TestApp, pair: &Pair, count: usize, pollers: usize) ->
 }
 
 /// `pollers` clients make the claim's index moves on freshly opened tasks, one conditional
-/// `UpdateItem` each, taking the ids from a shared counter.
-async fn schema_rate(app: &TestApp, pair: &Pair, count: usize, pollers: usize) -> f64 {
+/// `UpdateItem` each, taking the ids from a shared counter; through `client`, a plain one like
+/// the raw writes' (without the gateway's interceptors).
+async fn schema_rate(
+    app: &TestApp,
+    client: &aws_sdk_dynamodb::Client,
+    pair: &Pair,
+    count: usize,
+    pollers: usize,
+) -> f64 {
     let ids: Arc<Vec<String>> = Arc::new(open_tasks(app, pair, count).await.into_iter().collect());
-    let (client, table) = (
-        forgebench_tests::dynamodb_client(&forgebench_tests::dynamodb_endpoint()).await,
-        app.app.store.table().to_owned(),
-    );
+    let table = app.app.store.table().to_owned();
     let next = Arc::new(AtomicUsize::new(0));
     let began = Instant::now();
     let workers = (0..pollers).map(|_| {
@@ -346,7 +350,7 @@ async fn main() {
     raw_rate(&client, &table, 0, 10, 1).await;
 
     store_rate(&app, &app.pair().await, 10, 1).await;
-    schema_rate(&app, &app.pair().await, 10, 1).await;
+    schema_rate(&app, &client, &app.pair().await, 10, 1).await;
 
     println!("\nClaims of {count} queued tasks beside as many raw conditional writes (one DynamoDB Local):");
     println!(
@@ -360,7 +364,7 @@ async fn main() {
         let claimed = gateway_rate(&app, &recorder, &pair, count, pollers).await;
         let raw = raw_rate(&client, &table, round + 1, count, pollers).await;
         let store = store_rate(&app, &app.pair().await, count, pollers).await;
-        let schema = schema_rate(&app, &app.pair().await, count, pollers).await;
+        let schema = schema_rate(&app, &client, &app.pair().await, count, pollers).await;
         let ratio = claimed.rate / raw;
         worst = worst.min(ratio);
         println!(

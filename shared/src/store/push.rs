@@ -14,7 +14,7 @@ use super::item::Item;
 use super::item::{key, n, opt_s, s, Reader};
 use super::notify::config_key;
 use super::task_item::{
-    deadline_shard, logging_wordless, outbox_shard, task_key, LOG_WORDLESS_CHANGES,
+    deadline_shard, logging_wordless, outbox_shard, task_id_of, task_key, LOG_WORDLESS_CHANGES,
     WITHIN_CONTENT_CAP,
 };
 use super::{classify, Store, StoreError, TaskTransition};
@@ -57,13 +57,9 @@ pub struct OutboxEntry {
 /// Reads an outbox entry from its keys alone (whatever the index projects).
 fn outbox_entry(item: &Item) -> Result<OutboxEntry, StoreError> {
     let read = Reader(item);
-    let pk = read.s("pk")?;
     let sk = read.s("sk")?;
-    let task_id = pk
-        .strip_prefix("TASK#")
-        .ok_or_else(|| StoreError::Corrupt(format!("outbox entry {pk}")))?;
     Ok(OutboxEntry {
-        task_id: TaskId::from(task_id.to_owned()),
+        task_id: task_id_of(item, "outbox entry")?,
         config_id: sk.strip_prefix("NOTIFY#").map(str::to_owned),
         seen: read.s("gsi1sk")?,
     })

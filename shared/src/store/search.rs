@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use aws_sdk_dynamodb::types::{ConsumedCapacity, KeysAndAttributes, ReturnConsumedCapacity};
 
 use super::item::{s, Item, Reader};
-use super::task_item::{task_key, WORDS_LAG};
+use super::task_item::{task_id_of, task_key, WORDS_LAG};
 use super::{classify, Store, StoreError};
 use crate::domain::search::{Position, Side};
 use crate::domain::{clock, AgentId, Task, TaskId, TaskState};
@@ -200,14 +200,9 @@ pub(super) struct Batch {
 
 /// The task an index entry stands for, and its position there.
 fn entry_position(item: &Item) -> Result<Position, StoreError> {
-    let read = Reader(item);
-    let pk = read.s("pk")?;
-    let task_id = pk
-        .strip_prefix("TASK#")
-        .ok_or_else(|| StoreError::Corrupt(format!("search index entry {pk}")))?;
     Ok(Position {
-        changed_at: read.s("changed_at")?,
-        task_id: TaskId::from(task_id.to_owned()),
+        changed_at: Reader(item).s("changed_at")?,
+        task_id: task_id_of(item, "search index entry")?,
     })
 }
 

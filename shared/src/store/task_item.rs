@@ -19,6 +19,15 @@ pub(crate) fn task_key(task_id: &TaskId) -> Item {
     key(format!("TASK#{task_id}"), "TASK")
 }
 
+/// The task an item under a task's partition belongs to, from its `pk` (`TASK#{id}`), as an index
+/// entry of keys only carries it; an item under another partition is a corrupt `what`.
+pub(crate) fn task_id_of(item: &Item, what: &str) -> Result<TaskId, StoreError> {
+    let pk = Reader(item).s("pk")?;
+    pk.strip_prefix("TASK#")
+        .map(|id| TaskId::from(id.to_owned()))
+        .ok_or_else(|| StoreError::Corrupt(format!("{what} {pk}")))
+}
+
 /// How long a push task may wait for its first delivery attempt before the sweeper re-enqueues it.
 pub const OUTBOX_GRACE_SECONDS: u64 = 60;
 

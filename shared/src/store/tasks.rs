@@ -15,7 +15,7 @@ use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{s, Reader};
 use super::task_item::{
-    logging, pair_partition, task_key, LOG_CHANGES, PAIR_INDEX, WITHIN_CONTENT_CAP,
+    logging, pair_partition, task_id_of, task_key, LOG_CHANGES, PAIR_INDEX, WITHIN_CONTENT_CAP,
 };
 use super::{classify, Store, StoreError};
 use crate::domain::events::Change;
@@ -235,17 +235,9 @@ impl Store {
         }
         let output = query.send().await.map_err(classify)?;
         let ids = output
-            .items
-            .unwrap_or_default()
+            .items()
             .iter()
-            .map(|entry| Reader(entry).s("pk"))
-            .map(|pk| {
-                pk.ok()
-                    .and_then(|pk| pk.strip_prefix("TASK#").map(TaskId::from))
-                    .ok_or_else(|| {
-                        StoreError::Corrupt("a pair index entry without a task key".into())
-                    })
-            })
+            .map(|entry| task_id_of(entry, "pair index entry"))
             .collect::<Result<Vec<TaskId>, StoreError>>()?;
         let (mut found, _) = self.get_tasks(&ids).await?;
         let tasks = ids.iter().filter_map(|id| found.remove(id)).collect();

@@ -30,7 +30,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::item::{key, n, s, Item, Reader};
-use super::task_item::{task_key, WORDS_DUE, WORDS_LAG};
+use super::task_item::{task_id_of, task_key, WORDS_DUE, WORDS_LAG};
 use super::tasks::build;
 use super::{classify, Store, StoreError};
 use crate::domain::words::TaskWords;
@@ -296,12 +296,7 @@ impl Store {
         output
             .items()
             .iter()
-            .map(|item| {
-                let pk = Reader(item).s("pk")?;
-                pk.strip_prefix("TASK#")
-                    .map(|id| TaskId::from(id.to_owned()))
-                    .ok_or_else(|| StoreError::Corrupt(format!("due entry {pk}")))
-            })
+            .map(|item| task_id_of(item, "due entry"))
             .collect()
     }
 
