@@ -167,9 +167,22 @@ pub async fn sqs_and_kms_recorded(
 
 /// Notes every request the SDK clients send, as the IAM action it needs (`dynamodb:GetItem`,
 /// `sqs:SendMessage`, `kms:Encrypt`; a DynamoDB transaction as the action of each of its items;
-/// a KMS call also as `kms:Encrypt@<purpose>`, the encryption context's purpose).
+/// a KMS call also as `kms:Encrypt@<purpose>`, the encryption context's purpose), and how long
+/// DynamoDB took to answer them.
 #[derive(Debug, Clone, Default)]
-pub struct Recorder(Arc<std::sync::Mutex<RequestLog>>);
+pub struct Recorder {
+    log: Arc<std::sync::Mutex<RequestLog>>,
+    /// The round trips of the DynamoDB requests answered since the last take of it.
+    dynamodb_time: Arc<std::sync::Mutex<Duration>>,
+}
+
+/// When a DynamoDB request went out, kept with the request until its answer comes back.
+#[derive(Debug, Clone)]
+struct SentToDynamodb(std::time::Instant);
+
+impl aws_smithy_types::config_bag::Storable for SentToDynamodb {
+    type Storer = aws_smithy_types::config_bag::StoreReplace<Self>;
+}
 
 /// Requests in order: each one's operation and the IAM actions it needs.
 type RequestLog = Vec<(String, Vec<String>)>;
@@ -186,7 +199,13 @@ impl Recorder {
     /// Every request since the last take: its operation (`GetItem`, `TransactWriteItems`, …)
     /// and the IAM actions it needs.
     pub fn take_requests(&self) -> Vec<(String, Vec<String>)> {
-        std::mem::take(&mut *self.0.lock().expect("recorder"))
+        std::mem::take(&mut *self.log.lock().expect("recorder"))
+    }
+
+    /// The summed round trips of the DynamoDB requests answered since the last take: the time
+    /// spent waiting on the store (requests sent at once count each).
+    pub fn take_dynamodb_time(&self) -> Duration {
+        std::mem::take(&mut *self.dynamodb_time.lock().expect("recorder"))
     }
 
     /// The operation of every request since the last take but the queue's receives (which a
@@ -223,6 +242,10 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
         let request = context.request();
         let target = request.headers().get("x-amz-target").unwrap_or_default();
         let (service, operation) = target.split_once('.').unwrap_or(("", target));
+        if service.starts_with("DynamoDB") {
+            cfg.interceptor_state()
+                .store_put(SentToDynamodb(std::time::Instant::now()));
+        }
         // S3 speaks REST without a target header: the operation's own metadata names it.
         let metadata = cfg.load::<aws_smithy_runtime_api::client::orchestrator::Metadata>();
         let (prefix, operation) = match service {
@@ -273,10 +296,22 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
             let purpose = body["EncryptionContext"]["purpose"].as_str().unwrap_or("");
             actions.push(format!("{prefix}:{operation}@{purpose}"));
         }
-        self.0
+        self.log
             .lock()
             .expect("recorder")
             .push((operation.to_owned(), actions));
+        Ok(())
+    }
+
+    fn read_after_transmit(
+        &self,
+        _context: &aws_smithy_runtime_api::client::interceptors::context::BeforeDeserializationInterceptorContextRef<'_>,
+        _runtime_components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        cfg: &mut aws_smithy_types::config_bag::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        if let Some(SentToDynamodb(sent)) = cfg.load::<SentToDynamodb>() {
+            *self.dynamodb_time.lock().expect("recorder") += sent.elapsed();
+        }
         Ok(())
     }
 }
