@@ -13,6 +13,11 @@
 //!   `state=completed` and of no filter, through HTTP: p50 over the rounds (after one page not
 //!   counted), and DynamoDB requests per page.
 //!
+//! Each time is also split in two by the SDK interceptor that counts the requests: the summed
+//! round trips of the page's (or claim's) DynamoDB requests, and the rest (the gateway's own
+//! work and the HTTP exchange). A time that grows while its requests stay the same is thereby
+//! placed on the store's side or on the gateway's.
+//!
 //! The claimed tasks are answered after each timing, so they join the history too. `N` should
 //! be at least 20, so that every page is full at every size.
 //!
@@ -87,21 +92,44 @@ async fn open_tasks(app: &TestApp, pair: &Pair, count: usize) {
 
 /// What one size of the table measured.
 struct Measured {
-    claims_per_second: f64,
-    calls_per_claim: f64,
+    claims: Claims,
     caller_reads_per_second: f64,
     callee_reads_per_second: f64,
-    /// p50 and DynamoDB requests of each search, in [`SEARCHES`] order.
-    searches: Vec<(Duration, f64)>,
+    /// Each search, in [`SEARCHES`] order.
+    searches: Vec<SearchPages>,
+}
+
+/// One poller's claims at one size.
+struct Claims {
+    per_second: f64,
+    calls_per_claim: f64,
+    /// DynamoDB's summed round trips per claim.
+    store_time_per_claim: Duration,
+}
+
+/// One search's first page over the rounds.
+struct SearchPages {
+    p50: Duration,
+    /// The p50 of each page's summed DynamoDB round trips: the store's share of the page.
+    store_p50: Duration,
+    /// The p50 of each page's time besides its DynamoDB round trips: the gateway's share.
+    rest_p50: Duration,
+    calls: f64,
+}
+
+fn p50(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
 }
 
 const SEARCHES: [&str; 3] = ["q=invoice&limit=20", "state=completed&limit=20", "limit=20"];
 const WAIT_SECONDS: u32 = 2;
 
 /// One poller claims the `count` tasks just opened until the queue is empty.
-async fn claims(app: &TestApp, recorder: &Recorder, pair: &Pair, count: usize) -> (f64, f64) {
+async fn claims(app: &TestApp, recorder: &Recorder, pair: &Pair, count: usize) -> Claims {
     open_tasks(app, pair, count).await;
     recorder.take();
+    recorder.take_dynamodb_time();
     let began = Instant::now();
     let mut claimed = Vec::new();
     loop {
@@ -115,6 +143,7 @@ async fn claims(app: &TestApp, recorder: &Recorder, pair: &Pair, count: usize) -
     let elapsed = began.elapsed();
     assert_eq!(claimed.len(), count, "every opened task claimed once");
     let calls = recorder.take_dynamodb().len();
+    let store_time = recorder.take_dynamodb_time();
     // Answered (not timed), they join the history like any finished task.
     for task_id in &claimed {
         let done = app
@@ -122,10 +151,11 @@ async fn claims(app: &TestApp, recorder: &Recorder, pair: &Pair, count: usize) -
             .await;
         assert_eq!(done.status, 200, "{}", done.text);
     }
-    (
-        claimed.len() as f64 / elapsed.as_secs_f64(),
-        calls as f64 / claimed.len() as f64,
-    )
+    Claims {
+        per_second: claimed.len() as f64 / elapsed.as_secs_f64(),
+        calls_per_claim: calls as f64 / claimed.len() as f64,
+        store_time_per_claim: store_time / count as u32,
+    }
 }
 
 /// DynamoDB requests per waiting second of a caller waiting on an unclaimed task, then of the
@@ -154,31 +184,40 @@ async fn idle_waits(app: &TestApp, recorder: &Recorder, pair: &Pair) -> (f64, f6
     (caller, callee)
 }
 
-/// Each search's first page over `rounds`: p50, and DynamoDB requests per page.
+/// Each search's first page over `rounds`: its time, split into DynamoDB's and the rest, and
+/// DynamoDB requests per page.
 async fn searches(
     app: &TestApp,
     recorder: &Recorder,
     pair: &Pair,
     rounds: usize,
-) -> Vec<(Duration, f64)> {
+) -> Vec<SearchPages> {
     let mut measured = Vec::new();
     for query in SEARCHES {
-        let mut times = Vec::new();
+        let (mut pages, mut store, mut rest) = (Vec::new(), Vec::new(), Vec::new());
         // One page first, not counted: connections and caches as a busy gateway has them.
         app.get(&format!("/v1/tasks?{query}"), &pair.caller.key)
             .await;
         recorder.take();
         for _ in 0..rounds {
+            recorder.take_dynamodb_time();
             let began = Instant::now();
             let reply = app
                 .get(&format!("/v1/tasks?{query}"), &pair.caller.key)
                 .await;
-            times.push(began.elapsed());
+            let page = began.elapsed();
+            let store_time = recorder.take_dynamodb_time();
             assert_eq!(reply.status, 200, "{query}: {}", reply.text);
+            pages.push(page);
+            store.push(store_time);
+            rest.push(page.saturating_sub(store_time));
         }
-        times.sort();
-        let calls = recorder.take_dynamodb().len() as f64 / rounds as f64;
-        measured.push((times[times.len() / 2], calls));
+        measured.push(SearchPages {
+            p50: p50(pages),
+            store_p50: p50(store),
+            rest_p50: p50(rest),
+            calls: recorder.take_dynamodb().len() as f64 / rounds as f64,
+        });
     }
     measured
 }
@@ -227,11 +266,10 @@ async fn main() {
             began.elapsed()
         );
         seeded = target;
-        let (claims_per_second, calls_per_claim) = claims(&app, &recorder, &pair, fresh).await;
+        let claims = claims(&app, &recorder, &pair, fresh).await;
         let (caller_reads, callee_reads) = idle_waits(&app, &recorder, &pair).await;
         results.push(Measured {
-            claims_per_second,
-            calls_per_claim,
+            claims,
             caller_reads_per_second: caller_reads,
             callee_reads_per_second: callee_reads,
             searches: searches(&app, &recorder, &pair, rounds).await,
@@ -247,14 +285,20 @@ async fn main() {
     println!("| measure | 1x | 10x | 100x | 100x / 1x | grows at most 10 % |");
     println!("|---|---|---|---|---|---|");
     let column = |f: &dyn Fn(&Measured) -> f64| results.iter().map(f).collect::<Vec<f64>>();
+    let ms = |time: Duration| time.as_secs_f64() * 1_000.0;
     ratio_line(
         "seconds per 1,000 claims (1 poller)",
-        &column(&|m| 1_000.0 / m.claims_per_second),
+        &column(&|m| 1_000.0 / m.claims.per_second),
+        2,
+    );
+    ratio_line(
+        "claims: DynamoDB's round trips, ms per claim",
+        &column(&|m| ms(m.claims.store_time_per_claim)),
         2,
     );
     ratio_line(
         "DynamoDB requests per claim",
-        &column(&|m| m.calls_per_claim),
+        &column(&|m| m.claims.calls_per_claim),
         2,
     );
     ratio_line(
@@ -270,12 +314,22 @@ async fn main() {
     for (i, query) in SEARCHES.iter().enumerate() {
         ratio_line(
             &format!("search `{query}`: p50 ms"),
-            &column(&|m| m.searches[i].0.as_secs_f64() * 1_000.0),
+            &column(&|m| ms(m.searches[i].p50)),
+            1,
+        );
+        ratio_line(
+            &format!("search `{query}`: DynamoDB's round trips, p50 ms"),
+            &column(&|m| ms(m.searches[i].store_p50)),
+            1,
+        );
+        ratio_line(
+            &format!("search `{query}`: the rest of the page, p50 ms"),
+            &column(&|m| ms(m.searches[i].rest_p50)),
             1,
         );
         ratio_line(
             &format!("search `{query}`: DynamoDB requests"),
-            &column(&|m| m.searches[i].1),
+            &column(&|m| m.searches[i].calls),
             1,
         );
     }
