@@ -7,7 +7,9 @@
 //! - **gateway**: `N` tasks opened on one callee (not timed), then `P` pollers of that callee
 //!   claim with `GET /v1/agents/me/tasks/next?wait=0` through the real HTTP gateway until the
 //!   queue answers `204`. Rate: tasks / time; every claimed id is kept, so duplicates and
-//!   losses are counted, and the DynamoDB requests the gateway made per claim (an SDK interceptor).
+//!   losses are counted, and the DynamoDB requests the gateway made per claim (an SDK interceptor),
+//!   with the share of the pollers' time spent waiting on their answers (the summed round trips
+//!   over pollers × time): what is left is the gateway's own work and the HTTP exchange.
 //!
 //! - **store**: the same, but `P` clients claim through `Store::claim_next` directly: the queue
 //!   page and the claim's conditional write on the gateway's own table with its indexes, without
@@ -193,6 +195,8 @@ struct Claimed {
     lost: usize,
     /// DynamoDB requests the gateway made per claim while the pollers drained the queue.
     calls_per_claim: f64,
+    /// The share of the pollers' time that the gateway spent waiting on DynamoDB's answers.
+    waiting_on_store: f64,
 }
 
 /// `pollers` pollers claim until the queue is empty.
@@ -205,6 +209,7 @@ async fn gateway_rate(
 ) -> Claimed {
     let opened = open_tasks(app, pair, count).await;
     recorder.take();
+    recorder.take_dynamodb_time();
     let began = Instant::now();
     let workers = (0..pollers).map(|_| {
         let (http, base, key) = (app.http.clone(), app.base.clone(), pair.callee.key.clone());
@@ -240,12 +245,14 @@ async fn gateway_rate(
     }
     let elapsed = began.elapsed();
     let calls = recorder.take_dynamodb().len();
+    let store_time = recorder.take_dynamodb_time();
     let unique: HashSet<String> = all.iter().cloned().collect();
     Claimed {
         rate: all.len() as f64 / elapsed.as_secs_f64(),
         duplicates: all.len() - unique.len(),
         lost: opened.difference(&unique).count(),
         calls_per_claim: calls as f64 / all.len().max(1) as f64,
+        waiting_on_store: store_time.as_secs_f64() / (pollers as f64 * elapsed.as_secs_f64()),
     }
 }
 
@@ -354,9 +361,9 @@ async fn main() {
 
     println!("\nClaims of {count} queued tasks beside as many raw conditional writes (one DynamoDB Local):");
     println!(
-        "| pollers | raw conditional writes/s | the same write on the task schema/s | store claims/s | gateway claims/s | ratio | schema / raw | store / schema | gateway / store | DynamoDB calls per claim | duplicates | lost |"
+        "| pollers | raw conditional writes/s | the same write on the task schema/s | store claims/s | gateway claims/s | ratio | schema / raw | store / schema | gateway / store | DynamoDB calls per claim | gateway's time waiting on DynamoDB | duplicates | lost |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut worst: f64 = f64::MAX;
     for (round, pollers) in POLLERS.into_iter().enumerate() {
         // A fresh pair per round: each round's queue holds only its own tasks.
@@ -368,12 +375,13 @@ async fn main() {
         let ratio = claimed.rate / raw;
         worst = worst.min(ratio);
         println!(
-            "| {pollers} | {raw:.0} | {schema:.0} | {store:.0} | {:.0} | {ratio:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} |",
+            "| {pollers} | {raw:.0} | {schema:.0} | {store:.0} | {:.0} | {ratio:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} % | {} | {} |",
             claimed.rate,
             schema / raw,
             store / schema,
             claimed.rate / store,
             claimed.calls_per_claim,
+            claimed.waiting_on_store * 100.0,
             claimed.duplicates,
             claimed.lost
         );
