@@ -172,13 +172,15 @@ pub async fn sqs_and_kms_recorded(
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
     log: Arc<std::sync::Mutex<RequestLog>>,
-    /// The round trips of the DynamoDB requests answered since the last take of it.
-    dynamodb_time: Arc<std::sync::Mutex<Duration>>,
+    /// The DynamoDB requests answered since the last take of them: each one's name (see
+    /// [`Recorder::take_dynamodb_round_trips`]) and round trip.
+    dynamodb_round_trips: Arc<std::sync::Mutex<Vec<(String, Duration)>>>,
 }
 
-/// When a DynamoDB request went out, kept with the request until its answer comes back.
+/// A DynamoDB request's name and when it went out, kept with the request until its answer
+/// comes back.
 #[derive(Debug, Clone)]
-struct SentToDynamodb(std::time::Instant);
+struct SentToDynamodb(String, std::time::Instant);
 
 impl aws_smithy_types::config_bag::Storable for SentToDynamodb {
     type Storer = aws_smithy_types::config_bag::StoreReplace<Self>;
@@ -205,7 +207,17 @@ impl Recorder {
     /// The summed round trips of the DynamoDB requests answered since the last take: the time
     /// spent waiting on the store (requests sent at once count each).
     pub fn take_dynamodb_time(&self) -> Duration {
-        std::mem::take(&mut *self.dynamodb_time.lock().expect("recorder"))
+        self.take_dynamodb_round_trips()
+            .into_iter()
+            .map(|(_, round_trip)| round_trip)
+            .sum()
+    }
+
+    /// Each DynamoDB request answered since the last take, in the order of the answers: its
+    /// name (the operation, and the index a `Query` reads: `Query words_in`) and its round
+    /// trip, from sent to the answer's headers.
+    pub fn take_dynamodb_round_trips(&self) -> Vec<(String, Duration)> {
+        std::mem::take(&mut *self.dynamodb_round_trips.lock().expect("recorder"))
     }
 
     /// The operation of every request since the last take but the queue's receives (which a
@@ -228,6 +240,15 @@ impl Recorder {
     }
 }
 
+/// A JSON request's body (DynamoDB, KMS and SQS speak JSON), or `null`.
+fn request_body(request: &aws_smithy_runtime_api::http::Request) -> Value {
+    request
+        .body()
+        .bytes()
+        .and_then(|bytes| serde_json::from_slice(bytes).ok())
+        .unwrap_or_default()
+}
+
 impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
     fn name(&self) -> &'static str {
         "Recorder"
@@ -243,8 +264,12 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
         let target = request.headers().get("x-amz-target").unwrap_or_default();
         let (service, operation) = target.split_once('.').unwrap_or(("", target));
         if service.starts_with("DynamoDB") {
+            let name = match request_body(request)["IndexName"].as_str() {
+                Some(index) => format!("{operation} {index}"),
+                None => operation.to_owned(),
+            };
             cfg.interceptor_state()
-                .store_put(SentToDynamodb(std::time::Instant::now()));
+                .store_put(SentToDynamodb(name, std::time::Instant::now()));
         }
         // S3 speaks REST without a target header: the operation's own metadata names it.
         let metadata = cfg.load::<aws_smithy_runtime_api::client::orchestrator::Metadata>();
@@ -261,12 +286,7 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
         };
         let mut actions = Vec::new();
         if prefix == "dynamodb" && operation == "TransactWriteItems" {
-            let body: Value = request
-                .body()
-                .bytes()
-                .and_then(|bytes| serde_json::from_slice(bytes).ok())
-                .unwrap_or_default();
-            for item in body["TransactItems"]
+            for item in request_body(request)["TransactItems"]
                 .as_array()
                 .cloned()
                 .unwrap_or_default()
@@ -288,11 +308,7 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
         // A KMS call is also noted with its encryption context's purpose (`kms:Decrypt@
         // endpoint-secret`), which IAM conditions on (`kms:EncryptionContext:purpose`).
         if prefix == "kms" {
-            let body: Value = request
-                .body()
-                .bytes()
-                .and_then(|bytes| serde_json::from_slice(bytes).ok())
-                .unwrap_or_default();
+            let body = request_body(request);
             let purpose = body["EncryptionContext"]["purpose"].as_str().unwrap_or("");
             actions.push(format!("{prefix}:{operation}@{purpose}"));
         }
@@ -309,8 +325,12 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
         _runtime_components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
         cfg: &mut aws_smithy_types::config_bag::ConfigBag,
     ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
-        if let Some(SentToDynamodb(sent)) = cfg.load::<SentToDynamodb>() {
-            *self.dynamodb_time.lock().expect("recorder") += sent.elapsed();
+        if let Some(SentToDynamodb(name, sent)) = cfg.load::<SentToDynamodb>() {
+            let round_trip = sent.elapsed();
+            self.dynamodb_round_trips
+                .lock()
+                .expect("recorder")
+                .push((name.clone(), round_trip));
         }
         Ok(())
     }
