@@ -16,7 +16,11 @@
 //! Each time is also split in two by the SDK interceptor that counts the requests: the summed
 //! round trips of the page's (or claim's) DynamoDB requests, and the rest (the gateway's own
 //! work and the HTTP exchange). A time that grows while its requests stay the same is thereby
-//! placed on the store's side or on the gateway's.
+//! placed on the store's side or on the gateway's. For each search, the store's side is split
+//! once more by request (the operation, and the index a `Query` reads), to name the request
+//! whose answers grow. Beside the searches, the caller's lagging index (`words_lag_out`, which
+//! every word search reads) is read straight from the store: its entries, and one page of it
+//! for the caller beside the same page for an agent with no tasks.
 //!
 //! The claimed tasks are answered after each timing, so they join the history too. `N` should
 //! be at least 20, so that every page is full at every size.
@@ -34,10 +38,14 @@
     reason = "a benchmark program: a failed unwrap stops the run with its message"
 )]
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use forgebench::domain::search::Side;
 use forgebench::domain::words::TaskWords;
+use forgebench::domain::AgentId;
 use forgebench::domain::{clock, Agent, Task, TaskState};
+use forgebench::store::search::{Range, SearchIndex};
 use forgebench_tests::{
     seeded_task, spawn_app_with, text_message, Options, Pair, Recorder, TestApp,
 };
@@ -97,6 +105,17 @@ struct Measured {
     callee_reads_per_second: f64,
     /// Each search, in [`SEARCHES`] order.
     searches: Vec<SearchPages>,
+    lagging: Lagging,
+}
+
+/// The caller's lagging index (`words_lag_out`), read by itself.
+struct Lagging {
+    /// Its entries (up to a search's page of 21).
+    entries: usize,
+    /// The p50 of one page of it for the caller.
+    caller_p50: Duration,
+    /// The p50 of one page of the same index for an agent with no tasks.
+    nobody_p50: Duration,
 }
 
 /// One poller's claims at one size.
@@ -114,6 +133,9 @@ struct SearchPages {
     store_p50: Duration,
     /// The p50 of each page's time besides its DynamoDB round trips: the gateway's share.
     rest_p50: Duration,
+    /// Per DynamoDB request of the page (by name: `Query words_in`), the p50 of its summed
+    /// round trips per page: which of the page's requests the store answers slower.
+    by_request: BTreeMap<String, Duration>,
     calls: f64,
 }
 
@@ -195,19 +217,28 @@ async fn searches(
     let mut measured = Vec::new();
     for query in SEARCHES {
         let (mut pages, mut store, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+        let mut by_request: BTreeMap<String, Vec<Duration>> = BTreeMap::new();
         // One page first, not counted: connections and caches as a busy gateway has them.
         app.get(&format!("/v1/tasks?{query}"), &pair.caller.key)
             .await;
         recorder.take();
         for _ in 0..rounds {
-            recorder.take_dynamodb_time();
+            recorder.take_dynamodb_round_trips();
             let began = Instant::now();
             let reply = app
                 .get(&format!("/v1/tasks?{query}"), &pair.caller.key)
                 .await;
             let page = began.elapsed();
-            let store_time = recorder.take_dynamodb_time();
+            let round_trips = recorder.take_dynamodb_round_trips();
             assert_eq!(reply.status, 200, "{query}: {}", reply.text);
+            let store_time = round_trips.iter().map(|(_, time)| *time).sum();
+            let mut this_page: BTreeMap<String, Duration> = BTreeMap::new();
+            for (name, time) in round_trips {
+                *this_page.entry(name).or_default() += time;
+            }
+            for (name, time) in this_page {
+                by_request.entry(name).or_default().push(time);
+            }
             pages.push(page);
             store.push(store_time);
             rest.push(page.saturating_sub(store_time));
@@ -216,10 +247,56 @@ async fn searches(
             p50: p50(pages),
             store_p50: p50(store),
             rest_p50: p50(rest),
+            by_request: by_request
+                .into_iter()
+                .map(|(name, times)| (name, p50(times)))
+                .collect(),
             calls: recorder.take_dynamodb().len() as f64 / rounds as f64,
         });
     }
     measured
+}
+
+/// The caller's lagging index (`words_lag_out`), which a word search walks beside the
+/// postings, read straight from the store: how many entries it holds, and the p50 over
+/// `rounds` of one search-sized page of it beside the same page for an agent with no tasks.
+async fn lagging_index(app: &TestApp, caller: &Agent, rounds: usize) -> Lagging {
+    let nobody = AgentId::from(uuid::Uuid::new_v4().to_string());
+    let page_of = |agent| async move {
+        let index = SearchIndex::Lagging {
+            side: Side::Outbound,
+            agent,
+        };
+        let began = Instant::now();
+        let page = app
+            .app
+            .store
+            .search_index_page(
+                index,
+                Range {
+                    after: None,
+                    at_or_before: None,
+                },
+                None,
+                21,
+            )
+            .await
+            .expect("the lagging index read");
+        (page, began.elapsed())
+    };
+    let (mut caller_times, mut nobody_times) = (Vec::new(), Vec::new());
+    let mut entries = 0;
+    for _ in 0..rounds {
+        let (page, time) = page_of(&caller.id).await;
+        entries = page.entries.len();
+        caller_times.push(time);
+        nobody_times.push(page_of(&nobody).await.1);
+    }
+    Lagging {
+        entries,
+        caller_p50: p50(caller_times),
+        nobody_p50: p50(nobody_times),
+    }
 }
 
 fn ratio_line(name: &str, values: &[f64], digits: usize) {
@@ -273,6 +350,7 @@ async fn main() {
             caller_reads_per_second: caller_reads,
             callee_reads_per_second: callee_reads,
             searches: searches(&app, &recorder, &pair, rounds).await,
+            lagging: lagging_index(&app, &caller, rounds).await,
         });
     }
 
@@ -311,6 +389,24 @@ async fn main() {
         &column(&|m| m.callee_reads_per_second),
         1,
     );
+    let entries: Vec<String> = results
+        .iter()
+        .map(|m| m.lagging.entries.to_string())
+        .collect();
+    println!(
+        "| entries of the caller's lagging index (`words_lag_out`) | {} | | |",
+        entries.join(" | ")
+    );
+    ratio_line(
+        "one page of it, read by itself: p50 ms",
+        &column(&|m| ms(m.lagging.caller_p50)),
+        1,
+    );
+    ratio_line(
+        "one page of the same index for an agent with no tasks: p50 ms",
+        &column(&|m| ms(m.lagging.nobody_p50)),
+        1,
+    );
     for (i, query) in SEARCHES.iter().enumerate() {
         ratio_line(
             &format!("search `{query}`: p50 ms"),
@@ -327,6 +423,23 @@ async fn main() {
             &column(&|m| ms(m.searches[i].rest_p50)),
             1,
         );
+        let names: BTreeSet<&String> = results
+            .iter()
+            .flat_map(|m| m.searches[i].by_request.keys())
+            .collect();
+        for name in names {
+            ratio_line(
+                &format!("search `{query}`: of its round trips, `{name}`, p50 ms"),
+                &column(&|m| {
+                    ms(m.searches[i]
+                        .by_request
+                        .get(name)
+                        .copied()
+                        .unwrap_or_default())
+                }),
+                1,
+            );
+        }
         ratio_line(
             &format!("search `{query}`: DynamoDB requests"),
             &column(&|m| m.searches[i].calls),
