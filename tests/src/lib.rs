@@ -240,7 +240,7 @@ impl Recorder {
     }
 }
 
-/// A JSON request's body (DynamoDB, KMS and SQS speak JSON), or `null`.
+/// A JSON request's body (DynamoDB and KMS speak JSON), or `null`.
 fn request_body(request: &aws_smithy_runtime_api::http::Request) -> Value {
     request
         .body()
@@ -263,14 +263,6 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
         let request = context.request();
         let target = request.headers().get("x-amz-target").unwrap_or_default();
         let (service, operation) = target.split_once('.').unwrap_or(("", target));
-        if service.starts_with("DynamoDB") {
-            let name = match request_body(request)["IndexName"].as_str() {
-                Some(index) => format!("{operation} {index}"),
-                None => operation.to_owned(),
-            };
-            cfg.interceptor_state()
-                .store_put(SentToDynamodb(name, std::time::Instant::now()));
-        }
         // S3 speaks REST without a target header: the operation's own metadata names it.
         let metadata = cfg.load::<aws_smithy_runtime_api::client::orchestrator::Metadata>();
         let (prefix, operation) = match service {
@@ -284,13 +276,24 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
                 _ => ("unknown", operation),
             },
         };
+        // Owned, so the metadata it may borrow from is let go before the state below is kept.
+        let operation = operation.to_owned();
+        // Only DynamoDB's and KMS's bodies are read, once: S3's may be large and not JSON.
+        let body = match prefix {
+            "dynamodb" | "kms" => request_body(request),
+            _ => Value::Null,
+        };
+        if prefix == "dynamodb" {
+            let name = match body["IndexName"].as_str() {
+                Some(index) => format!("{operation} {index}"),
+                None => operation.clone(),
+            };
+            cfg.interceptor_state()
+                .store_put(SentToDynamodb(name, std::time::Instant::now()));
+        }
         let mut actions = Vec::new();
         if prefix == "dynamodb" && operation == "TransactWriteItems" {
-            for item in request_body(request)["TransactItems"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-            {
+            for item in body["TransactItems"].as_array().into_iter().flatten() {
                 for (kind, action) in [
                     ("Put", "PutItem"),
                     ("Update", "UpdateItem"),
@@ -308,14 +311,13 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
         // A KMS call is also noted with its encryption context's purpose (`kms:Decrypt@
         // endpoint-secret`), which IAM conditions on (`kms:EncryptionContext:purpose`).
         if prefix == "kms" {
-            let body = request_body(request);
             let purpose = body["EncryptionContext"]["purpose"].as_str().unwrap_or("");
             actions.push(format!("{prefix}:{operation}@{purpose}"));
         }
         self.log
             .lock()
             .expect("recorder")
-            .push((operation.to_owned(), actions));
+            .push((operation, actions));
         Ok(())
     }
 
@@ -476,6 +478,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     }
 }
 
+pub mod samples;
 pub mod sse;
 
 /// A task `caller` opened on `callee` at `opened_ms` (Unix milliseconds) in `context_id` with
