@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use forgebench_tests::samples::median;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use serde_json::json;
@@ -187,11 +188,6 @@ async fn cold_start(bootstrap: &Path, function: &str) -> (Duration, Duration) {
             .duration_since(started),
         marks.answered.expect("answered").duration_since(started),
     )
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 #[tokio::main]

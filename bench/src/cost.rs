@@ -38,6 +38,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use forgebench_tests::samples::median;
 use forgebench_tests::{
     spawn_app_with, text_message, Answer, Callee, Options, Pair, Recorder, TestApp,
 };
@@ -338,12 +339,12 @@ fn take_requests(recorder: &Recorder) -> BTreeMap<String, usize> {
     calls
 }
 
+/// The median of `samples` in milliseconds; 0 when there are none.
 fn p50_ms(samples: &[Duration]) -> f64 {
-    let mut samples = samples.to_vec();
-    samples.sort();
-    samples
-        .get(samples.len() / 2)
-        .map_or(0.0, |sample| sample.as_secs_f64() * 1e3)
+    if samples.is_empty() {
+        return 0.0;
+    }
+    median(samples.to_vec()).as_secs_f64() * 1e3
 }
 
 /// What the template configures: every function's memory (the Globals, with no per-function

@@ -20,13 +20,9 @@
 
 use std::time::{Duration, Instant};
 
+use forgebench_tests::samples::percentile;
 use forgebench_tests::{spawn_app_with, text_message, Options, Pair, Recorder, TestApp};
 use serde_json::json;
-
-fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
 
 async fn open(app: &TestApp, pair: &Pair, text: &str) -> String {
     app.open_task(&pair.caller.key, &pair.callee.id, text_message(text), 0)

@@ -46,6 +46,7 @@ use forgebench::domain::words::TaskWords;
 use forgebench::domain::AgentId;
 use forgebench::domain::{clock, Agent, Task, TaskState};
 use forgebench::store::search::{Range, SearchIndex};
+use forgebench_tests::samples::median;
 use forgebench_tests::{
     seeded_task, spawn_app_with, text_message, Options, Pair, Recorder, TestApp,
 };
@@ -137,11 +138,6 @@ struct SearchPages {
     /// round trips per page: which of the page's requests the store answers slower.
     by_request: BTreeMap<String, Duration>,
     calls: f64,
-}
-
-fn p50(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
 }
 
 const SEARCHES: [&str; 3] = ["q=invoice&limit=20", "state=completed&limit=20", "limit=20"];
@@ -244,12 +240,12 @@ async fn searches(
             rest.push(page.saturating_sub(store_time));
         }
         measured.push(SearchPages {
-            p50: p50(pages),
-            store_p50: p50(store),
-            rest_p50: p50(rest),
+            p50: median(pages),
+            store_p50: median(store),
+            rest_p50: median(rest),
             by_request: by_request
                 .into_iter()
-                .map(|(name, times)| (name, p50(times)))
+                .map(|(name, times)| (name, median(times)))
                 .collect(),
             calls: recorder.take_dynamodb().len() as f64 / rounds as f64,
         });
@@ -294,8 +290,8 @@ async fn lagging_index(app: &TestApp, caller: &Agent, rounds: usize) -> Lagging 
     }
     Lagging {
         entries,
-        caller_p50: p50(caller_times),
-        nobody_p50: p50(nobody_times),
+        caller_p50: median(caller_times),
+        nobody_p50: median(nobody_times),
     }
 }
 

@@ -21,14 +21,10 @@
 
 use std::time::{Duration, Instant};
 
+use forgebench_tests::samples::median;
 use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Recorder};
 use futures::StreamExt;
 use serde_json::json;
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
 
 /// How much each part measures: the arguments, in this order, or their defaults.
 struct Sizes {

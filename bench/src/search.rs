@@ -30,13 +30,9 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 use forgebench::domain::search::{Direction, SearchFilters};
 use forgebench::domain::words::{QueryWords, TaskWords};
 use forgebench::domain::{Agent, Task, TaskState};
+use forgebench_tests::samples::percentile;
 use forgebench_tests::{seeded_task, spawn_app_with, text_message, Options, Recorder, TestApp};
 use serde_json::json;
-
-fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
 
 /// The n-th task of the table: opened `10 n` ms after `start`, then worked on and (mostly)
 /// finished.
