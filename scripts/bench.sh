@@ -7,8 +7,9 @@
 #   cost            dollars per million tasks, pull and push, from the AWS requests counted
 #   claims          claims/s through the gateway beside raw conditional writes/s, 1 to 8 pollers
 #   history         claims, idle waits and searches with 1x, 10x and 100x the finished tasks
-#   cold-init       every function's cold start and size against a hello-world lambda_http,
-#                   built with cargo-lambda for this machine (arm64 builds cannot run here)
+#   cold-init       every function's cold start (the one gateway binary, each FORGEBENCH_ROUTE)
+#                   and the package's size against a hello-world lambda_http, built with
+#                   cargo-lambda for this machine (arm64 builds cannot run here)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -27,10 +28,8 @@ cargo run --release --locked -p forgebench-bench --bin cost -- 200
 cargo run --release --locked -p forgebench-bench --bin claims -- 2000
 cargo run --release --locked -p forgebench-bench --bin history -- 200 200 20
 
-FORGEBENCH_INSTALL_DEPLOY_TOOLS=1 scripts/install.sh
-packages=(-p hello-lambda)
-for dir in functions/*/; do packages+=(-p "$(basename "$dir")"); done
+scripts/install.sh deploy
 PATH="$root/.local/venv/bin:$PATH" cargo lambda build --release --locked \
-  --lambda-dir target/lambda-host "${packages[@]}"
+  --lambda-dir target/lambda-host -p hello-lambda -p forgebench-gateway
 cargo run --release --locked -p forgebench-bench --bin cold-init -- \
-  target/lambda-host target/lambda-host/hello-lambda/bootstrap
+  target/lambda-host/gateway/bootstrap target/lambda-host/hello-lambda/bootstrap

@@ -2,10 +2,10 @@
 # Checks the CDK path (infra/cdk): installs its packages from package-lock.json, type-checks it
 # (strict), synthesizes the stack offline with cdk-nag's AwsSolutions checks (which fail the synth
 # on any unacknowledged finding), and runs the drift test against infra/template.yaml.
-# Part of CI (scripts/check-deploy.sh, after the arm64 builds).
+# Part of CI (scripts/check-deploy.sh, after the arm64 build).
 #
-# The stack packages the prebuilt arm64 binaries in target/lambda-arm64/<function>/bootstrap. When
-# they are missing (a machine that has not run the cargo lambda build), set
+# The stack packages the prebuilt arm64 gateway binary, target/lambda-arm64/gateway/bootstrap, once
+# for every function. When it is missing (a machine that has not built it), set
 # FORGEBENCH_CDK_CODE=placeholder to synthesize with a stand-in asset instead: every check but the
 # packaging itself still runs. Never deploy that cdk.out.
 set -euo pipefail

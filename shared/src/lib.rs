@@ -11,6 +11,7 @@ pub(crate) mod cache;
 pub mod config;
 pub mod domain;
 pub mod error;
+pub mod function;
 pub mod http;
 pub mod metrics;
 pub mod on_first_use;
@@ -26,4 +27,5 @@ pub mod xray;
 
 pub use app::App;
 pub use config::Config;
+pub use function::Function;
 pub use http::Route;

@@ -1,4 +1,5 @@
-//! What every function's `main` calls: structured logs, configuration, clients, the route.
+//! What the gateway binary's `main` calls: structured logs, the function's job from its
+//! configuration, configuration, clients, then that job's Lambda loop.
 
 use std::sync::Arc;
 
@@ -6,6 +7,7 @@ use lambda_http::{service_fn, Error, Request};
 use tracing::Instrument;
 
 use crate::app::App;
+use crate::function::{Function, ROUTE_VARIABLE};
 use crate::http::reply::ReplyBody;
 use crate::http::Route;
 
@@ -43,10 +45,34 @@ pub fn init_tracing() {
         .try_init();
 }
 
+/// Serves the job the function's configuration names in `FORGEBENCH_ROUTE`, read once at cold
+/// start: one of the route table's routes, the push worker or the sweeper. A missing or unknown
+/// name is an init error (logged with the name), never a default route.
+pub async fn serve_configured_function() -> Result<(), Error> {
+    init_tracing();
+    let configured = std::env::var(ROUTE_VARIABLE).ok();
+    let function = match Function::from_configured(configured.as_deref()) {
+        Ok(function) => function,
+        Err(error) => {
+            tracing::error!(
+                variable = ROUTE_VARIABLE,
+                value = configured.as_deref(),
+                %error,
+                "refusing to start: the function's configuration names no route of the gateway"
+            );
+            return Err(error.into());
+        }
+    };
+    match function {
+        Function::Route(route) => serve_route(route).await,
+        Function::PushWorker => serve_push_worker().await,
+        Function::Sweeper => serve_sweeper().await,
+    }
+}
+
 /// Serves one route as a Lambda function behind API Gateway: with response streaming for the
 /// routes that stream or wait (their integration is in `STREAM` mode), buffered for the rest.
-pub async fn serve_route(route: Route) -> Result<(), Error> {
-    init_tracing();
+async fn serve_route(route: Route) -> Result<(), Error> {
     let app = Arc::new(App::from_env().await?);
     if route.streamed() {
         return lambda_http::run_with_streaming_response(service_fn(move |request: Request| {
@@ -76,8 +102,7 @@ fn invocation_span(context: &lambda_http::lambda_runtime::Context) -> tracing::S
 }
 
 /// Runs the claim-deadline sweeper as a scheduled Lambda function.
-pub async fn serve_sweeper() -> Result<(), Error> {
-    init_tracing();
+async fn serve_sweeper() -> Result<(), Error> {
     let app = Arc::new(App::from_env().await?);
     lambda_http::lambda_runtime::run(service_fn(
         move |event: lambda_http::lambda_runtime::LambdaEvent<serde_json::Value>| {
@@ -95,12 +120,11 @@ pub async fn serve_sweeper() -> Result<(), Error> {
 
 /// Runs the push worker as a Lambda function on the push queue's event source, reporting
 /// partial batch failures: only the messages to retry stay on the queue.
-pub async fn serve_push_worker() -> Result<(), Error> {
+async fn serve_push_worker() -> Result<(), Error> {
     use aws_lambda_events::event::sqs::SqsEvent;
     use lambda_http::lambda_runtime::LambdaEvent;
 
     use crate::push::batch;
-    init_tracing();
     let app = App::from_env().await?;
     let worker = Arc::new(app.worker());
     lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {

@@ -4,10 +4,12 @@
 // access and makes no context lookups; the stack deploys to whatever account and region
 // `cdk deploy` runs with.
 //
-// Context: -c code=prebuilt (default: target/lambda-arm64/<function>/bootstrap, built by
-// `cargo lambda build --release --arm64 --lambda-dir target/lambda-arm64`), -c code=cargoLambda
-// (cargo-lambda-cdk builds at synth), -c code=placeholder (tests only: never deploy it);
-// -c prebuiltDir=DIR; -c stackName=NAME (default forgebench-cdk).
+// Context: -c code=prebuilt (default: the one gateway binary every function runs,
+// target/lambda-arm64/gateway/bootstrap, built by
+// `cargo lambda build --release --arm64 --lambda-dir target/lambda-arm64 --bin gateway`),
+// -c code=cargoLambda (cargo-lambda-cdk builds it at synth), -c code=placeholder (tests only:
+// never deploy it); -c prebuiltDir=DIR (holding gateway/bootstrap); -c stackName=NAME (default
+// forgebench-cdk).
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { FunctionCode } from '../lib/gateway';

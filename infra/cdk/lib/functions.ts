@@ -1,12 +1,14 @@
 // The gateway's functions as data: one entry per Lambda function of infra/template.yaml, with what
-// differs between them (timeout, long-poll reserved concurrency, environment, the statements of
-// its IAM policy, its trigger). `ForgebenchGateway` turns each entry into a function, a role and
-// a log group; the routes are not here: they come from infra/openapi.yaml, whose integrations
-// name each function by `id` (`${<id>Function.Arn}`).
+// differs between them (the route it serves, timeout, long-poll reserved concurrency, environment,
+// the statements of its IAM policy, its trigger); every one runs the same gateway binary.
+// `ForgebenchGateway` turns each entry into a function, a role and a log group; the API's paths
+// are not here: they come from infra/openapi.yaml, whose integrations name each function by `id`
+// (`${<id>Function.Arn}`).
 //
 // Keep this table and infra/template.yaml in step: test/drift.test.ts compares the synthesized
-// stack with the SAM template (functions, settings, environment names, every policy's actions
-// on every kind of resource, routes, table, queues) and fails on any difference.
+// stack with the SAM template (functions and the route each serves, settings, environment names,
+// every policy's actions on every kind of resource, routes, table, queues) and fails on any
+// difference.
 
 /** What a statement's `Resource` names, by kind. */
 export type ResourceKind =
@@ -43,8 +45,11 @@ export type Trigger =
 export interface FunctionSpec {
   /** The SAM logical id without `Function`, and the construct id. */
   readonly id: string;
-  /** The cargo package (binary) under functions/, and its directory under target/lambda-arm64. */
-  readonly binary: string;
+  /**
+   * The route, worker or sweeper the function serves: its `FORGEBENCH_ROUTE`, which the one
+   * gateway binary (functions/gateway) dispatches on (`open-task`, `push-worker`, ...).
+   */
+  readonly route: string;
   readonly description: string;
   /** Seconds; default 29 (the buffered API Gateway integration's bound). */
   readonly timeout?: number;
@@ -52,7 +57,7 @@ export interface FunctionSpec {
   readonly memorySize?: number;
   /** Reserved concurrency `longPollConcurrency`. */
   readonly longPoll?: boolean;
-  /** Variables beside the ones every function gets (table, wait bound, retention, logging). */
+  /** Variables beside the ones every function gets (route, table, wait bound, retention, logging). */
   readonly env?: Readonly<Record<string, EnvValue>>;
   readonly grants: readonly Grant[];
   readonly trigger?: Trigger;
@@ -89,7 +94,7 @@ const sealing = (purposes: string[], ...a: string[]): Grant => ({ actions: prefi
 export const FUNCTIONS: readonly FunctionSpec[] = [
   {
     id: "ApproveBinding",
-    binary: "approve-binding",
+    route: "approve-binding",
     description: "POST /v1/agents/{agent}/agents/{binding_id}/approve",
     grants: [
       RECORD_KEY_USE,
@@ -98,7 +103,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "CancelTask",
-    binary: "cancel-task",
+    route: "cancel-task",
     description: "POST /v1/agents/{agent}/tasks/{task_id}/cancel",
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
@@ -111,7 +116,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "A2aTaskAction",
-    binary: "a2a-task-action",
+    route: "a2a-task-action",
     description: "POST /v1/agents/{agent}/a2a/tasks/{task}",
     timeout: 900,
     longPoll: true,
@@ -127,7 +132,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "ClaimNextTask",
-    binary: "claim-next-task",
+    route: "claim-next-task",
     description: "GET /v1/agents/me/tasks/next",
     timeout: 35,
     longPoll: true,
@@ -142,7 +147,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "CreateAgentKey",
-    binary: "create-agent-key",
+    route: "create-agent-key",
     description: "POST /v1/agents/{agent}/keys",
     grants: [
       RECORD_KEY_USE,
@@ -151,7 +156,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "CreateAgent",
-    binary: "create-agent",
+    route: "create-agent",
     description: "POST /v1/agents",
     grants: [
       RECORD_KEY_USE,
@@ -160,7 +165,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "CreateMember",
-    binary: "create-member",
+    route: "create-member",
     description: "POST /v1/members",
     grants: [
       RECORD_KEY_USE,
@@ -169,7 +174,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "CreateTenant",
-    binary: "create-tenant",
+    route: "create-tenant",
     description: "POST /v1/tenants",
     env: { FORGEBENCH_OPERATOR_KEY_HASH: "operatorKeyHash" },
     grants: [
@@ -179,7 +184,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "GetAgent",
-    binary: "get-agent",
+    route: "get-agent",
     description: "GET /v1/agents/{agent}",
     grants: [
       RECORD_KEY_USE,
@@ -188,7 +193,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "GetMe",
-    binary: "get-me",
+    route: "get-me",
     description: "GET /v1/agents/me",
     grants: [
       RECORD_KEY_USE,
@@ -197,7 +202,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "GetTask",
-    binary: "get-task",
+    route: "get-task",
     description: "GET /v1/agents/{agent}/tasks/{task_id}",
     timeout: 35,
     longPoll: true,
@@ -213,7 +218,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "A2aListTasks",
-    binary: "a2a-list-tasks",
+    route: "a2a-list-tasks",
     description: "GET /v1/agents/{agent}/a2a/tasks",
     env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
@@ -226,7 +231,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "A2aCreatePushConfig",
-    binary: "a2a-create-push-config",
+    route: "a2a-create-push-config",
     description: "POST /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs",
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
@@ -237,7 +242,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "A2aListPushConfigs",
-    binary: "a2a-list-push-configs",
+    route: "a2a-list-push-configs",
     description: "GET /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs",
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
@@ -247,7 +252,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "A2aGetPushConfig",
-    binary: "a2a-get-push-config",
+    route: "a2a-get-push-config",
     description: "GET /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}",
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
@@ -257,7 +262,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "A2aDeletePushConfig",
-    binary: "a2a-delete-push-config",
+    route: "a2a-delete-push-config",
     description: "DELETE /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}",
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
@@ -267,7 +272,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "A2aGetTask",
-    binary: "a2a-get-task",
+    route: "a2a-get-task",
     description: "GET /v1/agents/{agent}/a2a/tasks/{task}",
     timeout: 900,
     longPoll: true,
@@ -283,7 +288,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "GrantBindings",
-    binary: "grant-bindings",
+    route: "grant-bindings",
     description: "POST /v1/agents/{agent}/agents",
     grants: [
       RECORD_KEY_USE,
@@ -292,7 +297,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "ListAgents",
-    binary: "list-agents",
+    route: "list-agents",
     description: "GET /v1/agents",
     grants: [
       RECORD_KEY_USE,
@@ -301,7 +306,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "ListAudit",
-    binary: "list-audit",
+    route: "list-audit",
     description: "GET /v1/audit",
     grants: [
       RECORD_KEY_USE,
@@ -310,7 +315,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "SearchTasks",
-    binary: "search-tasks",
+    route: "search-tasks",
     description: "GET /v1/tasks",
     env: { FORGEBENCH_BODY_BUCKET: "bucketName" },
     grants: [
@@ -322,7 +327,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "ListBindings",
-    binary: "list-bindings",
+    route: "list-bindings",
     description: "GET /v1/agents/{agent}/agents",
     grants: [
       RECORD_KEY_USE,
@@ -331,7 +336,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "AddTaskMessage",
-    binary: "add-task-message",
+    route: "add-task-message",
     description: "POST /v1/agents/{agent}/tasks/{task_id}/messages",
     env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
     grants: [
@@ -344,7 +349,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "OpenTask",
-    binary: "open-task",
+    route: "open-task",
     description: "POST /v1/agents/{agent}/tasks",
     timeout: 35,
     longPoll: true,
@@ -360,7 +365,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "A2aSendMessage",
-    binary: "a2a-send-message",
+    route: "a2a-send-message",
     description: "POST /v1/agents/{agent}/a2a/message:send",
     timeout: 35,
     longPoll: true,
@@ -377,7 +382,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "TaskEvents",
-    binary: "task-events",
+    route: "task-events",
     description: "GET /v1/agents/{agent}/tasks/{task_id}/events",
     timeout: 900,
     longPoll: true,
@@ -393,7 +398,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "A2aStreamMessage",
-    binary: "a2a-stream-message",
+    route: "a2a-stream-message",
     description: "POST /v1/agents/{agent}/a2a/message:stream",
     timeout: 900,
     longPoll: true,
@@ -410,7 +415,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "A2aJsonRpc",
-    binary: "a2a-json-rpc",
+    route: "a2a-json-rpc",
     description: "POST /v1/agents/{agent}/a2a/jsonrpc",
     timeout: 900,
     longPoll: true,
@@ -428,7 +433,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "PostTaskResult",
-    binary: "post-task-result",
+    route: "post-task-result",
     description: "POST /v1/agents/me/tasks/{task_id}/result",
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
@@ -441,7 +446,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "ReportTaskProgress",
-    binary: "report-task-progress",
+    route: "report-task-progress",
     description: "POST /v1/agents/me/tasks/{task_id}/progress",
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
@@ -454,7 +459,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "ListAgentKeys",
-    binary: "list-agent-keys",
+    route: "list-agent-keys",
     description: "GET /v1/agents/{agent}/keys",
     grants: [
       RECORD_KEY_USE,
@@ -463,7 +468,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "ListMembers",
-    binary: "list-members",
+    route: "list-members",
     description: "GET /v1/members",
     grants: [
       RECORD_KEY_USE,
@@ -472,7 +477,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "CreateMemberKey",
-    binary: "create-member-key",
+    route: "create-member-key",
     description: "POST /v1/members/{member_id}/keys",
     grants: [
       RECORD_KEY_USE,
@@ -481,7 +486,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "RevokeMemberKey",
-    binary: "revoke-member-key",
+    route: "revoke-member-key",
     description: "DELETE /v1/members/{member_id}/keys/{key_id}",
     grants: [
       RECORD_KEY_USE,
@@ -490,7 +495,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "RevokeAgentKey",
-    binary: "revoke-agent-key",
+    route: "revoke-agent-key",
     description: "DELETE /v1/agents/{agent}/keys/{key_id}",
     grants: [
       RECORD_KEY_USE,
@@ -499,7 +504,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "RevokeBinding",
-    binary: "revoke-binding",
+    route: "revoke-binding",
     description: "DELETE /v1/agents/{agent}/agents/{binding_id}",
     grants: [
       RECORD_KEY_USE,
@@ -508,7 +513,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "SweepDeadlines",
-    binary: "sweep-deadlines",
+    route: "sweep-deadlines",
     description: "Fails claimed tasks whose callee missed its claim deadline, re-enqueues lost push deliveries and notifications, and indexes the words of tasks whose indexing failed.",
     timeout: 60,
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName" },
@@ -522,7 +527,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "UpdateAgent",
-    binary: "update-agent",
+    route: "update-agent",
     description: "PATCH /v1/agents/{agent}",
     grants: [
       RECORD_KEY_USE,
@@ -531,7 +536,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "SetEndpoint",
-    binary: "set-endpoint",
+    route: "set-endpoint",
     description: "PUT /v1/agents/{agent}/endpoint",
     env: { FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
@@ -542,7 +547,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "ListDeliveryAttempts",
-    binary: "list-delivery-attempts",
+    route: "list-delivery-attempts",
     description: "GET /v1/agents/{agent}/tasks/{task_id}/attempts",
     grants: [
       RECORD_KEY_USE,
@@ -551,7 +556,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "GetAgentCard",
-    binary: "get-agent-card",
+    route: "get-agent-card",
     description: "GET /v1/agents/{agent}/.well-known/agent-card.json",
     env: { FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUBLIC_URL: "publicUrl" },
     grants: [
@@ -562,7 +567,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "ListAgentCards",
-    binary: "list-agent-cards",
+    route: "list-agent-cards",
     description: "GET /v1/agents/cards",
     env: { FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUBLIC_URL: "publicUrl" },
     grants: [
@@ -573,7 +578,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "GetSigningKeys",
-    binary: "get-signing-keys",
+    route: "get-signing-keys",
     description: "GET /v1/billing/export/pubkey",
     env: { FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
@@ -584,7 +589,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "RotateSigningKey",
-    binary: "rotate-signing-key",
+    route: "rotate-signing-key",
     description: "POST /v1/signing-keys/rotate",
     env: { FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_OPERATOR_KEY_HASH: "operatorKeyHash" },
     grants: [
@@ -595,7 +600,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "RetireSigningKey",
-    binary: "retire-signing-key",
+    route: "retire-signing-key",
     description: "POST /v1/signing-keys/{kid}/retire",
     env: { FORGEBENCH_OPERATOR_KEY_HASH: "operatorKeyHash" },
     grants: [
@@ -604,7 +609,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "PutTool",
-    binary: "put-tool",
+    route: "put-tool",
     description: "PUT /v1/agents/{agent}/tools/{tool}",
     grants: [
       RECORD_KEY_USE,
@@ -613,7 +618,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "DeleteTool",
-    binary: "delete-tool",
+    route: "delete-tool",
     description: "DELETE /v1/agents/{agent}/tools/{tool}",
     grants: [
       RECORD_KEY_USE,
@@ -622,7 +627,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "ListTools",
-    binary: "list-tools",
+    route: "list-tools",
     description: "GET /v1/agents/{agent}/tools",
     grants: [
       RECORD_KEY_USE,
@@ -631,7 +636,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "ListCalls",
-    binary: "list-calls",
+    route: "list-calls",
     description: "GET /v1/calls",
     grants: [
       RECORD_KEY_USE,
@@ -640,7 +645,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
   },
   {
     id: "PushWorker",
-    binary: "push-worker",
+    route: "push-worker",
     description: "Delivers push tasks to callee endpoints (SQS event source, partial batch failures).",
     timeout: 30,
     env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_KMS_KEY_ID: "keyId" },

@@ -14,7 +14,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { RustFunction } from 'cargo-lambda-cdk';
+import { RustFunction, RustFunctionProps } from 'cargo-lambda-cdk';
 import { Construct } from 'constructs';
 import * as yaml from 'js-yaml';
 import { DASHBOARD_BODY } from './dashboard';
@@ -23,13 +23,15 @@ import { acknowledgeNagFindings } from './nag';
 import { TABLE } from './table';
 
 /**
- * How the functions' code is packaged.
+ * How the functions' code is packaged. Every function runs the one gateway binary
+ * (functions/gateway, which serves the route its `FORGEBENCH_ROUTE` names), packaged once as one
+ * asset that all of them share.
  *
- * - `prebuilt` (default): the `bootstrap` binaries that
- *   `cargo lambda build --release --arm64 --lambda-dir target/lambda-arm64` leaves in
- *   `<dir>/<function>/`; synth fails naming the missing ones and that command.
- * - `cargoLambda`: `cargo-lambda-cdk`'s `RustFunction` builds each function at synth time
- *   (cargo-lambda and zig on the PATH, or Docker): a full arm64 release build of the workspace.
+ * - `prebuilt` (default): the `bootstrap` that
+ *   `cargo lambda build --release --arm64 --lambda-dir target/lambda-arm64 --bin gateway` leaves in
+ *   `<dir>/gateway/`; synth fails naming it and that command when it is missing.
+ * - `cargoLambda`: `cargo-lambda-cdk`'s `RustFunction` builds the gateway binary at synth time
+ *   (cargo-lambda and zig on the PATH, or Docker): an arm64 release build.
  * - `placeholder`: one stand-in asset for every function, to synthesize and test the stack
  *   without building Rust. Never deploy it: every invocation fails.
  */
@@ -86,6 +88,8 @@ export interface ForgebenchGatewayProps {
 const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
 const DEFAULT_TIMEOUT = 29;
 const DEFAULT_MEMORY = 256;
+/** The cargo binary every function runs, and its directory under target/lambda-arm64. */
+const GATEWAY_BINARY = 'gateway';
 
 /** The directory holding `infra/openapi.yaml`, found upward from this file (lib/ or dist/lib/). */
 export function repositoryRoot(from: string = __dirname): string {
@@ -107,8 +111,9 @@ function envString(value: number): string {
 /**
  * The Forgebench A2A gateway: the REST API of infra/openapi.yaml, one arm64 Lambda function per
  * route with its own least-privilege role, the push worker on its queue with a dead-letter queue
- * and an alarm, the scheduled sweeper, the state table, the body bucket and the secrets key;
- * the same system as infra/template.yaml.
+ * and an alarm, the scheduled sweeper (all of them the one gateway binary, told apart by
+ * `FORGEBENCH_ROUTE`), the state table, the body bucket and the secrets key; the same system as
+ * infra/template.yaml.
  */
 export class ForgebenchGateway extends Construct {
   readonly table: dynamodb.CfnTable;
@@ -284,20 +289,35 @@ export class ForgebenchGateway extends Construct {
     const resourceArn = (kind: ResourceKind): string =>
       kind.startsWith('index/') ? `${this.table.attrArn}/${kind}` : resources[kind]!;
 
+    // The one binary is packaged once. Prebuilt and placeholder: one asset (one lambda.Code),
+    // shared by every function: staged and uploaded once. cargoLambda: RustFunction makes its own
+    // code, and cargo-lambda-cdk exports no other way to build it (its Bundling is internal), so
+    // every function gets the same build props (the one rustBuild object): their bundling options
+    // are identical, so CDK's asset cache (keyed on the source and the bundling options) runs the
+    // build once, and every function's asset is that one output (one hash, one upload).
     const code = props.code ?? { kind: 'prebuilt' };
-    const prebuiltDir = code.kind === 'prebuilt' ? (code.dir ?? path.join(root, 'target', 'lambda-arm64')) : '';
+    let sharedCode: lambda.Code | undefined;
+    let rustBuild: RustBuild | undefined;
     if (code.kind === 'prebuilt') {
-      const missing = FUNCTIONS.filter((f) => !fs.existsSync(path.join(prebuiltDir, f.binary, 'bootstrap')));
-      if (missing.length > 0) {
+      const dir = path.join(code.dir ?? path.join(root, 'target', 'lambda-arm64'), GATEWAY_BINARY);
+      if (!fs.existsSync(path.join(dir, 'bootstrap'))) {
         throw new Error(
-          `ForgebenchGateway: no prebuilt bootstrap for ${missing.length} of ${FUNCTIONS.length} functions ` +
-            `(${missing.slice(0, 5).map((f) => f.binary).join(', ')}${missing.length > 5 ? ', ...' : ''}) in ${prebuiltDir}. ` +
-            'Build them first: cargo lambda build --release --arm64 --locked --lambda-dir target/lambda-arm64 ' +
+          `ForgebenchGateway: no prebuilt gateway binary: ${path.join(dir, 'bootstrap')} is missing. ` +
+            `Build it first: cargo lambda build --release --arm64 --locked --lambda-dir target/lambda-arm64 --bin ${GATEWAY_BINARY} ` +
             '(scripts/check-deploy.sh does), or use code { kind: "cargoLambda" } (cdk synth -c code=cargoLambda) to build at synth time.',
         );
       }
+      sharedCode = lambda.Code.fromAsset(dir);
+    } else if (code.kind === 'placeholder') {
+      sharedCode = placeholderCode();
+    } else {
+      rustBuild = {
+        runtime: 'provided.al2023',
+        manifestPath: code.manifestPath ?? path.join(root, 'Cargo.toml'),
+        binaryName: GATEWAY_BINARY,
+        bundling: { architecture: lambda.Architecture.ARM_64, cargoLambdaFlags: ['--locked'] },
+      };
     }
-    const placeholder = code.kind === 'placeholder' ? placeholderCode() : undefined;
 
     // Every function is traced (X-Ray, Tracing: Active); SAM's transform then attaches the X-Ray
     // write policy to each function's role under its name in that partition: AWSXrayWriteOnlyAccess
@@ -316,10 +336,8 @@ export class ForgebenchGateway extends Construct {
     const functions: Record<string, lambda.Function> = {};
     for (const spec of FUNCTIONS) {
       functions[spec.id] = this.makeFunction(spec, {
-        code,
-        root,
-        prebuiltDir,
-        placeholder,
+        sharedCode,
+        rustBuild,
         envValues,
         resourceArn,
         maxWaitSeconds,
@@ -575,6 +593,8 @@ export class ForgebenchGateway extends Construct {
       inlinePolicies: { FunctionPolicy: new iam.PolicyDocument({ statements }) },
     });
     const environment: Record<string, string> = {
+      // What the gateway binary serves in this function (its route, the push worker, the sweeper).
+      FORGEBENCH_ROUTE: spec.route,
       FORGEBENCH_TABLE: this.table.ref,
       FORGEBENCH_MAX_WAIT_SECONDS: envString(ctx.maxWaitSeconds),
       FORGEBENCH_TASK_RETENTION_DAYS: envString(ctx.taskRetentionDays),
@@ -597,28 +617,22 @@ export class ForgebenchGateway extends Construct {
       reservedConcurrentExecutions: spec.longPoll ? ctx.longPollConcurrency : undefined,
     };
     let fn: lambda.Function;
-    if (ctx.code.kind === 'cargoLambda') {
-      fn = new RustFunction(scope, 'Function', {
-        ...options,
-        runtime: 'provided.al2023',
-        manifestPath: ctx.code.manifestPath ?? path.join(ctx.root, 'Cargo.toml'),
-        binaryName: spec.binary,
-        bundling: { architecture: lambda.Architecture.ARM_64, cargoLambdaFlags: ['--locked'] },
-      });
+    if (ctx.rustBuild) {
+      fn = new RustFunction(scope, 'Function', { ...options, ...ctx.rustBuild });
     } else {
       fn = new lambda.Function(scope, 'Function', {
         ...options,
         runtime: lambda.Runtime.PROVIDED_AL2023,
         handler: 'bootstrap',
-        code: ctx.placeholder ?? lambda.Code.fromAsset(path.join(ctx.prebuiltDir, spec.binary)),
+        code: ctx.sharedCode!,
       });
     }
     // X-Ray: a trace of every invocation (its trace id is on each of the invocation's log lines).
     // Set on the resource rather than with `tracing`, which would add its own xray statement on
     // `*` to the role; the role has SAM's managed X-Ray policy instead (xrayPolicy above).
     (fn.node.defaultChild as lambda.CfnFunction).tracingConfig = { mode: 'Active' };
-    // Names the function for the drift test (test/drift.test.ts) and for readers of the template.
-    (fn.node.defaultChild as lambda.CfnFunction).addMetadata('forgebench:function', spec.binary);
+    // Names the function's route for the drift test (test/drift.test.ts) and for readers of the template.
+    (fn.node.defaultChild as lambda.CfnFunction).addMetadata('forgebench:function', spec.route);
 
     // One log group per function, so the retention is set rather than forever.
     new logs.CfnLogGroup(scope, 'LogGroup', {
@@ -645,11 +659,14 @@ export class ForgebenchGateway extends Construct {
   }
 }
 
+/** What `RustFunction` builds: the gateway binary, the same for every function (one build). */
+type RustBuild = Pick<RustFunctionProps, 'runtime' | 'manifestPath' | 'binaryName' | 'bundling'>;
+
 interface FunctionContext {
-  readonly code: FunctionCode;
-  readonly root: string;
-  readonly prebuiltDir: string;
-  readonly placeholder?: lambda.Code;
+  /** The one asset every function runs (prebuilt, placeholder). */
+  readonly sharedCode?: lambda.Code;
+  /** Or the build every function's RustFunction runs (cargoLambda). */
+  readonly rustBuild?: RustBuild;
   readonly envValues: Record<EnvValue, string>;
   readonly resourceArn: (kind: ResourceKind) => string;
   readonly maxWaitSeconds: number;

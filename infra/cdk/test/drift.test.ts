@@ -1,9 +1,10 @@
 // The CDK stack and the SAM template deploy the same system: the same routes (both from
-// infra/openapi.yaml), REST API and stage (tracing, access log), functions and their settings
-// (tracing), environment, every policy's actions on every resource with its conditions, managed
-// policies (as SAM's own transform attaches them), triggers, table and indexes, queues and their
-// policy, key, bucket, topic, alarms, dashboard, the API Gateway logging role and account,
-// parameters, conditions and outputs. Run after `cdk synth` (scripts/cdk-check.sh):
+// infra/openapi.yaml), REST API and stage (tracing, access log), functions (each the one gateway
+// binary, named by the FORGEBENCH_ROUTE it serves) and their settings (tracing), environment,
+// every policy's actions on every resource with its conditions, managed policies (as SAM's own
+// transform attaches them), triggers, table and indexes, queues and their policy, key, bucket,
+// topic, alarms, dashboard, the API Gateway logging role and account, parameters, conditions and
+// outputs. Run after `cdk synth` (scripts/cdk-check.sh):
 //   FORGEBENCH_SAM_TEMPLATE (default ../template.yaml) and FORGEBENCH_CDK_TEMPLATE (default
 //   cdk.out/forgebench-cdk.template.json) choose the two sides.
 import * as assert from 'node:assert/strict';
@@ -44,8 +45,9 @@ test('the API definition still carries the gateway responses of openapi.yaml', (
   assert.deepEqual(responses, sam.definition['x-amazon-apigateway-gateway-responses']);
 });
 
-test('both deploy the same functions with the same settings, environment and triggers', () => {
+test('both deploy the same functions, each serving the same route, with the same settings, environment and triggers', () => {
   assert.equal(Object.keys(sam.functions).length, FUNCTIONS.length);
+  assert.equal(new Set(Object.values(sam.functions).map((f) => f.route)).size, FUNCTIONS.length, 'two SAM functions serve the same FORGEBENCH_ROUTE');
   const d = only(/^(functions: |\S+Function \(\S+\) (?!policy|managed policies))/);
   assert.deepEqual(d, [], report(d));
 });
@@ -103,6 +105,21 @@ test('the comparison fails when one side adds a route, a function or a permissio
   assert.match(fn.join('\n'), /functions: only in SAM: ExtraFunction/);
   const permission = perturbed((m) => m.functions['GetMeFunction (get-me)']!.permissions.push('Allow dynamodb:Scan on {{Table.Arn}}'));
   assert.match(permission.join('\n'), /GetMeFunction \(get-me\) policy: only in SAM: Allow dynamodb:Scan/);
+  const binary = perturbed((m) => {
+    m.functions['GetMeFunction (get-me)']!.binary = 'get-me';
+  });
+  assert.match(binary.join('\n'), /GetMeFunction \(get-me\) binary: SAM builds "get-me", not gateway/);
+  const serves = perturbed((m) => {
+    // The CDK side's GetMeFunction still serves get-me.
+    const fn = m.functions['GetMeFunction (get-me)']!;
+    delete m.functions['GetMeFunction (get-me)'];
+    m.functions['GetMeFunction (get-task)'] = { ...fn, route: 'get-task', env: { ...fn.env, FORGEBENCH_ROUTE: 'get-task' } };
+  });
+  assert.match(serves.join('\n'), /functions: only in SAM: GetMeFunction \(get-task\)\n(.*\n)*functions: only in CDK: GetMeFunction \(get-me\)/);
+  const routeName = perturbed((m) => {
+    m.functions['GetMeFunction (get-me)']!.route = 'get-task';
+  });
+  assert.match(routeName.join('\n'), /GetMeFunction \(get-me\) FORGEBENCH_ROUTE: SAM "get-task" but CDK "get-me"/);
   const timeout = perturbed((m) => {
     m.functions['OpenTaskFunction (open-task)']!.settings.Timeout = 36;
   });

@@ -66,6 +66,10 @@ export function canon(v: Json, name: (logicalId: string) => string): Json {
 }
 
 export interface FunctionModel {
+  /** The `FORGEBENCH_ROUTE` the function sets: what the gateway binary serves in it. */
+  route: Json;
+  /** The cargo binary SAM builds for it (`Metadata.BuildProperties.Binary`); the SAM side only. */
+  binary?: Json;
   settings: Record<string, Json>;
   env: Record<string, Json>;
   /** `Allow <action> on <resource> [if <condition>]`, one per action and resource. */
@@ -90,6 +94,9 @@ export interface Model {
   resources: Record<string, Json>;
   outputs: Record<string, Json>;
 }
+
+/** The cargo binary (functions/gateway) every SAM function builds and runs. */
+const GATEWAY_BINARY = 'gateway';
 
 const PARAMETER_FIELDS = ['Type', 'Default', 'AllowedValues', 'AllowedPattern', 'MinValue', 'MaxValue', 'NoEcho'];
 const SAM_FUNCTION_PROPERTIES = new Set([
@@ -149,14 +156,14 @@ const PARTITION_REGION: Record<Partition, string> = { aws: 'us-east-1', 'aws-cn'
  * The SAM template after SAM's own transform (aws-sam-translator, offline: test/sam-translate.py),
  * as CloudFormation gets it in a region of `partition`. The Python with samtranslator is
  * FORGEBENCH_SAM_PYTHON, or the project's .local/venv (scripts/install.sh with
- * FORGEBENCH_INSTALL_DEPLOY_TOOLS=1 installs aws-sam-cli, which brings it).
+ * `deploy` installs aws-sam-cli, which brings it).
  */
 export function samTransformed(templatePath: string, partition: Partition = 'aws'): Json {
   const root = path.resolve(__dirname, '..', '..', '..', '..');
   const script = path.join(root, 'infra', 'cdk', 'test', 'sam-translate.py');
   const python = process.env.FORGEBENCH_SAM_PYTHON ?? path.join(root, '.local', 'venv', 'bin', 'python');
   if (!fs.existsSync(python)) {
-    throw new Error(`${python} is missing: the drift test runs SAM's transform (aws-sam-translator); run FORGEBENCH_INSTALL_DEPLOY_TOOLS=1 scripts/install.sh or set FORGEBENCH_SAM_PYTHON`);
+    throw new Error(`${python} is missing: the drift test runs SAM's transform (aws-sam-translator); run scripts/install.sh deploy or set FORGEBENCH_SAM_PYTHON`);
   }
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
@@ -236,7 +243,10 @@ export function samModel(templatePath: string, partition: Partition = 'aws'): Mo
           triggers.push(`sqs ${canon(e.Properties.Queue, name)} batch=${e.Properties.BatchSize} ${[].concat(e.Properties.FunctionResponseTypes ?? []).join(',')}`);
         } else throw new Error(`${id}: event type ${e.Type} is not modelled`);
       }
-      functions[`${id} (${r.Metadata?.BuildProperties?.Binary})`] = {
+      // Every function runs the one gateway binary: named by the route it serves.
+      functions[`${id} (${env.FORGEBENCH_ROUTE})`] = {
+        route: env.FORGEBENCH_ROUTE,
+        binary: r.Metadata?.BuildProperties?.Binary,
         settings,
         env,
         permissions: permissionsOf(statements, name),
@@ -388,9 +398,11 @@ export function cdkModel(templatePath: string, partition: Partition = 'aws'): Mo
           triggers.push(`sqs ${canon(x.Properties.EventSourceArn, name)} batch=${x.Properties.BatchSize} ${[].concat(x.Properties.FunctionResponseTypes ?? []).join(',')}`);
         }
       }
+      const env = canon(p.Environment?.Variables ?? {}, name);
       functions[`${name(id)} (${r.Metadata?.['forgebench:function']})`] = {
+        route: env.FORGEBENCH_ROUTE,
         settings,
-        env: canon(p.Environment?.Variables ?? {}, name),
+        env,
         permissions: permissionsOf(policiesOf(roleId), name),
         managedPolicies: (role.Properties.ManagedPolicyArns ?? []).map((m: Json) => managedArn(canon(m, name))).sort(),
         triggers,
@@ -435,8 +447,11 @@ export function differences(sam: Model, cdk: Model): string[] {
   for (const d of deepDifferences(sam.stage, cdk.stage, '')) out.push(`API and stage: ${d}`);
   sets('functions', Object.keys(sam.functions), Object.keys(cdk.functions));
   for (const [fn, s] of Object.entries(sam.functions)) {
+    if (s.binary !== GATEWAY_BINARY) out.push(`${fn} binary: SAM builds ${JSON.stringify(s.binary)}, not ${GATEWAY_BINARY} (the one binary every function runs)`);
+    if (typeof s.route !== 'string' || s.route === '') out.push(`${fn} FORGEBENCH_ROUTE: SAM sets none`);
     const c = cdk.functions[fn];
     if (!c) continue;
+    equal(`${fn} FORGEBENCH_ROUTE`, s.route, c.route);
     for (const f of new Set([...Object.keys(s.settings), ...Object.keys(c.settings)])) equal(`${fn} ${f}`, s.settings[f], c.settings[f]);
     sets(`${fn} environment`, Object.entries(s.env).map((e) => e.join('=')), Object.entries(c.env).map((e) => e.join('=')));
     sets(`${fn} policy`, s.permissions, c.permissions);

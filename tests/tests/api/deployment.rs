@@ -1,5 +1,5 @@
-//! The route table, the function crates and the SAM template agree: every route has its own
-//! function crate serving exactly it, and the template deploys that crate at that method and path.
+//! The route table and the SAM template agree: every route has its own function, each running the
+//! one gateway binary with its `FORGEBENCH_ROUTE`, deployed at that route's method and path.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -11,10 +11,18 @@ fn template() -> serde_norway::Value {
     serde_norway::from_str(TEMPLATE).expect("template parses")
 }
 
+/// The route a function of the template serves: its `FORGEBENCH_ROUTE`.
+pub fn route_of(function: &serde_norway::Value) -> Option<String> {
+    function["Properties"]["Environment"]["Variables"]["FORGEBENCH_ROUTE"]
+        .as_str()
+        .map(str::to_owned)
+}
+
 #[test]
-fn every_route_is_one_function_crate_that_serves_exactly_it() {
+fn every_function_runs_the_one_gateway_binary_for_its_own_route_of_the_table() {
+    // functions/ holds one crate, whose one binary is the gateway.
     let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
-    let crates: BTreeSet<String> = std::fs::read_dir(&functions)
+    let crates: Vec<String> = std::fs::read_dir(&functions)
         .expect("functions/")
         .map(|entry| {
             entry
@@ -24,25 +32,37 @@ fn every_route_is_one_function_crate_that_serves_exactly_it() {
                 .into_owned()
         })
         .collect();
-    for route in Route::ALL {
-        let name = route.name();
-        assert!(crates.contains(&name), "no crate functions/{name}");
-        let main =
-            std::fs::read_to_string(functions.join(&name).join("src/main.rs")).expect("main.rs");
-        assert!(
-            main.contains(&format!("Route::{route:?})")),
-            "functions/{name} serves another route"
+    assert_eq!(crates, ["gateway"]);
+    let manifest =
+        std::fs::read_to_string(functions.join("gateway/Cargo.toml")).expect("Cargo.toml");
+    assert!(manifest.contains("name = \"gateway\""), "{manifest}");
+
+    let document = template();
+    let mut served = Vec::new();
+    for (id, resource) in document["Resources"].as_mapping().expect("Resources") {
+        if resource["Type"] != "AWS::Serverless::Function" {
+            continue;
+        }
+        let id = id.as_str().unwrap();
+        assert_eq!(
+            resource["Metadata"]["BuildMethod"], "rust-cargolambda",
+            "{id}"
         );
+        assert_eq!(
+            resource["Metadata"]["BuildProperties"]["Binary"], "gateway",
+            "{id}"
+        );
+        assert_eq!(resource["Properties"]["CodeUri"], "..", "{id}");
+        let route = route_of(resource).unwrap_or_else(|| panic!("{id} names no FORGEBENCH_ROUTE"));
+        let function = forgebench::Function::from_configured(Some(&route))
+            .unwrap_or_else(|error| panic!("{id}: {error}"));
+        served.push(function.name());
     }
-    let expected: BTreeSet<String> = Route::ALL
-        .iter()
-        .map(|route| route.name())
-        .chain(["sweep-deadlines".to_owned(), "push-worker".to_owned()])
-        .collect();
-    assert_eq!(
-        crates, expected,
-        "a function crate without a route, or the reverse"
-    );
+    let mut expected: Vec<String> = forgebench::Function::all().map(|f| f.name()).collect();
+    served.sort();
+    expected.sort();
+    // One function per route, the push worker and the sweeper; none twice, none missing.
+    assert_eq!(served, expected);
 }
 
 fn openapi() -> serde_norway::Value {
@@ -89,8 +109,7 @@ fn openapi_the_template_the_route_table_and_the_crates_agree() {
     let binary_of = |resource: &str| {
         resources
             .get(serde_norway::Value::from(resource))
-            .and_then(|function| function["Metadata"]["BuildProperties"]["Binary"].as_str())
-            .map(str::to_owned)
+            .and_then(route_of)
     };
     // OpenAPI operation -> template function -> binary, against the route table.
     let from_openapi: BTreeSet<(String, String, String)> = openapi_routes()
@@ -133,11 +152,7 @@ fn openapi_the_template_the_route_table_and_the_crates_agree() {
                 permitted.insert(binary_of(&function).expect("permission for a function"));
             }
             Some("AWS::Serverless::Function") => {
-                assert_eq!(resource["Metadata"]["BuildMethod"], "rust-cargolambda");
-                let binary = resource["Metadata"]["BuildProperties"]["Binary"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned();
+                let binary = route_of(resource).expect("every function names its route");
                 let events = resource["Properties"]["Events"]
                     .as_mapping()
                     .cloned()

@@ -9,7 +9,7 @@ use forgebench::store::schema::TEMPLATE;
 use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Recorder, Reply};
 use serde_json::{json, Value};
 
-/// `binary -> its policy statements`, read from the template's inline policies.
+/// `function (its FORGEBENCH_ROUTE) -> its policy statements`, read from the template's inline policies.
 fn statements() -> BTreeMap<String, Vec<serde_norway::Value>> {
     let document: serde_norway::Value = serde_norway::from_str(TEMPLATE).unwrap();
     let mut all = BTreeMap::new();
@@ -17,10 +17,7 @@ fn statements() -> BTreeMap<String, Vec<serde_norway::Value>> {
         if resource["Type"] != "AWS::Serverless::Function" {
             continue;
         }
-        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let binary = crate::deployment::route_of(resource).expect("FORGEBENCH_ROUTE");
         let mut statements = Vec::new();
         for policy in resource["Properties"]["Policies"].as_sequence().unwrap() {
             statements.extend(
@@ -193,7 +190,7 @@ fn is_key_use_statement(statement: &serde_norway::Value) -> bool {
             == serde_norway::from_str::<serde_norway::Value>("[pk, sk, last_used_at]").unwrap()
 }
 
-/// `binary -> allowed actions`, leaving out the key-use statement.
+/// `function (its FORGEBENCH_ROUTE) -> allowed actions`, leaving out the key-use statement.
 fn actions_beyond_key_use() -> BTreeMap<String, BTreeSet<String>> {
     let document: serde_norway::Value = serde_norway::from_str(TEMPLATE).unwrap();
     let mut allowed = BTreeMap::new();
@@ -201,10 +198,7 @@ fn actions_beyond_key_use() -> BTreeMap<String, BTreeSet<String>> {
         if resource["Type"] != "AWS::Serverless::Function" {
             continue;
         }
-        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let binary = crate::deployment::route_of(resource).expect("FORGEBENCH_ROUTE");
         let mut actions = BTreeSet::new();
         for policy in resource["Properties"]["Policies"].as_sequence().unwrap() {
             for statement in policy["Statement"].as_sequence().unwrap() {

@@ -1,6 +1,0 @@
-//! Lambda function for `GET /v1/agents/{agent}/a2a/tasks/{task}`: A2A 1.0 HTTP+JSON GetTask.
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    forgebench::runtime::serve_route(forgebench::Route::A2aGetTask).await
-}

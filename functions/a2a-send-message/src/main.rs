@@ -1,6 +1,0 @@
-//! Lambda function for `POST /v1/agents/{agent}/a2a/message:send`: A2A 1.0 HTTP+JSON SendMessage.
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    forgebench::runtime::serve_route(forgebench::Route::A2aSendMessage).await
-}

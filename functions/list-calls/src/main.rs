@@ -1,6 +1,0 @@
-//! Lambda function for `GET /v1/calls`.
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    forgebench::runtime::serve_route(forgebench::Route::ListCalls).await
-}

@@ -1,6 +1,0 @@
-//! Lambda function for `GET /v1/agents/{agent}/tasks/{task_id}/attempts`.
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    forgebench::runtime::serve_route(forgebench::Route::ListDeliveryAttempts).await
-}
