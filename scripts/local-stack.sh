@@ -35,7 +35,7 @@ wait_for() { # name url seconds
 }
 
 start() {
-  "$root/scripts/install.sh"
+  "$root/scripts/install.sh" stack
   mkdir -p "$run_dir"
   if ! answers "http://127.0.0.1:$ddb_port"; then
     local jar_dir

@@ -16,6 +16,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+scripts/install.sh schemathesis
 examples=${FORGEBENCH_SCHEMATHESIS_EXAMPLES:-5}
 # A free port unless one is named, so a second gateway on this machine cannot answer for ours.
 . scripts/lib/local-gateway.sh
