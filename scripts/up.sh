@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Brings the whole gateway up locally from a fresh clone: installs what is missing, starts the
-# local AWS stack (DynamoDB Local, moto for SQS, KMS and S3), builds and starts the gateway, which
-# creates its table from infra/template.yaml. Prints the URL and the operator key.
+# Brings the whole gateway up locally from a fresh clone: installs what running it needs (and only
+# that: the test and deployment tools come with the commands that use them), starts the local AWS
+# stack (DynamoDB Local, moto for SQS, KMS and S3) while the gateway builds, then starts the
+# gateway, which creates its table from infra/template.yaml. Prints each step's time, the URL and
+# the operator key.
 #   FORGEBENCH_LISTEN        address to serve on (default 127.0.0.1:8080; 0.0.0.0:8080 for all)
 #   FORGEBENCH_OPERATOR_KEY  operator key (default: a new random one, printed below)
 #   FORGEBENCH_TABLE         table name (default forgebench)
@@ -14,7 +16,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-scripts/local-stack.sh start
+steps_logs="$root/.local/logs/up"
+. scripts/lib/steps.sh
+
+# The emulators install and start while cargo builds: neither waits for the other.
+spawn local-stack scripts/local-stack.sh start
+step "build the local gateway" cargo build --locked -p forgebench-local
+await local-stack
+print_step_times
 eval "$(scripts/local-stack.sh env)"
 export FORGEBENCH_TABLE=${FORGEBENCH_TABLE:-forgebench}
 export FORGEBENCH_LISTEN=${FORGEBENCH_LISTEN:-127.0.0.1:8080}
@@ -24,7 +33,6 @@ if [ -z "${FORGEBENCH_OPERATOR_KEY:-}" ]; then
   export FORGEBENCH_OPERATOR_KEY
 fi
 
-cargo build --locked -p forgebench-local
 url="http://${FORGEBENCH_LISTEN/0.0.0.0/127.0.0.1}"
 export FORGEBENCH_PUBLIC_URL=${FORGEBENCH_PUBLIC_URL:-$url}
 cat >&2 <<INFO

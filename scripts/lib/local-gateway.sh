@@ -3,7 +3,10 @@
 #   free_port                  prints a free loopback port
 #   start_local_gateway BASE LOG
 #                              starts target/debug/forgebench-local (FORGEBENCH_LISTEN and the
-#                              rest come from the caller's environment) logging to LOG, stops it
+#                              rest come from the caller's environment; built first unless
+#                              FORGEBENCH_GATEWAY_BUILT=1 says the caller has built it, so a
+#                              suite beside a running cargo does not wait for its lock) logging
+#                              to LOG, stops it
 #                              when the calling script exits, and waits until BASE answers; if it
 #                              does not come up, prints its log and exits 1.
 free_port() {
@@ -12,7 +15,7 @@ free_port() {
 
 start_local_gateway() {
   local base=$1 log=$2
-  cargo build --quiet --locked -p forgebench-local
+  [ "${FORGEBENCH_GATEWAY_BUILT:-0}" = 1 ] || cargo build --quiet --locked -p forgebench-local
   target/debug/forgebench-local >"$log" 2>&1 &
   local_gateway_pid=$!
   trap 'kill $local_gateway_pid 2>/dev/null || true' EXIT

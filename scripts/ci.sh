@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Everything CI checks, from a clean clone: the README's test command (format, lints, build, unit
+# and integration tests, both SDKs' suites with the docs' samples) plus cargo-deny, the deployment
+# checks (template lints, `sam build` of the arm64 release artifact, the CDK app), schemathesis
+# against the API document, and short runs of every benchmark (so none rots). Installs and starts
+# everything it needs. Steps that mostly wait run beside the ones that compute; each step's time
+# is printed at the end, and the test suites' summaries close the output.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+. scripts/lib/steps.sh
+
+export FORGEBENCH_DYNAMODB_PORT=${FORGEBENCH_TEST_DYNAMODB_PORT:-8010}
+export FORGEBENCH_MOTO_PORT=${FORGEBENCH_TEST_MOTO_PORT:-5010}
+at_exit scripts/local-stack.sh stop
+
+# Tools come from PyPI and npm while cargo compiles.
+spawn install scripts/install.sh deploy tests schemathesis deny
+step "format: cargo fmt --check" cargo fmt --all -- --check
+step "lints: cargo clippy -D warnings" cargo clippy --workspace --all-targets --locked -- -D warnings
+await install
+
+# The deployable artifact (release, arm64) builds beside the debug build and the tests: its long
+# single-crate stretches leave a core free much of the time.
+spawn deploy-build scripts/check-deploy.sh build
+spawn deploy-lint scripts/check-deploy.sh lint
+spawn local-stack scripts/local-stack.sh start
+
+cargo_deny() { PATH="$root/.local/cargo/bin:$PATH" cargo deny --locked "$@"; }
+dependency_checks() {
+  if cargo_deny fetch db; then
+    cargo_deny check
+  else
+    # The RustSec database is a git repository on GitHub: a machine that cannot reach it still
+    # checks the rest, and says loudly that advisories were not checked.
+    echo "WARNING: cargo deny: the advisory database could not be fetched; advisories NOT checked" >&2
+    cargo_deny check bans licenses sources
+  fi
+}
+spawn cargo-deny dependency_checks
+
+step "build every crate" cargo build --workspace --locked
+export FORGEBENCH_GATEWAY_BUILT=1
+await local-stack
+eval "$(scripts/local-stack.sh env)"
+
+spawn schemathesis scripts/schemathesis.sh
+spawn sdk-suites scripts/sdk-tests.sh
+rust_tests() {
+  cargo nextest run --workspace --locked --no-fail-fast 2>&1 | tee "$steps_logs/rust-tests.log"
+}
+step "unit and integration tests (nextest)" rust_tests
+await sdk-suites schemathesis cargo-deny deploy-lint
+
+benchmarks() {
+  local bench=(cargo run --quiet --locked -p forgebench-bench --bin)
+  echo "== benchmark (short: 6 s idle waits): one pull task's DynamoDB calls, long-poll cost, answer latency" >&2
+  "${bench[@]}" pull-lifecycle -- 6
+  echo "== benchmark (short): push delivery beside a direct POST, and its hot path's calls" >&2
+  "${bench[@]}" push-delivery -- 10 40 20
+  echo "== benchmark (short): event streams beside the long poll" >&2
+  "${bench[@]}" event-streams -- 8 6
+  echo "== benchmark (short): task search beside a full Scan" >&2
+  "${bench[@]}" search -- 2000 3
+  echo "== benchmark (short): claims beside raw conditional writes, 1 to 8 pollers" >&2
+  "${bench[@]}" claims -- 100
+  echo "== benchmark (short): claims, idle waits and search with 10x and 100x the history" >&2
+  "${bench[@]}" history -- 20 20 3
+  echo "== benchmark (short): cost per million tasks, pull and push" >&2
+  "${bench[@]}" cost -- 20
+}
+step "benchmarks (short runs)" benchmarks
+await deploy-build
+
+print_step_times
+# The closing lines: each suite's own summary, the Rust tests' last.
+grep -hE '^schemathesis: [0-9]+ cases|^(=+ .*(passed|failed).* =+|# (pass|fail) [0-9]+)$' \
+  "$steps_logs/schemathesis.log" "$steps_logs/sdk-suites.log" >&2 || true
+grep -E '^ +Summary \[' "$steps_logs/rust-tests.log" | tail -n 1

@@ -1,0 +1,83 @@
+# Sourced by the scripts that run several steps (test.sh, ci.sh): runs each step in the foreground
+# or in the background with its output in a log of its own, times it, and prints a table of every
+# step's time at the end. Defines:
+#   step NAME COMMAND...     runs COMMAND now; its output goes to this terminal
+#   spawn NAME COMMAND...    starts COMMAND in the background, its output in $steps_logs/NAME.log
+#   await NAME...            waits for spawned steps; a failed one prints its log and fails
+#   at_exit COMMAND          runs COMMAND when the script exits (before the table)
+#   print_step_times         the table (printed on exit)
+# Every step runs with `set -e` semantics: a failing step fails the script, after the table.
+steps_logs=${steps_logs:-"$root/.local/logs"}
+mkdir -p "$steps_logs"
+steps_started=$(date +%s)
+declare -A step_pid=() step_begin=()
+step_times=()
+
+_step_record() { # name seconds status
+  step_times+=("$(printf '%-44s %5d s  %s' "$1" "$2" "$3")")
+}
+
+steps_printed=0
+print_step_times() {
+  [ $steps_printed = 0 ] || return 0
+  steps_printed=1
+  local total=$(( $(date +%s) - steps_started ))
+  {
+    echo
+    echo "== step times ($(basename "$0"), $total s in all; steps in parallel overlap)"
+    printf '%s\n' "${step_times[@]}"
+  } >&2
+}
+
+step() {
+  local name=$1 begin status=0
+  shift
+  echo "== $name" >&2
+  begin=$(date +%s)
+  "$@" || status=$?
+  _step_record "$name" $(( $(date +%s) - begin )) "$([ $status = 0 ] && echo ok || echo "FAILED ($status)")"
+  if [ $status != 0 ]; then
+    echo "== $name failed ($status)" >&2
+    exit $status
+  fi
+}
+
+spawn() {
+  local name=$1
+  shift
+  echo "== $name (in the background; log: ${steps_logs#"$root/"}/$name.log)" >&2
+  step_begin[$name]=$(date +%s)
+  ("$@") >"$steps_logs/$name.log" 2>&1 &
+  step_pid[$name]=$!
+}
+
+await() {
+  local name status failed=0
+  for name in "$@"; do
+    status=0
+    wait "${step_pid[$name]}" || status=$?
+    _step_record "$name" $(( $(date +%s) - ${step_begin[$name]} )) "$([ $status = 0 ] && echo ok || echo "FAILED ($status)")"
+    if [ $status != 0 ]; then
+      echo "== $name failed ($status); its log (${steps_logs#"$root/"}/$name.log):" >&2
+      cat "$steps_logs/$name.log" >&2
+      failed=$status
+    else
+      echo "== $name done" >&2
+    fi
+  done
+  [ $failed = 0 ] || exit $failed
+}
+
+steps_at_exit=()
+at_exit() { steps_at_exit+=("$*"); }
+_steps_exit() {
+  local status=$? command pid
+  # A step still running when the script stops (another failed) is stopped with it.
+  for pid in "${step_pid[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then pkill -TERM -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; fi
+  done
+  for command in "${steps_at_exit[@]}"; do eval "$command" || true; done
+  print_step_times
+  exit $status
+}
+trap _steps_exit EXIT
