@@ -78,91 +78,114 @@ use futures::StreamExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancel_and_result_at_the_same_moment_exactly_one_wins_every_time() {
-    const ROUNDS: usize = 200;
+    // 200 races, run as 4 lanes of 50 at once, each lane on its own caller and callee so a
+    // lane's claim can only take that lane's task.
+    const LANES: usize = 4;
+    const ROUNDS_PER_LANE: usize = 50;
     let app = spawn_app().await;
-    let pair = app.pair().await;
-    let (mut canceled_wins, mut completed_wins) = (0, 0);
-    for round in 0..ROUNDS {
-        let opened = app
-            .open_task(
-                &pair.caller.key,
-                &pair.callee.name,
-                text_message(&format!("{round}")),
-                0,
-            )
-            .await;
-        let task_id = opened.field("id");
-        assert_eq!(app.claim(&pair.callee.key, 1).await.field("id"), task_id);
-        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
-        let cancel = {
-            let (base, key, callee, id, barrier) = (
-                app.base.clone(),
-                pair.caller.key.clone(),
-                pair.callee.name.clone(),
-                task_id.clone(),
-                barrier.clone(),
-            );
-            tokio::spawn(async move {
-                let request = reqwest::Client::new()
-                    .post(format!("{base}/v1/agents/{callee}/tasks/{id}/cancel"))
-                    .bearer_auth(key);
-                barrier.wait().await;
-                let response = request.send().await.unwrap();
-                (
-                    response.status().as_u16(),
-                    response.json::<Value>().await.unwrap(),
-                )
-            })
-        };
-        let result = {
-            let (base, key, id, barrier) = (
-                app.base.clone(),
-                pair.callee.key.clone(),
-                task_id.clone(),
-                barrier.clone(),
-            );
-            tokio::spawn(async move {
-                let request = reqwest::Client::new()
-                    .post(format!("{base}/v1/agents/me/tasks/{id}/result"))
-                    .bearer_auth(key)
-                    .json(&json!({"state": "completed", "artifacts": []}));
-                barrier.wait().await;
-                let response = request.send().await.unwrap();
-                (
-                    response.status().as_u16(),
-                    response.json::<Value>().await.unwrap(),
-                )
-            })
-        };
-        let (cancel_status, cancel_body) = cancel.await.unwrap();
-        let (result_status, result_body) = result.await.unwrap();
-        assert_eq!(cancel_status, 200, "cancel always answers 200 ({round})");
-        let final_state = app
-            .app
-            .store
-            .get_task(&task_id.as_str().into())
-            .await
-            .unwrap()
-            .unwrap()
-            .state;
-        match (result_status, cancel_body["status"]["state"].as_str()) {
-            (200, Some("completed")) => {
-                // The result won; the cancel was a no-op on a finished task.
-                assert_eq!(result_body["status"]["state"], "completed");
-                assert_eq!(final_state, forgebench::domain::TaskState::Completed);
-                completed_wins += 1;
+    let lanes = (0..LANES).map(|lane| {
+        let app = &app;
+        async move {
+            let pair = app.pair().await;
+            let mut wins = Vec::new();
+            for round in 0..ROUNDS_PER_LANE {
+                wins.push(race_cancel_and_result(app, &pair, &format!("{lane}.{round}")).await);
             }
-            (409, Some("canceled")) => {
-                assert_eq!(
-                    result_body,
-                    json!({"detail": {"code": "task_not_working", "state": "canceled"}})
-                );
-                assert_eq!(final_state, forgebench::domain::TaskState::Canceled);
-                canceled_wins += 1;
-            }
-            other => panic!("round {round}: both or neither won: {other:?} {result_body}"),
+            wins
         }
-    }
-    assert_eq!(canceled_wins + completed_wins, ROUNDS);
+    });
+    let wins: Vec<Winner> = join_all(lanes).await.into_iter().flatten().collect();
+    let canceled_wins = wins.iter().filter(|w| **w == Winner::Cancel).count();
+    let completed_wins = wins.iter().filter(|w| **w == Winner::Result).count();
+    assert_eq!(canceled_wins + completed_wins, LANES * ROUNDS_PER_LANE);
     println!("cancel won {canceled_wins} rounds, result won {completed_wins}");
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Winner {
+    Cancel,
+    Result,
+}
+
+/// One round: a claimed task, its cancel and its result sent at the same moment; exactly one
+/// wins, and the stored state is the winner's.
+async fn race_cancel_and_result(
+    app: &forgebench_tests::TestApp,
+    pair: &forgebench_tests::Pair,
+    round: &str,
+) -> Winner {
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message(round), 0)
+        .await;
+    let task_id = opened.field("id");
+    assert_eq!(app.claim(&pair.callee.key, 1).await.field("id"), task_id);
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let cancel = {
+        let (base, key, callee, id, barrier) = (
+            app.base.clone(),
+            pair.caller.key.clone(),
+            pair.callee.name.clone(),
+            task_id.clone(),
+            barrier.clone(),
+        );
+        tokio::spawn(async move {
+            let request = reqwest::Client::new()
+                .post(format!("{base}/v1/agents/{callee}/tasks/{id}/cancel"))
+                .bearer_auth(key);
+            barrier.wait().await;
+            let response = request.send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap(),
+            )
+        })
+    };
+    let result = {
+        let (base, key, id, barrier) = (
+            app.base.clone(),
+            pair.callee.key.clone(),
+            task_id.clone(),
+            barrier.clone(),
+        );
+        tokio::spawn(async move {
+            let request = reqwest::Client::new()
+                .post(format!("{base}/v1/agents/me/tasks/{id}/result"))
+                .bearer_auth(key)
+                .json(&json!({"state": "completed", "artifacts": []}));
+            barrier.wait().await;
+            let response = request.send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap(),
+            )
+        })
+    };
+    let (cancel_status, cancel_body) = cancel.await.unwrap();
+    let (result_status, result_body) = result.await.unwrap();
+    assert_eq!(cancel_status, 200, "cancel always answers 200 ({round})");
+    let final_state = app
+        .app
+        .store
+        .get_task(&task_id.as_str().into())
+        .await
+        .unwrap()
+        .unwrap()
+        .state;
+    match (result_status, cancel_body["status"]["state"].as_str()) {
+        (200, Some("completed")) => {
+            // The result won; the cancel was a no-op on a finished task.
+            assert_eq!(result_body["status"]["state"], "completed");
+            assert_eq!(final_state, forgebench::domain::TaskState::Completed);
+            Winner::Result
+        }
+        (409, Some("canceled")) => {
+            assert_eq!(
+                result_body,
+                json!({"detail": {"code": "task_not_working", "state": "canceled"}})
+            );
+            assert_eq!(final_state, forgebench::domain::TaskState::Canceled);
+            Winner::Cancel
+        }
+        other => panic!("round {round}: both or neither won: {other:?} {result_body}"),
+    }
 }

@@ -478,8 +478,8 @@ async fn an_agent_holds_at_most_ten_long_polls_at_once_and_gets_its_slots_back()
             })
         })
         .collect();
-    // Time for all ten to hold their slots, even on a loaded machine.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Until all ten hold their slots (the slot items in the table), however loaded the machine.
+    wait_for_held_slots(&app, &pair.callee.id, max).await;
     let refused = app.claim(&pair.callee.key, 2).await;
     assert_eq!(refused.status, 429, "{}", refused.text);
     assert_eq!(refused.body["detail"]["code"], "too_many_requests");
@@ -499,6 +499,37 @@ async fn an_agent_holds_at_most_ten_long_polls_at_once_and_gets_its_slots_back()
         204,
         "slots given back"
     );
+}
+
+/// Waits until `agent_id` holds `count` long-poll slots: its `POLLS#` items in the table.
+async fn wait_for_held_slots(app: &forgebench_tests::TestApp, agent_id: &str, count: usize) {
+    let started = std::time::Instant::now();
+    loop {
+        let held = app
+            .app
+            .store
+            .client()
+            .query()
+            .table_name(&app.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(
+                ":pk",
+                aws_sdk_dynamodb::types::AttributeValue::S(format!("POLLS#{agent_id}")),
+            )
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("query the slots")
+            .count as usize;
+        if held >= count {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{held} of {count} slots held after 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[test]
