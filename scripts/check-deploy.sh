@@ -7,6 +7,10 @@
 #   scripts/check-deploy.sh          every step
 #   scripts/check-deploy.sh lint     the template checks only (no build)
 #   scripts/check-deploy.sh build    sam build, the artifact checks and the CDK app only
+# FORGEBENCH_DEPLOY_BUILD=debug has `sam build` build the same binary for the same target (arm64)
+# through the same path with cargo's dev profile instead of release (SAM_BUILD_MODE=debug): what
+# CI runs, since the release build alone took longer than the rest of a CI run's compiling
+# (docs/loop.md). A deploy builds release.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -38,7 +42,11 @@ build() {
   # `sam build` runs `cargo lambda build --release --arm64 --bin gateway` over the workspace's
   # default member (functions/gateway) once for the functions that share that build definition,
   # all of them here, and copies the bootstrap into each function's artifact.
-  step "sam build (the gateway binary for arm64 in release mode, as a deploy builds it)"
+  local mode=${FORGEBENCH_DEPLOY_BUILD:-release}
+  case $mode in release | debug) ;; *) echo "FORGEBENCH_DEPLOY_BUILD is release or debug, not $mode" >&2; exit 2 ;; esac
+  step "sam build (the gateway binary for arm64, $mode profile, as a deploy builds it)"
+  # SAM's own switch: SAM_BUILD_MODE=debug drops cargo-lambda's --release; it has no other value.
+  if [ "$mode" = debug ]; then export SAM_BUILD_MODE=debug; else unset SAM_BUILD_MODE; fi
   sam build --beta-features -t infra/template.yaml --build-dir target/sam-build >/dev/null
   took
 
@@ -56,7 +64,7 @@ build() {
   mkdir -p target/lambda-arm64/gateway
   cp "target/sam-build/$(echo "$functions" | head -n 1)/bootstrap" target/lambda-arm64/gateway/bootstrap
   awk -v n="$count" -v bytes="$(stat -c %s target/lambda-arm64/gateway/bootstrap)" \
-    'BEGIN { printf "   %d functions, one artifact: gateway bootstrap (arm64, stripped) %.1f MB\n", n, bytes / 1048576 }' >&2
+    -v mode="$mode" 'BEGIN { printf "   %d functions, one artifact: gateway bootstrap (arm64, %s) %.1f MB\n", n, mode, bytes / 1048576 }' >&2
   took
 
   # The CDK path (infra/cdk): strict tsc, offline synth with cdk-nag packaging the build above,

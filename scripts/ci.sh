@@ -20,9 +20,10 @@ step "format: cargo fmt --check" cargo fmt --all -- --check
 step "lints: cargo clippy -D warnings" cargo clippy --workspace --all-targets --locked -- -D warnings
 await install
 
-# The deployable artifact (release, arm64) builds beside the debug build and the tests: its long
-# single-crate stretches leave a core free much of the time.
-spawn deploy-build scripts/check-deploy.sh build
+# The deployed artifact (arm64) builds through sam build, as a deploy builds it, beside the debug
+# build: with cargo's dev profile here (FORGEBENCH_DEPLOY_BUILD=debug), since a release build of
+# the dependency graph costs more CPU than the rest of the run's compiling (docs/loop.md).
+spawn deploy-build env FORGEBENCH_DEPLOY_BUILD=debug scripts/check-deploy.sh build
 spawn deploy-lint scripts/check-deploy.sh lint
 spawn local-stack scripts/local-stack.sh start
 
