@@ -45,6 +45,10 @@ build() {
   local mode=${FORGEBENCH_DEPLOY_BUILD:-release}
   case $mode in release | debug) ;; *) echo "FORGEBENCH_DEPLOY_BUILD is release or debug, not $mode" >&2; exit 2 ;; esac
   step "sam build (the gateway binary for arm64, $mode profile, as a deploy builds it)"
+  # A target directory of its own: cargo's lock on the workspace's would make the debug build
+  # and the tests beside it (scripts/ci.sh) wait for this one, and the arm64 build shares
+  # nothing with them but build scripts.
+  export CARGO_TARGET_DIR=${FORGEBENCH_DEPLOY_TARGET_DIR:-$root/target/deploy}
   # SAM's own switch: SAM_BUILD_MODE=debug drops cargo-lambda's --release; it has no other value.
   if [ "$mode" = debug ]; then export SAM_BUILD_MODE=debug; else unset SAM_BUILD_MODE; fi
   sam build --beta-features -t infra/template.yaml --build-dir target/sam-build >/dev/null

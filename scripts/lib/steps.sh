@@ -7,6 +7,9 @@
 #   at_exit COMMAND          runs COMMAND when the script exits (before the table)
 #   print_step_times         the table (printed on exit)
 # Every step runs with `set -e` semantics: a failing step fails the script, after the table.
+# Each background step in a process group of its own, so a step stopped early is stopped with
+# everything it started.
+set -m
 steps_logs=${steps_logs:-"$root/.local/logs"}
 mkdir -p "$steps_logs"
 steps_started=$(date +%s)
@@ -74,7 +77,7 @@ _steps_exit() {
   local status=$? command pid
   # A step still running when the script stops (another failed) is stopped with it.
   for pid in "${step_pid[@]}"; do
-    if kill -0 "$pid" 2>/dev/null; then pkill -TERM -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; fi
+    kill -TERM -- "-$pid" 2>/dev/null || true
   done
   for command in "${steps_at_exit[@]}"; do eval "$command" || true; done
   print_step_times
