@@ -55,20 +55,23 @@ build() {
   took
 
   step "every function packages the same gateway artifact"
-  local functions artifact first="" count=0
+  # sam build writes the template a deploy packages: each function's CodeUri names the folder
+  # of its artifact. One build definition for all of them means one shared folder.
+  local built=target/sam-build/template.yaml functions uris first
   functions=$(awk '/^  [A-Za-z0-9]+:$/ {id = $1} /Type: AWS::Serverless::Function/ {sub(":", "", id); print id}' infra/template.yaml)
+  uris=$(awk '/^  [A-Za-z0-9]+:$/ {id = $1; sub(":", "", id)} /^      CodeUri: / {print id, $2}' "$built")
   for function in $functions; do
-    artifact="target/sam-build/$function/bootstrap"
-    test -x "$artifact" || { echo "sam build left no bootstrap for $function" >&2; exit 1; }
-    sum=$(sha256sum <"$artifact" | cut -d' ' -f1)
-    [ -z "$first" ] && first=$sum
-    [ "$sum" = "$first" ] || { echo "$function packages another artifact than the others" >&2; exit 1; }
-    count=$((count + 1))
+    uri=$(awk -v id="$function" '$1 == id {print $2}' <<<"$uris")
+    [ -n "$uri" ] || { echo "sam build left no artifact for $function" >&2; exit 1; }
+    test -x "target/sam-build/$uri/bootstrap" || { echo "$function: no bootstrap in target/sam-build/$uri" >&2; exit 1; }
   done
+  first=$(awk 'NR == 1 {print $2}' <<<"$uris")
+  artifacts=$(awk '{print $2}' <<<"$uris" | sort -u | wc -l)
+  [ "$artifacts" = 1 ] || { echo "the functions package $artifacts artifacts, not one:" >&2; echo "$uris" >&2; exit 1; }
   mkdir -p target/lambda-arm64/gateway
-  cp "target/sam-build/$(echo "$functions" | head -n 1)/bootstrap" target/lambda-arm64/gateway/bootstrap
-  awk -v n="$count" -v bytes="$(stat -c %s target/lambda-arm64/gateway/bootstrap)" \
-    -v mode="$mode" 'BEGIN { printf "   %d functions, one artifact: gateway bootstrap (arm64, %s) %.1f MB\n", n, mode, bytes / 1048576 }' >&2
+  cp "target/sam-build/$first/bootstrap" target/lambda-arm64/gateway/bootstrap
+  awk -v n="$(wc -w <<<"$functions")" -v dir="$first" -v bytes="$(stat -c %s target/lambda-arm64/gateway/bootstrap)" \
+    -v mode="$mode" 'BEGIN { printf "   %d functions, one artifact (%s): the gateway bootstrap, arm64, %s profile, %.1f MB\n", n, dir, mode, bytes / 1048576 }' >&2
   took
 
   # The CDK path (infra/cdk): strict tsc, offline synth with cdk-nag packaging the build above,

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Everything CI checks, from a clean clone: the README's test command (format, lints, build, unit
 # and integration tests, both SDKs' suites with the docs' samples) plus cargo-deny, the deployment
-# checks (template lints, `sam build` of the arm64 release artifact, the CDK app), schemathesis
-# against the API document, and short runs of every benchmark (so none rots). Installs and starts
-# everything it needs. Steps that mostly wait run beside the ones that compute; each step's time
-# is printed at the end, and the test suites' summaries close the output.
+# checks (template lints, `sam build` of the arm64 artifact, the CDK app), schemathesis against
+# the API document, and short runs of every benchmark (so none rots). Installs and starts
+# everything it needs. On 2 cores no single build or suite keeps both busy, so the steps run
+# side by side wherever they need nothing from each other; each step's time is printed at the end,
+# and the test suites' summaries close the output.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -14,19 +15,23 @@ export FORGEBENCH_DYNAMODB_PORT=${FORGEBENCH_TEST_DYNAMODB_PORT:-8010}
 export FORGEBENCH_MOTO_PORT=${FORGEBENCH_TEST_MOTO_PORT:-5010}
 at_exit scripts/local-stack.sh stop
 
-# Tools come from PyPI and npm while cargo compiles.
-spawn install scripts/install.sh deploy tests schemathesis deny
 step "format: cargo fmt --check" cargo fmt --all -- --check
-step "lints: cargo clippy -D warnings" cargo clippy --workspace --all-targets --locked -- -D warnings
+# Tools come from PyPI and npm (the deployment tools first) while cargo compiles.
+spawn install scripts/install.sh deploy tests schemathesis deny
+# Lints check the same sources as the build compiles, in a target directory of their own, so
+# neither waits for the other's lock.
+spawn clippy env CARGO_TARGET_DIR="$root/target/clippy" \
+  cargo clippy --workspace --all-targets --locked -- -D warnings
+step "build every crate" cargo build --workspace --locked
+export FORGEBENCH_GATEWAY_BUILT=1
 await install
 
-# The deployed artifact (arm64) builds through sam build, as a deploy builds it, beside the debug
-# build: with cargo's dev profile here (FORGEBENCH_DEPLOY_BUILD=debug), since a release build of
-# the dependency graph costs more CPU than the rest of the run's compiling (docs/loop.md).
+# The deployed artifact (arm64) builds through sam build, as a deploy builds it, in a target
+# directory of its own: with cargo's dev profile here (FORGEBENCH_DEPLOY_BUILD=debug), since a
+# release build of the dependency graph costs more CPU than the rest of the run's compiling
+# (docs/loop.md).
 spawn deploy-build env FORGEBENCH_DEPLOY_BUILD=debug scripts/check-deploy.sh build
 spawn deploy-lint scripts/check-deploy.sh lint
-spawn local-stack scripts/local-stack.sh start
-
 cargo_deny() { PATH="$root/.local/cargo/bin:$PATH" cargo deny --locked "$@"; }
 dependency_checks() {
   if cargo_deny fetch db; then
@@ -39,39 +44,39 @@ dependency_checks() {
   fi
 }
 spawn cargo-deny dependency_checks
-
-step "build every crate" cargo build --workspace --locked
-export FORGEBENCH_GATEWAY_BUILT=1
-await local-stack
+step "local stack" scripts/local-stack.sh start
 eval "$(scripts/local-stack.sh env)"
 
 spawn schemathesis scripts/schemathesis.sh
 spawn sdk-suites scripts/sdk-tests.sh
+# The lints are done before the tests start (they always were, here): a lint failure fails early.
+await clippy
 rust_tests() {
   cargo nextest run --workspace --locked --no-fail-fast 2>&1 | tee "$steps_logs/rust-tests.log"
 }
 step "unit and integration tests (nextest)" rust_tests
-await sdk-suites schemathesis cargo-deny deploy-lint
 
 benchmarks() {
   local bench=(cargo run --quiet --locked -p forgebench-bench --bin)
-  echo "== benchmark (short: 6 s idle waits): one pull task's DynamoDB calls, long-poll cost, answer latency" >&2
+  echo "== benchmark (short: 6 s idle waits): one pull task's DynamoDB calls, long-poll cost, answer latency"
   "${bench[@]}" pull-lifecycle -- 6
-  echo "== benchmark (short): push delivery beside a direct POST, and its hot path's calls" >&2
+  echo "== benchmark (short): push delivery beside a direct POST, and its hot path's calls"
   "${bench[@]}" push-delivery -- 10 40 20
-  echo "== benchmark (short): event streams beside the long poll" >&2
+  echo "== benchmark (short): event streams beside the long poll"
   "${bench[@]}" event-streams -- 8 6
-  echo "== benchmark (short): task search beside a full Scan" >&2
+  echo "== benchmark (short): task search beside a full Scan"
   "${bench[@]}" search -- 2000 3
-  echo "== benchmark (short): claims beside raw conditional writes, 1 to 8 pollers" >&2
+  echo "== benchmark (short): claims beside raw conditional writes, 1 to 8 pollers"
   "${bench[@]}" claims -- 100
-  echo "== benchmark (short): claims, idle waits and search with 10x and 100x the history" >&2
+  echo "== benchmark (short): claims, idle waits and search with 10x and 100x the history"
   "${bench[@]}" history -- 20 20 3
-  echo "== benchmark (short): cost per million tasks, pull and push" >&2
+  echo "== benchmark (short): cost per million tasks, pull and push"
   "${bench[@]}" cost -- 20
 }
-step "benchmarks (short runs)" benchmarks
-await deploy-build
+# The benchmarks run short here, to keep them working; their figures come from scripts/bench.sh.
+spawn benchmarks benchmarks
+await sdk-suites cargo-deny deploy-lint benchmarks schemathesis deploy-build
+cat "$steps_logs/benchmarks.log"
 
 print_step_times
 # The closing lines: each suite's own summary, the Rust tests' last.

@@ -20,23 +20,26 @@ at_exit scripts/local-stack.sh stop
 step "install: the stack and the test tools" scripts/install.sh tests
 spawn local-stack scripts/local-stack.sh start
 step "format: cargo fmt --check" cargo fmt --all -- --check
-step "lints: cargo clippy -D warnings" cargo clippy --workspace --all-targets --locked -- -D warnings
-step "build every crate" cargo build --workspace --locked
+# Lints check the same sources the build compiles, in a target directory of their own so neither
+# waits for the other's lock: together they keep both cores busy where either alone would not.
+spawn clippy env CARGO_TARGET_DIR="$root/target/clippy" \
+  cargo clippy --workspace --all-targets --locked -- -D warnings
+if cargo nextest --version >/dev/null 2>&1; then
+  tests=(cargo nextest run --workspace --locked)
+else
+  tests=(cargo test --workspace --locked)
+fi
+step "build every test" "${tests[@]}" --no-run
+step "build every binary" cargo build --workspace --locked
 export FORGEBENCH_GATEWAY_BUILT=1
-await local-stack
+await clippy local-stack
 eval "$(scripts/local-stack.sh env)"
 
 if [ "${FORGEBENCH_TEST_SDKS:-1}" != 0 ]; then
   # The SDK suites mostly wait on their gateway: they run beside the Rust tests.
   spawn sdk-suites scripts/sdk-tests.sh
 fi
-rust_tests() {
-  if cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run --workspace --locked --no-fail-fast
-  else
-    cargo test --workspace --locked --no-fail-fast
-  fi 2>&1 | tee "$steps_logs/rust-tests.log"
-}
+rust_tests() { "${tests[@]}" --no-fail-fast 2>&1 | tee "$steps_logs/rust-tests.log"; }
 step "unit and integration tests" rust_tests
 if [ "${FORGEBENCH_TEST_SDKS:-1}" != 0 ]; then
   await sdk-suites

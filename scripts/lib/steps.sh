@@ -17,7 +17,7 @@ declare -A step_pid=() step_begin=()
 step_times=()
 
 _step_record() { # name seconds status
-  step_times+=("$(printf '%-44s %5d s  %s' "$1" "$2" "$3")")
+  step_times+=("$(printf '%-56s %5d s  %s' "$1" "$2" "$3")")
 }
 
 steps_printed=0
@@ -50,7 +50,9 @@ spawn() {
   shift
   echo "== $name (in the background; log: ${steps_logs#"$root/"}/$name.log)" >&2
   step_begin[$name]=$(date +%s)
-  ("$@") >"$steps_logs/$name.log" 2>&1 &
+  rm -f "$steps_logs/$name.end"
+  # The step's own end time, so a step awaited late still reports how long it ran.
+  ( ("$@") >"$steps_logs/$name.log" 2>&1; status=$?; date +%s >"$steps_logs/$name.end"; exit $status ) &
   step_pid[$name]=$!
 }
 
@@ -59,7 +61,9 @@ await() {
   for name in "$@"; do
     status=0
     wait "${step_pid[$name]}" || status=$?
-    _step_record "$name" $(( $(date +%s) - ${step_begin[$name]} )) "$([ $status = 0 ] && echo ok || echo "FAILED ($status)")"
+    local end
+    end=$(cat "$steps_logs/$name.end" 2>/dev/null || date +%s)
+    _step_record "$name (beside others)" $(( end - ${step_begin[$name]} )) "$([ $status = 0 ] && echo ok || echo "FAILED ($status)")"
     if [ $status != 0 ]; then
       echo "== $name failed ($status); its log (${steps_logs#"$root/"}/$name.log):" >&2
       cat "$steps_logs/$name.log" >&2
