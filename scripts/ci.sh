@@ -22,14 +22,14 @@ spawn install scripts/install.sh deploy tests schemathesis deny
 # neither waits for the other's lock.
 spawn clippy env CARGO_TARGET_DIR="$root/target/clippy" \
   cargo clippy --workspace --all-targets --locked -- -D warnings
-step "build every crate" cargo build --workspace --locked
+spawn build cargo build --workspace --locked
 export FORGEBENCH_GATEWAY_BUILT=1
 await install
 
-# The deployed artifact (arm64) builds through sam build, as a deploy builds it, in a target
-# directory of its own: with cargo's dev profile here (FORGEBENCH_DEPLOY_BUILD=debug), since a
-# release build of the dependency graph costs more CPU than the rest of the run's compiling
-# (docs/loop.md).
+# The deployed artifact (arm64) builds through sam build, as a deploy builds it, beside the debug
+# build (as soon as the tools are in), in a target directory of its own, with cargo's dev profile
+# here (FORGEBENCH_DEPLOY_BUILD=debug): a release build of the dependency graph costs more CPU
+# than the rest of the run's compiling (docs/loop.md).
 spawn deploy-build env FORGEBENCH_DEPLOY_BUILD=debug scripts/check-deploy.sh build
 spawn deploy-lint scripts/check-deploy.sh lint
 cargo_deny() { PATH="$root/.local/cargo/bin:$PATH" cargo deny --locked "$@"; }
@@ -44,17 +44,20 @@ dependency_checks() {
   fi
 }
 spawn cargo-deny dependency_checks
+await build
 step "local stack" scripts/local-stack.sh start
 eval "$(scripts/local-stack.sh env)"
 
-spawn schemathesis scripts/schemathesis.sh
-spawn sdk-suites scripts/sdk-tests.sh
-# The lints are done before the tests start (they always were, here): a lint failure fails early.
+# The lints are done before the tests start: a lint failure fails early.
 await clippy
+# The Rust tests with only the arm64 build beside them: several of them race real clients
+# against each other and are slowed, not helped, by more company.
 rust_tests() {
   cargo nextest run --workspace --locked --no-fail-fast 2>&1 | tee "$steps_logs/rust-tests.log"
 }
 step "unit and integration tests (nextest)" rust_tests
+spawn schemathesis scripts/schemathesis.sh
+spawn sdk-suites scripts/sdk-tests.sh
 
 benchmarks() {
   local bench=(cargo run --quiet --locked -p forgebench-bench --bin)
