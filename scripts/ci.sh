@@ -83,6 +83,6 @@ cat "$steps_logs/benchmarks.log"
 
 print_step_times
 # The closing lines: each suite's own summary, the Rust tests' last.
-grep -hE '^schemathesis: [0-9]+ cases|^(=+ .*(passed|failed).* =+|# (pass|fail) [0-9]+)$' \
+grep -hE '^schemathesis: [0-9]+ cases|^(=* ?[0-9]+ (passed|failed).*|# (pass|fail) [0-9]+)$' \
   "$steps_logs/schemathesis.log" "$steps_logs/sdk-suites.log" >&2 || true
 grep -E '^ +Summary \[' "$steps_logs/rust-tests.log" | tail -n 1

@@ -47,6 +47,6 @@ fi
 print_step_times
 # The closing lines: each suite's own summary.
 if [ "${FORGEBENCH_TEST_SDKS:-1}" != 0 ]; then
-  grep -E '^(=+ .*(passed|failed).* =+|# (pass|fail) [0-9]+)$' "$steps_logs/sdk-suites.log" >&2 || true
+  grep -E '^(=* ?[0-9]+ (passed|failed).*|# (pass|fail) [0-9]+)$' "$steps_logs/sdk-suites.log" >&2 || true
 fi
 grep -E '^ +Summary \[|^test result:' "$steps_logs/rust-tests.log" | tail -n 1
