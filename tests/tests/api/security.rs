@@ -34,7 +34,7 @@ async fn an_open_that_committed_answers_with_its_task_when_reading_it_again_fail
                 .expect("open")
         })
     };
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    wait_for_a_task_item(&app).await;
     proxy.cut();
     let response = opening.await.unwrap();
     proxy.restore();
@@ -56,6 +56,28 @@ async fn an_open_that_committed_answers_with_its_task_when_reading_it_again_fail
         )
         .await;
     assert_eq!(read.status, 200, "{}", read.text);
+}
+
+/// Waits, reading the store past the proxy, until the open has committed its task: the cut must
+/// come after the commit, however slow the machine.
+async fn wait_for_a_task_item(app: &forgebench_tests::TestApp) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let committed = app.scan_all().await.iter().any(|item| {
+            item.get("pk")
+                .and_then(|pk| pk.as_s().ok())
+                .is_some_and(|pk| pk.starts_with("TASK#"))
+                && item.get("sk").and_then(|sk| sk.as_s().ok()) == Some(&"TASK".to_owned())
+        });
+        if committed {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the open never committed its task"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[test]
