@@ -31,4 +31,5 @@ fi
 cd "$sdk_dir"
 echo "test.sh: mypy --strict over src/ and tests/" >&2
 "$venv/bin/python" -m mypy --strict src tests
-exec "$venv/bin/python" -m pytest "$@"
+# Four at once (pytest-xdist): the tests mostly wait on the gateway, each on a tenant of its own.
+exec "$venv/bin/python" -m pytest -n "${FORGEBENCH_PYTEST_WORKERS:-4}" "$@"
