@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the local gateway from its own OpenAPI document with schemathesis, once per kind of key
-# (operator, viewer, member, admin, agent), every phase (examples, coverage, fuzzing, stateful)
-# and every check: no 5xx, every response matching its schema, no schema-valid request refused
+# (operator, viewer, member, admin, agent; the agent's run in two halves), every phase
+# (examples, coverage, fuzzing, stateful) and every check: no 5xx, every response matching its schema, no schema-valid request refused
 # and no schema-violating request accepted. tests/schemathesis/setup.py makes the ids first and
 # tests/schemathesis/schemathesis.toml puts them into the path parameters, so every operation
 # reaches its logic; tests/schemathesis/hooks.py (SCHEMATHESIS_HOOKS) keeps the rules no schema can
@@ -44,39 +44,47 @@ curl -sf "$base/openapi.json" >"$reports/openapi.json"
 seed=${FORGEBENCH_SCHEMATHESIS_SEED:-20261202}
 echo "== schemathesis seed $seed" >&2
 
+# The A2A binding's REST routes (all but JSON-RPC): the agent key reaches every operation, and its
+# run is split in two along this line so that the two halves take about as long as each other kind.
+a2a_rest='/a2a/(?!jsonrpc$)'
+kinds=(viewer member admin agent agent-a2a)
+
 # One run per kind of key, each on a tenant of its own that setup.py makes for it, so runs at once
 # cannot touch each other's agents, keys or tasks. Its output goes to its own log.
 run_kind() {
-  local kind=$1 key me
+  local kind=$1 key me filter=() phases=examples,coverage,fuzzing,stateful
   eval "$("$python" tests/schemathesis/setup.py "$base" "$FORGEBENCH_OPERATOR_KEY")"
   case $kind in
     operator) key=$ST_OPERATOR_KEY ;;
     viewer) key=$ST_VIEWER_KEY ;;
     member) key=$ST_MEMBER_KEY ;;
     admin) key=$ST_ADMIN_KEY ;;
-    agent) key=$ST_CALLER_KEY ;;
+    agent) key=$ST_CALLER_KEY filter=(--exclude-path-regex "$a2a_rest") ;;
+    # No link of the document joins these operations: no stateful phase for them alone.
+    agent-a2a) key=$ST_CALLER_KEY filter=(--include-path-regex "$a2a_rest")
+      phases=examples,coverage,fuzzing ;;
   esac
-  # The `/v1/agents/me/...` routes take the callee's key in the agent run, the run's key else.
+  # The `/v1/agents/me/...` routes take the callee's key in the agent runs, the run's key else.
   me=$key
-  [ "$kind" = agent ] && me=$ST_CALLEE_KEY
+  [ "$key" = "$ST_CALLER_KEY" ] && me=$ST_CALLEE_KEY
   cd tests/schemathesis && ST_KEY=$key ST_ME_KEY=$me ST_BASE=$base SCHEMATHESIS_HOOKS=hooks \
     PYTHONPATH="$root/tests/schemathesis" "$root/.local/venv/bin/st" run "$base/openapi.json" \
-    --phases examples,coverage,fuzzing,stateful --max-examples "$examples" --seed "$seed" \
-    --generation-database none --no-color \
+    --phases "$phases" --max-examples "$examples" --seed "$seed" \
+    --generation-database none --no-color "${filter[@]}" \
     --report ndjson --report-ndjson-path "$reports/$kind.ndjson"
 }
 
 status=0
 # The operator's run first, alone: it rotates and retires the deployment's signing keys, which
-# every tenant's cards use. Then the four tenant kinds at once.
+# every tenant's cards use. Then the tenant kinds at once.
 echo "== schemathesis with the operator key" >&2
 (run_kind operator) || status=1
 declare -A runs=()
-for kind in viewer member admin agent; do
+for kind in "${kinds[@]}"; do
   (run_kind "$kind") >"$reports/$kind.log" 2>&1 &
   runs[$kind]=$!
 done
-for kind in viewer member admin agent; do
+for kind in "${kinds[@]}"; do
   kind_status=0
   wait "${runs[$kind]}" || kind_status=$?
   echo "== schemathesis with the $kind key (exit $kind_status)" >&2
