@@ -32,13 +32,14 @@ fi
 step "build every test" "${tests[@]}" --no-run
 step "build every binary" cargo build --workspace --locked
 export FORGEBENCH_GATEWAY_BUILT=1
-await clippy local-stack
+await local-stack
 eval "$(scripts/local-stack.sh env)"
-
 if [ "${FORGEBENCH_TEST_SDKS:-1}" != 0 ]; then
-  # The SDK suites mostly wait on their gateway: they run beside the Rust tests.
+  # The SDK suites mostly wait on their gateway: they start while clippy finishes its last
+  # crates (one core's work) and go on beside the Rust tests.
   spawn sdk-suites scripts/sdk-tests.sh
 fi
+await clippy
 rust_tests() { "${tests[@]}" --no-fail-fast 2>&1 | tee "$steps_logs/rust-tests.log"; }
 step "unit and integration tests" rust_tests
 if [ "${FORGEBENCH_TEST_SDKS:-1}" != 0 ]; then
