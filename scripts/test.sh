@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The README's test command: every developer's run. Installs what is missing (the local stack and
 # the tools the integration tests call), starts its own local AWS stack (on ports apart from a dev
-# stack's) while the format and lint checks run, builds every crate, then runs every unit and
-# integration test (nextest) and, beside them, both SDKs' suites with the docs' samples against a
-# local gateway of their own. Prints each step's time.
+# stack's) while the format check and the builds run, builds every crate with clippy's lints
+# failing the build on any warning, then runs every unit and integration test (nextest) and,
+# beside them, both SDKs' suites with the docs' samples against a local gateway of their own.
+# Prints each step's time.
 #
 # CI (scripts/ci.sh) runs this and more: the deployment checks, cargo-deny, schemathesis and the
 # short benchmarks.
@@ -20,26 +21,22 @@ at_exit scripts/local-stack.sh stop
 step "install: the stack and the test tools" scripts/install.sh tests
 spawn local-stack scripts/local-stack.sh start
 step "format: cargo fmt --check" cargo fmt --all -- --check
-# Lints check the same sources the build compiles, in a target directory of their own so neither
-# waits for the other's lock: together they keep both cores busy where either alone would not.
-spawn clippy env CARGO_TARGET_DIR="$root/target/clippy" \
-  cargo clippy --workspace --all-targets --locked -- -D warnings
+# The lints run inside the builds below, on the workspace's own crates (scripts/lib/lint-build.sh).
+. scripts/lib/lint-build.sh
 if cargo nextest --version >/dev/null 2>&1; then
   tests=(cargo nextest run --workspace --locked)
 else
   tests=(cargo test --workspace --locked)
 fi
-step "build every test" "${tests[@]}" --no-run
-step "build every binary" cargo build --workspace --locked
+step "build and lint every test" "${tests[@]}" --no-run
+step "build and lint every other target" cargo build --workspace --all-targets --locked
 export FORGEBENCH_GATEWAY_BUILT=1
 await local-stack
 eval "$(scripts/local-stack.sh env)"
 if [ "${FORGEBENCH_TEST_SDKS:-1}" != 0 ]; then
-  # The SDK suites mostly wait on their gateway: they start while clippy finishes its last
-  # crates (one core's work) and go on beside the Rust tests.
+  # The SDK suites mostly wait on their gateway: they run beside the Rust tests.
   spawn sdk-suites scripts/sdk-tests.sh
 fi
-await clippy
 rust_tests() { "${tests[@]}" --no-fail-fast 2>&1 | tee "$steps_logs/rust-tests.log"; }
 step "unit and integration tests" rust_tests
 if [ "${FORGEBENCH_TEST_SDKS:-1}" != 0 ]; then
