@@ -48,6 +48,16 @@ spawn cargo-deny dependency_checks
 await build
 step "local stack" scripts/local-stack.sh start
 eval "$(scripts/local-stack.sh env)"
+# Schemathesis and the benchmarks each get a stack of their own beside the SDK suites' (this
+# one): DynamoDB Local writes one database at a time, and their bursts (five schemathesis runs at
+# once, the search benchmark's 2,000 tasks seeded at once) timed out the SDK suites' requests
+# on a shared one. They start now and idle until the tests are done.
+stack_on() { env FORGEBENCH_DYNAMODB_PORT="$1" FORGEBENCH_MOTO_PORT="$2" scripts/local-stack.sh "$3"; }
+on_stack() { eval "$(stack_on "$1" "$2" env)"; "${@:3}"; }
+more_stacks() { stack_on 8011 5011 start && stack_on 8012 5012 start; }
+at_exit stack_on 8011 5011 stop
+at_exit stack_on 8012 5012 stop
+spawn more-stacks more_stacks
 
 # The Rust tests with only the arm64 build beside them: several of them race real clients
 # against each other and are slowed, not helped, by more company.
@@ -55,11 +65,12 @@ rust_tests() {
   cargo nextest run --workspace --locked --no-fail-fast 2>&1 | tee "$steps_logs/rust-tests.log"
 }
 step "unit and integration tests (nextest)" rust_tests
-spawn schemathesis scripts/schemathesis.sh
+await more-stacks
+spawn schemathesis on_stack 8011 5011 scripts/schemathesis.sh
 spawn sdk-suites scripts/sdk-tests.sh
 
 bench=(cargo run --quiet --locked -p forgebench-bench --bin)
-# Two lanes of benchmarks, each on tables of its own: they mostly wait on the emulators.
+# Two lanes of benchmarks, each on tables of its own: they mostly wait on their emulators.
 benchmarks_waiting() {
   echo "== benchmark (short: 6 s idle waits): one pull task's DynamoDB calls, long-poll cost, answer latency"
   "${bench[@]}" pull-lifecycle -- 6
@@ -79,8 +90,8 @@ benchmarks_volume() {
   "${bench[@]}" history -- 20 20 3
 }
 # The benchmarks run short here, to keep them working; their figures come from scripts/bench.sh.
-spawn benchmarks-waiting benchmarks_waiting
-spawn benchmarks-volume benchmarks_volume
+spawn benchmarks-waiting on_stack 8012 5012 benchmarks_waiting
+spawn benchmarks-volume on_stack 8012 5012 benchmarks_volume
 await sdk-suites cargo-deny deploy-lint benchmarks-waiting benchmarks-volume schemathesis deploy-build
 cat "$steps_logs/benchmarks-waiting.log" "$steps_logs/benchmarks-volume.log"
 
