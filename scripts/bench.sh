@@ -24,7 +24,7 @@ cargo run --release --locked -p forgebench-bench --bin pull-lifecycle
 cargo run --release --locked -p forgebench-bench --bin push-delivery
 cargo run --release --locked -p forgebench-bench --bin event-streams
 cargo run --release --locked -p forgebench-bench --bin search -- 100000 20
-cargo run --release --locked -p forgebench-bench --bin cost -- 200
+cargo run --release --locked -p forgebench-bench --bin cost -- 200 --gate
 cargo run --release --locked -p forgebench-bench --bin claims -- 2000
 cargo run --release --locked -p forgebench-bench --bin history -- 200 200 20
 

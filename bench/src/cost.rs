@@ -39,9 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use forgebench_tests::samples::median;
-use forgebench_tests::{
-    spawn_app_with, text_message, Answer, Callee, Options, Pair, Recorder, TestApp,
-};
+use forgebench_tests::{spawn_app_with, Answer, Callee, Options, Pair, Recorder, TestApp};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -68,10 +66,6 @@ const KMS_REQUESTS: f64 = 3.00;
 /// 1,000.
 const S3_PUTS: f64 = 5.00;
 const S3_GETS: f64 = 0.40;
-
-/// The index whose projection the change that cut the largest item turned to keys only; the run
-/// measures it against a table where it still projects `ALL`, as it did before.
-const CHANGED_INDEX: &str = "pairs";
 
 /// Sweeps a month: the sweeper runs every minute, a month taken as 30 days.
 const SWEEPS_PER_MONTH: f64 = 30.0 * 24.0 * 60.0;
@@ -299,6 +293,18 @@ fn units(exchange: &Exchange) -> Option<(f64, f64)> {
     Some((read, write))
 }
 
+/// Read and write units of one DynamoDB response as DynamoDB bills them, and whether the read
+/// was raised: a read that finds nothing (an empty Query, a missing item) is billed one 4 KB
+/// unit all the same (0.5 eventually consistent, 1 strongly), where DynamoDB Local reports 0.
+fn billed(exchange: &Exchange) -> Option<(f64, f64, bool)> {
+    let (read, write) = units(exchange)?;
+    if read == 0.0 && is_read(exchange.operation()) {
+        let strong = exchange.request["ConsistentRead"] == json!(true);
+        return Some((if strong { 1.0 } else { 0.5 }, write, true));
+    }
+    Some((read, write, false))
+}
+
 /// Units of one DynamoDB response by where they were spent: `table`, or an index's name.
 fn units_by_place(exchange: &Exchange) -> Vec<(String, f64)> {
     let reports: Vec<&Value> = match &exchange.response["ConsumedCapacity"] {
@@ -403,6 +409,10 @@ struct Run {
     routes: BTreeMap<&'static str, Vec<Duration>>,
     /// The worker's batches, receive answered → last delete sent.
     batch_times: Vec<Duration>,
+    /// DynamoDB read and write units by step of a task's life, in the order first met.
+    steps: Vec<(&'static str, f64, f64)>,
+    /// The DynamoDB exchanges the steps took from the proxy, tallied at the end.
+    taken: Vec<Exchange>,
 }
 
 impl Run {
@@ -422,7 +432,29 @@ impl Run {
             idle_receives: 0,
             routes: BTreeMap::new(),
             batch_times: Vec::new(),
+            steps: Vec::new(),
+            taken: Vec::new(),
         }
+    }
+
+    /// Charges what DynamoDB was asked since the last step to `step`.
+    fn step(&mut self, step: &'static str, dynamodb: &Proxy) {
+        let exchanges = dynamodb.take();
+        let (mut read, mut write) = (0.0, 0.0);
+        for exchange in &exchanges {
+            if let Some((r, w, _)) = billed(exchange) {
+                read += r;
+                write += w;
+            }
+        }
+        match self.steps.iter_mut().find(|(name, _, _)| *name == step) {
+            Some(entry) => {
+                entry.1 += read;
+                entry.2 += write;
+            }
+            None => self.steps.push((step, read, write)),
+        }
+        self.taken.extend(exchanges);
     }
 
     fn per_task(&self, count: f64) -> f64 {
@@ -443,22 +475,14 @@ impl Run {
 
     /// Tallies what the proxies saw since their last take.
     fn tally(&mut self, dynamodb: &Proxy, moto: &Proxy) {
-        for exchange in dynamodb.take() {
-            let Some((mut read, write)) = units(&exchange) else {
+        let mut exchanges = std::mem::take(&mut self.taken);
+        exchanges.extend(dynamodb.take());
+        for exchange in exchanges {
+            let Some((read, write, raised)) = billed(&exchange) else {
                 self.unreported += 1;
                 continue;
             };
-            // DynamoDB bills a read that finds nothing (an empty Query, a missing item) one
-            // 4 KB unit all the same: 0.5 eventually consistent, 1 strongly; DynamoDB Local
-            // reports 0.
-            if read == 0.0 && is_read(exchange.operation()) {
-                read = if exchange.request["ConsistentRead"] == json!(true) {
-                    1.0
-                } else {
-                    0.5
-                };
-                self.raised += 1;
-            }
+            self.raised += usize::from(raised);
             self.read_units += read;
             self.write_units += write;
             let entry = self
@@ -535,19 +559,32 @@ async fn timed<T>(
     reply
 }
 
-async fn pull_task(app: &TestApp, pair: &Pair, run: &mut Run) {
+/// The small task of the cost targets: a two-part message of a dozen words and a small `data`
+/// part; with its answer, 14 distinct words (docs/benchmarks.md, "Cost per task").
+fn small_message() -> Value {
+    json!({"role": "user", "parts": [
+        {"text": "Please classify the attached invoice and flag anything unusual for review"},
+        {"data": {"invoice": 4182}},
+    ]})
+}
+
+/// The small task's answer: a one-part artifact.
+fn small_result() -> Value {
+    json!({"state": "completed", "artifacts": [
+        {"name": "invoice", "parts": [{"text": "routine, approved"}]},
+    ]})
+}
+
+async fn pull_task(gateway: &Gateway, pair: &Pair, run: &mut Run) {
+    let app = &gateway.app;
     let opened = timed(
         run,
         "POST /v1/agents/{agent}/tasks (open)",
-        app.open_task(
-            &pair.caller.key,
-            &pair.callee.id,
-            text_message("classify"),
-            0,
-        ),
+        app.open_task(&pair.caller.key, &pair.callee.id, small_message(), 0),
     )
     .await;
     assert_eq!(opened.status, 200, "{}", opened.text);
+    run.step("open", &gateway.dynamodb);
     let claimed = timed(
         run,
         "GET /v1/agents/me/tasks/next (claim)",
@@ -555,17 +592,15 @@ async fn pull_task(app: &TestApp, pair: &Pair, run: &mut Run) {
     )
     .await;
     assert_eq!(claimed.status, 200, "{}", claimed.text);
+    run.step("claim", &gateway.dynamodb);
     let done = timed(
         run,
         "POST /v1/agents/me/tasks/{id}/result",
-        app.post_result(
-            &pair.callee.key,
-            &opened.field("id"),
-            json!({"state": "completed", "artifacts": []}),
-        ),
+        app.post_result(&pair.callee.key, &opened.field("id"), small_result()),
     )
     .await;
     assert_eq!(done.state(), "completed", "{}", done.text);
+    run.step("result", &gateway.dynamodb);
     let read = timed(
         run,
         "GET /v1/agents/{agent}/tasks/{id} (read)",
@@ -573,19 +608,16 @@ async fn pull_task(app: &TestApp, pair: &Pair, run: &mut Run) {
     )
     .await;
     assert_eq!(read.state(), "completed", "{}", read.text);
+    run.step("read", &gateway.dynamodb);
 }
 
-async fn push_task(app: &TestApp, pair: &Pair, callee: &Callee, moto: &Proxy, run: &mut Run) {
+async fn push_task(gateway: &Gateway, pair: &Pair, callee: &Callee, run: &mut Run) {
+    let (app, moto) = (&gateway.app, &gateway.moto);
     let (received, deleted) = (callee.received().len(), moto.count("DeleteMessage"));
     let opened = timed(
         run,
         "POST /v1/agents/{agent}/tasks (open)",
-        app.open_task(
-            &pair.caller.key,
-            &pair.callee.id,
-            text_message("classify"),
-            0,
-        ),
+        app.open_task(&pair.caller.key, &pair.callee.id, small_message(), 0),
     )
     .await;
     assert_eq!(opened.status, 200, "{}", opened.text);
@@ -597,6 +629,8 @@ async fn push_task(app: &TestApp, pair: &Pair, callee: &Callee, moto: &Proxy, ru
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
+    // The worker runs beside the open's answer: its writes and the open's are one step.
+    run.step("open and delivery", &gateway.dynamodb);
     let read = timed(
         run,
         "GET /v1/agents/{agent}/tasks/{id} (read)",
@@ -604,6 +638,7 @@ async fn push_task(app: &TestApp, pair: &Pair, callee: &Callee, moto: &Proxy, ru
     )
     .await;
     assert_eq!(read.state(), "completed", "{}", read.text);
+    run.step("read", &gateway.dynamodb);
 }
 
 struct Gateway {
@@ -648,28 +683,26 @@ impl Gateway {
     }
 }
 
-async fn pull(tasks: usize, table: Option<String>) -> Run {
+async fn pull(tasks: usize) -> Run {
     let gateway = gateway(Options {
         push_worker: false,
-        table,
         ..Options::default()
     })
     .await;
     let pair = gateway.app.pair().await;
-    pull_task(&gateway.app, &pair, &mut Run::new("warm-up", 1)).await;
+    pull_task(&gateway, &pair, &mut Run::new("warm-up", 1)).await;
     gateway.reset();
     let mut run = Run::new("pull", tasks);
     for _ in 0..tasks {
-        pull_task(&gateway.app, &pair, &mut run).await;
+        pull_task(&gateway, &pair, &mut run).await;
     }
     gateway.finish(&mut run);
     run
 }
 
-async fn push(tasks: usize, table: Option<String>) -> Run {
+async fn push(tasks: usize) -> Run {
     let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
     let gateway = gateway(Options {
-        table,
         ..Options::local_push()
     })
     .await;
@@ -683,44 +716,14 @@ async fn push(tasks: usize, table: Option<String>) -> Run {
         )
         .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
-    push_task(
-        &gateway.app,
-        &pair,
-        &callee,
-        &gateway.moto,
-        &mut Run::new("warm-up", 1),
-    )
-    .await;
+    push_task(&gateway, &pair, &callee, &mut Run::new("warm-up", 1)).await;
     gateway.reset();
     let mut run = Run::new("push", tasks);
     for _ in 0..tasks {
-        push_task(&gateway.app, &pair, &callee, &gateway.moto, &mut run).await;
+        push_task(&gateway, &pair, &callee, &mut run).await;
     }
     gateway.finish(&mut run);
     run
-}
-
-/// A table like the deployed one but with `index` projecting `projection`, created directly on
-/// DynamoDB Local for a comparison run (the gateway then finds it and uses it as it is).
-async fn table_with_projection(index: &str, projection: &str) -> String {
-    let mut schema = forgebench::store::schema::TableSchema::deployed().expect("schema");
-    let found = schema
-        .indexes
-        .iter_mut()
-        .find(|candidate| candidate.name == index)
-        .expect("the index in the template");
-    found.projection = projection.into();
-    let table = format!(
-        "cost-{index}-{}-{}",
-        projection.to_lowercase().replace('_', "-"),
-        uuid::Uuid::new_v4().simple()
-    );
-    let client = forgebench_tests::dynamodb_client(&forgebench_tests::dynamodb_endpoint()).await;
-    forgebench::store::Store::new(client, table.clone())
-        .create_table(&schema)
-        .await
-        .expect("the comparison table");
-    table
 }
 
 /// One line of the bill.
@@ -850,6 +853,16 @@ fn report(run: &Run, template: &Template) -> f64 {
             run.per_task(*write)
         );
     }
+    println!("\nDynamoDB units per task by step of its life:\n");
+    println!("| step | read units | write units |");
+    println!("|---|---|---|");
+    for (step, read, write) in &run.steps {
+        println!(
+            "| {step} | {:.2} | {:.2} |",
+            run.per_task(*read),
+            run.per_task(*write)
+        );
+    }
     println!("\nDynamoDB write units per task by where they are spent:\n");
     println!("| table or index | requests writing there | write units | share of writes |");
     println!("|---|---|---|---|");
@@ -970,55 +983,80 @@ async fn sweeper(template: &Template) {
     );
 }
 
+/// What one small task may cost at most, in DynamoDB units, before `--gate` fails the run:
+/// the counts measured when each store change landed, so that none creeps back up. The targets
+/// of the store's design (docs/design.md, "What a task costs") are lower; each change that
+/// reaches further lowers these.
+const GATE: [(&str, f64, f64); 2] = [
+    // (mode, write units per task, read units per task)
+    ("pull", PULL_WRITE_UNITS_BOUND, PULL_READ_UNITS_BOUND),
+    ("push", PUSH_WRITE_UNITS_BOUND, PUSH_READ_UNITS_BOUND),
+];
+/// A pull task's units are the same in every run: its writes follow one another.
+const PULL_WRITE_UNITS_BOUND: f64 = 205.0;
+const PULL_READ_UNITS_BOUND: f64 = 4.5;
+/// A push task's vary by a few units between runs, with how the worker's delivery and the
+/// open's word indexing interleave; the bound leaves that room.
+const PUSH_WRITE_UNITS_BOUND: f64 = 190.0;
+const PUSH_READ_UNITS_BOUND: f64 = 5.0;
+
+/// The runs' units per task against [`GATE`]; the failures, described.
+fn gate(runs: &[&Run]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for run in runs {
+        let Some((_, writes, reads)) = GATE.iter().find(|(mode, _, _)| *mode == run.mode) else {
+            continue;
+        };
+        let (w, r) = (run.per_task(run.write_units), run.per_task(run.read_units));
+        println!(
+            "gate, {}: {w:.2} write units per task (bound {writes}), {r:.2} read units (bound {reads})",
+            run.mode
+        );
+        if w > *writes + 1e-9 {
+            failures.push(format!(
+                "{}: {w:.2} write units per task > {writes}",
+                run.mode
+            ));
+        }
+        if r > *reads + 1e-9 {
+            failures.push(format!(
+                "{}: {r:.2} read units per task > {reads}",
+                run.mode
+            ));
+        }
+    }
+    failures
+}
+
 #[tokio::main]
 async fn main() {
-    let tasks: usize = std::env::args()
-        .nth(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let gated = args.iter().any(|arg| arg == "--gate");
+    let tasks: usize = args
+        .iter()
+        .find(|arg| !arg.starts_with("--"))
         .map_or(200, |n| n.parse().expect("tasks per mode"));
     let template = template();
     println!(
-        "Cost model: {tasks} small tasks per mode, key cache warm, every function at {} MB \
+        "Cost model: {tasks} small tasks per mode (a two-part message of a dozen words and a \
+         small data part, a one-part artifact), key cache warm, every function at {} MB \
          (infra/template.yaml), push worker batch size {} (a batch per task here: tasks one after \
          another).",
         template.memory_mb, template.batch_size
     );
-    let pull_run = pull(tasks, None).await;
+    let pull_run = pull(tasks).await;
     let pull_total = report(&pull_run, &template);
-    let push_run = push(tasks, None).await;
+    let push_run = push(tasks).await;
     let push_total = report(&push_run, &template);
     sweeper(&template).await;
-
-    // The change that cut the largest item, measured the same way: the pair index keeps keys
-    // only; here the same run with it projecting ALL, as before, so every write of a task copied
-    // the whole item into it.
-    let changed = CHANGED_INDEX;
-    println!(
-        "\n### the change: {changed} projecting KEYS_ONLY, against ALL as before (same run, {tasks} tasks)\n"
-    );
-    println!("| mode | write units per task | $ per million tasks | change |");
-    println!("|---|---|---|---|");
-    for (now, now_total) in [(&pull_run, pull_total), (&push_run, push_total)] {
-        let table = Some(table_with_projection(changed, "ALL").await);
-        let before = if now.mode == "pull" {
-            pull(tasks, table).await
-        } else {
-            push(tasks, table).await
-        };
-        let before_total: f64 = items(&before, &template)
-            .iter()
-            .map(Item::dollars_per_million_tasks)
-            .sum();
-        println!(
-            "| {} | {:.2} (was {:.2}) | {now_total:.2} (was {before_total:.2}) | {:+.1} % |",
-            now.mode,
-            now.per_task(now.write_units),
-            before.per_task(before.write_units),
-            100.0 * (now_total - before_total) / before_total
-        );
-    }
     println!(
         "\nPer million small tasks: pull ${pull_total:.2}, push ${push_total:.2} (push / pull = \
          {:.2}).",
         push_total / pull_total
     );
+    let failures = gate(&[&pull_run, &push_run]);
+    if gated && !failures.is_empty() {
+        eprintln!("cost gate failed:\n  {}", failures.join("\n  "));
+        std::process::exit(1);
+    }
 }
