@@ -182,6 +182,44 @@ async fn an_agent_finds_its_own_tasks_by_direction_state_conversation_and_time()
 }
 
 #[tokio::test]
+async fn a_state_is_found_below_many_newer_tasks_in_other_states_and_pages_in_order() {
+    // No index holds the state (docs/design.md, "Task search"): the side's tasks are walked and
+    // judged by their state, so the one working task is found under 25 newer completed ones.
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let working = open(
+        &app,
+        &pair.caller,
+        &pair.callee.id,
+        text_message("slow one"),
+    )
+    .await;
+    let claimed = app.claim(&pair.callee.key, 0).await;
+    assert_eq!(claimed.field("id"), working, "{}", claimed.text);
+    let mut finished = Vec::new();
+    for n in 0..25 {
+        let id = open(
+            &app,
+            &pair.caller,
+            &pair.callee.id,
+            text_message("quick one"),
+        )
+        .await;
+        answer(&app, &pair.callee, &id, completed(&format!("done {n}"))).await;
+        finished.push(id);
+    }
+    finished.reverse();
+    for key in [&pair.caller.key, &pair.callee.key] {
+        assert_eq!(
+            one_at_a_time(&app, key, "state=working").await,
+            vec![working.clone()]
+        );
+        assert_eq!(one_at_a_time(&app, key, "state=completed").await, finished);
+        assert!(one_at_a_time(&app, key, "state=failed").await.is_empty());
+    }
+}
+
+#[tokio::test]
 async fn admins_and_viewers_search_any_agent_they_name_and_others_may_not() {
     let app = spawn_app().await;
     let (pair, other) = three_agents(&app).await;
