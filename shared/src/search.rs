@@ -63,13 +63,14 @@ fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
         return vec![SearchIndex::Context { context_id }];
     }
     let agent = &filters.agent;
-    let walk = |side: Side| match &filters.words {
-        Some(words) => SearchIndex::Word {
+    let walk = |side: Side| match (&filters.words, filters.state) {
+        (Some(words), _) => SearchIndex::Word {
             side,
             agent,
             word: words.driver(),
         },
-        None => SearchIndex::Side { side, agent },
+        (None, Some(state)) => SearchIndex::SideState { side, agent, state },
+        (None, None) => SearchIndex::Side { side, agent },
     };
     let sides = filters.direction.sides().iter();
     let mut indexes: Vec<SearchIndex<'_>> = sides.clone().map(|side| walk(*side)).collect();
@@ -77,20 +78,6 @@ fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
         indexes.extend(sides.map(|side| SearchIndex::Lagging { side: *side, agent }));
     }
     indexes
-}
-
-/// Most index entries one read takes when the search's state is judged on the tasks read.
-pub const STATE_PAGE: usize = 100;
-
-/// How many entries each index read takes: one past the page, so the page's last placement is
-/// known final in one read; with a state, which no index holds (its key would change with every
-/// transition, a delete and a put on every side), [`STATE_PAGE`], since only the tasks read are
-/// judged by it and a page may pass over many in other states.
-fn index_page_size(filters: &SearchFilters, limit: usize) -> usize {
-    match filters.state {
-        Some(_) => (limit + 1).max(STATE_PAGE),
-        None => limit + 1,
-    }
 }
 
 /// One walk: its index and where it stands.
@@ -198,7 +185,8 @@ pub async fn search(
             done: false,
         })
         .collect();
-    let page_size = i32::try_from(index_page_size(filters, limit)).unwrap_or(101);
+    // One entry past the page, so the page's last placement is known final in one read.
+    let page_size = i32::try_from(limit + 1).unwrap_or(101);
     for _ in 0..MAX_ROUNDS {
         for walk in walks.iter_mut().filter(|walk| !walk.done) {
             let range = Range {

@@ -24,8 +24,8 @@
 //! `gsi3sk`) under `PAIR#{caller}#{callee}` / `{created}#{id}`: a caller's tasks on one callee,
 //! newest first (A2A `ListTasks`), read by key after the index page.
 //!
-//! Task search reads seven more indexes, keyed by attributes the items have anyway (the task's
-//! agents, conversation and `changed_at`; a posting's agents and word), listed in
+//! Task search reads eight more indexes, keyed by attributes the items have anyway (the task's
+//! agents, state, conversation and `changed_at`; a posting's agents and word), listed in
 //! `store/search.rs`.
 //!
 //! The agent lives under two keys with the same attributes, written together in one transaction,

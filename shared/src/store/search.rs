@@ -5,18 +5,17 @@
 //! |---|---|---|---|
 //! | `tasks_in` | `callee_agent_id` | `changed_at` | every task, by its callee |
 //! | `tasks_out` | `caller_agent_id` | `changed_at` | every task, by its caller |
+//! | `tasks_in_state` | `callee_agent_id`, `state` | `changed_at` | every task, by callee and state |
+//! | `tasks_out_state` | `caller_agent_id`, `state` | `changed_at` | every task, by caller and state |
 //! | `tasks_context` | `context_id` | `changed_at` | every task, by conversation |
 //! | `words_in` | `w_callee`, `word` | `changed_at` | word postings (`store/words.rs`), by callee |
 //! | `words_out` | `w_caller`, `word` | `changed_at` | word postings, by caller |
 //! | `words_lag_in` | `words_lag`, `callee_agent_id` | `changed_at` | large open tasks whose postings lag, by callee (sparse) |
 //! | `words_lag_out` | `words_lag`, `caller_agent_id` | `changed_at` | the same, by caller |
 //!
-//! The task indexes read attributes every task write already keeps (`changed_at`, which every
-//! logged change sets), so they follow each write with no write of their own. All are
-//! `KEYS_ONLY`: a search reads the tasks it finds in one batch, and judges each by the task
-//! itself. A search in one state walks the agent's tasks and keeps those in that state: an
-//! index by state would be rewritten by every transition (its key changes), two write units a
-//! side each time, for a filter a page of the agent's tasks serves (`search.rs`).
+//! The task indexes read attributes every task write already keeps (`state`, and `changed_at`,
+//! which every logged change sets), so they follow each write with no write of their own. All
+//! are `KEYS_ONLY`: a search reads the tasks it finds in one batch.
 
 use std::collections::{HashMap, HashSet};
 
@@ -26,13 +25,19 @@ use super::item::{s, Item, Reader};
 use super::task_item::{task_id_of, task_key, WORDS_LAG};
 use super::{classify, Store, StoreError};
 use crate::domain::search::{Position, Side};
-use crate::domain::{clock, AgentId, Task, TaskId};
+use crate::domain::{clock, AgentId, Task, TaskId, TaskState};
 
 /// One index a search walks, and its partition.
 #[derive(Debug, Clone, Copy)]
 pub enum SearchIndex<'a> {
     /// The agent's tasks on one side.
     Side { side: Side, agent: &'a AgentId },
+    /// The agent's tasks on one side in one state.
+    SideState {
+        side: Side,
+        agent: &'a AgentId,
+        state: TaskState,
+    },
     /// One conversation's tasks (at most 100, in either direction).
     Context { context_id: &'a str },
     /// The postings of one word among the agent's tasks on one side.
@@ -49,9 +54,10 @@ pub enum SearchIndex<'a> {
 impl SearchIndex<'_> {
     /// One index of each kind, for checking the table's definition against the code.
     #[cfg(all(test, feature = "local-stack"))]
-    pub(crate) fn examples() -> [SearchIndex<'static>; 7] {
+    pub(crate) fn examples() -> [SearchIndex<'static>; 9] {
         static AGENT: std::sync::LazyLock<AgentId> = std::sync::LazyLock::new(|| "agent".into());
         let agent = &*AGENT;
+        let state = TaskState::Working;
         [
             SearchIndex::Side {
                 side: Side::Inbound,
@@ -60,6 +66,16 @@ impl SearchIndex<'_> {
             SearchIndex::Side {
                 side: Side::Outbound,
                 agent,
+            },
+            SearchIndex::SideState {
+                side: Side::Inbound,
+                agent,
+                state,
+            },
+            SearchIndex::SideState {
+                side: Side::Outbound,
+                agent,
+                state,
             },
             SearchIndex::Context {
                 context_id: "context",
@@ -95,6 +111,14 @@ impl SearchIndex<'_> {
                 side: Side::Outbound,
                 ..
             } => "tasks_out",
+            SearchIndex::SideState {
+                side: Side::Inbound,
+                ..
+            } => "tasks_in_state",
+            SearchIndex::SideState {
+                side: Side::Outbound,
+                ..
+            } => "tasks_out_state",
             SearchIndex::Context { .. } => "tasks_context",
             SearchIndex::Word {
                 side: Side::Inbound,
@@ -127,6 +151,10 @@ impl SearchIndex<'_> {
             SearchIndex::Side { side, agent } => {
                 vec![(agent_attribute(side, false), agent.to_string())]
             }
+            SearchIndex::SideState { side, agent, state } => vec![
+                (agent_attribute(side, false), agent.to_string()),
+                ("state", state.as_str().to_owned()),
+            ],
             SearchIndex::Context { context_id } => vec![("context_id", context_id.to_owned())],
             SearchIndex::Word { side, agent, word } => vec![
                 (agent_attribute(side, true), agent.to_string()),

@@ -183,8 +183,8 @@ async fn an_agent_finds_its_own_tasks_by_direction_state_conversation_and_time()
 
 #[tokio::test]
 async fn a_state_is_found_below_many_newer_tasks_in_other_states_and_pages_in_order() {
-    // No index holds the state (docs/design.md, "Task search"): the side's tasks are walked and
-    // judged by their state, so the one working task is found under 25 newer completed ones.
+    // The one working task is found under 25 newer completed ones, and each state's pages hold
+    // its tasks in order, once, whatever lies between them on the agent's side.
     let app = spawn_app().await;
     let pair = app.pair().await;
     let working = open(
