@@ -316,8 +316,8 @@ async fn schema_rate(
                     .key("sk", value("TASK"))
                     .update_expression(
                         "SET #state = :working, updated_at = :now, changed_at = :now, \
-                         deadline_at = :now, gsi2pk = :shard, gsi2sk = :deadline_key, \
-                         words_lag = :lag REMOVE gsi1pk, gsi1sk",
+                         deadline_at = :now, gsi2pk = :shard, gsi2sk = :deadline_key \
+                         REMOVE gsi1pk, gsi1sk",
                     )
                     .condition_expression("#state = :submitted AND attribute_exists(gsi1pk)")
                     .expression_attribute_names("#state", "state")
@@ -326,7 +326,6 @@ async fn schema_rate(
                     .expression_attribute_values(":now", value(&now))
                     .expression_attribute_values(":shard", value(&shard))
                     .expression_attribute_values(":deadline_key", value(&format!("{now}#{id}")))
-                    .expression_attribute_values(":lag", value("lag"))
                     .send()
                     .await
                     .unwrap();

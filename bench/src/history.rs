@@ -18,9 +18,7 @@
 //! work and the HTTP exchange). A time that grows while its requests stay the same is thereby
 //! placed on the store's side or on the gateway's. For each search, the store's side is split
 //! once more by request (the operation, and the index a `Query` reads), to name the request
-//! whose answers grow. Beside the searches, the caller's lagging index (`words_lag_out`, which
-//! every word search reads) is read straight from the store: its entries, and one page of it
-//! for the caller beside the same page for an agent with no tasks.
+//! whose answers grow.
 //!
 //! The claimed tasks are answered after each timing, so they join the history too. `N` should
 //! be at least 20, so that every page is full at every size.
@@ -41,11 +39,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use forgebench::domain::search::Side;
 use forgebench::domain::words::TaskWords;
-use forgebench::domain::AgentId;
 use forgebench::domain::{clock, Agent, Task, TaskState};
-use forgebench::store::search::{Range, SearchIndex};
 use forgebench_tests::samples::median;
 use forgebench_tests::{
     seeded_task, spawn_app_with, text_message, Options, Pair, Recorder, TestApp,
@@ -106,17 +101,6 @@ struct Measured {
     callee_reads_per_second: f64,
     /// Each search, in [`SEARCHES`] order.
     searches: Vec<SearchPages>,
-    lagging: Lagging,
-}
-
-/// The caller's lagging index (`words_lag_out`), read by itself.
-struct Lagging {
-    /// Its entries (up to a search's page of 21).
-    entries: usize,
-    /// The p50 of one page of it for the caller.
-    caller_p50: Duration,
-    /// The p50 of one page of the same index for an agent with no tasks.
-    nobody_p50: Duration,
 }
 
 /// One poller's claims at one size.
@@ -253,48 +237,6 @@ async fn searches(
     measured
 }
 
-/// The caller's lagging index (`words_lag_out`), which a word search walks beside the
-/// postings, read straight from the store: how many entries it holds, and the p50 over
-/// `rounds` of one search-sized page of it beside the same page for an agent with no tasks.
-async fn lagging_index(app: &TestApp, caller: &Agent, rounds: usize) -> Lagging {
-    let nobody = AgentId::from(uuid::Uuid::new_v4().to_string());
-    let page_of = |agent| async move {
-        let index = SearchIndex::Lagging {
-            side: Side::Outbound,
-            agent,
-        };
-        let began = Instant::now();
-        let page = app
-            .app
-            .store
-            .search_index_page(
-                index,
-                Range {
-                    after: None,
-                    at_or_before: None,
-                },
-                None,
-                21,
-            )
-            .await
-            .expect("the lagging index read");
-        (page, began.elapsed())
-    };
-    let (mut caller_times, mut nobody_times) = (Vec::new(), Vec::new());
-    let mut entries = 0;
-    for _ in 0..rounds {
-        let (page, time) = page_of(&caller.id).await;
-        entries = page.entries.len();
-        caller_times.push(time);
-        nobody_times.push(page_of(&nobody).await.1);
-    }
-    Lagging {
-        entries,
-        caller_p50: median(caller_times),
-        nobody_p50: median(nobody_times),
-    }
-}
-
 fn ratio_line(name: &str, values: &[f64], digits: usize) {
     let cells: Vec<String> = values.iter().map(|v| format!("{v:.digits$}")).collect();
     let ratio = values[values.len() - 1] / values[0];
@@ -346,7 +288,6 @@ async fn main() {
             caller_reads_per_second: caller_reads,
             callee_reads_per_second: callee_reads,
             searches: searches(&app, &recorder, &pair, rounds).await,
-            lagging: lagging_index(&app, &caller, rounds).await,
         });
     }
 
@@ -383,24 +324,6 @@ async fn main() {
     ratio_line(
         "callee next: DynamoDB requests per idle second",
         &column(&|m| m.callee_reads_per_second),
-        1,
-    );
-    let entries: Vec<String> = results
-        .iter()
-        .map(|m| m.lagging.entries.to_string())
-        .collect();
-    println!(
-        "| entries of the caller's lagging index (`words_lag_out`) | {} | | |",
-        entries.join(" | ")
-    );
-    ratio_line(
-        "one page of it, read by itself: p50 ms",
-        &column(&|m| ms(m.lagging.caller_p50)),
-        1,
-    );
-    ratio_line(
-        "one page of the same index for an agent with no tasks: p50 ms",
-        &column(&|m| ms(m.lagging.nobody_p50)),
         1,
     );
     for (i, query) in SEARCHES.iter().enumerate() {

@@ -22,6 +22,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     init_tracing();
+    if std::env::args().nth(1).as_deref() == Some("backfill-words") {
+        return backfill_words().await;
+    }
     let address = std::env::var("FORGEBENCH_LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".into());
     let mut config = Config::from_env()?;
     let sdk = forgebench::app::sdk_config().await?;
@@ -56,5 +59,34 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     server.abort();
     worker.abort();
     sweeper.abort();
+    Ok(())
+}
+
+/// `forgebench-local backfill-words [SEGMENT SEGMENTS]`: writes the word postings of every task
+/// of the table that the settings name (`FORGEBENCH_TABLE`, `FORGEBENCH_BODY_BUCKET`, and the
+/// SDK's own settings for the account), deployed or local, without creating anything
+/// (docs/deploy.md, "Upgrading a stack whose word postings had indexes of their own"). With
+/// `SEGMENT SEGMENTS` (e.g. `0 4` … `3 4` in four shells) it scans one segment of the table.
+async fn backfill_words() -> Result<(), Box<dyn std::error::Error>> {
+    let number = |at: usize, default: i32| -> Result<i32, Box<dyn std::error::Error>> {
+        Ok(match std::env::args().nth(at) {
+            Some(text) => text.parse()?,
+            None => default,
+        })
+    };
+    let (segment, segments) = (number(2, 0)?, number(3, 1)?);
+    let config = Config::from_env()?;
+    let sdk = forgebench::app::sdk_config().await?;
+    let store = Store::new(aws_sdk_dynamodb::Client::new(&sdk), config.table.clone());
+    let bodies = forgebench::bodies::Bodies::new(
+        forgebench::bodies::s3_client(&sdk),
+        config.body_bucket.clone(),
+        config.kms_key_id.clone(),
+    );
+    let indexed = forgebench::search::backfill_words(&store, &bodies, segment, segments).await?;
+    eprintln!(
+        "forgebench: word postings written for {indexed} tasks of {} (segment {segment} of {segments})",
+        config.table
+    );
     Ok(())
 }

@@ -1,24 +1,28 @@
 //! Task search (`GET /v1/tasks`): a page of the tasks that meet a search's filters, and the
-//! upkeep of the word index that `q` reads.
+//! word postings that `q` reads.
 //!
-//! A page is found by walking indexes newest change first (`store/search.rs`): the word
-//! postings of the query's longest word when there is a `q`, the conversation's tasks for a
-//! `context_id`, the agent's tasks in a state, or all of them; one walk per side of the agent
-//! (inbound, outbound), merged. Every entry met is only a candidate: its task is read and
-//! placed by the snapshot ([`Snapshot::place`]), and the words checked on its current postings.
-//! Tasks that changed after the snapshot are read through the agent's change-ordered index
-//! (bounded by [`MAX_MOVED`]) and placed where they stood at the snapshot. A page holds the
-//! `limit` newest placements below the cursor; a walk reads at most [`MAX_ROUNDS`] index pages
-//! per request, and a page it cuts short still carries the cursor to go on.
+//! A page is found by walking indexes newest first (`store/search.rs`), one walk per side of
+//! the agent (inbound, outbound), merged. With a `q`, the walk is the postings of the query's
+//! longest word, ordered by the tasks' creation, which never moves: each task is judged as it is
+//! now ([`SearchFilters::place_by_creation`]) and its other words checked on its postings.
+//! Without, the walk is the conversation's tasks for a `context_id`, the agent's tasks in a
+//! state, or all of them, ordered by the latest change: every entry met is placed by the
+//! snapshot ([`Snapshot::place`]), and tasks that changed after the snapshot are read through
+//! the agent's change-ordered index (bounded by [`MAX_MOVED`]) and placed where they stood at
+//! the snapshot. A page holds the `limit` newest placements below the cursor; a walk reads at
+//! most [`MAX_ROUNDS`] index pages per request, and a page it cuts short still carries the
+//! cursor to go on.
 
 use std::collections::HashMap;
 
 use crate::bodies::{Bodies, BodyError};
+use crate::domain::content::Stored;
+use crate::domain::events::Change;
 use crate::domain::search::{Cursor, Position, SearchFilters, Side, Snapshot};
-use crate::domain::words::{words_of_stored, QueryWords};
-use crate::domain::{clock, Task, TaskId, TaskState};
+use crate::domain::words::{words_of_stored, QueryWords, TaskWords};
+use crate::domain::{clock, Message, Task, TaskId};
 use crate::store::search::{IndexPage, Range, SearchIndex};
-use crate::store::{Store, StoreError, WordMarker, EXACT_WORDS};
+use crate::store::{Store, StoreError};
 
 /// Most index pages one request reads while walking.
 pub const MAX_ROUNDS: usize = 10;
@@ -54,10 +58,7 @@ fn below(position: &Position, after: &Position) -> bool {
     }
 }
 
-/// The indexes a search walks: one per side of the agent, or the conversation's. A search with
-/// words also walks the agent's lagging tasks on each side, whose postings may stand below
-/// their place (`store/words.rs`): that index is ordered like the others, so a page reads only
-/// as much of it as it reads of the postings.
+/// The indexes a search walks: one per side of the agent, or the conversation's.
 fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
     if let (None, Some(context_id)) = (&filters.words, &filters.context_id) {
         return vec![SearchIndex::Context { context_id }];
@@ -73,11 +74,7 @@ fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
         (None, None) => SearchIndex::Side { side, agent },
     };
     let sides = filters.direction.sides().iter();
-    let mut indexes: Vec<SearchIndex<'_>> = sides.clone().map(|side| walk(*side)).collect();
-    if filters.words.is_some() {
-        indexes.extend(sides.map(|side| SearchIndex::Lagging { side: *side, agent }));
-    }
-    indexes
+    sides.map(|side| walk(*side)).collect()
 }
 
 /// One walk: its index and where it stands.
@@ -111,14 +108,22 @@ impl Found<'_> {
         }
         let (tasks, read_units) = store.get_tasks(&fresh).await?;
         self.read_units += read_units;
+        let by_creation = self.snapshot.filters.words.is_some();
         let placed: Vec<(Position, &Task)> = tasks
             .values()
-            .filter_map(|task| Some((self.snapshot.place(task)?, task)))
+            .filter_map(|task| {
+                let position = match by_creation {
+                    true => self.snapshot.filters.place_by_creation(task)?,
+                    false => self.snapshot.place(task)?,
+                };
+                Some((position, task))
+            })
             .filter(|(position, _)| self.after.is_none_or(|after| below(position, after)))
             .collect();
         let with_words = match &self.snapshot.filters.words {
             Some(words) => {
-                let (ids, read_units) = matching(store, &placed, words).await?;
+                let (ids, read_units) =
+                    matching(store, self.snapshot.filters, &placed, words).await?;
                 self.read_units += read_units;
                 Some(ids)
             }
@@ -144,14 +149,22 @@ impl Found<'_> {
     }
 }
 
+/// Of the tasks placed, those with a posting of every other word of the query on the side the
+/// search finds them on.
 async fn matching(
     store: &Store,
+    filters: &SearchFilters,
     placed: &[(Position, &Task)],
     words: &QueryWords,
 ) -> Result<(std::collections::HashSet<TaskId>, f64), StoreError> {
     let tasks: Vec<&Task> = placed.iter().map(|(_, task)| *task).collect();
-    let words: Vec<&str> = words.all().iter().map(String::as_str).collect();
-    store.tasks_with_words(&tasks, &words).await
+    let others: Vec<&str> = words.others().collect();
+    if others.is_empty() {
+        return Ok((tasks.iter().map(|task| task.id.clone()).collect(), 0.0));
+    }
+    store
+        .tasks_with_words(|task| filters.side_found(task), &tasks, &others)
+        .await
 }
 
 /// One page of the search `filters` from `cursor` (the first page when `None`).
@@ -172,9 +185,12 @@ pub async fn search(
         placed: HashMap::new(),
         read_units: 0.0,
     };
-    let (moved, read_units) = moved_since(store, filters, &moment).await?;
-    found.read_units += read_units;
-    found.judge(store, &moved).await?;
+    // A search with words places tasks by their creation, which no change moves.
+    if filters.words.is_none() {
+        let (moved, read_units) = moved_since(store, filters, &moment).await?;
+        found.read_units += read_units;
+        found.judge(store, &moved).await?;
+    }
     let top = after.map_or(moment.as_str(), |after| after.changed_at.as_str());
     let mut walks: Vec<Walk<'_>> = walks(filters)
         .into_iter()
@@ -190,7 +206,7 @@ pub async fn search(
     for _ in 0..MAX_ROUNDS {
         for walk in walks.iter_mut().filter(|walk| !walk.done) {
             let range = Range {
-                after: filters.since.as_deref(),
+                after: filters.since.as_deref().filter(|_| filters.words.is_none()),
                 at_or_before: Some(top),
             };
             let IndexPage {
@@ -303,7 +319,7 @@ async fn moved_since(
     Ok((moved, units))
 }
 
-/// Why indexing a task's words failed.
+/// Why writing a task's postings failed.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     #[error(transparent)]
@@ -312,79 +328,119 @@ pub enum IndexError {
     Bodies(#[from] BodyError),
 }
 
-/// Brings the task's word index to where the task stands now (read afresh, so it does not
-/// matter what a caller holds): the words it had, and those of the history entries written
-/// since, their bodies read from the body store where they live there.
+/// The words of these messages, their bodies read from the body store where they live there.
+async fn words_of(bodies: &Bodies, messages: &[&Stored<Message>]) -> Result<TaskWords, BodyError> {
+    let mut words = TaskWords::default();
+    for message in messages {
+        let value = match message.reference() {
+            None => message.to_value(),
+            Some(_) => bodies.resolve_message(message).await?,
+        };
+        words.add(words_of_stored(&value));
+    }
+    Ok(words)
+}
+
+/// Writes the postings of every word of the task's messages (its history): the sweeper's
+/// repair of a task flagged `words_due`, and the backfill of tasks stored before the postings.
 pub async fn index_words(
     store: &Store,
     bodies: &Bodies,
     task_id: &TaskId,
 ) -> Result<(), IndexError> {
-    let (Some(task), previous) = store.task_and_word_marker(task_id).await? else {
-        return Ok(());
-    };
-    index_task(store, bodies, &task, previous).await
-}
-
-/// Brings `task`'s word index to where `task` stands, from what the index knew of it
-/// (`previous`, its marker).
-async fn index_task(
-    store: &Store,
-    bodies: &Bodies,
-    task: &Task,
-    previous: Option<WordMarker>,
-) -> Result<(), IndexError> {
-    let changed_at = task.changed_at();
-    if let Some(known) = previous
-        .as_ref()
-        .filter(|known| known.changed_at >= changed_at)
-    {
-        if known.changed_at == changed_at {
-            store.clear_words_due(&task.id, &changed_at).await?;
-        }
-        return Ok(());
-    }
-    let mut marker = previous.clone().unwrap_or_default();
-    let known = marker.words.clone();
-    for entry in task.history.iter().skip(marker.through) {
-        let value = match entry.reference() {
-            None => entry.to_value(),
-            Some(_) => bodies.resolve_message(entry).await?,
-        };
-        marker.words.add(words_of_stored(&value));
-    }
-    marker.changed_at = changed_at;
-    marker.through = task.history.len();
-    let finished = !TaskState::OPEN.contains(&task.state);
-    marker.lagging = !finished && marker.words.len() > EXACT_WORDS;
-    if !marker.lagging {
+    let (tasks, _) = store.get_tasks(std::slice::from_ref(task_id)).await?;
+    if let Some(task) = tasks.get(task_id) {
+        let messages: Vec<&Stored<Message>> = task.history.iter().collect();
         store
-            .rewrite_word_postings(task, previous.as_ref(), &marker)
+            .post_words(task, &words_of(bodies, &messages).await?)
             .await?;
-    } else {
-        let new_words: Vec<&String> = marker
-            .words
-            .iter()
-            .filter(|word| !known.contains(word))
-            .collect();
-        store.add_word_postings(task, &marker, &new_words).await?;
     }
+    store.clear_words_due(task_id).await?;
     Ok(())
 }
 
-/// Indexes a task its open just wrote, from the task as written: nothing to read, since a new
-/// task has no marker yet. A change that overtook the open is handled as any race is (see
-/// `store/words.rs`). A failure is logged, never answered, like [`index_changed`]'s.
-pub async fn index_opened(store: &Store, bodies: &Bodies, task: &Task) {
-    if let Err(error) = index_task(store, bodies, task, None).await {
-        tracing::warn!(task_id = %task.id, error = %error, "could not index the task's words; the sweeper will");
+/// Writes the postings of every task in one segment of `segments` of the table (a parallel
+/// scan), from each task's history: how a table whose tasks were indexed before the postings
+/// existed (docs/deploy.md) is carried over. Safe to run again: a posting written twice is the
+/// same item. Returns how many tasks it indexed.
+pub async fn backfill_words(
+    store: &Store,
+    bodies: &Bodies,
+    segment: i32,
+    segments: i32,
+) -> Result<usize, IndexError> {
+    let mut start = None;
+    let mut indexed = 0;
+    loop {
+        let (ids, next) = store.task_ids_page(segment, segments, start).await?;
+        for task_id in &ids {
+            index_words(store, bodies, task_id).await?;
+            indexed += 1;
+        }
+        match next {
+            Some(key) => start = Some(key),
+            None => return Ok(indexed),
+        }
     }
 }
 
-/// [`index_words`] after a committed change: a failure is logged, never answered (the change
-/// is in), and the sweeper indexes the task later.
-pub async fn index_changed(store: &Store, bodies: &Bodies, task_id: &TaskId) {
-    if let Err(error) = index_words(store, bodies, task_id).await {
-        tracing::warn!(task_id = %task_id, error = %error, "could not index the task's words; the sweeper will");
+/// Writes the postings of the words of `messages`, new in `task`, but those of `known` (words
+/// posted already); when that fails (the change that added the messages stands), flags the task
+/// for the sweeper. A failure is logged, never answered.
+async fn post_new_words(
+    store: &Store,
+    bodies: &Bodies,
+    task: &Task,
+    messages: &[&Stored<Message>],
+    known: &TaskWords,
+) {
+    if messages.is_empty() {
+        return;
     }
+    let posted = match words_of(bodies, messages).await {
+        Ok(words) => {
+            let words = words.without(known);
+            store
+                .post_words(task, &words)
+                .await
+                .map_err(IndexError::from)
+        }
+        Err(error) => Err(error.into()),
+    };
+    let Err(error) = posted else { return };
+    tracing::warn!(task_id = %task.id, error = %error, "could not post the task's words; the sweeper will");
+    if let Err(error) = store.flag_words_due(task).await {
+        tracing::error!(task_id = %task.id, error = %error, "could not flag the task's words as due: its new words stay unsearchable until it is indexed again");
+    }
+}
+
+/// Posts the words of a task its open just wrote: its opening message.
+pub async fn index_opened(store: &Store, bodies: &Bodies, task: &Task) {
+    let messages: Vec<&Stored<Message>> = task.history.iter().collect();
+    post_new_words(store, bodies, task, &messages, &TaskWords::default()).await;
+}
+
+/// Posts the words of the message a committed change appended to `task` (as the change left
+/// it), if it appended one: the latest entry of its history.
+pub async fn index_changed(store: &Store, bodies: &Bodies, task: &Task) {
+    let appended = matches!(
+        task.changes.last(),
+        Some(Change::State {
+            with_message: true,
+            ..
+        })
+    );
+    let Some((latest, earlier)) = task.history.split_last().filter(|_| appended) else {
+        return;
+    };
+    // The words of the earlier messages held in the item are posted already; those of a body in
+    // the body store are not read again for this, and posting one of them twice writes nothing new.
+    let mut known = TaskWords::default();
+    for message in earlier
+        .iter()
+        .filter(|message| message.reference().is_none())
+    {
+        known.add(words_of_stored(&message.to_value()));
+    }
+    post_new_words(store, bodies, task, &[latest], &known).await;
 }

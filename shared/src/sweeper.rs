@@ -119,7 +119,7 @@ pub async fn sweep_overdue(store: &Store, queue: &Queue, bodies: &Bodies) -> Swe
                 Ok(TaskTransition::Applied(task)) => {
                     tracing::info!(task_id = %entry.task_id, "claim deadline passed; task failed");
                     notify_changed(queue, &task).await;
-                    index_changed(store, bodies, &task.id).await;
+                    index_changed(store, bodies, &task).await;
                     swept.done += 1;
                 }
                 Ok(TaskTransition::Refused(_)) => {}

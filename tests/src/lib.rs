@@ -1118,11 +1118,17 @@ impl TestApp {
 impl TestApp {
     /// Flags the task's word index due, as a write whose indexing failed leaves it.
     pub async fn flag_words_due(&self, task_id: &str) {
+        let shard = task_id.chars().next().unwrap_or('0').to_string();
         self.update_task_item(task_id)
-            .update_expression("SET words_due = :due")
+            .update_expression("SET words_due = :due, #shard = :shard")
+            .expression_attribute_names("#shard", "shard")
             .expression_attribute_values(
                 ":due",
                 aws_sdk_dynamodb::types::AttributeValue::S("due".into()),
+            )
+            .expression_attribute_values(
+                ":shard",
+                aws_sdk_dynamodb::types::AttributeValue::S(shard),
             )
             .send()
             .await

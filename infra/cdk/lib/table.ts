@@ -21,7 +21,7 @@ export const TABLE: Omit<dynamodb.CfnTableProps, 'deletionProtectionEnabled'> = 
   sseSpecification: { sseEnabled: true },
   // Tasks (and their delivery attempts) expire after taskRetentionDays.
   timeToLiveSpecification: { attributeName: "expires_at", enabled: true },
-  attributeDefinitions: [S("pk"), S("sk"), S("gsi1pk"), S("gsi1sk"), S("gsi2pk"), S("gsi2sk"), S("gsi3pk"), S("gsi3sk"), S("callee_agent_id"), S("caller_agent_id"), S("state"), S("context_id"), S("changed_at"), S("w_callee"), S("w_caller"), S("word"), S("words_due"), S("words_lag"), S("shard")],
+  attributeDefinitions: [S("pk"), S("sk"), S("gsi1pk"), S("gsi1sk"), S("gsi2pk"), S("gsi2sk"), S("gsi3pk"), S("gsi3sk"), S("callee_agent_id"), S("caller_agent_id"), S("state"), S("context_id"), S("changed_at"), S("words_due"), S("shard")],
   keySchema: [HASH("pk"), RANGE("sk")],
   globalSecondaryIndexes: [
     index("gsi1", "ALL", HASH("gsi1pk"), RANGE("gsi1sk")),
@@ -32,10 +32,6 @@ export const TABLE: Omit<dynamodb.CfnTableProps, 'deletionProtectionEnabled'> = 
     index("tasks_in_state", "KEYS_ONLY", HASH("callee_agent_id"), HASH("state"), RANGE("changed_at")),
     index("tasks_out_state", "KEYS_ONLY", HASH("caller_agent_id"), HASH("state"), RANGE("changed_at")),
     index("tasks_context", "KEYS_ONLY", HASH("context_id"), RANGE("changed_at")),
-    index("words_in", "KEYS_ONLY", HASH("w_callee"), HASH("word"), RANGE("changed_at")),
-    index("words_out", "KEYS_ONLY", HASH("w_caller"), HASH("word"), RANGE("changed_at")),
-    index("words_lag_in", "KEYS_ONLY", HASH("words_lag"), HASH("callee_agent_id"), RANGE("changed_at")),
-    index("words_lag_out", "KEYS_ONLY", HASH("words_lag"), HASH("caller_agent_id"), RANGE("changed_at")),
     index("words_due", "KEYS_ONLY", HASH("words_due"), HASH("shard"), RANGE("changed_at")),
   ],
 };

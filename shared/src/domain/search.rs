@@ -98,13 +98,36 @@ impl SearchFilters {
     }
 
     fn side_of(&self, task: &Task) -> bool {
-        let inbound = task.callee_agent_id == self.agent;
-        let outbound = task.caller_agent_id == self.agent;
-        match self.direction {
-            Direction::Inbound => inbound,
-            Direction::Outbound => outbound,
-            Direction::Both => inbound || outbound,
-        }
+        self.side_found(task).is_some()
+    }
+
+    /// The side of the agent this search finds `task` on, if any.
+    pub fn side_found(&self, task: &Task) -> Option<Side> {
+        let sides = self.direction.sides().iter();
+        sides.copied().find(|side| match side {
+            Side::Inbound => task.callee_agent_id == self.agent,
+            Side::Outbound => task.caller_agent_id == self.agent,
+        })
+    }
+
+    /// Where `task` stands in a search with words, when it belongs to it (its words aside,
+    /// which the store checks): by its creation, which never moves, on the searched side, and
+    /// in the searched state and conversation and changed after `since` as it is now.
+    pub fn place_by_creation(&self, task: &Task) -> Option<Position> {
+        self.side_found(task)?;
+        let in_state = self.state.is_none_or(|state| task.state == state);
+        let in_context = self
+            .context_id
+            .as_ref()
+            .is_none_or(|context| *context == task.context_id);
+        let after_since = self
+            .since
+            .as_ref()
+            .is_none_or(|since| task.changed_at() > *since);
+        (in_state && in_context && after_since).then(|| Position {
+            changed_at: task.created_at.clone(),
+            task_id: task.id.clone(),
+        })
     }
 }
 

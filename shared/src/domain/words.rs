@@ -104,6 +104,12 @@ impl TaskWords {
         self.0.contains(word)
     }
 
+    /// These words but those of `known`.
+    pub fn without(mut self, known: &TaskWords) -> TaskWords {
+        self.0.retain(|word| !known.contains(word));
+        self
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &String> {
         self.0.iter()
     }

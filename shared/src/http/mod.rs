@@ -159,7 +159,7 @@ pub(crate) async fn full_task(
 pub(crate) async fn after_change(app: &App, task: &Task) {
     tokio::join!(
         crate::push::notify_changed(&app.queue, task),
-        crate::search::index_changed(&app.store, &app.bodies, &task.id),
+        crate::search::index_changed(&app.store, &app.bodies, task),
     );
 }
 

@@ -54,7 +54,7 @@ impl Worker {
         if let TaskTransition::Applied(task) = &transition {
             tokio::join!(
                 notify_changed(&self.queue, task),
-                crate::search::index_changed(&self.store, &self.bodies, &task.id),
+                crate::search::index_changed(&self.store, &self.bodies, task),
             );
         }
         transition

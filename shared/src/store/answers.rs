@@ -9,7 +9,7 @@ use super::audit::AuditEntry;
 use super::item::{n, opt_s, s};
 use super::task_item::{
     body_text, change_entries, logging, queue_entry, remember_key, remembering, task_key,
-    with_content_room, LOG_CHANGES, WITHIN_CONTENT_CAP, WORDS_DUE,
+    with_content_room, LOG_CHANGES, WITHIN_CONTENT_CAP,
 };
 use super::tasks::{build, held_by_callee, TaskTransition};
 use super::{Store, StoreError};
@@ -231,8 +231,7 @@ impl Store {
             .expression_attribute_values(
                 ":changes",
                 change_entries(&[Change::state(TaskState::Working, true, &now)]),
-            )
-            .expression_attribute_values(":words_due", s(WORDS_DUE));
+            );
         if let Some(key) = key {
             update = update
                 .expression_attribute_values(

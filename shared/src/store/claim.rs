@@ -10,10 +10,7 @@ use crate::domain::ids::{AgentId, TaskId};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{n, s, Item, Reader};
-use super::task_item::{
-    change_entries, deadline_shard, logging_wordless, queue_entry, LOG_CHANGES_IN_PLACE,
-    LOG_WORDLESS_CHANGES,
-};
+use super::task_item::{change_entries, deadline_shard, logging, queue_entry, LOG_CHANGES};
 use super::tasks::{TaskTransition, CLAIM_CANDIDATES, UNCLAIMABLE_ERROR};
 use super::{classify, Store, StoreError};
 use crate::domain::events::Change;
@@ -156,7 +153,7 @@ impl Store {
             .update_expression(format!(
                 "SET #state = :working, status_timestamp = :now, updated_at = :now, \
                  deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key, \
-                 {LOG_WORDLESS_CHANGES} REMOVE gsi1pk, gsi1sk",
+                 {LOG_CHANGES} REMOVE gsi1pk, gsi1sk",
             ))
             .condition_expression("#state IN (:submitted, :working) AND gsi1pk = :queue")
             .expression_attribute_values(":working", s(TaskState::Working.as_str()))
@@ -167,10 +164,7 @@ impl Store {
             .expression_attribute_values(":shard", s(deadline_shard(task_id)))
             .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
         let claimed = Change::state(TaskState::Working, false, &now);
-        match self
-            .transition(logging_wordless(update, &[claimed]))
-            .await?
-        {
+        match self.transition(logging(update, &[claimed])).await? {
             TaskTransition::Applied(task) => Ok(Some(task)),
             TaskTransition::Refused(_) => Ok(None),
         }
@@ -188,7 +182,7 @@ impl Store {
             .task_update(task_id)
             .update_expression(format!(
                 "SET #state = :failed, #error = :error, status_timestamp = :now, \
-                 updated_at = :now, {LOG_CHANGES_IN_PLACE} REMOVE gsi1pk, gsi1sk",
+                 updated_at = :now, {LOG_CHANGES} REMOVE gsi1pk, gsi1sk",
             ))
             .condition_expression("gsi1pk = :queue")
             .expression_attribute_names("#error", "error")

@@ -65,7 +65,6 @@ pub use push::{Attempt, OutboxEntry};
 pub use task_item::DEADLINE_SHARDS;
 pub use tasks::{OverdueEntry, PairCursor, TaskTransition};
 pub use tenancy::MemberRecord;
-pub use words::{Indexed, WordMarker, EXACT_WORDS};
 
 /// Shards of the outbox index (the first hex digit of the task id), like the deadline index.
 pub const OUTBOX_SHARDS: [char; 16] = DEADLINE_SHARDS;

@@ -14,8 +14,7 @@ use super::item::Item;
 use super::item::{key, n, opt_s, s, Reader};
 use super::notify::config_key;
 use super::task_item::{
-    deadline_shard, logging_wordless, outbox_shard, task_id_of, task_key, LOG_WORDLESS_CHANGES,
-    WITHIN_CONTENT_CAP,
+    deadline_shard, logging, outbox_shard, task_id_of, task_key, LOG_CHANGES, WITHIN_CONTENT_CAP,
 };
 use super::{classify, Store, StoreError, TaskTransition};
 use crate::domain::clock;
@@ -195,7 +194,7 @@ impl Store {
             .task_update(task_id)
             .update_expression(format!(
                 "SET delivered_at = :now, updated_at = :now, deadline_at = :deadline, \
-                 gsi2pk = :shard, gsi2sk = :deadline_key, {LOG_WORDLESS_CHANGES} \
+                 gsi2pk = :shard, gsi2sk = :deadline_key, {LOG_CHANGES} \
                  REMOVE lease_token, lease_until, gsi1pk, gsi1sk",
             ))
             .condition_expression("#state = :working AND lease_token = :token")
@@ -205,7 +204,7 @@ impl Store {
             .expression_attribute_values(":deadline", s(&deadline))
             .expression_attribute_values(":shard", s(deadline_shard(task_id)))
             .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
-        self.transition(logging_wordless(update, &[accepted])).await
+        self.transition(logging(update, &[accepted])).await
     }
 
     /// Fails a push task whose delivery cannot succeed. With a token, only while that attempt

@@ -217,7 +217,8 @@ mod tests {
                         .partition()
                         .into_iter()
                         .map(|(name, _)| name.to_owned());
-                    (index.name().to_owned(), partition.collect())
+                    let name = index.name().expect("an index of the table");
+                    (name.to_owned(), partition.collect())
                 })
                 .collect();
         expected.push(("words_due".into(), vec!["words_due".into(), "shard".into()]));

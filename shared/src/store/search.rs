@@ -8,10 +8,9 @@
 //! | `tasks_in_state` | `callee_agent_id`, `state` | `changed_at` | every task, by callee and state |
 //! | `tasks_out_state` | `caller_agent_id`, `state` | `changed_at` | every task, by caller and state |
 //! | `tasks_context` | `context_id` | `changed_at` | every task, by conversation |
-//! | `words_in` | `w_callee`, `word` | `changed_at` | word postings (`store/words.rs`), by callee |
-//! | `words_out` | `w_caller`, `word` | `changed_at` | word postings, by caller |
-//! | `words_lag_in` | `words_lag`, `callee_agent_id` | `changed_at` | large open tasks whose postings lag, by callee (sparse) |
-//! | `words_lag_out` | `words_lag`, `caller_agent_id` | `changed_at` | the same, by caller |
+//!
+//! A search with words reads no index: it walks the table's word postings (`store/words.rs`),
+//! ordered by the tasks' creation.
 //!
 //! The task indexes read attributes every task write already keeps (`state`, and `changed_at`,
 //! which every logged change sets), so they follow each write with no write of their own. All
@@ -22,7 +21,8 @@ use std::collections::{HashMap, HashSet};
 use aws_sdk_dynamodb::types::{ConsumedCapacity, KeysAndAttributes, ReturnConsumedCapacity};
 
 use super::item::{s, Item, Reader};
-use super::task_item::{task_id_of, task_key, WORDS_LAG};
+use super::task_item::{task_id_of, task_key};
+use super::words::posting_partition;
 use super::{classify, Store, StoreError};
 use crate::domain::search::{Position, Side};
 use crate::domain::{clock, AgentId, Task, TaskId, TaskState};
@@ -40,21 +40,19 @@ pub enum SearchIndex<'a> {
     },
     /// One conversation's tasks (at most 100, in either direction).
     Context { context_id: &'a str },
-    /// The postings of one word among the agent's tasks on one side.
+    /// The postings of one word among the agent's tasks on one side, by the tasks' creation
+    /// (the table's own items, `store/words.rs`).
     Word {
         side: Side,
         agent: &'a AgentId,
         word: &'a str,
     },
-    /// The agent's large open tasks on one side whose postings lag their latest change
-    /// (`store/words.rs`).
-    Lagging { side: Side, agent: &'a AgentId },
 }
 
 impl SearchIndex<'_> {
-    /// One index of each kind, for checking the table's definition against the code.
+    /// One index of each kind the table defines, for checking its definition against the code.
     #[cfg(all(test, feature = "local-stack"))]
-    pub(crate) fn examples() -> [SearchIndex<'static>; 9] {
+    pub(crate) fn examples() -> [SearchIndex<'static>; 5] {
         static AGENT: std::sync::LazyLock<AgentId> = std::sync::LazyLock::new(|| "agent".into());
         let agent = &*AGENT;
         let state = TaskState::Working;
@@ -80,29 +78,12 @@ impl SearchIndex<'_> {
             SearchIndex::Context {
                 context_id: "context",
             },
-            SearchIndex::Word {
-                side: Side::Inbound,
-                agent,
-                word: "word",
-            },
-            SearchIndex::Word {
-                side: Side::Outbound,
-                agent,
-                word: "word",
-            },
-            SearchIndex::Lagging {
-                side: Side::Inbound,
-                agent,
-            },
-            SearchIndex::Lagging {
-                side: Side::Outbound,
-                agent,
-            },
         ]
     }
 
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
+    /// The index's name; `None` for word postings, which are the table's own items.
+    pub(crate) fn name(&self) -> Option<&'static str> {
+        Some(match self {
             SearchIndex::Side {
                 side: Side::Inbound,
                 ..
@@ -120,50 +101,26 @@ impl SearchIndex<'_> {
                 ..
             } => "tasks_out_state",
             SearchIndex::Context { .. } => "tasks_context",
-            SearchIndex::Word {
-                side: Side::Inbound,
-                ..
-            } => "words_in",
-            SearchIndex::Word {
-                side: Side::Outbound,
-                ..
-            } => "words_out",
-            SearchIndex::Lagging {
-                side: Side::Inbound,
-                ..
-            } => "words_lag_in",
-            SearchIndex::Lagging {
-                side: Side::Outbound,
-                ..
-            } => "words_lag_out",
-        }
+            SearchIndex::Word { .. } => return None,
+        })
     }
 
     /// The partition's attributes and values.
     pub(crate) fn partition(&self) -> Vec<(&'static str, String)> {
-        let agent_attribute = |side: Side, word: bool| match (side, word) {
-            (Side::Inbound, false) => "callee_agent_id",
-            (Side::Outbound, false) => "caller_agent_id",
-            (Side::Inbound, true) => "w_callee",
-            (Side::Outbound, true) => "w_caller",
+        let agent_attribute = |side: Side| match side {
+            Side::Inbound => "callee_agent_id",
+            Side::Outbound => "caller_agent_id",
         };
         match *self {
-            SearchIndex::Side { side, agent } => {
-                vec![(agent_attribute(side, false), agent.to_string())]
-            }
+            SearchIndex::Side { side, agent } => vec![(agent_attribute(side), agent.to_string())],
             SearchIndex::SideState { side, agent, state } => vec![
-                (agent_attribute(side, false), agent.to_string()),
+                (agent_attribute(side), agent.to_string()),
                 ("state", state.as_str().to_owned()),
             ],
             SearchIndex::Context { context_id } => vec![("context_id", context_id.to_owned())],
-            SearchIndex::Word { side, agent, word } => vec![
-                (agent_attribute(side, true), agent.to_string()),
-                ("word", word.to_owned()),
-            ],
-            SearchIndex::Lagging { side, agent } => vec![
-                ("words_lag", WORDS_LAG.to_owned()),
-                (agent_attribute(side, false), agent.to_string()),
-            ],
+            SearchIndex::Word { side, agent, word } => {
+                vec![("pk", posting_partition(side, agent, word))]
+            }
         }
     }
 }
@@ -226,12 +183,15 @@ impl Store {
                 return Ok(IndexPage::default());
             }
         }
+        let Some(index_name) = index.name() else {
+            return self.posting_index_page(index, range, start, limit).await;
+        };
         let mut condition = Vec::new();
         let mut query = self
             .client()
             .query()
             .table_name(self.table())
-            .index_name(index.name())
+            .index_name(index_name)
             .scan_index_forward(false)
             .limit(limit)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
@@ -271,6 +231,30 @@ impl Store {
         })
     }
 
+    /// [`Store::search_index_page`] of a word's postings: the newest tasks first, at or below
+    /// the range's top (the tasks created by then; the reader drops those at that moment that
+    /// are not below its cursor). The range's lower end is not a creation, so it is judged on the
+    /// tasks read.
+    async fn posting_index_page(
+        &self,
+        index: SearchIndex<'_>,
+        range: Range<'_>,
+        start: Option<Item>,
+        limit: i32,
+    ) -> Result<IndexPage, StoreError> {
+        let Some((_, partition)) = index.partition().into_iter().next() else {
+            return Ok(IndexPage::default());
+        };
+        // `$` sorts after `#`: every posting of a task created at the top moment is included.
+        let below = range.at_or_before.map(|top| format!("{top}$"));
+        let (entries, next, read_units) = self.posting_page(partition, below, start, limit).await?;
+        Ok(IndexPage {
+            entries,
+            next,
+            read_units,
+        })
+    }
+
     /// The tasks with these ids that exist and are not past their retention, strongly
     /// consistent, by id; and the read capacity that cost.
     pub async fn get_tasks(
@@ -289,26 +273,6 @@ impl Store {
             }
         }
         Ok((tasks, batch.read_units))
-    }
-
-    /// Of these tasks, the ones whose words (their markers' word sets) hold every one of
-    /// `words`; and the read capacity that cost.
-    pub async fn tasks_with_words(
-        &self,
-        tasks: &[&Task],
-        words: &[&str],
-    ) -> Result<(HashSet<TaskId>, f64), StoreError> {
-        if words.is_empty() || tasks.is_empty() {
-            return Ok((tasks.iter().map(|task| task.id.clone()).collect(), 0.0));
-        }
-        let ids: Vec<&TaskId> = tasks.iter().map(|task| &task.id).collect();
-        let (known, read_units) = self.task_words(&ids).await?;
-        let complete = known
-            .into_iter()
-            .filter(|(_, set)| words.iter().all(|word| set.contains(word)))
-            .map(|(task_id, _)| task_id)
-            .collect();
-        Ok((complete, read_units))
     }
 
     /// Every item of these keys that exists, strongly consistent, in batches.

@@ -35,7 +35,7 @@ pub(crate) fn outbox_shard(task_id: &TaskId) -> String {
     format!("OUTBOX#{}", task_id.chars().next().unwrap_or('0'))
 }
 
-/// The task's shard of the word index's due list (`words_due`): the first hex digit of its id.
+/// The task's shard of the word postings' due list (`words_due`): the first hex digit of its id.
 pub(crate) fn search_shard(task_id: &TaskId) -> String {
     task_id.chars().next().unwrap_or('0').to_string()
 }
@@ -71,36 +71,14 @@ pub(crate) fn with_content_room(
 }
 
 /// The clause every write that changes what a reader sees adds to its `SET`: it appends the
-/// change's entries (bound by [`logging`]) to the task's change log, moves the task's search
-/// position (`changed_at`, which the search indexes sort by) to the write's moment (its `:now`,
-/// the moment its entries carry), marks that moment as the one its words last changed
-/// (`words_at`), and flags its word index due (`words_due`, cleared once the words are indexed
-/// for that moment: `store/words.rs`).
+/// change's entries (bound by [`logging`]) to the task's change log and moves the task's search
+/// position (`changed_at`, which the search indexes without words sort by) to the write's moment
+/// (its `:now`, the moment its entries carry).
 pub(crate) const LOG_CHANGES: &str =
-    "events = list_append(if_not_exists(events, :no_changes), :changes), \
-     changed_at = :now, words_at = :now, words_due = :words_due";
-
-/// [`LOG_CHANGES`] for a change that adds no words (a claim, a push callee accepting): the
-/// task moves to the write's moment but its postings stay where its words last changed, so it
-/// joins the sparse lagging index (`words_lag`) that a search with words walks beside the
-/// postings, and its word index needs no upkeep (`store/words.rs`). Bound by
-/// [`logging_wordless`].
-pub(crate) const LOG_WORDLESS_CHANGES: &str =
-    "events = list_append(if_not_exists(events, :no_changes), :changes), \
-     changed_at = :now, words_lag = :words_lag";
-
-/// [`LOG_CHANGES`] for the one write that must not grow the item (failing a queued task no
-/// claim can take, which may sit at the item size limit): the flag it would add is left out, so
-/// the failed task keeps its earlier word postings.
-pub(crate) const LOG_CHANGES_IN_PLACE: &str =
     "events = list_append(if_not_exists(events, :no_changes), :changes), changed_at = :now";
 
-/// The value of `words_due` while a task's word index is behind it.
+/// The value of `words_due` while a task's word postings are behind it (`store/words.rs`).
 pub(crate) const WORDS_DUE: &str = "due";
-
-/// The value of `words_lag` while a task's postings are not all at its current moment: a large
-/// open task's, or one whose latest changes added no words (`store/words.rs`).
-pub(crate) const WORDS_LAG: &str = "lag";
 
 /// The log entries of `changes`, as [`LOG_CHANGES`] appends them.
 pub(crate) fn change_entries(changes: &[Change]) -> AttributeValue {
@@ -112,19 +90,6 @@ pub(crate) fn logging(
     update: UpdateItemFluentBuilder,
     changes: &[Change],
 ) -> UpdateItemFluentBuilder {
-    appending(update, changes).expression_attribute_values(":words_due", s(WORDS_DUE))
-}
-
-/// Binds the values of [`LOG_WORDLESS_CHANGES`] for a write that logs `changes`.
-pub(crate) fn logging_wordless(
-    update: UpdateItemFluentBuilder,
-    changes: &[Change],
-) -> UpdateItemFluentBuilder {
-    appending(update, changes).expression_attribute_values(":words_lag", s(WORDS_LAG))
-}
-
-/// Binds the change log's append, which both clauses share.
-fn appending(update: UpdateItemFluentBuilder, changes: &[Change]) -> UpdateItemFluentBuilder {
     update
         .expression_attribute_values(":no_changes", AttributeValue::L(Vec::new()))
         .expression_attribute_values(":changes", change_entries(changes))
@@ -228,9 +193,6 @@ pub(crate) fn to_item(task: &Task) -> Item {
     );
     item.insert("updated_at".into(), s(&task.updated_at));
     item.insert("changed_at".into(), s(task.changed_at()));
-    item.insert("words_at".into(), s(task.changed_at()));
-    item.insert("shard".into(), s(search_shard(&task.id)));
-    item.insert("words_due".into(), s(WORDS_DUE));
     if !task.changes.is_empty() {
         item.insert("events".into(), change_entries(&task.changes));
     }

@@ -2,9 +2,7 @@
 //! whose tasks, cursors bound to their search, and paging that neither skips nor repeats while
 //! tasks change between pages.
 
-use forgebench::domain::words::{words_of_stored, TaskWords};
-use forgebench::domain::TaskId;
-use forgebench::store::{Indexed, WordMarker};
+use aws_sdk_dynamodb::types::AttributeValue;
 use forgebench_tests::{spawn_app, spawn_app_with, text_message, Options, Pair, Recorder};
 use forgebench_tests::{TestAgent, TestApp};
 use serde_json::{json, Value};
@@ -496,22 +494,35 @@ async fn bad_parameters_are_refused_with_what_is_wrong() {
     }
 }
 
-/// Loses the task's word index (postings and marker) as a failed write after its open would,
-/// and flags it due.
-async fn lose_word_index(app: &TestApp, task_id: &str) {
+/// The task's word postings: (partition, sort key) of every posting item that names it.
+async fn postings(app: &TestApp, task_id: &str) -> Vec<(String, String)> {
+    let suffix = format!("#{task_id}");
+    let mut found: Vec<(String, String)> = app
+        .scan_all()
+        .await
+        .iter()
+        .filter_map(|item| {
+            let (pk, sk) = (item["pk"].as_s().ok()?, item["sk"].as_s().ok()?);
+            (pk.starts_with("WORDS#") && sk.ends_with(&suffix)).then(|| (pk.clone(), sk.clone()))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Loses the task's word postings as a failed write after its open would, and flags it due as
+/// the request that failed does.
+async fn lose_postings(app: &TestApp, task_id: &str) {
     let client = forgebench_tests::dynamodb_client(&forgebench_tests::dynamodb_endpoint()).await;
-    for item in app.scan_all().await {
-        let sk = item["sk"].as_s().unwrap();
-        if item["pk"].as_s().unwrap() == &format!("TASK#{task_id}") && sk.starts_with("WORD") {
-            client
-                .delete_item()
-                .table_name(&app.table)
-                .key("pk", item["pk"].clone())
-                .key("sk", item["sk"].clone())
-                .send()
-                .await
-                .unwrap();
-        }
+    for (pk, sk) in postings(app, task_id).await {
+        client
+            .delete_item()
+            .table_name(&app.table)
+            .key("pk", AttributeValue::S(pk))
+            .key("sk", AttributeValue::S(sk))
+            .send()
+            .await
+            .unwrap();
     }
     app.flag_words_due(task_id).await;
 }
@@ -532,7 +543,7 @@ async fn a_task_whose_indexing_was_lost_is_found_again_after_the_sweep() {
         [task.as_str()]
     );
 
-    lose_word_index(&app, &task).await;
+    lose_postings(&app, &task).await;
     assert!(ids(&search(&app, &pair.caller.key, "q=manifest").await).is_empty());
 
     let swept = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
@@ -541,21 +552,179 @@ async fn a_task_whose_indexing_was_lost_is_found_again_after_the_sweep() {
         ids(&search(&app, &pair.caller.key, "q=manifest").await),
         [task.as_str()]
     );
+    assert_eq!(
+        ids(&search(&app, &pair.callee.key, "q=rotterdam").await),
+        [task.as_str()]
+    );
     let again = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
     assert_eq!(again.done, 0, "nothing is due any more");
 }
 
-/// Whether the task's item carries the flag of a task whose postings lag its latest change.
-async fn lagging(app: &TestApp, task_id: &str) -> bool {
-    app.scan_all().await.iter().any(|item| {
-        item["pk"].as_s().unwrap() == &format!("TASK#{task_id}")
-            && item["sk"].as_s().unwrap() == "TASK"
-            && item.contains_key("words_lag")
-    })
+#[tokio::test]
+async fn the_backfill_posts_the_words_of_tasks_stored_without_postings() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    let answered = open(&app, caller, &callee.name, text_message("Hamburg manifest")).await;
+    answer(&app, callee, &answered, completed("customs cleared")).await;
+    let waiting = open(&app, caller, &callee.name, text_message("Hamburg invoice")).await;
+    // As a table indexed before the postings existed has them: none, and nothing flagged.
+    let client = forgebench_tests::dynamodb_client(&forgebench_tests::dynamodb_endpoint()).await;
+    for task in [&answered, &waiting] {
+        for (pk, sk) in postings(&app, task).await {
+            client
+                .delete_item()
+                .table_name(&app.table)
+                .key("pk", AttributeValue::S(pk))
+                .key("sk", AttributeValue::S(sk))
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    assert!(ids(&search(&app, &caller.key, "q=hamburg").await).is_empty());
+
+    // Two segments, as two shells would run them: every task once between them.
+    let (store, bodies) = (&app.app.store, &app.app.bodies);
+    let mut indexed = 0;
+    for segment in 0..2 {
+        indexed += forgebench::search::backfill_words(store, bodies, segment, 2)
+            .await
+            .unwrap();
+    }
+    assert_eq!(indexed, 2);
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=hamburg").await),
+        [waiting.as_str(), answered.as_str()]
+    );
+    assert_eq!(
+        ids(&search(&app, &callee.key, "q=customs%20manifest").await),
+        [answered.as_str()]
+    );
+    // Again: the same postings, nothing more.
+    let before = postings(&app, &answered).await;
+    forgebench::search::backfill_words(store, bodies, 0, 1)
+        .await
+        .unwrap();
+    assert_eq!(postings(&app, &answered).await, before);
 }
 
 #[tokio::test]
-async fn a_large_open_task_is_found_by_every_word_at_its_latest_change_until_it_finishes() {
+async fn each_word_is_posted_once_per_side_and_no_change_rewrites_a_posting() {
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    let task = open(
+        &app,
+        caller,
+        &callee.name,
+        json!({"role": "user", "parts": [
+            {"text": "invoice for Rotterdam, invoice again"},
+            {"data": {"invoice": 4182}},
+        ]}),
+    )
+    .await;
+    // invoice, for, rotterdam, again, 4182: five words, on the callee's side and the caller's.
+    let opened = postings(&app, &task).await;
+    assert_eq!(opened.len(), 10, "{opened:?}");
+    assert_eq!(
+        opened.iter().filter(|(pk, _)| pk.contains("#in#")).count(),
+        5
+    );
+
+    recorder.take();
+    assert_eq!(app.claim(&callee.key, 0).await.field("id"), task);
+    let claim_writes: Vec<String> = recorder
+        .take_requests()
+        .into_iter()
+        .map(|(operation, _)| operation)
+        .filter(|operation| operation.starts_with("Batch"))
+        .collect();
+    assert!(
+        claim_writes.is_empty(),
+        "the claim posted: {claim_writes:?}"
+    );
+    assert_eq!(postings(&app, &task).await, opened, "a claim adds no words");
+
+    let done = app
+        .post_result(&callee.key, &task, completed("Rotterdam invoice paid"))
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    let answered = postings(&app, &task).await;
+    assert_eq!(answered.len(), 12, "only `paid` is new: {answered:?}");
+    assert!(opened.iter().all(|posting| answered.contains(posting)));
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=paid%20again").await),
+        [task.as_str()]
+    );
+}
+
+#[tokio::test]
+async fn word_searches_place_tasks_by_creation_whatever_changes_them_later() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    let first = open(&app, caller, &callee.name, text_message("manifest one")).await;
+    let second = open(&app, caller, &callee.name, text_message("manifest two")).await;
+    let newest_first = [second.as_str(), first.as_str()];
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=manifest").await),
+        newest_first
+    );
+    // Claims take any of the oldest queued tasks; answering one moves neither.
+    let claimed = app.claim(&callee.key, 0).await.field("id");
+    let number = if claimed == first { "one" } else { "two" };
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=manifest").await),
+        newest_first
+    );
+    assert_eq!(
+        ids(&search(
+            &app,
+            &callee.key,
+            &format!("q={number}%20manifest&state=working")
+        )
+        .await),
+        [claimed.as_str()]
+    );
+    let done = app
+        .post_result(&callee.key, &claimed, completed("cleared at customs"))
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=manifest").await),
+        newest_first
+    );
+    assert_eq!(
+        one_at_a_time(&app, &caller.key, "q=manifest").await,
+        newest_first
+    );
+    assert_eq!(
+        ids(&search(&app, &caller.key, &format!("q=customs%20{number}")).await),
+        [claimed.as_str()]
+    );
+    // The state and `since` are judged as the task is now.
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=manifest&state=completed").await),
+        [claimed.as_str()]
+    );
+    let moment = done.body["status"]["timestamp"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = search(&app, &caller.key, "q=manifest&since=2000-01-01T00:00:00Z").await;
+    assert_eq!(ids(&before), newest_first);
+    let after = format!("q=manifest&since={}", moment.replace(':', "%3A"));
+    assert!(ids(&search(&app, &caller.key, &after).await).is_empty());
+}
+
+#[tokio::test]
+async fn a_large_task_is_found_by_the_words_of_every_message() {
     let app = spawn_app().await;
     let pair = app.pair().await;
     let (caller, callee) = (&pair.caller, &pair.callee);
@@ -567,170 +736,38 @@ async fn a_large_open_task_is_found_by_every_word_at_its_latest_change_until_it_
         text_message(&format!("cargo {}", many.join(" "))),
     )
     .await;
-    let claimed = app.claim(&callee.key, 0).await;
-    assert_eq!(claimed.field("id"), big);
-    let progress = |text: &str| {
-        let (app, key, big) = (&app, callee.key.clone(), big.clone());
+    assert_eq!(app.claim(&callee.key, 0).await.field("id"), big);
+    for text in ["unloading in antwerp", "moving on to ghent"] {
         let body = json!({"message": {"role": "agent", "parts": [{"text": text}]}});
-        async move {
-            let reply = app
-                .post(&format!("/v1/agents/me/tasks/{big}/progress"), &key, body)
-                .await;
-            assert_eq!(reply.status, 200, "{}", reply.text);
-        }
-    };
-    progress("unloading in antwerp").await;
-    assert!(lagging(&app, &big).await, "over 64 words, its postings lag");
+        let reply = app
+            .post(
+                &format!("/v1/agents/me/tasks/{big}/progress"),
+                &callee.key,
+                body,
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
     let small = open(&app, caller, &callee.name, text_message("cargo manifest")).await;
     assert_eq!(
         ids(&search(&app, &caller.key, "q=cargo").await),
         [small.as_str(), big.as_str()]
     );
-    progress("moving on to ghent").await;
-    // Its older words' postings still stand where the task was; it is placed where it is now.
-    assert_eq!(
-        ids(&search(&app, &caller.key, "q=cargo").await),
-        [big.as_str(), small.as_str()]
-    );
     assert_eq!(
         ids(&search(&app, &caller.key, "q=word3%20antwerp%20ghent").await),
         [big.as_str()]
     );
-    assert_eq!(
-        one_at_a_time(&app, &caller.key, "q=cargo").await,
-        [big.as_str(), small.as_str()]
-    );
-
     let done = app
         .post_result(&callee.key, &big, completed("delivered to bruges"))
         .await;
     assert_eq!(done.status, 200, "{}", done.text);
-    assert!(
-        !lagging(&app, &big).await,
-        "finished, every posting is at its last change"
-    );
     assert_eq!(
         ids(&search(&app, &caller.key, "q=word79%20bruges").await),
         [big.as_str()]
     );
     assert_eq!(
-        ids(&search(&app, &caller.key, "q=cargo").await),
-        [big.as_str(), small.as_str()]
-    );
-}
-
-#[tokio::test]
-async fn a_claim_moves_its_task_in_word_searches_without_writing_the_word_index() {
-    let recorder = Recorder::default();
-    let app = spawn_app_with(Options {
-        recorder: Some(recorder.clone()),
-        ..Options::default()
-    })
-    .await;
-    let pair = app.pair().await;
-    let (caller, callee) = (&pair.caller, &pair.callee);
-    let first = open(&app, caller, &callee.name, text_message("manifest one")).await;
-    let second = open(&app, caller, &callee.name, text_message("manifest two")).await;
-    assert_eq!(
-        ids(&search(&app, &caller.key, "q=manifest").await),
-        [second.as_str(), first.as_str()]
-    );
-
-    recorder.take();
-    // Claims take any of the oldest queued tasks; whichever it is moves above the other.
-    let claimed = app.claim(&callee.key, 0).await.field("id");
-    let (number, other) = match claimed == first {
-        true => ("one", second),
-        false => ("two", first),
-    };
-    let claim_writes: Vec<String> = recorder
-        .take_requests()
-        .into_iter()
-        .map(|(operation, _)| operation)
-        .filter(|operation| operation.starts_with("Batch") || operation.starts_with("Transact"))
-        .collect();
-    assert!(
-        claim_writes.is_empty(),
-        "the claim indexed: {claim_writes:?}"
-    );
-    assert!(
-        lagging(&app, &claimed).await,
-        "its postings stay at its open"
-    );
-
-    // The claim is its latest change: found above the later task by any of its words, in its
-    // new state, and on pages.
-    assert_eq!(
-        ids(&search(&app, &caller.key, "q=manifest").await),
-        [claimed.as_str(), other.as_str()]
-    );
-    let working = format!("q={number}%20manifest&state=working");
-    assert_eq!(
-        ids(&search(&app, &callee.key, &working).await),
-        [claimed.as_str()]
-    );
-    assert_eq!(
-        one_at_a_time(&app, &caller.key, "q=manifest").await,
-        [claimed.as_str(), other.as_str()]
-    );
-
-    // The answer adds words: every posting moves to its moment and the flag goes.
-    let done = app
-        .post_result(&callee.key, &claimed, completed("cleared at customs"))
-        .await;
-    assert_eq!(done.status, 200, "{}", done.text);
-    assert!(!lagging(&app, &claimed).await);
-    assert_eq!(
-        ids(&search(&app, &caller.key, &format!("q=customs%20{number}")).await),
-        [claimed.as_str()]
-    );
-    assert_eq!(
-        ids(&search(&app, &caller.key, "q=manifest").await),
-        [claimed.as_str(), other.as_str()]
-    );
-}
-
-#[tokio::test]
-async fn indexing_a_claim_overtook_still_records_the_words_and_leaves_nothing_due() {
-    let app = spawn_app().await;
-    let pair = app.pair().await;
-    let task = open(
-        &app,
-        &pair.caller,
-        &pair.callee.name,
-        text_message("Antwerp invoice"),
-    )
-    .await;
-    lose_word_index(&app, &task).await;
-    let store = &app.app.store;
-    let task_id = TaskId::from(task.clone());
-    // The open's indexing reads the task, then the claim moves it before the marker is written.
-    let (Some(opened), None) = store.task_and_word_marker(&task_id).await.unwrap() else {
-        panic!("the task without a marker");
-    };
-    assert_eq!(app.claim(&pair.callee.key, 0).await.field("id"), task);
-    let mut words = TaskWords::default();
-    for entry in &opened.history {
-        words.add(words_of_stored(&entry.to_value()));
-    }
-    let marker = WordMarker {
-        changed_at: opened.changed_at(),
-        through: opened.history.len(),
-        words,
-        lagging: false,
-    };
-    let indexed = store.rewrite_word_postings(&opened, None, &marker).await;
-    assert_eq!(indexed.unwrap(), Indexed::Current, "a claim adds no words");
-
-    assert_eq!(
-        ids(&search(&app, &pair.caller.key, "q=antwerp%20invoice").await),
-        [task.as_str()]
-    );
-    let swept = forgebench::sweeper::sweep_words_until(store, &app.app.bodies, "~").await;
-    assert_eq!(swept.done, 0, "nothing left due: {swept:?}");
-    assert!(
-        lagging(&app, &task).await,
-        "placed by the lagging walk until it changes"
+        one_at_a_time(&app, &caller.key, "q=cargo").await,
+        [small.as_str(), big.as_str()]
     );
 }
 
