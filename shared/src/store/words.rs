@@ -16,7 +16,8 @@
 //! When that fails (the message stands), the task is flagged `words_due`, which the sparse index
 //! `words_due` lists by `shard`, and the sweeper writes its postings again from its history.
 
-use aws_sdk_dynamodb::types::{DeleteRequest, PutRequest, WriteRequest};
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 
 use super::item::{key, n, s, Item, Reader};
 use super::search::Batch;
@@ -164,15 +165,22 @@ impl Store {
 
     /// Flags the task's words as due, for the sweeper: writing its postings failed.
     pub async fn flag_words_due(&self, task: &Task) -> Result<(), StoreError> {
-        self.client()
+        let update = self
+            .client()
             .update_item()
-            .table_name(self.table())
             .set_key(Some(task_key(&task.id)))
             .update_expression("SET words_due = :due, #shard = :shard")
-            .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#shard", "shard")
             .expression_attribute_values(":due", s(WORDS_DUE))
-            .expression_attribute_values(":shard", s(search_shard(&task.id)))
+            .expression_attribute_values(":shard", s(search_shard(&task.id)));
+        self.update_unless_gone(update).await
+    }
+
+    /// Sends an update of a task's item; a task that is gone (past its retention) needs none.
+    async fn update_unless_gone(&self, update: UpdateItemFluentBuilder) -> Result<(), StoreError> {
+        update
+            .table_name(self.table())
+            .condition_expression("attribute_exists(pk)")
             .send()
             .await
             .map(|_| ())
@@ -215,19 +223,12 @@ impl Store {
 
     /// Clears the task's `words_due` flag: its postings are written.
     pub async fn clear_words_due(&self, task_id: &TaskId) -> Result<(), StoreError> {
-        self.client()
+        let update = self
+            .client()
             .update_item()
-            .table_name(self.table())
             .set_key(Some(task_key(task_id)))
-            .update_expression("REMOVE words_due")
-            .condition_expression("attribute_exists(pk)")
-            .send()
-            .await
-            .map(|_| ())
-            .or_else(|error| match error.as_service_error() {
-                Some(service) if service.is_conditional_check_failed_exception() => Ok(()),
-                _ => Err(classify(error)),
-            })
+            .update_expression("REMOVE words_due");
+        self.update_unless_gone(update).await
     }
 
     /// One page of the ids of the table's tasks, from one segment of `segments` of a parallel
@@ -287,19 +288,6 @@ impl Store {
             }
         }
         Ok(())
-    }
-
-    /// Deletes `task`'s postings of `words` (a test's way to lose them).
-    #[cfg(feature = "local-stack")]
-    pub async fn delete_postings(&self, task: &Task, words: &TaskWords) -> Result<(), StoreError> {
-        let mut deletes = Vec::new();
-        for word in words.iter() {
-            for item in posting_keys(task, word) {
-                let delete = build(DeleteRequest::builder().set_key(Some(item)).build())?;
-                deletes.push(WriteRequest::builder().delete_request(delete).build());
-            }
-        }
-        self.batch_write(deletes).await
     }
 }
 

@@ -510,9 +510,8 @@ async fn postings(app: &TestApp, task_id: &str) -> Vec<(String, String)> {
     found
 }
 
-/// Loses the task's word postings as a failed write after its open would, and flags it due as
-/// the request that failed does.
-async fn lose_postings(app: &TestApp, task_id: &str) {
+/// Deletes the task's word postings.
+async fn delete_postings(app: &TestApp, task_id: &str) {
     let client = forgebench_tests::dynamodb_client(&forgebench_tests::dynamodb_endpoint()).await;
     for (pk, sk) in postings(app, task_id).await {
         client
@@ -524,6 +523,12 @@ async fn lose_postings(app: &TestApp, task_id: &str) {
             .await
             .unwrap();
     }
+}
+
+/// Loses the task's word postings as a failed write after its open would, and flags it due as
+/// the request that failed does.
+async fn lose_postings(app: &TestApp, task_id: &str) {
+    delete_postings(app, task_id).await;
     app.flag_words_due(task_id).await;
 }
 
@@ -569,18 +574,8 @@ async fn the_backfill_posts_the_words_of_tasks_stored_without_postings() {
     answer(&app, callee, &answered, completed("customs cleared")).await;
     let waiting = open(&app, caller, &callee.name, text_message("Hamburg invoice")).await;
     // As a table indexed before the postings existed has them: none, and nothing flagged.
-    let client = forgebench_tests::dynamodb_client(&forgebench_tests::dynamodb_endpoint()).await;
     for task in [&answered, &waiting] {
-        for (pk, sk) in postings(&app, task).await {
-            client
-                .delete_item()
-                .table_name(&app.table)
-                .key("pk", AttributeValue::S(pk))
-                .key("sk", AttributeValue::S(sk))
-                .send()
-                .await
-                .unwrap();
-        }
+        delete_postings(&app, task).await;
     }
     assert!(ids(&search(&app, &caller.key, "q=hamburg").await).is_empty());
 
