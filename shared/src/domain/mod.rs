@@ -19,6 +19,7 @@ pub mod result;
 pub mod search;
 pub mod signing;
 pub mod task;
+pub mod transitions;
 pub mod words;
 
 pub use agent::{Agent, AgentName, AgentRef, AgentStatus};

@@ -11,12 +11,13 @@ use super::task_item::{
     body_text, change_entries, logging, queue_entry, remember_key, remembering, task_key,
     with_content_room, LOG_CHANGES, WITHIN_CONTENT_CAP,
 };
-use super::tasks::{build, held_by_callee, TaskTransition};
+use super::tasks::{build, from_states, held_by_callee, TaskTransition};
 use super::{Store, StoreError};
 use crate::domain::binding::binding_id;
 use crate::domain::content::{PackedBody, MAX_TASK_CONTENT_BYTES};
 use crate::domain::events::Change;
 use crate::domain::task::{Delivery, PackedResult, MAX_HISTORY_BEFORE_ANSWER};
+use crate::domain::transitions::Transition;
 use crate::domain::{clock, Task, TaskState};
 
 /// The items of the transaction that takes a caller's answer.
@@ -90,8 +91,7 @@ impl Store {
             .expression_attribute_values(
                 ":entry",
                 AttributeValue::L(vec![body_text(&result.history_entry)]),
-            )
-            .expression_attribute_values(":working", s(TaskState::Working.as_str()));
+            );
         let update = logging(with_content_room(update, result.content_bytes()), &changes);
         match &result.artifacts {
             Some(artifacts) => {
@@ -112,6 +112,7 @@ impl Store {
     ) -> Result<TaskTransition, StoreError> {
         let update = held_by_callee(
             self.answer_update(task_id, result),
+            Transition::Answer,
             WITHIN_CONTENT_CAP,
             tenant_id,
             callee_id,
@@ -132,6 +133,7 @@ impl Store {
         let (_, new_key) = remember_key(Some(key));
         let update = held_by_callee(
             self.answer_update_keyed(task_id, result, Some(key)),
+            Transition::Answer,
             &format!("{WITHIN_CONTENT_CAP}{new_key}"),
             tenant_id,
             callee_id,
@@ -162,12 +164,11 @@ impl Store {
             .expression_attribute_values(":message", body_text(message))
             .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))
             .expression_attribute_values(":max", n(MAX_HISTORY_BEFORE_ANSWER as u64))
-            .expression_attribute_values(":now", s(&now))
-            .expression_attribute_values(":working", s(TaskState::Working.as_str()));
+            .expression_attribute_values(":now", s(&now));
         let progress = Change::state(TaskState::Working, true, &now);
         let update = logging(with_content_room(update, message.bytes), &[progress]);
         let also = format!(" AND size(history) < :max{WITHIN_CONTENT_CAP}{new_key}");
-        let update = held_by_callee(update, &also, tenant_id, callee_id);
+        let update = held_by_callee(update, Transition::Progress, &also, tenant_id, callee_id);
         self.transition(remembering(update, key)).await
     }
 
@@ -199,6 +200,7 @@ impl Store {
                  REMOVE delivered_at, lease_token, lease_until"
             }
         };
+        let (in_state, state_values) = from_states(Transition::Reply);
         let mut update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(task_key(&task.id)))
@@ -208,12 +210,11 @@ impl Store {
                  gsi1pk = :queue, gsi1sk = :order{redelivery} ADD content_bytes :added{add_key}"
             ))
             .condition_expression(format!(
-                "#state = :input_required AND tenant_id = :tenant AND caller_agent_id = :caller \
+                "{in_state} AND tenant_id = :tenant AND caller_agent_id = :caller \
                  AND size(history) < :max{WITHIN_CONTENT_CAP}{new_key}"
             ))
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":working", s(TaskState::Working.as_str()))
-            .expression_attribute_values(":input_required", s(TaskState::InputRequired.as_str()))
             .expression_attribute_values(":none", AttributeValue::Null(true))
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))
@@ -232,6 +233,9 @@ impl Store {
                 ":changes",
                 change_entries(&[Change::state(TaskState::Working, true, &now)]),
             );
+        for (name, value) in state_values {
+            update = update.expression_attribute_values(name, value);
+        }
         if let Some(key) = key {
             update = update
                 .expression_attribute_values(

@@ -11,9 +11,10 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{n, s, Item, Reader};
 use super::task_item::{change_entries, deadline_shard, logging, queue_entry, LOG_CHANGES};
-use super::tasks::{TaskTransition, CLAIM_CANDIDATES, UNCLAIMABLE_ERROR};
+use super::tasks::{conditioned, TaskTransition, CLAIM_CANDIDATES, UNCLAIMABLE_ERROR};
 use super::{classify, Store, StoreError};
 use crate::domain::events::Change;
+use crate::domain::transitions::Transition;
 use crate::domain::{clock, Task, TaskState};
 
 /// How long a queue page read for claims may serve later claims of this process. This bounds
@@ -155,14 +156,13 @@ impl Store {
                  deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key, \
                  {LOG_CHANGES} REMOVE gsi1pk, gsi1sk",
             ))
-            .condition_expression("#state IN (:submitted, :working) AND gsi1pk = :queue")
             .expression_attribute_values(":working", s(TaskState::Working.as_str()))
-            .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()))
             .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":deadline", s(&deadline))
             .expression_attribute_values(":shard", s(deadline_shard(task_id)))
             .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
+        let update = conditioned(update, Transition::Claim, " AND gsi1pk = :queue");
         let claimed = Change::state(TaskState::Working, false, &now);
         match self.transition(logging(update, &[claimed])).await? {
             TaskTransition::Applied(task) => Ok(Some(task)),
@@ -170,7 +170,10 @@ impl Store {
         }
     }
 
-    /// Fails a queued task no claim can take, with a write that does not grow it.
+    /// Fails a queued task no claim can take, with a write that does not grow it. The one write
+    /// of a task's state not conditioned on the state ([`Transition::FailUnclaimable`] starts
+    /// from the states a queue entry implies): the item may be unreadable, its state included,
+    /// and being on the queue is what makes it claimable.
     async fn fail_unclaimable(
         &self,
         callee_id: &AgentId,
@@ -216,17 +219,18 @@ impl Store {
             ))
             .expression_attribute_values(":prior", s(task.state_before_latest_change().as_str()))
             .expression_attribute_values(":changed", s(task.changed_before_latest_change()))
-            .condition_expression(
-                "#state = :working AND deadline_at = :deadline AND size(events) = :logged",
-            )
             .expression_attribute_values(":logged", n(logged as u64))
             .expression_attribute_values(":queue", s(queue))
             .expression_attribute_values(":order", s(order))
-            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(
                 ":deadline",
                 s(task.deadline_at.clone().unwrap_or_default()),
             );
+        let update = conditioned(
+            update,
+            Transition::Unclaim,
+            " AND deadline_at = :deadline AND size(events) = :logged",
+        );
         self.transition(update).await.map(|_| ())
     }
 }

@@ -6,6 +6,7 @@
 //! conditioned on still holding that lease: an answer that arrives after a cancel is discarded.
 
 use crate::domain::ids::TaskId;
+use crate::domain::transitions::Transition;
 use crate::domain::TaskState;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
@@ -16,6 +17,7 @@ use super::notify::config_key;
 use super::task_item::{
     deadline_shard, logging, outbox_shard, task_id_of, task_key, LOG_CHANGES, WITHIN_CONTENT_CAP,
 };
+use super::tasks::conditioned;
 use super::{classify, Store, StoreError, TaskTransition};
 use crate::domain::clock;
 use crate::domain::events::Change;
@@ -96,14 +98,7 @@ impl Store {
                      if_not_exists(delivery_attempts, :zero)) + :one \
                  ADD delivery_attempts :one",
             )
-            .condition_expression(format!(
-                "delivery = :push AND #state IN (:submitted, :working) \
-                 AND attribute_not_exists(delivered_at) AND {same_delivery} \
-                 AND (attribute_not_exists(lease_until) OR lease_until < :now) \
-                 AND (attribute_not_exists(delivery_attempts) OR delivery_attempts < :max)"
-            ))
             .expression_attribute_values(":working", s(TaskState::Working.as_str()))
-            .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()))
             .expression_attribute_values(":push", s(Delivery::Push.as_str()))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":token", s(token))
@@ -116,6 +111,15 @@ impl Store {
         if let Some(delivery_id) = delivery_id {
             update = update.expression_attribute_values(":delivery", s(delivery_id));
         }
+        let update = conditioned(
+            update,
+            Transition::Lease,
+            &format!(
+                " AND delivery = :push AND attribute_not_exists(delivered_at) AND {same_delivery} \
+                 AND (attribute_not_exists(lease_until) OR lease_until < :now) \
+                 AND (attribute_not_exists(delivery_attempts) OR delivery_attempts < :max)"
+            ),
+        );
         self.transition(update).await
     }
 
@@ -133,13 +137,14 @@ impl Store {
                 "SET lease_until = :now, attempt_number = attempt_number - :one, \
                  delivery_attempts = delivery_attempts - :one",
             )
-            .condition_expression(
-                "#state = :working AND lease_token = :token AND delivery_attempts >= :one",
-            )
-            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":one", n(1));
+        let update = conditioned(
+            update,
+            Transition::Release,
+            " AND lease_token = :token AND delivery_attempts >= :one",
+        );
         self.transition(update).await
     }
 
@@ -155,11 +160,10 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression("SET lease_until = :now, updated_at = :now, gsi1sk = :due")
-            .condition_expression("#state = :working AND lease_token = :token")
-            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":due", s(format!("{due}#{task_id}")));
+        let update = conditioned(update, Transition::Release, " AND lease_token = :token");
         self.transition(update).await
     }
 
@@ -170,12 +174,12 @@ impl Store {
         token: &str,
         result: &PackedResult,
     ) -> Result<TaskTransition, StoreError> {
-        let update = self
-            .answer_update(task_id, result)
-            .condition_expression(format!(
-                "#state = :working AND lease_token = :token{WITHIN_CONTENT_CAP}"
-            ))
-            .expression_attribute_values(":token", s(token));
+        let update = conditioned(
+            self.answer_update(task_id, result),
+            Transition::Answer,
+            &format!(" AND lease_token = :token{WITHIN_CONTENT_CAP}"),
+        )
+        .expression_attribute_values(":token", s(token));
         self.transition(update).await
     }
 
@@ -197,13 +201,12 @@ impl Store {
                  gsi2pk = :shard, gsi2sk = :deadline_key, {LOG_CHANGES} \
                  REMOVE lease_token, lease_until, gsi1pk, gsi1sk",
             ))
-            .condition_expression("#state = :working AND lease_token = :token")
-            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":deadline", s(&deadline))
             .expression_attribute_values(":shard", s(deadline_shard(task_id)))
             .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
+        let update = conditioned(update, Transition::Accept, " AND lease_token = :token");
         self.transition(logging(update, &[accepted])).await
     }
 
@@ -218,19 +221,22 @@ impl Store {
         let failure = TaskResult::Failed {
             error: error.to_owned(),
         };
-        let mut update = self
-            .answer_update(task_id, &PackedResult::pack("", task_id, &failure))
-            .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()));
-        update = match token {
-            Some(token) => update
-                .condition_expression(format!(
-                    "#state IN (:submitted, :working) AND lease_token = :token{WITHIN_CONTENT_CAP}"
-                ))
-                .expression_attribute_values(":token", s(token)),
-            None => update.condition_expression(format!(
-                "#state IN (:submitted, :working) AND attribute_not_exists(delivered_at) \
-                 AND (attribute_not_exists(lease_until) OR lease_until < :now){WITHIN_CONTENT_CAP}"
-            )),
+        let update = self.answer_update(task_id, &PackedResult::pack("", task_id, &failure));
+        let update = match token {
+            Some(token) => conditioned(
+                update,
+                Transition::FailDelivery,
+                &format!(" AND lease_token = :token{WITHIN_CONTENT_CAP}"),
+            )
+            .expression_attribute_values(":token", s(token)),
+            None => conditioned(
+                update,
+                Transition::FailDelivery,
+                &format!(
+                    " AND attribute_not_exists(delivered_at) \
+                     AND (attribute_not_exists(lease_until) OR lease_until < :now){WITHIN_CONTENT_CAP}"
+                ),
+            ),
         };
         self.transition(update).await
     }

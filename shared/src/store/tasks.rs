@@ -8,10 +8,11 @@
 //! deadline, a cancel only moves an open task.
 
 use crate::domain::ids::{AgentId, TaskId, TenantId};
+use crate::domain::transitions::Transition;
 use crate::domain::TaskState;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{s, Reader};
 use super::task_item::{
@@ -48,20 +49,54 @@ pub enum TaskTransition {
     Refused(Option<Task>),
 }
 
-/// Conditions a callee's write on a task it holds: `working`, this tenant and callee, before
-/// the claim deadline (or a push task still being delivered, which has none), and `also`.
-/// `:now` and `:working` are the update's own.
+/// The part of a write's condition the state machine sets: `#state IN (…)` over the states
+/// `transition` may start from (`domain/transitions.rs`), and the values of its placeholders,
+/// each state under its own name (`:submitted`, `:working`, `:input_required`), which a write
+/// that also sets one of those states binds to the same value.
+pub(crate) fn from_states(transition: Transition) -> (String, Vec<(String, AttributeValue)>) {
+    let states = transition.from();
+    let names: Vec<String> = states
+        .iter()
+        .map(|state| format!(":{}", state.as_str()))
+        .collect();
+    let values = names
+        .iter()
+        .zip(states)
+        .map(|(name, state)| (name.clone(), s(state.as_str())))
+        .collect();
+    (format!("#state IN ({})", names.join(", ")), values)
+}
+
+/// Conditions `update` on the task's state allowing `transition`, and `also`.
+pub(crate) fn conditioned(
+    update: UpdateItemFluentBuilder,
+    transition: Transition,
+    also: &str,
+) -> UpdateItemFluentBuilder {
+    let (state, values) = from_states(transition);
+    values
+        .into_iter()
+        .fold(update, |update, (name, value)| {
+            update.expression_attribute_values(name, value)
+        })
+        .condition_expression(format!("{state}{also}"))
+}
+
+/// Conditions a callee's write on a task it holds: in a state `transition` may start from
+/// (`working`), this tenant and callee, before the claim deadline (or a push task still being
+/// delivered, which has none), and `also`. `:now` is the update's own.
 pub(crate) fn held_by_callee(
     update: UpdateItemFluentBuilder,
+    transition: Transition,
     also: &str,
     tenant_id: &TenantId,
     callee_id: &AgentId,
 ) -> UpdateItemFluentBuilder {
-    update
-        .condition_expression(format!(
-            "#state = :working AND tenant_id = :tenant AND callee_agent_id = :callee \
-             AND (deadline_at > :now OR (delivery = :push AND attribute_not_exists(deadline_at))){also}"
-        ))
+    let also = format!(
+        " AND tenant_id = :tenant AND callee_agent_id = :callee \
+         AND (deadline_at > :now OR (delivery = :push AND attribute_not_exists(deadline_at))){also}"
+    );
+    conditioned(update, transition, &also)
         .expression_attribute_values(":push", s("push"))
         .expression_attribute_values(":tenant", s(tenant_id))
         .expression_attribute_values(":callee", s(callee_id))
@@ -131,18 +166,17 @@ impl Store {
                 "SET #state = :canceled, status_timestamp = :now, updated_at = :now, {LOG_CHANGES} \
                  REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
             ))
-            .condition_expression(
-                "#state IN (:submitted, :working, :input_required) AND tenant_id = :tenant \
-                 AND caller_agent_id = :caller AND (callee_agent_id = :callee OR callee_name = :callee)",
-            )
             .expression_attribute_values(":canceled", s(TaskState::Canceled.as_str()))
             .expression_attribute_values(":now", s(&now))
-            .expression_attribute_values(":submitted", s(TaskState::Submitted.as_str()))
-            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
-            .expression_attribute_values(":input_required", s(TaskState::InputRequired.as_str()))
             .expression_attribute_values(":tenant", s(tenant_id))
             .expression_attribute_values(":caller", s(caller_id))
             .expression_attribute_values(":callee", s(callee));
+        let update = conditioned(
+            update,
+            Transition::Cancel,
+            " AND tenant_id = :tenant AND caller_agent_id = :caller \
+             AND (callee_agent_id = :callee OR callee_name = :callee)",
+        );
         let canceled = Change::state(TaskState::Canceled, false, &now);
         self.transition(logging(update, &[canceled])).await
     }
@@ -158,12 +192,12 @@ impl Store {
         let failure = TaskResult::Failed {
             error: deadline_error(timeout_seconds),
         };
-        let update = self
-            .answer_update(task_id, &PackedResult::pack("", task_id, &failure))
-            .condition_expression(format!(
-                "#state = :working AND deadline_at = :deadline{WITHIN_CONTENT_CAP}"
-            ))
-            .expression_attribute_values(":deadline", s(deadline_at));
+        let update = conditioned(
+            self.answer_update(task_id, &PackedResult::pack("", task_id, &failure)),
+            Transition::Expire,
+            &format!(" AND deadline_at = :deadline{WITHIN_CONTENT_CAP}"),
+        )
+        .expression_attribute_values(":deadline", s(deadline_at));
         self.transition(update).await
     }
 
