@@ -18,7 +18,7 @@
 //! - **schema**: `N` tasks opened as for the gateway, then `P` clients take their ids from a
 //!   shared counter, each with one conditional `UpdateItem` on the gateway's table that moves
 //!   the task item through the indexes a claim moves it through (out of the queue, into the
-//!   deadline shard, a new `changed_at` for the search indexes, the lagging-words flag), with
+//!   deadline shard, a new `changed_at` for the search indexes), with
 //!   no queue page: the raw write on this schema. `schema / raw` is what the indexes alone cost
 //!   a conditional write on this store; `store / schema` what finding the candidate adds.
 //!

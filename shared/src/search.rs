@@ -77,6 +77,22 @@ fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
     sides.map(|side| walk(*side)).collect()
 }
 
+/// Most index entries one read takes when the index holds tasks in other states, which the
+/// read's filter leaves out (the state is projected, not keyed: docs/design.md).
+pub const MAX_STATE_PAGE: i32 = 1_000;
+
+/// How many entries the next read of a walk takes after one that took `size` and kept `kept`:
+/// one past the page at first, so the page's last placement is known final in one read; when a
+/// state's filter left most of a read out, four times as many, up to [`MAX_STATE_PAGE`]: the
+/// entries passed over are small, and only those kept have their tasks read.
+fn next_page_size(size: i32, kept: usize) -> i32 {
+    let sparse = usize::try_from(size).is_ok_and(|size| kept * 2 < size);
+    match sparse {
+        true => size.saturating_mul(4).min(MAX_STATE_PAGE),
+        false => size,
+    }
+}
+
 /// One walk: its index and where it stands.
 struct Walk<'a> {
     index: SearchIndex<'a>,
@@ -84,6 +100,8 @@ struct Walk<'a> {
     /// The moment of the last entry read; `None` before the first page.
     reached: Option<String>,
     done: bool,
+    /// How many entries its next read takes.
+    size: i32,
 }
 
 /// What a page has found so far: each task once, at its place in the snapshot.
@@ -192,6 +210,8 @@ pub async fn search(
         found.judge(store, &moved).await?;
     }
     let top = after.map_or(moment.as_str(), |after| after.changed_at.as_str());
+    // One entry past the page, so the page's last placement is known final in one read.
+    let page_size = i32::try_from(limit + 1).unwrap_or(101);
     let mut walks: Vec<Walk<'_>> = walks(filters)
         .into_iter()
         .map(|index| Walk {
@@ -199,10 +219,9 @@ pub async fn search(
             next: None,
             reached: None,
             done: false,
+            size: page_size,
         })
         .collect();
-    // One entry past the page, so the page's last placement is known final in one read.
-    let page_size = i32::try_from(limit + 1).unwrap_or(101);
     for _ in 0..MAX_ROUNDS {
         for walk in walks.iter_mut().filter(|walk| !walk.done) {
             let range = Range {
@@ -211,15 +230,19 @@ pub async fn search(
             };
             let IndexPage {
                 entries,
+                reached,
                 next,
                 read_units,
             } = store
-                .search_index_page(walk.index, range, walk.next.take(), page_size)
+                .search_index_page(walk.index, range, walk.next.take(), walk.size)
                 .await?;
+            if filters.words.is_none() && filters.state.is_some() {
+                walk.size = next_page_size(walk.size, entries.len());
+            }
             found.read_units += read_units;
             let ids: Vec<TaskId> = entries.iter().map(|entry| entry.task_id.clone()).collect();
             found.judge(store, &ids).await?;
-            walk.reached = entries.last().map(|entry| entry.changed_at.clone());
+            walk.reached = reached;
             walk.done = next.is_none();
             walk.next = next;
         }
@@ -281,16 +304,17 @@ async fn moved_since(
     filters: &SearchFilters,
     moment: &str,
 ) -> Result<(Vec<TaskId>, f64), SearchError> {
+    // A conversation's walk reads all of it (at most 100 tasks), each placed by the snapshot.
+    if filters.context_id.is_some() {
+        return Ok((Vec::new(), 0.0));
+    }
     let agent = &filters.agent;
-    let reads: Vec<SearchIndex<'_>> = match &filters.context_id {
-        Some(context_id) => vec![SearchIndex::Context { context_id }],
-        None => filters
-            .direction
-            .sides()
-            .iter()
-            .map(|side| SearchIndex::Side { side: *side, agent })
-            .collect(),
-    };
+    let reads: Vec<SearchIndex<'_>> = filters
+        .direction
+        .sides()
+        .iter()
+        .map(|side| SearchIndex::Side { side: *side, agent })
+        .collect();
     let mut moved = Vec::new();
     let mut units = 0.0;
     for index in reads {
@@ -304,6 +328,7 @@ async fn moved_since(
                 entries,
                 next,
                 read_units,
+                ..
             } = store.search_index_page(index, range, start, 100).await?;
             units += read_units;
             moved.extend(entries.into_iter().map(|entry| entry.task_id));
@@ -443,4 +468,19 @@ pub async fn index_changed(store: &Store, bodies: &Bodies, task: &Task) {
         known.add(words_of_stored(&message.to_value()));
     }
     post_new_words(store, bodies, task, &[latest], &known).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_that_a_state_left_mostly_out_is_followed_by_a_larger_one_up_to_the_cap() {
+        assert_eq!(next_page_size(51, 50), 51, "a full read: the page is near");
+        assert_eq!(next_page_size(51, 26), 51);
+        assert_eq!(next_page_size(51, 25), 204);
+        assert_eq!(next_page_size(204, 0), 816);
+        assert_eq!(next_page_size(816, 3), MAX_STATE_PAGE);
+        assert_eq!(next_page_size(MAX_STATE_PAGE, 0), MAX_STATE_PAGE);
+    }
 }

@@ -2,9 +2,9 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 
 // The state table of infra/template.yaml (the `Table` resource), deletion protection aside (a
 // prop of the construct). The task-search indexes (shared/src/store/search.rs) key on
-// attributes every task write keeps, sorted by the task's latest change; the ones with two HASH
-// entries use DynamoDB's multi-attribute partition keys (agent and state, agent and word), so no
-// composed attribute is needed. test/drift.test.ts holds this to the SAM template.
+// attributes every task write keeps: each side by the task's latest change with its state
+// projected, a conversation by creation; `words_due` uses DynamoDB's multi-attribute partition
+// keys. test/drift.test.ts holds this to the SAM template.
 
 const S = (attributeName: string): dynamodb.CfnTable.AttributeDefinitionProperty => ({ attributeName, attributeType: 'S' });
 const HASH = (attributeName: string): dynamodb.CfnTable.KeySchemaProperty => ({ attributeName, keyType: 'HASH' });
@@ -14,6 +14,15 @@ const index = (
   projectionType: 'ALL' | 'KEYS_ONLY',
   ...keySchema: dynamodb.CfnTable.KeySchemaProperty[]
 ): dynamodb.CfnTable.GlobalSecondaryIndexProperty => ({ indexName, keySchema, projection: { projectionType } });
+const including = (
+  indexName: string,
+  nonKeyAttributes: string[],
+  ...keySchema: dynamodb.CfnTable.KeySchemaProperty[]
+): dynamodb.CfnTable.GlobalSecondaryIndexProperty => ({
+  indexName,
+  keySchema,
+  projection: { projectionType: 'INCLUDE', nonKeyAttributes },
+});
 
 export const TABLE: Omit<dynamodb.CfnTableProps, 'deletionProtectionEnabled'> = {
   billingMode: 'PAY_PER_REQUEST',
@@ -21,17 +30,15 @@ export const TABLE: Omit<dynamodb.CfnTableProps, 'deletionProtectionEnabled'> = 
   sseSpecification: { sseEnabled: true },
   // Tasks (and their delivery attempts) expire after taskRetentionDays.
   timeToLiveSpecification: { attributeName: "expires_at", enabled: true },
-  attributeDefinitions: [S("pk"), S("sk"), S("gsi1pk"), S("gsi1sk"), S("gsi2pk"), S("gsi2sk"), S("gsi3pk"), S("gsi3sk"), S("callee_agent_id"), S("caller_agent_id"), S("state"), S("context_id"), S("changed_at"), S("words_due"), S("shard")],
+  attributeDefinitions: [S("pk"), S("sk"), S("gsi1pk"), S("gsi1sk"), S("gsi2pk"), S("gsi2sk"), S("gsi3pk"), S("gsi3sk"), S("callee_agent_id"), S("caller_agent_id"), S("created_at"), S("context_id"), S("changed_at"), S("words_due"), S("shard")],
   keySchema: [HASH("pk"), RANGE("sk")],
   globalSecondaryIndexes: [
     index("gsi1", "ALL", HASH("gsi1pk"), RANGE("gsi1sk")),
     index("gsi2", "ALL", HASH("gsi2pk"), RANGE("gsi2sk")),
     index("pairs", "KEYS_ONLY", HASH("gsi3pk"), RANGE("gsi3sk")),
-    index("tasks_in", "KEYS_ONLY", HASH("callee_agent_id"), RANGE("changed_at")),
-    index("tasks_out", "KEYS_ONLY", HASH("caller_agent_id"), RANGE("changed_at")),
-    index("tasks_in_state", "KEYS_ONLY", HASH("callee_agent_id"), HASH("state"), RANGE("changed_at")),
-    index("tasks_out_state", "KEYS_ONLY", HASH("caller_agent_id"), HASH("state"), RANGE("changed_at")),
-    index("tasks_context", "KEYS_ONLY", HASH("context_id"), RANGE("changed_at")),
+    including("inbound", ["state"], HASH("callee_agent_id"), RANGE("changed_at")),
+    including("outbound", ["state"], HASH("caller_agent_id"), RANGE("changed_at")),
+    index("conversation", "KEYS_ONLY", HASH("context_id"), RANGE("created_at")),
     index("words_due", "KEYS_ONLY", HASH("words_due"), HASH("shard"), RANGE("changed_at")),
   ],
 };

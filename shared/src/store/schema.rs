@@ -26,6 +26,8 @@ pub struct IndexSchema {
     pub name: String,
     pub key: Vec<(String, String)>,
     pub projection: String,
+    /// The attributes an `INCLUDE` projection adds to the keys.
+    pub non_key: Vec<String>,
 }
 
 fn text(value: &Value, field: &str) -> Result<String, String> {
@@ -71,10 +73,23 @@ impl TableSchema {
                             .map(|projection| text(projection, "ProjectionType"))
                             .transpose()?
                             .unwrap_or_else(|| "ALL".to_owned());
+                        let non_key = index
+                            .get("Projection")
+                            .and_then(|projection| projection.get("NonKeyAttributes"))
+                            .and_then(Value::as_sequence)
+                            .map(|names| {
+                                names
+                                    .iter()
+                                    .filter_map(Value::as_str)
+                                    .map(str::to_owned)
+                                    .collect()
+                            })
+                            .unwrap_or_default();
                         Ok(IndexSchema {
                             name: text(index, "IndexName")?,
                             key: pairs(index.get("KeySchema"), "AttributeName", "KeyType")?,
                             projection,
+                            non_key,
                         })
                     })
                     .collect::<Result<Vec<_>, String>>()
@@ -154,6 +169,9 @@ impl Store {
                     .projection(
                         Projection::builder()
                             .projection_type(ProjectionType::from(index.projection.as_str()))
+                            .set_non_key_attributes(
+                                (!index.non_key.is_empty()).then(|| index.non_key.clone()),
+                            )
                             .build(),
                     )
                     .build()
@@ -207,44 +225,75 @@ mod tests {
             ]
         );
         assert_eq!(pairs.projection, "KEYS_ONLY");
-        // The search indexes: the partitions the code queries, sorted by the latest change,
-        // keys only.
-        let mut expected: Vec<(String, Vec<String>)> =
-            crate::store::search::SearchIndex::examples()
-                .iter()
-                .map(|index| {
-                    let partition = index
-                        .partition()
-                        .into_iter()
-                        .map(|(name, _)| name.to_owned());
-                    let name = index.name().expect("an index of the table");
-                    (name.to_owned(), partition.collect())
-                })
-                .collect();
-        expected.push(("words_due".into(), vec!["words_due".into(), "shard".into()]));
-        let found: Vec<(String, Vec<String>)> = schema.indexes[3..]
+        // The search indexes: the partitions the code queries, their order, and what they hold.
+        let strings = |names: &[&str]| names.iter().map(|name| name.to_string()).collect();
+        // (name, partition, sort, projection, projected attributes)
+        type Shape = (String, Vec<String>, String, String, Vec<String>);
+        let expected: Vec<Shape> = vec![
+            (
+                "inbound".into(),
+                strings(&["callee_agent_id"]),
+                "changed_at".into(),
+                "INCLUDE".into(),
+                strings(&["state"]),
+            ),
+            (
+                "outbound".into(),
+                strings(&["caller_agent_id"]),
+                "changed_at".into(),
+                "INCLUDE".into(),
+                strings(&["state"]),
+            ),
+            (
+                "conversation".into(),
+                strings(&["context_id"]),
+                "created_at".into(),
+                "KEYS_ONLY".into(),
+                Vec::new(),
+            ),
+            (
+                "words_due".into(),
+                strings(&["words_due", "shard"]),
+                "changed_at".into(),
+                "KEYS_ONLY".into(),
+                Vec::new(),
+            ),
+        ];
+        let found: Vec<Shape> = schema.indexes[3..]
             .iter()
             .map(|index| {
                 let (sort, partition) = index.key.split_last().unwrap();
-                assert_eq!(
-                    sort,
-                    &("changed_at".to_owned(), "RANGE".to_owned()),
-                    "{}",
-                    index.name
-                );
+                assert_eq!(sort.1, "RANGE", "{}", index.name);
                 assert!(
                     partition.iter().all(|(_, kind)| kind == "HASH"),
                     "{}",
                     index.name
                 );
-                assert_eq!(index.projection, "KEYS_ONLY", "{}", index.name);
                 (
                     index.name.clone(),
                     partition.iter().map(|(name, _)| name.clone()).collect(),
+                    sort.0.clone(),
+                    index.projection.clone(),
+                    index.non_key.clone(),
                 )
             })
             .collect();
         assert_eq!(found, expected);
+        // The code reads them by those names and partitions.
+        for index in crate::store::search::SearchIndex::examples() {
+            let name = index.name().expect("an index of the table");
+            let partition: Vec<String> = index
+                .partition()
+                .into_iter()
+                .map(|(attribute, _)| attribute.to_owned())
+                .collect();
+            assert!(
+                expected
+                    .iter()
+                    .any(|(known, keys, ..)| known == name && *keys == partition),
+                "{name}"
+            );
+        }
         assert!(schema.attributes.iter().all(|(_, kind)| kind == "S"));
     }
 }

@@ -1,20 +1,19 @@
-//! Task search's reads: the indexes a search walks, each newest change first, and the batch
-//! reads that judge what they find.
+//! Task search's reads: the indexes a search walks, and the batch reads that judge what they
+//! find.
 //!
 //! | index | partition (attributes) | sort | holds |
 //! |---|---|---|---|
-//! | `tasks_in` | `callee_agent_id` | `changed_at` | every task, by its callee |
-//! | `tasks_out` | `caller_agent_id` | `changed_at` | every task, by its caller |
-//! | `tasks_in_state` | `callee_agent_id`, `state` | `changed_at` | every task, by callee and state |
-//! | `tasks_out_state` | `caller_agent_id`, `state` | `changed_at` | every task, by caller and state |
-//! | `tasks_context` | `context_id` | `changed_at` | every task, by conversation |
+//! | `inbound` | `callee_agent_id` | `changed_at` | every task by its callee: keys and `state` |
+//! | `outbound` | `caller_agent_id` | `changed_at` | every task by its caller: keys and `state` |
+//! | `conversation` | `context_id` | `created_at` | every task by conversation (at most 100): keys |
 //!
 //! A search with words reads no index: it walks the table's word postings (`store/words.rs`),
 //! ordered by the tasks' creation.
 //!
-//! The task indexes read attributes every task write already keeps (`state`, and `changed_at`,
-//! which every logged change sets), so they follow each write with no write of their own. All
-//! are `KEYS_ONLY`: a search reads the tasks it finds in one batch.
+//! The task indexes read attributes every task write already keeps (`changed_at`, which every
+//! logged change sets, and `state`), so they follow each write with no write of their own. A
+//! search in one state reads the side's index with a filter on the state it holds; a search
+//! reads the tasks it finds in one batch.
 
 use std::collections::{HashMap, HashSet};
 
@@ -81,26 +80,15 @@ impl SearchIndex<'_> {
         ]
     }
 
-    /// The index's name; `None` for word postings, which are the table's own items.
+    /// The index's name; `None` for word postings, which are the table's own items. A side in
+    /// one state reads the side's index, keeping the entries in that state (it is projected).
     pub(crate) fn name(&self) -> Option<&'static str> {
         Some(match self {
-            SearchIndex::Side {
-                side: Side::Inbound,
-                ..
-            } => "tasks_in",
-            SearchIndex::Side {
-                side: Side::Outbound,
-                ..
-            } => "tasks_out",
-            SearchIndex::SideState {
-                side: Side::Inbound,
-                ..
-            } => "tasks_in_state",
-            SearchIndex::SideState {
-                side: Side::Outbound,
-                ..
-            } => "tasks_out_state",
-            SearchIndex::Context { .. } => "tasks_context",
+            SearchIndex::Side { side, .. } | SearchIndex::SideState { side, .. } => match side {
+                Side::Inbound => "inbound",
+                Side::Outbound => "outbound",
+            },
+            SearchIndex::Context { .. } => "conversation",
             SearchIndex::Word { .. } => return None,
         })
     }
@@ -112,15 +100,21 @@ impl SearchIndex<'_> {
             Side::Outbound => "caller_agent_id",
         };
         match *self {
-            SearchIndex::Side { side, agent } => vec![(agent_attribute(side), agent.to_string())],
-            SearchIndex::SideState { side, agent, state } => vec![
-                (agent_attribute(side), agent.to_string()),
-                ("state", state.as_str().to_owned()),
-            ],
+            SearchIndex::Side { side, agent } | SearchIndex::SideState { side, agent, .. } => {
+                vec![(agent_attribute(side), agent.to_string())]
+            }
             SearchIndex::Context { context_id } => vec![("context_id", context_id.to_owned())],
             SearchIndex::Word { side, agent, word } => {
                 vec![("pk", posting_partition(side, agent, word))]
             }
+        }
+    }
+
+    /// The state a read keeps, when the index holds others too.
+    fn state(&self) -> Option<TaskState> {
+        match self {
+            SearchIndex::SideState { state, .. } => Some(*state),
+            _ => None,
         }
     }
 }
@@ -137,6 +131,8 @@ pub struct Range<'a> {
 #[derive(Debug, Default)]
 pub struct IndexPage {
     pub entries: Vec<Position>,
+    /// The moment the read got down to (its last entry's, or the last one a filter left out).
+    pub reached: Option<String>,
     pub next: Option<Item>,
     /// The read capacity the page cost, as the store reports it.
     pub read_units: f64,
@@ -186,6 +182,9 @@ impl Store {
         let Some(index_name) = index.name() else {
             return self.posting_index_page(index, range, start, limit).await;
         };
+        if let SearchIndex::Context { context_id } = index {
+            return self.conversation_page(context_id).await;
+        }
         let mut condition = Vec::new();
         let mut query = self
             .client()
@@ -214,20 +213,71 @@ impl Store {
             (None, Some(_)) => condition.push("changed_at <= :high".into()),
             (None, None) => {}
         }
+        if let Some(state) = index.state() {
+            query = query
+                .filter_expression("#state = :state")
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_values(":state", s(state.as_str()));
+        }
         let output = query
             .key_condition_expression(condition.join(" AND "))
             .send()
             .await
             .map_err(classify)?;
-        let entries = output
+        let entries: Vec<Position> = output
             .items()
             .iter()
             .map(entry_position)
             .collect::<Result<_, _>>()?;
+        // Read down to the last entry evaluated, which a state's filter may have left out.
+        let reached = match &output.last_evaluated_key {
+            Some(key) => Some(Reader(key).s("changed_at")?),
+            None => entries.last().map(|entry| entry.changed_at.clone()),
+        };
         Ok(IndexPage {
             entries,
+            reached,
             read_units: units(output.consumed_capacity()),
             next: output.last_evaluated_key,
+        })
+    }
+
+    /// Every task of one conversation (at most 100, by creation), in one read: a conversation
+    /// search judges them all by its snapshot, so the page has no order to follow here.
+    async fn conversation_page(&self, context_id: &str) -> Result<IndexPage, StoreError> {
+        let mut entries = Vec::new();
+        let mut read_units = 0.0;
+        let mut start = None;
+        loop {
+            let output = self
+                .client()
+                .query()
+                .table_name(self.table())
+                .index_name("conversation")
+                .key_condition_expression("context_id = :context")
+                .expression_attribute_values(":context", s(context_id))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(classify)?;
+            read_units += units(output.consumed_capacity());
+            for item in output.items() {
+                entries.push(Position {
+                    changed_at: String::new(),
+                    task_id: task_id_of(item, "conversation entry")?,
+                });
+            }
+            match output.last_evaluated_key {
+                Some(key) => start = Some(key),
+                None => break,
+            }
+        }
+        Ok(IndexPage {
+            entries,
+            reached: None,
+            next: None,
+            read_units,
         })
     }
 
@@ -249,6 +299,9 @@ impl Store {
         let below = range.at_or_before.map(|top| format!("{top}$"));
         let (entries, next, read_units) = self.posting_page(partition, below, start, limit).await?;
         Ok(IndexPage {
+            reached: entries
+                .last()
+                .map(|entry: &Position| entry.changed_at.clone()),
             entries,
             next,
             read_units,
