@@ -26,6 +26,10 @@
 //! duplicates and 0 losses. Both sides run in this process against the same DynamoDB Local, with
 //! the gateway's own clients and key cache warm.
 //!
+//! Then **opens**: `N` small tasks opened by 16 callers at once through the HTTP gateway
+//! (`wait=0`), beside `N` conditional `PutItem`s of a 1 KB item by 16 clients into the raw table:
+//! reported, with no target.
+//!
 //! Usage: `claims [N]` (default 2000); `scripts/bench.sh` runs it in release mode, and
 //! `scripts/test.sh` a short run so it cannot rot.
 
@@ -154,6 +158,53 @@ async fn raw_rate(
         })
     });
     per_second(count, began, workers).await
+}
+
+/// How many callers open tasks at once in the opens measurement.
+const OPENERS: usize = 16;
+
+/// `OPENERS` clients put `count` new items of about the size of a small task's item (1 KB)
+/// into the raw table, each `PutItem` conditioned on the key being new, as an open's is: the
+/// store's floor for an open. Items per second.
+async fn raw_put_rate(client: &aws_sdk_dynamodb::Client, table: &str, count: usize) -> f64 {
+    let next = Arc::new(AtomicUsize::new(0));
+    let began = Instant::now();
+    let workers = (0..OPENERS).map(|_| {
+        let (client, table, next) = (client.clone(), table.to_owned(), Arc::clone(&next));
+        tokio::spawn(async move {
+            while next.fetch_add(1, Ordering::Relaxed) < count {
+                client
+                    .put_item()
+                    .table_name(&table)
+                    .item(
+                        "pk",
+                        AttributeValue::S(format!("OPEN#{}", uuid::Uuid::new_v4())),
+                    )
+                    .item("payload", AttributeValue::S("x".repeat(1000)))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        })
+    });
+    per_second(count, began, workers).await
+}
+
+/// `OPENERS` callers of one pair open `count` small tasks through the HTTP gateway
+/// (`wait=0`), at once. Tasks per second.
+async fn gateway_open_rate(app: &TestApp, pair: &Pair, count: usize) -> f64 {
+    let began = Instant::now();
+    futures::stream::iter(0..count)
+        .for_each_concurrent(OPENERS, |n| async move {
+            let message = text_message(&format!("open rate {n}"));
+            let opened = app
+                .open_task(&pair.caller.key, &pair.callee.id, message, 0)
+                .await;
+            assert_eq!(opened.status, 200, "{}", opened.text);
+        })
+        .await;
+    count as f64 / began.elapsed().as_secs_f64()
 }
 
 /// Waits for `workers` started at `began`; `count` per second of the time they took.
@@ -392,4 +443,14 @@ async fn main() {
         "lowest ratio {worst:.2} (target 0.80: {})",
         if worst >= 0.8 { "met" } else { "missed" }
     );
+
+    // Opens, reported beside the store's own conditional puts (no target).
+    let pair = app.pair().await;
+    gateway_open_rate(&app, &pair, OPENERS).await;
+    let opened = gateway_open_rate(&app, &pair, count).await;
+    let raw = raw_put_rate(&client, &table, count).await;
+    println!("\nOpens of {count} small tasks by {OPENERS} callers at once, beside as many raw conditional puts:");
+    println!("| raw conditional puts/s | gateway opens/s | ratio |");
+    println!("|---|---|---|");
+    println!("| {raw:.0} | {opened:.0} | {:.2} |", opened / raw);
 }
