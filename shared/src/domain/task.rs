@@ -65,6 +65,16 @@ impl TaskState {
         })
     }
 
+    /// Every state, from the first a task has to the final ones.
+    pub const ALL: [TaskState; 6] = [
+        TaskState::Submitted,
+        TaskState::Working,
+        TaskState::InputRequired,
+        TaskState::Completed,
+        TaskState::Failed,
+        TaskState::Canceled,
+    ];
+
     /// States the caller may still cancel.
     pub const OPEN: [TaskState; 3] = [
         TaskState::Submitted,

@@ -106,18 +106,9 @@ pub fn may_follow(from: TaskState, to: TaskState) -> bool {
 mod tests {
     use super::*;
 
-    const STATES: [TaskState; 6] = [
-        Submitted,
-        Working,
-        InputRequired,
-        Completed,
-        Failed,
-        Canceled,
-    ];
-
     #[test]
     fn the_state_machine_is_this_table() {
-        // Rows: from; columns: to, in `STATES` order.
+        // Rows: from; columns: to, in `TaskState::ALL` order.
         let expected = [
             (Submitted, [false, true, false, false, true, true]),
             (Working, [true, true, true, true, true, true]),
@@ -127,7 +118,7 @@ mod tests {
             (Canceled, [false; 6]),
         ];
         for (from, row) in expected {
-            for (to, allowed) in STATES.iter().zip(row) {
+            for (to, allowed) in TaskState::ALL.iter().zip(row) {
                 assert_eq!(may_follow(from, *to), allowed, "{from:?} -> {to:?}");
             }
         }
