@@ -513,14 +513,7 @@ mod tests {
 
     #[test]
     fn state_names_round_trip_and_foreign_states_match_nothing() {
-        for state in [
-            TaskState::Submitted,
-            TaskState::Working,
-            TaskState::InputRequired,
-            TaskState::Completed,
-            TaskState::Failed,
-            TaskState::Canceled,
-        ] {
+        for state in TaskState::ALL {
             assert_eq!(parse_state(state_name(state)).unwrap(), Some(state));
         }
         assert_eq!(parse_state("TASK_STATE_REJECTED").unwrap(), None);

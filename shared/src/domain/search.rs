@@ -110,24 +110,28 @@ impl SearchFilters {
         })
     }
 
-    /// Where `task` stands in a search with words, when it belongs to it (its words aside,
-    /// which the store checks): by its creation, which never moves, on the searched side, and
-    /// in the searched state and conversation and changed after `since` as it is now.
+    /// Whether `task`, in `state` with its latest change at `changed_at` (as of whatever
+    /// moment the caller judges it), meets the filters (its words aside, which the store
+    /// checks): on the searched side, in the searched state and conversation, changed after
+    /// `since`.
+    fn admits(&self, task: &Task, state: TaskState, changed_at: &str) -> bool {
+        self.side_of(task)
+            && self.state.is_none_or(|wanted| state == wanted)
+            && self
+                .context_id
+                .as_ref()
+                .is_none_or(|context| *context == task.context_id)
+            && self.since.as_deref().is_none_or(|since| changed_at > since)
+    }
+
+    /// Where `task` stands in a search with words, when it belongs to it: by its creation,
+    /// which never moves, judged as it is now.
     pub fn place_by_creation(&self, task: &Task) -> Option<Position> {
-        self.side_found(task)?;
-        let in_state = self.state.is_none_or(|state| task.state == state);
-        let in_context = self
-            .context_id
-            .as_ref()
-            .is_none_or(|context| *context == task.context_id);
-        let after_since = self
-            .since
-            .as_ref()
-            .is_none_or(|since| task.changed_at() > *since);
-        (in_state && in_context && after_since).then(|| Position {
-            changed_at: task.created_at.clone(),
-            task_id: task.id.clone(),
-        })
+        self.admits(task, task.state, &task.changed_at())
+            .then(|| Position {
+                changed_at: task.created_at.clone(),
+                task_id: task.id.clone(),
+            })
     }
 }
 
@@ -266,26 +270,14 @@ impl Snapshot<'_> {
     /// the store checks): on the searched side of the agent, in the searched state and
     /// conversation at the snapshot moment, and changed after `since`.
     pub fn place(&self, task: &Task) -> Option<Position> {
-        let filters = self.filters;
-        if !filters.side_of(task) {
-            return None;
-        }
         let changed_at = task.changed_as_of(self.moment)?;
-        let in_state = filters
-            .state
-            .is_none_or(|state| task.state_as_of(self.moment) == state);
-        let in_context = filters
-            .context_id
-            .as_ref()
-            .is_none_or(|context| *context == task.context_id);
-        let after_since = filters
-            .since
-            .as_ref()
-            .is_none_or(|since| changed_at > *since);
-        (in_state && in_context && after_since).then(|| Position {
-            changed_at,
-            task_id: task.id.clone(),
-        })
+        let state = task.state_as_of(self.moment);
+        self.filters
+            .admits(task, state, &changed_at)
+            .then(|| Position {
+                changed_at,
+                task_id: task.id.clone(),
+            })
     }
 }
 
