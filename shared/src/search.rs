@@ -366,8 +366,15 @@ async fn words_of(bodies: &Bodies, messages: &[&Stored<Message>]) -> Result<Task
     Ok(words)
 }
 
-/// Writes the postings of every word of the task's messages (its history): the sweeper's
-/// repair of a task flagged `words_due`, and the backfill of tasks stored before the postings.
+/// Writes the postings of every word of `task`'s messages (its history).
+async fn post_all_words(store: &Store, bodies: &Bodies, task: &Task) -> Result<(), IndexError> {
+    let messages: Vec<&Stored<Message>> = task.history.iter().collect();
+    let words = words_of(bodies, &messages).await?;
+    Ok(store.post_words(task, &words).await?)
+}
+
+/// The sweeper's repair of a task flagged `words_due`: the postings of every word of its
+/// messages, then the flag cleared.
 pub async fn index_words(
     store: &Store,
     bodies: &Bodies,
@@ -375,10 +382,7 @@ pub async fn index_words(
 ) -> Result<(), IndexError> {
     let (tasks, _) = store.get_tasks(std::slice::from_ref(task_id)).await?;
     if let Some(task) = tasks.get(task_id) {
-        let messages: Vec<&Stored<Message>> = task.history.iter().collect();
-        store
-            .post_words(task, &words_of(bodies, &messages).await?)
-            .await?;
+        post_all_words(store, bodies, task).await?;
     }
     store.clear_words_due(task_id).await?;
     Ok(())
@@ -397,9 +401,9 @@ pub async fn backfill_words(
     let mut start = None;
     let mut indexed = 0;
     loop {
-        let (ids, next) = store.task_ids_page(segment, segments, start).await?;
-        for task_id in &ids {
-            index_words(store, bodies, task_id).await?;
+        let (tasks, next) = store.tasks_page(segment, segments, start).await?;
+        for task in &tasks {
+            post_all_words(store, bodies, task).await?;
             indexed += 1;
         }
         match next {

@@ -139,7 +139,7 @@ pub struct IndexPage {
 }
 
 /// Read capacity as the store reports it (none when it does not).
-fn units(consumed: Option<&ConsumedCapacity>) -> f64 {
+pub(super) fn units(consumed: Option<&ConsumedCapacity>) -> f64 {
     consumed
         .and_then(ConsumedCapacity::capacity_units)
         .unwrap_or(0.0)
@@ -180,7 +180,14 @@ impl Store {
             }
         }
         let Some(index_name) = index.name() else {
-            return self.posting_index_page(index, range, start, limit).await;
+            // Word postings: the table's own items, by creation. The range's lower end is not a
+            // creation, so it is judged on the tasks read.
+            let Some((_, partition)) = index.partition().into_iter().next() else {
+                return Ok(IndexPage::default());
+            };
+            return self
+                .posting_page(partition, range.at_or_before, start, limit)
+                .await;
         };
         if let SearchIndex::Context { context_id } = index {
             return self.conversation_page(context_id).await;
@@ -277,33 +284,6 @@ impl Store {
             entries,
             reached: None,
             next: None,
-            read_units,
-        })
-    }
-
-    /// [`Store::search_index_page`] of a word's postings: the newest tasks first, at or below
-    /// the range's top (the tasks created by then; the reader drops those at that moment that
-    /// are not below its cursor). The range's lower end is not a creation, so it is judged on the
-    /// tasks read.
-    async fn posting_index_page(
-        &self,
-        index: SearchIndex<'_>,
-        range: Range<'_>,
-        start: Option<Item>,
-        limit: i32,
-    ) -> Result<IndexPage, StoreError> {
-        let Some((_, partition)) = index.partition().into_iter().next() else {
-            return Ok(IndexPage::default());
-        };
-        // `$` sorts after `#`: every posting of a task created at the top moment is included.
-        let below = range.at_or_before.map(|top| format!("{top}$"));
-        let (entries, next, read_units) = self.posting_page(partition, below, start, limit).await?;
-        Ok(IndexPage {
-            reached: entries
-                .last()
-                .map(|entry: &Position| entry.changed_at.clone()),
-            entries,
-            next,
             read_units,
         })
     }

@@ -17,10 +17,10 @@
 //! `words_due` lists by `shard`, and the sweeper writes its postings again from its history.
 
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+use aws_sdk_dynamodb::types::{PutRequest, ReturnConsumedCapacity, WriteRequest};
 
 use super::item::{key, n, s, Item, Reader};
-use super::search::Batch;
+use super::search::{units, Batch, IndexPage};
 use super::task_item::{search_shard, task_id_of, task_key, WORDS_DUE};
 use super::tasks::build;
 use super::{classify, Store, StoreError};
@@ -72,6 +72,21 @@ fn posting_keys(task: &Task, word: &str) -> [Item; 2] {
     })
 }
 
+/// The puts of `task`'s postings of `words`, on both sides, each expiring with the task.
+fn posting_puts(task: &Task, words: &TaskWords) -> Result<Vec<WriteRequest>, StoreError> {
+    let mut puts = Vec::new();
+    for word in words.iter() {
+        for mut item in posting_keys(task, word) {
+            item.insert("kind".into(), s("posting"));
+            if let Some(expires_at) = task.expires_at {
+                item.insert("expires_at".into(), n(expires_at));
+            }
+            puts.push(put_request(item)?);
+        }
+    }
+    Ok(puts)
+}
+
 /// Most requests one `BatchWriteItem` takes.
 const BATCH_WRITES: usize = 25;
 /// Most rounds spent on requests a batch write left unprocessed.
@@ -81,28 +96,19 @@ impl Store {
     /// Writes `task`'s postings of `words`, on both sides. Writing a posting that exists
     /// already changes nothing.
     pub async fn post_words(&self, task: &Task, words: &TaskWords) -> Result<(), StoreError> {
-        let mut puts = Vec::new();
-        for word in words.iter() {
-            for mut item in posting_keys(task, word) {
-                item.insert("kind".into(), s("posting"));
-                if let Some(expires_at) = task.expires_at {
-                    item.insert("expires_at".into(), n(expires_at));
-                }
-                puts.push(put_request(item)?);
-            }
-        }
-        self.batch_write(puts).await
+        self.batch_write(posting_puts(task, words)?).await
     }
 
-    /// Up to `limit` postings of `word` among `agent`'s tasks on `side`, newest task first, below
-    /// `below` (a sort key) and from `start` (an earlier page's `next`); and the read units.
+    /// Up to `limit` postings of one partition (a word among an agent's tasks on one side),
+    /// newest task first, of the tasks created at or before `top` (the reader drops those at that
+    /// moment that are not below its cursor), from `start` (an earlier page's `next`).
     pub(crate) async fn posting_page(
         &self,
         partition: String,
-        below: Option<String>,
+        top: Option<&str>,
         start: Option<Item>,
         limit: i32,
-    ) -> Result<(Vec<Position>, Option<Item>, f64), StoreError> {
+    ) -> Result<IndexPage, StoreError> {
         let mut query = self
             .client()
             .query()
@@ -110,26 +116,28 @@ impl Store {
             .consistent_read(true)
             .scan_index_forward(false)
             .limit(limit)
-            .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .set_exclusive_start_key(start)
             .expression_attribute_values(":pk", s(partition));
-        query = match below {
-            Some(below) => query
+        query = match top {
+            // `$` sorts after `#`: every posting of a task created at the top moment is below.
+            Some(top) => query
                 .key_condition_expression("pk = :pk AND sk < :below")
-                .expression_attribute_values(":below", s(below)),
+                .expression_attribute_values(":below", s(format!("{top}$"))),
             None => query.key_condition_expression("pk = :pk"),
         };
         let output = query.send().await.map_err(classify)?;
-        let entries = output
+        let entries: Vec<Position> = output
             .items()
             .iter()
             .map(posting_position)
             .collect::<Result<_, _>>()?;
-        let units = output
-            .consumed_capacity()
-            .and_then(|consumed| consumed.capacity_units())
-            .unwrap_or(0.0);
-        Ok((entries, output.last_evaluated_key, units))
+        Ok(IndexPage {
+            reached: entries.last().map(|entry| entry.changed_at.clone()),
+            entries,
+            read_units: units(output.consumed_capacity()),
+            next: output.last_evaluated_key,
+        })
     }
 
     /// Of these tasks, the ones with a posting on `side` of every one of `words`; and the read
@@ -231,14 +239,15 @@ impl Store {
         self.update_unless_gone(update).await
     }
 
-    /// One page of the ids of the table's tasks, from one segment of `segments` of a parallel
-    /// scan (for the backfill of postings); and where the next page starts.
-    pub async fn task_ids_page(
+    /// One page of the table's tasks not past their retention, from one segment of `segments`
+    /// of a parallel scan (for the backfill of postings); and where the next page starts. A scan
+    /// reads whole items whatever it returns, so the tasks come whole, not read again by key.
+    pub async fn tasks_page(
         &self,
         segment: i32,
         segments: i32,
         start: Option<Item>,
-    ) -> Result<(Vec<TaskId>, Option<Item>), StoreError> {
+    ) -> Result<(Vec<Task>, Option<Item>), StoreError> {
         let output = self
             .client()
             .scan()
@@ -246,18 +255,20 @@ impl Store {
             .segment(segment)
             .total_segments(segments)
             .filter_expression("sk = :task")
-            .projection_expression("pk")
             .expression_attribute_values(":task", s("TASK"))
             .set_exclusive_start_key(start)
             .send()
             .await
             .map_err(classify)?;
-        let ids = output
-            .items()
-            .iter()
-            .map(|item| task_id_of(item, "task"))
-            .collect::<Result<_, _>>()?;
-        Ok((ids, output.last_evaluated_key))
+        let now = crate::domain::clock::unix_now();
+        let mut tasks = Vec::new();
+        for item in output.items() {
+            let task = Task::try_from(item)?;
+            if task.expires_at.is_none_or(|at| at > now) {
+                tasks.push(task);
+            }
+        }
+        Ok((tasks, output.last_evaluated_key))
     }
 
     /// Runs these writes in batches, retrying what a batch leaves unprocessed.
@@ -304,12 +315,7 @@ impl Store {
         let mut writes = Vec::new();
         for (task, words) in tasks {
             writes.push(put_request(super::task_item::to_item(task))?);
-            for word in words.iter() {
-                for mut item in posting_keys(task, word) {
-                    item.insert("kind".into(), s("posting"));
-                    writes.push(put_request(item)?);
-                }
-            }
+            writes.extend(posting_puts(task, words)?);
         }
         self.batch_write(writes).await
     }
