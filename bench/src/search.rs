@@ -281,6 +281,7 @@ async fn main() {
     };
     let filters =
         |state: Option<TaskState>, context_id: Option<String>, q: Option<&str>| SearchFilters {
+            tenant: pair.tenant.id.clone().into(),
             agent: callee.id.clone(),
             direction: Direction::Inbound,
             state,

@@ -64,14 +64,18 @@ fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
         return vec![SearchIndex::Context { context_id }];
     }
     let agent = &filters.agent;
-    let walk = |side: Side| match (&filters.words, filters.state) {
-        (Some(words), _) => SearchIndex::Word {
-            side,
+    if let Some(words) = &filters.words {
+        // One tenant-wide posting list serves both sides, filtered to the agent's.
+        return vec![SearchIndex::Word {
+            tenant: &filters.tenant,
             agent,
+            direction: filters.direction,
             word: words.driver(),
-        },
-        (None, Some(state)) => SearchIndex::SideState { side, agent, state },
-        (None, None) => SearchIndex::Side { side, agent },
+        }];
+    }
+    let walk = |side: Side| match filters.state {
+        Some(state) => SearchIndex::SideState { side, agent, state },
+        None => SearchIndex::Side { side, agent },
     };
     let sides = filters.direction.sides().iter();
     sides.map(|side| walk(*side)).collect()
@@ -140,8 +144,7 @@ impl Found<'_> {
             .collect();
         let with_words = match &self.snapshot.filters.words {
             Some(words) => {
-                let (ids, read_units) =
-                    matching(store, self.snapshot.filters, &placed, words).await?;
+                let (ids, read_units) = matching(store, &placed, words).await?;
                 self.read_units += read_units;
                 Some(ids)
             }
@@ -167,11 +170,9 @@ impl Found<'_> {
     }
 }
 
-/// Of the tasks placed, those with a posting of every other word of the query on the side the
-/// search finds them on.
+/// Of the tasks placed, those with a posting of every other word of the query.
 async fn matching(
     store: &Store,
-    filters: &SearchFilters,
     placed: &[(Position, &Task)],
     words: &QueryWords,
 ) -> Result<(std::collections::HashSet<TaskId>, f64), StoreError> {
@@ -180,9 +181,7 @@ async fn matching(
     if others.is_empty() {
         return Ok((tasks.iter().map(|task| task.id.clone()).collect(), 0.0));
     }
-    store
-        .tasks_with_words(|task| filters.side_found(task), &tasks, &others)
-        .await
+    store.tasks_with_words(&tasks, &others).await
 }
 
 /// One page of the search `filters` from `cursor` (the first page when `None`).
@@ -236,7 +235,8 @@ pub async fn search(
             } = store
                 .search_index_page(walk.index, range, walk.next.take(), walk.size)
                 .await?;
-            if filters.words.is_none() && filters.state.is_some() {
+            // A filter leaves entries out: a state's on a side, the agent's on a word's postings.
+            if filters.words.is_some() || filters.state.is_some() {
                 walk.size = next_page_size(walk.size, entries.len());
             }
             found.read_units += read_units;

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::clock;
 use super::events::Change;
-use super::ids::{AgentId, TaskId};
+use super::ids::{AgentId, TaskId, TenantId};
 use super::task::{Task, TaskState};
 use super::words::QueryWords;
 
@@ -71,6 +71,8 @@ impl Direction {
 /// A search's filters, all of which a task must meet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchFilters {
+    /// The tenant of the agent and of the search.
+    pub tenant: TenantId,
     /// Whose tasks: the agent the key speaks for, or the one an admin or viewer named.
     pub agent: AgentId,
     pub direction: Direction,
@@ -302,6 +304,7 @@ mod tests {
 
     fn filters(direction: Direction, state: Option<TaskState>) -> SearchFilters {
         SearchFilters {
+            tenant: "tenant".into(),
             agent: "callee".into(),
             direction,
             state,

@@ -140,6 +140,7 @@ pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
     let params = SearchParams::read(&request)?;
     let agent = searched_agent(app, &principal, params.agent.as_deref()).await?;
     let filters = SearchFilters {
+        tenant: principal.tenant_id.clone(),
         agent,
         direction: params.direction,
         state: params.state,

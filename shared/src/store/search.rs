@@ -23,8 +23,8 @@ use super::item::{s, Item, Reader};
 use super::task_item::{task_id_of, task_key};
 use super::words::posting_partition;
 use super::{classify, Store, StoreError};
-use crate::domain::search::{Position, Side};
-use crate::domain::{clock, AgentId, Task, TaskId, TaskState};
+use crate::domain::search::{Direction, Position, Side};
+use crate::domain::{clock, AgentId, Task, TaskId, TaskState, TenantId};
 
 /// One index a search walks, and its partition.
 #[derive(Debug, Clone, Copy)]
@@ -39,11 +39,12 @@ pub enum SearchIndex<'a> {
     },
     /// One conversation's tasks (at most 100, in either direction).
     Context { context_id: &'a str },
-    /// The postings of one word among the agent's tasks on one side, by the tasks' creation
-    /// (the table's own items, `store/words.rs`).
+    /// The postings of one word among a tenant's tasks, by the tasks' creation (the table's own
+    /// items, `store/words.rs`), keeping the agent's tasks in one direction.
     Word {
-        side: Side,
+        tenant: &'a TenantId,
         agent: &'a AgentId,
+        direction: Direction,
         word: &'a str,
     },
 }
@@ -104,8 +105,8 @@ impl SearchIndex<'_> {
                 vec![(agent_attribute(side), agent.to_string())]
             }
             SearchIndex::Context { context_id } => vec![("context_id", context_id.to_owned())],
-            SearchIndex::Word { side, agent, word } => {
-                vec![("pk", posting_partition(side, agent, word))]
+            SearchIndex::Word { tenant, word, .. } => {
+                vec![("pk", posting_partition(tenant, word))]
             }
         }
     }
@@ -179,15 +180,28 @@ impl Store {
                 return Ok(IndexPage::default());
             }
         }
-        let Some(index_name) = index.name() else {
+        if let SearchIndex::Word {
+            tenant,
+            agent,
+            direction,
+            word,
+        } = index
+        {
             // Word postings: the table's own items, by creation. The range's lower end is not a
             // creation, so it is judged on the tasks read.
-            let Some((_, partition)) = index.partition().into_iter().next() else {
-                return Ok(IndexPage::default());
-            };
+            let partition = posting_partition(tenant, word);
             return self
-                .posting_page(partition, range.at_or_before, start, limit)
+                .posting_page(
+                    partition,
+                    (agent, direction),
+                    range.at_or_before,
+                    start,
+                    limit,
+                )
                 .await;
+        }
+        let Some(index_name) = index.name() else {
+            return Ok(IndexPage::default());
         };
         if let SearchIndex::Context { context_id } = index {
             return self.conversation_page(context_id).await;

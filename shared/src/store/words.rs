@@ -1,16 +1,18 @@
-//! The word index of task search: one posting per distinct word of a task's message, per side of
-//! the task (its callee's inbound tasks, its caller's outbound ones), written once and never
-//! rewritten, in the table itself with no index on it.
+//! The word index of task search: one posting per distinct word of a task's messages, written
+//! once and never rewritten, in the table itself with no index on it.
 //!
-//! | item | pk | sk |
-//! |---|---|---|
-//! | posting | `WORDS#{in,out}#{agent}#{word}` | `{created_at}#{task_id}` |
+//! | item | pk | sk | also holds |
+//! |---|---|---|---|
+//! | posting | `WORDS#{tenant}#{word}` | `{created_at}#{task_id}` | `caller_agent_id`, `callee_agent_id` |
 //!
-//! A word's postings of one agent and side are one partition, sorted by the task's creation, so
-//! a search with words reads the newest tasks holding its longest word first with a strongly
-//! consistent `Query`, and checks its other words by key (`BatchGetItem`). A posting's keys are
-//! fixed when its task is opened, so nothing a task does later moves it: each message adds the
-//! postings of its new words and nothing else is written. A posting expires with its task.
+//! A word's postings of one tenant are one partition, sorted by the task's creation, so a search
+//! with words reads the newest tasks holding its longest word first with a strongly consistent
+//! `Query` that keeps those of the searched agent on the searched side (a filter on the two
+//! agents the posting names), and checks its other words by key (`BatchGetItem`). One posting
+//! serves both sides of its task: a search of the callee's inbound tasks and one of the caller's
+//! outbound tasks read the same item. A posting's keys are fixed when its task is opened, so
+//! nothing a task does later moves it: each message adds the postings of its new words and
+//! nothing else is written. A posting expires with its task.
 //!
 //! The postings of a message are written right after the write that added the message commits.
 //! When that fails (the message stands), the task is flagged `words_due`, which the sparse index
@@ -24,17 +26,13 @@ use super::search::{units, Batch, IndexPage};
 use super::task_item::{search_shard, task_id_of, task_key, WORDS_DUE};
 use super::tasks::build;
 use super::{classify, Store, StoreError};
-use crate::domain::search::{Position, Side};
+use crate::domain::search::{Direction, Position};
 use crate::domain::words::TaskWords;
-use crate::domain::{AgentId, Task, TaskId};
+use crate::domain::{AgentId, Task, TaskId, TenantId};
 
-/// The partition of one agent's postings of `word` on one side.
-pub(crate) fn posting_partition(side: Side, agent: &AgentId, word: &str) -> String {
-    let side = match side {
-        Side::Inbound => "in",
-        Side::Outbound => "out",
-    };
-    format!("WORDS#{side}#{agent}#{word}")
+/// The partition of one tenant's postings of `word`.
+pub(crate) fn posting_partition(tenant: &TenantId, word: &str) -> String {
+    format!("WORDS#{tenant}#{word}")
 }
 
 /// A posting's sort key: the task's place in a search with words (its creation, then its id).
@@ -54,37 +52,38 @@ pub(crate) fn posting_position(item: &Item) -> Result<Position, StoreError> {
     })
 }
 
-/// The agent whose side `side` of the task is.
-fn agent_on(task: &Task, side: Side) -> &AgentId {
-    match side {
-        Side::Inbound => &task.callee_agent_id,
-        Side::Outbound => &task.caller_agent_id,
-    }
+/// The key of `task`'s posting of `word`.
+fn posting_key(task: &Task, word: &str) -> Item {
+    key(
+        posting_partition(&task.tenant_id, word),
+        posting_sort_key(&task.created_at, &task.id),
+    )
 }
 
-/// The keys of `task`'s postings of `word`, one per side.
-fn posting_keys(task: &Task, word: &str) -> [Item; 2] {
-    [Side::Inbound, Side::Outbound].map(|side| {
-        key(
-            posting_partition(side, agent_on(task, side), word),
-            posting_sort_key(&task.created_at, &task.id),
-        )
-    })
-}
-
-/// The puts of `task`'s postings of `words`, on both sides, each expiring with the task.
+/// The puts of `task`'s postings of `words`, each naming the task's two agents and expiring with
+/// the task.
 fn posting_puts(task: &Task, words: &TaskWords) -> Result<Vec<WriteRequest>, StoreError> {
     let mut puts = Vec::new();
     for word in words.iter() {
-        for mut item in posting_keys(task, word) {
-            item.insert("kind".into(), s("posting"));
-            if let Some(expires_at) = task.expires_at {
-                item.insert("expires_at".into(), n(expires_at));
-            }
-            puts.push(put_request(item)?);
+        let mut item = posting_key(task, word);
+        item.insert("kind".into(), s("posting"));
+        item.insert("caller_agent_id".into(), s(&task.caller_agent_id));
+        item.insert("callee_agent_id".into(), s(&task.callee_agent_id));
+        if let Some(expires_at) = task.expires_at {
+            item.insert("expires_at".into(), n(expires_at));
         }
+        puts.push(put_request(item)?);
     }
     Ok(puts)
+}
+
+/// The filter that keeps the postings of `agent`'s tasks in `direction`.
+fn direction_filter(direction: Direction) -> &'static str {
+    match direction {
+        Direction::Inbound => "callee_agent_id = :agent",
+        Direction::Outbound => "caller_agent_id = :agent",
+        Direction::Both => "callee_agent_id = :agent OR caller_agent_id = :agent",
+    }
 }
 
 /// Most requests one `BatchWriteItem` takes.
@@ -93,18 +92,20 @@ const BATCH_WRITES: usize = 25;
 const UNPROCESSED_ROUNDS: usize = 5;
 
 impl Store {
-    /// Writes `task`'s postings of `words`, on both sides. Writing a posting that exists
-    /// already changes nothing.
+    /// Writes `task`'s postings of `words`. Writing a posting that exists already changes
+    /// nothing.
     pub async fn post_words(&self, task: &Task, words: &TaskWords) -> Result<(), StoreError> {
         self.batch_write(posting_puts(task, words)?).await
     }
 
-    /// Up to `limit` postings of one partition (a word among an agent's tasks on one side),
-    /// newest task first, of the tasks created at or before `top` (the reader drops those at that
-    /// moment that are not below its cursor), from `start` (an earlier page's `next`).
+    /// Up to `limit` postings of one partition (a word among a tenant's tasks), newest task
+    /// first, of the tasks created at or before `top` (the reader drops those at that moment that
+    /// are not below its cursor), from `start` (an earlier page's `next`); of those, the ones of
+    /// `agent`'s tasks in `direction`.
     pub(crate) async fn posting_page(
         &self,
         partition: String,
+        (agent, direction): (&AgentId, Direction),
         top: Option<&str>,
         start: Option<Item>,
         limit: i32,
@@ -118,6 +119,8 @@ impl Store {
             .limit(limit)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .set_exclusive_start_key(start)
+            .filter_expression(direction_filter(direction))
+            .expression_attribute_values(":agent", s(agent))
             .expression_attribute_values(":pk", s(partition));
         query = match top {
             // `$` sorts after `#`: every posting of a task created at the top moment is below.
@@ -132,32 +135,30 @@ impl Store {
             .iter()
             .map(posting_position)
             .collect::<Result<_, _>>()?;
+        // Read down to the last posting evaluated, which the agents' filter may have left out.
+        let reached = match &output.last_evaluated_key {
+            Some(key) => Some(posting_position(key)?.changed_at),
+            None => entries.last().map(|entry| entry.changed_at.clone()),
+        };
         Ok(IndexPage {
-            reached: entries.last().map(|entry| entry.changed_at.clone()),
+            reached,
             entries,
             read_units: units(output.consumed_capacity()),
             next: output.last_evaluated_key,
         })
     }
 
-    /// Of these tasks, the ones with a posting on `side` of every one of `words`; and the read
-    /// units that cost.
+    /// Of these tasks, the ones with a posting of every one of `words`; and the read units that
+    /// cost.
     pub async fn tasks_with_words(
         &self,
-        side_of: impl Fn(&Task) -> Option<Side>,
         tasks: &[&Task],
         words: &[&str],
     ) -> Result<(std::collections::HashSet<TaskId>, f64), StoreError> {
-        let mut keys = Vec::new();
-        for task in tasks {
-            let Some(side) = side_of(task) else { continue };
-            for word in words {
-                keys.push(key(
-                    posting_partition(side, agent_on(task, side), word),
-                    posting_sort_key(&task.created_at, &task.id),
-                ));
-            }
-        }
+        let keys = tasks
+            .iter()
+            .flat_map(|task| words.iter().map(|word| posting_key(task, word)))
+            .collect();
         let Batch { items, read_units } = self.batch_get(keys).await?;
         let mut found: std::collections::HashMap<TaskId, usize> = Default::default();
         for item in &items {
@@ -331,14 +332,14 @@ mod tests {
         let early = posting_sort_key("2026-01-01T00:00:00.000001Z", &id);
         let late = posting_sort_key("2026-01-01T00:00:00.000002Z", &id);
         assert!(early < late);
-        let item = key("WORDS#in#agent#word", late.clone());
+        let item = key("WORDS#tenant#word", late.clone());
         let place = posting_position(&item).unwrap();
         assert_eq!(place.changed_at, "2026-01-01T00:00:00.000002Z");
         assert_eq!(place.task_id, id);
-        assert!(posting_position(&key("WORDS#in#a#w", "no-separator")).is_err());
+        assert!(posting_position(&key("WORDS#t#w", "no-separator")).is_err());
         assert_ne!(
-            posting_partition(Side::Inbound, &AgentId::from("a"), "w"),
-            posting_partition(Side::Outbound, &AgentId::from("a"), "w")
+            posting_partition(&TenantId::from("a"), "w"),
+            posting_partition(&TenantId::from("b"), "w")
         );
     }
 }

@@ -605,7 +605,7 @@ async fn the_backfill_posts_the_words_of_tasks_stored_without_postings() {
 }
 
 #[tokio::test]
-async fn each_word_is_posted_once_per_side_and_no_change_rewrites_a_posting() {
+async fn each_word_is_posted_once_for_both_sides_and_no_change_rewrites_a_posting() {
     let recorder = Recorder::default();
     let app = spawn_app_with(Options {
         recorder: Some(recorder.clone()),
@@ -624,13 +624,18 @@ async fn each_word_is_posted_once_per_side_and_no_change_rewrites_a_posting() {
         ]}),
     )
     .await;
-    // invoice, for, rotterdam, again, 4182: five words, on the callee's side and the caller's.
+    // invoice, for, rotterdam, again, 4182: five words, each posted once in the tenant, which
+    // serves the callee's inbound search and the caller's outbound one.
     let opened = postings(&app, &task).await;
-    assert_eq!(opened.len(), 10, "{opened:?}");
-    assert_eq!(
-        opened.iter().filter(|(pk, _)| pk.contains("#in#")).count(),
-        5
-    );
+    assert_eq!(opened.len(), 5, "{opened:?}");
+    let tenant_words = format!("WORDS#{}#", pair.tenant.id);
+    assert!(opened.iter().all(|(pk, _)| pk.starts_with(&tenant_words)));
+    for key in [&caller.key, &callee.key] {
+        assert_eq!(
+            ids(&search(&app, key, "q=rotterdam").await),
+            [task.as_str()]
+        );
+    }
 
     recorder.take();
     assert_eq!(app.claim(&callee.key, 0).await.field("id"), task);
@@ -651,12 +656,43 @@ async fn each_word_is_posted_once_per_side_and_no_change_rewrites_a_posting() {
         .await;
     assert_eq!(done.status, 200, "{}", done.text);
     let answered = postings(&app, &task).await;
-    assert_eq!(answered.len(), 12, "only `paid` is new: {answered:?}");
+    assert_eq!(answered.len(), 6, "only `paid` is new: {answered:?}");
     assert!(opened.iter().all(|posting| answered.contains(posting)));
     assert_eq!(
         ids(&search(&app, &caller.key, "q=paid%20again").await),
         [task.as_str()]
     );
+}
+
+#[tokio::test]
+async fn a_word_search_finds_only_the_searching_agent_s_tasks_on_the_searched_side() {
+    let app = spawn_app().await;
+    let (pair, other) = three_agents(&app).await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    // The tenant's postings of `ledger` name three tasks of two callers; each search keeps its
+    // agent's own.
+    let mine = open(&app, caller, &callee.name, text_message("ledger mine")).await;
+    let theirs = open(&app, &other, &callee.name, text_message("ledger theirs")).await;
+    let older = open(&app, caller, &callee.name, text_message("ledger older")).await;
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=ledger").await),
+        [older.as_str(), mine.as_str()]
+    );
+    assert_eq!(
+        ids(&search(&app, &other.key, "q=ledger").await),
+        [theirs.as_str()]
+    );
+    assert_eq!(
+        ids(&search(&app, &callee.key, "q=ledger&direction=inbound").await),
+        [older.as_str(), theirs.as_str(), mine.as_str()]
+    );
+    assert!(ids(&search(&app, &callee.key, "q=ledger&direction=outbound").await).is_empty());
+    assert!(ids(&search(&app, &caller.key, "q=ledger&direction=inbound").await).is_empty());
+    // Another agent's word does not leak through the other words' check either.
+    assert!(ids(&search(&app, &caller.key, "q=ledger%20theirs").await).is_empty());
+    // A one-task page walks on past the postings the filter leaves out.
+    let first = search(&app, &other.key, "q=ledger&limit=1").await;
+    assert_eq!(ids(&first), [theirs.as_str()]);
 }
 
 #[tokio::test]
