@@ -22,7 +22,7 @@ use crate::domain::search::{Cursor, Position, SearchFilters, Side, Snapshot};
 use crate::domain::words::{words_of_stored, QueryWords, TaskWords};
 use crate::domain::{clock, Message, Task, TaskId};
 use crate::store::search::{IndexPage, Range, SearchIndex};
-use crate::store::{Store, StoreError};
+use crate::store::{ContextJoin, Store, StoreError};
 
 /// Most index pages one request reads while walking.
 pub const MAX_ROUNDS: usize = 10;
@@ -373,7 +373,8 @@ async fn post_all_words(store: &Store, bodies: &Bodies, task: &Task) -> Result<(
     Ok(store.post_words(task, &words).await?)
 }
 
-/// The sweeper's repair of a task flagged `words_due`: the postings of every word of its
+/// The sweeper's repair of a task flagged `words_due`: what follows from its open (its call,
+/// audit entry and conversation: `store/open.rs`) and the postings of every word of its
 /// messages, then the flag cleared.
 pub async fn index_words(
     store: &Store,
@@ -382,6 +383,7 @@ pub async fn index_words(
 ) -> Result<(), IndexError> {
     let (tasks, _) = store.get_tasks(std::slice::from_ref(task_id)).await?;
     if let Some(task) = tasks.get(task_id) {
+        store.restore_opened(task).await?;
         post_all_words(store, bodies, task).await?;
     }
     store.clear_words_due(task_id).await?;
@@ -436,17 +438,34 @@ async fn post_new_words(
         }
         Err(error) => Err(error.into()),
     };
-    let Err(error) = posted else { return };
-    tracing::warn!(task_id = %task.id, error = %error, "could not post the task's words; the sweeper will");
-    if let Err(error) = store.flag_words_due(task).await {
-        tracing::error!(task_id = %task.id, error = %error, "could not flag the task's words as due: its new words stay unsearchable until it is indexed again");
+    if let Err(error) = posted {
+        flag_for_sweeper(store, task, &error).await;
     }
 }
 
-/// Posts the words of a task its open just wrote: its opening message.
-pub async fn index_opened(store: &Store, bodies: &Bodies, task: &Task) {
+/// Flags `task` for the sweeper's [`index_words`]: writing what follows from its change failed.
+async fn flag_for_sweeper(store: &Store, task: &Task, error: &IndexError) {
+    tracing::warn!(task_id = %task.id, error = %error, "could not write the task's postings and ledger items; the sweeper will");
+    if let Err(error) = store.flag_words_due(task).await {
+        tracing::error!(task_id = %task.id, error = %error, "could not flag the task for the sweeper: its new words stay unsearchable until it is indexed again");
+    }
+}
+
+/// Writes what follows from a task its open just wrote, in one batch: its call, its audit entry,
+/// the conversation it starts, and the postings of its opening message's words. When any of it
+/// fails (the task stands, and is answered), flags the task for the sweeper, which writes it all
+/// again. A failure is logged, never answered.
+pub async fn record_opened(store: &Store, bodies: &Bodies, task: &Task, context: ContextJoin) {
     let messages: Vec<&Stored<Message>> = task.history.iter().collect();
-    post_new_words(store, bodies, task, &messages, &TaskWords::default()).await;
+    let words = words_of(bodies, &messages).await;
+    let written = store
+        .record_opened(task, context, words.as_ref().ok())
+        .await
+        .map_err(IndexError::from)
+        .and(words.map(|_| ()).map_err(IndexError::from));
+    if let Err(error) = written {
+        flag_for_sweeper(store, task, &error).await;
+    }
 }
 
 /// Posts the words of the message a committed change appended to `task` (as the change left

@@ -175,6 +175,9 @@ pub struct Recorder {
     /// The DynamoDB requests answered since the last take of them: each one's name (see
     /// [`Recorder::take_dynamodb_round_trips`]) and round trip.
     dynamodb_round_trips: Arc<std::sync::Mutex<Vec<(String, Duration)>>>,
+    /// Operations whose next request fails before it is sent (a fault injected into the real
+    /// client: the emulator never sees the request).
+    faults: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// A DynamoDB request's name and when it went out, kept with the request until its answer
@@ -190,6 +193,15 @@ impl aws_smithy_types::config_bag::Storable for SentToDynamodb {
 type RequestLog = Vec<(String, Vec<String>)>;
 
 impl Recorder {
+    /// Fails the next request of `operation` (`BatchWriteItem`, `PutItem`, …) before it is sent,
+    /// as a network fault would; later ones go through.
+    pub fn fail_next(&self, operation: &str) {
+        self.faults
+            .lock()
+            .expect("recorder")
+            .push(operation.to_owned());
+    }
+
     /// The IAM actions of every request since the last take.
     pub fn take(&self) -> Vec<String> {
         self.take_requests()
@@ -314,11 +326,18 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
             let purpose = body["EncryptionContext"]["purpose"].as_str().unwrap_or("");
             actions.push(format!("{prefix}:{operation}@{purpose}"));
         }
+        let mut faults = self.faults.lock().expect("recorder");
+        let fault = faults.iter().position(|failing| *failing == operation);
+        let fault = fault.map(|place| faults.remove(place));
+        drop(faults);
         self.log
             .lock()
             .expect("recorder")
             .push((operation, actions));
-        Ok(())
+        match fault {
+            Some(operation) => Err(format!("injected fault: {operation}").into()),
+            None => Ok(()),
+        }
     }
 
     fn read_after_transmit(

@@ -10,7 +10,7 @@ use lambda_http::Request;
 use serde_json::Value;
 
 use super::a2a::push_configs::{save_config, Start};
-use super::gate::{precheck_refusal, refusal_reason, refuse};
+use super::gate::{precheck_refusal, refuse};
 use super::tasks::{agent_principal, caller_message, expire_if_overdue, wait_for_answer};
 use super::{
     full_task, json_object, only_fields, pack_message, path_param, poll_slot, wait_param,
@@ -18,14 +18,14 @@ use super::{
 };
 use crate::app::App;
 use crate::bodies::resolve_from_memory;
-use crate::domain::binding::{binding_id, RefusalReason};
+use crate::domain::binding::RefusalReason;
 use crate::domain::content::{PackedBody, Stored};
 use crate::domain::headers;
 use crate::domain::notify::NotifyRequest;
 use crate::domain::task::{keyed_task_id, CallLineage, Delivery, TaskOpening};
 use crate::domain::{clock, Agent, AgentId, AgentRef, Message, Task, TaskId, TenantPrincipal};
 use crate::error::{json_response, ApiError};
-use crate::store::{AuditEntry, ContextJoin, OpenRefusal, OpenTask, PollSlot, StoreError};
+use crate::store::{ContextJoin, OpenRefusal, OpenTask, PollSlot, StoreError};
 
 /// An open request as read from the wire (REST or A2A), before the gate looks at it.
 pub(super) struct OpenRequest {
@@ -107,11 +107,12 @@ pub(super) async fn open_task(
         None => TaskId::generate(),
     };
     let input = pack_message(&principal.tenant_id, &task_id, &asked.message)?;
+    // The binding and the callee as they stand now (strongly consistent reads) admit the open;
+    // nothing is stored for a caller the gate refuses.
+    if let Some(reason) = precheck_refusal(app, principal, &caller_id, &callee).await? {
+        return Err(refuse(app, principal, &callee.id, reason, &lineage.call_id).await);
+    }
     if input.offload.is_some() {
-        // Nothing is stored for a caller the gate would refuse anyway.
-        if let Some(reason) = precheck_refusal(app, principal, &caller_id, &callee).await? {
-            return Err(refuse(app, principal, &callee.id, reason, &lineage.call_id).await);
-        }
         app.bodies.store(&[&input]).await?;
     }
     let task = Task::open(TaskOpening {
@@ -128,7 +129,13 @@ pub(super) async fn open_task(
         now: clock::now(),
         expires_at: app.config.task_expiry(),
     });
-    let open = open_transaction(principal, task, asked.context_id.is_some());
+    let open = OpenTask {
+        task,
+        context: match asked.context_id {
+            Some(_) => ContextJoin::Continue,
+            None => ContextJoin::Start,
+        },
+    };
     let keyed = asked.message.message_id.is_some();
     let after = AfterOpen {
         wait: asked.wait,
@@ -189,25 +196,8 @@ async fn lineage(
     })
 }
 
-/// Everything the open transaction writes for `task`, its audit entry included.
-fn open_transaction(principal: &TenantPrincipal, task: Task, continues: bool) -> OpenTask {
-    let mut audit = AuditEntry::new(principal, "task.open", &task.callee_agent_id);
-    audit.call_id = Some(task.call_id.clone());
-    audit.task_id = Some(task.id.clone());
-    OpenTask {
-        binding_id: binding_id(&task.caller_agent_id, &task.callee_agent_id),
-        context: if continues {
-            ContextJoin::Continue
-        } else {
-            ContextJoin::Start
-        },
-        task,
-        audit,
-    }
-}
-
-/// Writes the open transaction and answers: the new task, the task a repeated open already
-/// wrote, or the refusal the transaction met.
+/// Writes the task and answers: the new task, the task a repeated open already wrote, or the
+/// conversation's refusal.
 async fn commit(
     app: &App,
     principal: &TenantPrincipal,
@@ -221,9 +211,8 @@ async fn commit(
     let task_id = &open.task.id;
     super::note_task(&open.task);
     let opened = match app.store.open_task(&open).await {
-        // A concurrent open with the same message_id can hold the task item mid-transaction
-        // (DynamoDB cancels this one as a conflict); once that one commits, its task is this
-        // request's answer too.
+        // A keyed open whose write failed may have met a concurrent repeat's write; once that
+        // one commits, its task is this request's answer too.
         Err(StoreError::Unavailable(reason)) if keyed => {
             tokio::time::sleep(Duration::from_millis(50)).await;
             return match app.store.get_task(task_id).await? {
@@ -245,11 +234,6 @@ async fn commit(
             })?;
             return replay_open(app, principal, &callee.id, existing, wait, input).await;
         }
-        Err(OpenRefusal::BindingNotLive | OpenRefusal::CalleeNotActive) => {
-            let caller_id = &open.task.caller_agent_id;
-            let reason = refusal_reason(app, principal, caller_id, &callee.id).await?;
-            return Err(refuse(app, principal, &callee.id, reason, &open.task.call_id).await);
-        }
         Err(OpenRefusal::UnknownContext) => {
             return Err(ApiError::NotFound(
                 "context_id names no conversation between these two agents".into(),
@@ -265,9 +249,10 @@ async fn commit(
     crate::metrics::emit(crate::metrics::Metric::TaskOpened {
         delivery: open.task.delivery,
     });
-    // Independent after the commit: the word index and the push delivery's enqueue.
+    // Independent after the commit: the ledger items and word postings, and the push
+    // delivery's enqueue.
     tokio::join!(
-        crate::search::index_opened(&app.store, &app.bodies, &open.task),
+        crate::search::record_opened(&app.store, &app.bodies, &open.task, open.context),
         enqueue_push(app, &open.task)
     );
     if let Some(asked) = after.notify {

@@ -3,10 +3,10 @@
 
 use crate::domain::ids::{AgentId, TaskId, TenantId};
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 
 use super::audit::AuditEntry;
-use super::item::{n, opt_s, s};
+use super::item::{key, n, opt_s, s};
 use super::task_item::{
     body_text, change_entries, logging, queue_entry, remember_key, remembering, task_key,
     with_content_room, LOG_CHANGES, WITHIN_CONTENT_CAP,
@@ -278,5 +278,41 @@ impl Store {
                 ))
             }
         }))
+    }
+}
+
+impl Store {
+    /// A transaction item that holds only while the binding is approved and not revoked.
+    pub(crate) fn live_binding_check(
+        &self,
+        binding_id: &str,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let check = build(
+            ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(format!("BINDING#{binding_id}"), "BINDING")))
+                .condition_expression("revoked = :false AND approved = :true")
+                .expression_attribute_values(":false", AttributeValue::Bool(false))
+                .expression_attribute_values(":true", AttributeValue::Bool(true))
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+
+    /// A transaction item that holds only while the agent is active.
+    pub(crate) fn active_callee_check(
+        &self,
+        callee_id: &AgentId,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let check = build(
+            ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(key(format!("AGENT#{callee_id}"), "AGENT")))
+                .condition_expression("#status = :active")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":active", s("active"))
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
     }
 }

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::item::{key, n, opt_s, s, Item, Reader};
 use super::{classify, Store, StoreError};
-use crate::domain::{clock, TaskId, TenantId, TenantPrincipal};
+use crate::domain::{clock, Task, TaskId, TenantId, TenantPrincipal};
 
 /// One audit entry. `reason` carries the precise cause of a refusal, which the refused caller
 /// never sees.
@@ -80,6 +80,28 @@ impl AuditEntry {
         let mut entry = AuditEntry::new(actor, action, task_id);
         entry.task_id = Some(task_id.clone());
         entry.call_id = Some(call_id.to_owned());
+        entry
+    }
+
+    /// The entry of a task's open: its caller opened it on its callee, at its creation. Its id
+    /// follows from the task's, so the entry can be written again (`store/open.rs`) as the same
+    /// item.
+    pub fn task_opened(task: &Task) -> AuditEntry {
+        let mut entry = AuditEntry::entry(
+            task.tenant_id.clone(),
+            "agent",
+            &task.caller_agent_id,
+            "task.open",
+            &task.callee_agent_id,
+        );
+        entry.id = uuid::Uuid::new_v5(
+            &uuid::Uuid::NAMESPACE_OID,
+            format!("task.open#{}", task.id).as_bytes(),
+        )
+        .to_string();
+        entry.at = task.created_at.clone();
+        entry.call_id = Some(task.call_id.clone());
+        entry.task_id = Some(task.id.clone());
         entry
     }
 

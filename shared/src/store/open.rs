@@ -1,21 +1,24 @@
-//! Opening a task: one transaction that writes the task, its conversation, its lineage and its
-//! audit entry, and checks the binding and the callee, so nothing is half-written.
+//! Opening a task: the conversation it continues takes one more task, then the task item is
+//! written in one conditional put; the items that only follow from the task (its conversation
+//! when it starts one, its call, its audit entry) are written right after, with its word postings,
+//! in one batch (`store/words.rs`), and rewritten by the sweeper when that batch fails.
+//!
+//! No transaction: each item of a transaction is billed twice, and so is every index entry it
+//! writes (docs/design.md, "What a task costs"). The binding and the callee are read, strongly
+//! consistent, before the open (`http/gate.rs`).
 
-use crate::domain::ids::AgentId;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
 use super::audit::AuditEntry;
 use super::calls::call_item;
-use super::item::{key, n, s, Reader};
+use super::item::{key, n, s, Item, Reader};
 use super::task_item::to_item;
-use super::tasks::{build, MAX_TASKS_PER_CONTEXT};
-use super::{Store, StoreError};
+use super::tasks::MAX_TASKS_PER_CONTEXT;
+use super::{classify, Store, StoreError};
 use crate::domain::Task;
 
 /// The conversation a new task joins.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContextJoin {
     /// A new conversation whose id is the task's `context_id`.
     Start,
@@ -23,166 +26,178 @@ pub enum ContextJoin {
     Continue,
 }
 
-/// Everything the open transaction writes or checks.
+/// A task to open, and the conversation it joins.
 pub struct OpenTask {
     pub task: Task,
-    pub binding_id: String,
     pub context: ContextJoin,
-    pub audit: AuditEntry,
 }
 
-/// The items of the open transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OpenSlot {
-    Task,
-    Binding,
-    Callee,
-    Context,
-    Audit,
-    Call,
-}
-
-/// Why the open transaction did not commit.
+/// Why the open wrote no task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OpenRefusal {
     /// A task with this id exists: an open repeated with the same `message_id`.
     AlreadyOpen,
-    /// The binding is missing, pending or revoked (read it to learn which).
-    BindingNotLive,
-    /// The callee stopped being active between the read and the write.
-    CalleeNotActive,
     /// `context_id` names no conversation between these two agents.
     UnknownContext,
     /// The conversation already holds the most tasks it may.
     ContextFull,
 }
 
+fn context_key(context_id: &str) -> Item {
+    key(format!("CONTEXT#{context_id}"), "CONTEXT")
+}
+
+/// The conversation item a task that starts one leaves: its two agents, and one task so far.
+fn context_item(task: &Task) -> Item {
+    let mut item = context_key(&task.context_id);
+    item.insert("kind".into(), s("context"));
+    item.insert("tenant_id".into(), s(&task.tenant_id));
+    item.insert("agent_a".into(), s(&task.caller_agent_id));
+    item.insert("agent_b".into(), s(&task.callee_agent_id));
+    item.insert("task_count".into(), n(1));
+    item.insert("created_at".into(), s(&task.created_at));
+    item
+}
+
+/// The items that follow from an opened task, but the conversation: its call and its audit
+/// entry, each keyed by the task, so writing them again writes the same items.
+pub(crate) fn ledger_items(task: &Task) -> [Item; 2] {
+    [call_item(task), AuditEntry::task_opened(task).to_item()]
+}
+
+/// What the batch after an open writes besides the word postings: the ledger items, and the
+/// conversation when the task starts one.
+pub(crate) fn opened_items(task: &Task, context: ContextJoin) -> Vec<Item> {
+    let mut items = Vec::from(ledger_items(task));
+    if context == ContextJoin::Start {
+        items.push(context_item(task));
+    }
+    items
+}
+
 impl Store {
-    /// Writes a new task with its conversation, lineage and audit entries in one transaction,
-    /// checked against the live binding and the callee's status at the same instant.
+    /// Writes a new task: first the conversation it continues counts it (refused when there is
+    /// no such conversation between the two agents, or it is full), then the task item, refused
+    /// when its id is taken. A repeated open gives its conversation's count back.
     pub async fn open_task(&self, open: &OpenTask) -> Result<Result<(), OpenRefusal>, StoreError> {
         let task = &open.task;
-        let context_write = self.context_write(task, &open.context)?;
-        let call = call_item(task);
-
-        let items = vec![
-            (OpenSlot::Task, self.put_new(to_item(task))?),
-            (
-                OpenSlot::Binding,
-                self.live_binding_check(&open.binding_id)?,
-            ),
-            (
-                OpenSlot::Callee,
-                self.active_callee_check(&task.callee_agent_id)?,
-            ),
-            (OpenSlot::Context, context_write),
-            (OpenSlot::Audit, self.put_new(open.audit.to_item())?),
-            (OpenSlot::Call, self.put_new(call)?),
-        ];
-        let Err(failed) = self.transact_slots(items).await? else {
+        if open.context == ContextJoin::Continue {
+            if let Err(refusal) = self.join_context(task).await? {
+                return Ok(Err(refusal));
+            }
+        }
+        if self.put_if_absent(to_item(task)).await? {
             return Ok(Ok(()));
+        }
+        if open.context == ContextJoin::Continue {
+            if let Err(error) = self.leave_context(task).await {
+                tracing::warn!(task_id = %task.id, error = %error, "a repeated open's conversation keeps the count it took");
+            }
+        }
+        Ok(Err(OpenRefusal::AlreadyOpen))
+    }
+
+    /// Counts one more task in the existing conversation between the task's two agents.
+    async fn join_context(&self, task: &Task) -> Result<Result<(), OpenRefusal>, StoreError> {
+        let sent = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(context_key(&task.context_id)))
+            .update_expression("ADD task_count :one")
+            .condition_expression(
+                "tenant_id = :tenant AND task_count < :max AND \
+                 ((agent_a = :caller AND agent_b = :callee) OR \
+                  (agent_a = :callee AND agent_b = :caller))",
+            )
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":max", n(MAX_TASKS_PER_CONTEXT))
+            .expression_attribute_values(":tenant", s(&task.tenant_id))
+            .expression_attribute_values(":caller", s(&task.caller_agent_id))
+            .expression_attribute_values(":callee", s(&task.callee_agent_id))
+            .return_values_on_condition_check_failure(
+                aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+            )
+            .send()
+            .await;
+        let error = match sent {
+            Ok(_) => return Ok(Ok(())),
+            Err(error) => error,
         };
-        Ok(Err(match failed.slot {
-            OpenSlot::Task => OpenRefusal::AlreadyOpen,
-            OpenSlot::Binding => OpenRefusal::BindingNotLive,
-            OpenSlot::Callee => OpenRefusal::CalleeNotActive,
-            OpenSlot::Context => {
-                let full = failed.item.as_ref().is_some_and(|item| {
-                    Reader(item).n("task_count").unwrap_or(0) >= MAX_TASKS_PER_CONTEXT
-                        && Reader(item).s("tenant_id").ok().as_deref() == Some(&task.tenant_id)
-                });
-                if full {
-                    OpenRefusal::ContextFull
-                } else {
-                    OpenRefusal::UnknownContext
-                }
-            }
-            // Fresh ids: a taken audit or call key is the store's fault, not the caller's.
-            OpenSlot::Audit | OpenSlot::Call => {
-                return Err(StoreError::Rejected(format!(
-                    "the open transaction's {:?} key was taken",
-                    failed.slot
-                )))
-            }
+        let Some(failed) = error
+            .as_service_error()
+            .and_then(|service| match service {
+                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(failed) => Some(failed),
+                _ => None,
+            })
+        else {
+            return Err(classify(error));
+        };
+        let full = failed.item().is_some_and(|item| {
+            Reader(item).n("task_count").unwrap_or(0) >= MAX_TASKS_PER_CONTEXT
+                && Reader(item).s("tenant_id").ok().as_deref() == Some(&task.tenant_id)
+                && [&task.caller_agent_id, &task.callee_agent_id]
+                    .iter()
+                    .all(|agent| {
+                        ["agent_a", "agent_b"]
+                            .iter()
+                            .any(|side| Reader(item).s(side).ok().as_deref() == Some(agent))
+                    })
+        });
+        Ok(Err(match full {
+            true => OpenRefusal::ContextFull,
+            false => OpenRefusal::UnknownContext,
         }))
     }
 
-    /// The open transaction's write of the conversation: a new one, or one more task in an
-    /// existing one between the same two agents (at most [`MAX_TASKS_PER_CONTEXT`]).
-    fn context_write(
-        &self,
-        task: &Task,
-        context: &ContextJoin,
-    ) -> Result<TransactWriteItem, StoreError> {
-        let context_key = key(format!("CONTEXT#{}", task.context_id), "CONTEXT");
-        Ok(match context {
-            ContextJoin::Start => {
-                let mut item = context_key;
-                item.insert("kind".into(), s("context"));
-                item.insert("tenant_id".into(), s(&task.tenant_id));
-                item.insert("agent_a".into(), s(&task.caller_agent_id));
-                item.insert("agent_b".into(), s(&task.callee_agent_id));
-                item.insert("task_count".into(), n(1));
-                item.insert("created_at".into(), s(&task.created_at));
-                self.put_new(item)?
-            }
-            ContextJoin::Continue => {
-                let update = build(
-                    Update::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(context_key))
-                        .update_expression("ADD task_count :one")
-                        .condition_expression(
-                            "tenant_id = :tenant AND task_count < :max AND \
-                             ((agent_a = :caller AND agent_b = :callee) OR \
-                              (agent_a = :callee AND agent_b = :caller))",
-                        )
-                        .expression_attribute_values(":one", n(1))
-                        .expression_attribute_values(":max", n(MAX_TASKS_PER_CONTEXT))
-                        .expression_attribute_values(":tenant", s(&task.tenant_id))
-                        .expression_attribute_values(":caller", s(&task.caller_agent_id))
-                        .expression_attribute_values(":callee", s(&task.callee_agent_id))
-                        .return_values_on_condition_check_failure(
-                            ReturnValuesOnConditionCheckFailure::AllOld,
-                        )
-                        .build(),
-                )?;
-                TransactWriteItem::builder().update(update).build()
-            }
-        })
+    /// Gives back the count a repeated open took from its conversation.
+    async fn leave_context(&self, task: &Task) -> Result<(), StoreError> {
+        self.client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(context_key(&task.context_id)))
+            .update_expression("ADD task_count :minus_one")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
+            .return_values(ReturnValue::None)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(classify)
     }
 
-    /// A transaction item that holds only while the binding is approved and not revoked.
-    pub(crate) fn live_binding_check(
-        &self,
-        binding_id: &str,
-    ) -> Result<TransactWriteItem, StoreError> {
-        let check = build(
-            ConditionCheck::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(format!("BINDING#{binding_id}"), "BINDING")))
-                .condition_expression("revoked = :false AND approved = :true")
-                .expression_attribute_values(":false", AttributeValue::Bool(false))
-                .expression_attribute_values(":true", AttributeValue::Bool(true))
-                .build(),
-        )?;
-        Ok(TransactWriteItem::builder().condition_check(check).build())
+    /// Writes `item` unless an item has its key: `false` when one had.
+    pub(crate) async fn put_if_absent(&self, item: Item) -> Result<bool, StoreError> {
+        let sent = self
+            .client()
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(true),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|service| service.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(classify(error)),
+        }
     }
 
-    /// A transaction item that holds only while the agent is active.
-    pub(crate) fn active_callee_check(
-        &self,
-        callee_id: &AgentId,
-    ) -> Result<TransactWriteItem, StoreError> {
-        let check = build(
-            ConditionCheck::builder()
-                .table_name(&self.table)
-                .set_key(Some(key(format!("AGENT#{callee_id}"), "AGENT")))
-                .condition_expression("#status = :active")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_values(":active", s("active"))
-                .build(),
-        )?;
-        Ok(TransactWriteItem::builder().condition_check(check).build())
+    /// The sweeper's repair of what follows from an opened task: its ledger items again, and its
+    /// conversation if the task started one that was never written (a conversation it continued
+    /// existed before it; one that exists is left as it is).
+    pub async fn restore_opened(&self, task: &Task) -> Result<(), StoreError> {
+        self.put_if_absent(context_item(task)).await?;
+        let puts = ledger_items(task)
+            .into_iter()
+            .map(super::words::put_request)
+            .collect::<Result<_, _>>()?;
+        self.batch_write(puts).await
     }
 }

@@ -98,6 +98,25 @@ impl Store {
         self.batch_write(posting_puts(task, words)?).await
     }
 
+    /// Writes what follows from a task its open just wrote (`store/open.rs`: its call, its audit
+    /// entry, the conversation it starts) and the postings of its opening message's `words`
+    /// (none when they could not be read), in one batch.
+    pub async fn record_opened(
+        &self,
+        task: &Task,
+        context: super::open::ContextJoin,
+        words: Option<&TaskWords>,
+    ) -> Result<(), StoreError> {
+        let mut puts = super::open::opened_items(task, context)
+            .into_iter()
+            .map(put_request)
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(words) = words {
+            puts.extend(posting_puts(task, words)?);
+        }
+        self.batch_write(puts).await
+    }
+
     /// Up to `limit` postings of one partition (a word among a tenant's tasks), newest task
     /// first, of the tasks created at or before `top` (the reader drops those at that moment that
     /// are not below its cursor), from `start` (an earlier page's `next`); of those, the ones of
@@ -303,7 +322,7 @@ impl Store {
     }
 }
 
-fn put_request(item: Item) -> Result<WriteRequest, StoreError> {
+pub(crate) fn put_request(item: Item) -> Result<WriteRequest, StoreError> {
     let put = build(PutRequest::builder().set_item(Some(item)).build())?;
     Ok(WriteRequest::builder().put_request(put).build())
 }

@@ -1,98 +1,139 @@
-//! The ledger: task and audit written together, audit entries for every governed change, cursor
-//! paging, and call lineage across several hops.
+//! The ledger: task and audit entry written one after the other (a failure between made good by
+//! the sweeper), audit entries for every governed change, cursor paging, and call lineage across
+//! several hops.
 
 use std::collections::HashSet;
 
-use forgebench::domain::content::Stored;
-use forgebench::domain::task::Delivery;
-use forgebench::domain::{clock, Task, TaskState};
-use forgebench::store::{AuditEntry, ContextJoin, OpenTask};
-use forgebench_tests::{spawn_app, text_message};
+use forgebench_tests::{spawn_app, spawn_app_with, text_message, Options, Recorder, TestApp};
 use serde_json::{json, Value};
 
+/// The `task.open` audit entries of a tenant that name `task_id`.
+async fn open_entries(app: &TestApp, admin_key: &str, task_id: &str) -> Vec<Value> {
+    app.audit(admin_key)
+        .await
+        .into_iter()
+        .filter(|entry| entry["action"] == "task.open" && entry["task_id"] == task_id)
+        .collect()
+}
+
 #[tokio::test]
-async fn a_failure_between_the_task_and_its_audit_row_leaves_neither() {
-    let app = spawn_app().await;
+async fn a_failure_before_the_task_is_written_leaves_nothing_behind() {
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        ..Options::default()
+    })
+    .await;
     let pair = app.pair().await;
-    let now = clock::now();
-    let task_id = forgebench::domain::TaskId::generate();
-    let call_id = uuid::Uuid::new_v4().to_string();
-    let principal = forgebench::domain::TenantPrincipal {
-        tenant_id: pair.tenant.id.as_str().into(),
-        kind: forgebench::domain::PrincipalKind::Agent {
-            agent_id: pair.caller.id.as_str().into(),
-        },
-    };
-    let audit = AuditEntry::new(&principal, "task.open", &pair.callee.id);
-    // Injected failure: the audit row's key is already taken, so its write fails inside the
-    // transaction that also writes the task.
-    app.app.store.record_audit(&audit).await.unwrap();
-    let open = OpenTask {
-        task: Task {
-            id: task_id.clone(),
-            tenant_id: pair.tenant.id.as_str().into(),
-            context_id: uuid::Uuid::new_v4().to_string(),
-            caller_agent_id: pair.caller.id.as_str().into(),
-            callee_agent_id: pair.callee.id.as_str().into(),
-            callee_name: pair.callee.name.clone(),
-            state: TaskState::Submitted,
-            status_message: None,
-            status_timestamp: now.clone(),
-            input: Stored::from_value(&text_message("x")).unwrap(),
-            artifacts: Stored::Inline(Vec::new()),
-            error: None,
-            history: vec![Stored::from_value(&text_message("x")).unwrap()],
-            call_id: call_id.clone(),
-            parent_call_id: None,
-            root_call_id: call_id,
-            delivery: Delivery::Pull,
-            claim_timeout_seconds: 900,
-            deadline_at: None,
-            delivery_attempts: 0,
-            attempt_number: 0,
-            delivery_id: None,
-            delivered_at: None,
-            content_bytes: 0,
-            expires_at: None,
-            created_at: now.clone(),
-            updated_at: now,
-            changes: Vec::new(),
-            message_keys: Vec::new(),
-            notify_configs: 0,
-        },
-        binding_id: pair.binding_id.clone(),
-        context: ContextJoin::Start,
-        audit,
-    };
-    assert!(app.app.store.open_task(&open).await.is_err());
-    assert!(
-        app.app.store.get_task(&task_id).await.unwrap().is_none(),
-        "no task without its audit row"
-    );
-    let opens = app
+    recorder.fail_next("PutItem");
+    let failed = app
+        .post(
+            &format!("/v1/agents/{}/tasks", pair.callee.name),
+            &pair.caller.key,
+            json!({"message": text_message("never written")}),
+        )
+        .await;
+    assert_eq!(failed.status, 503, "{}", failed.text);
+    let opens: Vec<Value> = app
         .audit(&pair.tenant.admin_key)
         .await
         .into_iter()
         .filter(|entry| entry["action"] == "task.open")
-        .count();
-    assert_eq!(opens, 1, "only the pre-existing row");
+        .collect();
+    assert!(
+        opens.is_empty(),
+        "an audit entry without its task: {opens:?}"
+    );
     assert_eq!(app.claim(&pair.callee.key, 0).await.status, 204);
+}
 
-    // And the normal path writes both.
+#[tokio::test]
+async fn a_failure_after_the_task_is_written_is_made_good_by_the_sweeper() {
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    // The batch after the task's write (its call, audit entry, conversation and word postings)
+    // fails: the task stands and is answered, flagged for the sweeper.
+    recorder.fail_next("BatchWriteItem");
     let opened = app
-        .open_task(&pair.caller.key, &pair.callee.name, text_message("y"), 0)
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("Lisbon manifest"),
+            0,
+        )
         .await;
-    let entries = app.audit(&pair.tenant.admin_key).await;
-    let entry = entries
-        .iter()
-        .find(|entry| entry["task_id"] == opened.field("id").as_str())
-        .expect("audit row");
-    assert_eq!(entry["outcome"], "allowed");
-    assert_eq!(entry["call_id"], opened.field("call_id").as_str());
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let task_id = opened.field("id");
+    let root = opened.field("call_id");
+    let context = opened.field("context_id");
+    assert!(open_entries(&app, admin, &task_id).await.is_empty());
+    let calls = app
+        .get(&format!("/v1/calls?root_call_id={root}"), admin)
+        .await;
+    assert!(
+        calls.body["items"].as_array().is_none_or(Vec::is_empty),
+        "{}",
+        calls.text
+    );
+
+    let swept = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
+    assert_eq!(swept.done, 1, "{swept:?}");
+    let entries = open_entries(&app, admin, &task_id).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["outcome"], "allowed");
+    assert_eq!(entries[0]["call_id"], root.as_str());
     assert_eq!(
-        entry["actor"],
+        entries[0]["actor"],
         json!({"kind": "agent", "id": pair.caller.id})
     );
+    let calls = app
+        .get(&format!("/v1/calls?root_call_id={root}"), admin)
+        .await;
+    assert_eq!(calls.status, 200, "{}", calls.text);
+    assert_eq!(
+        calls.body["items"][0]["task_id"],
+        task_id.as_str(),
+        "{}",
+        calls.text
+    );
+    let found = app.get("/v1/tasks?q=lisbon", &pair.caller.key).await;
+    assert_eq!(
+        found.body["items"][0]["id"],
+        task_id.as_str(),
+        "{}",
+        found.text
+    );
+    // The conversation it started was written too: the caller can go on in it.
+    let next = app
+        .post(
+            &format!("/v1/agents/{}/tasks", pair.callee.name),
+            &pair.caller.key,
+            json!({"message": text_message("and the next"), "context_id": context}),
+        )
+        .await;
+    assert_eq!(next.status, 200, "{}", next.text);
+
+    // Nothing is due any more, and a second repair writes the same items.
+    let again = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
+    assert_eq!(again.done, 0, "{again:?}");
+    forgebench::search::index_words(&app.app.store, &app.app.bodies, &task_id.as_str().into())
+        .await
+        .unwrap();
+    assert_eq!(open_entries(&app, admin, &task_id).await.len(), 1);
+
+    // And the normal path writes the entry with the task.
+    let plain = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("y"), 0)
+        .await;
+    let entries = open_entries(&app, admin, &plain.field("id")).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["call_id"], plain.field("call_id").as_str());
 }
 
 #[tokio::test]
