@@ -30,12 +30,12 @@ export const TABLE: Omit<dynamodb.CfnTableProps, 'deletionProtectionEnabled'> = 
   sseSpecification: { sseEnabled: true },
   // Tasks (and their delivery attempts) expire after taskRetentionDays.
   timeToLiveSpecification: { attributeName: "expires_at", enabled: true },
-  attributeDefinitions: [S("pk"), S("sk"), S("gsi1pk"), S("gsi1sk"), S("gsi2pk"), S("gsi2sk"), S("gsi3pk"), S("gsi3sk"), S("callee_agent_id"), S("caller_agent_id"), S("created_at"), S("context_id"), S("changed_at"), S("words_due"), S("shard")],
+  attributeDefinitions: [S("pk"), S("sk"), S("gsi1pk"), S("gsi1sk"), S("gsi2pk"), S("gsi2sk"), S("callee_agent_id"), S("caller_agent_id"), S("created_at"), S("context_id"), S("changed_at"), S("words_due"), S("shard")],
   keySchema: [HASH("pk"), RANGE("sk")],
   globalSecondaryIndexes: [
     index("gsi1", "ALL", HASH("gsi1pk"), RANGE("gsi1sk")),
     index("gsi2", "ALL", HASH("gsi2pk"), RANGE("gsi2sk")),
-    index("pairs", "KEYS_ONLY", HASH("gsi3pk"), RANGE("gsi3sk")),
+    index("pair_tasks", "KEYS_ONLY", HASH("caller_agent_id"), HASH("callee_agent_id"), RANGE("created_at")),
     including("inbound", ["state"], HASH("callee_agent_id"), RANGE("changed_at")),
     including("outbound", ["state"], HASH("caller_agent_id"), RANGE("changed_at")),
     index("conversation", "KEYS_ONLY", HASH("context_id"), RANGE("created_at")),

@@ -17,16 +17,15 @@
 //! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{root}` / at#id | |
 //! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
 //! | long-poll slot (`store/polls.rs`) | `POLLS#{agent}` | `SLOT#{n}` | | |
-//! | word posting of a task (`store/words.rs`) | `TASK#{id}` | `WORD#{changed_at}#{word}` | | |
-//! | word marker of a task | `TASK#{id}` | `WORDS` | | |
+//! | word posting (`store/words.rs`) | `WORDS#{tenant}#{word}` | `{created}#{task}` | | |
 //!
-//! Every task is also on the pair index (`pairs`, keys only, on the attributes `gsi3pk` /
-//! `gsi3sk`) under `PAIR#{caller}#{callee}` / `{created}#{id}`: a caller's tasks on one callee,
-//! newest first (A2A `ListTasks`), read by key after the index page.
+//! Every task is also on the pair index (`pair_tasks`, keys only, on the task's own
+//! `caller_agent_id` and `callee_agent_id`, sorted by `created_at`): a caller's tasks on one
+//! callee, newest first (A2A `ListTasks`), read by key after the index page.
 //!
-//! Task search reads eight more indexes, keyed by attributes the items have anyway (the task's
-//! agents, state, conversation and `changed_at`; a posting's agents and word), listed in
-//! `store/search.rs`.
+//! Task search reads three more indexes, keyed by attributes the task items have anyway (the
+//! task's agents, conversation and `changed_at`), listed in `store/search.rs`; the sweeper reads
+//! `words_due`.
 //!
 //! The agent lives under two keys with the same attributes, written together in one transaction,
 //! so that a route naming an agent by id or by name reads it with one `GetItem`.

@@ -208,7 +208,7 @@ mod tests {
             .iter()
             .map(|index| index.name.as_str())
             .collect();
-        assert_eq!(names[..3], ["gsi1", "gsi2", "pairs"]);
+        assert_eq!(names[..3], ["gsi1", "gsi2", "pair_tasks"]);
         for index in &schema.indexes[..2] {
             assert_eq!(index.key[0].0, format!("{}pk", index.name));
             assert_eq!(index.key[1].0, format!("{}sk", index.name));
@@ -220,8 +220,9 @@ mod tests {
         assert_eq!(
             pairs.key,
             vec![
-                ("gsi3pk".to_owned(), "HASH".to_owned()),
-                ("gsi3sk".to_owned(), "RANGE".to_owned())
+                ("caller_agent_id".to_owned(), "HASH".to_owned()),
+                ("callee_agent_id".to_owned(), "HASH".to_owned()),
+                ("created_at".to_owned(), "RANGE".to_owned())
             ]
         );
         assert_eq!(pairs.projection, "KEYS_ONLY");

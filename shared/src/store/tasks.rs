@@ -14,9 +14,9 @@ use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 
-use super::item::{s, Reader};
+use super::item::{key, s, Item, Reader};
 use super::task_item::{
-    logging, pair_partition, task_id_of, task_key, LOG_CHANGES, PAIR_INDEX, WITHIN_CONTENT_CAP,
+    logging, task_id_of, task_key, LOG_CHANGES, PAIR_INDEX, WITHIN_CONTENT_CAP,
 };
 use super::{classify, Store, StoreError};
 use crate::domain::events::Change;
@@ -228,10 +228,37 @@ impl Store {
     }
 }
 
-/// Where a page of a caller's tasks on one callee starts: after the task with this index sort
-/// key (`{created}#{id}`), newest first.
+/// Where a page of a caller's tasks on one callee starts: after the pair index entry this
+/// names, newest first. A task's entry is `{created}#{id}` (the shape the cursor had when the
+/// index was keyed by it); the one other item the index holds, the pair's binding (it has the
+/// index's key attributes too), is `{created}#~{pk}~{sk}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PairCursor(pub String);
+
+impl PairCursor {
+    /// The cursor after the entry of this index key (a page's `LastEvaluatedKey`).
+    fn after_entry(key: &Item) -> Result<PairCursor, StoreError> {
+        let read = Reader(key);
+        let created_at = read.s("created_at")?;
+        Ok(PairCursor(match read.s("sk")?.as_str() {
+            "TASK" => format!("{created_at}#{}", task_id_of(key, "pair index key")?),
+            sk => format!("{created_at}#~{}~{sk}", read.s("pk")?),
+        }))
+    }
+
+    /// The creation moment and table key of the entry the cursor names.
+    fn place(&self) -> (&str, Item) {
+        let (created_at, entry) = self.0.split_once('#').unwrap_or_default();
+        let table_key = match entry
+            .strip_prefix('~')
+            .and_then(|keys| keys.split_once('~'))
+        {
+            Some((pk, sk)) => key(pk, sk),
+            None => task_key(&TaskId::from(entry.to_owned())),
+        };
+        (created_at, table_key)
+    }
+}
 
 impl Store {
     /// Up to `limit` of `caller`'s tasks on `callee`, newest first, from after `after`; with the
@@ -245,43 +272,69 @@ impl Store {
         after: Option<&PairCursor>,
         limit: i32,
     ) -> Result<(Vec<Task>, Option<PairCursor>), StoreError> {
-        let partition = pair_partition(caller, callee);
         let mut query = self
             .client()
             .query()
             .table_name(self.table())
             .index_name(PAIR_INDEX)
-            .key_condition_expression("gsi3pk = :pair")
-            .expression_attribute_values(":pair", s(&partition))
+            .key_condition_expression("caller_agent_id = :caller AND callee_agent_id = :callee")
+            .expression_attribute_values(":caller", s(caller))
+            .expression_attribute_values(":callee", s(callee))
             .scan_index_forward(false)
             .limit(limit);
-        if let Some(PairCursor(sort_key)) = after {
-            let task_id = sort_key.rsplit('#').next().unwrap_or_default();
-            let start = [
-                ("pk", format!("TASK#{task_id}")),
-                ("sk", "TASK".to_owned()),
-                ("gsi3pk", partition.clone()),
-                ("gsi3sk", sort_key.clone()),
-            ];
-            for (name, value) in start {
-                query = query.exclusive_start_key(name, s(value));
-            }
+        if let Some(cursor) = after {
+            let (created_at, table_key) = cursor.place();
+            let mut start = table_key;
+            start.insert("caller_agent_id".into(), s(caller));
+            start.insert("callee_agent_id".into(), s(callee));
+            start.insert("created_at".into(), s(created_at));
+            query = query.set_exclusive_start_key(Some(start));
         }
         let output = query.send().await.map_err(classify)?;
+        // The pair's binding has the index's key attributes too: its one entry is passed over.
         let ids = output
             .items()
             .iter()
+            .filter(|entry| Reader(entry).s("sk").is_ok_and(|sk| sk == "TASK"))
             .map(|entry| task_id_of(entry, "pair index entry"))
             .collect::<Result<Vec<TaskId>, StoreError>>()?;
         let (mut found, _) = self.get_tasks(&ids).await?;
         let tasks = ids.iter().filter_map(|id| found.remove(id)).collect();
-        let next = output
-            .last_evaluated_key
-            .and_then(|key| {
-                key.get("gsi3sk")
-                    .and_then(|value| value.as_s().ok().cloned())
-            })
-            .map(PairCursor);
+        let next = match &output.last_evaluated_key {
+            Some(key) => Some(PairCursor::after_entry(key)?),
+            None => None,
+        };
         Ok((tasks, next))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_cursor_names_a_task_or_the_binding_the_pair_index_also_holds() {
+        let created = "2026-12-04T10:00:00.000001Z";
+        let mut task = task_key(&TaskId::from(
+            "9f0c7a9e-1111-4222-8333-444455556666".to_owned(),
+        ));
+        task.insert("created_at".into(), s(created));
+        let cursor = PairCursor::after_entry(&task).unwrap();
+        assert_eq!(
+            cursor.0,
+            format!("{created}#9f0c7a9e-1111-4222-8333-444455556666")
+        );
+        assert_eq!(
+            cursor.place(),
+            (
+                created,
+                task_key(&"9f0c7a9e-1111-4222-8333-444455556666".to_owned().into())
+            )
+        );
+
+        let mut binding = key("BINDING#b1", "BINDING");
+        binding.insert("created_at".into(), s(created));
+        let cursor = PairCursor::after_entry(&binding).unwrap();
+        assert_eq!(cursor.place(), (created, key("BINDING#b1", "BINDING")));
     }
 }
