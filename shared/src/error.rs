@@ -105,11 +105,6 @@ impl From<SearchError> for ApiError {
     fn from(error: SearchError) -> Self {
         match error {
             SearchError::Store(error) => error.into(),
-            SearchError::MovedTooFar => ApiError::InvalidRequest(
-                "more tasks changed since this search's first page than a page can place; \
-                 search again without the cursor"
-                    .into(),
-            ),
         }
     }
 }

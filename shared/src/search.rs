@@ -1,24 +1,22 @@
 //! Task search (`GET /v1/tasks`): a page of the tasks that meet a search's filters, and the
 //! word postings that `q` reads.
 //!
-//! A page is found by walking indexes newest first (`store/search.rs`), one walk per side of
-//! the agent (inbound, outbound), merged. With a `q`, the walk is the postings of the query's
-//! longest word, ordered by the tasks' creation, which never moves: each task is judged as it is
-//! now ([`SearchFilters::place_by_creation`]) and its other words checked on its postings.
-//! Without, the walk is the conversation's tasks for a `context_id`, the agent's tasks in a
-//! state, or all of them, ordered by the latest change: every entry met is placed by the
-//! snapshot ([`Snapshot::place`]), and tasks that changed after the snapshot are read through
-//! the agent's change-ordered index (bounded by [`MAX_MOVED`]) and placed where they stood at
-//! the snapshot. A page holds the `limit` newest placements below the cursor; a walk reads at
-//! most [`MAX_ROUNDS`] index pages per request, and a page it cuts short still carries the
-//! cursor to go on.
+//! A page is found by walking indexes newest first (`store/search.rs`), all ordered by the
+//! tasks' creation, which never moves. With a `q`, the walk is the tenant's postings of the
+//! query's longest word, filtered to the agent's; else the conversation's tasks for a
+//! `context_id`; else one walk per side of the agent (inbound, outbound), merged, filtered on
+//! the index by state and `since` where asked. Each task met is judged as it is now
+//! ([`SearchFilters::place_by_creation`]), and its other words checked on its postings. A page
+//! holds the `limit` newest placements below the cursor, created at or before the search's first
+//! page; a walk reads at most [`MAX_ROUNDS`] index pages per request, and a page it cuts short
+//! still carries the cursor to go on.
 
 use std::collections::HashMap;
 
 use crate::bodies::{Bodies, BodyError};
 use crate::domain::content::Stored;
 use crate::domain::events::Change;
-use crate::domain::search::{Cursor, Position, SearchFilters, Side, Snapshot};
+use crate::domain::search::{Cursor, Position, SearchFilters, Side};
 use crate::domain::words::{words_of_stored, QueryWords, TaskWords};
 use crate::domain::{clock, Message, Task, TaskId};
 use crate::store::search::{IndexPage, Range, SearchIndex};
@@ -26,9 +24,6 @@ use crate::store::{ContextJoin, Store, StoreError};
 
 /// Most index pages one request reads while walking.
 pub const MAX_ROUNDS: usize = 10;
-/// Most tasks changed since a search's snapshot that a page places; past that the search must
-/// start again.
-pub const MAX_MOVED: usize = 1_000;
 
 /// A page of results, newest first, and the cursor of the next one.
 #[derive(Debug)]
@@ -43,16 +38,13 @@ pub struct SearchPage {
 pub enum SearchError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// More tasks changed since the snapshot than a page places.
-    #[error("too many tasks changed since the search's first page")]
-    MovedTooFar,
 }
 
 /// Whether `position` comes after (below) `after` in a search's order. An `after` without a
 /// task id stands for every task at its moment, which all still come.
 fn below(position: &Position, after: &Position) -> bool {
     if after.task_id.is_empty() {
-        position.changed_at <= after.changed_at
+        position.created_at <= after.created_at
     } else {
         position < after
     }
@@ -73,10 +65,8 @@ fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
             word: words.driver(),
         }];
     }
-    let walk = |side: Side| match filters.state {
-        Some(state) => SearchIndex::SideState { side, agent, state },
-        None => SearchIndex::Side { side, agent },
-    };
+    let state = filters.state;
+    let walk = |side: Side| SearchIndex::Side { side, agent, state };
     let sides = filters.direction.sides().iter();
     sides.map(|side| walk(*side)).collect()
 }
@@ -108,9 +98,9 @@ struct Walk<'a> {
     size: i32,
 }
 
-/// What a page has found so far: each task once, at its place in the snapshot.
+/// What a page has found so far: each task once, at its place.
 struct Found<'a> {
-    snapshot: Snapshot<'a>,
+    filters: &'a SearchFilters,
     after: Option<&'a Position>,
     placed: HashMap<TaskId, (Position, Task)>,
     read_units: f64,
@@ -130,19 +120,12 @@ impl Found<'_> {
         }
         let (tasks, read_units) = store.get_tasks(&fresh).await?;
         self.read_units += read_units;
-        let by_creation = self.snapshot.filters.words.is_some();
         let placed: Vec<(Position, &Task)> = tasks
             .values()
-            .filter_map(|task| {
-                let position = match by_creation {
-                    true => self.snapshot.filters.place_by_creation(task)?,
-                    false => self.snapshot.place(task)?,
-                };
-                Some((position, task))
-            })
+            .filter_map(|task| Some((self.filters.place_by_creation(task)?, task)))
             .filter(|(position, _)| self.after.is_none_or(|after| below(position, after)))
             .collect();
-        let with_words = match &self.snapshot.filters.words {
+        let with_words = match &self.filters.words {
             Some(words) => {
                 let (ids, read_units) = matching(store, &placed, words).await?;
                 self.read_units += read_units;
@@ -164,7 +147,7 @@ impl Found<'_> {
         self.placed
             .values()
             .filter(|(position, _)| {
-                reached.is_none_or(|moment| position.changed_at.as_str() > moment)
+                reached.is_none_or(|moment| position.created_at.as_str() > moment)
             })
             .count()
     }
@@ -194,21 +177,12 @@ pub async fn search(
     let moment = cursor.map_or_else(clock::now, |cursor| cursor.snapshot.clone());
     let after = cursor.map(|cursor| &cursor.after);
     let mut found = Found {
-        snapshot: Snapshot {
-            moment: &moment,
-            filters,
-        },
+        filters,
         after,
         placed: HashMap::new(),
         read_units: 0.0,
     };
-    // A search with words places tasks by their creation, which no change moves.
-    if filters.words.is_none() {
-        let (moved, read_units) = moved_since(store, filters, &moment).await?;
-        found.read_units += read_units;
-        found.judge(store, &moved).await?;
-    }
-    let top = after.map_or(moment.as_str(), |after| after.changed_at.as_str());
+    let top = after.map_or(moment.as_str(), |after| after.created_at.as_str());
     // One entry past the page, so the page's last placement is known final in one read.
     let page_size = i32::try_from(limit + 1).unwrap_or(101);
     let mut walks: Vec<Walk<'_>> = walks(filters)
@@ -224,7 +198,7 @@ pub async fn search(
     for _ in 0..MAX_ROUNDS {
         for walk in walks.iter_mut().filter(|walk| !walk.done) {
             let range = Range {
-                after: filters.since.as_deref().filter(|_| filters.words.is_none()),
+                changed_after: filters.since.as_deref(),
                 at_or_before: Some(top),
             };
             let IndexPage {
@@ -235,8 +209,9 @@ pub async fn search(
             } = store
                 .search_index_page(walk.index, range, walk.next.take(), walk.size)
                 .await?;
-            // A filter leaves entries out: a state's on a side, the agent's on a word's postings.
-            if filters.words.is_some() || filters.state.is_some() {
+            // A filter leaves entries out: a state's or a moment's on a side, the agent's on a
+            // word's postings.
+            if filters.words.is_some() || filters.state.is_some() || filters.since.is_some() {
                 walk.size = next_page_size(walk.size, entries.len());
             }
             found.read_units += read_units;
@@ -274,7 +249,7 @@ fn page(found: Found<'_>, reached: Option<String>, limit: usize, moment: String)
         .filter(|(position, _)| {
             reached
                 .as_deref()
-                .is_none_or(|moment| position.changed_at.as_str() > moment)
+                .is_none_or(|moment| position.created_at.as_str() > moment)
         })
         .collect();
     placed.sort_by(|a, b| b.0.cmp(&a.0));
@@ -282,8 +257,8 @@ fn page(found: Found<'_>, reached: Option<String>, limit: usize, moment: String)
     placed.truncate(limit);
     let next = match (placed.len() == limit, more_placed || reached.is_some()) {
         (true, true) => placed.last().map(|(position, _)| position.clone()),
-        (false, _) => reached.map(|changed_at| Position {
-            changed_at,
+        (false, _) => reached.map(|created_at| Position {
+            created_at,
             task_id: TaskId::from(String::new()),
         }),
         (true, false) => None,
@@ -296,52 +271,6 @@ fn page(found: Found<'_>, reached: Option<String>, limit: usize, moment: String)
             after,
         }),
     }
-}
-
-/// The tasks of the search's agent (or conversation) that changed after `moment`.
-async fn moved_since(
-    store: &Store,
-    filters: &SearchFilters,
-    moment: &str,
-) -> Result<(Vec<TaskId>, f64), SearchError> {
-    // A conversation's walk reads all of it (at most 100 tasks), each placed by the snapshot.
-    if filters.context_id.is_some() {
-        return Ok((Vec::new(), 0.0));
-    }
-    let agent = &filters.agent;
-    let reads: Vec<SearchIndex<'_>> = filters
-        .direction
-        .sides()
-        .iter()
-        .map(|side| SearchIndex::Side { side: *side, agent })
-        .collect();
-    let mut moved = Vec::new();
-    let mut units = 0.0;
-    for index in reads {
-        let mut start = None;
-        loop {
-            let range = Range {
-                after: Some(moment),
-                at_or_before: None,
-            };
-            let IndexPage {
-                entries,
-                next,
-                read_units,
-                ..
-            } = store.search_index_page(index, range, start, 100).await?;
-            units += read_units;
-            moved.extend(entries.into_iter().map(|entry| entry.task_id));
-            if moved.len() > MAX_MOVED {
-                return Err(SearchError::MovedTooFar);
-            }
-            match next {
-                Some(key) => start = Some(key),
-                None => break,
-            }
-        }
-    }
-    Ok((moved, units))
 }
 
 /// Why writing a task's postings failed.

@@ -2,8 +2,8 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 
 // The state table of infra/template.yaml (the `Table` resource), deletion protection aside (a
 // prop of the construct). The task-search indexes (shared/src/store/search.rs) key on
-// attributes every task write keeps: each side by the task's latest change with its state
-// projected, a conversation by creation; `words_due` uses DynamoDB's multi-attribute partition
+// attributes every task has: each side by creation with its state and latest change projected
+// (the caller's side with the callee too, for A2A ListTasks), a conversation by creation; `words_due` uses DynamoDB's multi-attribute partition
 // keys. test/drift.test.ts holds this to the SAM template.
 
 const S = (attributeName: string): dynamodb.CfnTable.AttributeDefinitionProperty => ({ attributeName, attributeType: 'S' });
@@ -35,9 +35,8 @@ export const TABLE: Omit<dynamodb.CfnTableProps, 'deletionProtectionEnabled'> = 
   globalSecondaryIndexes: [
     index("gsi1", "ALL", HASH("gsi1pk"), RANGE("gsi1sk")),
     index("gsi2", "ALL", HASH("gsi2pk"), RANGE("gsi2sk")),
-    index("pair_tasks", "KEYS_ONLY", HASH("caller_agent_id"), HASH("callee_agent_id"), RANGE("created_at")),
-    including("inbound", ["state"], HASH("callee_agent_id"), RANGE("changed_at")),
-    including("outbound", ["state"], HASH("caller_agent_id"), RANGE("changed_at")),
+    including("inbound_tasks", ["state", "changed_at"], HASH("callee_agent_id"), RANGE("created_at")),
+    including("outbound_tasks", ["state", "changed_at", "callee_agent_id"], HASH("caller_agent_id"), RANGE("created_at")),
     index("conversation", "KEYS_ONLY", HASH("context_id"), RANGE("created_at")),
     index("words_due", "KEYS_ONLY", HASH("words_due"), HASH("shard"), RANGE("changed_at")),
   ],

@@ -1,13 +1,11 @@
-//! Task search (`GET /v1/tasks`): the query, its cursor, and where a task stands in a search's
-//! snapshot.
+//! Task search (`GET /v1/tasks`): the query, its cursor, and where a task stands in a search.
 //!
-//! Results are ordered by position: the moment of the task's last logged change
-//! ([`Task::changed_at`]), newest first, then the task id. The first page fixes the search's
-//! snapshot moment, which its cursor carries; every later page places each task where it stood
-//! at that moment ([`Snapshot::place`]), read from the task's own change log. Each page covers
-//! the positions below the previous page's last one, so the pages split one fixed ordering
-//! and no task is shown twice or skipped, however tasks change between pages. A task opened
-//! after the snapshot belongs to the next search.
+//! Results are ordered by position: the task's creation, newest first, then the task id; a
+//! task's position never moves. The first page fixes the search's moment, which its cursor
+//! carries: later pages hold the tasks created at or before it, below the previous page's last
+//! one, so the pages split one fixed ordering and no task is shown twice or skipped, however
+//! tasks change between pages. Each task is judged by the filters as it is when its page is
+//! read ([`SearchFilters::place_by_creation`]).
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -126,26 +124,26 @@ impl SearchFilters {
             && self.since.as_deref().is_none_or(|since| changed_at > since)
     }
 
-    /// Where `task` stands in a search with words, when it belongs to it: by its creation,
+    /// Where `task` stands in a search, when it belongs to it: by its creation,
     /// which never moves, judged as it is now.
     pub fn place_by_creation(&self, task: &Task) -> Option<Position> {
         self.admits(task, task.state, &task.changed_at())
             .then(|| Position {
-                changed_at: task.created_at.clone(),
+                created_at: task.created_at.clone(),
                 task_id: task.id.clone(),
             })
     }
 }
 
-/// Where a task stands in a search: its last change's moment, then its id; the greater comes
+/// Where a task stands in a search: its creation, then its id; the greater comes
 /// first.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Position {
-    pub changed_at: String,
+    pub created_at: String,
     pub task_id: TaskId,
 }
 
-/// Where the next page starts: below `after` in the snapshot taken at `snapshot`.
+/// Where the next page starts: below `after`, among the tasks created at or before `snapshot`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {
     pub snapshot: String,
@@ -166,7 +164,7 @@ impl Cursor {
         let text = CursorText {
             b: binding.to_owned(),
             t: self.snapshot.clone(),
-            c: self.after.changed_at.clone(),
+            c: self.after.created_at.clone(),
             i: self.after.task_id.to_string(),
         };
         URL_SAFE_NO_PAD.encode(serde_json::to_vec(&text).unwrap_or_default())
@@ -188,7 +186,7 @@ impl Cursor {
         Some(Cursor {
             snapshot: text.t,
             after: Position {
-                changed_at: text.c,
+                created_at: text.c,
                 task_id: TaskId::from(text.i),
             },
         })
@@ -224,63 +222,6 @@ impl Task {
         earlier.changes.pop();
         earlier.changed_at()
     }
-
-    /// The moment of the task's latest change at or before `moment`; `None` when the task was
-    /// opened after it.
-    pub fn changed_as_of(&self, moment: &str) -> Option<String> {
-        let now = self.changed_at();
-        if now.as_str() <= moment {
-            return Some(now);
-        }
-        if self.created_at.as_str() > moment {
-            return None;
-        }
-        let changed = self.changes.iter().rev().find_map(|change| match change {
-            Change::State { at, .. } => Some(moment_of(*at)).filter(|then| then.as_str() <= moment),
-            Change::Artifact { .. } => None,
-        });
-        Some(changed.unwrap_or_else(|| self.created_at.clone()))
-    }
-
-    /// The task's state at `moment` (which must not be before its opening).
-    pub fn state_as_of(&self, moment: &str) -> TaskState {
-        if self.changed_at().as_str() <= moment {
-            return self.state;
-        }
-        self.changes
-            .iter()
-            .rev()
-            .find_map(|change| match change {
-                Change::State { state, at, .. } if moment_of(*at).as_str() <= moment => {
-                    Some(*state)
-                }
-                _ => None,
-            })
-            .unwrap_or(TaskState::Submitted)
-    }
-}
-
-/// A search as of its snapshot moment.
-#[derive(Debug, Clone, Copy)]
-pub struct Snapshot<'a> {
-    pub moment: &'a str,
-    pub filters: &'a SearchFilters,
-}
-
-impl Snapshot<'_> {
-    /// Where the task stands in this search, when it belongs to it (its words aside, which
-    /// the store checks): on the searched side of the agent, in the searched state and
-    /// conversation at the snapshot moment, and changed after `since`.
-    pub fn place(&self, task: &Task) -> Option<Position> {
-        let changed_at = task.changed_as_of(self.moment)?;
-        let state = task.state_as_of(self.moment);
-        self.filters
-            .admits(task, state, &changed_at)
-            .then(|| Position {
-                changed_at,
-                task_id: task.id.clone(),
-            })
-    }
 }
 
 #[cfg(test)]
@@ -315,76 +256,33 @@ mod tests {
     }
 
     #[test]
-    fn a_task_is_placed_by_its_latest_change_and_by_the_change_before_a_snapshot() {
+    fn a_task_is_placed_by_its_creation_and_judged_as_it_is_now() {
         let task = task(&[
             (TaskState::Working, "2026-12-01T10:00:01.000000Z"),
             (TaskState::Completed, "2026-12-01T10:00:05.000000Z"),
         ]);
         assert_eq!(task.changed_at(), "2026-12-01T10:00:05.000000Z");
+        let completed = filters(Direction::Inbound, Some(TaskState::Completed));
         assert_eq!(
-            task.changed_as_of("2026-12-01T10:00:03.000000Z").as_deref(),
-            Some("2026-12-01T10:00:01.000000Z")
+            completed.place_by_creation(&task),
+            Some(Position {
+                created_at: task.created_at.clone(),
+                task_id: ID.into(),
+            })
         );
-        assert_eq!(
-            task.changed_as_of("2026-12-01T10:00:00.500000Z").as_deref(),
-            Some("2026-12-01T10:00:00.000000Z")
-        );
-        assert_eq!(task.changed_as_of("2026-12-01T09:59:59.000000Z"), None);
-        assert_eq!(
-            task.state_as_of("2026-12-01T10:00:03.000000Z"),
-            TaskState::Working
-        );
-        assert_eq!(
-            task.state_as_of("2026-12-01T10:00:00.500000Z"),
-            TaskState::Submitted
-        );
-        assert_eq!(
-            task.state_as_of("2026-12-01T10:00:09.000000Z"),
-            TaskState::Completed
-        );
-    }
-
-    #[test]
-    fn the_snapshot_judges_a_task_as_it_was_then() {
-        let task = task(&[
-            (TaskState::Working, "2026-12-01T10:00:01.000000Z"),
-            (TaskState::Completed, "2026-12-01T10:00:05.000000Z"),
-        ]);
         let working = filters(Direction::Inbound, Some(TaskState::Working));
-        let before = Snapshot {
-            moment: "2026-12-01T10:00:03.000000Z",
-            filters: &working,
-        };
-        assert_eq!(
-            before.place(&task).map(|place| place.changed_at),
-            Some("2026-12-01T10:00:01.000000Z".to_owned())
-        );
-        let after = Snapshot {
-            moment: "2026-12-01T10:00:06.000000Z",
-            filters: &working,
-        };
-        assert_eq!(after.place(&task), None, "completed by then");
+        assert_eq!(working.place_by_creation(&task), None, "completed now");
         let outbound = filters(Direction::Outbound, None);
         assert_eq!(
-            Snapshot {
-                moment: "2026-12-01T10:00:06.000000Z",
-                filters: &outbound,
-            }
-            .place(&task),
+            outbound.place_by_creation(&task),
             None,
             "the agent is the callee, not the caller"
         );
         let mut since = filters(Direction::Both, None);
         since.since = Some("2026-12-01T10:00:05.000000Z".into());
-        assert_eq!(
-            Snapshot {
-                moment: "2026-12-01T10:00:06.000000Z",
-                filters: &since,
-            }
-            .place(&task),
-            None,
-            "since is strict"
-        );
+        assert_eq!(since.place_by_creation(&task), None, "since is strict");
+        since.since = Some("2026-12-01T10:00:04.999999Z".into());
+        assert!(since.place_by_creation(&task).is_some(), "changed after it");
     }
 
     #[test]
@@ -392,7 +290,7 @@ mod tests {
         let cursor = Cursor {
             snapshot: "2026-12-01T10:00:06.000000Z".into(),
             after: Position {
-                changed_at: "2026-12-01T10:00:01.000000Z".into(),
+                created_at: "2026-12-01T10:00:01.000000Z".into(),
                 task_id: ID.into(),
             },
         };

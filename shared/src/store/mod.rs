@@ -1,5 +1,5 @@
-//! The DynamoDB adapter: one table, items keyed by `pk`/`sk`, three global indexes (the first two
-//! sparse) and the search indexes.
+//! The DynamoDB adapter: one table, items keyed by `pk`/`sk`, two sparse global indexes and the
+//! search indexes.
 //!
 //! | item | pk | sk | gsi1 (pk / sk) | gsi2 (pk / sk) |
 //! |---|---|---|---|---|
@@ -19,13 +19,9 @@
 //! | long-poll slot (`store/polls.rs`) | `POLLS#{agent}` | `SLOT#{n}` | | |
 //! | word posting (`store/words.rs`) | `WORDS#{tenant}#{word}` | `{created}#{task}` | | |
 //!
-//! Every task is also on the pair index (`pair_tasks`, keys only, on the task's own
-//! `caller_agent_id` and `callee_agent_id`, sorted by `created_at`): a caller's tasks on one
-//! callee, newest first (A2A `ListTasks`), read by key after the index page.
-//!
 //! Task search reads three more indexes, keyed by attributes the task items have anyway (the
-//! task's agents, conversation and `changed_at`), listed in `store/search.rs`; the sweeper reads
-//! `words_due`.
+//! task's agents, conversation and creation), listed in `store/search.rs`; A2A `ListTasks` reads
+//! the caller's side of them (a caller's tasks on one callee); the sweeper reads `words_due`.
 //!
 //! The agent lives under two keys with the same attributes, written together in one transaction,
 //! so that a route naming an agent by id or by name reads it with one `GetItem`.

@@ -208,42 +208,30 @@ mod tests {
             .iter()
             .map(|index| index.name.as_str())
             .collect();
-        assert_eq!(names[..3], ["gsi1", "gsi2", "pair_tasks"]);
+        assert_eq!(names[..2], ["gsi1", "gsi2"]);
         for index in &schema.indexes[..2] {
             assert_eq!(index.key[0].0, format!("{}pk", index.name));
             assert_eq!(index.key[1].0, format!("{}sk", index.name));
             assert_eq!(index.projection, "ALL");
         }
-        // The pair index: keys that never change after the open, so keys only.
-        let pairs = &schema.indexes[2];
-        assert_eq!(pairs.name, crate::store::task_item::PAIR_INDEX);
-        assert_eq!(
-            pairs.key,
-            vec![
-                ("caller_agent_id".to_owned(), "HASH".to_owned()),
-                ("callee_agent_id".to_owned(), "HASH".to_owned()),
-                ("created_at".to_owned(), "RANGE".to_owned())
-            ]
-        );
-        assert_eq!(pairs.projection, "KEYS_ONLY");
         // The search indexes: the partitions the code queries, their order, and what they hold.
         let strings = |names: &[&str]| names.iter().map(|name| name.to_string()).collect();
         // (name, partition, sort, projection, projected attributes)
         type Shape = (String, Vec<String>, String, String, Vec<String>);
         let expected: Vec<Shape> = vec![
             (
-                "inbound".into(),
+                "inbound_tasks".into(),
                 strings(&["callee_agent_id"]),
-                "changed_at".into(),
+                "created_at".into(),
                 "INCLUDE".into(),
-                strings(&["state"]),
+                strings(&["state", "changed_at"]),
             ),
             (
-                "outbound".into(),
+                "outbound_tasks".into(),
                 strings(&["caller_agent_id"]),
-                "changed_at".into(),
+                "created_at".into(),
                 "INCLUDE".into(),
-                strings(&["state"]),
+                strings(&["state", "changed_at", "callee_agent_id"]),
             ),
             (
                 "conversation".into(),
@@ -260,7 +248,7 @@ mod tests {
                 Vec::new(),
             ),
         ];
-        let found: Vec<Shape> = schema.indexes[3..]
+        let found: Vec<Shape> = schema.indexes[2..]
             .iter()
             .map(|index| {
                 let (sort, partition) = index.key.split_last().unwrap();

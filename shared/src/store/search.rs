@@ -3,17 +3,17 @@
 //!
 //! | index | partition (attributes) | sort | holds |
 //! |---|---|---|---|
-//! | `inbound` | `callee_agent_id` | `changed_at` | every task by its callee: keys and `state` |
-//! | `outbound` | `caller_agent_id` | `changed_at` | every task by its caller: keys and `state` |
+//! | `inbound_tasks` | `callee_agent_id` | `created_at` | every task by its callee: keys, `state`, `changed_at` |
+//! | `outbound_tasks` | `caller_agent_id` | `created_at` | every task by its caller: keys, `state`, `changed_at`, `callee_agent_id` |
 //! | `conversation` | `context_id` | `created_at` | every task by conversation (at most 100): keys |
 //!
-//! A search with words reads no index: it walks the table's word postings (`store/words.rs`),
-//! ordered by the tasks' creation.
-//!
-//! The task indexes read attributes every task write already keeps (`changed_at`, which every
-//! logged change sets, and `state`), so they follow each write with no write of their own. A
-//! search in one state reads the side's index with a filter on the state it holds; a search
-//! reads the tasks it finds in one batch.
+//! A search with words reads no index: it walks the table's word postings (`store/words.rs`).
+//! Every walk is ordered by the tasks' creation, which never moves: a task's entries are written
+//! once, at its open, and its later writes only refresh the projected `state` and `changed_at`
+//! (one unit per side, never a delete and a put). A search in one state, or changed since a
+//! moment, reads the side's index with a filter on what it holds; a search reads the tasks it
+//! finds in one batch. The pair's binding has the side indexes' key attributes too: its entry is
+//! passed over.
 
 use std::collections::{HashMap, HashSet};
 
@@ -29,13 +29,11 @@ use crate::domain::{clock, AgentId, Task, TaskId, TaskState, TenantId};
 /// One index a search walks, and its partition.
 #[derive(Debug, Clone, Copy)]
 pub enum SearchIndex<'a> {
-    /// The agent's tasks on one side.
-    Side { side: Side, agent: &'a AgentId },
-    /// The agent's tasks on one side in one state.
-    SideState {
+    /// The agent's tasks on one side, those in `state` when it is given.
+    Side {
         side: Side,
         agent: &'a AgentId,
-        state: TaskState,
+        state: Option<TaskState>,
     },
     /// One conversation's tasks (at most 100, in either direction).
     Context { context_id: &'a str },
@@ -52,25 +50,17 @@ pub enum SearchIndex<'a> {
 impl SearchIndex<'_> {
     /// One index of each kind the table defines, for checking its definition against the code.
     #[cfg(all(test, feature = "local-stack"))]
-    pub(crate) fn examples() -> [SearchIndex<'static>; 5] {
+    pub(crate) fn examples() -> [SearchIndex<'static>; 3] {
         static AGENT: std::sync::LazyLock<AgentId> = std::sync::LazyLock::new(|| "agent".into());
         let agent = &*AGENT;
-        let state = TaskState::Working;
+        let state = Some(TaskState::Working);
         [
             SearchIndex::Side {
                 side: Side::Inbound,
                 agent,
-            },
-            SearchIndex::Side {
-                side: Side::Outbound,
-                agent,
-            },
-            SearchIndex::SideState {
-                side: Side::Inbound,
-                agent,
                 state,
             },
-            SearchIndex::SideState {
+            SearchIndex::Side {
                 side: Side::Outbound,
                 agent,
                 state,
@@ -81,13 +71,12 @@ impl SearchIndex<'_> {
         ]
     }
 
-    /// The index's name; `None` for word postings, which are the table's own items. A side in
-    /// one state reads the side's index, keeping the entries in that state (it is projected).
+    /// The index's name; `None` for word postings, which are the table's own items.
     pub(crate) fn name(&self) -> Option<&'static str> {
         Some(match self {
-            SearchIndex::Side { side, .. } | SearchIndex::SideState { side, .. } => match side {
-                Side::Inbound => "inbound",
-                Side::Outbound => "outbound",
+            SearchIndex::Side { side, .. } => match side {
+                Side::Inbound => "inbound_tasks",
+                Side::Outbound => "outbound_tasks",
             },
             SearchIndex::Context { .. } => "conversation",
             SearchIndex::Word { .. } => return None,
@@ -101,7 +90,7 @@ impl SearchIndex<'_> {
             Side::Outbound => "caller_agent_id",
         };
         match *self {
-            SearchIndex::Side { side, agent } | SearchIndex::SideState { side, agent, .. } => {
+            SearchIndex::Side { side, agent, .. } => {
                 vec![(agent_attribute(side), agent.to_string())]
             }
             SearchIndex::Context { context_id } => vec![("context_id", context_id.to_owned())],
@@ -114,17 +103,18 @@ impl SearchIndex<'_> {
     /// The state a read keeps, when the index holds others too.
     fn state(&self) -> Option<TaskState> {
         match self {
-            SearchIndex::SideState { state, .. } => Some(*state),
+            SearchIndex::Side { state, .. } => *state,
             _ => None,
         }
     }
 }
 
-/// Which part of an index a read covers, by `changed_at`: from `after` (the reader drops an
-/// entry at that very moment where it must) to `at_or_before`.
+/// Which part of an index a read covers: the tasks created at or before `at_or_before` (the
+/// reader drops those at that very moment that are not below its cursor), and, on a side's
+/// index, only those whose latest change is after `changed_after`.
 #[derive(Debug, Clone, Copy)]
 pub struct Range<'a> {
-    pub after: Option<&'a str>,
+    pub changed_after: Option<&'a str>,
     pub at_or_before: Option<&'a str>,
 }
 
@@ -152,12 +142,17 @@ pub(super) struct Batch {
     pub read_units: f64,
 }
 
-/// The task an index entry stands for, and its position there.
+/// The task an index entry stands for, and its position there (its creation).
 fn entry_position(item: &Item) -> Result<Position, StoreError> {
     Ok(Position {
-        changed_at: Reader(item).s("changed_at")?,
+        created_at: Reader(item).s("created_at")?,
         task_id: task_id_of(item, "search index entry")?,
     })
+}
+
+/// Whether an index entry is a task's (the pair's binding has the side indexes' keys too).
+fn is_task_entry(item: &Item) -> bool {
+    Reader(item).s("sk").is_ok_and(|sk| sk == "TASK")
 }
 
 /// Most keys one `BatchGetItem` takes.
@@ -175,11 +170,6 @@ impl Store {
         start: Option<Item>,
         limit: i32,
     ) -> Result<IndexPage, StoreError> {
-        if let (Some(low), Some(high)) = (range.after, range.at_or_before) {
-            if low > high {
-                return Ok(IndexPage::default());
-            }
-        }
         if let SearchIndex::Word {
             tenant,
             agent,
@@ -187,8 +177,8 @@ impl Store {
             word,
         } = index
         {
-            // Word postings: the table's own items, by creation. The range's lower end is not a
-            // creation, so it is judged on the tasks read.
+            // Word postings: the table's own items, by creation. A change's moment is not a
+            // creation, so `since` is judged on the tasks read.
             let partition = posting_partition(tenant, word);
             return self
                 .posting_page(
@@ -200,13 +190,14 @@ impl Store {
                 )
                 .await;
         }
-        let Some(index_name) = index.name() else {
-            return Ok(IndexPage::default());
-        };
         if let SearchIndex::Context { context_id } = index {
             return self.conversation_page(context_id).await;
         }
+        let Some(index_name) = index.name() else {
+            return Ok(IndexPage::default());
+        };
         let mut condition = Vec::new();
+        let mut filters = Vec::new();
         let mut query = self
             .client()
             .query()
@@ -222,23 +213,22 @@ impl Store {
                 .expression_attribute_names(format!("#p{place}"), attribute)
                 .expression_attribute_values(format!(":p{place}"), s(value));
         }
-        if let Some(low) = range.after {
-            query = query.expression_attribute_values(":low", s(low));
-        }
         if let Some(high) = range.at_or_before {
+            condition.push("created_at <= :high".into());
             query = query.expression_attribute_values(":high", s(high));
         }
-        match (range.after, range.at_or_before) {
-            (Some(_), Some(_)) => condition.push("changed_at BETWEEN :low AND :high".into()),
-            (Some(_), None) => condition.push("changed_at > :low".into()),
-            (None, Some(_)) => condition.push("changed_at <= :high".into()),
-            (None, None) => {}
+        if let Some(low) = range.changed_after {
+            filters.push("changed_at > :low");
+            query = query.expression_attribute_values(":low", s(low));
         }
         if let Some(state) = index.state() {
+            filters.push("#state = :state");
             query = query
-                .filter_expression("#state = :state")
                 .expression_attribute_names("#state", "state")
                 .expression_attribute_values(":state", s(state.as_str()));
+        }
+        if !filters.is_empty() {
+            query = query.filter_expression(filters.join(" AND "));
         }
         let output = query
             .key_condition_expression(condition.join(" AND "))
@@ -248,12 +238,13 @@ impl Store {
         let entries: Vec<Position> = output
             .items()
             .iter()
+            .filter(|item| is_task_entry(item))
             .map(entry_position)
             .collect::<Result<_, _>>()?;
-        // Read down to the last entry evaluated, which a state's filter may have left out.
+        // Read down to the last entry evaluated, which a filter may have left out.
         let reached = match &output.last_evaluated_key {
-            Some(key) => Some(Reader(key).s("changed_at")?),
-            None => entries.last().map(|entry| entry.changed_at.clone()),
+            Some(key) => Some(Reader(key).s("created_at")?),
+            None => entries.last().map(|entry| entry.created_at.clone()),
         };
         Ok(IndexPage {
             entries,
@@ -285,7 +276,7 @@ impl Store {
             read_units += units(output.consumed_capacity());
             for item in output.items() {
                 entries.push(Position {
-                    changed_at: String::new(),
+                    created_at: String::new(),
                     task_id: task_id_of(item, "conversation entry")?,
                 });
             }

@@ -195,10 +195,9 @@ pub(crate) fn to_item(task: &Task) -> Item {
     item
 }
 
-/// The index of a caller's tasks on one callee: partition `caller_agent_id` and
-/// `callee_agent_id`, sorted by `created_at`, attributes every task has. It holds keys only: its
-/// keys never change after the open, so no later write of a task touches it.
-pub(crate) const PAIR_INDEX: &str = "pair_tasks";
+/// The index a caller's tasks on one callee are read from: the caller's side index, sorted by
+/// `created_at`, which holds each task's callee (`store/search.rs`).
+pub(crate) const PAIR_INDEX: &str = "outbound_tasks";
 
 /// Where a task waits for its callee on the queue index (`gsi1pk`, `gsi1sk`): on the callee's
 /// queue in order of `since` (pull), or on the outbox until a delivery attempt takes it, so a

@@ -229,9 +229,10 @@ impl Store {
 }
 
 /// Where a page of a caller's tasks on one callee starts: after the pair index entry this
-/// names, newest first. A task's entry is `{created}#{id}` (the shape the cursor had when the
-/// index was keyed by it); the one other item the index holds, the pair's binding (it has the
-/// index's key attributes too), is `{created}#~{pk}~{sk}`.
+/// names, newest first (any task of the caller's, since the read keeps only the callee's). A
+/// task's entry is `{created}#{id}` (the shape the cursor had when the pair index was keyed by
+/// it); the other items the index holds, the caller's bindings (they have its key attributes
+/// too), are `{created}#~{pk}~{sk}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PairCursor(pub String);
 
@@ -261,10 +262,11 @@ impl PairCursor {
 }
 
 impl Store {
-    /// Up to `limit` of `caller`'s tasks on `callee`, newest first, from after `after`; with the
-    /// cursor after the last one when more may follow. Each page costs one query of `limit` keys
-    /// on the pair index (which holds keys only, so no later write of a task touches it) and one
-    /// strongly consistent batch read of the tasks; a task past its retention is left out.
+    /// Of the next `limit` of `caller`'s tasks, newest first, from after `after`, those on
+    /// `callee`; with the cursor after the last one read when more may follow. Each page costs
+    /// one query of `limit` entries of the caller's side index (`outbound_tasks`, which holds the
+    /// callee: a filter keeps the callee's) and one strongly consistent batch read of the tasks;
+    /// a task past its retention is left out.
     pub async fn tasks_of_pair(
         &self,
         caller: &AgentId,
@@ -277,7 +279,8 @@ impl Store {
             .query()
             .table_name(self.table())
             .index_name(PAIR_INDEX)
-            .key_condition_expression("caller_agent_id = :caller AND callee_agent_id = :callee")
+            .key_condition_expression("caller_agent_id = :caller")
+            .filter_expression("callee_agent_id = :callee")
             .expression_attribute_values(":caller", s(caller))
             .expression_attribute_values(":callee", s(callee))
             .scan_index_forward(false)
@@ -286,12 +289,11 @@ impl Store {
             let (created_at, table_key) = cursor.place();
             let mut start = table_key;
             start.insert("caller_agent_id".into(), s(caller));
-            start.insert("callee_agent_id".into(), s(callee));
             start.insert("created_at".into(), s(created_at));
             query = query.set_exclusive_start_key(Some(start));
         }
         let output = query.send().await.map_err(classify)?;
-        // The pair's binding has the index's key attributes too: its one entry is passed over.
+        // The pair's binding has the index's key attributes too: its entry is passed over.
         let ids = output
             .items()
             .iter()

@@ -47,7 +47,7 @@ pub(crate) fn posting_position(item: &Item) -> Result<Position, StoreError> {
         .split_once('#')
         .ok_or_else(|| StoreError::Corrupt(format!("posting {sk}")))?;
     Ok(Position {
-        changed_at: created_at.to_owned(),
+        created_at: created_at.to_owned(),
         task_id: TaskId::from(task_id.to_owned()),
     })
 }
@@ -156,8 +156,8 @@ impl Store {
             .collect::<Result<_, _>>()?;
         // Read down to the last posting evaluated, which the agents' filter may have left out.
         let reached = match &output.last_evaluated_key {
-            Some(key) => Some(posting_position(key)?.changed_at),
-            None => entries.last().map(|entry| entry.changed_at.clone()),
+            Some(key) => Some(posting_position(key)?.created_at),
+            None => entries.last().map(|entry| entry.created_at.clone()),
         };
         Ok(IndexPage {
             reached,
@@ -353,7 +353,7 @@ mod tests {
         assert!(early < late);
         let item = key("WORDS#tenant#word", late.clone());
         let place = posting_position(&item).unwrap();
-        assert_eq!(place.changed_at, "2026-01-01T00:00:00.000002Z");
+        assert_eq!(place.created_at, "2026-01-01T00:00:00.000002Z");
         assert_eq!(place.task_id, id);
         assert!(posting_position(&key("WORDS#t#w", "no-separator")).is_err());
         assert_ne!(
