@@ -295,8 +295,21 @@ async fn words_of(bodies: &Bodies, messages: &[&Stored<Message>]) -> Result<Task
     Ok(words)
 }
 
-/// Writes the postings of every word of `task`'s messages (its history).
+/// Whether the task's tenant has word search on (`TenantSettings::word_search`): when it is
+/// off, no posting of its tasks is written.
+async fn words_wanted(store: &Store, task: &Task) -> Result<bool, StoreError> {
+    Ok(store
+        .recent_tenant_settings(&task.tenant_id)
+        .await?
+        .word_search)
+}
+
+/// Writes the postings of every word of `task`'s messages (its history), if its tenant has word
+/// search on.
 async fn post_all_words(store: &Store, bodies: &Bodies, task: &Task) -> Result<(), IndexError> {
+    if !words_wanted(store, task).await? {
+        return Ok(());
+    }
     let messages: Vec<&Stored<Message>> = task.history.iter().collect();
     let words = words_of(bodies, &messages).await?;
     Ok(store.post_words(task, &words).await?)
@@ -357,19 +370,26 @@ async fn post_new_words(
     if messages.is_empty() {
         return;
     }
-    let posted = match words_of(bodies, messages).await {
-        Ok(words) => {
-            let words = words.without(known);
-            store
-                .post_words(task, &words)
-                .await
-                .map_err(IndexError::from)
-        }
+    let posted = match words_wanted(store, task).await {
+        Ok(true) => post_words_of(store, bodies, task, messages, known).await,
+        Ok(false) => Ok(()),
         Err(error) => Err(error.into()),
     };
     if let Err(error) = posted {
         flag_for_sweeper(store, task, &error).await;
     }
+}
+
+/// Writes the postings of the words of `messages`, but those of `known`.
+async fn post_words_of(
+    store: &Store,
+    bodies: &Bodies,
+    task: &Task,
+    messages: &[&Stored<Message>],
+    known: &TaskWords,
+) -> Result<(), IndexError> {
+    let words = words_of(bodies, messages).await?.without(known);
+    Ok(store.post_words(task, &words).await?)
 }
 
 /// Flags `task` for the sweeper's [`index_words`]: writing what follows from its change failed.
@@ -385,13 +405,22 @@ async fn flag_for_sweeper(store: &Store, task: &Task, error: &IndexError) {
 /// fails (the task stands, and is answered), flags the task for the sweeper, which writes it all
 /// again. A failure is logged, never answered.
 pub async fn record_opened(store: &Store, bodies: &Bodies, task: &Task, context: ContextJoin) {
-    let messages: Vec<&Stored<Message>> = task.history.iter().collect();
-    let words = words_of(bodies, &messages).await;
+    let words = match words_wanted(store, task).await {
+        Ok(true) => {
+            let messages: Vec<&Stored<Message>> = task.history.iter().collect();
+            words_of(bodies, &messages)
+                .await
+                .map(Some)
+                .map_err(IndexError::from)
+        }
+        Ok(false) => Ok(None),
+        Err(error) => Err(IndexError::from(error)),
+    };
     let written = store
-        .record_opened(task, context, words.as_ref().ok())
+        .record_opened(task, context, words.as_ref().ok().and_then(Option::as_ref))
         .await
         .map_err(IndexError::from)
-        .and(words.map(|_| ()).map_err(IndexError::from));
+        .and(words.map(|_| ()));
     if let Err(error) = written {
         flag_for_sweeper(store, task, &error).await;
     }

@@ -518,7 +518,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     timeout: 60,
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName" },
     grants: [
-      onTableAndIndexes("Query", "UpdateItem", "PutItem", "BatchGetItem", "BatchWriteItem"),
+      onTableAndIndexes("GetItem", "Query", "UpdateItem", "PutItem", "BatchGetItem", "BatchWriteItem"),
       onBodies("GetObject"),
       keyViaS3("Decrypt"),
       onQueue("SendMessage"),
@@ -641,6 +641,24 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     grants: [
       RECORD_KEY_USE,
       onTableAndIndexes("GetItem", "Query"),
+    ],
+  },
+  {
+    id: "GetTenantSettings",
+    route: "get-tenant-settings",
+    description: "GET /v1/tenant/settings",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem"),
+    ],
+  },
+  {
+    id: "UpdateTenantSettings",
+    route: "update-tenant-settings",
+    description: "PATCH /v1/tenant/settings",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "UpdateItem", "PutItem"),
     ],
   },
   {

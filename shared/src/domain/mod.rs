@@ -19,6 +19,7 @@ pub mod result;
 pub mod search;
 pub mod signing;
 pub mod task;
+pub mod tenant;
 pub mod transitions;
 pub mod words;
 
@@ -28,6 +29,7 @@ pub use ids::{AgentId, KeyId, MemberId, TaskId, TenantId};
 pub use message::{Message, Part};
 pub use principal::{Principal, PrincipalKind, TenantPrincipal};
 pub use task::{Task, TaskState};
+pub use tenant::TenantSettings;
 
 /// A validation failure in client input; its text is safe to show to the client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

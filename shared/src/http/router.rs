@@ -64,6 +64,8 @@ pub enum Route {
     DeleteTool,
     ListTools,
     ListCalls,
+    GetTenantSettings,
+    UpdateTenantSettings,
     ListAgentKeys,
     ListMembers,
     CreateMemberKey,
@@ -95,7 +97,7 @@ pub enum Route {
 }
 
 impl Route {
-    pub const ALL: [Route; 48] = [
+    pub const ALL: [Route; 50] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -128,6 +130,8 @@ impl Route {
         Route::DeleteTool,
         Route::ListTools,
         Route::ListCalls,
+        Route::GetTenantSettings,
+        Route::UpdateTenantSettings,
         Route::ListAgentKeys,
         Route::ListMembers,
         Route::CreateMemberKey,
@@ -186,6 +190,8 @@ impl Route {
             Route::DeleteTool => (Method::DELETE, "/v1/agents/{agent}/tools/{tool}"),
             Route::ListTools => (Method::GET, "/v1/agents/{agent}/tools"),
             Route::ListCalls => (Method::GET, "/v1/calls"),
+            Route::GetTenantSettings => (Method::GET, "/v1/tenant/settings"),
+            Route::UpdateTenantSettings => (Method::PATCH, "/v1/tenant/settings"),
             Route::SearchTasks => (Method::GET, "/v1/tasks"),
             Route::ListDeliveryAttempts => {
                 (Method::GET, "/v1/agents/{agent}/tasks/{task_id}/attempts")
@@ -395,6 +401,8 @@ impl Route {
             Route::DeleteTool => tools::delete_tool(app, request).await,
             Route::ListTools => tools::list_tools(app, request).await,
             Route::ListCalls => calls::list_calls(app, request).await,
+            Route::GetTenantSettings => tenants::get_settings(app, request).await,
+            Route::UpdateTenantSettings => tenants::update_settings(app, request).await,
             Route::SearchTasks => search::search_tasks(app, request).await,
             Route::ListAgentKeys => agents::list_keys(app, request).await,
             Route::ListMembers => members::list(app, request).await,

@@ -139,6 +139,18 @@ pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
     let params = SearchParams::read(&request)?;
     let agent = searched_agent(app, &principal, params.agent.as_deref()).await?;
+    if params.words.is_some()
+        && !app
+            .store
+            .recent_tenant_settings(&principal.tenant_id)
+            .await?
+            .word_search
+    {
+        return Err(invalid(
+            "q cannot be used: word search is off for this tenant (an admin turns it on with \
+             PATCH /v1/tenant/settings); every other filter works",
+        ));
+    }
     let filters = SearchFilters {
         tenant: principal.tenant_id.clone(),
         agent,

@@ -69,6 +69,7 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
 
+use crate::domain::TenantSettings;
 use item::Item;
 
 /// The table and the client that reaches it.
@@ -80,6 +81,8 @@ pub struct Store {
     claim_pages: claim::ClaimPages,
     /// Agents this process read by id lately ([`Store::recent_agent`]).
     recent_agents: std::sync::Arc<crate::cache::ExpiringCache<crate::domain::Agent>>,
+    /// Tenants' settings this process read lately ([`Store::recent_tenant_settings`]).
+    recent_settings: std::sync::Arc<crate::cache::ExpiringCache<TenantSettings>>,
 }
 
 /// What can go wrong talking to the table, sorted by what the caller should do about it.
@@ -364,6 +367,7 @@ impl Store {
             table: table.into(),
             claim_pages: claim::ClaimPages::default(),
             recent_agents: Default::default(),
+            recent_settings: Default::default(),
         }
     }
 

@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 use super::item::{key, n, s, Item, Reader};
 use super::keys::NewKey;
 use super::{AuditEntry, Store, StoreError};
-use crate::domain::clock;
+use crate::domain::{clock, TenantSettings};
 
 /// A member as the tenant's listing shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,4 +162,73 @@ impl Store {
 /// A signed number attribute.
 fn s_number(value: i64) -> aws_sdk_dynamodb::types::AttributeValue {
     aws_sdk_dynamodb::types::AttributeValue::N(value.to_string())
+}
+
+/// How long this process trusts a tenant's settings it read, unless it changed them itself.
+pub const SETTINGS_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Store {
+    /// The tenant's settings (the defaults for a tenant that never changed them); `None` for no
+    /// such tenant.
+    pub async fn tenant_settings(
+        &self,
+        tenant_id: &TenantId,
+    ) -> Result<Option<TenantSettings>, StoreError> {
+        let Some(item) = self.get(tenant_key(tenant_id)).await? else {
+            return Ok(None);
+        };
+        let word_search = match item.get("word_search") {
+            None => TenantSettings::default().word_search,
+            Some(_) => Reader(&item).bool("word_search")?,
+        };
+        Ok(Some(TenantSettings { word_search }))
+    }
+
+    /// The tenant's settings as this process read them less than [`SETTINGS_TTL`] ago, or read
+    /// now: a change made through this process is seen at once, one made elsewhere within the
+    /// TTL. A tenant that is gone has the defaults.
+    pub async fn recent_tenant_settings(
+        &self,
+        tenant_id: &TenantId,
+    ) -> Result<TenantSettings, StoreError> {
+        if let Some(settings) = self.recent_settings.get(tenant_id.as_str(), SETTINGS_TTL) {
+            return Ok(settings);
+        }
+        let settings = self.tenant_settings(tenant_id).await?.unwrap_or_default();
+        self.recent_settings
+            .put(tenant_id.as_str().to_owned(), settings);
+        Ok(settings)
+    }
+
+    /// Saves the tenant's settings with the audit entry of the change, in one transaction.
+    pub async fn save_tenant_settings(
+        &self,
+        tenant_id: &TenantId,
+        settings: TenantSettings,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(tenant_key(tenant_id)))
+            .update_expression("SET word_search = :word_search")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(
+                ":word_search",
+                aws_sdk_dynamodb::types::AttributeValue::Bool(settings.word_search),
+            )
+            .build()
+            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        self.transact(vec![
+            TransactWriteItem::builder().update(update).build(),
+            self.put_new(audit.to_item())?,
+        ])
+        .await?;
+        self.recent_settings
+            .put(tenant_id.as_str().to_owned(), settings);
+        Ok(())
+    }
+}
+
+fn tenant_key(tenant_id: &TenantId) -> Item {
+    key(format!("TENANT#{tenant_id}"), "TENANT")
 }

@@ -817,6 +817,22 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
 
     note("list-audit", app.get("/v1/audit", &admin).await, r);
     note(
+        "get-tenant-settings",
+        app.get("/v1/tenant/settings", &admin).await,
+        r,
+    );
+    note(
+        "update-tenant-settings",
+        app.send(
+            "PATCH",
+            "/v1/tenant/settings",
+            Some(&admin),
+            Some(json!({"word_search": true})),
+        )
+        .await,
+        r,
+    );
+    note(
         "list-calls",
         app.get(
             &format!("/v1/calls?root_call_id={}", task.field("call_id")),

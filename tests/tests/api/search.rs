@@ -832,3 +832,115 @@ async fn an_open_indexes_its_task_from_the_task_as_written_without_reading_it_ba
     let swept = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
     assert_eq!(swept.done, 0, "nothing left due: {swept:?}");
 }
+
+/// Changes the tenant's word search setting through the API.
+async fn set_word_search(app: &TestApp, key: &str, on: Value) -> forgebench_tests::Reply {
+    app.send(
+        "PATCH",
+        "/v1/tenant/settings",
+        Some(key),
+        Some(json!({ "word_search": on })),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_tenant_that_turns_word_search_off_gets_no_postings_and_a_clear_400_for_q() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    let admin = &pair.tenant.admin_key;
+    let (_, viewer) = app.create_member(&pair.tenant, "viewer").await;
+    let (_, member) = app.create_member(&pair.tenant, "member").await;
+
+    // On by default; admins and viewers read it, only admins change it.
+    let settings = app.get("/v1/tenant/settings", &viewer).await;
+    assert_eq!(settings.status, 200, "{}", settings.text);
+    assert_eq!(settings.body["word_search"], true);
+    assert_eq!(settings.body["tenant_id"], pair.tenant.id.as_str());
+    assert_eq!(app.get("/v1/tenant/settings", &member).await.status, 403);
+    assert_eq!(
+        app.get("/v1/tenant/settings", &caller.key).await.status,
+        403
+    );
+    for key in [&viewer, &member, &caller.key] {
+        assert_eq!(set_word_search(&app, key, json!(false)).await.status, 403);
+    }
+    let bad = set_word_search(&app, admin, json!("off")).await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    let unknown = app
+        .send(
+            "PATCH",
+            "/v1/tenant/settings",
+            Some(admin),
+            Some(json!({"words": false})),
+        )
+        .await;
+    assert_eq!(unknown.status, 400, "{}", unknown.text);
+    let before = open(&app, caller, &callee.name, text_message("Antwerp before")).await;
+
+    let off = set_word_search(&app, admin, json!(false)).await;
+    assert_eq!(off.status, 200, "{}", off.text);
+    assert_eq!(off.body["word_search"], false);
+    let entries = app.audit(admin).await;
+    assert!(
+        entries
+            .iter()
+            .any(|entry| entry["action"] == "tenant.word_search.off"),
+        "{entries:?}"
+    );
+
+    // A task opened and answered while off has no posting; q is refused; the rest works.
+    let during = open(&app, caller, &callee.name, text_message("Antwerp during")).await;
+    let mut claimed = [
+        app.claim(&callee.key, 0).await.field("id"),
+        app.claim(&callee.key, 0).await.field("id"),
+    ];
+    claimed.sort();
+    let mut both = [before.clone(), during.clone()];
+    both.sort();
+    assert_eq!(claimed, both);
+    let done = app
+        .post_result(&callee.key, &during, completed("Antwerp cleared"))
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    assert!(postings(&app, &during).await.is_empty());
+    let refused = search(&app, &caller.key, "q=antwerp").await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert!(
+        refused.body["detail"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("word search is off")),
+        "{}",
+        refused.text
+    );
+    assert_eq!(
+        ids(&search(&app, &caller.key, "state=completed").await),
+        [during.as_str()]
+    );
+    assert_eq!(
+        ids(&search(&app, &caller.key, "").await),
+        [during.as_str(), before.as_str()]
+    );
+    // Another tenant keeps its own setting.
+    let stranger = app.pair().await;
+    let theirs = open(
+        &app,
+        &stranger.caller,
+        &stranger.callee.name,
+        text_message("Antwerp"),
+    )
+    .await;
+    assert_eq!(
+        ids(&search(&app, &stranger.caller.key, "q=antwerp").await),
+        [theirs.as_str()]
+    );
+
+    // Back on: new tasks are found again; the one opened while off has no words to find.
+    assert_eq!(set_word_search(&app, admin, json!(true)).await.status, 200);
+    let after = open(&app, caller, &callee.name, text_message("Antwerp after")).await;
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=antwerp").await),
+        [after.as_str(), before.as_str()]
+    );
+}

@@ -1,0 +1,18 @@
+//! A tenant's settings: what its admins choose for the whole tenant.
+
+use serde::Serialize;
+
+/// The settings of one tenant; a tenant that never changed them has the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TenantSettings {
+    /// Whether the words of the tenant's task messages are indexed for `q` searches (postings,
+    /// docs/api.md "Task search"). On by default; a tenant that does not want its message words
+    /// copied into an index, or paid for, turns it off.
+    pub word_search: bool,
+}
+
+impl Default for TenantSettings {
+    fn default() -> Self {
+        TenantSettings { word_search: true }
+    }
+}
