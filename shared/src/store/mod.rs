@@ -103,6 +103,27 @@ pub enum StoreError {
     Rejected(String),
 }
 
+/// Whether a single conditional write took effect: `true` when it did, `false` when its
+/// condition failed (nothing written), any other failure sorted by [`classify`].
+pub(crate) fn committed<O, E, R>(sent: Result<O, SdkError<E, R>>) -> Result<bool, StoreError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    match sent {
+        Ok(_) => Ok(true),
+        Err(error)
+            if error
+                .as_service_error()
+                .and_then(ProvideErrorMetadata::code)
+                == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(error) => Err(classify(error)),
+    }
+}
+
 /// Sorts an SDK error into a [`StoreError`]. Conditional failures and transaction cancellations
 /// are handled at their call sites before this is reached.
 pub(crate) fn classify<E, R>(error: SdkError<E, R>) -> StoreError

@@ -14,7 +14,7 @@ use super::calls::call_item;
 use super::item::{key, n, s, Item, Reader};
 use super::task_item::to_item;
 use super::tasks::MAX_TASKS_PER_CONTEXT;
-use super::{classify, Store, StoreError};
+use super::{classify, committed, Store, StoreError};
 use crate::domain::Task;
 
 /// The conversation a new task joins.
@@ -176,17 +176,7 @@ impl Store {
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;
-        match sent {
-            Ok(_) => Ok(true),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|service| service.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(error) => Err(classify(error)),
-        }
+        committed(sent)
     }
 
     /// The sweeper's repair of what follows from an opened task: its ledger items again, and its

@@ -18,7 +18,7 @@ use super::task_item::{
     deadline_shard, logging, outbox_shard, task_id_of, task_key, LOG_CHANGES, WITHIN_CONTENT_CAP,
 };
 use super::tasks::conditioned;
-use super::{classify, Store, StoreError, TaskTransition};
+use super::{classify, committed, Store, StoreError, TaskTransition};
 use crate::domain::clock;
 use crate::domain::events::Change;
 use crate::domain::task::{Delivery, PackedResult, TaskResult};
@@ -364,16 +364,6 @@ impl Store {
             .expression_attribute_values(":seen", s(seen))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|service| service.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(error) => Err(classify(error)),
-        }
+        committed(result)
     }
 }
