@@ -14,7 +14,8 @@ use serde_json::{json, Value};
 
 use super::feed::{event_stream, sse_frame, Feed, Render};
 use super::reply::Reply;
-use super::tasks::{expire_if_overdue, readable_task, task_id_param};
+use super::service::tasks::{expire_if_overdue, readable_task};
+use super::tasks::task_id_param;
 use super::{full_task, path_param};
 use crate::app::App;
 use crate::domain::content::Stored;

@@ -18,7 +18,7 @@ use lambda_http::Response;
 use tokio::time::Instant;
 
 use super::reply::{Reply, ReplyBody};
-use super::tasks::expire_if_overdue;
+use super::service::tasks::expire_if_overdue;
 use super::{full_task, poll_slot};
 use crate::app::App;
 use crate::domain::events::TaskEvent;

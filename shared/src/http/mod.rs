@@ -17,6 +17,7 @@ mod pull;
 pub mod reply;
 pub mod router;
 mod search;
+mod service;
 mod signing_keys;
 mod tasks;
 mod tenants;

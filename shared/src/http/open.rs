@@ -1,51 +1,16 @@
-//! Opening a task (`POST /v1/agents/{callee}/tasks`, A2A `SendMessage`): the request read and
-//! checked, the callee resolved through the gate, the opening message packed, the task built by
-//! the domain ([`Task::open`]) and written in one transaction with its conversation, lineage and
-//! audit entry; then answered at once or after waiting for the callee's answer.
-
-use std::time::Duration;
+//! `POST /v1/agents/{callee}/tasks`: the REST edge of opening a task. The request is read here;
+//! the task service opens it (`http/service/open.rs`).
 
 use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::Request;
 use serde_json::Value;
 
-use super::a2a::push_configs::{save_config, Start};
-use super::gate::{precheck_refusal, refuse};
-use super::tasks::{agent_principal, caller_message, expire_if_overdue, wait_for_answer};
-use super::{
-    full_task, json_object, only_fields, pack_message, path_param, poll_slot, wait_param,
-    HandlerResult,
-};
+use super::service::open::{open_task, OpenRequest};
+use super::service::tasks::caller_message;
+use super::{json_object, only_fields, path_param, wait_param, HandlerResult};
 use crate::app::App;
-use crate::bodies::resolve_from_memory;
-use crate::domain::binding::RefusalReason;
-use crate::domain::content::{PackedBody, Stored};
 use crate::domain::headers;
-use crate::domain::notify::NotifyRequest;
-use crate::domain::task::{keyed_task_id, CallLineage, Delivery, TaskOpening};
-use crate::domain::{clock, Agent, AgentId, AgentRef, Message, Task, TaskId, TenantPrincipal};
 use crate::error::{json_response, ApiError};
-use crate::store::{ContextJoin, OpenRefusal, OpenTask, PollSlot, StoreError};
-
-/// An open request as read from the wire (REST or A2A), before the gate looks at it.
-pub(super) struct OpenRequest {
-    pub callee_segment: String,
-    /// How long to wait for the callee's answer before answering with the task as it is.
-    pub wait: Duration,
-    pub message: Message,
-    /// The conversation to continue; `None` starts a new one.
-    pub context_id: Option<String>,
-    pub parent_call_id: Option<String>,
-    /// A2A: a push notification config to store for the task once it is open (checked and its
-    /// URL vetted already).
-    pub notify: Option<NotifyRequest>,
-}
-
-/// What follows a committed open: how long to wait, and the config to store first.
-struct AfterOpen {
-    wait: Duration,
-    notify: Option<NotifyRequest>,
-}
 
 impl OpenRequest {
     fn read(app: &App, request: &Request) -> Result<OpenRequest, ApiError> {
@@ -91,194 +56,9 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
     Ok(response)
 }
 
-/// Opens a task for the calling agent (or finds the one an open repeated with the same
-/// `message_id` wrote) and answers with it in full, after waiting up to `asked.wait`.
-pub(super) async fn open_task(
-    app: &App,
-    principal: &TenantPrincipal,
-    asked: OpenRequest,
-) -> Result<Task, ApiError> {
-    let caller_id = agent_principal(principal, "opening a task")?;
-    let call_id = uuid::Uuid::new_v4().to_string();
-    let callee = callee_in_tenant(app, principal, &asked.callee_segment, &call_id).await?;
-    let lineage = lineage(app, principal, call_id, asked.parent_call_id.clone()).await?;
-    let task_id = match &asked.message.message_id {
-        Some(message_id) => keyed_task_id(&caller_id, &callee.id, message_id),
-        None => TaskId::generate(),
-    };
-    let input = pack_message(&principal.tenant_id, &task_id, &asked.message)?;
-    // The binding and the callee as they stand now (strongly consistent reads) admit the open;
-    // nothing is stored for a caller the gate refuses.
-    if let Some(reason) = precheck_refusal(app, principal, &caller_id, &callee).await? {
-        return Err(refuse(app, principal, &callee.id, reason, &lineage.call_id).await);
-    }
-    if input.offload.is_some() {
-        app.bodies.store(&[&input]).await?;
-    }
-    let task = Task::open(TaskOpening {
-        id: task_id,
-        caller_agent_id: caller_id,
-        callee: &callee,
-        context_id: asked
-            .context_id
-            .clone()
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-        input: Stored::packed(&input, asked.message.clone()),
-        input_bytes: input.bytes,
-        lineage,
-        now: clock::now(),
-        expires_at: app.config.task_expiry(),
-    });
-    let open = OpenTask {
-        task,
-        context: match asked.context_id {
-            Some(_) => ContextJoin::Continue,
-            None => ContextJoin::Start,
-        },
-    };
-    let keyed = asked.message.message_id.is_some();
-    let after = AfterOpen {
-        wait: asked.wait,
-        notify: asked.notify,
-    };
-    commit(app, principal, &callee, open, keyed, after, &input).await
-}
-
-/// The callee the path names, if it is an agent of the caller's tenant; anything else is the
-/// gate's one refusal.
-async fn callee_in_tenant(
-    app: &App,
-    principal: &TenantPrincipal,
-    segment: &str,
-    call_id: &str,
-) -> Result<Agent, ApiError> {
-    let found = app
-        .store
-        .find_agent(&principal.tenant_id, &AgentRef::parse(segment))
-        .await?;
-    match found {
-        None => Err(refuse(
-            app,
-            principal,
-            segment,
-            RefusalReason::UnknownCallee,
-            call_id,
-        )
-        .await),
-        Some(callee) if callee.tenant_id != principal.tenant_id => {
-            let reason = RefusalReason::OtherTenant;
-            Err(refuse(app, principal, &callee.id, reason, call_id).await)
-        }
-        Some(callee) => Ok(callee),
-    }
-}
-
-/// The new call's place in the ledger: a call with no parent is its own root; a parent from
-/// this tenant's ledger passes its root on; an unknown parent is taken as the root.
-async fn lineage(
-    app: &App,
-    principal: &TenantPrincipal,
-    call_id: String,
-    parent_call_id: Option<String>,
-) -> Result<CallLineage, ApiError> {
-    let root_call_id = match &parent_call_id {
-        None => call_id.clone(),
-        Some(parent) => app
-            .store
-            .call_root(&principal.tenant_id, parent)
-            .await?
-            .unwrap_or_else(|| parent.clone()),
-    };
-    Ok(CallLineage {
-        call_id,
-        parent_call_id,
-        root_call_id,
-    })
-}
-
-/// Writes the task and answers: the new task, the task a repeated open already wrote, or the
-/// conversation's refusal.
-async fn commit(
-    app: &App,
-    principal: &TenantPrincipal,
-    callee: &Agent,
-    open: OpenTask,
-    keyed: bool,
-    after: AfterOpen,
-    input: &PackedBody,
-) -> Result<Task, ApiError> {
-    let wait = after.wait;
-    let task_id = &open.task.id;
-    super::note_task(&open.task);
-    let opened = match app.store.open_task(&open).await {
-        // A keyed open whose write failed may have met a concurrent repeat's write; once that
-        // one commits, its task is this request's answer too.
-        Err(StoreError::Unavailable(reason)) if keyed => {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            return match app.store.get_task(task_id).await? {
-                Some(existing) => {
-                    replay_open(app, principal, &callee.id, existing, wait, input).await
-                }
-                None => Err(StoreError::Unavailable(reason).into()),
-            };
-        }
-        other => other?,
-    };
-    match opened {
-        Ok(()) => {}
-        Err(OpenRefusal::AlreadyOpen) => {
-            let existing = app.store.get_task(task_id).await?.ok_or_else(|| {
-                ApiError::internal(format!(
-                    "task {task_id} vanished after its open was refused as a repeat"
-                ))
-            })?;
-            return replay_open(app, principal, &callee.id, existing, wait, input).await;
-        }
-        Err(OpenRefusal::UnknownContext) => {
-            return Err(ApiError::NotFound(
-                "context_id names no conversation between these two agents".into(),
-            ))
-        }
-        Err(OpenRefusal::ContextFull) => {
-            return Err(ApiError::LimitReached(
-                "the conversation holds 100 tasks; start a new one".into(),
-            ))
-        }
-    }
-    tracing::info!(task_id = %task_id, call_id = %open.task.call_id, callee_id = %callee.id, "task opened");
-    crate::metrics::emit(crate::metrics::Metric::TaskOpened {
-        delivery: open.task.delivery,
-    });
-    // Independent after the commit: the ledger items and word postings, and the push
-    // delivery's enqueue.
-    tokio::join!(
-        crate::search::record_opened(&app.store, &app.bodies, &open.task, open.context),
-        enqueue_push(app, &open.task)
-    );
-    if let Some(asked) = after.notify {
-        // The task is committed: a config that cannot be stored now is logged, never an error
-        // that would invite the caller to send (and open) again.
-        if let Err(error) = save_config(app, &open.task, asked, Start::FromOpen).await {
-            tracing::warn!(task_id = %task_id, error = %error, "the push notification config sent with the task could not be stored");
-        }
-    }
-    opened_response(app, principal, open.task, wait, input).await
-}
-
-/// Queues a push task's delivery. The task is on the record already; if this enqueue is lost,
-/// the outbox sweep redoes it.
-async fn enqueue_push(app: &App, task: &Task) {
-    if task.delivery != Delivery::Push {
-        return;
-    }
-    if let Err(error) = app.queue.enqueue_delivery(task).await {
-        tracing::warn!(task_id = %task.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
-    }
-}
-
-// `X-Parent-Call`, when sent: a call id (UUID). Lineage is bookkeeping, never a gate, but a
+/// `X-Parent-Call`, when sent: a call id (UUID). Lineage is bookkeeping, never a gate, but a
 /// value that cannot be a call id is malformed input.
-pub(super) fn parent_call(request: &Request) -> Result<Option<String>, ApiError> {
+pub(crate) fn parent_call(request: &Request) -> Result<Option<String>, ApiError> {
     match request.headers().get(headers::PARENT_CALL) {
         None => Ok(None),
         Some(value) => value
@@ -290,61 +70,4 @@ pub(super) fn parent_call(request: &Request) -> Result<Option<String>, ApiError>
                 ApiError::InvalidRequest("X-Parent-Call must be a call_id (a UUID)".into())
             }),
     }
-}
-
-/// The answer to an open repeated with the same `message_id`: the task the first one wrote, as
-/// it stands now (waited on like a new one), and nothing written again.
-async fn replay_open(
-    app: &App,
-    principal: &TenantPrincipal,
-    callee_id: &AgentId,
-    task: Task,
-    wait: Duration,
-    written: &PackedBody,
-) -> Result<Task, ApiError> {
-    // The id is derived from this caller and callee; anything else under it is not theirs.
-    if Some(&task.caller_agent_id) != principal.agent_id() || task.callee_agent_id != callee_id {
-        return Err(ApiError::internal(format!(
-            "task {} under a derived id belongs to another caller or callee",
-            task.id
-        )));
-    }
-    tracing::info!(task_id = %task.id, call_id = %task.call_id, "task open repeated; existing task returned");
-    let task = expire_if_overdue(app, task).await?;
-    opened_response(app, principal, task, wait, written).await
-}
-
-/// `200` with the task (after waiting up to `wait` for its answer) and its call id. The task is
-/// on the record already: if reading it again fails, the answer is the task as this request
-/// wrote it, never an error that would invite the caller to open it again.
-async fn opened_response(
-    app: &App,
-    principal: &TenantPrincipal,
-    task: Task,
-    wait: Duration,
-    written: &PackedBody,
-) -> Result<Task, ApiError> {
-    let mut as_written = task.clone();
-    // The task is opened already: without a free long-poll slot it is answered at once.
-    let slot: Option<PollSlot> = poll_slot(app, principal, wait).await.unwrap_or_default();
-    let wait = if slot.is_some() { wait } else { Duration::ZERO };
-    let settled = async {
-        let task = wait_for_answer(app, task, wait).await?;
-        full_task(app, task, &[written]).await
-    };
-    let settled = settled.await;
-    if let Some(slot) = slot {
-        app.store.release_poll_slot(&slot).await;
-    }
-    let task = match settled {
-        Ok(task) => task,
-        Err(error) => {
-            tracing::warn!(task_id = %as_written.id, error = %error, "reading the opened task failed; answering with it as written");
-            if let Err(error) = resolve_from_memory(&mut as_written, &[written]) {
-                tracing::error!(task_id = %as_written.id, error = %error, "a body this request wrote does not read back");
-            }
-            as_written
-        }
-    };
-    Ok(task)
 }

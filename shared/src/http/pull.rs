@@ -4,7 +4,8 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use tokio::time::Instant;
 
-use super::tasks::{agent_principal, expire_if_overdue, task_id_param};
+use super::service::tasks::{agent_principal, expire_if_overdue};
+use super::tasks::task_id_param;
 use super::{
     audit_task_action, audited_task_ok, content_too_large, json_body, json_object, only_fields,
     pack_message, wait_param, with_poll_slot, HandlerResult,

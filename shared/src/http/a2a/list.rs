@@ -12,7 +12,7 @@ use crate::a2a::A2aError;
 use crate::domain::{clock, AgentId, AgentRef, Task, TaskState};
 use crate::error::ApiError;
 use crate::http::full_task;
-use crate::http::tasks::agent_principal;
+use crate::http::service::tasks::agent_principal;
 use crate::store::PairCursor;
 
 impl A2aCall<'_> {

@@ -24,8 +24,10 @@ use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Request, Response};
 use serde_json::{json, Map, Value};
 
-use super::open::{open_task, parent_call, OpenRequest};
-use super::tasks::{answer_task, cancel_task, read_task, readable_task, settle, Canceled};
+use super::open::parent_call;
+use super::service::notify::{save_config, vetted_request, Start};
+use super::service::open::{open_task, OpenRequest};
+use super::service::tasks::{answer_task, cancel_task, read_task, readable_task, settle, Canceled};
 use crate::a2a::jsonrpc::{check_version, Method, VERSION_HEADER};
 use crate::a2a::wire::{incoming_message, task_json, TaskView};
 use crate::a2a::{A2aError, A2aErrorKind};
@@ -140,12 +142,8 @@ impl<'a> A2aCall<'a> {
         let notify = match configuration.get("taskPushNotificationConfig") {
             None | Some(Value::Null) => None,
             Some(config) => Some(
-                push_configs::vetted_request(
-                    self.app,
-                    config,
-                    "configuration.taskPushNotificationConfig",
-                )
-                .await?,
+                vetted_request(self.app, config, "configuration.taskPushNotificationConfig")
+                    .await?,
             ),
         };
         let immediately = optional_bool(&configuration, "returnImmediately")?;
@@ -165,7 +163,7 @@ impl<'a> A2aCall<'a> {
                 let app = self.app;
                 if let Some(asked) = notify {
                     let task = self.callers_task(&task_id).await?;
-                    push_configs::save_config(app, &task, asked, push_configs::Start::Now).await?;
+                    save_config(app, &task, asked, Start::Now).await?;
                 }
                 if let Some(context_id) = &incoming.context_id {
                     let task =

@@ -12,112 +12,16 @@ use super::rest::{body_object, query_object, render};
 use super::{object, optional_text, required_text, task_id_of, A2aCall, Failure};
 use crate::a2a::A2aError;
 use crate::app::App;
-use crate::domain::notify::{NotifyConfig, NotifyRequest, MAX_CONFIGS_PER_TASK};
-use crate::domain::{clock, Task, TaskId};
+use crate::domain::notify::NotifyConfig;
+use crate::domain::{Task, TaskId};
 use crate::error::ApiError;
+use crate::http::service::notify::{save_config, vetted_request, Start};
 use crate::http::{path_param, HandlerResult};
-use crate::store::NotifyRefusal;
-
-/// Where a new config's delivery starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Start {
-    /// Sent with the message that opened the task: every event of the task.
-    FromOpen,
-    /// Made for an existing task: the events after its creation.
-    Now,
-}
-
-/// Parses a config and vets its URL with the push SSRF guard (private networks never allowed).
-pub(crate) async fn vetted_request(
-    app: &App,
-    value: &Value,
-    at: &str,
-) -> Result<NotifyRequest, ApiError> {
-    let mut asked = NotifyRequest::parse(value, at)?;
-    let vetted = app
-        .dialer
-        .vet(&asked.url, false)
-        .await
-        .map_err(|refusal| ApiError::InvalidRequest(format!("{at}.url refused: {refusal}")))?;
-    asked.url = vetted.url.to_string();
-    Ok(asked)
-}
-
-/// Stores `asked` as a config of `task` (replacing one of the same id), its credentials sealed.
-pub(crate) async fn save_config(
-    app: &App,
-    task: &Task,
-    asked: NotifyRequest,
-    start: Start,
-) -> Result<NotifyConfig, ApiError> {
-    let id = asked
-        .id
-        .clone()
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let (scheme, sealed_credentials) = match &asked.authentication {
-        Some((scheme, credentials)) => {
-            let sealed = app
-                .vault
-                .seal_notify(&task.tenant_id, &task.id, &id, credentials)
-                .await?;
-            (Some(scheme.clone()), Some(sealed))
-        }
-        None => (None, None),
-    };
-    let mut seen = task.clone();
-    for _ in 0..3 {
-        let config = NotifyConfig {
-            tenant_id: seen.tenant_id.clone(),
-            task_id: seen.id.clone(),
-            id: id.clone(),
-            url: asked.url.clone(),
-            token: asked.token.clone(),
-            scheme: scheme.clone(),
-            sealed_credentials: sealed_credentials.clone(),
-            created_at: clock::now(),
-            delivered: match start {
-                Start::FromOpen => 0,
-                Start::Now => seen.event_count(),
-            },
-            attempts: 0,
-            expires_at: seen.expires_at,
-        };
-        match app.store.add_notify_config(&seen, &config).await? {
-            Ok(()) => {
-                tracing::info!(task_id = %seen.id, config_id = %config.id, "push notification config added");
-                if start == Start::FromOpen && seen.event_count() > 0 {
-                    seen.notify_configs += 1;
-                    crate::push::notify_changed(&app.queue, &seen).await;
-                }
-                return Ok(config);
-            }
-            Err(NotifyRefusal::Full) => {
-                return Err(ApiError::InvalidRequest(format!(
-                    "a task holds at most {MAX_CONFIGS_PER_TASK} push notification configs; \
-                     delete one first"
-                )))
-            }
-            Err(NotifyRefusal::Exists) => {
-                if app.store.replace_notify_config(&config).await? {
-                    tracing::info!(task_id = %seen.id, config_id = %config.id, "push notification config replaced");
-                    return Ok(config);
-                }
-            }
-            Err(NotifyRefusal::TaskMoved) => {}
-        }
-        seen = app
-            .store
-            .get_task(&seen.id)
-            .await?
-            .ok_or(ApiError::TaskNotFound)?;
-    }
-    Err(ApiError::Unavailable)
-}
 
 impl A2aCall<'_> {
     /// The task, if the calling agent is its caller (under this agent); else `TaskNotFound`.
     pub(super) async fn callers_task(&self, task_id: &TaskId) -> Result<Task, Failure> {
-        let task = crate::http::tasks::readable_task(
+        let task = crate::http::service::tasks::readable_task(
             self.app,
             &self.principal,
             task_id,

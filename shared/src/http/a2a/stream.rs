@@ -19,7 +19,7 @@ use crate::domain::{Task, TaskState};
 use crate::error::ApiError;
 use crate::http::feed::{event_stream, sse_frame, Feed, Render};
 use crate::http::reply::Reply;
-use crate::http::tasks::read_task;
+use crate::http::service::tasks::read_task;
 
 /// How a stream's events are framed.
 #[derive(Debug, Clone)]
