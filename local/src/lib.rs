@@ -182,7 +182,9 @@ pub fn run_push_worker(app: Arc<App>) -> JoinHandle<()> {
             let queue = app.queue.clone();
             // Batches run side by side, like concurrent Lambda invocations.
             tokio::spawn(async move {
-                let failed = worker.handle_batch(&jobs).await;
+                let time = forgebench::push::worker::INVOCATION_TIME
+                    .saturating_sub(forgebench::push::worker::ANSWER_TIME);
+                let failed = worker.handle_batch(&jobs, time).await;
                 for job in jobs.iter().filter(|job| !failed.contains(&job.message_id)) {
                     if let Err(error) = queue.delete(&job.receipt_handle).await {
                         tracing::warn!(error = %error, "delete failed; the message will come back");

@@ -130,7 +130,12 @@ async fn serve_push_worker() -> Result<(), Error> {
     lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = Arc::clone(&worker);
         let span = invocation_span(&event.context);
-        async move { Ok::<_, Error>(batch::handle_event(&worker, event.payload).await) }
+        // What the invocation has left: its deadline is in Unix milliseconds.
+        let left = std::time::UNIX_EPOCH + std::time::Duration::from_millis(event.context.deadline);
+        let time = left
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        async move { Ok::<_, Error>(batch::handle_event(&worker, event.payload, time).await) }
             .instrument(span)
     }))
     .await

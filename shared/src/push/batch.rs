@@ -11,8 +11,10 @@
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 
+use std::time::Duration;
+
 use super::queue::Job;
-use super::worker::Worker;
+use super::worker::{Worker, ANSWER_TIME};
 
 /// The jobs of an event's records, in order; a record without a message id is left out.
 pub fn jobs(records: Vec<SqsMessage>) -> Vec<Job> {
@@ -32,9 +34,11 @@ pub fn jobs(records: Vec<SqsMessage>) -> Vec<Job> {
         .collect()
 }
 
-/// Handles one event: the response names exactly the messages to leave on the queue.
-pub async fn handle_event(worker: &Worker, event: SqsEvent) -> SqsBatchResponse {
-    let failed = worker.handle_batch(&jobs(event.records)).await;
+/// Handles one event within `time` (the invocation's, less [`ANSWER_TIME`]): the response names
+/// exactly the messages to leave on the queue.
+pub async fn handle_event(worker: &Worker, event: SqsEvent, time: Duration) -> SqsBatchResponse {
+    let time = time.saturating_sub(ANSWER_TIME);
+    let failed = worker.handle_batch(&jobs(event.records), time).await;
     let mut response = SqsBatchResponse::default();
     response.set_failures(failed);
     response
@@ -137,7 +141,12 @@ mod tests {
             record(Some("m-store-down"), Some(&task)),
             record(Some("m-no-task"), Some(r#"{"task": "x"}"#)),
         ];
-        let response = handle_event(&worker_with_the_store_down(), event).await;
+        let response = handle_event(
+            &worker_with_the_store_down(),
+            event,
+            crate::push::worker::INVOCATION_TIME,
+        )
+        .await;
         let failed: Vec<_> = response
             .batch_item_failures
             .iter()

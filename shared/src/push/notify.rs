@@ -115,9 +115,18 @@ impl Worker {
                 return Ok(JobOutcome::RetryIn(STORE_RETRY));
             }
         };
+        // Every config at once: a receiver that never answers holds its own config for one
+        // POST's time, not the others (nor the batch) for one each.
+        let rounds = futures::future::join_all(
+            configs
+                .iter()
+                .cloned()
+                .map(|config| self.notify_config(&task, config, &key)),
+        )
+        .await;
         let mut soonest: Option<Duration> = None;
-        for config in configs.iter().cloned() {
-            if let Round::RetryIn(delay) = self.notify_config(&task, config, &key).await? {
+        for round in rounds {
+            if let Round::RetryIn(delay) = round? {
                 soonest = Some(soonest.map_or(delay, |soonest| soonest.min(delay)));
             }
         }

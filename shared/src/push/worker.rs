@@ -43,6 +43,18 @@ pub const LEASE_SECONDS: u64 = 60;
 /// When the store fails mid-job, look again after this long.
 pub(super) const STORE_RETRY: Duration = Duration::from_secs(10);
 
+/// When a job cut at the end of its invocation's time comes back (its leases, held for
+/// [`LEASE_SECONDS`], may still stand then; the next attempt waits for them).
+pub const CUT_RETRY: Duration = Duration::from_secs(10);
+
+/// What a batch leaves of its invocation's time for answering: delaying the messages to retry
+/// and the response.
+pub const ANSWER_TIME: Duration = Duration::from_secs(3);
+
+/// The push worker function's timeout (infra/template.yaml), which the local gateway's worker
+/// gives each batch too.
+pub const INVOCATION_TIME: Duration = Duration::from_secs(30);
+
 /// Why a delivery ended before its POST's outcome was recorded.
 pub(super) enum Stop {
     /// Nothing more to do this time; what to do with the message.
@@ -73,9 +85,13 @@ pub struct Worker {
 
 impl Worker {
     /// Handles a batch as the Lambda event source delivers it: each message on its own, all at
-    /// once; returns the ids of the messages to leave on the queue, their visibility already set.
-    pub async fn handle_batch(&self, jobs: &[Job]) -> Vec<String> {
-        let outcomes = futures::future::join_all(jobs.iter().map(|job| self.handle(job))).await;
+    /// once, each within `time` (what the invocation has left, less what answering takes); returns
+    /// the ids of the messages to leave on the queue, their visibility already set. A job still
+    /// running when its time is up is cut and its message comes back, so one slow record never
+    /// holds the invocation past its end, which would return every record of the batch.
+    pub async fn handle_batch(&self, jobs: &[Job], time: Duration) -> Vec<String> {
+        let outcomes =
+            futures::future::join_all(jobs.iter().map(|job| self.handle_within(job, time))).await;
         let mut failed = Vec::new();
         for (job, outcome) in jobs.iter().zip(outcomes) {
             if let JobOutcome::RetryIn(delay) = outcome {
@@ -86,6 +102,17 @@ impl Worker {
             }
         }
         failed
+    }
+
+    /// [`Worker::handle`] within `time`; past it, the message comes back after [`CUT_RETRY`].
+    async fn handle_within(&self, job: &Job, time: Duration) -> JobOutcome {
+        match tokio::time::timeout(time, self.handle(job)).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                tracing::warn!(message_id = %job.message_id, "the job ran out of the invocation's time; its message comes back");
+                JobOutcome::RetryIn(CUT_RETRY)
+            }
+        }
     }
 
     /// Handles one message, in a span that names the message, and once the task is read, the

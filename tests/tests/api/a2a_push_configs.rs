@@ -712,3 +712,74 @@ async fn a_config_on_a_push_task_whose_delivery_is_refused_receives_the_failure(
         .await;
     assert_eq!(task.state(), "failed", "{}", task.text);
 }
+
+/// A receiver that accepts connections and never answers; its URL.
+async fn hanging_receiver() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    (url, held)
+}
+
+/// Adds a config of `url` to the caller's task `task_id`.
+async fn configure(app: &TestApp, pair: &Pair, task_id: &str, id: &str, url: &str) {
+    let created = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": id, "url": url}),
+        )
+        .await;
+    assert!(created.body["result"].is_object(), "{}", created.text);
+}
+
+/// The notify job of `task_id`, as the queue carries it.
+fn notify_job(message_id: &str, task_id: &str) -> forgebench::push::Job {
+    forgebench::push::Job {
+        message_id: message_id.to_owned(),
+        receipt_handle: String::new(),
+        body: json!({"task_id": task_id, "kind": "notify"}).to_string(),
+    }
+}
+
+#[tokio::test]
+async fn receivers_that_never_answer_hold_their_own_job_not_the_batch_past_its_invocation() {
+    let app = spawn_app_with(Options {
+        push_worker: false,
+        push_timeout: std::time::Duration::from_secs(1),
+        ..Options::local_push()
+    })
+    .await;
+    let pair = app.pair().await;
+    // One caller's task with three configs at a receiver that never answers ...
+    let (hanging, _held) = hanging_receiver().await;
+    let hostile = open(&app, &pair, "m-hostile").await;
+    for n in 0..3 {
+        configure(&app, &pair, &hostile, &format!("hang-{n}"), &hanging).await;
+    }
+    // ... and another task's config at a receiver that answers at once.
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let healthy = open(&app, &pair, "m-healthy").await;
+    configure(&app, &pair, &healthy, "hook", &receiver.url).await;
+    for _ in 0..2 {
+        app.claim(&pair.callee.key, 0).await;
+    }
+
+    // One batch of the two notify jobs, in an invocation of 2.5 s that gives its jobs 2 s: one
+    // POST's time (1 s) for the hostile job, whose three configs wait side by side.
+    let worker = app.app.worker();
+    let jobs = [notify_job("m-1", &hostile), notify_job("m-2", &healthy)];
+    let batch = worker.handle_batch(&jobs, std::time::Duration::from_secs(2));
+    let failed = tokio::time::timeout(std::time::Duration::from_millis(2500), batch)
+        .await
+        .expect("the batch answered before its invocation ended");
+    assert_eq!(failed, ["m-1"], "only the hostile job's message comes back");
+    receiver.wait_for(1).await;
+    assert_eq!(receiver.received()[0].headers["webhook-id"], "hook:1");
+}

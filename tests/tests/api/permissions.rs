@@ -871,7 +871,9 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
     let worker = app.app.worker();
     let jobs = app.app.queue.receive(Duration::from_secs(2)).await.unwrap();
     assert!(!jobs.is_empty());
-    let failed = worker.handle_batch(&jobs).await;
+    let failed = worker
+        .handle_batch(&jobs, forgebench::push::worker::INVOCATION_TIME)
+        .await;
     for job in jobs.iter().filter(|job| !failed.contains(&job.message_id)) {
         app.app.queue.delete(&job.receipt_handle).await.unwrap();
     }
