@@ -83,6 +83,8 @@ pub struct Store {
     recent_agents: std::sync::Arc<crate::cache::ExpiringCache<crate::domain::Agent>>,
     /// Tenants' settings this process read lately ([`Store::recent_tenant_settings`]).
     recent_settings: std::sync::Arc<crate::cache::ExpiringCache<TenantSettings>>,
+    /// How long those are trusted.
+    settings_ttl: std::time::Duration,
 }
 
 /// What can go wrong talking to the table, sorted by what the caller should do about it.
@@ -389,7 +391,15 @@ impl Store {
             claim_pages: claim::ClaimPages::default(),
             recent_agents: Default::default(),
             recent_settings: Default::default(),
+            settings_ttl: tenancy::SETTINGS_TTL,
         }
+    }
+
+    /// The store, trusting a tenant's settings it read for `ttl` (the key cache's time, so a
+    /// change reaches other processes as a revoked key does).
+    pub fn with_settings_ttl(mut self, ttl: std::time::Duration) -> Store {
+        self.settings_ttl = ttl;
+        self
     }
 
     pub fn table(&self) -> &str {

@@ -164,7 +164,8 @@ fn s_number(value: i64) -> aws_sdk_dynamodb::types::AttributeValue {
     aws_sdk_dynamodb::types::AttributeValue::N(value.to_string())
 }
 
-/// How long this process trusts a tenant's settings it read, unless it changed them itself.
+/// How long this process trusts a tenant's settings it read, unless it changed them itself,
+/// when the store is not told otherwise ([`Store::with_settings_ttl`]).
 pub const SETTINGS_TTL: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Store {
@@ -184,14 +185,17 @@ impl Store {
         Ok(Some(TenantSettings { word_search }))
     }
 
-    /// The tenant's settings as this process read them less than [`SETTINGS_TTL`] ago, or read
+    /// The tenant's settings as this process read them less than the settings' TTL ago, or read
     /// now: a change made through this process is seen at once, one made elsewhere within the
     /// TTL. A tenant that is gone has the defaults.
     pub async fn recent_tenant_settings(
         &self,
         tenant_id: &TenantId,
     ) -> Result<TenantSettings, StoreError> {
-        if let Some(settings) = self.recent_settings.get(tenant_id.as_str(), SETTINGS_TTL) {
+        if let Some(settings) = self
+            .recent_settings
+            .get(tenant_id.as_str(), self.settings_ttl)
+        {
             return Ok(settings);
         }
         let settings = self.tenant_settings(tenant_id).await?.unwrap_or_default();
