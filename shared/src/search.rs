@@ -295,24 +295,39 @@ async fn words_of(bodies: &Bodies, messages: &[&Stored<Message>]) -> Result<Task
     Ok(words)
 }
 
-/// Whether the task's tenant has word search on (`TenantSettings::word_search`): when it is
-/// off, no posting of its tasks is written.
-async fn words_wanted(store: &Store, task: &Task) -> Result<bool, StoreError> {
-    Ok(store
+/// The words of `messages` to post for `task`, but those of `known` (posted already); `None`
+/// when the task's tenant has word search off (`TenantSettings::word_search`): then no posting
+/// of its tasks is written.
+async fn words_to_post(
+    store: &Store,
+    bodies: &Bodies,
+    task: &Task,
+    messages: &[&Stored<Message>],
+    known: &TaskWords,
+) -> Result<Option<TaskWords>, IndexError> {
+    if !store
         .recent_tenant_settings(&task.tenant_id)
         .await?
-        .word_search)
+        .word_search
+    {
+        return Ok(None);
+    }
+    Ok(Some(words_of(bodies, messages).await?.without(known)))
+}
+
+/// The task's messages, from the opening one on.
+fn history_of(task: &Task) -> Vec<&Stored<Message>> {
+    task.history.iter().collect()
 }
 
 /// Writes the postings of every word of `task`'s messages (its history), if its tenant has word
 /// search on.
 async fn post_all_words(store: &Store, bodies: &Bodies, task: &Task) -> Result<(), IndexError> {
-    if !words_wanted(store, task).await? {
-        return Ok(());
+    let none_known = TaskWords::default();
+    if let Some(words) = words_to_post(store, bodies, task, &history_of(task), &none_known).await? {
+        store.post_words(task, &words).await?;
     }
-    let messages: Vec<&Stored<Message>> = task.history.iter().collect();
-    let words = words_of(bodies, &messages).await?;
-    Ok(store.post_words(task, &words).await?)
+    Ok(())
 }
 
 /// The sweeper's repair of a task flagged `words_due`: what follows from its open (its call,
@@ -370,26 +385,17 @@ async fn post_new_words(
     if messages.is_empty() {
         return;
     }
-    let posted = match words_wanted(store, task).await {
-        Ok(true) => post_words_of(store, bodies, task, messages, known).await,
-        Ok(false) => Ok(()),
-        Err(error) => Err(error.into()),
+    let posted = match words_to_post(store, bodies, task, messages, known).await {
+        Ok(Some(words)) => store
+            .post_words(task, &words)
+            .await
+            .map_err(IndexError::from),
+        Ok(None) => Ok(()),
+        Err(error) => Err(error),
     };
     if let Err(error) = posted {
         flag_for_sweeper(store, task, &error).await;
     }
-}
-
-/// Writes the postings of the words of `messages`, but those of `known`.
-async fn post_words_of(
-    store: &Store,
-    bodies: &Bodies,
-    task: &Task,
-    messages: &[&Stored<Message>],
-    known: &TaskWords,
-) -> Result<(), IndexError> {
-    let words = words_of(bodies, messages).await?.without(known);
-    Ok(store.post_words(task, &words).await?)
 }
 
 /// Flags `task` for the sweeper's [`index_words`]: writing what follows from its change failed.
@@ -405,17 +411,8 @@ async fn flag_for_sweeper(store: &Store, task: &Task, error: &IndexError) {
 /// fails (the task stands, and is answered), flags the task for the sweeper, which writes it all
 /// again. A failure is logged, never answered.
 pub async fn record_opened(store: &Store, bodies: &Bodies, task: &Task, context: ContextJoin) {
-    let words = match words_wanted(store, task).await {
-        Ok(true) => {
-            let messages: Vec<&Stored<Message>> = task.history.iter().collect();
-            words_of(bodies, &messages)
-                .await
-                .map(Some)
-                .map_err(IndexError::from)
-        }
-        Ok(false) => Ok(None),
-        Err(error) => Err(IndexError::from(error)),
-    };
+    let none_known = TaskWords::default();
+    let words = words_to_post(store, bodies, task, &history_of(task), &none_known).await;
     let written = store
         .record_opened(task, context, words.as_ref().ok().and_then(Option::as_ref))
         .await
