@@ -15,6 +15,18 @@ export FORGEBENCH_DYNAMODB_PORT=${FORGEBENCH_TEST_DYNAMODB_PORT:-8010}
 export FORGEBENCH_MOTO_PORT=${FORGEBENCH_TEST_MOTO_PORT:-5010}
 at_exit scripts/local-stack.sh stop
 
+# A run that cannot finish fails early and says why, well inside CI's own limit: a full disk or a
+# hung step shows up as a failed step with its log, not as a run stopped from outside.
+free_kib=$(df --output=avail -k "$root" | tail -n 1)
+if [ "$free_kib" -lt $(( ${FORGEBENCH_CI_MIN_FREE_GIB:-10} * 1024 * 1024 )) ]; then
+  echo "CI needs ${FORGEBENCH_CI_MIN_FREE_GIB:-10} GiB free beside the clone (builds, emulators' data); $(( free_kib / 1024 / 1024 )) GiB are" >&2
+  exit 1
+fi
+ci_time_limit=${FORGEBENCH_CI_TIME_LIMIT:-2700}
+( sleep "$ci_time_limit" && echo "== CI ran past ${ci_time_limit} s: stopping it" >&2 && kill -TERM $$ ) &
+ci_watchdog=$!
+at_exit "kill -- -$ci_watchdog 2>/dev/null"
+
 step "format: cargo fmt --check" cargo fmt --all -- --check
 # Tools come from PyPI and npm (the deployment tools first) while cargo compiles.
 spawn install scripts/install.sh deploy tests schemathesis deny

@@ -78,10 +78,16 @@ await() {
 steps_at_exit=()
 at_exit() { steps_at_exit+=("$*"); }
 _steps_exit() {
-  local status=$? command pid
-  # A step still running when the script stops (another failed) is stopped with it.
-  for pid in "${step_pid[@]}"; do
-    kill -TERM -- "-$pid" 2>/dev/null || true
+  local status=$? command name
+  # A step still running when the script stops (another failed, or the time ran out) is stopped
+  # with it, after the end of its log is shown: a hung step names itself.
+  for name in "${!step_pid[@]}"; do
+    kill -0 "${step_pid[$name]}" 2>/dev/null || continue
+    if [ ! -e "$steps_logs/$name.end" ]; then
+      echo "== $name was still running; the end of its log:" >&2
+      tail -n 30 "$steps_logs/$name.log" >&2 || true
+    fi
+    kill -TERM -- "-${step_pid[$name]}" 2>/dev/null || true
   done
   for command in "${steps_at_exit[@]}"; do eval "$command" || true; done
   print_step_times
