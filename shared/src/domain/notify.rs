@@ -50,6 +50,15 @@ pub struct NotifyConfig {
 }
 
 impl NotifyConfig {
+    /// The `webhook-id` of this config's event `number`: `{taskId}:{configId}:{number}`. The
+    /// task id is the gate's own and unique, so no other task's notification (another caller's,
+    /// another tenant's, with the same config id) ever shares it; the same on every retry of the
+    /// event. Signed with the body, it is also what binds a notification to its destination: the
+    /// config of one task, made by that task's caller.
+    pub fn notification_id(&self, number: u64) -> String {
+        format!("{}:{}:{number}", self.task_id, self.id)
+    }
+
     /// The config as A2A shows it (`TaskPushNotificationConfig`): never the credentials.
     pub fn to_a2a(&self) -> Value {
         let mut shown = json!({

@@ -4,7 +4,7 @@
 //! `{"task_id", "kind": "notify"}` message on the push queue. The worker, for such a message,
 //! reads the task (bodies resolved) and its configs, and sends each config, in order, every
 //! event numbered above its `delivered`: the event's A2A `StreamResponse`, signed like a task
-//! delivery (`webhook-id` = `{config}:{event}`), with `Authorization: {scheme} {credentials}`
+//! delivery (`webhook-id` = `{task}:{config}:{event}`), with `Authorization: {scheme} {credentials}`
 //! and `X-A2A-Notification-Token` when set, through the SSRF-guarded dialer. One sender per
 //! config at a time (a short lease on the config) keeps the order; each 2xx moves `delivered`
 //! forward with a conditional write. A failure leaves the message for the push retry schedule;
@@ -192,7 +192,7 @@ impl Worker {
         for event in task.events_after(config.delivered) {
             let body = stream_event_json(task, &event).to_string();
             let mut headers = headers.clone();
-            let id = format!("{}:{}", config.id, event.number);
+            let id = config.notification_id(event.number);
             sign_delivery(&mut headers, key, &id, unix_seconds(), &body);
             let outcome = self
                 .dialer

@@ -475,7 +475,7 @@ async fn a_config_receives_every_update_of_its_task_once_in_order_signed_and_aut
 }
 
 /// Each notification is about `task_id`, carries the config's credentials, and is numbered in
-/// order from the first (`webhook-id` `hook:1`, `hook:2`, …): none repeated, none missing.
+/// order from the first (`webhook-id` `{task}:hook:1`, `{task}:hook:2`, …): none repeated, none missing.
 fn assert_addressed_in_order(received: &[Received], task_id: &str) {
     for (n, notification) in received.iter().enumerate() {
         let update = notification
@@ -490,9 +490,47 @@ fn assert_addressed_in_order(received: &[Received], task_id: &str) {
         );
         assert_eq!(
             notification.headers["webhook-id"],
-            format!("hook:{}", n + 1).as_str()
+            format!("{task_id}:hook:{}", n + 1).as_str()
         );
     }
+}
+
+/// A config id is the caller's choice, so two callers (of two tenants here) may pick the same
+/// one for the same receiver: their notifications' ids still differ, each naming its own task,
+/// so neither caller can make the receiver drop the other's events as repeats.
+#[tokio::test]
+async fn notification_ids_name_their_task_so_callers_sharing_a_config_id_never_collide() {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let (_first_app, _first, first_task) = conversation(&receiver, true).await;
+    let (_second_app, _second, second_task) = conversation(&receiver, true).await;
+    let received = settle(&receiver, 2 * expected().len()).await;
+    assert_eq!(received.len(), 2 * expected().len());
+    let ids: std::collections::HashSet<String> = received
+        .iter()
+        .map(|notification| {
+            let id = notification.headers["webhook-id"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            let update = notification
+                .body
+                .get("statusUpdate")
+                .or_else(|| notification.body.get("artifactUpdate"))
+                .unwrap();
+            let task_id = update["taskId"].as_str().unwrap();
+            assert!(
+                id.starts_with(&format!("{task_id}:hook:")),
+                "{id} names {task_id}"
+            );
+            id
+        })
+        .collect();
+    assert_eq!(
+        ids.len(),
+        received.len(),
+        "every notification has an id of its own"
+    );
+    assert_ne!(first_task, second_task);
 }
 
 #[tokio::test]
@@ -781,5 +819,9 @@ async fn receivers_that_never_answer_hold_their_own_job_not_the_batch_past_its_i
         .expect("the batch answered before its invocation ended");
     assert_eq!(failed, ["m-1"], "only the hostile job's message comes back");
     receiver.wait_for(1).await;
-    assert_eq!(receiver.received()[0].headers["webhook-id"], "hook:1");
+    let id = receiver.received()[0].headers["webhook-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(id.ends_with(":hook:1"), "{id}");
 }
