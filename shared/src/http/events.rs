@@ -9,10 +9,11 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use lambda_http::http::header;
 use lambda_http::Request;
 use serde_json::{json, Value};
 
-use super::feed::{event_stream, sse_frame, Feed, Render};
+use super::feed::{event_stream, sse_frame, Feed, Follower, Render};
 use super::reply::Reply;
 use super::service::tasks::{expire_if_overdue, readable_task};
 use super::tasks::task_id_param;
@@ -108,6 +109,11 @@ pub async fn stream(app: &Arc<App>, request: Request) -> Result<Reply, ApiError>
             .map(|event| RestEvents.event(&task, event))
             .collect(),
     };
-    let feed = Feed::open(app, &principal, &task, task.event_count()).await?;
+    let follower = Follower {
+        principal,
+        credential: request.headers().get(header::AUTHORIZATION).cloned(),
+        segment,
+    };
+    let feed = Feed::open(app, follower, &task, task.event_count()).await?;
     Ok(event_stream(feed, RestEvents, first, &task))
 }

@@ -6,7 +6,10 @@
 //! length with the number of the last event it sent: new entries are new events, rendered from the same read, so events arrive in log
 //! order, each once, and a reconnecting client resumes after the number it saw last. A stream
 //! holds one of its reader's long-poll slots while open, so the streams and waits of one key
-//! holder are bounded together.
+//! holder are bounded together. Once per key-cache time a stream reads the task as its reader
+//! would open it again (the key authenticated afresh, the right to read the task judged again),
+//! so a revoked key or a lost right ends the stream within the time a revoked key keeps working
+//! anywhere else.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -18,13 +21,12 @@ use lambda_http::Response;
 use tokio::time::Instant;
 
 use super::reply::{Reply, ReplyBody};
-use super::service::tasks::expire_if_overdue;
-use super::{full_task, poll_slot};
+use super::service::tasks::{expire_if_overdue, readable_task};
+use super::{full_task, poll_slot, WaitSlots};
 use crate::app::App;
 use crate::domain::events::TaskEvent;
 use crate::domain::{clock, Task, TaskId, TaskState, TenantPrincipal};
 use crate::error::{cause_chain, ApiError};
-use crate::store::PollSlot;
 
 /// What one stream sends, in its own format.
 pub(crate) trait Render: Send + 'static {
@@ -36,16 +38,44 @@ pub(crate) trait Render: Send + 'static {
     fn failure(&self, error: &ApiError) -> Bytes;
 }
 
+/// Who follows a task: the principal, the credential it showed (to authenticate again), and the
+/// agent the request's path named.
+pub(crate) struct Follower {
+    pub principal: TenantPrincipal,
+    pub credential: Option<HeaderValue>,
+    pub segment: String,
+}
+
+impl Follower {
+    /// The task as this follower may read it now: its key authenticated afresh (through the
+    /// key cache, so at most once per key-cache time against the store) and its right to read
+    /// judged again; an error when either is gone.
+    async fn read_again(&self, app: &App, task_id: &TaskId) -> Result<Task, ApiError> {
+        let mut headers = lambda_http::http::HeaderMap::new();
+        if let Some(credential) = &self.credential {
+            headers.insert(header::AUTHORIZATION, credential.clone());
+        }
+        let principal = app.authenticate_in_tenant(&headers).await?;
+        if principal != self.principal {
+            return Err(ApiError::Unauthenticated);
+        }
+        readable_task(app, &principal, task_id, &self.segment).await
+    }
+}
+
 /// A task being followed for one reader.
 pub(crate) struct Feed {
     app: Arc<App>,
+    follower: Follower,
+    /// When the follower is next judged again (see [`Follower::read_again`]).
+    recheck_at: Instant,
     task_id: TaskId,
     /// The number of the last event sent.
     seen: u64,
     /// When the task last changed, as last read (its `updated_at`): what paces the next read.
     changed_at: String,
     ends: Instant,
-    slot: Option<PollSlot>,
+    slot: Option<WaitSlots>,
 }
 
 /// What the next look at the task found.
@@ -63,14 +93,16 @@ impl Feed {
     /// principal's long-poll slots for the stream's longest life (`429` when all are held).
     pub async fn open(
         app: &Arc<App>,
-        principal: &TenantPrincipal,
+        follower: Follower,
         task: &Task,
         seen: u64,
     ) -> Result<Feed, ApiError> {
         let life = Duration::from_secs(app.config.stream_max_seconds);
-        let slot = poll_slot(app, principal, life).await?;
+        let slot = poll_slot(app, &follower.principal, life).await?;
         Ok(Feed {
             app: Arc::clone(app),
+            follower,
+            recheck_at: Instant::now() + app.config.key_cache_ttl,
             task_id: task.id.clone(),
             seen,
             changed_at: task.updated_at.clone(),
@@ -95,12 +127,16 @@ impl Feed {
             let interval = self.app.config.task_pace().after_quiet(quiet);
             let wake = (now + interval).min(self.ends).min(quiet_until);
             tokio::time::sleep_until(wake).await;
-            let task = self
-                .app
-                .store
-                .get_task(&self.task_id)
-                .await?
-                .ok_or(ApiError::TaskNotFound)?;
+            let task = if Instant::now() >= self.recheck_at {
+                self.recheck_at = Instant::now() + self.app.config.key_cache_ttl;
+                self.follower.read_again(&self.app, &self.task_id).await?
+            } else {
+                self.app
+                    .store
+                    .get_task(&self.task_id)
+                    .await?
+                    .ok_or(ApiError::TaskNotFound)?
+            };
             let task = expire_if_overdue(&self.app, task).await?;
             self.changed_at.clone_from(&task.updated_at);
             if task.event_count() > self.seen {
@@ -114,7 +150,7 @@ impl Feed {
     /// Gives the long-poll slot back.
     async fn close(&mut self) {
         if let Some(slot) = self.slot.take() {
-            self.app.store.release_poll_slot(&slot).await;
+            slot.release(&self.app).await;
         }
     }
 }
@@ -126,7 +162,7 @@ impl Drop for Feed {
         if let (Some(slot), Ok(runtime)) = (self.slot.take(), tokio::runtime::Handle::try_current())
         {
             let app = Arc::clone(&self.app);
-            runtime.spawn(async move { app.store.release_poll_slot(&slot).await });
+            runtime.spawn(async move { slot.release(&app).await });
         }
     }
 }

@@ -331,3 +331,72 @@ async fn an_idle_stream_sends_keep_alive_comments_and_ends_when_its_time_is_up()
         "{comments:?}"
     );
 }
+
+/// A stream judges its reader again once per key-cache time: revoking the key that opened it
+/// ends it within that time (with an error event), as the key stops working everywhere else,
+/// not when the stream's 840 s run out.
+#[tokio::test]
+async fn a_stream_ends_within_the_key_cache_time_once_its_key_is_revoked() {
+    let app = spawn_app_with(Options {
+        key_cache_seconds: 1,
+        stream_keepalive: Duration::from_secs(1),
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let task_id = open(&app, &pair).await;
+    let reader = app
+        .issue_key(&pair.tenant.admin_key, &pair.caller.name)
+        .await;
+    let mut stream = app.events(&reader, &pair.callee.name, &task_id, None).await;
+    assert_eq!(next(&mut stream).await.event.as_deref(), Some("task"));
+    let keys = app
+        .get(
+            &format!("/v1/agents/{}/keys", pair.caller.name),
+            &pair.tenant.admin_key,
+        )
+        .await;
+    let newest = keys.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|item| item["created_at"].as_str().unwrap_or_default().to_owned())
+        .map(|item| item["key_id"].as_str().unwrap().to_owned())
+        .unwrap();
+    let revoked = app
+        .send(
+            "DELETE",
+            &format!("/v1/agents/{}/keys/{newest}", pair.caller.name),
+            Some(&pair.tenant.admin_key),
+            None,
+        )
+        .await;
+    assert!(revoked.status < 300, "{}", revoked.text);
+    let revoked_at = std::time::Instant::now();
+    let mut ended_with = None;
+    while revoked_at.elapsed() < Duration::from_secs(8) {
+        let Some(entry) = stream.next_within(Duration::from_secs(6)).await else {
+            break;
+        };
+        if entry.event.is_some() {
+            ended_with = Some(entry);
+            break;
+        }
+    }
+    let error = ended_with.expect("the stream ended with an event, not only keep-alives");
+    assert_eq!(error.event.as_deref(), Some("error"), "{error:?}");
+    assert_eq!(
+        error.json()["detail"]["code"],
+        "unauthenticated",
+        "{error:?}"
+    );
+    assert!(
+        revoked_at.elapsed() < Duration::from_secs(6),
+        "within the key-cache time and a read"
+    );
+    // The caller's own key still reads the task.
+    let read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(read.status, 200);
+}

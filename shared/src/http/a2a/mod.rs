@@ -92,6 +92,8 @@ pub(super) enum Sending {
 pub(super) struct A2aCall<'a> {
     pub app: &'a App,
     pub principal: TenantPrincipal,
+    /// The `Authorization` the caller sent: a stream authenticates it again as it goes.
+    pub credential: Option<lambda_http::http::HeaderValue>,
     pub callee_segment: String,
     pub parent_call_id: Option<String>,
 }
@@ -109,6 +111,10 @@ impl<'a> A2aCall<'a> {
         Ok(A2aCall {
             app,
             principal,
+            credential: request
+                .headers()
+                .get(lambda_http::http::header::AUTHORIZATION)
+                .cloned(),
             callee_segment: super::path_param(request, "agent")?,
             parent_call_id: parent_call(request)?,
         })

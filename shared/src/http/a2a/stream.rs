@@ -17,7 +17,7 @@ use crate::app::App;
 use crate::domain::events::TaskEvent;
 use crate::domain::{Task, TaskState};
 use crate::error::ApiError;
-use crate::http::feed::{event_stream, sse_frame, Feed, Render};
+use crate::http::feed::{event_stream, sse_frame, Feed, Follower, Render};
 use crate::http::reply::Reply;
 use crate::http::service::tasks::read_task;
 
@@ -123,7 +123,12 @@ impl A2aCall<'_> {
             Some(task.event_count()),
             json!({ "task": task_json(&task, TaskView::default()) }),
         );
-        let feed = Feed::open(app, &self.principal, &task, task.event_count()).await?;
+        let follower = Follower {
+            principal: self.principal.clone(),
+            credential: self.credential.clone(),
+            segment: self.callee_segment.clone(),
+        };
+        let feed = Feed::open(app, follower, &task, task.event_count()).await?;
         Ok(event_stream(feed, A2aEvents(framing), vec![first], &task))
     }
 }
