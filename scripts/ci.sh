@@ -25,6 +25,7 @@ fi
 ci_time_limit=${FORGEBENCH_CI_TIME_LIMIT:-2700}
 ( sleep "$ci_time_limit" && echo "== CI ran past ${ci_time_limit} s: stopping it" >&2 && kill -TERM $$ ) &
 ci_watchdog=$!
+disown "$ci_watchdog"
 at_exit "kill -- -$ci_watchdog 2>/dev/null"
 
 step "format: cargo fmt --check" cargo fmt --all -- --check

@@ -77,7 +77,14 @@ pub struct Config {
     /// `FORGEBENCH_TASK_RETENTION_DAYS` (365, 1 to 3,650): how long a task and its stored bodies
     /// are kept; the table's time to live and the bucket's lifecycle rule use the same number.
     pub task_retention_days: u64,
+    /// `FORGEBENCH_TENANT_MAX_WAITS` (40, 1 to 1,000): the most waiting requests and open event
+    /// streams all the key holders of one tenant may hold at once, so one tenant's agents cannot
+    /// take every reserved execution of a long-poll or streaming function (100 each, deployed).
+    pub tenant_max_waits: u32,
 }
+
+/// The default of `FORGEBENCH_TENANT_MAX_WAITS`.
+pub const DEFAULT_TENANT_MAX_WAITS: u32 = 40;
 
 /// The default of `FORGEBENCH_STREAM_MAX_SECONDS`.
 pub const DEFAULT_STREAM_MAX_SECONDS: u64 = 840;
@@ -120,6 +127,8 @@ pub mod ranges {
     pub const STREAM_KEEPALIVE_SECONDS: RangeInclusive<u64> = 1..=60;
     /// `FORGEBENCH_TASK_RETENTION_DAYS`.
     pub const TASK_RETENTION_DAYS: RangeInclusive<u64> = 1..=super::MAX_TASK_RETENTION_DAYS;
+    /// `FORGEBENCH_TENANT_MAX_WAITS`.
+    pub const TENANT_MAX_WAITS: RangeInclusive<u64> = 1..=1_000;
 }
 
 /// Reads settings through a lookup: the process environment, or a map in tests.
@@ -324,6 +333,12 @@ impl Config {
                 DEFAULT_TASK_RETENTION_DAYS,
                 ranges::TASK_RETENTION_DAYS,
             )?,
+            tenant_max_waits: u32::try_from(env.bounded(
+                "FORGEBENCH_TENANT_MAX_WAITS",
+                u64::from(DEFAULT_TENANT_MAX_WAITS),
+                ranges::TENANT_MAX_WAITS,
+            )?)
+            .unwrap_or(DEFAULT_TENANT_MAX_WAITS),
         })
     }
 
@@ -350,6 +365,7 @@ impl Config {
             retry_schedule: RetrySchedule::default(),
             body_bucket: None,
             task_retention_days: DEFAULT_TASK_RETENTION_DAYS,
+            tenant_max_waits: DEFAULT_TENANT_MAX_WAITS,
         }
     }
 

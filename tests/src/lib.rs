@@ -384,6 +384,8 @@ pub struct Options {
     pub stream_keepalive: Duration,
     /// How long one event stream stays open.
     pub stream_max_seconds: u64,
+    /// The most waits and streams one tenant's key holders hold at once.
+    pub tenant_max_waits: u32,
 }
 
 impl Default for Options {
@@ -403,6 +405,7 @@ impl Default for Options {
             signing_key_lifetime: forgebench::signing::DEFAULT_KEY_LIFETIME,
             stream_keepalive: Duration::from_secs(15),
             stream_max_seconds: forgebench::config::DEFAULT_STREAM_MAX_SECONDS,
+            tenant_max_waits: forgebench::config::DEFAULT_TENANT_MAX_WAITS,
         }
     }
 }
@@ -463,6 +466,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     config.push_timeout = options.push_timeout;
     config.stream_keepalive = options.stream_keepalive;
     config.stream_max_seconds = options.stream_max_seconds;
+    config.tenant_max_waits = options.tenant_max_waits;
     let mut dynamodb = dynamodb_config(&options.dynamodb_endpoint).await;
     if let Some(recorder) = &options.recorder {
         dynamodb = dynamodb.interceptor(recorder.clone());
@@ -497,6 +501,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     }
 }
 
+pub mod faults;
 pub mod samples;
 pub mod sse;
 

@@ -63,6 +63,8 @@ export interface ForgebenchGatewayProps {
   readonly publicUrl?: string;
   /** The bound on `?wait=`, 0–30. @default 30 */
   readonly maxWaitSeconds?: number;
+  /** The most waiting requests and streams of one tenant at once, 1–1,000. @default 40 */
+  readonly tenantMaxWaits?: number;
   /** The secrets key's alias. @default `alias/<stack name>-secrets` */
   readonly keyAliasName?: string;
   /** The REST API's name (also the `ApiName` the 5xx alarm and the dashboard watch). @default `<stack name>-Api` */
@@ -146,6 +148,8 @@ export class ForgebenchGateway extends Construct {
     const logRetentionDays = props.logRetentionDays ?? 30;
     const taskRetentionDays = props.taskRetentionDays ?? 365;
     const maxWaitSeconds = props.maxWaitSeconds ?? 30;
+    const tenantMaxWaits = props.tenantMaxWaits ?? 40;
+    checkRange('tenantMaxWaits', tenantMaxWaits, 1, 1000);
     checkRange('taskRetentionDays', taskRetentionDays, 1, 3650);
     checkRange('maxWaitSeconds', maxWaitSeconds, 0, 30);
     checkRange('longPollConcurrency', props.longPollConcurrency, 1, 1000000);
@@ -341,6 +345,7 @@ export class ForgebenchGateway extends Construct {
         envValues,
         resourceArn,
         maxWaitSeconds,
+        tenantMaxWaits,
         taskRetentionDays,
         logRetentionDays,
         longPollConcurrency: props.longPollConcurrency ?? 100,
@@ -597,6 +602,7 @@ export class ForgebenchGateway extends Construct {
       FORGEBENCH_ROUTE: spec.route,
       FORGEBENCH_TABLE: this.table.ref,
       FORGEBENCH_MAX_WAIT_SECONDS: envString(ctx.maxWaitSeconds),
+      FORGEBENCH_TENANT_MAX_WAITS: envString(ctx.tenantMaxWaits),
       FORGEBENCH_TASK_RETENTION_DAYS: envString(ctx.taskRetentionDays),
       // The CloudWatch namespace of the business metrics (EMF lines, shared/src/metrics.rs).
       FORGEBENCH_METRICS_NAMESPACE: ctx.metricsNamespace,
@@ -670,6 +676,7 @@ interface FunctionContext {
   readonly envValues: Record<EnvValue, string>;
   readonly resourceArn: (kind: ResourceKind) => string;
   readonly maxWaitSeconds: number;
+  readonly tenantMaxWaits: number;
   readonly taskRetentionDays: number;
   readonly logRetentionDays: number;
   readonly longPollConcurrency: number;

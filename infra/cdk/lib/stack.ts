@@ -76,6 +76,14 @@ export class ForgebenchStack extends Stack {
       description: 'Upper bound for ?wait= on long-polling routes.',
     });
 
+    const tenantMaxWaits = new CfnParameter(this, 'TenantMaxWaits', {
+      type: 'Number',
+      default: 40,
+      minValue: 1,
+      maxValue: 1000,
+      description: 'The most waiting requests and open event streams of one tenant at once; keep it below LongPollConcurrency.',
+    });
+
     const alarmEmail = new CfnParameter(this, 'AlarmEmail', {
       type: 'String',
       default: '',
@@ -104,6 +112,7 @@ export class ForgebenchStack extends Stack {
       longPollConcurrency: longPollConcurrency.valueAsNumber,
       publicUrl: publicUrl.valueAsString,
       maxWaitSeconds: maxWaitSeconds.valueAsNumber,
+      tenantMaxWaits: tenantMaxWaits.valueAsNumber,
       alarmEmail: alarmEmail.valueAsString,
       configureApiGatewayLogging: Token.asAny(configureApiGatewayLogging.valueAsString),
     });

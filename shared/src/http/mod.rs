@@ -36,7 +36,7 @@ use crate::domain::ids::{TaskId, TenantId};
 use crate::domain::keys::{self, KeyKind};
 use crate::domain::{Message, Task, TenantPrincipal};
 use crate::error::{json_response, ApiError};
-use crate::store::{AuditEntry, PollSlot, MAX_POLLS_PER_AGENT};
+use crate::store::{AuditEntry, PollSlot, SlotPool, MAX_POLLS_PER_AGENT};
 
 pub use router::{Route, RouteMiss};
 
@@ -255,40 +255,84 @@ pub(crate) async fn audited_task(
     answer
 }
 
-/// One of the principal's long-poll slots for a wait of `wait`, or `429 too_many_requests` when
-/// it holds [`MAX_POLLS_PER_AGENT`] already; no slot is needed to wait for nothing.
+/// The two long-poll slots a waiting request holds: one of its key holder's and one of its
+/// tenant's.
+pub(crate) struct WaitSlots {
+    own: PollSlot,
+    tenant: PollSlot,
+}
+
+impl WaitSlots {
+    /// Gives both slots back.
+    pub(crate) async fn release(self, app: &App) {
+        tokio::join!(
+            app.store.release_poll_slot(&self.own),
+            app.store.release_poll_slot(&self.tenant)
+        );
+    }
+}
+
+/// The slots a wait of `wait` holds (see [`WaitSlots`]), taken side by side, or `429
+/// too_many_requests` when the principal holds [`MAX_POLLS_PER_AGENT`] already or its tenant
+/// holds its `tenant_max_waits`; no slot is needed to wait for nothing.
 pub(crate) async fn poll_slot(
     app: &App,
     principal: &TenantPrincipal,
     wait: Duration,
-) -> Result<Option<PollSlot>, ApiError> {
+) -> Result<Option<WaitSlots>, ApiError> {
     if wait.is_zero() {
         return Ok(None);
     }
-    match app
-        .store
-        .take_poll_slot(principal.id(), wait.as_secs())
-        .await?
-    {
-        Some(slot) => Ok(Some(slot)),
-        None => Err(ApiError::TooManyRequests(format!(
-            "at most {MAX_POLLS_PER_AGENT} requests with wait may be open at once per key holder; \
-             retry when one has answered"
-        ))),
+    let own_pool = SlotPool::of_holder(principal.id());
+    let tenant_pool = SlotPool::of_tenant(&principal.tenant_id, app.config.tenant_max_waits);
+    let seconds = wait.as_secs();
+    let (own, tenant) = tokio::join!(
+        app.store.take_poll_slot(&own_pool, seconds),
+        app.store.take_poll_slot(&tenant_pool, seconds)
+    );
+    match (own, tenant) {
+        (Ok(Some(own)), Ok(Some(tenant))) => Ok(Some(WaitSlots { own, tenant })),
+        (own, tenant) => {
+            let (own_full, tenant_full) = (matches!(own, Ok(None)), matches!(tenant, Ok(None)));
+            // One pool refused (or failed): the slot the other gave goes back at once.
+            let mut failure = None;
+            for taken in [own, tenant] {
+                match taken {
+                    Ok(Some(slot)) => app.store.release_poll_slot(&slot).await,
+                    Ok(None) => {}
+                    Err(error) => failure = Some(error),
+                }
+            }
+            Err(if own_full {
+                ApiError::TooManyRequests(format!(
+                    "at most {MAX_POLLS_PER_AGENT} requests with wait may be open at once per \
+                     key holder; retry when one has answered"
+                ))
+            } else if tenant_full {
+                ApiError::TooManyRequests(format!(
+                    "at most {} requests with wait may be open at once per tenant; retry when \
+                     one has answered",
+                    tenant_pool.size()
+                ))
+            } else {
+                failure.map_or(ApiError::Unavailable, ApiError::from)
+            })
+        }
     }
 }
 
-/// Runs `work` holding a long-poll slot for `wait` (see [`poll_slot`]) and gives it back after.
+/// Runs `work` holding the slots of a wait of `wait` (see [`poll_slot`]) and gives them back
+/// after.
 pub(crate) async fn with_poll_slot<T>(
     app: &App,
     principal: &TenantPrincipal,
     wait: Duration,
     work: impl std::future::Future<Output = Result<T, ApiError>>,
 ) -> Result<T, ApiError> {
-    let slot = poll_slot(app, principal, wait).await?;
+    let slots = poll_slot(app, principal, wait).await?;
     let outcome = work.await;
-    if let Some(slot) = slot {
-        app.store.release_poll_slot(&slot).await;
+    if let Some(slots) = slots {
+        slots.release(app).await;
     }
     outcome
 }

@@ -55,7 +55,7 @@ pub use claim::ClaimOutcome;
 pub use keys::{use_is_stale, KeyInfo, KeyOwner, KeyRecord, NewKey, RevokeRefusal, MAX_LIVE_KEYS};
 pub use notify::NotifyRefusal;
 pub use open::{ContextJoin, OpenRefusal, OpenTask};
-pub use polls::{PollSlot, MAX_POLLS_PER_AGENT};
+pub use polls::{PollSlot, SlotPool, MAX_POLLS_PER_AGENT};
 pub use push::{Attempt, OutboxEntry};
 pub use task_item::DEADLINE_SHARDS;
 pub use tasks::{OverdueEntry, PairCursor, TaskTransition};

@@ -1,11 +1,14 @@
-//! Long-poll slots: each agent may hold at most [`MAX_POLLS_PER_AGENT`] waiting requests at
-//! once, across every function instance, so one agent's thousand waiting polls cannot take the
-//! deployment's concurrency. A slot is an item taken with a conditional write and given back when
-//! the wait ends; a slot whose holder died frees itself when its expiry passes.
+//! Long-poll slots: each key holder (agent or member) may hold at most [`MAX_POLLS_PER_AGENT`]
+//! waiting requests at once, and each tenant at most its configured number, across every
+//! function instance, so neither one agent's thousand waiting polls nor one tenant's many agents
+//! can take the deployment's concurrency. A slot is an item of a pool taken with a conditional
+//! write and given back when the wait ends; a slot whose holder died frees itself when its
+//! expiry passes.
 //!
 //! | item | pk | sk |
 //! |---|---|---|
-//! | a long-poll slot | `POLLS#{agent}` | `SLOT#{n}` |
+//! | a key holder's long-poll slot | `POLLS#{agent or member}` | `SLOT#{n}` |
+//! | a tenant's long-poll slot | `TPOLLS#{tenant}` | `SLOT#{n}` |
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
@@ -13,6 +16,7 @@ use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use super::item::{key, n, s, Reader};
 use super::{classify, Store, StoreError};
 use crate::domain::clock;
+use crate::domain::ids::TenantId;
 
 /// Most long polls (`wait` > 0) one agent may hold at once.
 pub const MAX_POLLS_PER_AGENT: u32 = 10;
@@ -20,52 +24,82 @@ pub const MAX_POLLS_PER_AGENT: u32 = 10;
 /// How many times a take reads the slots again when others took the free ones first.
 const TAKE_ROUNDS: usize = 4;
 
+/// The slots one kind of waiter shares: a key holder's own, or its whole tenant's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotPool {
+    pk: String,
+    size: u32,
+}
+
+impl SlotPool {
+    /// The [`MAX_POLLS_PER_AGENT`] slots of one key holder (an agent or a member).
+    pub fn of_holder(holder_id: &str) -> SlotPool {
+        SlotPool {
+            pk: format!("POLLS#{holder_id}"),
+            size: MAX_POLLS_PER_AGENT,
+        }
+    }
+
+    /// The `size` slots every key holder of `tenant` shares.
+    pub fn of_tenant(tenant: &TenantId, size: u32) -> SlotPool {
+        SlotPool {
+            pk: format!("TPOLLS#{tenant}"),
+            size: size.max(1),
+        }
+    }
+
+    /// How many slots the pool has.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+}
+
 /// A slot this request holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PollSlot {
-    agent_id: String,
+    pk: String,
     slot: u32,
     holder: String,
 }
 
 impl Store {
-    /// Takes a free long-poll slot of `agent_id` for `seconds` (plus a margin), or `None` when
-    /// every slot is held. It first tries one slot picked at random, blind: an agent holding few
-    /// slots gets one with a single write and no read. When that slot is held it reads which
-    /// slots are held (strongly consistent) and tries the free ones; others take and give back
-    /// slots meanwhile, so a round whose free slots were all taken first is read again, a few
-    /// times, before the answer is "none free".
+    /// Takes a free slot of `pool` for `seconds` (plus a margin), or `None` when every slot is
+    /// held. It first tries one slot picked at random, blind: a pool with few slots held gives
+    /// one with a single write and no read. When that slot is held it reads which slots are held
+    /// (strongly consistent) and tries the free ones; others take and give back slots meanwhile,
+    /// so a round whose free slots were all taken first is read again, a few times, before the
+    /// answer is "none free".
     pub async fn take_poll_slot(
         &self,
-        agent_id: &str,
+        pool: &SlotPool,
         seconds: u64,
     ) -> Result<Option<PollSlot>, StoreError> {
         let holder = uuid::Uuid::new_v4().to_string();
         let now = clock::unix_now();
-        let blind = random_slot();
+        let blind = random_slot(pool.size);
         if self
-            .try_slot(agent_id, blind, &holder, now, now + seconds + 5)
+            .try_slot(&pool.pk, blind, &holder, now, now + seconds + 5)
             .await?
         {
             return Ok(Some(PollSlot {
-                agent_id: agent_id.to_owned(),
+                pk: pool.pk.clone(),
                 slot: blind,
                 holder,
             }));
         }
         for _ in 0..TAKE_ROUNDS {
             let now = clock::unix_now();
-            let free = self.free_slots(agent_id, now).await?;
+            let free = self.free_slots(pool, now).await?;
             if free.is_empty() {
                 return Ok(None);
             }
             for slot in free {
                 if self
-                    .try_slot(agent_id, slot, &holder, now, now + seconds + 5)
+                    .try_slot(&pool.pk, slot, &holder, now, now + seconds + 5)
                     .await?
                 {
                     return Ok(Some(PollSlot {
-                        agent_id: agent_id.to_owned(),
+                        pk: pool.pk.clone(),
                         slot,
                         holder,
                     }));
@@ -75,11 +109,9 @@ impl Store {
         Ok(None)
     }
 
-    /// The slots of `agent_id` nobody holds at `now`, from a random one on.
-    async fn free_slots(&self, agent_id: &str, now: u64) -> Result<Vec<u32>, StoreError> {
-        let items = self
-            .query_prefix(format!("POLLS#{agent_id}"), "SLOT#")
-            .await?;
+    /// The slots of `pool` nobody holds at `now`, from a random one on.
+    async fn free_slots(&self, pool: &SlotPool, now: u64) -> Result<Vec<u32>, StoreError> {
+        let items = self.query_prefix(pool.pk.clone(), "SLOT#").await?;
         let held: Vec<u32> = items
             .iter()
             .filter(|item| Reader(item).n("expires_at").is_ok_and(|at| at >= now))
@@ -92,9 +124,9 @@ impl Store {
                     .ok()
             })
             .collect();
-        let start = random_slot();
-        Ok((0..MAX_POLLS_PER_AGENT)
-            .map(|offset| (start + offset) % MAX_POLLS_PER_AGENT)
+        let start = random_slot(pool.size);
+        Ok((0..pool.size)
+            .map(|offset| (start + offset) % pool.size)
             .filter(|slot| !held.contains(slot))
             .collect())
     }
@@ -104,13 +136,13 @@ impl Store {
     /// taken all the same.
     async fn try_slot(
         &self,
-        agent_id: &str,
+        pk: &str,
         slot: u32,
         holder: &str,
         now: u64,
         until: u64,
     ) -> Result<bool, StoreError> {
-        let mut item = key(format!("POLLS#{agent_id}"), format!("SLOT#{slot}"));
+        let mut item = key(pk, format!("SLOT#{slot}"));
         item.insert("holder".into(), s(holder));
         item.insert("expires_at".into(), n(until));
         let taken = self
@@ -140,10 +172,7 @@ impl Store {
             .client
             .delete_item()
             .table_name(&self.table)
-            .set_key(Some(key(
-                format!("POLLS#{}", slot.agent_id),
-                format!("SLOT#{}", slot.slot),
-            )))
+            .set_key(Some(key(&slot.pk, format!("SLOT#{}", slot.slot))))
             .condition_expression("holder = :holder")
             .expression_attribute_values(":holder", s(&slot.holder))
             .send()
@@ -159,10 +188,10 @@ impl Store {
     }
 }
 
-/// One of the slot numbers, picked at random (slot 0 when no randomness is at hand: only the
-/// spread of the first tries suffers).
-fn random_slot() -> u32 {
-    let mut byte = [0u8; 1];
-    let _ = getrandom::fill(&mut byte);
-    u32::from(byte[0]) % MAX_POLLS_PER_AGENT
+/// One of `size` slot numbers, picked at random (slot 0 when no randomness is at hand: only
+/// the spread of the first tries suffers).
+fn random_slot(size: u32) -> u32 {
+    let mut bytes = [0u8; 4];
+    let _ = getrandom::fill(&mut bytes);
+    u32::from_le_bytes(bytes) % size.max(1)
 }

@@ -524,6 +524,49 @@ async fn an_agent_holds_at_most_ten_long_polls_at_once_and_gets_its_slots_back()
 }
 
 /// Waits until `agent_id` holds `count` long-poll slots: its `POLLS#` items in the table.
+/// One tenant's agents together hold at most the tenant's share of waits: a tenant with many
+/// agents cannot take every execution a long-poll function has, and another tenant still waits.
+#[tokio::test]
+async fn a_tenants_agents_together_hold_at_most_its_waits_and_another_tenant_still_waits() {
+    let app = spawn_app_with(Options {
+        tenant_max_waits: 12,
+        ..Options::default()
+    })
+    .await;
+    let noisy = app.pair().await;
+    let own_max = forgebench::store::MAX_POLLS_PER_AGENT as usize;
+    let poll = |key: &str| {
+        let (base, key) = (app.base.clone(), key.to_owned());
+        tokio::spawn(async move {
+            reqwest::Client::new()
+                .get(format!("{base}/v1/agents/me/tasks/next?wait=4"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .expect("poll")
+                .status()
+        })
+    };
+    let mut polls: Vec<_> = (0..own_max).map(|_| poll(&noisy.callee.key)).collect();
+    wait_for_held_slots(&app, &noisy.callee.id, own_max).await;
+    polls.extend((0..2).map(|_| poll(&noisy.caller.key)));
+    wait_for_held_slots(&app, &noisy.caller.id, 2).await;
+    // The tenant's twelve are held: its caller, with eight of its own free, is refused.
+    let refused = app.claim(&noisy.caller.key, 2).await;
+    assert_eq!(refused.status, 429, "{}", refused.text);
+    assert_eq!(refused.body["detail"]["code"], "too_many_requests");
+    assert!(refused.text.contains("per tenant"), "{}", refused.text);
+    assert_eq!(refused.headers["retry-after"], "1");
+    // Another tenant's agents wait as before.
+    let quiet = app.pair().await;
+    assert_eq!(app.claim(&quiet.callee.key, 1).await.status, 204);
+    for poll in polls {
+        assert_eq!(poll.await.unwrap(), 204);
+    }
+    // Every slot came back: the tenant waits again.
+    assert_eq!(app.claim(&noisy.caller.key, 1).await.status, 204);
+}
+
 async fn wait_for_held_slots(app: &forgebench_tests::TestApp, agent_id: &str, count: usize) {
     let started = std::time::Instant::now();
     loop {

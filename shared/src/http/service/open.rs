@@ -17,8 +17,8 @@ use crate::domain::task::{keyed_task_id, CallLineage, Delivery, TaskOpening};
 use crate::domain::{clock, Agent, AgentId, AgentRef, Message, Task, TaskId, TenantPrincipal};
 use crate::error::ApiError;
 use crate::http::gate::{precheck_refusal, refuse};
-use crate::http::{full_task, pack_message, poll_slot};
-use crate::store::{ContextJoin, OpenRefusal, OpenTask, PollSlot, StoreError};
+use crate::http::{full_task, pack_message, poll_slot, WaitSlots};
+use crate::store::{ContextJoin, OpenRefusal, OpenTask, StoreError};
 
 /// An open request as read from the wire (REST or A2A), before the gate looks at it.
 pub(crate) struct OpenRequest {
@@ -259,7 +259,7 @@ async fn opened_response(
 ) -> Result<Task, ApiError> {
     let mut as_written = task.clone();
     // The task is opened already: without a free long-poll slot it is answered at once.
-    let slot: Option<PollSlot> = poll_slot(app, principal, wait).await.unwrap_or_default();
+    let slot: Option<WaitSlots> = poll_slot(app, principal, wait).await.unwrap_or_default();
     let wait = if slot.is_some() { wait } else { Duration::ZERO };
     let settled = async {
         let task = wait_for_answer(app, task, wait).await?;
@@ -267,7 +267,7 @@ async fn opened_response(
     };
     let settled = settled.await;
     if let Some(slot) = slot {
-        app.store.release_poll_slot(&slot).await;
+        slot.release(app).await;
     }
     let task = match settled {
         Ok(task) => task,
