@@ -8,6 +8,7 @@
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::ServerSideEncryption;
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use serde_json::Value;
 
 use crate::domain::content::{BodyRef, PackedBody, Stored, INLINE_BODY_BYTES};
@@ -35,12 +36,15 @@ pub enum BodyError {
     Rejected(String),
 }
 
-fn classify<E, R>(error: SdkError<E, R>, key: &str) -> BodyError
+fn classify<E>(error: SdkError<E, HttpResponse>, key: &str) -> BodyError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
 {
     match &error {
+        SdkError::ServiceError(context) if context.raw().status().is_server_error() => {
+            // Whatever its body says (a bare 500 names no code): the service failing.
+            BodyError::Unavailable(context.raw().status().to_string())
+        }
         SdkError::ServiceError(context) => {
             let code = context.err().code().unwrap_or("Unknown");
             match code {

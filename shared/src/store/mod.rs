@@ -68,6 +68,7 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
 use crate::domain::TenantSettings;
 use item::Item;
@@ -107,10 +108,11 @@ pub enum StoreError {
 
 /// Whether a single conditional write took effect: `true` when it did, `false` when its
 /// condition failed (nothing written), any other failure sorted by [`classify`].
-pub(crate) fn committed<O, E, R>(sent: Result<O, SdkError<E, R>>) -> Result<bool, StoreError>
+pub(crate) fn committed<O, E>(
+    sent: Result<O, SdkError<E, HttpResponse>>,
+) -> Result<bool, StoreError>
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
 {
     match sent {
         Ok(_) => Ok(true),
@@ -128,16 +130,22 @@ where
 
 /// Sorts an SDK error into a [`StoreError`]. Conditional failures and transaction cancellations
 /// are handled at their call sites before this is reached.
-pub(crate) fn classify<E, R>(error: SdkError<E, R>) -> StoreError
+pub(crate) fn classify<E>(error: SdkError<E, HttpResponse>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
 {
     match &error {
         SdkError::ServiceError(context) => {
             let service = context.err();
             let code = service.code().unwrap_or("Unknown");
             let message = service.message().unwrap_or_default();
+            if context.raw().status().is_server_error() {
+                // Whatever its body says (a bare 500 names no code): the service failing.
+                return StoreError::Unavailable(format!(
+                    "{} {code}: {message}",
+                    context.raw().status()
+                ));
+            }
             match code {
                 "ThrottlingException"
                 | "ProvisionedThroughputExceededException"

@@ -1,8 +1,10 @@
 //! A backing store that stops answering: a 503 with the documented body, and nothing
 //! half-written.
 
+use forgebench_tests::faults::{Fault, FaultProxy};
 use forgebench_tests::{
-    dynamodb_endpoint, offloaded_text_message, spawn_app_with, text_message, Options, Proxy,
+    dynamodb_endpoint, moto_endpoint, offloaded_text_message, spawn_app_with, text_message,
+    Options, Proxy,
 };
 use serde_json::json;
 
@@ -132,4 +134,45 @@ async fn a_claim_undone_for_an_unreachable_body_store_takes_its_event_back() {
     assert_eq!(done.status, 200, "{}", done.text);
     let rest: Vec<Option<String>> = stream.rest().await.into_iter().map(|e| e.id).collect();
     assert_eq!(rest, [Some("2".to_owned())]);
+}
+
+/// A failing service need not say why: a bare `500` with no error code (a load balancer's, a
+/// service's own) from DynamoDB or S3 is the service being unavailable, `503` with
+/// `Retry-After`, never a `500` that reads as the gateway's own bug.
+#[tokio::test]
+async fn bare_500s_from_the_store_or_the_body_store_are_503_and_pass_when_they_stop() {
+    let store = FaultProxy::start(&dynamodb_endpoint()).await;
+    let services = FaultProxy::start(&moto_endpoint()).await;
+    let app = spawn_app_with(Options {
+        dynamodb_endpoint: store.endpoint.clone(),
+        moto_endpoint: services.endpoint.clone(),
+        key_cache_seconds: 60,
+        push_worker: false,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 204);
+    let open = |message| app.open_task(&pair.caller.key, &pair.callee.name, message, 0);
+    assert_eq!(open(text_message("warm")).await.status, 200);
+
+    store.set(Fault::internal_error());
+    for reply in [
+        open(text_message("refused")).await,
+        app.claim(&pair.callee.key, 0).await,
+    ] {
+        assert_eq!(reply.status, 503, "{}", reply.text);
+        assert_eq!(reply.body["detail"]["code"], "unavailable");
+        assert_eq!(reply.headers["retry-after"], "1");
+    }
+    store.set(Fault::None);
+
+    services.set(Fault::internal_error());
+    let offloaded = open(offloaded_text_message()).await;
+    assert_eq!(offloaded.status, 503, "{}", offloaded.text);
+    assert_eq!(offloaded.body["detail"]["code"], "unavailable");
+    services.set(Fault::None);
+
+    assert_eq!(open(offloaded_text_message()).await.status, 200);
+    assert!(store.counts().faulted > 0 && services.counts().faulted > 0);
 }
