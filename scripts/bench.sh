@@ -27,6 +27,8 @@ cargo run --release --locked -p forgebench-bench --bin search -- 100000 20
 cargo run --release --locked -p forgebench-bench --bin cost -- 200 --gate
 cargo run --release --locked -p forgebench-bench --bin claims -- 2000
 cargo run --release --locked -p forgebench-bench --bin history -- 200 200 20
+cargo run --release --locked -p forgebench-bench --bin faults -- 10 --gate
+cargo run --release --locked -p forgebench-bench --bin noisy-neighbour -- 100
 
 scripts/install.sh deploy
 PATH="$root/.local/venv/bin:$PATH" cargo lambda build --release --locked \

@@ -93,6 +93,8 @@ benchmarks_waiting() {
   "${bench[@]}" event-streams -- 8 6
   echo "== benchmark (short): cost per million tasks, pull and push; fails past the units a task may cost"
   "${bench[@]}" cost -- 20 --gate
+  echo "== fault suite (short: 3 s faults); fails on a task lost or duplicated, or an undocumented answer"
+  "${bench[@]}" faults -- 3 --gate
 }
 benchmarks_volume() {
   echo "== benchmark (short): task search beside a full Scan"
@@ -101,6 +103,8 @@ benchmarks_volume() {
   "${bench[@]}" claims -- 100
   echo "== benchmark (short): claims, idle waits and search with 10x and 100x the history"
   "${bench[@]}" history -- 20 20 3
+  echo "== benchmark (short): a quiet tenant's pull life beside a tenant at its limits"
+  "${bench[@]}" noisy-neighbour -- 10
 }
 # The benchmarks run short here, to keep them working; their figures come from scripts/bench.sh.
 spawn benchmarks-waiting on_stack 8012 5012 benchmarks_waiting

@@ -9,7 +9,8 @@
 //! after the fault ended the first request succeeded again. With `--gate` the run fails when
 //! any case loses or duplicates a task or gives an undocumented answer.
 //!
-//! `cargo run -p forgebench-bench --bin faults -- [fault seconds, default 10] [--gate]`
+//! `cargo run -p forgebench-bench --bin faults -- [fault seconds, default 10] [--gate]
+//! [--only store|push|duplicates|hung|sweeper]`
 
 #![allow(
     clippy::unwrap_used,
@@ -57,19 +58,36 @@ async fn main() {
         "fault suite: each fault held {} s while clients work; a client retries 429/503 after Retry-After",
         fault_time.as_secs()
     );
+    // `--only store|push|duplicates|hung|sweeper` runs one kind of case.
+    let only = args
+        .iter()
+        .position(|arg| arg == "--only")
+        .and_then(|at| args.get(at + 1))
+        .cloned();
+    let runs = |case: &str| only.as_deref().is_none_or(|only| only == case);
     let mut rows = Vec::new();
-    for fault in [
-        Fault::Reset,
-        Fault::dynamodb_throttling(),
-        Fault::internal_error(),
-        Fault::Delay(Duration::from_millis(1500)),
-    ] {
-        rows.push(store_fault(fault, fault_time).await);
+    if runs("store") {
+        for fault in [
+            Fault::Reset,
+            Fault::dynamodb_throttling(),
+            Fault::internal_error(),
+            Fault::Delay(Duration::from_millis(1500)),
+        ] {
+            rows.push(store_fault(fault, fault_time).await);
+        }
     }
-    rows.push(push_services_fault(fault_time).await);
-    rows.push(duplicate_queue_deliveries().await);
-    rows.push(hung_callee().await);
-    rows.push(sweeper_killed().await);
+    if runs("push") {
+        rows.push(push_services_fault(fault_time).await);
+    }
+    if runs("duplicates") {
+        rows.push(duplicate_queue_deliveries().await);
+    }
+    if runs("hung") {
+        rows.push(hung_callee().await);
+    }
+    if runs("sweeper") {
+        rows.push(sweeper_killed().await);
+    }
     print_table(&rows);
     let failed: Vec<_> = rows
         .iter()
@@ -261,7 +279,7 @@ impl Load {
                 .unwrap()
                 .claims
                 .push((marker.clone(), task_id.clone()));
-            let result = json!({"artifacts": [{"parts": [{"text": format!("{marker} done")}]}]});
+            let result = json!({"state": "completed", "artifacts": [{"parts": [{"text": format!("{marker} done")}]}]});
             let answered = self
                 .until_settled("result", &RESULT_ANSWERS, || {
                     self.app
@@ -462,7 +480,7 @@ fn posts_per_task(callee: &Callee) -> HashMap<String, usize> {
     posts
 }
 
-/// Opens `count` push tasks on `pair` (every fifth with a message large enough for the body
+/// Opens `count` push tasks on `pair` (every fifth, the first included, with a message large enough for the body
 /// store), retrying 429/503; returns the tasks opened and the ledger of answers.
 async fn open_push_tasks(
     app: &TestApp,
@@ -473,7 +491,7 @@ async fn open_push_tasks(
 ) -> Vec<String> {
     let mut opened = Vec::new();
     for n in 0..count {
-        let mut message = if n % 5 == 4 {
+        let mut message = if n % 5 == 0 {
             forgebench_tests::offloaded_text_message()
         } else {
             text_message(&format!("push job {n}"))
