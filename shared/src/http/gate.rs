@@ -48,6 +48,19 @@ pub(super) async fn refusal_reason(
     caller_id: &AgentId,
     callee_id: &AgentId,
 ) -> Result<RefusalReason, ApiError> {
+    Ok(refusal_now(app, principal, caller_id, callee_id)
+        .await?
+        .unwrap_or(RefusalReason::NoBinding))
+}
+
+/// Why the gate would refuse `caller_id` reaching `callee_id` now, read from the store: the
+/// callee and the binding; `None` when it would admit the call.
+pub(super) async fn refusal_now(
+    app: &App,
+    principal: &TenantPrincipal,
+    caller_id: &AgentId,
+    callee_id: &AgentId,
+) -> Result<Option<RefusalReason>, ApiError> {
     let callee = app
         .store
         .find_agent(&principal.tenant_id, &AgentRef::Id(parse_uuid(callee_id)?))
@@ -56,11 +69,7 @@ pub(super) async fn refusal_reason(
         .store
         .get_binding(&binding_id(caller_id, callee_id))
         .await?;
-    Ok(
-        admit(&principal.tenant_id, callee.as_ref(), binding.as_ref())
-            .err()
-            .unwrap_or(RefusalReason::NoBinding),
-    )
+    Ok(admit(&principal.tenant_id, callee.as_ref(), binding.as_ref()).err())
 }
 
 /// Why the gate would refuse this caller now, read before anything is stored for it; the open

@@ -170,18 +170,6 @@ pub(crate) async fn after_wordless_change(app: &App, task: &Task) {
     crate::push::notify_changed(&app.queue, task).await;
 }
 
-/// The body of a message as a task item stores it: inline when small, otherwise written to the
-/// body store now (before the item that will point at it) and referenced.
-pub(crate) async fn store_message(
-    app: &App,
-    task: &Task,
-    message: &Message,
-) -> Result<PackedBody, ApiError> {
-    let packed = pack_message(&task.tenant_id, &task.id, message)?;
-    app.bodies.store(&[&packed]).await?;
-    Ok(packed)
-}
-
 /// A message packed for task `task_id` of `tenant_id`, not stored yet.
 pub(crate) fn pack_message(
     tenant_id: &TenantId,

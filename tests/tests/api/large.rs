@@ -228,6 +228,53 @@ async fn a_refused_caller_stores_nothing_however_large_its_message() {
     assert_eq!(stored_objects(&app).await, 0);
 }
 
+/// A caller's answer to its task's question is judged before its body is stored: once the
+/// binding is revoked, a large answer gets the one 403 and the body store holds nothing of it.
+#[tokio::test]
+async fn a_refused_answer_stores_nothing_however_large() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let opened = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("refund"),
+            0,
+        )
+        .await;
+    let task_id = opened.field("id");
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 200);
+    let question = json!({"role": "agent", "parts": [{"text": "which invoice?"}]});
+    let asked = app
+        .post_result(
+            &pair.callee.key,
+            &task_id,
+            json!({"state": "input_required", "message": question}),
+        )
+        .await;
+    assert_eq!(asked.state(), "input_required", "{}", asked.text);
+    let revoked = app
+        .send(
+            "DELETE",
+            &format!("/v1/agents/{}/agents/{}", pair.callee.id, pair.binding_id),
+            Some(&pair.tenant.admin_key),
+            None,
+        )
+        .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.text);
+    let before = stored_objects(&app).await;
+    let answered = app
+        .post(
+            &format!("/v1/agents/{}/tasks/{task_id}/messages", pair.callee.name),
+            &pair.caller.key,
+            json!({"message": message_of(MAX_MESSAGE_BYTES, 4)}),
+        )
+        .await;
+    assert_eq!(answered.status, 403, "{}", answered.text);
+    assert_eq!(answered.body["detail"]["code"], "not_permitted");
+    assert_eq!(stored_objects(&app).await, before);
+}
+
 async fn push_pair(app: &TestApp, callee: &Callee) -> Pair {
     let pair = app.pair().await;
     let reply = app

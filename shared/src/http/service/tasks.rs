@@ -13,8 +13,8 @@ use crate::domain::{
     clock, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TaskState, TenantPrincipal,
 };
 use crate::error::ApiError;
-use crate::http::gate::{parse_uuid, refusal_reason, refuse_action};
-use crate::http::{audited_task, content_too_large, full_task, store_message, with_poll_slot};
+use crate::http::gate::{parse_uuid, refusal_now, refusal_reason, refuse_action};
+use crate::http::{audited_task, content_too_large, full_task, pack_message, with_poll_slot};
 use crate::metrics::{self, Metric};
 use crate::store::{AuditEntry, InputRefusal, TaskTransition};
 
@@ -264,9 +264,29 @@ pub(crate) async fn answer_task(
     }
     not_waiting_for_input(&task)?;
     let answer = message;
-    let message = store_message(app, &task, &answer).await?;
+    // Judged before anything is stored: an answer too large, or (for one whose body goes to
+    // the body store) a caller the gate would refuse now, leaves nothing behind. The write
+    // below checks the binding again at the instant it commits.
+    let message = pack_message(&task.tenant_id, &task.id, &answer)?;
     if task.would_overflow(message.bytes) {
         return Err(content_too_large());
+    }
+    if message.offload.is_some() {
+        let refusal =
+            refusal_now(app, principal, &task.caller_agent_id, &task.callee_agent_id).await?;
+        if let Some(reason) = refusal {
+            return Err(refuse_action(
+                app,
+                principal,
+                "task.message",
+                &task.callee_agent_id,
+                reason,
+                &task.call_id,
+                Some(&task.id),
+            )
+            .await);
+        }
+        app.bodies.store(&[&message]).await?;
     }
     // Read in full before the write, so the answer after it needs no read that could fail.
     let shown = full_task(app, task.clone(), &[]).await?;
