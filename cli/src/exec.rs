@@ -1,5 +1,8 @@
 //! `serve --exec`: one claimed task through a command. The task (JSON) goes to the command's
-//! stdin; its stdout becomes the reply; a non-zero exit fails the task with its stderr.
+//! stdin; its stdout becomes the reply; a non-zero exit fails the task. The command's stderr is
+//! the serving side's own: it goes to `serve`'s stderr, never to the calling agent (it may
+//! hold paths, environment dumps, stack traces). A command that wants the caller to know why
+//! prints `{"state": "failed", "error": "..."}` on stdout.
 
 use std::process::Stdio;
 
@@ -7,7 +10,7 @@ use forgebench_sdk::{Task, TaskReply, API_KEY_VARIABLE};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-/// The most of a command's stderr a failed task carries (its end, where the reason usually is).
+/// The most of a failed command's stderr `serve` prints (its end, where the reason usually is).
 pub const MAX_ERROR_CHARS: usize = 4096;
 
 /// Runs `command` with `sh -c` on `task` and reads its reply. Never errors: a command that
@@ -15,7 +18,7 @@ pub const MAX_ERROR_CHARS: usize = 4096;
 pub async fn answer_with_command(command: &str, task: &Task) -> TaskReply {
     match run(command, task).await {
         Ok(output) if output.status.success() => reply_from_stdout(&output.stdout),
-        Ok(output) => failure_from(&output),
+        Ok(output) => failure_from(&output, task),
         Err(error) => TaskReply::fail(format!("the command could not be run: {error}")),
     }
 }
@@ -65,14 +68,20 @@ pub fn reply_from_stdout(stdout: &[u8]) -> TaskReply {
     }
 }
 
-fn failure_from(output: &std::process::Output) -> TaskReply {
+/// A failed command: the task fails with its exit status only; its stderr (the end of it) is
+/// printed here, for whoever runs `serve`.
+fn failure_from(output: &std::process::Output, task: &Task) -> TaskReply {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stderr = stderr.trim();
-    if stderr.is_empty() {
-        return TaskReply::fail(format!("the command failed ({})", output.status));
+    if !stderr.is_empty() {
+        let skip = stderr.chars().count().saturating_sub(MAX_ERROR_CHARS);
+        let tail: String = stderr.chars().skip(skip).collect();
+        eprintln!(
+            "task {}: the command failed ({}): {tail}",
+            task.id, output.status
+        );
     }
-    let skip = stderr.chars().count().saturating_sub(MAX_ERROR_CHARS);
-    TaskReply::fail(stderr.chars().skip(skip).collect::<String>())
+    TaskReply::fail(format!("the command failed ({})", output.status))
 }
 
 #[cfg(test)]

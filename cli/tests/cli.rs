@@ -158,7 +158,9 @@ async fn each_final_state_of_an_exec_reply_gives_call_its_exit_code() {
     assert_eq!(failed.code, 3, "failed exits 3: {}", failed.stderr);
     let task = failed.json();
     assert_eq!(task["status"]["state"], "failed");
-    assert_eq!(task["error"], "cannot classify: no invoice_id");
+    // The command's stderr is the serving side's, not the caller's: the task says only that
+    // the command failed; `serve` prints the stderr for whoever runs it.
+    assert_eq!(task["error"], "the command failed (exit status: 3)");
 
     let asked = run(
         &app,
@@ -180,6 +182,11 @@ async fn each_final_state_of_an_exec_reply_gives_call_its_exit_code() {
 
     let stopped = terminate(server).await;
     assert_eq!(stopped.json()["handled"], 3);
+    assert!(
+        stopped.stderr.contains("cannot classify: no invoice_id"),
+        "{}",
+        stopped.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
