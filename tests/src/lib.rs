@@ -820,6 +820,31 @@ impl TestApp {
         .await
     }
 
+    /// A pull task of `pair` its callee has claimed and asked a question on
+    /// (`input_required`): its id.
+    pub async fn asked(&self, pair: &Pair) -> String {
+        let opened = self
+            .open_task(
+                &pair.caller.key,
+                &pair.callee.name,
+                text_message("Classify"),
+                0,
+            )
+            .await;
+        let task_id = opened.field("id");
+        assert_eq!(self.claim(&pair.callee.key, 0).await.status, 200);
+        let question = json!({"role": "agent", "parts": [{"text": "which invoice?"}]});
+        let asked = self
+            .post_result(
+                &pair.callee.key,
+                &task_id,
+                json!({"state": "input_required", "message": question}),
+            )
+            .await;
+        assert_eq!(asked.state(), "input_required", "{}", asked.text);
+        task_id
+    }
+
     pub async fn claim(&self, callee_key: &str, wait: u32) -> Reply {
         self.get(&format!("/v1/agents/me/tasks/next?wait={wait}"), callee_key)
             .await

@@ -2,7 +2,7 @@
 //! the same task, which goes back to `working` and reaches the callee again (claimed or pushed).
 
 use forgebench_tests::{
-    spawn_app, spawn_app_with, text_message, Answer, Callee, Options, Pair, Reply, TestApp,
+    spawn_app, spawn_app_with, text_message, Answer, Callee, Options, Reply, TestApp,
 };
 use futures::future::join_all;
 use serde_json::{json, Value};
@@ -17,30 +17,6 @@ async fn add_message(app: &TestApp, key: &str, callee: &str, task_id: &str, text
         json!({"message": text_message(text)}),
     )
     .await
-}
-
-/// A pull task the callee has asked a question on.
-async fn asked(app: &TestApp, pair: &Pair) -> String {
-    let opened = app
-        .open_task(
-            &pair.caller.key,
-            &pair.callee.name,
-            text_message("Classify"),
-            0,
-        )
-        .await;
-    let task_id = opened.field("id");
-    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 200);
-    let question = json!({"role": "agent", "parts": [{"text": "which invoice?"}]});
-    let asked = app
-        .post_result(
-            &pair.callee.key,
-            &task_id,
-            json!({"state": "input_required", "message": question}),
-        )
-        .await;
-    assert_eq!(asked.state(), "input_required", "{}", asked.text);
-    task_id
 }
 
 fn texts(task: &Value) -> Vec<String> {
@@ -64,7 +40,7 @@ fn texts(task: &Value) -> Vec<String> {
 async fn the_answer_puts_the_task_back_to_work_for_the_callee() {
     let app = spawn_app().await;
     let pair = app.pair().await;
-    let task_id = asked(&app, &pair).await;
+    let task_id = app.asked(&pair).await;
 
     let answered = add_message(&app, &pair.caller.key, &pair.callee.name, &task_id, "INV-7").await;
     assert_eq!(answered.status, 200, "{}", answered.text);
@@ -106,7 +82,7 @@ async fn the_answer_puts_the_task_back_to_work_for_the_callee() {
 async fn only_the_caller_answers_and_only_a_waiting_task() {
     let app = spawn_app().await;
     let pair = app.pair().await;
-    let task_id = asked(&app, &pair).await;
+    let task_id = app.asked(&pair).await;
     let callee = &pair.callee.name;
 
     let by_callee = add_message(&app, &pair.callee.key, callee, &task_id, "me").await;
@@ -151,7 +127,7 @@ async fn only_the_caller_answers_and_only_a_waiting_task() {
 async fn of_concurrent_answers_exactly_one_is_taken() {
     let app = spawn_app().await;
     let pair = app.pair().await;
-    let task_id = asked(&app, &pair).await;
+    let task_id = app.asked(&pair).await;
     let replies = join_all((0..6).map(|index| {
         let (app, pair, task_id) = (&app, &pair, &task_id);
         async move {
@@ -179,7 +155,7 @@ async fn of_concurrent_answers_exactly_one_is_taken() {
 async fn a_revoked_binding_refuses_the_answer_with_the_one_403() {
     let app = spawn_app().await;
     let pair = app.pair().await;
-    let task_id = asked(&app, &pair).await;
+    let task_id = app.asked(&pair).await;
     let revoked = app
         .send(
             "DELETE",

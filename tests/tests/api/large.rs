@@ -234,25 +234,7 @@ async fn a_refused_caller_stores_nothing_however_large_its_message() {
 async fn a_refused_answer_stores_nothing_however_large() {
     let app = spawn_app().await;
     let pair = app.pair().await;
-    let opened = app
-        .open_task(
-            &pair.caller.key,
-            &pair.callee.name,
-            text_message("refund"),
-            0,
-        )
-        .await;
-    let task_id = opened.field("id");
-    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 200);
-    let question = json!({"role": "agent", "parts": [{"text": "which invoice?"}]});
-    let asked = app
-        .post_result(
-            &pair.callee.key,
-            &task_id,
-            json!({"state": "input_required", "message": question}),
-        )
-        .await;
-    assert_eq!(asked.state(), "input_required", "{}", asked.text);
+    let task_id = app.asked(&pair).await;
     let revoked = app
         .send(
             "DELETE",

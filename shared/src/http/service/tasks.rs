@@ -7,6 +7,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::app::App;
+use crate::domain::binding::RefusalReason;
 use crate::domain::content::Stored;
 use crate::domain::task::{Delivery, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
 use crate::domain::{
@@ -275,16 +276,7 @@ pub(crate) async fn answer_task(
         let refusal =
             refusal_now(app, principal, &task.caller_agent_id, &task.callee_agent_id).await?;
         if let Some(reason) = refusal {
-            return Err(refuse_action(
-                app,
-                principal,
-                "task.message",
-                &task.callee_agent_id,
-                reason,
-                &task.call_id,
-                Some(&task.id),
-            )
-            .await);
+            return Err(refused_answer(app, principal, &task, reason).await);
         }
         app.bodies.store(&[&message]).await?;
     }
@@ -319,16 +311,7 @@ pub(crate) async fn answer_task(
             let reason =
                 refusal_reason(app, principal, &task.caller_agent_id, &task.callee_agent_id)
                     .await?;
-            return Err(refuse_action(
-                app,
-                principal,
-                "task.message",
-                &task.callee_agent_id,
-                reason,
-                &task.call_id,
-                Some(&task.id),
-            )
-            .await);
+            return Err(refused_answer(app, principal, &task, reason).await);
         }
     };
     tracing::info!(task_id = %task.id, call_id = %task.call_id, "task question answered");
@@ -344,6 +327,25 @@ pub(crate) async fn answer_task(
         }
     }
     Ok(shown.answered(Stored::Inline(answer), message.bytes, &clock::now()))
+}
+
+/// The one 403 for an answer the gate refuses, with `reason` on the audit log.
+async fn refused_answer(
+    app: &App,
+    principal: &TenantPrincipal,
+    task: &Task,
+    reason: RefusalReason,
+) -> ApiError {
+    refuse_action(
+        app,
+        principal,
+        "task.message",
+        &task.callee_agent_id,
+        reason,
+        &task.call_id,
+        Some(&task.id),
+    )
+    .await
 }
 
 /// `Ok` for a task that waits for its caller's input with room in its history; otherwise the
