@@ -44,8 +44,8 @@ async fn main() {
     let counts = noise.stop().await;
     callee.abort();
 
-    let (alone_p50, alone_p95) = (percentile(&alone, 50), percentile(&alone, 95));
-    let (noisy_p50, noisy_p95) = (percentile(&beside, 50), percentile(&beside, 95));
+    let (alone_p50, alone_p95) = (percentile(&alone, 0.5), percentile(&alone, 0.95));
+    let (noisy_p50, noisy_p95) = (percentile(&beside, 0.5), percentile(&beside, 0.95));
     println!("noisy neighbour: the quiet tenant's open → answer, {tasks} tasks a phase");
     println!();
     println!("| quiet tenant's open → answer | p50 ms | p95 ms |");
@@ -83,8 +83,8 @@ async fn serve_quietly(app: Arc<TestApp>, key: String) {
 }
 
 /// `count` pull lives of the quiet pair, one after another: each open → the caller's wait
-/// returning the completed task, in milliseconds.
-async fn pull_lives(app: &TestApp, pair: &Pair, count: usize) -> Vec<f64> {
+/// returning the completed task.
+async fn pull_lives(app: &TestApp, pair: &Pair, count: usize) -> Vec<Duration> {
     let mut times = Vec::with_capacity(count);
     for n in 0..count {
         let started = Instant::now();
@@ -99,7 +99,8 @@ async fn pull_lives(app: &TestApp, pair: &Pair, count: usize) -> Vec<f64> {
         assert_eq!(opened.status, 200, "{}", opened.text);
         let mut state = opened.state();
         let task_id = opened.field("id");
-        while state != "completed" {
+        // Until the task is final (a stalled callee would otherwise hold the run forever).
+        while matches!(state.as_str(), "submitted" | "working") {
             let read = app
                 .get(
                     &format!("/v1/agents/{}/tasks/{task_id}?wait=10", pair.callee.name),
@@ -109,21 +110,20 @@ async fn pull_lives(app: &TestApp, pair: &Pair, count: usize) -> Vec<f64> {
             assert_eq!(read.status, 200, "{}", read.text);
             state = read.state();
         }
-        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(state, "completed", "the quiet tenant's task {task_id}");
+        times.push(started.elapsed());
     }
     times
 }
 
-fn percentile(times: &[f64], p: usize) -> f64 {
+/// The sample at `fraction` of the way through `times`, in milliseconds.
+fn percentile(times: &[Duration], fraction: f64) -> f64 {
     let mut sorted = times.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted[((sorted.len() * p).div_ceil(100))
-        .saturating_sub(1)
-        .min(sorted.len() - 1)]
+    sorted.sort();
+    forgebench_tests::samples::percentile(&sorted, fraction).as_secs_f64() * 1000.0
 }
 
 /// What the noisy tenant did.
-#[derive(Default)]
 struct NoiseCounts {
     held: u64,
     refused: u64,
