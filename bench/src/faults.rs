@@ -376,12 +376,12 @@ async fn store_fault(fault: Fault, fault_time: Duration) -> Row {
         .map(|_| tokio::spawn(Arc::clone(&load).callee()))
         .collect();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let before = proxy.counts();
+    let before = proxy.faulted();
     proxy.set(fault.clone());
     tokio::time::sleep(fault_time).await;
     proxy.set(Fault::None);
     *load.fault_ended.lock().unwrap() = Some(Instant::now());
-    let faults = proxy.counts().faulted - before.faulted;
+    let faults = proxy.faulted() - before;
     tokio::time::sleep(Duration::from_secs(3)).await;
     load.stop_opening.store(true, Ordering::Relaxed);
     for client in clients {
@@ -552,6 +552,15 @@ async fn final_states(
     states
 }
 
+/// The tasks of `states` whose state is not `expected`, each as `{task} {state}`.
+fn not_ended_as(states: &HashMap<String, String>, expected: &str) -> Vec<String> {
+    states
+        .iter()
+        .filter(|(_, state)| state.as_str() != expected)
+        .map(|(task, state)| format!("{task} {state}"))
+        .collect()
+}
+
 /// SQS, KMS and S3 (moto) fail with 500s for `fault_time` while push tasks are opened, some
 /// with bodies in the body store. Must hold: every open is answered 200 (the enqueue's failure
 /// is the outbox's to make good) or 503 with nothing written; every task opened is delivered
@@ -568,7 +577,7 @@ async fn push_services_fault(fault_time: Duration) -> Row {
     let sweeper = spawn_sweeper(&app);
     let ledger = Mutex::new(Ledger::default());
     let mut tasks = open_push_tasks(&app, &pair, 5, &ledger, None).await;
-    let before = proxy.counts();
+    let before = proxy.faulted();
     proxy.set(Fault::internal_error());
     let during = (fault_time.as_millis() / 200).max(5) as usize;
     let opening = open_push_tasks(&app, &pair, during.min(50), &ledger, None);
@@ -578,16 +587,12 @@ async fn push_services_fault(fault_time: Duration) -> Row {
     });
     tasks.extend(opened);
     let ended = Instant::now();
-    let faults = proxy.counts().faulted - before.faulted;
+    let faults = proxy.faulted() - before;
     tasks.extend(open_push_tasks(&app, &pair, 5, &ledger, Some(ended)).await);
     let states = final_states(&app, &pair, &tasks, Duration::from_secs(120)).await;
     let all_final = ended.elapsed();
     sweeper.abort();
-    let missing: Vec<String> = states
-        .iter()
-        .filter(|(_, state)| state.as_str() != "completed")
-        .map(|(task, state)| format!("{task} {state}"))
-        .collect();
+    let missing = not_ended_as(&states, "completed");
     let posts = posts_per_task(&callee);
     let repeated = posts.values().filter(|&&count| count > 1).count();
     let ledger = ledger.into_inner().unwrap();
@@ -636,11 +641,7 @@ async fn duplicate_queue_deliveries() -> Row {
     }
     let states = final_states(&app, &pair, &tasks, Duration::from_secs(60)).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let missing: Vec<String> = states
-        .iter()
-        .filter(|(_, state)| state.as_str() != "completed")
-        .map(|(task, state)| format!("{task} {state}"))
-        .collect();
+    let missing = not_ended_as(&states, "completed");
     let posts = posts_per_task(&callee);
     let answered_twice = answers_applied_twice(&app, &pair, &tasks).await;
     let ledger = ledger.into_inner().unwrap();
@@ -706,16 +707,8 @@ async fn hung_callee() -> Row {
         final_states(&app, &healthy_pair, &healthy_tasks, Duration::from_secs(60)).await;
     let healthy_done = started.elapsed();
     let hung_states = final_states(&app, &hung_pair, &hung_tasks, Duration::from_secs(60)).await;
-    let lost: Vec<String> = healthy_states
-        .iter()
-        .filter(|(_, state)| state.as_str() != "completed")
-        .chain(
-            hung_states
-                .iter()
-                .filter(|(_, state)| state.as_str() != "failed"),
-        )
-        .map(|(task, state)| format!("{task} {state}"))
-        .collect();
+    let mut lost = not_ended_as(&healthy_states, "completed");
+    lost.extend(not_ended_as(&hung_states, "failed"));
     let ledger = ledger.into_inner().unwrap();
     Row {
         case: "a callee that never answers",

@@ -4,6 +4,7 @@
 //! failing service does: no answer at all (a reset connection), a slow answer, a 5xx, or the
 //! service's own throttling error. The emulators stay real; only the path to them misbehaves.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,9 +14,10 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 /// How the path to the service misbehaves.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Fault {
     /// Every request goes through.
+    #[default]
     None,
     /// Each connection is closed without an answer (the service is down or restarting).
     Reset,
@@ -56,17 +58,17 @@ impl Fault {
     }
 }
 
-/// What the proxy did: requests forwarded, and requests the fault answered (or dropped).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ProxyCounts {
-    pub forwarded: u64,
-    pub faulted: u64,
+/// The fault set, and how many requests met one (answered by it, dropped or delayed).
+#[derive(Default)]
+struct State {
+    fault: Mutex<Fault>,
+    faulted: AtomicU64,
 }
 
 /// The proxy: `endpoint` is where clients reach it.
 pub struct FaultProxy {
     pub endpoint: String,
-    state: Arc<Mutex<(Fault, ProxyCounts)>>,
+    state: Arc<State>,
     task: JoinHandle<()>,
 }
 
@@ -83,7 +85,7 @@ impl FaultProxy {
     pub async fn start(target: &str) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let endpoint = format!("http://{}", listener.local_addr().expect("address"));
-        let state = Arc::new(Mutex::new((Fault::None, ProxyCounts::default())));
+        let state = Arc::new(State::default());
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(64)
             .build()
@@ -121,12 +123,12 @@ impl FaultProxy {
 
     /// Sets the fault every later request meets.
     pub fn set(&self, fault: Fault) {
-        self.state.lock().expect("proxy state").0 = fault;
+        *self.state.fault.lock().expect("proxy state") = fault;
     }
 
-    /// The counts so far.
-    pub fn counts(&self) -> ProxyCounts {
-        self.state.lock().expect("proxy state").1
+    /// How many requests met a fault so far.
+    pub fn faulted(&self) -> u64 {
+        self.state.faulted.load(Ordering::Relaxed)
     }
 }
 
@@ -135,13 +137,14 @@ async fn pass(
     request: hyper::Request<Incoming>,
     client: &reqwest::Client,
     target: &str,
-    state: &Mutex<(Fault, ProxyCounts)>,
+    state: &State,
 ) -> Result<Answer, std::io::Error> {
-    let fault = state.lock().expect("proxy state").0.clone();
-    let faulted = || state.lock().expect("proxy state").1.faulted += 1;
+    let fault = state.fault.lock().expect("proxy state").clone();
+    if fault != Fault::None {
+        state.faulted.fetch_add(1, Ordering::Relaxed);
+    }
     match fault {
         Fault::Reset => {
-            faulted();
             // An error from the service closes the connection without a response.
             return Err(std::io::Error::new(
                 std::io::ErrorKind::ConnectionReset,
@@ -149,7 +152,6 @@ async fn pass(
             ));
         }
         Fault::Answer { status, body } => {
-            faulted();
             let mut answer = hyper::Response::new(Full::new(Bytes::from(body)));
             *answer.status_mut() = hyper::StatusCode::from_u16(status).expect("status");
             answer.headers_mut().insert(
@@ -158,10 +160,7 @@ async fn pass(
             );
             return Ok(answer);
         }
-        Fault::Delay(delay) => {
-            faulted();
-            tokio::time::sleep(delay).await;
-        }
+        Fault::Delay(delay) => tokio::time::sleep(delay).await,
         Fault::None => {}
     }
     let (parts, body) = request.into_parts();
@@ -191,9 +190,6 @@ async fn pass(
         .bytes()
         .await
         .map_err(|error| std::io::Error::new(std::io::ErrorKind::ConnectionReset, error))?;
-    if !matches!(fault, Fault::Delay(_)) {
-        state.lock().expect("proxy state").1.forwarded += 1;
-    }
     let mut answer = hyper::Response::new(Full::new(body));
     *answer.status_mut() = status;
     for (name, value) in &headers {

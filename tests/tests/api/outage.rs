@@ -174,5 +174,5 @@ async fn bare_500s_from_the_store_or_the_body_store_are_503_and_pass_when_they_s
     services.set(Fault::None);
 
     assert_eq!(open(offloaded_text_message()).await.status, 200);
-    assert!(store.counts().faulted > 0 && services.counts().faulted > 0);
+    assert!(store.faulted() > 0 && services.faulted() > 0);
 }
