@@ -487,18 +487,7 @@ async fn an_agent_holds_at_most_ten_long_polls_at_once_and_gets_its_slots_back()
     let pair = app.pair().await;
     let max = forgebench::store::MAX_POLLS_PER_AGENT as usize;
     let polls: Vec<_> = (0..max)
-        .map(|_| {
-            let (base, key) = (app.base.clone(), pair.callee.key.clone());
-            tokio::spawn(async move {
-                reqwest::Client::new()
-                    .get(format!("{base}/v1/agents/me/tasks/next?wait=4"))
-                    .bearer_auth(key)
-                    .send()
-                    .await
-                    .expect("poll")
-                    .status()
-            })
-        })
+        .map(|_| spawn_poll(&app, &pair.callee.key))
         .collect();
     // Until all ten hold their slots (the slot items in the table), however loaded the machine.
     wait_for_held_slots(&app, &pair.callee.id, max).await;
@@ -535,21 +524,11 @@ async fn a_tenants_agents_together_hold_at_most_its_waits_and_another_tenant_sti
     .await;
     let noisy = app.pair().await;
     let own_max = forgebench::store::MAX_POLLS_PER_AGENT as usize;
-    let poll = |key: &str| {
-        let (base, key) = (app.base.clone(), key.to_owned());
-        tokio::spawn(async move {
-            reqwest::Client::new()
-                .get(format!("{base}/v1/agents/me/tasks/next?wait=4"))
-                .bearer_auth(key)
-                .send()
-                .await
-                .expect("poll")
-                .status()
-        })
-    };
-    let mut polls: Vec<_> = (0..own_max).map(|_| poll(&noisy.callee.key)).collect();
+    let mut polls: Vec<_> = (0..own_max)
+        .map(|_| spawn_poll(&app, &noisy.callee.key))
+        .collect();
     wait_for_held_slots(&app, &noisy.callee.id, own_max).await;
-    polls.extend((0..2).map(|_| poll(&noisy.caller.key)));
+    polls.extend((0..2).map(|_| spawn_poll(&app, &noisy.caller.key)));
     wait_for_held_slots(&app, &noisy.caller.id, 2).await;
     // The tenant's twelve are held: its caller, with eight of its own free, is refused.
     let refused = app.claim(&noisy.caller.key, 2).await;
@@ -565,6 +544,24 @@ async fn a_tenants_agents_together_hold_at_most_its_waits_and_another_tenant_sti
     }
     // Every slot came back: the tenant waits again.
     assert_eq!(app.claim(&noisy.caller.key, 1).await.status, 204);
+}
+
+/// A 4 s long poll for the next task with `key`, on a client of its own, running in the
+/// background: its status when it answers.
+fn spawn_poll(
+    app: &forgebench_tests::TestApp,
+    key: &str,
+) -> tokio::task::JoinHandle<reqwest::StatusCode> {
+    let (base, key) = (app.base.clone(), key.to_owned());
+    tokio::spawn(async move {
+        reqwest::Client::new()
+            .get(format!("{base}/v1/agents/me/tasks/next?wait=4"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .expect("poll")
+            .status()
+    })
 }
 
 async fn wait_for_held_slots(app: &forgebench_tests::TestApp, agent_id: &str, count: usize) {
