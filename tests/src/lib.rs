@@ -845,6 +845,17 @@ impl TestApp {
         task_id
     }
 
+    /// Revokes the binding of `pair` (an admin, from the caller's side); the reply.
+    pub async fn revoke_binding(&self, pair: &Pair) -> Reply {
+        self.send(
+            "DELETE",
+            &format!("/v1/agents/{}/agents/{}", pair.caller.id, pair.binding_id),
+            Some(&pair.tenant.admin_key),
+            None,
+        )
+        .await
+    }
+
     pub async fn claim(&self, callee_key: &str, wait: u32) -> Reply {
         self.get(&format!("/v1/agents/me/tasks/next?wait={wait}"), callee_key)
             .await

@@ -156,14 +156,7 @@ async fn a_revoked_binding_refuses_the_answer_with_the_one_403() {
     let app = spawn_app().await;
     let pair = app.pair().await;
     let task_id = app.asked(&pair).await;
-    let revoked = app
-        .send(
-            "DELETE",
-            &format!("/v1/agents/{}/agents/{}", pair.caller.id, pair.binding_id),
-            Some(&pair.tenant.admin_key),
-            None,
-        )
-        .await;
+    let revoked = app.revoke_binding(&pair).await;
     assert!(revoked.status < 300, "{}", revoked.text);
     let refused = add_message(&app, &pair.caller.key, &pair.callee.name, &task_id, "INV-7").await;
     assert_eq!(refused.status, 403);

@@ -235,14 +235,7 @@ async fn a_refused_answer_stores_nothing_however_large() {
     let app = spawn_app().await;
     let pair = app.pair().await;
     let task_id = app.asked(&pair).await;
-    let revoked = app
-        .send(
-            "DELETE",
-            &format!("/v1/agents/{}/agents/{}", pair.callee.id, pair.binding_id),
-            Some(&pair.tenant.admin_key),
-            None,
-        )
-        .await;
+    let revoked = app.revoke_binding(&pair).await;
     assert_eq!(revoked.status, 200, "{}", revoked.text);
     let before = stored_objects(&app).await;
     let answered = app
