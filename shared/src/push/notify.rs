@@ -23,19 +23,24 @@ use crate::a2a::wire::stream_event_json;
 use crate::bodies::BodyError;
 use crate::domain::notify::NotifyConfig;
 use crate::domain::{Task, TaskId, TaskState};
-use crate::store::{StoreError, TaskTransition};
+use crate::store::{Store, StoreError, TaskTransition};
 
 /// The header that carries a config's token, as A2A receivers read it.
 pub const NOTIFICATION_TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 
 /// After a committed change of `task`: asks the worker to notify its configs, if it has any. A
-/// failed enqueue is logged and never fails the change; the next change enqueues again.
-pub async fn notify_changed(queue: &Queue, task: &Task) {
+/// failed enqueue is logged and never fails the change: the configs are made due on the outbox,
+/// for the next sweep to enqueue (and the next change enqueues again).
+pub async fn notify_changed(store: &Store, queue: &Queue, task: &Task) {
     if task.notify_configs == 0 {
         return;
     }
-    if let Err(error) = queue.enqueue_notify(&task.id).await {
-        tracing::warn!(task_id = %task.id, error = %error, "could not enqueue the task's push notifications");
+    let Err(error) = queue.enqueue_notify(&task.id).await else {
+        return;
+    };
+    tracing::warn!(task_id = %task.id, error = %error, "could not enqueue the task's push notifications; the sweeper will");
+    if let Err(error) = store.notify_configs_due_now(&task.id).await {
+        tracing::warn!(task_id = %task.id, error = %error, "could not make the task's configs due; their next sweep sends them");
     }
 }
 
@@ -53,7 +58,7 @@ impl Worker {
     pub(super) async fn notified(&self, transition: TaskTransition) -> TaskTransition {
         if let TaskTransition::Applied(task) = &transition {
             tokio::join!(
-                notify_changed(&self.queue, task),
+                notify_changed(&self.store, &self.queue, task),
                 crate::search::index_changed(&self.store, &self.bodies, task),
             );
         }
@@ -64,7 +69,7 @@ impl Worker {
     /// index needs nothing (see `store/task_item.rs`, `LOG_WORDLESS_CHANGES`).
     pub(super) async fn notified_wordless(&self, transition: TaskTransition) -> TaskTransition {
         if let TaskTransition::Applied(task) = &transition {
-            notify_changed(&self.queue, task).await;
+            notify_changed(&self.store, &self.queue, task).await;
         }
         transition
     }

@@ -61,9 +61,6 @@ pub use task_item::DEADLINE_SHARDS;
 pub use tasks::{OverdueEntry, PairCursor, TaskTransition};
 pub use tenancy::MemberRecord;
 
-/// Shards of the outbox index (the first hex digit of the task id), like the deadline index.
-pub const OUTBOX_SHARDS: [char; 16] = DEADLINE_SHARDS;
-
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};

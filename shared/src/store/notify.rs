@@ -7,7 +7,7 @@
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 
 use super::item::{key, n, s, Item, Reader};
-use super::task_item::{outbox_shard, task_key, OUTBOX_GRACE_SECONDS};
+use super::task_item::{notify_outbox_shard, task_key, OUTBOX_GRACE_SECONDS};
 use super::tasks::build;
 use super::{classify, Store, StoreError};
 use crate::domain::notify::{NotifyConfig, MAX_CONFIGS_PER_TASK};
@@ -58,9 +58,9 @@ fn to_item(config: &NotifyConfig) -> Item {
     if let Some(at) = config.expires_at {
         item.insert("expires_at".into(), n(at));
     }
-    // On the outbox index until the task's last event is delivered: a notification whose
+    // On the configs' outbox until the task's last event is delivered: a notification whose
     // enqueue was lost is sent again by the sweeper (see `sweeper::sweep_outbox`).
-    item.insert("gsi1pk".into(), s(outbox_shard(&config.task_id)));
+    item.insert("gsi1pk".into(), s(notify_outbox_shard(&config.task_id)));
     item.insert(
         "gsi1sk".into(),
         s(format!(
@@ -252,7 +252,8 @@ impl Store {
     }
 
     /// Records that event `number` was delivered (or given up on): only forward, only while the
-    /// config exists. `false` when it is gone or already past `number`.
+    /// config exists. `false` when it is gone or already past `number`. A config that delivers is
+    /// live again: its outbox entry falls due after the grace time, and its idle count restarts.
     pub async fn advance_notify(
         &self,
         config: &NotifyConfig,
@@ -263,11 +264,42 @@ impl Store {
             .update_item()
             .table_name(self.table())
             .set_key(Some(config_key(&config.task_id, &config.id)))
-            .update_expression("SET delivered = :n, attempts = :zero")
+            .update_expression(
+                "SET delivered = :n, attempts = :zero, gsi1sk = :due REMOVE idle_rounds",
+            )
             .condition_expression("attribute_exists(pk) AND delivered < :n")
             .expression_attribute_values(":n", n(number))
-            .expression_attribute_values(":zero", n(0));
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(
+                ":due",
+                s(format!(
+                    "{}#{}",
+                    clock::after(OUTBOX_GRACE_SECONDS),
+                    config.task_id
+                )),
+            );
         conditional(update.send().await)
+    }
+
+    /// Makes every config of `task_id` still on the outbox due now: the enqueue after a change
+    /// failed, and the next sweep must send what it did not.
+    pub async fn notify_configs_due_now(&self, task_id: &TaskId) -> Result<(), StoreError> {
+        let configs = self.list_notify_configs(task_id).await?;
+        let due = s(format!("{}#{task_id}", clock::now()));
+        let updates = configs.iter().map(|config| {
+            self.client()
+                .update_item()
+                .table_name(self.table())
+                .set_key(Some(config_key(task_id, &config.id)))
+                .update_expression("SET gsi1sk = :due")
+                .condition_expression("attribute_exists(gsi1pk)")
+                .expression_attribute_values(":due", due.clone())
+                .send()
+        });
+        for result in futures::future::join_all(updates).await {
+            conditional(result)?;
+        }
+        Ok(())
     }
 
     /// Counts one failed attempt at the event after `delivered`, while the config is still

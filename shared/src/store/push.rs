@@ -15,7 +15,8 @@ use super::item::Item;
 use super::item::{key, n, opt_s, s, Reader};
 use super::notify::config_key;
 use super::task_item::{
-    deadline_shard, logging, outbox_shard, task_id_of, task_key, LOG_CHANGES, WITHIN_CONTENT_CAP,
+    deadline_shard, logging, outbox_shard, task_id_of, task_key, LOG_CHANGES, NOTIFY_OUTBOX,
+    WITHIN_CONTENT_CAP,
 };
 use super::tasks::conditioned;
 use super::{classify, committed, Store, StoreError, TaskTransition};
@@ -53,6 +54,9 @@ pub struct OutboxEntry {
     pub config_id: Option<String>,
     /// The entry's sort key as read, for a conditional move.
     pub seen: String,
+    /// For a config: how many sweeps in a row found it with nothing new to send since it last
+    /// delivered an event (each one waits twice as long as the one before, see the sweeper).
+    pub idle_rounds: u64,
 }
 
 /// Reads an outbox entry from its keys alone (whatever the index projects).
@@ -63,6 +67,10 @@ fn outbox_entry(item: &Item) -> Result<OutboxEntry, StoreError> {
         task_id: task_id_of(item, "outbox entry")?,
         config_id: sk.strip_prefix("NOTIFY#").map(str::to_owned),
         seen: read.s("gsi1sk")?,
+        idle_rounds: match item.get("idle_rounds") {
+            Some(_) => read.n("idle_rounds")?,
+            None => 0,
+        },
     })
 }
 
@@ -301,8 +309,8 @@ impl Store {
             .collect()
     }
 
-    /// Entries on one outbox shard that fell due before `now`: push tasks, and push
-    /// notification configs of tasks not yet finished and fully delivered.
+    /// Entries on one outbox shard that fell due before `now`: push tasks (and the configs
+    /// stored before configs had shards of their own).
     pub async fn outbox_due(
         &self,
         shard: char,
@@ -311,6 +319,21 @@ impl Store {
     ) -> Result<Vec<OutboxEntry>, StoreError> {
         let items = self
             .query_due("gsi1", format!("OUTBOX#{shard}"), now, limit)
+            .await?;
+        items.iter().map(outbox_entry).collect()
+    }
+
+    /// Push notification configs on one shard of their own outbox that fell due before `now`:
+    /// configs of tasks not yet finished and fully delivered. Apart from the push tasks' shards,
+    /// so that however many configs wait, a lost push delivery is never behind them.
+    pub async fn notify_due(
+        &self,
+        shard: char,
+        now: &str,
+        limit: i32,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let items = self
+            .query_due("gsi1", format!("{NOTIFY_OUTBOX}{shard}"), now, limit)
             .await?;
         items.iter().map(outbox_entry).collect()
     }
@@ -329,18 +352,35 @@ impl Store {
             .await
     }
 
-    /// [`Store::bump_index_entry`] for an outbox entry of either kind.
+    /// Moves an outbox entry of either kind to fall due again at `due` (a formatted moment), if
+    /// nobody moved it since it was read; a config's entry also records `idle_rounds`. Returns
+    /// whether this caller moved it.
     pub async fn bump_outbox_entry(
         &self,
         entry: &OutboxEntry,
-        seconds: u64,
+        due: &str,
+        idle_rounds: u64,
     ) -> Result<bool, StoreError> {
-        let key = match &entry.config_id {
-            None => task_key(&entry.task_id),
-            Some(config_id) => config_key(&entry.task_id, config_id),
+        let update = match &entry.config_id {
+            None => self.move_entry(
+                task_key(&entry.task_id),
+                "gsi1",
+                &entry.task_id,
+                &entry.seen,
+                due,
+            ),
+            Some(config_id) => self
+                .move_entry(
+                    config_key(&entry.task_id, config_id),
+                    "gsi1",
+                    &entry.task_id,
+                    &entry.seen,
+                    due,
+                )
+                .update_expression("SET #sk = :due, idle_rounds = :rounds")
+                .expression_attribute_values(":rounds", n(idle_rounds)),
         };
-        self.bump_entry_of(key, "gsi1", &entry.task_id, &entry.seen, seconds)
-            .await
+        committed(update.send().await)
     }
 
     async fn bump_entry_of(
@@ -352,8 +392,23 @@ impl Store {
         seconds: u64,
     ) -> Result<bool, StoreError> {
         let due = clock::after(seconds);
-        let result = self
-            .client
+        committed(
+            self.move_entry(key, index, task_id, seen, &due)
+                .send()
+                .await,
+        )
+    }
+
+    /// The conditional write that moves an index entry's sort key to `due`.
+    fn move_entry(
+        &self,
+        key: Item,
+        index: &str,
+        task_id: &TaskId,
+        seen: &str,
+        due: &str,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key))
@@ -362,8 +417,5 @@ impl Store {
             .expression_attribute_names("#sk", format!("{index}sk"))
             .expression_attribute_values(":due", s(format!("{due}#{task_id}")))
             .expression_attribute_values(":seen", s(seen))
-            .send()
-            .await;
-        committed(result)
     }
 }

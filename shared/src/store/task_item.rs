@@ -35,6 +35,14 @@ pub(crate) fn outbox_shard(task_id: &TaskId) -> String {
     format!("OUTBOX#{}", task_id.chars().next().unwrap_or('0'))
 }
 
+/// The prefix of the notification configs' own outbox shards (`gsi1pk`).
+pub(crate) const NOTIFY_OUTBOX: &str = "NOTIFY-OUTBOX#";
+
+/// The shard of the configs' outbox a config of `task_id` waits on.
+pub(crate) fn notify_outbox_shard(task_id: &TaskId) -> String {
+    format!("{NOTIFY_OUTBOX}{}", task_id.chars().next().unwrap_or('0'))
+}
+
 /// The task's shard of the word postings' due list (`words_due`): the first hex digit of its id.
 pub(crate) fn search_shard(task_id: &TaskId) -> String {
     task_id.chars().next().unwrap_or('0').to_string()

@@ -671,6 +671,63 @@ async fn a_notification_whose_enqueue_was_lost_is_sent_by_the_sweeper() {
     assert_eq!(receiver.received().len(), 2);
 }
 
+/// A config whose task sleeps is swept less and less often (1, 2, 4 … 64 minutes), not every
+/// minute for as long as the task stays open; a change whose enqueue is lost in that time is
+/// still sent by the very next sweep, and a change whose enqueue arrives is sent at once.
+#[tokio::test]
+async fn an_idle_config_is_swept_less_and_less_often_and_a_lost_change_at_the_next_sweep() {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let proxy = forgebench_tests::Proxy::start(&forgebench_tests::moto_endpoint()).await;
+    let app = spawn_app_with(Options {
+        moto_endpoint: proxy.endpoint.clone(),
+        ..Options::local_push()
+    })
+    .await;
+    let pair = app.pair().await;
+    let task_id = open(&app, &pair, "m-1").await;
+    configure(&app, &pair, &task_id, "hook", &receiver.url).await;
+    assert_eq!(app.claim(&pair.callee.key, 5).await.field("id"), task_id);
+    receiver.wait_for(1).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+
+    // An hour of sweeps, one a minute, while the task stays working.
+    let minute = |n: u64| forgebench::domain::clock::after(n * 60 + 5);
+    let mut enqueued = 0;
+    for n in 1..=60 {
+        enqueued +=
+            forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &minute(n))
+                .await
+                .done;
+    }
+    assert!(
+        (1..=7).contains(&enqueued),
+        "an idle config was enqueued {enqueued} times in an hour of sweeps"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        receiver.received().len(),
+        1,
+        "an idle config was sent an event twice"
+    );
+
+    // A change whose enqueue is lost: the next sweep sends it.
+    proxy.cut();
+    let done = app
+        .post_result(&pair.callee.key, &task_id, json!({"state": "completed"}))
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    proxy.restore();
+    let swept =
+        forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &minute(61)).await;
+    assert_eq!(swept.done, 1, "{swept:?}");
+    let received = receiver.wait_for(2).await;
+    assert_eq!(
+        received[1].body["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{}",
+        received[1].body
+    );
+}
+
 /// Opens a task over JSON-RPC on a callee whose endpoint is `callee`, with the config `hook`
 /// (pointing at `receiver`) sent inline; the task's id once the worker has finished with it.
 async fn push_delivered(receiver: &Callee, callee: &Callee) -> (TestApp, Pair, String) {
