@@ -233,7 +233,11 @@ pub async fn create_key(app: &App, request: Request) -> HandlerResult {
             last_used_at: None,
         },
     };
-    app.store.put_agent_key(&new, &audit).await?;
+    if !app.store.put_agent_key(&new, &audit, &agent).await? {
+        return Err(ApiError::Conflict(
+            "the agent changed while the key was issued; read it again and retry".into(),
+        ));
+    }
     created(&json!({"key_id": key_id, "key": key}))
 }
 

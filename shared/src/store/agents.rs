@@ -1,7 +1,7 @@
 //! Agents, stored under their id and under their tenant and name with the same attributes.
 
 use crate::domain::ids::{AgentId, TenantId};
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 
 use super::item::{json, key, n, opt_s, s, Item, Reader};
 use super::{classify, AuditEntry, Store, StoreError};
@@ -132,6 +132,31 @@ impl Store {
         let updated = self.transact_if(items).await;
         self.recent_agents.forget(agent.id.as_str());
         updated
+    }
+
+    /// The writes that move both copies of `seen` to its next version, while it is as read and
+    /// not retired: a write beside the agent's (a new key) that its status changes must see.
+    pub(crate) fn agent_moved_on(
+        &self,
+        seen: &Agent,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let keys = [id_key(&seen.id), name_key(&seen.tenant_id, &seen.name)];
+        keys.into_iter()
+            .map(|key| {
+                let update = Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key))
+                    .update_expression("SET version = :next")
+                    .condition_expression("version = :seen AND #status <> :retired")
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_values(":seen", n(seen.version))
+                    .expression_attribute_values(":next", n(seen.version + 1))
+                    .expression_attribute_values(":retired", s(AgentStatus::Retired.as_str()))
+                    .build()
+                    .map_err(|error| StoreError::Rejected(error.to_string()))?;
+                Ok(TransactWriteItem::builder().update(update).build())
+            })
+            .collect()
     }
 
     /// The agent `id`, as this process read it less than `ttl` ago, or read now. A change made

@@ -161,10 +161,24 @@ impl Store {
     }
 
     /// Stores a new agent key with its audit entry.
-    pub async fn put_agent_key(&self, new: &NewKey, audit: &AuditEntry) -> Result<(), StoreError> {
+    ///
+    /// The same transaction moves the agent (both copies) on from `seen`, its version as read,
+    /// and holds only while it is not retired: a status change that read the agent's keys
+    /// before this key existed then fails its own version check instead of leaving this key
+    /// live on a retired agent. `false`, nothing written, when the agent changed since it was
+    /// read.
+    pub async fn put_agent_key(
+        &self,
+        new: &NewKey,
+        audit: &AuditEntry,
+        seen: &Agent,
+    ) -> Result<bool, StoreError> {
         let mut items = self.new_key_items(new)?;
         items.push(self.put_new(audit.to_item())?);
-        self.transact(items).await
+        items.extend(self.agent_moved_on(seen)?);
+        let stored = self.transact_if(items).await;
+        self.recent_agents.forget(seen.id.as_str());
+        stored
     }
 
     /// Stores a new member key with its audit entry (and counts it, for an admin).

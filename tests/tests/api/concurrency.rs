@@ -189,3 +189,62 @@ async fn race_cancel_and_result(
         other => panic!("round {round}: both or neither won: {other:?} {result_body}"),
     }
 }
+
+/// An agent retired while one of its keys is being issued ends with no key that authenticates:
+/// either the key is issued first and the retirement revokes it, or the retirement comes first
+/// and the issue is refused (or asked to retry). Raced by real concurrent clients, many times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_issued_while_its_agent_is_retired_never_outlives_the_retirement() {
+    let app = spawn_app().await;
+    let tenant = app.create_tenant().await;
+    let admin = &tenant.admin_key;
+    let mut issued = 0;
+    for round in 0..24 {
+        let name = format!("racer-{round}");
+        let created = app.post("/v1/agents", admin, json!({ "name": name })).await;
+        assert_eq!(created.status, 201, "{}", created.text);
+        let id = created.field("id");
+        let (agent_path, keys_path) = (format!("/v1/agents/{id}"), format!("/v1/agents/{id}/keys"));
+        let retire = app.send(
+            "PATCH",
+            &agent_path,
+            Some(admin),
+            Some(json!({"status": "retired"})),
+        );
+        let issue = app.post(&keys_path, admin, json!({}));
+        let (retired, key) = tokio::join!(retire, issue);
+        if retired.status == 409 {
+            // The key came first and moved the agent on: retire again, now that it is seen.
+            let again = app
+                .send(
+                    "PATCH",
+                    &format!("/v1/agents/{id}"),
+                    Some(admin),
+                    Some(json!({"status": "retired"})),
+                )
+                .await;
+            assert_eq!(again.status, 200, "{}", again.text);
+        } else {
+            assert_eq!(retired.status, 200, "{}", retired.text);
+        }
+        let keys = app.get(&format!("/v1/agents/{id}/keys"), admin).await;
+        let live: Vec<&Value> = keys.body["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter(|key| key["revoked_at"].is_null())
+            .collect();
+        assert!(
+            live.is_empty(),
+            "round {round}: a retired agent holds {live:?}"
+        );
+        if key.status == 201 {
+            issued += 1;
+            let used = app.get("/v1/agents/me", &key.field("key")).await;
+            assert_eq!(used.status, 401, "round {round}: {}", used.text);
+        } else {
+            assert_eq!(key.status, 409, "round {round}: {}", key.text);
+        }
+    }
+    eprintln!("{issued} of 24 keys were issued before their agent was retired");
+}
