@@ -31,12 +31,22 @@ impl Store {
         tenant_id: &TenantId,
         root_call_id: &str,
     ) -> Result<Vec<Value>, StoreError> {
-        let items = self
-            .query_index_all("gsi1", format!("ROOT#{root_call_id}"))
-            .await?;
+        // Calls written before trees had a partition per tenant share one per root: read both.
+        let (items, older) = tokio::try_join!(
+            self.query_index_all("gsi1", tree_partition(tenant_id, root_call_id)),
+            self.query_index_all("gsi1", format!("ROOT#{root_call_id}")),
+        )?;
+        let mut items: Vec<Item> = items
+            .into_iter()
+            .chain(
+                older
+                    .into_iter()
+                    .filter(|item| Reader(item).s("tenant_id").ok().as_deref() == Some(tenant_id)),
+            )
+            .collect();
+        items.sort_by_key(|item| Reader(item).s("gsi1sk").unwrap_or_default());
         items
             .iter()
-            .filter(|item| Reader(item).s("tenant_id").ok().as_deref() == Some(tenant_id))
             .map(|item| {
                 let read = Reader(item);
                 Ok(json!({
@@ -68,10 +78,19 @@ pub(crate) fn call_item(task: &Task) -> Item {
     call.insert("caller_agent_id".into(), s(&task.caller_agent_id));
     call.insert("callee_agent_id".into(), s(&task.callee_agent_id));
     call.insert("at".into(), s(&task.created_at));
-    call.insert("gsi1pk".into(), s(format!("ROOT#{}", task.root_call_id)));
+    call.insert(
+        "gsi1pk".into(),
+        s(tree_partition(&task.tenant_id, &task.root_call_id)),
+    );
     call.insert(
         "gsi1sk".into(),
         s(format!("{}#{}", task.created_at, task.call_id)),
     );
     call
+}
+
+/// The index partition of one tenant's call tree: the tenant in the key, so that a caller of
+/// another tenant naming this tree's root in `X-Parent-Call` starts a tree of its own tenant.
+fn tree_partition(tenant_id: &TenantId, root_call_id: &str) -> String {
+    format!("ROOT#{tenant_id}#{root_call_id}")
 }

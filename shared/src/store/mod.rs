@@ -14,7 +14,7 @@
 //! | task | `TASK#{id}` | `TASK` | `QUEUE#{callee}` / created#id, while claimable | `DEADLINE#{shard}` / deadline#id, while working |
 //! | push notification config of a task (`store/notify.rs`) | `TASK#{id}` | `NOTIFY#{config}` | `OUTBOX#{shard}` / due#task, until its task is finished and delivered | |
 //! | conversation | `CONTEXT#{id}` | `CONTEXT` | | |
-//! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{root}` / at#id | |
+//! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{tenant}#{root}` / at#id (older calls: `ROOT#{root}`) | |
 //! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
 //! | long-poll slot (`store/polls.rs`) | `POLLS#{agent}` | `SLOT#{n}` | | |
 //! | word posting (`store/words.rs`) | `WORDS#{tenant}#{word}` | `{created}#{task}` | | |

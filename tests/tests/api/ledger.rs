@@ -360,3 +360,71 @@ async fn a_three_hop_workflow_is_one_call_tree() {
         403
     );
 }
+
+/// A caller of another tenant that names one of this tenant's calls in `X-Parent-Call` starts a
+/// tree of its own tenant: none of its calls lands in the index partition this tenant's tree is
+/// read from (where it would cost this tenant's ledger reads and heat its partition).
+#[tokio::test]
+async fn a_parent_call_of_another_tenant_never_shares_the_trees_partition() {
+    let app = spawn_app().await;
+    let ours = app.pair().await;
+    let root = app
+        .open_task(&ours.caller.key, &ours.callee.name, text_message("ours"), 0)
+        .await
+        .field("call_id");
+    let theirs = app.pair().await;
+    for hop in 0..3 {
+        let reply = app
+            .finish(
+                app.http
+                    .post(format!(
+                        "{}/v1/agents/{}/tasks",
+                        app.base, theirs.callee.name
+                    ))
+                    .bearer_auth(&theirs.caller.key)
+                    .header("X-Parent-Call", &root)
+                    .json(&json!({"message": text_message(&format!("theirs {hop}"))})),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    let items = app.scan_all().await;
+    let text =
+        |item: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+         name: &str| {
+            item.get(name)
+                .and_then(|value| value.as_s().ok())
+                .cloned()
+                .unwrap_or_default()
+        };
+    let calls: Vec<_> = items
+        .iter()
+        .filter(|item| text(item, "kind") == "call")
+        .collect();
+    let our_partitions: std::collections::HashSet<String> = calls
+        .iter()
+        .filter(|item| text(item, "tenant_id") == ours.tenant.id)
+        .map(|item| text(item, "gsi1pk"))
+        .collect();
+    assert_eq!(our_partitions.len(), 1, "{our_partitions:?}");
+    let intruders = calls
+        .iter()
+        .filter(|item| text(item, "tenant_id") != ours.tenant.id)
+        .filter(|item| our_partitions.contains(&text(item, "gsi1pk")))
+        .count();
+    assert_eq!(
+        intruders, 0,
+        "another tenant's calls share this tenant's tree partition"
+    );
+
+    let (_, viewer) = app.create_member(&ours.tenant, "viewer").await;
+    let tree = app
+        .get(&format!("/v1/calls?root_call_id={root}"), &viewer)
+        .await;
+    assert_eq!(
+        tree.body["items"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        tree.text
+    );
+}
