@@ -12,6 +12,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
+use crate::domain::notify::NotifyConfig;
 use crate::on_first_use::OnFirstUse;
 
 #[derive(Clone, Debug)]
@@ -211,31 +212,66 @@ impl Vault {
 /// The encryption-context `purpose` of push notification configs' credentials.
 pub const NOTIFY_CREDENTIALS_PURPOSE: &str = "notify-credentials";
 
+/// The encryption-context `purpose` of push notification configs' tokens.
+pub const NOTIFY_TOKEN_PURPOSE: &str = "notify-token";
+
+/// A push notification config's secret: which one, sealed for one config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotifySecret {
+    Credentials,
+    Token,
+}
+
+impl NotifySecret {
+    fn purpose(self) -> &'static str {
+        match self {
+            NotifySecret::Credentials => NOTIFY_CREDENTIALS_PURPOSE,
+            NotifySecret::Token => NOTIFY_TOKEN_PURPOSE,
+        }
+    }
+}
+
 impl Vault {
-    /// Seals a push notification config's credentials for `(tenant, task, config)`, so sealed
-    /// credentials copied onto another config do not open.
+    /// Seals a push notification config's secret for `(tenant, task, config, secret)`, so a
+    /// sealed secret copied onto another config, or into the other field, does not open.
     pub async fn seal_notify(
         &self,
-        tenant_id: &str,
-        task_id: &str,
-        config_id: &str,
-        credentials: &str,
+        (tenant_id, task_id, config_id): (&str, &str, &str),
+        secret: NotifySecret,
+        value: &str,
     ) -> Result<String, VaultError> {
-        let context = notify_context(tenant_id, task_id, config_id);
-        self.seal_bytes(&context, credentials.as_bytes()).await
+        let context = notify_context(tenant_id, task_id, config_id, secret);
+        self.seal_bytes(&context, value.as_bytes()).await
     }
 
-    /// Opens what [`Vault::seal_notify`] sealed for the same config.
+    /// Opens what [`Vault::seal_notify`] sealed for the same config and secret.
     pub async fn unseal_notify(
         &self,
-        tenant_id: &str,
-        task_id: &str,
-        config_id: &str,
+        (tenant_id, task_id, config_id): (&str, &str, &str),
+        secret: NotifySecret,
         sealed: &str,
     ) -> Result<String, VaultError> {
-        let context = notify_context(tenant_id, task_id, config_id);
+        let context = notify_context(tenant_id, task_id, config_id, secret);
         let plaintext = self.unseal_bytes(&context, sealed).await?;
         String::from_utf8(plaintext).map_err(|_| VaultError::Refused)
+    }
+}
+
+impl Vault {
+    /// Opens `config`'s sealed token into its `token`, the form it is shown and sent in.
+    pub async fn open_notify_token(&self, config: &mut NotifyConfig) -> Result<(), VaultError> {
+        if let Some(sealed) = &config.sealed_token {
+            let names = (
+                config.tenant_id.as_str(),
+                config.task_id.as_str(),
+                config.id.as_str(),
+            );
+            config.token = Some(
+                self.unseal_notify(names, NotifySecret::Token, sealed)
+                    .await?,
+            );
+        }
+        Ok(())
     }
 }
 
@@ -243,12 +279,13 @@ fn notify_context<'a>(
     tenant_id: &'a str,
     task_id: &'a str,
     config_id: &'a str,
+    secret: NotifySecret,
 ) -> [(&'a str, &'a str); 4] {
     [
         ("tenant_id", tenant_id),
         ("task_id", task_id),
         ("config_id", config_id),
-        ("purpose", NOTIFY_CREDENTIALS_PURPOSE),
+        ("purpose", secret.purpose()),
     ]
 }
 

@@ -237,7 +237,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     grants: [
       RECORD_KEY_USE,
       onTable("GetItem", "PutItem", "UpdateItem"),
-      sealing(["notify-credentials"], "Encrypt"),
+      sealing(["notify-credentials", "notify-token"], "Encrypt"),
     ],
   },
   {
@@ -248,6 +248,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     grants: [
       RECORD_KEY_USE,
       onTable("GetItem", "Query"),
+      sealing(["notify-token"], "Decrypt"),
     ],
   },
   {
@@ -258,6 +259,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     grants: [
       RECORD_KEY_USE,
       onTable("GetItem"),
+      sealing(["notify-token"], "Decrypt"),
     ],
   },
   {
@@ -371,7 +373,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     longPoll: true,
     env: { FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId", FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
     grants: [
-      sealing(["notify-credentials"], "Encrypt"),
+      sealing(["notify-credentials", "notify-token"], "Encrypt"),
       LONG_POLL_SLOTS,
       RECORD_KEY_USE,
       onBodies("PutObject", "GetObject"),
@@ -410,7 +412,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
       keyViaS3("GenerateDataKey", "Decrypt"),
       onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "ConditionCheckItem", "DeleteItem"),
       onQueue("SendMessage"),
-      sealing(["notify-credentials"], "Encrypt"),
+      sealing(["notify-credentials", "notify-token"], "Encrypt"),
     ],
   },
   {
@@ -427,7 +429,8 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
       onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "ConditionCheckItem", "DeleteItem"),
       onIndex("pairs", "Query"),
       onQueue("SendMessage"),
-      sealing(["notify-credentials"], "Encrypt"),
+      sealing(["notify-credentials", "notify-token"], "Encrypt"),
+      sealing(["notify-token"], "Decrypt"),
       onTable("Query"),
     ],
   },
@@ -674,7 +677,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
       sealing(["endpoint-secret"], "Decrypt"),
       sealing(["webhook-signing"], "Encrypt", "Decrypt"),
       onQueue("ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility", "GetQueueAttributes"),
-      sealing(["notify-credentials"], "Decrypt"),
+      sealing(["notify-credentials", "notify-token"], "Decrypt"),
     ],
     trigger: { kind: 'pushQueue', id: "Push", batchSize: 10, reportBatchItemFailures: true },
   },

@@ -36,7 +36,11 @@ pub struct NotifyConfig {
     pub task_id: TaskId,
     pub id: String,
     pub url: String,
+    /// The token in the clear, once opened (or as a config stored before tokens were sealed
+    /// holds it): what is shown back and sent. Never stored.
     pub token: Option<String>,
+    /// The token as stored, sealed like the credentials.
+    pub sealed_token: Option<String>,
     pub scheme: Option<String>,
     pub sealed_credentials: Option<String>,
     pub created_at: String,
@@ -108,7 +112,7 @@ impl NotifyRequest {
         }
         let url = text(object, "url", at, usize::MAX)?
             .ok_or_else(|| Invalid(format!("{at}.url is required")))?;
-        let token = text(object, "token", at, MAX_TOKEN_CHARS)?;
+        let token = header_text(object, "token", at, MAX_TOKEN_CHARS)?;
         let authentication = match object.get("authentication") {
             None | Some(Value::Null) => None,
             Some(value) => authentication(value, &format!("{at}.authentication"))?,
@@ -136,7 +140,7 @@ fn authentication(value: &Value, at: &str) -> Result<Option<(String, String)>, I
         )));
     }
     let scheme = text(object, "scheme", at, MAX_SCHEME_CHARS)?;
-    let credentials = text(object, "credentials", at, MAX_CREDENTIALS_CHARS)?;
+    let credentials = header_text(object, "credentials", at, MAX_CREDENTIALS_CHARS)?;
     match (scheme, credentials) {
         (None, None) => Ok(None),
         (None, Some(_)) => Err(Invalid(format!("{at}.scheme is required with credentials"))),
@@ -181,6 +185,25 @@ fn text(
     }
 }
 
+/// [`text`] for a value sent in an HTTP header as it is: printable ASCII only, so that it is
+/// refused here rather than left out of every notification.
+fn header_text(
+    object: &Map<String, Value>,
+    name: &str,
+    at: &str,
+    max: usize,
+) -> Result<Option<String>, Invalid> {
+    let value = text(object, name, at, max)?;
+    if let Some(value) = &value {
+        if !value.chars().all(|c| matches!(c, ' '..='~')) {
+            return Err(Invalid(format!(
+                "{at}.{name} must be printable ASCII: it is sent in an HTTP header"
+            )));
+        }
+    }
+    Ok(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +241,14 @@ mod tests {
                 "c.token must not contain control characters",
             ),
             (
+                json!({"url": "u", "token": "tøken"}),
+                "c.token must be printable ASCII: it is sent in an HTTP header",
+            ),
+            (
+                json!({"url": "u", "authentication": {"scheme": "Bearer", "credentials": "sésame"}}),
+                "c.authentication.credentials must be printable ASCII: it is sent in an HTTP header",
+            ),
+            (
                 json!({"url": "u", "authentication": {"credentials": "x"}}),
                 "c.authentication.scheme is required with credentials",
             ),
@@ -246,6 +277,7 @@ mod tests {
             id: "hook".into(),
             url: "https://a.example/hook".into(),
             token: Some("tok".into()),
+            sealed_token: Some("sealed-tok".into()),
             scheme: Some("Bearer".into()),
             sealed_credentials: Some("sealed".into()),
             created_at: String::new(),

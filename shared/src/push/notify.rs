@@ -24,6 +24,7 @@ use crate::bodies::BodyError;
 use crate::domain::notify::NotifyConfig;
 use crate::domain::{Task, TaskId, TaskState};
 use crate::store::{Store, StoreError, TaskTransition};
+use crate::vault::NotifySecret;
 
 /// The header that carries a config's token, as A2A receivers read it.
 pub const NOTIFICATION_TOKEN_HEADER: &str = "X-A2A-Notification-Token";
@@ -256,6 +257,11 @@ impl Worker {
     async fn notify_headers(&self, config: &NotifyConfig) -> Option<HeaderMap> {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let mut config = config.clone();
+        if let Err(error) = self.vault.open_notify_token(&mut config).await {
+            tracing::warn!(error = %error, config_id = %config.id, "cannot open a notification config's token; will retry");
+            return None;
+        }
         if let Some(token) = &config.token {
             if let Ok(mut value) = HeaderValue::from_str(token) {
                 value.set_sensitive(true);
@@ -265,7 +271,11 @@ impl Worker {
         if let (Some(scheme), Some(sealed)) = (&config.scheme, &config.sealed_credentials) {
             let credentials = match self
                 .vault
-                .unseal_notify(&config.tenant_id, &config.task_id, &config.id, sealed)
+                .unseal_notify(
+                    (&config.tenant_id, &config.task_id, &config.id),
+                    NotifySecret::Credentials,
+                    sealed,
+                )
                 .await
             {
                 Ok(credentials) => credentials,

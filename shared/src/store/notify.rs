@@ -43,8 +43,9 @@ fn to_item(config: &NotifyConfig) -> Item {
     item.insert("task_id".into(), s(&config.task_id));
     item.insert("config_id".into(), s(&config.id));
     item.insert("url".into(), s(&config.url));
+    // The token only sealed: a config in the clear is never stored.
     for (name, value) in [
-        ("token", &config.token),
+        ("sealed_token", &config.sealed_token),
         ("scheme", &config.scheme),
         ("sealed_credentials", &config.sealed_credentials),
     ] {
@@ -87,6 +88,7 @@ impl TryFrom<&Item> for NotifyConfig {
             id: read.s("config_id")?,
             url: read.s("url")?,
             token: read.opt_s("token")?,
+            sealed_token: read.opt_s("sealed_token")?,
             scheme: read.opt_s("scheme")?,
             sealed_credentials: read.opt_s("sealed_credentials")?,
             created_at: read.s("created_at")?,

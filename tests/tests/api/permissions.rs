@@ -127,14 +127,23 @@ fn every_kms_grant_names_its_purpose_and_only_the_push_worker_opens_endpoint_sec
         grants["set-endpoint"],
         pairs(&[("kms:Encrypt", "endpoint-secret")])
     );
-    let notify = pairs(&[("kms:Encrypt", "notify-credentials")]);
+    let notify = pairs(&[
+        ("kms:Encrypt", "notify-credentials"),
+        ("kms:Encrypt", "notify-token"),
+    ]);
     assert_eq!(grants["a2a-create-push-config"], notify);
     assert!(grants["a2a-json-rpc"].is_superset(&notify));
     assert!(grants["a2a-send-message"].is_superset(&notify));
+    // A token is opened to be shown back; credentials only by the worker that sends them.
+    let show_token = pairs(&[("kms:Decrypt", "notify-token")]);
+    assert_eq!(grants["a2a-get-push-config"], show_token);
+    assert_eq!(grants["a2a-list-push-configs"], show_token);
+    assert!(grants["a2a-json-rpc"].is_superset(&show_token));
     assert_eq!(
         grants["push-worker"],
         pairs(&[
             ("kms:Decrypt", "notify-credentials"),
+            ("kms:Decrypt", "notify-token"),
             ("kms:Decrypt", "endpoint-secret"),
             ("kms:Encrypt", "webhook-signing"),
             ("kms:Decrypt", "webhook-signing"),
@@ -161,6 +170,7 @@ fn every_kms_grant_names_its_purpose_and_only_the_push_worker_opens_endpoint_sec
         .chain([
             forgebench::vault::ENDPOINT_SECRET_PURPOSE,
             forgebench::vault::NOTIFY_CREDENTIALS_PURPOSE,
+            forgebench::vault::NOTIFY_TOKEN_PURPOSE,
         ]);
     for purpose in sealed {
         assert!(

@@ -49,7 +49,7 @@ impl A2aCall<'_> {
         let (task_id, config_id) = task_and_config(params)?;
         self.callers_task(&task_id).await?;
         match self.app.store.get_notify_config(&task_id, config_id).await {
-            Ok(Some(config)) => Ok(config.to_a2a()),
+            Ok(Some(config)) => Ok(shown(self.app, config).await?),
             Ok(None) => Err(A2aError::task_not_found().into()),
             Err(error) => Err(ApiError::from(error).into()),
         }
@@ -70,7 +70,8 @@ impl A2aCall<'_> {
             .list_notify_configs(&task_id)
             .await
             .map_err(ApiError::from)?;
-        let shown: Vec<Value> = configs.iter().map(NotifyConfig::to_a2a).collect();
+        let configs = configs.into_iter().map(|config| shown(self.app, config));
+        let shown: Vec<Value> = futures::future::try_join_all(configs).await?;
         Ok(json!({ "configs": shown, "nextPageToken": "" }))
     }
 
@@ -159,4 +160,10 @@ pub async fn delete_push_config(app: &App, request: Request) -> HandlerResult {
             .map(|_| json!({}))
     };
     render(outcome.await)
+}
+
+/// A stored config as A2A shows it to its caller: its token opened, never its credentials.
+async fn shown(app: &App, mut config: NotifyConfig) -> Result<Value, ApiError> {
+    app.vault.open_notify_token(&mut config).await?;
+    Ok(config.to_a2a())
 }

@@ -9,6 +9,7 @@ use crate::domain::notify::{NotifyConfig, NotifyRequest, MAX_CONFIGS_PER_TASK};
 use crate::domain::{clock, Task};
 use crate::error::ApiError;
 use crate::store::NotifyRefusal;
+use crate::vault::NotifySecret;
 
 /// Where a new config's delivery starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +36,19 @@ pub(crate) async fn vetted_request(
     Ok(asked)
 }
 
+/// Seals one secret of a new config, when it was given.
+async fn seal_if_given(
+    app: &App,
+    names: (&str, &str, &str),
+    secret: NotifySecret,
+    value: Option<&str>,
+) -> Result<Option<String>, ApiError> {
+    match value {
+        Some(value) => Ok(Some(app.vault.seal_notify(names, secret, value).await?)),
+        None => Ok(None),
+    }
+}
+
 /// Stores `asked` as a config of `task` (replacing one of the same id), its credentials sealed.
 pub(crate) async fn save_config(
     app: &App,
@@ -46,16 +60,19 @@ pub(crate) async fn save_config(
         .id
         .clone()
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let (scheme, sealed_credentials) = match &asked.authentication {
-        Some((scheme, credentials)) => {
-            let sealed = app
-                .vault
-                .seal_notify(&task.tenant_id, &task.id, &id, credentials)
-                .await?;
-            (Some(scheme.clone()), Some(sealed))
-        }
-        None => (None, None),
-    };
+    let names = (task.tenant_id.as_str(), task.id.as_str(), id.as_str());
+    let credentials = asked
+        .authentication
+        .as_ref()
+        .map(|(_, credentials)| credentials.as_str());
+    let (sealed_token, sealed_credentials) = tokio::try_join!(
+        seal_if_given(app, names, NotifySecret::Token, asked.token.as_deref()),
+        seal_if_given(app, names, NotifySecret::Credentials, credentials),
+    )?;
+    let scheme = asked
+        .authentication
+        .as_ref()
+        .map(|(scheme, _)| scheme.clone());
     let mut seen = task.clone();
     for _ in 0..3 {
         let config = NotifyConfig {
@@ -64,6 +81,7 @@ pub(crate) async fn save_config(
             id: id.clone(),
             url: asked.url.clone(),
             token: asked.token.clone(),
+            sealed_token: sealed_token.clone(),
             scheme: scheme.clone(),
             sealed_credentials: sealed_credentials.clone(),
             created_at: clock::now(),
