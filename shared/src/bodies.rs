@@ -12,7 +12,7 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use serde_json::Value;
 
 use crate::domain::content::{BodyRef, PackedBody, Stored, INLINE_BODY_BYTES};
-use crate::domain::task::Task;
+use crate::domain::task::{Shown, Task};
 use crate::domain::Message;
 use crate::on_first_use::OnFirstUse;
 
@@ -60,22 +60,6 @@ where
         SdkError::ConstructionFailure(_) => BodyError::Rejected(format!("{error:?}")),
         _ => BodyError::Unavailable(error.to_string()),
     }
-}
-
-/// Every body reference of `task`, each once.
-fn task_references(task: &Task) -> Vec<BodyRef> {
-    let all = [task.input.reference(), task.artifacts.reference()]
-        .into_iter()
-        .chain(task.status_message.iter().map(Stored::reference))
-        .chain(task.history.iter().map(Stored::reference))
-        .flatten();
-    let mut found: Vec<BodyRef> = Vec::new();
-    for reference in all {
-        if !found.contains(reference) {
-            found.push(reference.clone());
-        }
-    }
-    found
 }
 
 /// Puts `found` bodies in place of their references throughout `task`; a body that is not the
@@ -205,7 +189,13 @@ impl Bodies {
     /// from memory. A task with every body inline costs nothing.
     pub async fn resolve(&self, task: &mut Task, known: &[&PackedBody]) -> Result<(), BodyError> {
         resolve_from_memory(task, known)?;
-        let wanted = task_references(task);
+        self.resolve_shown(task, Shown::ALL).await
+    }
+
+    /// [`Bodies::resolve`] for the parts a reader shows: the bodies of the others stay
+    /// references, unread.
+    pub async fn resolve_shown(&self, task: &mut Task, shown: Shown) -> Result<(), BodyError> {
+        let wanted = task.body_references(shown);
         if wanted.is_empty() {
             return Ok(());
         }

@@ -29,6 +29,10 @@ pub const MAX_ROUNDS: usize = 10;
 #[derive(Debug)]
 pub struct SearchPage {
     pub tasks: Vec<Task>,
+    /// Where each of `tasks` stands in the search's order, for a page cut short after it.
+    pub positions: Vec<Position>,
+    /// The moment the search reads the store as of (every page of one search the same).
+    pub snapshot: String,
     pub next: Option<Cursor>,
     /// The read capacity the page cost, as the store reports it.
     pub read_units: f64,
@@ -263,9 +267,12 @@ fn page(found: Found<'_>, reached: Option<String>, limit: usize, moment: String)
         }),
         (true, false) => None,
     };
+    let (positions, tasks) = placed.into_iter().unzip();
     SearchPage {
         read_units,
-        tasks: placed.into_iter().map(|(_, task)| task).collect(),
+        tasks,
+        positions,
+        snapshot: moment.clone(),
         next: next.map(|after| Cursor {
             snapshot: moment,
             after,

@@ -14,7 +14,7 @@ use super::error::A2aError;
 use crate::domain::content::Stored;
 use crate::domain::events::TaskEvent;
 use crate::domain::message::Role;
-use crate::domain::task::Artifact;
+use crate::domain::task::{Artifact, Shown};
 use crate::domain::{Message, Part, Task, TaskState};
 
 /// The A2A name of a task state.
@@ -114,6 +114,23 @@ pub struct TaskView {
     /// The newest messages to show; `None` for all.
     pub history_length: Option<usize>,
     pub include_artifacts: bool,
+}
+
+impl TaskView {
+    /// The parts of a task this view shows, for reading only their bodies.
+    pub fn shown(self) -> Shown {
+        Shown {
+            input: false,
+            history: self.history_length,
+            artifacts: self.include_artifacts,
+        }
+    }
+
+    /// What showing `task` in this view costs a page: the view as the task item alone renders
+    /// it, and the stored bodies it reads.
+    pub fn bytes_of(self, task: &Task) -> u64 {
+        task_json(task, self).to_string().len() as u64 + task.stored_bytes(self.shown())
+    }
 }
 
 impl Default for TaskView {

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::clock;
-use super::content::{Stored, MAX_TASK_CONTENT_BYTES};
+use super::content::{BodyRef, Stored, MAX_TASK_CONTENT_BYTES};
 use super::events::Change;
 use super::ids::{AgentId, TaskId, TenantId};
 use super::message::{Message, Role};
@@ -342,6 +342,63 @@ pub fn keyed_task_id(caller_id: &AgentId, callee_id: &AgentId, message_id: &str)
 /// The error a task carries when its claim deadline passes.
 pub fn deadline_error(seconds: u64) -> String {
     format!("claim deadline exceeded: the callee did not answer within {seconds} seconds of claiming the task")
+}
+
+/// The most bytes one listing page (`ListTasks`, a search) shows, its stored bodies counted in:
+/// a page stops short of the task that would pass it (with the cursor to go on), so that any
+/// page fits the 6 MB a Lambda response may carry and the memory of the function that builds
+/// it, whatever its tasks hold. A page always shows at least one task.
+pub const PAGE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Which parts of a task a reader shows, and so which of its stored bodies are read: a view
+/// that leaves the history or the artifacts out reads none of theirs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown {
+    pub input: bool,
+    /// The newest history messages shown; `None` for all of them.
+    pub history: Option<usize>,
+    pub artifacts: bool,
+}
+
+impl Shown {
+    /// The whole task.
+    pub const ALL: Shown = Shown {
+        input: true,
+        history: None,
+        artifacts: true,
+    };
+}
+
+impl Task {
+    /// Every body reference of the parts `shown` shows (the status message always), each once.
+    pub fn body_references(&self, shown: Shown) -> Vec<BodyRef> {
+        let first_shown = shown
+            .history
+            .map_or(0, |newest| self.history.len().saturating_sub(newest));
+        let all = [
+            self.input.reference().filter(|_| shown.input),
+            self.artifacts.reference().filter(|_| shown.artifacts),
+        ]
+        .into_iter()
+        .chain(self.status_message.iter().map(Stored::reference))
+        .chain(self.history[first_shown..].iter().map(Stored::reference))
+        .flatten();
+        let mut found: Vec<BodyRef> = Vec::new();
+        for reference in all {
+            if !found.contains(reference) {
+                found.push(reference.clone());
+            }
+        }
+        found
+    }
+
+    /// How many bytes of stored bodies showing the parts `shown` shows reads.
+    pub fn stored_bytes(&self, shown: Shown) -> u64 {
+        self.body_references(shown)
+            .iter()
+            .map(|reference| reference.bytes)
+            .sum()
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::{full_task, ok, query_param, HandlerResult};
 use crate::app::App;
 use crate::domain::search::{Cursor, Direction, SearchFilters, DEFAULT_LIMIT, MAX_LIMIT};
+use crate::domain::task::{Shown, PAGE_BYTES};
 use crate::domain::words::QueryWords;
 use crate::domain::{clock, AgentId, AgentRef, Task, TaskState, TenantPrincipal};
 use crate::error::ApiError;
@@ -125,14 +126,35 @@ async fn searched_agent(
 }
 
 /// A task as a search item: the task view without its history, bodies resolved.
-async fn item(app: &App, mut task: Task) -> Result<Value, ApiError> {
-    task.history.clear();
+async fn item(app: &App, task: Task) -> Result<Value, ApiError> {
     let task = full_task(app, task, &[]).await?;
+    Ok(item_view(&task))
+}
+
+/// The search item of `task` (its history already left out), as far as its bodies are read.
+fn item_view(task: &Task) -> Value {
     let mut view = task.to_json();
     if let Value::Object(fields) = &mut view {
         fields.remove("history");
     }
-    Ok(view)
+    view
+}
+
+/// How many of `tasks` (history left out) one page shows: as many as fit [`PAGE_BYTES`], their
+/// stored bodies counted in, and at least one.
+fn fitting(tasks: &[Task]) -> usize {
+    let shown = Shown {
+        history: Some(0),
+        ..Shown::ALL
+    };
+    let mut bytes = 0;
+    for (index, task) in tasks.iter().enumerate() {
+        bytes += item_view(task).to_string().len() as u64 + task.stored_bytes(shown);
+        if index > 0 && bytes > PAGE_BYTES {
+            return index;
+        }
+    }
+    tasks.len()
 }
 
 pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
@@ -168,11 +190,23 @@ pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
                 .ok_or_else(|| invalid("cursor is not one this search issued"))
         })
         .transpose()?;
-    let page = crate::search::search(&app.store, &filters, cursor.as_ref(), params.limit).await?;
+    let mut page =
+        crate::search::search(&app.store, &filters, cursor.as_ref(), params.limit).await?;
+    page.tasks.iter_mut().for_each(|task| task.history.clear());
+    let shown = fitting(&page.tasks);
+    let next = if shown < page.tasks.len() {
+        page.tasks.truncate(shown);
+        page.positions.get(shown - 1).map(|after| Cursor {
+            snapshot: page.snapshot.clone(),
+            after: after.clone(),
+        })
+    } else {
+        page.next
+    };
     let items =
         futures::future::try_join_all(page.tasks.into_iter().map(|task| item(app, task))).await?;
     ok(&json!({
         "items": items,
-        "next_cursor": page.next.map(|cursor| cursor.encode(&binding)),
+        "next_cursor": next.map(|cursor| cursor.encode(&binding)),
     }))
 }

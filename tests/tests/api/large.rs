@@ -716,3 +716,127 @@ async fn bodies_expire_with_their_task_and_an_expired_task_is_gone() {
         .await;
     assert_eq!(gone.status, 404, "{}", gone.text);
 }
+
+/// Three completed tasks, each a 1 MiB message answered with 1 MiB of artifacts (their bodies in
+/// the body store): a listing reads only the bodies its view shows, and every page stops short
+/// of 4 MiB (`PAGE_BYTES`), with the cursor to go on, so no page outgrows a Lambda response or
+/// its function's memory however large its tasks.
+#[tokio::test]
+async fn a_listing_reads_only_the_bodies_it_shows_and_no_page_outgrows_four_mebibytes() {
+    use forgebench::domain::task::PAGE_BYTES;
+    let recorder = forgebench_tests::Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let mut ids = Vec::new();
+    for seed in 0..3 {
+        let opened = app
+            .open_task(
+                &pair.caller.key,
+                &pair.callee.name,
+                message_of(MAX_MESSAGE_BYTES, 20 + seed),
+                0,
+            )
+            .await;
+        assert_eq!(opened.status, 200, "{}", opened.text);
+        claim_ok(&app, &pair).await;
+        let answer =
+            json!({"state": "completed", "artifacts": artifacts_of(MAX_MESSAGE_BYTES, 30 + seed)});
+        let done = app
+            .post_result(&pair.callee.key, &opened.field("id"), answer)
+            .await;
+        assert_eq!(done.status, 200, "{}", done.text);
+        ids.push(opened.field("id"));
+    }
+    ids.sort();
+    let reads = |recorder: &forgebench_tests::Recorder| {
+        recorder
+            .take_requests()
+            .into_iter()
+            .filter(|(operation, _)| operation == "GetObject")
+            .count()
+    };
+    let fits = |reply: &Reply| {
+        assert!(
+            reply.text.len() as u64 <= PAGE_BYTES + 64 * 1024,
+            "a page of {} bytes",
+            reply.text.len()
+        );
+    };
+
+    // Statuses only: no body is read.
+    reads(&recorder);
+    let list = |params: Value| app.a2a_rpc(&pair.callee.id, &pair.caller.key, "ListTasks", params);
+    let statuses = list(json!({"historyLength": 0})).await;
+    assert_eq!(
+        statuses.body["result"]["tasks"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        &statuses.text[..200.min(statuses.text.len())]
+    );
+    assert_eq!(
+        reads(&recorder),
+        0,
+        "a listing without history or artifacts read bodies"
+    );
+
+    // Everything, page by page: each page under the limit, every task once, in full.
+    let mut listed = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page = list(json!({"includeArtifacts": true, "pageToken": token})).await;
+        fits(&page);
+        for task in page.body["result"]["tasks"].as_array().expect("tasks") {
+            assert_eq!(
+                task["artifacts"][0]["parts"].as_array().map(Vec::len),
+                artifacts_of(MAX_MESSAGE_BYTES, 30)[0]["parts"].as_array().map(Vec::len),
+                "artifacts shown in full"
+            );
+            listed.push(task["id"].as_str().unwrap().to_owned());
+        }
+        token = page.body["result"]["nextPageToken"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        if token.is_empty() {
+            break;
+        }
+    }
+    listed.sort();
+    assert_eq!(listed, ids);
+
+    // The search: the same limit.
+    let mut found = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            None => format!("/v1/tasks?agent={}", pair.caller.name),
+            Some(cursor) => format!("/v1/tasks?agent={}&cursor={cursor}", pair.caller.name),
+        };
+        let page = app.get(&path, &pair.tenant.admin_key).await;
+        assert_eq!(
+            page.status,
+            200,
+            "{}",
+            &page.text[..200.min(page.text.len())]
+        );
+        fits(&page);
+        for item in page.body["items"].as_array().expect("items") {
+            assert_eq!(
+                item["input"]["message"]["parts"].as_array().map(Vec::len),
+                message_of(MAX_MESSAGE_BYTES, 20)["parts"].as_array().map(Vec::len),
+                "input shown in full"
+            );
+            found.push(item["id"].as_str().unwrap().to_owned());
+        }
+        match page.body["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    found.sort();
+    assert_eq!(found, ids);
+}

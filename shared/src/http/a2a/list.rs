@@ -9,9 +9,9 @@ use sha2::{Digest, Sha256};
 use super::{history_length, object, optional_bool, A2aCall, Failure};
 use crate::a2a::wire::{parse_state, task_json, TaskView};
 use crate::a2a::A2aError;
+use crate::domain::task::PAGE_BYTES;
 use crate::domain::{clock, AgentId, AgentRef, Task, TaskState};
 use crate::error::ApiError;
-use crate::http::full_task;
 use crate::http::service::tasks::agent_principal;
 use crate::store::PairCursor;
 
@@ -37,6 +37,7 @@ impl A2aCall<'_> {
         let binding = query.binding(&caller, &callee.id);
         let mut cursor = query.start(&binding)?;
         let mut page = Vec::new();
+        let mut bytes = 0;
         for _ in 0..LIST_ROUNDS {
             let (tasks, next) = self
                 .app
@@ -48,8 +49,17 @@ impl A2aCall<'_> {
             for (index, task) in tasks.into_iter().enumerate() {
                 let key = PairCursor(format!("{}#{}", task.created_at, task.id));
                 if query.matches(&task) {
-                    let task = full_task(self.app, task, &[]).await?;
-                    page.push(task_json(&task, query.view));
+                    bytes += query.view.bytes_of(&task);
+                    if !page.is_empty() && bytes > PAGE_BYTES {
+                        // Full: the next page starts at this task.
+                        let token = cursor.map(|key| encode_token(&binding, &key));
+                        return Ok(list_page(
+                            page,
+                            token.as_deref().unwrap_or(""),
+                            query.page_size,
+                        ));
+                    }
+                    page.push(self.shown_task(task, query.view).await?);
                 }
                 cursor = Some(key);
                 if page.len() == query.page_size {
@@ -77,6 +87,18 @@ impl A2aCall<'_> {
             token.as_deref().unwrap_or(""),
             query.page_size,
         ))
+    }
+}
+
+impl A2aCall<'_> {
+    /// `task` as a `ListTasks` page shows it, only the bodies the view shows read.
+    async fn shown_task(&self, mut task: Task, view: TaskView) -> Result<Value, ApiError> {
+        crate::http::note_task(&task);
+        self.app
+            .bodies
+            .resolve_shown(&mut task, view.shown())
+            .await?;
+        Ok(task_json(&task, view))
     }
 }
 
