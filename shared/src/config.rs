@@ -81,7 +81,13 @@ pub struct Config {
     /// streams all the key holders of one tenant may hold at once, so one tenant's agents cannot
     /// take every reserved execution of a long-poll or streaming function (100 each, deployed).
     pub tenant_max_waits: u32,
+    /// `FORGEBENCH_TENANT_MAX_AGENTS` (1,000, 1 to 100,000): the most agents one tenant holds
+    /// that are not retired (past it, creating one is `409 limit_reached`).
+    pub tenant_max_agents: u64,
 }
+
+/// The default of `FORGEBENCH_TENANT_MAX_AGENTS`.
+pub const DEFAULT_TENANT_MAX_AGENTS: u64 = 1_000;
 
 /// The default of `FORGEBENCH_TENANT_MAX_WAITS`.
 pub const DEFAULT_TENANT_MAX_WAITS: u32 = 40;
@@ -129,6 +135,8 @@ pub mod ranges {
     pub const TASK_RETENTION_DAYS: RangeInclusive<u64> = 1..=super::MAX_TASK_RETENTION_DAYS;
     /// `FORGEBENCH_TENANT_MAX_WAITS`.
     pub const TENANT_MAX_WAITS: RangeInclusive<u64> = 1..=1_000;
+    /// `FORGEBENCH_TENANT_MAX_AGENTS`.
+    pub const TENANT_MAX_AGENTS: RangeInclusive<u64> = 1..=100_000;
 }
 
 /// Reads settings through a lookup: the process environment, or a map in tests.
@@ -339,6 +347,11 @@ impl Config {
                 ranges::TENANT_MAX_WAITS,
             )?)
             .unwrap_or(DEFAULT_TENANT_MAX_WAITS),
+            tenant_max_agents: env.bounded(
+                "FORGEBENCH_TENANT_MAX_AGENTS",
+                DEFAULT_TENANT_MAX_AGENTS,
+                ranges::TENANT_MAX_AGENTS,
+            )?,
         })
     }
 
@@ -366,6 +379,7 @@ impl Config {
             body_bucket: None,
             task_retention_days: DEFAULT_TASK_RETENTION_DAYS,
             tenant_max_waits: DEFAULT_TENANT_MAX_WAITS,
+            tenant_max_agents: DEFAULT_TENANT_MAX_AGENTS,
         }
     }
 

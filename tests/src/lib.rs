@@ -386,6 +386,8 @@ pub struct Options {
     pub stream_max_seconds: u64,
     /// The most waits and streams one tenant's key holders hold at once.
     pub tenant_max_waits: u32,
+    /// `FORGEBENCH_TENANT_MAX_AGENTS`.
+    pub tenant_max_agents: u64,
 }
 
 impl Default for Options {
@@ -406,6 +408,7 @@ impl Default for Options {
             stream_keepalive: Duration::from_secs(15),
             stream_max_seconds: forgebench::config::DEFAULT_STREAM_MAX_SECONDS,
             tenant_max_waits: forgebench::config::DEFAULT_TENANT_MAX_WAITS,
+            tenant_max_agents: forgebench::config::DEFAULT_TENANT_MAX_AGENTS,
         }
     }
 }
@@ -467,6 +470,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     config.stream_keepalive = options.stream_keepalive;
     config.stream_max_seconds = options.stream_max_seconds;
     config.tenant_max_waits = options.tenant_max_waits;
+    config.tenant_max_agents = options.tenant_max_agents;
     let mut dynamodb = dynamodb_config(&options.dynamodb_endpoint).await;
     if let Some(recorder) = &options.recorder {
         dynamodb = dynamodb.interceptor(recorder.clone());

@@ -65,6 +65,8 @@ export interface ForgebenchGatewayProps {
   readonly maxWaitSeconds?: number;
   /** The most waiting requests and streams of one tenant at once, 1–1,000. @default 40 */
   readonly tenantMaxWaits?: number;
+  /** The most agents one tenant holds that are not retired (1 to 100,000; default 1,000). */
+  readonly tenantMaxAgents?: number;
   /** The secrets key's alias. @default `alias/<stack name>-secrets` */
   readonly keyAliasName?: string;
   /** The REST API's name (also the `ApiName` the 5xx alarm and the dashboard watch). @default `<stack name>-Api` */
@@ -150,6 +152,8 @@ export class ForgebenchGateway extends Construct {
     const maxWaitSeconds = props.maxWaitSeconds ?? 30;
     const tenantMaxWaits = props.tenantMaxWaits ?? 40;
     checkRange('tenantMaxWaits', tenantMaxWaits, 1, 1000);
+    const tenantMaxAgents = props.tenantMaxAgents ?? 1000;
+    checkRange('tenantMaxAgents', tenantMaxAgents, 1, 100000);
     checkRange('taskRetentionDays', taskRetentionDays, 1, 3650);
     checkRange('maxWaitSeconds', maxWaitSeconds, 0, 30);
     checkRange('longPollConcurrency', props.longPollConcurrency, 1, 1000000);
@@ -346,6 +350,7 @@ export class ForgebenchGateway extends Construct {
         resourceArn,
         maxWaitSeconds,
         tenantMaxWaits,
+        tenantMaxAgents,
         taskRetentionDays,
         logRetentionDays,
         longPollConcurrency: props.longPollConcurrency ?? 100,
@@ -603,6 +608,7 @@ export class ForgebenchGateway extends Construct {
       FORGEBENCH_TABLE: this.table.ref,
       FORGEBENCH_MAX_WAIT_SECONDS: envString(ctx.maxWaitSeconds),
       FORGEBENCH_TENANT_MAX_WAITS: envString(ctx.tenantMaxWaits),
+      FORGEBENCH_TENANT_MAX_AGENTS: envString(ctx.tenantMaxAgents),
       FORGEBENCH_TASK_RETENTION_DAYS: envString(ctx.taskRetentionDays),
       // The CloudWatch namespace of the business metrics (EMF lines, shared/src/metrics.rs).
       FORGEBENCH_METRICS_NAMESPACE: ctx.metricsNamespace,
@@ -677,6 +683,7 @@ interface FunctionContext {
   readonly resourceArn: (kind: ResourceKind) => string;
   readonly maxWaitSeconds: number;
   readonly tenantMaxWaits: number;
+  readonly tenantMaxAgents: number;
   readonly taskRetentionDays: number;
   readonly logRetentionDays: number;
   readonly longPollConcurrency: number;

@@ -84,6 +84,14 @@ export class ForgebenchStack extends Stack {
       description: 'The most waiting requests and open event streams of one tenant at once; keep it below LongPollConcurrency.',
     });
 
+    const tenantMaxAgents = new CfnParameter(this, 'TenantMaxAgents', {
+      type: 'Number',
+      default: 1000,
+      minValue: 1,
+      maxValue: 100000,
+      description: 'The most agents one tenant holds that are not retired (past it, creating one is 409 limit_reached).',
+    });
+
     const alarmEmail = new CfnParameter(this, 'AlarmEmail', {
       type: 'String',
       default: '',
@@ -113,6 +121,7 @@ export class ForgebenchStack extends Stack {
       publicUrl: publicUrl.valueAsString,
       maxWaitSeconds: maxWaitSeconds.valueAsNumber,
       tenantMaxWaits: tenantMaxWaits.valueAsNumber,
+      tenantMaxAgents: tenantMaxAgents.valueAsNumber,
       alarmEmail: alarmEmail.valueAsString,
       configureApiGatewayLogging: Token.asAny(configureApiGatewayLogging.valueAsString),
     });

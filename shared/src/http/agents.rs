@@ -12,7 +12,7 @@ use crate::domain::{
     clock, Agent, AgentId, AgentName, AgentRef, AgentStatus, PrincipalKind, TenantPrincipal,
 };
 use crate::error::ApiError;
-use crate::store::{AuditEntry, KeyInfo, KeyOwner, KeyRecord, NewKey, MAX_LIVE_KEYS};
+use crate::store::{AgentRefusal, AuditEntry, KeyInfo, KeyOwner, KeyRecord, NewKey, MAX_LIVE_KEYS};
 
 /// The agent a route's `{agent}` names, if this principal may see it; 404 otherwise, whether it
 /// does not exist or belongs to someone the principal may not see.
@@ -121,13 +121,17 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
         version: 1,
     };
     let audit = AuditEntry::new(&principal, "agent.create", &agent.id);
-    if !app.store.create_agent(&agent, &audit).await? {
-        return Err(ApiError::Conflict(format!(
+    let max_agents = app.config.tenant_max_agents;
+    match app.store.create_agent(&agent, &audit, max_agents).await? {
+        Ok(()) => created(&json!(agent)),
+        Err(AgentRefusal::NameTaken) => Err(ApiError::Conflict(format!(
             "an agent named {:?} already exists in this tenant",
             agent.name
-        )));
+        ))),
+        Err(AgentRefusal::TenantFull) => Err(ApiError::LimitReached(format!(
+            "a tenant holds at most {max_agents} agents that are not retired; retire one first"
+        ))),
     }
-    created(&json!(agent))
 }
 
 pub async fn list(app: &App, request: Request) -> HandlerResult {

@@ -81,20 +81,71 @@ fn copies(agent: &Agent) -> [Item; 2] {
     [by_id, by_name]
 }
 
+/// Why a new agent was not created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentRefusal {
+    /// The tenant has an agent of that name.
+    NameTaken,
+    /// The tenant holds its most agents that are not retired.
+    TenantFull,
+}
+
+#[derive(Clone, Copy)]
+enum Slot {
+    Agent,
+    Count,
+}
+
 impl Store {
-    /// Creates an agent. Returns `false`, writing nothing, when the name is taken in the tenant.
+    /// Creates an agent and counts it on its tenant (`live_agents`), only while the tenant
+    /// holds fewer than `max_agents` that are not retired; nothing is written otherwise.
     pub async fn create_agent(
         &self,
         agent: &Agent,
         audit: &AuditEntry,
-    ) -> Result<bool, StoreError> {
+        max_agents: u64,
+    ) -> Result<Result<(), AgentRefusal>, StoreError> {
         let [by_id, by_name] = copies(agent);
-        self.transact_if(vec![
-            self.put_new(by_id)?,
-            self.put_new(by_name)?,
-            self.put_new(audit.to_item())?,
-        ])
-        .await
+        let count = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(format!("TENANT#{}", agent.tenant_id), "TENANT")))
+            .update_expression("ADD live_agents :one")
+            .condition_expression(
+                "attribute_exists(pk) AND (attribute_not_exists(live_agents) OR live_agents < :max)",
+            )
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":max", n(max_agents))
+            .build()
+            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        let items = vec![
+            (Slot::Agent, self.put_new(by_id)?),
+            (Slot::Agent, self.put_new(by_name)?),
+            (Slot::Agent, self.put_new(audit.to_item())?),
+            (
+                Slot::Count,
+                TransactWriteItem::builder().update(count).build(),
+            ),
+        ];
+        Ok(match self.transact_slots(items).await? {
+            Ok(()) => Ok(()),
+            Err(failed) => Err(match failed.slot {
+                Slot::Agent => AgentRefusal::NameTaken,
+                Slot::Count => AgentRefusal::TenantFull,
+            }),
+        })
+    }
+
+    /// The write that takes a retired agent off its tenant's count of agents.
+    pub(crate) fn uncount_agent(&self, agent: &Agent) -> Result<TransactWriteItem, StoreError> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(format!("TENANT#{}", agent.tenant_id), "TENANT")))
+            .update_expression("ADD live_agents :minus_one")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
+            .build()
+            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        Ok(TransactWriteItem::builder().update(update).build())
     }
 
     /// Replaces both copies of an agent whose stored version is `agent.version - 1`. Returns

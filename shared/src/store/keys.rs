@@ -341,6 +341,10 @@ impl Store {
                 status => writes.push(self.suspend_items(info, status == AgentStatus::Paused)?),
             }
         }
+        if status == AgentStatus::Retired {
+            // A retired agent leaves room for another under the tenant's limit.
+            writes.push(self.uncount_agent(agent)?);
+        }
         let updated = self.update_agent_with(agent, audit, writes).await?;
         Ok(updated.then(|| live.into_iter().map(|info| info.hash).collect()))
     }

@@ -47,6 +47,7 @@ mod tasks;
 mod tenancy;
 mod words;
 
+pub use agents::AgentRefusal;
 pub use answers::InputRefusal;
 pub use audit::AuditEntry;
 pub use bindings::BindingWrite;

@@ -792,7 +792,9 @@ async fn a_listing_reads_only_the_bodies_it_shows_and_no_page_outgrows_four_mebi
         for task in page.body["result"]["tasks"].as_array().expect("tasks") {
             assert_eq!(
                 task["artifacts"][0]["parts"].as_array().map(Vec::len),
-                artifacts_of(MAX_MESSAGE_BYTES, 30)[0]["parts"].as_array().map(Vec::len),
+                artifacts_of(MAX_MESSAGE_BYTES, 30)[0]["parts"]
+                    .as_array()
+                    .map(Vec::len),
                 "artifacts shown in full"
             );
             listed.push(task["id"].as_str().unwrap().to_owned());
@@ -827,7 +829,9 @@ async fn a_listing_reads_only_the_bodies_it_shows_and_no_page_outgrows_four_mebi
         for item in page.body["items"].as_array().expect("items") {
             assert_eq!(
                 item["input"]["message"]["parts"].as_array().map(Vec::len),
-                message_of(MAX_MESSAGE_BYTES, 20)["parts"].as_array().map(Vec::len),
+                message_of(MAX_MESSAGE_BYTES, 20)["parts"]
+                    .as_array()
+                    .map(Vec::len),
                 "input shown in full"
             );
             found.push(item["id"].as_str().unwrap().to_owned());

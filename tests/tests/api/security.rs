@@ -648,3 +648,42 @@ fn the_deployment_throttles_the_api_and_bounds_the_long_poll_functions() {
         );
     }
 }
+
+/// A tenant holds at most `FORGEBENCH_TENANT_MAX_AGENTS` agents that are not retired: the next
+/// is `409 limit_reached` and writes nothing, a retired agent leaves room for another, and
+/// another tenant is not held back by the first one's agents.
+#[tokio::test]
+async fn a_tenant_holds_at_most_its_agents_and_a_retired_one_leaves_room() {
+    let app = spawn_app_with(Options {
+        tenant_max_agents: 3,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    let third = app.create_agent(admin, "third").await;
+    let full = app
+        .post("/v1/agents", admin, serde_json::json!({"name": "fourth"}))
+        .await;
+    assert_eq!(full.status, 409, "{}", full.text);
+    assert_eq!(
+        full.body["detail"]["code"], "limit_reached",
+        "{}",
+        full.text
+    );
+    let fourth = app.get("/v1/agents/fourth", admin).await;
+    assert_eq!(
+        fourth.status, 404,
+        "a refused agent was stored: {}",
+        fourth.text
+    );
+
+    set_status(&app, admin, &third.id, "retired").await;
+    let room = app
+        .post("/v1/agents", admin, serde_json::json!({"name": "fourth"}))
+        .await;
+    assert_eq!(room.status, 201, "{}", room.text);
+
+    let other = app.pair().await;
+    app.create_agent(&other.tenant.admin_key, "third").await;
+}
