@@ -8,8 +8,9 @@
 //! the index by state and `since` where asked. Each task met is judged as it is now
 //! ([`SearchFilters::place_by_creation`]), and its other words checked on its postings. A page
 //! holds the `limit` newest placements below the cursor, created at or before the search's first
-//! page; a walk reads at most [`MAX_ROUNDS`] index pages per request, and a page it cuts short
-//! still carries the cursor to go on.
+//! page; a walk reads at most [`MAX_ROUNDS`] index pages per request, a request stops after the
+//! round that spends [`MAX_READ_UNITS`], and a page either cuts short still carries the cursor
+//! to go on.
 
 use std::collections::HashMap;
 
@@ -24,6 +25,10 @@ use crate::store::{ContextJoin, Store, StoreError};
 
 /// Most index pages one request reads while walking.
 pub const MAX_ROUNDS: usize = 10;
+
+/// The read capacity after which a request reads no further round (indexes, tasks, postings):
+/// what one search may cost the tenant's table, whatever its filters pass over.
+pub const MAX_READ_UNITS: f64 = 500.0;
 
 /// A page of results, newest first, and the cursor of the next one.
 #[derive(Debug)]
@@ -178,6 +183,17 @@ pub async fn search(
     cursor: Option<&Cursor>,
     limit: usize,
 ) -> Result<SearchPage, SearchError> {
+    search_within(store, filters, cursor, limit, MAX_READ_UNITS).await
+}
+
+/// [`search`], stopping after the round that spends `max_read_units`.
+pub async fn search_within(
+    store: &Store,
+    filters: &SearchFilters,
+    cursor: Option<&Cursor>,
+    limit: usize,
+    max_read_units: f64,
+) -> Result<SearchPage, SearchError> {
     let moment = cursor.map_or_else(clock::now, |cursor| cursor.snapshot.clone());
     let after = cursor.map(|cursor| &cursor.after);
     let mut found = Found {
@@ -226,7 +242,10 @@ pub async fn search(
             walk.next = next;
         }
         let reached = complete_above(&walks);
-        if found.final_count(reached.as_deref()) >= limit || reached.is_none() {
+        if found.final_count(reached.as_deref()) >= limit
+            || reached.is_none()
+            || found.read_units >= max_read_units
+        {
             return Ok(page(found, reached, limit, moment.clone()));
         }
     }

@@ -944,3 +944,67 @@ async fn a_tenant_that_turns_word_search_off_gets_no_postings_and_a_clear_400_fo
         [after.as_str(), before.as_str()]
     );
 }
+
+/// A search spends at most about `MAX_READ_UNITS` of the table's read capacity per request: past
+/// it, the page ends short with the cursor to go on, and the pages after it still find every
+/// task once. Shown with a budget of no units at all: each request reads one round.
+#[tokio::test]
+async fn a_search_past_its_read_budget_ends_short_and_the_cursor_goes_on() {
+    use forgebench::domain::search::{Direction, SearchFilters};
+    use forgebench::domain::{AgentId, TaskState, TenantId};
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let working = open(
+        &app,
+        &pair.caller,
+        &pair.callee.id,
+        text_message("slow one"),
+    )
+    .await;
+    assert_eq!(app.claim(&pair.callee.key, 0).await.field("id"), working);
+    for n in 0..25 {
+        let id = open(
+            &app,
+            &pair.caller,
+            &pair.callee.id,
+            text_message("quick one"),
+        )
+        .await;
+        answer(&app, &pair.callee, &id, completed(&format!("done {n}"))).await;
+    }
+    let filters = SearchFilters {
+        tenant: TenantId::from(pair.tenant.id.clone()),
+        agent: AgentId::from(pair.callee.id.clone()),
+        direction: Direction::Inbound,
+        state: Some(TaskState::Working),
+        context_id: None,
+        words: None,
+        since: None,
+    };
+    let store = &app.app.store;
+    let unbounded = forgebench::search::search(store, &filters, None, 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        unbounded.tasks.len(),
+        1,
+        "found in one request without a budget"
+    );
+    let first = forgebench::search::search_within(store, &filters, None, 1, 0.0)
+        .await
+        .unwrap();
+    assert!(first.tasks.is_empty(), "a request past its budget read on");
+    let mut found: Vec<String> = Vec::new();
+    let mut cursor = first.next;
+    let mut requests = 1;
+    while let Some(at) = cursor.take() {
+        let page = forgebench::search::search_within(store, &filters, Some(&at), 1, 0.0)
+            .await
+            .unwrap();
+        found.extend(page.tasks.iter().map(|task| task.id.to_string()));
+        cursor = page.next;
+        requests += 1;
+        assert!(requests < 30, "the cursor never ended");
+    }
+    assert_eq!(found, [working]);
+}
