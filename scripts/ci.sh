@@ -95,6 +95,8 @@ benchmarks_waiting() {
   "${bench[@]}" cost -- 20 --gate
   echo "== fault suite (short: 3 s faults); fails on a task lost or duplicated, or an undocumented answer"
   "${bench[@]}" faults -- 3 --gate
+  echo "== soak (short: 60 s of mixed work); fails on an undocumented answer or a task not completed"
+  "${bench[@]}" soak -- 60 4 --gate
 }
 benchmarks_volume() {
   echo "== benchmark (short): task search beside a full Scan"

@@ -59,6 +59,8 @@ export interface ForgebenchGatewayProps {
   readonly throttleBurstLimit?: number;
   /** Reserved concurrency of each long-poll function. @default 100 */
   readonly longPollConcurrency?: number;
+  /** The most push worker invocations the queue runs at once (2 to 1,000). @default 50 */
+  readonly pushWorkerConcurrency?: number;
   /** The base URL agent cards name and sign; empty: the API's own URL. @default '' */
   readonly publicUrl?: string;
   /** The bound on `?wait=`, 0–30. @default 30 */
@@ -157,6 +159,7 @@ export class ForgebenchGateway extends Construct {
     checkRange('taskRetentionDays', taskRetentionDays, 1, 3650);
     checkRange('maxWaitSeconds', maxWaitSeconds, 0, 30);
     checkRange('longPollConcurrency', props.longPollConcurrency, 1, 1000000);
+    checkRange('pushWorkerConcurrency', props.pushWorkerConcurrency, 2, 1000);
     checkRange('throttleRateLimit', props.throttleRateLimit, 1, 1000000);
     checkRange('throttleBurstLimit', props.throttleBurstLimit, 1, 1000000);
     if (!Token.isUnresolved(logRetentionDays) && !LOG_RETENTION_DAYS.includes(logRetentionDays)) {
@@ -354,6 +357,7 @@ export class ForgebenchGateway extends Construct {
         taskRetentionDays,
         logRetentionDays,
         longPollConcurrency: props.longPollConcurrency ?? 100,
+        pushWorkerConcurrency: props.pushWorkerConcurrency ?? 50,
         metricsNamespace: this.metricsNamespace,
         xrayPolicy,
       });
@@ -665,6 +669,7 @@ export class ForgebenchGateway extends Construct {
         eventSourceArn: this.pushQueue.attrArn,
         batchSize: spec.trigger.batchSize,
         reportBatchItemFailures: spec.trigger.reportBatchItemFailures,
+        maxConcurrency: ctx.pushWorkerConcurrency,
       });
     }
     return fn;
@@ -687,6 +692,7 @@ interface FunctionContext {
   readonly taskRetentionDays: number;
   readonly logRetentionDays: number;
   readonly longPollConcurrency: number;
+  readonly pushWorkerConcurrency: number;
   readonly metricsNamespace: string;
   readonly xrayPolicy: iam.IManagedPolicy;
 }

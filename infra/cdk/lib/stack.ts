@@ -62,6 +62,13 @@ export class ForgebenchStack extends Stack {
       minValue: 1,
       description: 'Reserved concurrency of each long-poll function.',
     });
+    const pushWorkerConcurrency = new CfnParameter(this, 'PushWorkerConcurrency', {
+      type: 'Number',
+      default: 50,
+      minValue: 2,
+      maxValue: 1000,
+      description: 'The most push worker invocations the queue runs at once.',
+    });
     const publicUrl = new CfnParameter(this, 'PublicUrl', {
       type: 'String',
       default: '',
@@ -118,6 +125,7 @@ export class ForgebenchStack extends Stack {
       throttleRateLimit: throttleRateLimit.valueAsNumber,
       throttleBurstLimit: throttleBurstLimit.valueAsNumber,
       longPollConcurrency: longPollConcurrency.valueAsNumber,
+      pushWorkerConcurrency: pushWorkerConcurrency.valueAsNumber,
       publicUrl: publicUrl.valueAsString,
       maxWaitSeconds: maxWaitSeconds.valueAsNumber,
       tenantMaxWaits: tenantMaxWaits.valueAsNumber,
