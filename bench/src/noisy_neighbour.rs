@@ -32,7 +32,15 @@ async fn main() {
         .and_then(|arg| arg.parse().ok())
         .unwrap_or(40);
     forgebench::metrics::discard();
-    let app = Arc::new(spawn_app_with(Options::local_push()).await);
+    // The gateway as deployed paces its waits: a wait that finds nothing polls less and less
+    // often (100 ms growing to 750 ms), where the tests' own setting polls every 100 ms.
+    let app = Arc::new(
+        spawn_app_with(Options {
+            deployed_poll_intervals: true,
+            ..Options::local_push()
+        })
+        .await,
+    );
     let quiet = app.pair().await;
     let callee = tokio::spawn(serve_quietly(Arc::clone(&app), quiet.callee.key.clone()));
 

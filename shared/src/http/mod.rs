@@ -260,9 +260,11 @@ impl WaitSlots {
     }
 }
 
-/// The slots a wait of `wait` holds (see [`WaitSlots`]), taken side by side, or `429
-/// too_many_requests` when the principal holds [`MAX_POLLS_PER_AGENT`] already or its tenant
-/// holds its `tenant_max_waits`; no slot is needed to wait for nothing.
+/// The slots a wait of `wait` holds (see [`WaitSlots`]), or `429 too_many_requests` when the
+/// principal holds [`MAX_POLLS_PER_AGENT`] already or its tenant holds its `tenant_max_waits`;
+/// no slot is needed to wait for nothing. The key holder's slot is taken first and the tenant's
+/// only then: a wait refused by either costs the store no write in the other pool, so a client
+/// at its limits costs little however often it asks.
 pub(crate) async fn poll_slot(
     app: &App,
     principal: &TenantPrincipal,
@@ -274,36 +276,24 @@ pub(crate) async fn poll_slot(
     let own_pool = SlotPool::of_holder(principal.id());
     let tenant_pool = SlotPool::of_tenant(&principal.tenant_id, app.config.tenant_max_waits);
     let seconds = wait.as_secs();
-    let (own, tenant) = tokio::join!(
-        app.store.take_poll_slot(&own_pool, seconds),
-        app.store.take_poll_slot(&tenant_pool, seconds)
-    );
-    match (own, tenant) {
-        (Ok(Some(own)), Ok(Some(tenant))) => Ok(Some(WaitSlots { own, tenant })),
-        (own, tenant) => {
-            let (own_full, tenant_full) = (matches!(own, Ok(None)), matches!(tenant, Ok(None)));
-            // One pool refused (or failed): the slot the other gave goes back at once.
-            let mut failure = None;
-            for taken in [own, tenant] {
-                match taken {
-                    Ok(Some(slot)) => app.store.release_poll_slot(&slot).await,
-                    Ok(None) => {}
-                    Err(error) => failure = Some(error),
-                }
-            }
-            Err(if own_full {
-                ApiError::TooManyRequests(format!(
-                    "at most {MAX_POLLS_PER_AGENT} requests with wait may be open at once per \
-                     key holder; retry when one has answered"
-                ))
-            } else if tenant_full {
-                ApiError::TooManyRequests(format!(
+    let Some(own) = app.store.take_poll_slot(&own_pool, seconds).await? else {
+        return Err(ApiError::TooManyRequests(format!(
+            "at most {MAX_POLLS_PER_AGENT} requests with wait may be open at once per key \
+             holder; retry when one has answered"
+        )));
+    };
+    match app.store.take_poll_slot(&tenant_pool, seconds).await {
+        Ok(Some(tenant)) => Ok(Some(WaitSlots { own, tenant })),
+        refused_or_failed => {
+            // The key holder's slot goes back at once.
+            app.store.release_poll_slot(&own).await;
+            Err(match refused_or_failed {
+                Ok(_) => ApiError::TooManyRequests(format!(
                     "at most {} requests with wait may be open at once per tenant; retry when \
                      one has answered",
                     tenant_pool.size()
-                ))
-            } else {
-                failure.map_or(ApiError::Unavailable, ApiError::from)
+                )),
+                Err(error) => error.into(),
             })
         }
     }

@@ -84,6 +84,8 @@ pub struct Store {
     recent_settings: std::sync::Arc<crate::cache::ExpiringCache<TenantSettings>>,
     /// How long those are trusted.
     settings_ttl: std::time::Duration,
+    /// Long-poll slot pools this process found full lately (`store/polls.rs`).
+    full_pools: std::sync::Arc<crate::cache::ExpiringCache<()>>,
 }
 
 /// What can go wrong talking to the table, sorted by what the caller should do about it.
@@ -398,6 +400,7 @@ impl Store {
             recent_agents: Default::default(),
             recent_settings: Default::default(),
             settings_ttl: tenancy::SETTINGS_TTL,
+            full_pools: Default::default(),
         }
     }
 

@@ -21,8 +21,15 @@ use crate::domain::ids::TenantId;
 /// Most long polls (`wait` > 0) one agent may hold at once.
 pub const MAX_POLLS_PER_AGENT: u32 = 10;
 
-/// How many times a take reads the slots again when others took the free ones first.
-const TAKE_ROUNDS: usize = 4;
+/// How long a process remembers that a pool was full: a waiter asking again within it is
+/// refused without a request to the store (unless this process gave a slot of that pool back
+/// meanwhile), so a client at its limits costs the store nothing however often it asks.
+const FULL_POOL_MEMORY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How many times a take reads which slots are free (and tries them) before it answers "none
+/// free": twice, so that a refused waiter costs the store a few requests, not dozens, however
+/// busy its pool.
+const TAKE_ROUNDS: usize = 2;
 
 /// The slots one kind of waiter shares: a key holder's own, or its whole tenant's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,9 +74,24 @@ impl Store {
     /// held. It first tries one slot picked at random, blind: a pool with few slots held gives
     /// one with a single write and no read. When that slot is held it reads which slots are held
     /// (strongly consistent) and tries the free ones; others take and give back slots meanwhile,
-    /// so a round whose free slots were all taken first is read again, a few times, before the
-    /// answer is "none free".
+    /// so a round whose free slots were all taken first is read again, once, before the answer
+    /// is "none free". A pool found full is remembered for [`FULL_POOL_MEMORY`].
     pub async fn take_poll_slot(
+        &self,
+        pool: &SlotPool,
+        seconds: u64,
+    ) -> Result<Option<PollSlot>, StoreError> {
+        if self.full_pools.get(&pool.pk, FULL_POOL_MEMORY).is_some() {
+            return Ok(None);
+        }
+        let taken = self.take_free_slot(pool, seconds).await?;
+        if taken.is_none() {
+            self.full_pools.put(pool.pk.clone(), ());
+        }
+        Ok(taken)
+    }
+
+    async fn take_free_slot(
         &self,
         pool: &SlotPool,
         seconds: u64,
@@ -168,6 +190,7 @@ impl Store {
 
     /// Gives a slot back (only if this request still holds it).
     pub async fn release_poll_slot(&self, slot: &PollSlot) {
+        self.full_pools.forget(&slot.pk);
         let released = self
             .client
             .delete_item()

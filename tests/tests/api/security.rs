@@ -546,6 +546,62 @@ async fn a_tenants_agents_together_hold_at_most_its_waits_and_another_tenant_sti
     assert_eq!(app.claim(&noisy.caller.key, 1).await.status, 204);
 }
 
+/// A refused wait costs the store little, however often its client asks: refused by its key
+/// holder's pool, it writes nothing in its tenant's; asked again within a second, it costs no
+/// request at all (the process remembers the pool full until one of its slots comes back).
+#[tokio::test]
+async fn a_refused_wait_touches_no_other_pool_and_asking_again_at_once_costs_the_store_nothing() {
+    let recorder = forgebench_tests::Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let max = forgebench::store::MAX_POLLS_PER_AGENT as usize;
+    let polls: Vec<_> = (0..max)
+        .map(|_| spawn_poll(&app, &pair.callee.key))
+        .collect();
+    wait_for_held_slots(&app, &pair.callee.id, max).await;
+    // The store requests since the last look, but the queue reads of the ten waits held.
+    let slot_requests = || -> Vec<String> {
+        recorder
+            .take_dynamodb_round_trips()
+            .into_iter()
+            .map(|(name, _)| name)
+            .filter(|name| name != "Query gsi1")
+            .collect()
+    };
+    slot_requests();
+    assert_eq!(app.claim(&pair.callee.key, 2).await.status, 429);
+    let first = slot_requests();
+    let count =
+        |calls: &[String], operation: &str| calls.iter().filter(|c| *c == operation).count();
+    assert_eq!(
+        count(&first, "DeleteItem"),
+        0,
+        "a slot of the tenant was taken and given back: {first:?}"
+    );
+    assert!(count(&first, "PutItem") <= 1, "{first:?}");
+    for _ in 0..5 {
+        assert_eq!(app.claim(&pair.callee.key, 2).await.status, 429);
+    }
+    let again = slot_requests();
+    assert!(
+        again.is_empty(),
+        "refused again at once, yet the store was asked: {again:?}"
+    );
+    for poll in polls {
+        let status = poll.await.unwrap();
+        assert!(status == 200 || status == 204, "{status}");
+    }
+    assert_eq!(
+        app.claim(&pair.callee.key, 1).await.status,
+        204,
+        "slots given back"
+    );
+}
+
 /// A 4 s long poll for the next task with `key`, on a client of its own, running in the
 /// background: its status when it answers.
 fn spawn_poll(
