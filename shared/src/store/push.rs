@@ -317,10 +317,8 @@ impl Store {
         now: &str,
         limit: i32,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let items = self
-            .query_due("gsi1", format!("OUTBOX#{shard}"), now, limit)
-            .await?;
-        items.iter().map(outbox_entry).collect()
+        self.entries_due(format!("OUTBOX#{shard}"), now, limit)
+            .await
     }
 
     /// Push notification configs on one shard of their own outbox that fell due before `now`:
@@ -332,9 +330,17 @@ impl Store {
         now: &str,
         limit: i32,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let items = self
-            .query_due("gsi1", format!("{NOTIFY_OUTBOX}{shard}"), now, limit)
-            .await?;
+        self.entries_due(format!("{NOTIFY_OUTBOX}{shard}"), now, limit)
+            .await
+    }
+
+    async fn entries_due(
+        &self,
+        partition: String,
+        now: &str,
+        limit: i32,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let items = self.query_due("gsi1", partition, now, limit).await?;
         items.iter().map(outbox_entry).collect()
     }
 

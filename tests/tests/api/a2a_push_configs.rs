@@ -619,11 +619,9 @@ async fn a_deleted_config_gets_nothing_more() {
     assert_eq!(receiver.received().len(), 1);
 }
 
-/// A change whose notification could not be enqueued (the queue unreachable right after the
-/// write committed) is not lost: the config stays on the outbox index until its task's last
-/// event is delivered, and the sweeper sends what is missing; then the config leaves the index.
-#[tokio::test]
-async fn a_notification_whose_enqueue_was_lost_is_sent_by_the_sweeper() {
+/// A gateway whose queue (and KMS, S3) a test can cut, and a task of it claimed, with the config
+/// `hook` at `receiver`, which has had the claim's event.
+async fn claimed_with_a_config() -> (Callee, forgebench_tests::Proxy, TestApp, Pair, String) {
     let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
     let proxy = forgebench_tests::Proxy::start(&forgebench_tests::moto_endpoint()).await;
     let app = spawn_app_with(Options {
@@ -633,17 +631,18 @@ async fn a_notification_whose_enqueue_was_lost_is_sent_by_the_sweeper() {
     .await;
     let pair = app.pair().await;
     let task_id = open(&app, &pair, "m-1").await;
-    let created = app
-        .a2a_rpc(
-            &pair.callee.id,
-            &pair.caller.key,
-            "CreateTaskPushNotificationConfig",
-            json!({"taskId": task_id, "id": "hook", "url": receiver.url}),
-        )
-        .await;
-    assert!(created.body["result"].is_object(), "{}", created.text);
+    configure(&app, &pair, &task_id, "hook", &receiver.url).await;
     assert_eq!(app.claim(&pair.callee.key, 5).await.field("id"), task_id);
     receiver.wait_for(1).await;
+    (receiver, proxy, app, pair, task_id)
+}
+
+/// A change whose notification could not be enqueued (the queue unreachable right after the
+/// write committed) is not lost: the config stays on the outbox index until its task's last
+/// event is delivered, and the sweeper sends what is missing; then the config leaves the index.
+#[tokio::test]
+async fn a_notification_whose_enqueue_was_lost_is_sent_by_the_sweeper() {
+    let (receiver, proxy, app, pair, task_id) = claimed_with_a_config().await;
 
     proxy.cut();
     let done = app
@@ -684,18 +683,7 @@ async fn a_notification_whose_enqueue_was_lost_is_sent_by_the_sweeper() {
 /// still sent by the very next sweep, and a change whose enqueue arrives is sent at once.
 #[tokio::test]
 async fn an_idle_config_is_swept_less_and_less_often_and_a_lost_change_at_the_next_sweep() {
-    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
-    let proxy = forgebench_tests::Proxy::start(&forgebench_tests::moto_endpoint()).await;
-    let app = spawn_app_with(Options {
-        moto_endpoint: proxy.endpoint.clone(),
-        ..Options::local_push()
-    })
-    .await;
-    let pair = app.pair().await;
-    let task_id = open(&app, &pair, "m-1").await;
-    configure(&app, &pair, &task_id, "hook", &receiver.url).await;
-    assert_eq!(app.claim(&pair.callee.key, 5).await.field("id"), task_id);
-    receiver.wait_for(1).await;
+    let (receiver, proxy, app, pair, task_id) = claimed_with_a_config().await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
 
     // An hour of sweeps, one a minute, while the task stays working.

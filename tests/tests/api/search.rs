@@ -179,33 +179,34 @@ async fn an_agent_finds_its_own_tasks_by_direction_state_conversation_and_time()
     );
 }
 
+/// One working task of `pair`, then 25 newer ones completed: the working task's id, and the
+/// completed ones' ids in the order they were opened.
+async fn working_below_completed(app: &TestApp, pair: &Pair) -> (String, Vec<String>) {
+    let working = open(app, &pair.caller, &pair.callee.id, text_message("slow one")).await;
+    let claimed = app.claim(&pair.callee.key, 0).await;
+    assert_eq!(claimed.field("id"), working, "{}", claimed.text);
+    let mut finished = Vec::new();
+    for n in 0..25 {
+        let id = open(
+            app,
+            &pair.caller,
+            &pair.callee.id,
+            text_message("quick one"),
+        )
+        .await;
+        answer(app, &pair.callee, &id, completed(&format!("done {n}"))).await;
+        finished.push(id);
+    }
+    (working, finished)
+}
+
 #[tokio::test]
 async fn a_state_is_found_below_many_newer_tasks_in_other_states_and_pages_in_order() {
     // The one working task is found under 25 newer completed ones, and each state's pages hold
     // its tasks in order, once, whatever lies between them on the agent's side.
     let app = spawn_app().await;
     let pair = app.pair().await;
-    let working = open(
-        &app,
-        &pair.caller,
-        &pair.callee.id,
-        text_message("slow one"),
-    )
-    .await;
-    let claimed = app.claim(&pair.callee.key, 0).await;
-    assert_eq!(claimed.field("id"), working, "{}", claimed.text);
-    let mut finished = Vec::new();
-    for n in 0..25 {
-        let id = open(
-            &app,
-            &pair.caller,
-            &pair.callee.id,
-            text_message("quick one"),
-        )
-        .await;
-        answer(&app, &pair.callee, &id, completed(&format!("done {n}"))).await;
-        finished.push(id);
-    }
+    let (working, mut finished) = working_below_completed(&app, &pair).await;
     finished.reverse();
     for key in [&pair.caller.key, &pair.callee.key] {
         assert_eq!(
@@ -954,24 +955,7 @@ async fn a_search_past_its_read_budget_ends_short_and_the_cursor_goes_on() {
     use forgebench::domain::{AgentId, TaskState, TenantId};
     let app = spawn_app().await;
     let pair = app.pair().await;
-    let working = open(
-        &app,
-        &pair.caller,
-        &pair.callee.id,
-        text_message("slow one"),
-    )
-    .await;
-    assert_eq!(app.claim(&pair.callee.key, 0).await.field("id"), working);
-    for n in 0..25 {
-        let id = open(
-            &app,
-            &pair.caller,
-            &pair.callee.id,
-            text_message("quick one"),
-        )
-        .await;
-        answer(&app, &pair.callee, &id, completed(&format!("done {n}"))).await;
-    }
+    let (working, _) = working_below_completed(&app, &pair).await;
     let filters = SearchFilters {
         tenant: TenantId::from(pair.tenant.id.clone()),
         agent: AgentId::from(pair.callee.id.clone()),
