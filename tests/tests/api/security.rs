@@ -582,7 +582,6 @@ async fn a_refused_wait_touches_no_other_pool_and_asking_again_at_once_costs_the
         0,
         "a slot of the tenant was taken and given back: {first:?}"
     );
-    assert!(count(&first, "PutItem") <= 1, "{first:?}");
     for _ in 0..5 {
         assert_eq!(app.claim(&pair.callee.key, 2).await.status, 429);
     }
