@@ -121,9 +121,10 @@ impl A2aError {
         self.kind.mapping().http_status
     }
 
-    /// The JSON-RPC `error` object.
+    /// The JSON-RPC `error` object: its `data` the same `ErrorInfo` detail the HTTP+JSON
+    /// binding carries, so a client reads the error's reason the same way on both.
     pub fn json_rpc_error(&self) -> Value {
-        json!({"code": self.json_rpc_code(), "message": self.message})
+        json!({"code": self.json_rpc_code(), "message": self.message, "data": [self.error_info()]})
     }
 
     /// The HTTP+JSON error body: a `google.rpc.Status` with one `ErrorInfo` detail.
@@ -134,12 +135,17 @@ impl A2aError {
                 "code": mapping.http_status,
                 "status": mapping.rpc_status,
                 "message": self.message,
-                "details": [{
-                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                    "reason": mapping.reason,
-                    "domain": ERROR_DOMAIN,
-                }],
+                "details": [self.error_info()],
             }
+        })
+    }
+
+    /// The error's `google.rpc.ErrorInfo`, as an `Any`: its A2A reason in the A2A domain.
+    fn error_info(&self) -> Value {
+        json!({
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": self.kind.mapping().reason,
+            "domain": ERROR_DOMAIN,
         })
     }
 }
@@ -172,7 +178,11 @@ mod tests {
             let error = A2aError::new(kind, "why");
             assert_eq!(
                 error.json_rpc_error(),
-                json!({"code": code, "message": "why"}),
+                json!({"code": code, "message": "why", "data": [{
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": reason,
+                    "domain": ERROR_DOMAIN,
+                }]}),
                 "{kind:?}"
             );
             assert_eq!(error.http_status(), status, "{kind:?}");

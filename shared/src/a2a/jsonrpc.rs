@@ -91,7 +91,9 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest, (Value, A2aError)> {
     };
     let params = match fields.get("params") {
         None | Some(Value::Null) => json!({}),
-        Some(params @ Value::Object(_)) => params.clone(),
+        Some(params @ Value::Object(_)) => {
+            super::names::with_json_names(params.clone()).map_err(|error| (id.clone(), error))?
+        }
         Some(_) => {
             let error = A2aError::invalid_params("params must be an object");
             return Err((id, error));
@@ -186,7 +188,9 @@ mod tests {
         let error = A2aError::task_not_found();
         assert_eq!(
             failure(&json!("a"), &error),
-            json!({"jsonrpc": "2.0", "id": "a", "error": {"code": -32001, "message": "task not found"}})
+            json!({"jsonrpc": "2.0", "id": "a", "error": {"code": -32001, "message": "task not found",
+                   "data": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                             "reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org"}]}})
         );
     }
 

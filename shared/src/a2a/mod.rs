@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod jsonrpc;
+pub mod names;
 pub mod wire;
 
 pub use error::{A2aError, A2aErrorKind};

@@ -56,8 +56,8 @@ async fn signed_card(app: &App, request: &Request, agent: &Agent) -> Result<Valu
 }
 
 /// A JSON response with a strong ETag over the canonical body, answering a matching
-/// `If-None-Match` with 304. Cards change whenever the agent or its tools do, so clients
-/// revalidate on every use (`no-cache`) instead of trusting an age.
+/// `If-None-Match` with 304, and a `max-age` (A2A 1.0 §8.6.1: endpoints SHOULD send one): a
+/// client may use a card for a minute ([`CARD_CACHE_CONTROL`]), then revalidates it.
 pub(super) fn cacheable(request: &Request, body: &Value) -> Response<Body> {
     let etag = format!(
         "\"{}\"",
@@ -84,10 +84,15 @@ pub(super) fn cacheable(request: &Request, body: &Value) -> Response<Body> {
     }
     response.headers_mut().insert(
         "cache-control",
-        HeaderValue::from_static("private, no-cache"),
+        HeaderValue::from_static(CARD_CACHE_CONTROL),
     );
     response
 }
+
+/// The `Cache-Control` of a card: private (a card is read with a tenant's key), and used for a
+/// minute without asking again, so a change of the agent or its tools reaches every client
+/// within a minute.
+const CARD_CACHE_CONTROL: &str = "private, max-age=60";
 
 /// `GET /v1/agents/{agent}/.well-known/agent-card.json`.
 pub async fn get_card(app: &App, request: Request) -> HandlerResult {

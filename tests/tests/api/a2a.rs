@@ -294,10 +294,7 @@ async fn protocol_errors_are_json_rpc_error_objects() {
     for (version, body, code) in cases {
         let reply = app.a2a_rpc_raw(agent, Some(key), version, body).await;
         assert_eq!(error_code(&reply), code, "{body} -> {}", reply.text);
-        assert_eq!(
-            reply.headers["content-type"], "application/a2a+json",
-            "{body}"
-        );
+        assert_eq!(reply.headers["content-type"], "application/json", "{body}");
     }
     let raw = app
         .a2a_rpc(
@@ -717,4 +714,196 @@ async fn x_parent_call_sets_the_lineage_of_a_task_sent_over_a2a() {
         .await;
     assert_eq!(child.field("parent_call_id"), parent_call, "{}", child.text);
     assert_eq!(child.field("root_call_id"), parent.field("root_call_id"));
+}
+
+/// ProtoJSON parsers accept a field under its proto name (`task_id`) as under its JSON name
+/// (`taskId`): the gate does so in every request, on both bindings, at every depth, and leaves
+/// a data part's own JSON as sent. A field given under both names is `InvalidParams`.
+#[tokio::test]
+async fn proto_field_names_are_read_like_json_names_on_both_bindings() {
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let (agent, key) = (pair.callee.id.as_str(), pair.caller.key.as_str());
+    let sent = app
+        .a2a_rpc(
+            agent,
+            key,
+            "SendMessage",
+            json!({"message": {"message_id": "p-1", "role": "ROLE_USER",
+                               "parts": [{"text": "by proto names"},
+                                         {"data": {"invoice_id": "INV-7"}}]},
+                   "configuration": {"return_immediately": true}}),
+        )
+        .await;
+    let task_id = sent.body["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", sent.text))
+        .to_owned();
+    assert_eq!(
+        sent.body["result"]["task"]["status"]["state"],
+        "TASK_STATE_SUBMITTED"
+    );
+    let hook = app
+        .a2a_rpc(
+            agent,
+            key,
+            "CreateTaskPushNotificationConfig",
+            json!({"task_id": task_id, "id": "hook", "url": "http://127.0.0.1:9/hook"}),
+        )
+        .await;
+    assert_eq!(
+        hook.body["result"]["taskId"],
+        task_id.as_str(),
+        "{}",
+        hook.text
+    );
+
+    let claimed = app.claim(&pair.callee.key, 5).await;
+    assert_eq!(claimed.field("id"), task_id);
+    let data = &claimed.body["input"]["message"]["parts"][1]["data"];
+    assert_eq!(
+        data,
+        &json!({"invoice_id": "INV-7"}),
+        "the client's own JSON as sent"
+    );
+    let answer = json!({"state": "completed", "artifacts": [{"parts": [{"text": "done"}]}]});
+    app.post_result(&pair.callee.key, &task_id, answer).await;
+
+    let read = app
+        .a2a_rpc(
+            agent,
+            key,
+            "GetTask",
+            json!({"id": task_id, "history_length": 1}),
+        )
+        .await;
+    assert_eq!(
+        read.body["result"]["history"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        read.text
+    );
+    let path = format!("/tasks/{task_id}?history_length=1");
+    let read = app.a2a_rest("GET", agent, &path, key, None).await;
+    assert_eq!(
+        read.body["history"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        read.text
+    );
+    let rest = app
+        .a2a_rest(
+            "POST",
+            agent,
+            "/message:send",
+            key,
+            Some(json!({"message": {"message_id": "p-2", "role": "ROLE_USER",
+                                    "parts": [{"text": "rest"}]},
+                        "configuration": {"return_immediately": true}})),
+        )
+        .await;
+    assert_eq!(rest.status, 200, "{}", rest.text);
+
+    let twice = app
+        .a2a_rpc(
+            agent,
+            key,
+            "GetTask",
+            json!({"id": task_id, "historyLength": 1, "history_length": 2}),
+        )
+        .await;
+    assert_eq!(error_code(&twice), -32602, "{}", twice.text);
+}
+
+/// The media types A2A 1.0 names: JSON-RPC answers `application/json` (§9.1: "for requests and
+/// responses"); HTTP+JSON answers `application/a2a+json` (§11.1, SHOULD), or `application/json`
+/// to a client whose `Accept` names only that, errors included.
+#[tokio::test]
+async fn each_binding_answers_in_the_media_type_the_spec_names_and_the_client_accepts() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (agent, key) = (pair.callee.id.as_str(), pair.caller.key.as_str());
+    let sent = send(&app, &pair, "typed", "t-1").await;
+    let task_id = sent["id"].as_str().unwrap().to_owned();
+    let rpc = app
+        .a2a_rpc(agent, key, "GetTask", json!({"id": task_id}))
+        .await;
+    assert_eq!(
+        rpc.headers["content-type"], "application/json",
+        "{}",
+        rpc.text
+    );
+
+    let get = |path: String, accept: Option<&'static str>| {
+        let mut request = app
+            .http
+            .get(format!("{}/v1/agents/{agent}/a2a{path}", app.base))
+            .bearer_auth(key)
+            .header("a2a-version", "1.0");
+        if let Some(accept) = accept {
+            request = request.header("accept", accept);
+        }
+        app.finish(request)
+    };
+    let task = format!("/tasks/{task_id}");
+    let missing = format!("/tasks/{}", uuid::Uuid::new_v4());
+    for (path, accept, media_type) in [
+        (&task, None, "application/a2a+json"),
+        (&task, Some("application/a2a+json"), "application/a2a+json"),
+        (&task, Some("application/json"), "application/json"),
+        (
+            &task,
+            Some("application/json;q=1, */*;q=0.1"),
+            "application/a2a+json",
+        ),
+        (&missing, Some("application/json"), "application/json"),
+        (&missing, None, "application/a2a+json"),
+    ] {
+        let reply = get(path.clone(), accept).await;
+        assert_eq!(
+            reply.headers["content-type"], media_type,
+            "{path} {accept:?}: {}",
+            reply.text
+        );
+    }
+}
+
+/// A body sent as anything but JSON is `ContentTypeNotSupported` (-32005 on JSON-RPC, its
+/// `ErrorInfo` on HTTP+JSON), not a parse error: the type is what is wrong, not the JSON.
+#[tokio::test]
+async fn a_body_of_another_media_type_is_content_type_not_supported_on_both_bindings() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (agent, key) = (pair.callee.id.as_str(), pair.caller.key.as_str());
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "x"}});
+    let post = |url: String, content_type: &'static str, body: String| {
+        app.finish(
+            app.http
+                .post(url)
+                .bearer_auth(key)
+                .header("a2a-version", "1.0")
+                .header("content-type", content_type)
+                .body(body),
+        )
+    };
+    let rpc_url = format!("{}/v1/agents/{agent}/a2a/jsonrpc", app.base);
+    let refused = post(rpc_url.clone(), "text/plain", body.to_string()).await;
+    assert_eq!(error_code(&refused), -32005, "{}", refused.text);
+    assert_eq!(refused.body["id"], 7, "{}", refused.text);
+    assert_eq!(
+        refused.body["error"]["data"][0]["reason"],
+        "CONTENT_TYPE_NOT_SUPPORTED"
+    );
+    let read = post(rpc_url, "application/json; charset=utf-8", body.to_string()).await;
+    assert_eq!(error_code(&read), -32001, "read as JSON: {}", read.text);
+
+    let send = json!({"message": a2a_message("typed", "ct-1")}).to_string();
+    let rest_url = format!("{}/v1/agents/{agent}/a2a/message:send", app.base);
+    let refused = post(rest_url, "text/plain", send).await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert_eq!(
+        refused.body["error"]["details"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED",
+        "{}",
+        refused.text
+    );
 }

@@ -279,7 +279,7 @@ async fn cards_carry_an_etag_and_revalidate() {
     let first = app.get(path, &pair.caller.key).await;
     let etag = first.headers["etag"].to_str().unwrap().to_owned();
     assert!(etag.starts_with('"'));
-    assert_eq!(first.headers["cache-control"], "private, no-cache");
+    assert_eq!(first.headers["cache-control"], "private, max-age=60");
     let request = app
         .http
         .get(format!("{}{path}", app.base))

@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use super::stream::Framing;
-use super::{a2a_response, body_bytes, A2aCall, Failure};
+use super::{a2a_response, body_bytes, check_content_type, A2aCall, Failure, JSON_RPC_MEDIA_TYPE};
 use crate::a2a::jsonrpc::{self, Method, RpcRequest};
 use crate::app::App;
 use crate::error::ApiError;
@@ -22,15 +22,28 @@ pub async fn jsonrpc(app: &Arc<App>, request: Request) -> Result<Reply, ApiError
         Err(Failure::Transport(error)) => return Err(error),
         Err(Failure::Protocol(error)) => {
             let body = jsonrpc::failure(&rpc_id(&request), &error);
-            return Ok(buffered(a2a_response(StatusCode::OK, &body)));
+            return Ok(buffered(a2a_response(
+                StatusCode::OK,
+                &body,
+                JSON_RPC_MEDIA_TYPE,
+            )));
         }
     };
+    if let Err(error) = check_content_type(&request) {
+        let body = jsonrpc::failure(&rpc_id(&request), &error);
+        return Ok(buffered(a2a_response(
+            StatusCode::OK,
+            &body,
+            JSON_RPC_MEDIA_TYPE,
+        )));
+    }
     let RpcRequest { id, method, params } = match jsonrpc::parse_request(body_bytes(&request)) {
         Ok(rpc) => rpc,
         Err((id, error)) => {
             return Ok(buffered(a2a_response(
                 StatusCode::OK,
                 &jsonrpc::failure(&id, &error),
+                JSON_RPC_MEDIA_TYPE,
             )))
         }
     };
@@ -38,16 +51,17 @@ pub async fn jsonrpc(app: &Arc<App>, request: Request) -> Result<Reply, ApiError
     let outcome = match method {
         Method::SendStreamingMessage => Box::pin(call.stream_message(app, &params, framing)).await,
         Method::SubscribeToTask => Box::pin(call.subscribe(app, &params, framing)).await,
-        method => call
-            .call(method, &params)
-            .await
-            .map(|result| buffered(a2a_response(StatusCode::OK, &jsonrpc::success(&id, result)))),
+        method => call.call(method, &params).await.map(|result| {
+            let body = jsonrpc::success(&id, result);
+            buffered(a2a_response(StatusCode::OK, &body, JSON_RPC_MEDIA_TYPE))
+        }),
     };
     match outcome {
         Ok(reply) => Ok(reply),
         Err(Failure::Protocol(error)) => Ok(buffered(a2a_response(
             StatusCode::OK,
             &jsonrpc::failure(&id, &error),
+            JSON_RPC_MEDIA_TYPE,
         ))),
         Err(Failure::Transport(error)) => Err(error),
     }

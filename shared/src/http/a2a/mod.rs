@@ -35,8 +35,13 @@ use crate::app::App;
 use crate::domain::{TaskId, TenantPrincipal};
 use crate::error::{cause_chain, ApiError};
 
-/// The media type of A2A bodies.
+/// The media type of HTTP+JSON bodies (A2A 1.0 §11.1: it SHOULD be used for requests and
+/// responses).
 pub const A2A_MEDIA_TYPE: &str = "application/a2a+json";
+
+/// The media type of JSON-RPC bodies (A2A 1.0 §9.1: `application/json` for requests and
+/// responses).
+pub const JSON_RPC_MEDIA_TYPE: &str = "application/json";
 
 /// Why an A2A call did not succeed: an error of the protocol, or one the transport carries.
 pub(super) enum Failure {
@@ -339,15 +344,78 @@ fn task_id_of(text: &str) -> Result<TaskId, A2aError> {
         .map_err(|_| A2aError::task_not_found())
 }
 
-/// An A2A body with its media type.
-pub(super) fn a2a_response(status: StatusCode, body: &Value) -> Response<Body> {
+/// An A2A body as `media_type`.
+pub(super) fn a2a_response(
+    status: StatusCode,
+    body: &Value,
+    media_type: &'static str,
+) -> Response<Body> {
     let mut response = Response::new(Body::Text(body.to_string()));
     *response.status_mut() = status;
     response.headers_mut().insert(
         lambda_http::http::header::CONTENT_TYPE,
-        HeaderValue::from_static(A2A_MEDIA_TYPE),
+        HeaderValue::from_static(media_type),
     );
     response
+}
+
+/// Refuses a request body sent as anything but JSON (`application/json`, or A2A's
+/// `application/a2a+json`), with `ContentTypeNotSupported`; a body without a `Content-Type` is
+/// read as JSON.
+pub(super) fn check_content_type(request: &Request) -> Result<(), A2aError> {
+    let Some(value) = request
+        .headers()
+        .get(lambda_http::http::header::CONTENT_TYPE)
+    else {
+        return Ok(());
+    };
+    let media = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if [JSON_RPC_MEDIA_TYPE, A2A_MEDIA_TYPE].contains(&media.as_str()) {
+        return Ok(());
+    }
+    Err(A2aError::new(
+        A2aErrorKind::ContentTypeNotSupported,
+        format!(
+            "a body of type {media:?} is not read: send application/json or application/a2a+json"
+        ),
+    ))
+}
+
+/// The media type of an HTTP+JSON answer to `request`: `application/a2a+json`, unless the
+/// client's `Accept` names `application/json` and nothing that `application/a2a+json` meets.
+pub(super) fn rest_media_type(request: &Request) -> &'static str {
+    let accept = request
+        .headers()
+        .get_all(lambda_http::http::header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|range| {
+            range
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .collect::<Vec<_>>();
+    let takes = |media: &str| accept.iter().any(|range| range == media);
+    if takes("application/json")
+        && !["application/a2a+json", "application/*", "*/*"]
+            .iter()
+            .any(|m| takes(m))
+    {
+        JSON_RPC_MEDIA_TYPE
+    } else {
+        A2A_MEDIA_TYPE
+    }
 }
 
 pub(super) fn body_bytes(request: &Request) -> &[u8] {

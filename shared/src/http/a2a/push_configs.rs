@@ -126,7 +126,7 @@ pub async fn create_push_config(app: &App, request: Request) -> HandlerResult {
         params["taskId"] = path["taskId"].clone();
         Box::pin(call.create_push_config(&params)).await
     };
-    render(outcome.await)
+    render(&request, outcome.await)
 }
 
 /// `GET /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs`.
@@ -137,7 +137,7 @@ pub async fn list_push_configs(app: &App, request: Request) -> HandlerResult {
         params["taskId"] = path_fields(&request, false)?["taskId"].clone();
         Box::pin(call.list_push_configs(&params)).await
     };
-    render(outcome.await)
+    render(&request, outcome.await)
 }
 
 /// `GET /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}`.
@@ -147,7 +147,7 @@ pub async fn get_push_config(app: &App, request: Request) -> HandlerResult {
         let params = Value::Object(path_fields(&request, true)?);
         Box::pin(call.get_push_config(&params)).await
     };
-    render(outcome.await)
+    render(&request, outcome.await)
 }
 
 /// `DELETE /v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}`: `{}`.
@@ -159,7 +159,7 @@ pub async fn delete_push_config(app: &App, request: Request) -> HandlerResult {
             .await
             .map(|_| json!({}))
     };
-    render(outcome.await)
+    render(&request, outcome.await)
 }
 
 /// A stored config as A2A shows it to its caller: its token opened, never its credentials.

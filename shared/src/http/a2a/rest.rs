@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 use super::stream::Framing;
-use super::{a2a_response, body_bytes, A2aCall, Failure};
+use super::{a2a_response, body_bytes, check_content_type, rest_media_type, A2aCall, Failure};
 use crate::a2a::{A2aError, A2aErrorKind};
 use crate::app::App;
 use crate::error::ApiError;
@@ -25,13 +25,14 @@ const BOOLEAN_PARAMETERS: [&str; 1] = ["includeArtifacts"];
 
 /// Renders one call's outcome: the result as the body of a `200`, a protocol error as its
 /// status body, a transport error as the gateway's own.
-pub(super) fn render(outcome: Result<Value, Failure>) -> HandlerResult {
+pub(super) fn render(request: &Request, outcome: Result<Value, Failure>) -> HandlerResult {
+    let media_type = rest_media_type(request);
     match outcome {
-        Ok(result) => Ok(a2a_response(StatusCode::OK, &result)),
+        Ok(result) => Ok(a2a_response(StatusCode::OK, &result, media_type)),
         Err(Failure::Protocol(error)) => {
             let status = StatusCode::from_u16(error.http_status())
                 .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            Ok(a2a_response(status, &error.status_body()))
+            Ok(a2a_response(status, &error.status_body(), media_type))
         }
         Err(Failure::Transport(error)) => Err(error),
     }
@@ -43,8 +44,9 @@ pub(super) fn body_object(request: &Request) -> Result<Value, A2aError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(json!({}));
     }
+    check_content_type(request)?;
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(value @ Value::Object(_)) => crate::a2a::names::with_json_names(value),
         Ok(_) => Err(A2aError::invalid_params("the body must be a JSON object")),
         Err(error) => Err(A2aError::new(
             A2aErrorKind::JsonParse,
@@ -58,6 +60,8 @@ pub(super) fn query_object(request: &Request) -> Result<Value, A2aError> {
     let mut params = Map::new();
     let query = request.query_string_parameters();
     for (name, value) in query.iter() {
+        let name = crate::a2a::names::json_name(name);
+        let name = name.as_str();
         let typed = if NUMBER_PARAMETERS.contains(&name) {
             value
                 .parse::<u64>()
@@ -88,7 +92,7 @@ pub async fn send_message(app: &App, request: Request) -> HandlerResult {
         let params = body_object(&request)?;
         Box::pin(call.send_message(&params)).await
     };
-    render(outcome.await)
+    render(&request, outcome.await)
 }
 
 /// `GET /v1/agents/{agent}/a2a/tasks/{task}`: `GetTask`, or `SubscribeToTask` when the segment
@@ -104,7 +108,7 @@ pub async fn get_task(app: &Arc<App>, request: Request) -> Result<Reply, ApiErro
         params["id"] = Value::String(segment);
         Box::pin(call.get_task(&params)).await
     };
-    render(outcome.await).map(buffered)
+    render(&request, outcome.await).map(buffered)
 }
 
 /// `POST /v1/agents/{agent}/a2a/message:stream`: `SendStreamingMessage`.
@@ -114,7 +118,7 @@ pub async fn stream_message(app: &Arc<App>, request: Request) -> Result<Reply, A
         let params = body_object(&request)?;
         Box::pin(call.stream_message(app, &params, Framing::HttpJson)).await
     };
-    render_stream(outcome.await)
+    render_stream(&request, outcome.await)
 }
 
 /// `tasks/{id}:subscribe` (GET or POST): `SubscribeToTask`. It reads no query parameter, but
@@ -127,14 +131,14 @@ async fn subscribe(app: &Arc<App>, request: &Request, task_id: &str) -> Result<R
         let params = json!({ "id": task_id });
         Box::pin(call.subscribe(app, &params, Framing::HttpJson)).await
     };
-    render_stream(outcome.await)
+    render_stream(request, outcome.await)
 }
 
 /// A stream, or the error that prevented it, rendered as [`render`] does.
-fn render_stream(outcome: Result<Reply, Failure>) -> Result<Reply, ApiError> {
+fn render_stream(request: &Request, outcome: Result<Reply, Failure>) -> Result<Reply, ApiError> {
     match outcome {
         Ok(reply) => Ok(reply),
-        Err(failure) => render(Err(failure)).map(buffered),
+        Err(failure) => render(request, Err(failure)).map(buffered),
     }
 }
 
@@ -145,7 +149,7 @@ pub async fn list_tasks(app: &App, request: Request) -> HandlerResult {
         let params = query_object(&request)?;
         Box::pin(call.list_tasks(&params)).await
     };
-    render(outcome.await)
+    render(&request, outcome.await)
 }
 
 /// `POST /v1/agents/{agent}/a2a/tasks/{task}`, where the segment is `{id}:cancel` or
@@ -168,5 +172,5 @@ pub async fn task_action(app: &Arc<App>, request: Request) -> Result<Reply, ApiE
             .into()),
         }
     };
-    render(outcome.await).map(buffered)
+    render(&request, outcome.await).map(buffered)
 }
