@@ -713,6 +713,15 @@ async fn an_idle_config_is_swept_less_and_less_often_and_a_lost_change_at_the_ne
         .await;
     assert_eq!(done.status, 200, "{}", done.text);
     proxy.restore();
+    // A receive the cut dropped may still wait at the queue for up to its 1 s: were the sweep's
+    // message to arrive then, the queue would hand it to a closed connection and hide it for
+    // its visibility timeout. Let such a wait end first.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(
+        receiver.received().len(),
+        1,
+        "the final event's enqueue was lost"
+    );
     let swept =
         forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &minute(61)).await;
     assert_eq!(swept.done, 1, "{swept:?}");
