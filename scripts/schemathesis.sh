@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the local gateway from its own OpenAPI document with schemathesis, once per kind of key
-# (operator, viewer, member, admin, agent; the agent's run in two halves), every phase
+# (operator, viewer, member, admin, agent; the agent's run in two halves), and once more with an
+# admin's and an agent's key as a user would run it, without hooks or ids (plain-*), every phase
 # (examples, coverage, fuzzing, stateful) and every check: no 5xx, every response matching its schema, no schema-valid request refused
 # and no schema-violating request accepted. tests/schemathesis/setup.py makes the ids first and
 # tests/schemathesis/schemathesis.toml puts them into the path parameters, so every operation
@@ -47,7 +48,7 @@ echo "== schemathesis seed $seed" >&2
 # The A2A binding's REST routes (all but JSON-RPC): the agent key reaches every operation, and its
 # run is split in two along this line so that the two halves take about as long as each other kind.
 a2a_rest='/a2a/(?!jsonrpc$)'
-kinds=(viewer member admin agent agent-a2a)
+kinds=(viewer member admin agent agent-a2a plain-admin plain-agent)
 
 # One run per kind of key, each on a tenant of its own that setup.py makes for it, so runs at once
 # cannot touch each other's agents, keys or tasks. Its output goes to its own log.
@@ -55,6 +56,21 @@ run_kind() {
   local kind=$1 key me filter=() phases=examples,coverage,fuzzing,stateful
   eval "$("$python" tests/schemathesis/setup.py "$base" "$FORGEBENCH_OPERATOR_KEY")"
   case $kind in
+    # As a user of the document would run it: no hooks, no ids in the paths, every check but
+    # the two that want schema-violating requests refused (the JSON-RPC binding answers those,
+    # a missing A2A-Version included, in a 200, which the hooked runs judge from the body).
+    # Nothing the document calls valid may be refused.
+    plain-admin | plain-agent)
+      key=$ST_ADMIN_KEY
+      [ "$kind" = plain-agent ] && key=$ST_CALLER_KEY
+      local plain
+      plain=$(mktemp -d)
+      cd "$plain" && "$root/.local/venv/bin/st" run "$base/openapi.json" \
+        -H "Authorization: Bearer $key" -H "A2A-Version: 1.0" \
+        --max-examples "$examples" --seed "$seed" --generation-database none --no-color \
+        --request-timeout 10 --exclude-checks negative_data_rejection,missing_required_header \
+        --report ndjson --report-ndjson-path "$reports/$kind.ndjson"
+      return ;;
     operator) key=$ST_OPERATOR_KEY ;;
     viewer) key=$ST_VIEWER_KEY ;;
     member) key=$ST_MEMBER_KEY ;;

@@ -282,7 +282,7 @@ async fn main() {
     let filters =
         |state: Option<TaskState>, context_id: Option<String>, q: Option<&str>| SearchFilters {
             tenant: pair.tenant.id.clone().into(),
-            agent: callee.id.clone(),
+            agent: Some(callee.id.clone()),
             direction: Direction::Inbound,
             state,
             context_id,

@@ -5,7 +5,8 @@
 //! tasks' creation, which never moves. With a `q`, the walk is the tenant's postings of the
 //! query's longest word, filtered to the agent's; else the conversation's tasks for a
 //! `context_id`; else one walk per side of the agent (inbound, outbound), merged, filtered on
-//! the index by state and `since` where asked. Each task met is judged as it is now
+//! the index by state and `since` where asked; else, with no agent (every task of the tenant),
+//! the tenant's task opens in its audit log. Each task met is judged as it is now
 //! ([`SearchFilters::place_by_creation`]), and its other words checked on its postings. A page
 //! holds the `limit` newest placements below the cursor, created at or before the search's first
 //! page; a walk reads at most [`MAX_ROUNDS`] index pages per request, a request stops after the
@@ -59,21 +60,26 @@ fn below(position: &Position, after: &Position) -> bool {
     }
 }
 
-/// The indexes a search walks: one per side of the agent, or the conversation's.
+/// The indexes a search walks: one per side of the agent, the conversation's, a word's
+/// postings, or (for every task of the tenant) the tenant's opens in its audit log.
 fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
     if let (None, Some(context_id)) = (&filters.words, &filters.context_id) {
         return vec![SearchIndex::Context { context_id }];
     }
-    let agent = &filters.agent;
     if let Some(words) = &filters.words {
         // One tenant-wide posting list serves both sides, filtered to the agent's.
         return vec![SearchIndex::Word {
             tenant: &filters.tenant,
-            agent,
+            agent: filters.agent.as_ref(),
             direction: filters.direction,
             word: words.driver(),
         }];
     }
+    let Some(agent) = &filters.agent else {
+        return vec![SearchIndex::Opens {
+            tenant: &filters.tenant,
+        }];
+    };
     let state = filters.state;
     let walk = |side: Side| SearchIndex::Side { side, agent, state };
     let sides = filters.direction.sides().iter();

@@ -1,13 +1,14 @@
 """schemathesis hooks for scripts/schemathesis.sh (loaded with SCHEMATHESIS_HOOKS=hooks).
 
 Some rules of the API hold over stored state or across fields, so no schema can say them, and a
-schema-valid value drawn at random breaks them: a cursor must be one the API issued for the same
-query, a push URL must resolve to public addresses, a body's taskId must be the path's task, a
+schema-valid value drawn at random breaks them: a push URL's destination must be one the guard
+allows (else a 403), a
 task holds at most 5 push configs, a message answers a task only while it waits for input, a
 contextId must be a conversation of the two agents, only an open task can be canceled. Rather
 than excusing every 400 of those operations (which would hide any other refusal), `before_call`
 makes the schema-valid (positive) cases keep those rules with real values: cursors issued by the
-gateway for the very query of the case, a public IP literal for push URLs, the ids setup.py made,
+gateway for the very query of the case (any cursor of the document's shape is taken; an issued
+one reaches a real next page), a public IP literal for push URLs, the ids setup.py made,
 a task opened for each CancelTask. schemathesis revalidates a case a hook changed, so a negative
 case stays negative and a positive one positive.
 

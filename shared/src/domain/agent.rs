@@ -21,7 +21,8 @@ pub const CLAIM_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=24 * 60 * 60;
 pub struct AgentName(String);
 
 impl AgentName {
-    pub fn parse(text: &str) -> Result<AgentName, Invalid> {
+    /// `text` if it has a name's shape (`[a-z0-9][a-z0-9-]{0,62}`), reserved or not.
+    pub fn shaped(text: &str) -> Option<&str> {
         let bytes = text.as_bytes();
         let shape_ok = !bytes.is_empty()
             && bytes.len() <= 63
@@ -29,7 +30,11 @@ impl AgentName {
             && bytes
                 .iter()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
-        if !shape_ok {
+        shape_ok.then_some(text)
+    }
+
+    pub fn parse(text: &str) -> Result<AgentName, Invalid> {
+        if AgentName::shaped(text).is_none() {
             return Err(Invalid::new(
                 "name must match [a-z0-9][a-z0-9-]{0,62}: lowercase letters, digits and dashes",
             ));

@@ -6,6 +6,7 @@ pub mod binding;
 pub mod card;
 pub mod clock;
 pub mod content;
+pub mod cursor;
 pub mod events;
 pub mod headers;
 pub mod ids;

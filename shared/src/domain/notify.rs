@@ -99,6 +99,14 @@ impl NotifyRequest {
                 "{at}.{field} is not a push notification config field"
             )));
         }
+        // The task is the one the request names elsewhere (the path, or the task the message
+        // opens); this field is only held to its type.
+        if object
+            .get("taskId")
+            .is_some_and(|task| !matches!(task, Value::Null | Value::String(_)))
+        {
+            return Err(Invalid(format!("{at}.taskId must be a string")));
+        }
         let id = text(object, "id", at, MAX_CONFIG_ID_CHARS)?;
         if let Some(id) = &id {
             if !id
@@ -207,6 +215,25 @@ fn header_text(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_config_s_task_id_is_held_to_its_type_only() {
+        let config = |task: Value| json!({"taskId": task, "url": "https://a.example/hook"});
+        for task in [json!(null), json!(""), json!("any\u{7}thing")] {
+            assert!(
+                NotifyRequest::parse(&config(task.clone()), "c").is_ok(),
+                "{task}"
+            );
+        }
+        for task in [json!({}), json!(1), json!([])] {
+            let refused = NotifyRequest::parse(&config(task.clone()), "c");
+            assert_eq!(
+                refused.err(),
+                Some(Invalid("c.taskId must be a string".into())),
+                "{task}"
+            );
+        }
+    }
 
     #[test]
     fn a_config_reads_its_fields_and_refuses_what_it_cannot_carry() {

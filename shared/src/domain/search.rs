@@ -7,10 +7,7 @@
 //! tasks change between pages. Each task is judged by the filters as it is when its page is
 //! read ([`SearchFilters::place_by_creation`]).
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::clock;
 use super::events::Change;
@@ -71,8 +68,9 @@ impl Direction {
 pub struct SearchFilters {
     /// The tenant of the agent and of the search.
     pub tenant: TenantId,
-    /// Whose tasks: the agent the key speaks for, or the one an admin or viewer named.
-    pub agent: AgentId,
+    /// Whose tasks: the agent the key speaks for, or the one an admin or viewer named; `None`
+    /// for every task of the tenant (an admin or viewer who names none).
+    pub agent: Option<AgentId>,
     pub direction: Direction,
     pub state: Option<TaskState>,
     pub context_id: Option<String>,
@@ -82,32 +80,17 @@ pub struct SearchFilters {
 }
 
 impl SearchFilters {
-    /// What a cursor is bound to: who searches and every filter, so a cursor of another
-    /// search, agent, principal or tenant is refused rather than misread.
-    pub fn binding(&self, tenant: &str, principal: &str) -> String {
-        let words = self.words.as_ref().map(|words| words.all().join(" "));
-        let text = format!(
-            "{tenant}|{principal}|{}|{}|{:?}|{:?}|{words:?}|{:?}",
-            self.agent,
-            self.direction.as_str(),
-            self.state.map(TaskState::as_str),
-            self.context_id,
-            self.since,
-        );
-        hex::encode(&Sha256::digest(text.as_bytes())[..12])
-    }
-
+    /// Whether this search finds `task`: a task of its tenant, on the searched side of its
+    /// agent when it has one (every task of the tenant when it has none).
     fn side_of(&self, task: &Task) -> bool {
-        self.side_found(task).is_some()
-    }
-
-    /// The side of the agent this search finds `task` on, if any.
-    pub fn side_found(&self, task: &Task) -> Option<Side> {
-        let sides = self.direction.sides().iter();
-        sides.copied().find(|side| match side {
-            Side::Inbound => task.callee_agent_id == self.agent,
-            Side::Outbound => task.caller_agent_id == self.agent,
-        })
+        let Some(agent) = &self.agent else {
+            return task.tenant_id == self.tenant;
+        };
+        task.tenant_id == self.tenant
+            && self.direction.sides().iter().any(|side| match side {
+                Side::Inbound => task.callee_agent_id == *agent,
+                Side::Outbound => task.caller_agent_id == *agent,
+            })
     }
 
     /// Whether `task`, in `state` with its latest change at `changed_at` (as of whatever
@@ -150,46 +133,18 @@ pub struct Cursor {
     pub after: Position,
 }
 
-#[derive(Serialize, Deserialize)]
-struct CursorText {
-    b: String,
-    t: String,
-    c: String,
-    i: String,
-}
-
 impl Cursor {
-    /// The cursor as the API hands it out: opaque, bound to `binding`.
-    pub fn encode(&self, binding: &str) -> String {
-        let text = CursorText {
-            b: binding.to_owned(),
-            t: self.snapshot.clone(),
-            c: self.after.created_at.clone(),
-            i: self.after.task_id.to_string(),
-        };
-        URL_SAFE_NO_PAD.encode(serde_json::to_vec(&text).unwrap_or_default())
+    /// The cursor as the API hands it out: the place it names, written out
+    /// ([`super::cursor::search_cursor`]).
+    pub fn encode(&self) -> String {
+        super::cursor::search_cursor(&self.snapshot, &self.after)
     }
 
-    /// A cursor this API issued for a search bound to `binding`; `None` for anything else.
-    pub fn decode(text: &str, binding: &str) -> Option<Cursor> {
-        let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
-        let text: CursorText = serde_json::from_slice(&bytes).ok()?;
-        let well_formed =
-            |moment: &str| clock::parse(moment).map(clock::format).as_deref() == Some(moment);
-        if text.b != binding || !well_formed(&text.t) || !well_formed(&text.c) || text.c > text.t {
-            return None;
-        }
-        // No task id: everything at that moment is still to come (a page cut short).
-        if !text.i.is_empty() {
-            uuid::Uuid::parse_str(&text.i).ok()?;
-        }
-        Some(Cursor {
-            snapshot: text.t,
-            after: Position {
-                created_at: text.c,
-                task_id: TaskId::from(text.i),
-            },
-        })
+    /// The place `text` names, if it has a cursor's shape. Any such place is one of the
+    /// search's order, whichever search issued it: the filters decide what a page holds.
+    pub fn decode(text: &str) -> Option<Cursor> {
+        let (snapshot, after) = super::cursor::parse_search_cursor(text)?;
+        Some(Cursor { snapshot, after })
     }
 }
 
@@ -245,8 +200,8 @@ mod tests {
 
     fn filters(direction: Direction, state: Option<TaskState>) -> SearchFilters {
         SearchFilters {
-            tenant: "tenant".into(),
-            agent: "callee".into(),
+            tenant: crate::domain::events::tests::opened().tenant_id,
+            agent: Some("callee".into()),
             direction,
             state,
             context_id: None,
@@ -286,7 +241,24 @@ mod tests {
     }
 
     #[test]
-    fn a_cursor_reads_back_only_for_its_own_search() {
+    fn without_an_agent_a_search_finds_every_task_of_its_tenant_and_none_else() {
+        let task = task(&[(TaskState::Working, "2026-12-01T10:00:01.000000Z")]);
+        let mut tenant_wide = filters(Direction::Inbound, Some(TaskState::Working));
+        tenant_wide.agent = None;
+        assert!(tenant_wide.place_by_creation(&task).is_some());
+        tenant_wide.tenant = "another-tenant".into();
+        assert_eq!(tenant_wide.place_by_creation(&task), None);
+        let mut elsewhere = filters(Direction::Inbound, None);
+        elsewhere.tenant = "another-tenant".into();
+        assert_eq!(
+            elsewhere.place_by_creation(&task),
+            None,
+            "an agent id of another tenant"
+        );
+    }
+
+    #[test]
+    fn a_cursor_reads_back_as_the_place_it_names() {
         let cursor = Cursor {
             snapshot: "2026-12-01T10:00:06.000000Z".into(),
             after: Position {
@@ -294,15 +266,8 @@ mod tests {
                 task_id: ID.into(),
             },
         };
-        let mine = filters(Direction::Both, None).binding("tenant", "agent");
-        let text = cursor.encode(&mine);
-        assert_eq!(Cursor::decode(&text, &mine), Some(cursor));
-        let other_state =
-            filters(Direction::Both, Some(TaskState::Failed)).binding("tenant", "agent");
-        assert_eq!(Cursor::decode(&text, &other_state), None);
-        let other_tenant = filters(Direction::Both, None).binding("other", "agent");
-        assert_eq!(Cursor::decode(&text, &other_tenant), None);
-        assert_eq!(Cursor::decode("", &mine), None);
-        assert_eq!(Cursor::decode("bm90LWpzb24", &mine), None);
+        assert_eq!(Cursor::decode(&cursor.encode()), Some(cursor));
+        assert_eq!(Cursor::decode(""), None);
+        assert_eq!(Cursor::decode("bm90LWpzb24"), None);
     }
 }

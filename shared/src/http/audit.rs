@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::{ok, query_param, HandlerResult};
 use crate::app::App;
+use crate::domain::cursor::{entry_cursor, parse_entry_cursor};
 use crate::error::ApiError;
 
 /// Largest page.
@@ -27,18 +28,19 @@ pub async fn list(app: &App, request: Request) -> HandlerResult {
                 ApiError::InvalidRequest("limit must be an integer from 1 to 100".into())
             })?,
     };
-    let cursor = match query_param(&request, "cursor") {
-        None => None,
-        Some(text) => Some(
-            hex::decode(&text)
-                .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok())
-                .filter(|sort_key| sort_key.len() > 27 && sort_key.as_bytes()[27] == b'#')
+    // A cursor is the place of the last entry a page covered (`{at}_{id}`); the log's sort key
+    // is that place, so any cursor of the shape is a place to page on from.
+    let cursor = query_param(&request, "cursor")
+        .map(|text| {
+            parse_entry_cursor(&text)
+                .map(|(at, id)| format!("{at}#{id}"))
                 .ok_or_else(|| {
-                    ApiError::InvalidRequest("cursor is not one this API issued".into())
-                })?,
-        ),
-    };
+                    ApiError::InvalidRequest(
+                        "cursor must be a next_cursor as issued: {at}_{id}".into(),
+                    )
+                })
+        })
+        .transpose()?;
     let filters = ["agent", "action", "outcome", "since"].map(|name| query_param(&request, name));
     let [agent, action, outcome, since] = filters;
     if outcome
@@ -73,5 +75,9 @@ pub async fn list(app: &App, request: Request) -> HandlerResult {
         })
         .map(|entry| entry.to_json())
         .collect();
-    ok(&json!({"items": items, "next_cursor": next.map(hex::encode)}))
+    let next = next.and_then(|sort_key| {
+        let (at, id) = sort_key.split_once('#')?;
+        Some(entry_cursor(at, id))
+    });
+    ok(&json!({"items": items, "next_cursor": next}))
 }

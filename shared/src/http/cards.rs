@@ -133,26 +133,18 @@ fn cards_limit(request: &Request) -> Result<i32, ApiError> {
     }
 }
 
-/// The opaque cursor of the registry: the name of the last agent a page covered.
-fn encode_cursor(after: &str) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("cards:{after}"))
-}
-
-/// `?cursor=`: a `next_cursor` this route issued (anything else is a 400).
+/// `?cursor=`: the name of the last agent a page covered (its `next_cursor`). Cards go by
+/// name, so any name is a place to page on from, whether an agent has it or not.
 fn cards_cursor(request: &Request) -> Result<Option<String>, ApiError> {
-    use base64::Engine;
-    let Some(text) = query_param(request, "cursor") else {
-        return Ok(None);
-    };
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(text.as_bytes())
-        .ok()
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-        .and_then(|text| text.strip_prefix("cards:").map(str::to_owned))
-        .filter(|name| AgentName::parse(name).is_ok())
-        .map(Some)
-        .ok_or_else(|| ApiError::InvalidRequest("cursor is not one this API issued".into()))
+    query_param(request, "cursor")
+        .map(|text| {
+            AgentName::shaped(&text).map(str::to_owned).ok_or_else(|| {
+                ApiError::InvalidRequest(
+                    "cursor must be a next_cursor as issued: an agent's name".into(),
+                )
+            })
+        })
+        .transpose()
 }
 
 /// `GET /v1/agents/cards?limit=&cursor=`: the tenant's non-retired agents' cards by name, a page
@@ -182,7 +174,7 @@ pub async fn list_cards(app: &App, request: Request) -> HandlerResult {
         bytes += size;
         cards.push(card);
     }
-    let page = json!({ "cards": cards, "next_cursor": next.as_deref().map(encode_cursor) });
+    let page = json!({ "cards": cards, "next_cursor": next });
     Ok(cacheable(&request, &page))
 }
 

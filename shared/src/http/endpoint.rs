@@ -10,6 +10,7 @@ use crate::app::App;
 use crate::domain::{clock, Agent, TenantPrincipal};
 use crate::error::ApiError;
 use crate::push::endpoint::{parse_auth, AuthScheme, Endpoint};
+use crate::push::ssrf::Refusal;
 use crate::store::AuditEntry;
 
 pub async fn put(app: &App, request: Request) -> HandlerResult {
@@ -105,6 +106,18 @@ fn flag(body: &Map<String, Value>, name: &str) -> Result<bool, ApiError> {
     }
 }
 
+/// Why a push URL was not saved: a URL that is not one (its shape, scheme or credentials) is
+/// bad input, a `400`; a destination the deployment's guard refuses is a refusal, a `403` that
+/// says the rules and never where the host leads (the precise reason goes to the log).
+pub(crate) fn refused_url(field: &str, refusal: &Refusal) -> ApiError {
+    match refusal {
+        Refusal::BadUrl(_) => ApiError::InvalidRequest(format!("{field} refused: {refusal}")),
+        Refusal::Blocked(_) | Refusal::Private | Refusal::Unresolvable | Refusal::PlainHttp => {
+            ApiError::Forbidden(format!("{field} refused: {refusal}"))
+        }
+    }
+}
+
 /// Points `agent` at `url` once the URL passes the SSRF guard: a new secret sealed for this
 /// agent, the current one kept, or none when cleared.
 async fn set_endpoint(
@@ -115,9 +128,9 @@ async fn set_endpoint(
 ) -> Result<(), ApiError> {
     let vetted = app
         .dialer
-        .vet(url, asked.allow_private)
+        .vet_to_save(url, asked.allow_private)
         .await
-        .map_err(|refusal| ApiError::InvalidRequest(format!("url refused: {refusal}")))?;
+        .map_err(|refusal| refused_url("url", &refusal))?;
     let current = agent.endpoint.as_ref().and_then(Endpoint::from_json);
     let (auth, sealed) = match asked.new_auth {
         Some((scheme, secret)) => {

@@ -2,7 +2,8 @@
 //! first, a page at a time (see [`crate::search`]).
 //!
 //! An agent key searches its own tasks (`agent` may name itself); an admin or viewer names the
-//! agent whose tasks to search with `agent` (any agent of the tenant). Items are tasks without
+//! agent whose tasks to search with `agent` (any agent of the tenant), or names none to search
+//! every task of the tenant (`direction` is then not read: each task is found once). Items are tasks without
 //! their `history`, to keep pages small; `GET …/tasks/{id}` has the whole task.
 
 use lambda_http::Request;
@@ -25,7 +26,7 @@ struct SearchParams {
     words: Option<QueryWords>,
     since: Option<String>,
     limit: usize,
-    cursor: Option<String>,
+    cursor: Option<Cursor>,
 }
 
 fn invalid(message: impl Into<String>) -> ApiError {
@@ -81,17 +82,27 @@ impl SearchParams {
             words,
             since,
             limit,
-            cursor: param("cursor"),
+            cursor: param("cursor")
+                .map(|text| {
+                    Cursor::decode(&text).ok_or_else(|| {
+                        invalid(
+                            "cursor must be a next_cursor as issued: \
+                             {snapshot}_{created_at}_{task_id}",
+                        )
+                    })
+                })
+                .transpose()?,
         })
     }
 }
 
-/// Whose tasks the principal searches: an agent its own; an admin or viewer the agent it names.
+/// Whose tasks the principal searches: an agent its own; an admin or viewer the agent it names,
+/// or every task of the tenant (`None`) when it names none.
 async fn searched_agent(
     app: &App,
     principal: &TenantPrincipal,
     named: Option<&str>,
-) -> Result<AgentId, ApiError> {
+) -> Result<Option<AgentId>, ApiError> {
     if let Some(own) = principal.agent_id() {
         let names_another = match named {
             None => false,
@@ -108,21 +119,23 @@ async fn searched_agent(
                 "an agent key searches its own tasks".into(),
             ));
         }
-        return Ok(own.clone());
+        return Ok(Some(own.clone()));
     }
     if !principal.reads_all_tasks() {
         return Err(ApiError::Forbidden(
             "searching tasks is for agents, admins and viewers".into(),
         ));
     }
-    let named = named.ok_or_else(|| invalid("agent is required with a person's key"))?;
+    let Some(named) = named else {
+        return Ok(None);
+    };
     let agent = app
         .store
         .find_agent(&principal.tenant_id, &AgentRef::parse(named))
         .await?
         .filter(|agent| agent.tenant_id == principal.tenant_id)
         .ok_or_else(|| ApiError::NotFound("no such agent".into()))?;
-    Ok(agent.id)
+    Ok(Some(agent.id))
 }
 
 /// A task as a search item: the task view without its history, bodies resolved.
@@ -168,9 +181,12 @@ pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
             .await?
             .word_search
     {
-        return Err(invalid(
+        // A well-formed request the tenant's settings stand against: a conflict with the
+        // tenant's state, as a paused agent's would be, not bad input.
+        return Err(ApiError::Conflict(
             "q cannot be used: word search is off for this tenant (an admin turns it on with \
-             PATCH /v1/tenant/settings); every other filter works",
+             PATCH /v1/tenant/settings); every other filter works"
+                .into(),
         ));
     }
     let filters = SearchFilters {
@@ -182,16 +198,8 @@ pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
         words: params.words,
         since: params.since,
     };
-    let binding = filters.binding(&principal.tenant_id, principal.id());
-    let cursor = params
-        .cursor
-        .map(|text| {
-            Cursor::decode(&text, &binding)
-                .ok_or_else(|| invalid("cursor is not one this search issued"))
-        })
-        .transpose()?;
     let mut page =
-        crate::search::search(&app.store, &filters, cursor.as_ref(), params.limit).await?;
+        crate::search::search(&app.store, &filters, params.cursor.as_ref(), params.limit).await?;
     page.tasks.iter_mut().for_each(|task| task.history.clear());
     let shown = fitting(&page.tasks);
     let next = if shown < page.tasks.len() {
@@ -207,6 +215,6 @@ pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
         futures::future::try_join_all(page.tasks.into_iter().map(|task| item(app, task))).await?;
     ok(&json!({
         "items": items,
-        "next_cursor": next.map(|cursor| cursor.encode(&binding)),
+        "next_cursor": next.map(|cursor| cursor.encode()),
     }))
 }

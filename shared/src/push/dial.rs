@@ -156,6 +156,16 @@ impl Dialer {
         Ok(parsed)
     }
 
+    /// Vets a URL as it is saved: as [`Dialer::vet`], except that a name which resolves to no
+    /// address now is taken as it is, since every dial resolves and checks it again (a name
+    /// not yet in DNS, or a resolver that does not answer, says nothing against the URL).
+    pub async fn vet_to_save(&self, url: &str, allow_private: bool) -> Result<PushUrl, Refusal> {
+        match self.vet(url, allow_private).await {
+            Err(Refusal::Unresolvable) => PushUrl::parse(url),
+            vetted => vetted,
+        }
+    }
+
     /// POSTs `body` to `url` with `headers`, the guard applied to this very dial.
     pub async fn post(
         &self,

@@ -44,6 +44,19 @@ pub enum Host {
 /// Longest URL accepted.
 pub const MAX_URL_LEN: usize = 2048;
 
+/// The shape of a push URL, as the OpenAPI document states it: http(s), a host name (its last
+/// label starting with a letter) or a dotted IPv4 address, an optional port from 1, and printable
+/// ASCII after. Every URL of this shape parses ([`PushUrl::parse`]); whether its destination may
+/// be reached is the guard's call, when saved and on every dial. An IPv6 literal is taken too,
+/// though the pattern leaves it out: no pattern can tell a valid one.
+pub const URL_PATTERN: &str = concat!(
+    "^https?://",
+    "(?:(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?",
+    "|(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(?:\\.(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3})",
+    "(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?",
+    "(?:[/?#][!-~]*)?$",
+);
+
 impl PushUrl {
     /// Parses `text`: http(s), a host, no credentials. Numeric IPv4 spellings (decimal, hex,
     /// octal, short forms) are normalised by the URL parser before any check.

@@ -6,6 +6,9 @@ use super::item::{key, n, opt_s, s, Item, Reader};
 use super::{classify, Store, StoreError};
 use crate::domain::{clock, Task, TaskId, TenantId, TenantPrincipal};
 
+/// The action of a task's open: one entry per task, at the task's creation.
+pub const TASK_OPENED: &str = "task.open";
+
 /// One audit entry. `reason` carries the precise cause of a refusal, which the refused caller
 /// never sees.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,7 +94,7 @@ impl AuditEntry {
             task.tenant_id.clone(),
             "agent",
             &task.caller_agent_id,
-            "task.open",
+            TASK_OPENED,
             &task.callee_agent_id,
         );
         entry.id = uuid::Uuid::new_v5(

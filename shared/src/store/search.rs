@@ -41,10 +41,13 @@ pub enum SearchIndex<'a> {
     /// items, `store/words.rs`), keeping the agent's tasks in one direction.
     Word {
         tenant: &'a TenantId,
-        agent: &'a AgentId,
+        agent: Option<&'a AgentId>,
         direction: Direction,
         word: &'a str,
     },
+    /// Every task of a tenant, by creation: the `task.open` entries of its audit log (the
+    /// table's own items, one per task, written with the task's creation as their moment).
+    Opens { tenant: &'a TenantId },
 }
 
 impl SearchIndex<'_> {
@@ -79,7 +82,7 @@ impl SearchIndex<'_> {
                 Side::Outbound => "outbound_tasks",
             },
             SearchIndex::Context { .. } => "conversation",
-            SearchIndex::Word { .. } => return None,
+            SearchIndex::Word { .. } | SearchIndex::Opens { .. } => return None,
         })
     }
 
@@ -97,6 +100,7 @@ impl SearchIndex<'_> {
             SearchIndex::Word { tenant, word, .. } => {
                 vec![("pk", posting_partition(tenant, word))]
             }
+            SearchIndex::Opens { tenant } => vec![("pk", format!("AUDIT#{tenant}"))],
         }
     }
 
@@ -193,6 +197,11 @@ impl Store {
         if let SearchIndex::Context { context_id } = index {
             return self.conversation_page(context_id).await;
         }
+        if let SearchIndex::Opens { tenant } = index {
+            return self
+                .opens_page(tenant, range.at_or_before, start, limit)
+                .await;
+        }
         let Some(index_name) = index.name() else {
             return Ok(IndexPage::default());
         };
@@ -249,6 +258,67 @@ impl Store {
         Ok(IndexPage {
             entries,
             reached,
+            read_units: units(output.consumed_capacity()),
+            next: output.last_evaluated_key,
+        })
+    }
+
+    /// Up to `limit` entries of a tenant's audit log, newest first, of those at or before
+    /// `top` (the reader drops those at that moment that are not below its cursor), from
+    /// `start`; of those, the opens of tasks, each at its task's creation. A change's moment is
+    /// not a creation, so `state` and `since` are judged on the tasks read.
+    async fn opens_page(
+        &self,
+        tenant: &TenantId,
+        top: Option<&str>,
+        start: Option<Item>,
+        limit: i32,
+    ) -> Result<IndexPage, StoreError> {
+        let mut query = self
+            .client()
+            .query()
+            .table_name(self.table())
+            .consistent_read(true)
+            .scan_index_forward(false)
+            .limit(limit)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .set_exclusive_start_key(start)
+            .filter_expression("#action = :open")
+            .expression_attribute_names("#action", "action")
+            .expression_attribute_values(":open", s(super::audit::TASK_OPENED))
+            .expression_attribute_values(":pk", s(format!("AUDIT#{tenant}")));
+        query = match top {
+            // `$` sorts after `#`: every entry at the top moment is below.
+            Some(top) => query
+                .key_condition_expression("pk = :pk AND sk < :below")
+                .expression_attribute_values(":below", s(format!("{top}$"))),
+            None => query.key_condition_expression("pk = :pk"),
+        };
+        let output = query.send().await.map_err(classify)?;
+        let entries: Vec<Position> = output
+            .items()
+            .iter()
+            .map(|item| {
+                Ok(Position {
+                    created_at: Reader(item).s("at")?,
+                    task_id: Reader(item).id("task_id")?,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        // Read down to the last entry evaluated, which the filter may have left out.
+        let reached = match &output.last_evaluated_key {
+            Some(key) => Some(
+                Reader(key)
+                    .s("sk")?
+                    .split_once('#')
+                    .map(|(at, _)| at.to_owned())
+                    .unwrap_or_default(),
+            ),
+            None => entries.last().map(|entry| entry.created_at.clone()),
+        };
+        Ok(IndexPage {
+            reached,
+            entries,
             read_units: units(output.consumed_capacity()),
             next: output.last_evaluated_key,
         })

@@ -7,6 +7,7 @@
 //! caller answered a question), a result only lands on a `working` task of that callee before its
 //! deadline, a cancel only moves an open task.
 
+use crate::domain::cursor;
 use crate::domain::ids::{AgentId, TaskId, TenantId};
 use crate::domain::transitions::Transition;
 use crate::domain::TaskState;
@@ -247,6 +248,42 @@ impl PairCursor {
         }))
     }
 
+    /// The cursor as a `ListTasks` page token: `{createdAt}_{taskId}` after a task,
+    /// `{createdAt}_binding-{bindingId}` after the pair's binding, which the index also holds.
+    pub fn to_token(&self) -> Option<String> {
+        let (created_at, entry) = self.0.split_once('#')?;
+        let id = match entry.strip_prefix("~BINDING#") {
+            Some(binding) => format!("binding-{}", binding.strip_suffix("~BINDING")?),
+            None => entry.to_owned(),
+        };
+        Some(cursor::entry_cursor(created_at, &id))
+    }
+
+    /// The cursor a page token of [`PairCursor::to_token`]'s shape names; any such token is a
+    /// place in the index's order.
+    pub fn from_token(token: &str) -> Option<PairCursor> {
+        let (created_at, id) = token.split_once('_')?;
+        if !cursor::is_moment(created_at) {
+            return None;
+        }
+        match id.strip_prefix("binding-") {
+            Some(binding) if cursor::is_id(binding) => Some(PairCursor(format!(
+                "{created_at}#~BINDING#{binding}~BINDING"
+            ))),
+            None if cursor::is_id(id) => Some(PairCursor(format!("{created_at}#{id}"))),
+            _ => None,
+        }
+    }
+
+    /// The `pattern` of a page token in the OpenAPI document.
+    pub fn token_pattern() -> String {
+        format!(
+            "^{}_(binding-)?{}$",
+            cursor::MOMENT_PATTERN,
+            cursor::ID_PATTERN
+        )
+    }
+
     /// The creation moment and table key of the entry the cursor names.
     fn place(&self) -> (&str, Item) {
         let (created_at, entry) = self.0.split_once('#').unwrap_or_default();
@@ -338,5 +375,29 @@ mod tests {
         binding.insert("created_at".into(), s(created));
         let cursor = PairCursor::after_entry(&binding).unwrap();
         assert_eq!(cursor.place(), (created, key("BINDING#b1", "BINDING")));
+    }
+
+    #[test]
+    fn a_page_token_names_the_task_or_the_binding_its_page_ended_on() {
+        let created = "2026-12-04T10:00:00.000001Z";
+        let id = "9f0c7a9e-1111-4222-8333-444455556666";
+        for entry in [
+            key(format!("TASK#{id}"), "TASK"),
+            key(format!("BINDING#{id}"), "BINDING"),
+        ] {
+            let mut entry = entry;
+            entry.insert("created_at".into(), s(created));
+            let cursor = PairCursor::after_entry(&entry).unwrap();
+            let token = cursor.to_token().unwrap();
+            assert_eq!(PairCursor::from_token(&token), Some(cursor));
+        }
+        for other in [
+            "0",
+            created,
+            &format!("{created}_binding-x"),
+            &format!("{created}#{id}"),
+        ] {
+            assert_eq!(PairCursor::from_token(other), None, "{other}");
+        }
     }
 }

@@ -120,11 +120,11 @@ impl Store {
     /// Up to `limit` postings of one partition (a word among a tenant's tasks), newest task
     /// first, of the tasks created at or before `top` (the reader drops those at that moment that
     /// are not below its cursor), from `start` (an earlier page's `next`); of those, the ones of
-    /// `agent`'s tasks in `direction`.
+    /// `agent`'s tasks in `direction` (all of them without an agent).
     pub(crate) async fn posting_page(
         &self,
         partition: String,
-        (agent, direction): (&AgentId, Direction),
+        (agent, direction): (Option<&AgentId>, Direction),
         top: Option<&str>,
         start: Option<Item>,
         limit: i32,
@@ -138,9 +138,12 @@ impl Store {
             .limit(limit)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .set_exclusive_start_key(start)
-            .filter_expression(direction_filter(direction))
-            .expression_attribute_values(":agent", s(agent))
             .expression_attribute_values(":pk", s(partition));
+        if let Some(agent) = agent {
+            query = query
+                .filter_expression(direction_filter(direction))
+                .expression_attribute_values(":agent", s(agent));
+        }
         query = match top {
             // `$` sorts after `#`: every posting of a task created at the top moment is below.
             Some(top) => query

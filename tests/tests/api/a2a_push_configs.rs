@@ -285,13 +285,15 @@ async fn loopback_and_metadata_urls_are_refused_when_private_addresses_are_not_a
     let app = spawn_app().await;
     let pair = app.pair().await;
     let task_id = open(&app, &pair, "m-1").await;
-    for url in [
-        "http://127.0.0.1:9/hook",
-        "https://[::1]/hook",
-        "https://169.254.169.254/latest/meta-data/",
-        "https://10.0.0.5/hook",
-        "https://localhost/hook",
-        "ftp://a.example/hook",
+    // A destination the guard refuses is a refusal (a 403 on both bindings, as a call the
+    // caller may not make); a URL that is none is bad params.
+    for (url, refused) in [
+        ("http://127.0.0.1:9/hook", true),
+        ("https://[::1]/hook", true),
+        ("https://169.254.169.254/latest/meta-data/", true),
+        ("https://10.0.0.5/hook", true),
+        ("https://localhost/hook", true),
+        ("ftp://a.example/hook", false),
     ] {
         let reply = app
             .a2a_rpc(
@@ -301,7 +303,6 @@ async fn loopback_and_metadata_urls_are_refused_when_private_addresses_are_not_a
                 json!({"taskId": task_id, "url": url}),
             )
             .await;
-        assert_eq!(rpc_error(&reply), -32602, "{url}: {}", reply.text);
         let inline = app
             .a2a_rpc(
                 &pair.callee.id,
@@ -312,7 +313,27 @@ async fn loopback_and_metadata_urls_are_refused_when_private_addresses_are_not_a
                                          "taskPushNotificationConfig": {"url": url}}}),
             )
             .await;
-        assert_eq!(rpc_error(&inline), -32602, "{url}: {}", inline.text);
+        let rest = app
+            .a2a_rest(
+                "POST",
+                &pair.callee.id,
+                &format!("/tasks/{task_id}/pushNotificationConfigs"),
+                &pair.caller.key,
+                Some(json!({"url": url})),
+            )
+            .await;
+        for reply in [&reply, &inline] {
+            match refused {
+                true => assert_eq!(reply.status, 403, "{url}: {}", reply.text),
+                false => assert_eq!(rpc_error(reply), -32602, "{url}: {}", reply.text),
+            }
+        }
+        assert_eq!(
+            rest.status,
+            if refused { 403 } else { 400 },
+            "{url}: {}",
+            rest.text
+        );
     }
     // Nothing was opened by the refused sends.
     let listed = app

@@ -115,18 +115,164 @@ async fn tool_names_are_refused_exactly_where_the_documents_pattern_says() {
     }
 }
 
+/// The `pattern` of a query parameter, compiled as the document states it.
+fn pattern_of(document: &Value, path: &str, name: &str) -> regex_lite::Regex {
+    let schema = &parameter(document, path, "get", name)["schema"];
+    let pattern = schema["pattern"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{path}: {name} states no pattern: {schema}"));
+    regex_lite::Regex::new(pattern).expect("the pattern compiles")
+}
+
+/// A GET as a client of every route sends it (the A2A routes want `A2A-Version`).
+async fn get_with_version(
+    app: &forgebench_tests::TestApp,
+    path: &str,
+    key: &str,
+) -> forgebench_tests::Reply {
+    let request = app
+        .http
+        .get(format!("{}{path}", app.base))
+        .bearer_auth(key)
+        .header("a2a-version", "1.0");
+    app.finish(request).await
+}
+
+/// Every cursor the document's pattern admits is a place to page on from, whoever wrote it,
+/// and every cursor the API issues has that shape: a request the document calls valid is never
+/// refused for its cursor, and one it does not is a 400.
 #[tokio::test]
-async fn an_empty_cursor_is_refused_and_the_document_says_cursors_are_never_empty() {
+async fn a_cursor_of_the_documents_shape_is_a_place_and_every_issued_cursor_has_it() {
     let app = spawn_app().await;
-    let tenant = app.create_tenant().await;
-    let document = served_document(&app).await;
-    for path in ["/v1/audit", "/v1/tasks", "/v1/agents/cards"] {
-        let schema = &parameter(&document, path, "get", "cursor")["schema"];
-        assert_eq!(schema["minLength"], 1, "{path}: {schema}");
+    let pair = app.pair().await;
+    for n in 0..3 {
+        let opened = app
+            .open_task(
+                &pair.caller.key,
+                &pair.callee.name,
+                text_message(&format!("n{n}")),
+                0,
+            )
+            .await;
+        assert_eq!(opened.status, 200, "{}", opened.text);
     }
-    for path in ["/v1/audit?cursor=", "/v1/agents/cards?cursor="] {
-        let reply = app.get(path, &tenant.admin_key).await;
-        assert_eq!(reply.status, 400, "{path}: {}", reply.text);
+    app.create_agent(&pair.tenant.admin_key, "third-agent")
+        .await;
+    let document = served_document(&app).await;
+    let moment = "9999-99-99T99:99:99.999999Z";
+    let id = "00000000-0000-0000-0000-000000000000";
+    let a2a_tasks = format!("/v1/agents/{}/a2a/tasks", pair.callee.id);
+    // (route in the document, listing with one a page, key, field of the next cursor, a cursor
+    // of the shape no page issued)
+    let listings = [
+        (
+            "/v1/tasks",
+            "/v1/tasks?limit=1".to_owned(),
+            &pair.caller.key,
+            "next_cursor",
+            "cursor",
+            format!("{moment}_{moment}_{id}"),
+        ),
+        (
+            "/v1/audit",
+            "/v1/audit?limit=1".to_owned(),
+            &pair.tenant.admin_key,
+            "next_cursor",
+            "cursor",
+            format!("{moment}_{id}"),
+        ),
+        (
+            "/v1/agents/cards",
+            "/v1/agents/cards?limit=1".to_owned(),
+            &pair.tenant.admin_key,
+            "next_cursor",
+            "cursor",
+            "zz-never-an-agent".to_owned(),
+        ),
+        (
+            "/v1/agents/{agent}/a2a/tasks",
+            format!("{a2a_tasks}?pageSize=1"),
+            &pair.caller.key,
+            "nextPageToken",
+            "pageToken",
+            format!("{moment}_binding-{id}"),
+        ),
+    ];
+    for (route, first, key, field, name, made_up) in listings {
+        let pattern = pattern_of(&document, route, name);
+        let page = get_with_version(&app, &first, key).await;
+        assert_eq!(page.status, 200, "{first}: {}", page.text);
+        let issued = page.body[field].as_str().unwrap_or_default().to_owned();
+        assert!(!issued.is_empty(), "{route}: no next page in {}", page.text);
+        assert!(
+            pattern.is_match(&issued),
+            "{route}: issued {issued:?} is not of the shape {pattern}"
+        );
+        let next = get_with_version(&app, &format!("{first}&{name}={issued}"), key).await;
+        assert_eq!(next.status, 200, "{route}: {}", next.text);
+        assert!(pattern.is_match(&made_up), "{route}: {made_up}");
+        let placed = get_with_version(&app, &format!("{first}&{name}={made_up}"), key).await;
+        assert_eq!(
+            placed.status, 200,
+            "{route} with {made_up}: {}",
+            placed.text
+        );
+        for malformed in ["-0", "bm90LW91cnM", "%20"] {
+            assert!(!pattern.is_match(malformed), "{route}: {malformed}");
+            let refused = get_with_version(&app, &format!("{first}&{name}={malformed}"), key).await;
+            assert_eq!(
+                refused.status, 400,
+                "{route} with {malformed}: {}",
+                refused.text
+            );
+        }
+    }
+}
+
+/// The document's push URL shape is the one the gateway parses: a URL of that shape is never
+/// bad input, only a destination the guard takes or refuses (403), and a name that resolves to
+/// nothing yet is saved (every dial checks it again).
+#[tokio::test]
+async fn a_push_url_of_the_documents_shape_is_a_destination_never_bad_input() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let document = served_document(&app).await;
+    let stated = document["components"]["schemas"]["PushUrl"]["pattern"]
+        .as_str()
+        .unwrap();
+    assert_eq!(stated, forgebench::push::endpoint::URL_PATTERN);
+    let pattern = regex_lite::Regex::new(stated).unwrap();
+    for url in [
+        "http://A",
+        "https://0.0.0.0",
+        "http://a-b.c--d:65535/#x",
+        "http://250.250.250.250/\\?%zz",
+        "https://xn--bcher-kva.example/",
+        "https://10.0.0.5:1/hook",
+    ] {
+        assert!(pattern.is_match(url), "{url}");
+        let reply = app
+            .set_endpoint(
+                &pair.tenant.admin_key,
+                &pair.callee.name,
+                json!({ "url": url }),
+            )
+            .await;
+        assert!(matches!(reply.status, 200 | 403), "{url}: {}", reply.text);
+    }
+    let unresolved = "https://not-yet-in-dns.invalid/hook";
+    assert!(pattern.is_match(unresolved));
+    let saved = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({ "url": unresolved }),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    assert_eq!(saved.body["endpoint"]["url"], unresolved);
+    for malformed in ["00", "", "https://", "a.example/path", "ftp://a.example/"] {
+        assert!(!pattern.is_match(malformed), "{malformed}");
     }
 }
 

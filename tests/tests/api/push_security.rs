@@ -81,24 +81,32 @@ async fn thirty_hostile_urls_are_refused_at_save() {
         "https://ec2v6.attacker.test/",
         "https://private.attacker.test/",
         "https://mixed.attacker.test/",
+        "http://93.184.216.34/a2a",
+    ];
+    // Not a URL the guard could dial at all: bad input.
+    let malformed = [
         "https://user:pass@example.com/a2a",
         "ftp://example.com/a2a",
         "file:///etc/passwd",
         "gopher://127.0.0.1:6379/_INFO",
-        "http://93.184.216.34/a2a",
         "not a url",
     ];
     assert!(hostile.len() >= 30);
-    for url in hostile {
-        let reply = app
-            .set_endpoint(
-                &pair.tenant.admin_key,
-                &pair.callee.name,
-                json!({ "url": url }),
-            )
-            .await;
-        assert_eq!(reply.status, 400, "{url} was accepted: {}", reply.text);
-        assert_eq!(reply.body["detail"]["code"], "invalid_request", "{url}");
+    for (urls, status, code) in [
+        (&hostile[..], 403, "forbidden"),
+        (&malformed[..], 400, "invalid_request"),
+    ] {
+        for url in urls {
+            let reply = app
+                .set_endpoint(
+                    &pair.tenant.admin_key,
+                    &pair.callee.name,
+                    json!({ "url": url }),
+                )
+                .await;
+            assert_eq!(reply.status, status, "{url}: {}", reply.text);
+            assert_eq!(reply.body["detail"]["code"], code, "{url}");
+        }
     }
     let agent = app
         .get(
@@ -157,7 +165,7 @@ async fn private_networks_need_the_flag_and_the_flag_needs_an_admin() {
     let without = app
         .set_endpoint(&member, &agent.name, json!({ "url": url }))
         .await;
-    assert_eq!(without.status, 400);
+    assert_eq!(without.status, 403, "{}", without.text);
     let by_member = app
         .set_endpoint(
             &member,
@@ -183,7 +191,7 @@ async fn private_networks_need_the_flag_and_the_flag_needs_an_admin() {
             json!({"url": "http://127.0.0.1/", "allow_private_network": true}),
         )
         .await;
-    assert_eq!(loopback.status, 400);
+    assert_eq!(loopback.status, 403);
 }
 
 #[tokio::test]
@@ -255,7 +263,7 @@ async fn the_secret_is_in_no_response_no_log_line_and_no_stored_item() {
     let bad = app
         .set_endpoint(admin, &pair.callee.name, json!({"url": "https://169.254.169.254/", "auth": {"type": "bearer", "secret": SECRET}}))
         .await;
-    assert_eq!(bad.status, 400);
+    assert_eq!(bad.status, 403);
     texts.push(bad.text.clone());
     let bad_auth = app
         .set_endpoint(
@@ -333,7 +341,7 @@ async fn an_operator_range_never_opens_a_metadata_address() {
         let reply = app
             .set_endpoint(admin, &pair.callee.name, json!({ "url": url }))
             .await;
-        assert_eq!(reply.status, 400, "{url} was accepted: {}", reply.text);
+        assert_eq!(reply.status, 403, "{url} was accepted: {}", reply.text);
     }
     // The rest of the operator's range is open; a name re-pointed at metadata later is not.
     let resolver = app.app.dialer.resolver();
@@ -390,7 +398,7 @@ async fn a_refusal_says_the_rules_and_never_where_the_host_leads() {
         let reply = app
             .set_endpoint(admin, &pair.callee.name, json!({ "url": url }))
             .await;
-        assert_eq!(reply.status, 400, "{url}: {}", reply.text);
+        assert_eq!(reply.status, 403, "{url}: {}", reply.text);
         messages.insert(reply.body["detail"]["message"].as_str().unwrap().to_owned());
     }
     assert_eq!(

@@ -1,16 +1,13 @@
 //! `ListTasks`: a caller's tasks on one agent, newest first, a page at a time, from the index of
 //! caller and callee; filters pass over at most [`LIST_ROUNDS`] index pages per request.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::{history_length, object, optional_bool, A2aCall, Failure};
 use crate::a2a::wire::{parse_state, task_json, TaskView};
 use crate::a2a::A2aError;
 use crate::domain::task::PAGE_BYTES;
-use crate::domain::{clock, AgentId, AgentRef, Task, TaskState};
+use crate::domain::{clock, AgentRef, Task, TaskState};
 use crate::error::ApiError;
 use crate::http::service::tasks::agent_principal;
 use crate::store::PairCursor;
@@ -34,8 +31,7 @@ impl A2aCall<'_> {
             // An agent the caller cannot reach has no tasks of the caller's.
             return Ok(list_page(Vec::new(), "", query.page_size));
         };
-        let binding = query.binding(&caller, &callee.id);
-        let mut cursor = query.start(&binding)?;
+        let mut cursor = query.start()?;
         let mut page = Vec::new();
         let mut bytes = 0;
         for _ in 0..LIST_ROUNDS {
@@ -52,7 +48,7 @@ impl A2aCall<'_> {
                     bytes += query.view.bytes_of(&task);
                     if !page.is_empty() && bytes > PAGE_BYTES {
                         // Full: the next page starts at this task.
-                        let token = cursor.map(|key| encode_token(&binding, &key));
+                        let token = cursor.map(|key| encode_token(&key));
                         return Ok(list_page(
                             page,
                             token.as_deref().unwrap_or(""),
@@ -64,9 +60,7 @@ impl A2aCall<'_> {
                 cursor = Some(key);
                 if page.len() == query.page_size {
                     let more = index + 1 < batch || next.is_some();
-                    let token = cursor
-                        .filter(|_| more)
-                        .map(|key| encode_token(&binding, &key));
+                    let token = cursor.filter(|_| more).map(|key| encode_token(&key));
                     return Ok(list_page(
                         page,
                         token.as_deref().unwrap_or(""),
@@ -81,7 +75,7 @@ impl A2aCall<'_> {
                 Some(end) => cursor = Some(end),
             }
         }
-        let token = cursor.map(|key| encode_token(&binding, &key));
+        let token = cursor.map(|key| encode_token(&key));
         Ok(list_page(
             page,
             token.as_deref().unwrap_or(""),
@@ -166,33 +160,27 @@ impl TaskQuery {
                 .is_none_or(|after| task.status_timestamp > *after)
     }
 
-    /// What a page token is bound to: the caller, the callee and the filters, so a token of
-    /// another query is refused rather than misread.
-    fn binding(&self, caller: &AgentId, callee: &AgentId) -> String {
-        let filters = format!(
-            "{caller}|{callee}|{:?}|{:?}|{:?}",
-            self.context_id, self.state, self.after
-        );
-        hex::encode(&Sha256::digest(filters.as_bytes())[..8])
-    }
-
-    fn start(&self, binding: &str) -> Result<Option<PairCursor>, A2aError> {
+    /// Where the page starts: the place its `pageToken` names (`{createdAt}_{taskId}`, the last
+    /// task a page covered). Any token of that shape is a place in the caller's tasks on this
+    /// agent, newest first; the filters decide what a page holds.
+    fn start(&self) -> Result<Option<PairCursor>, A2aError> {
         let Some(token) = &self.page_token else {
             return Ok(None);
         };
-        let refused = || A2aError::invalid_params("pageToken is not one this query issued");
-        let text = URL_SAFE_NO_PAD.decode(token).map_err(|_| refused())?;
-        let text = String::from_utf8(text).map_err(|_| refused())?;
-        let (bound, key) = text.split_once('|').ok_or_else(refused)?;
-        if bound != binding {
-            return Err(refused());
-        }
-        Ok(Some(PairCursor(key.to_owned())))
+        PairCursor::from_token(token).map(Some).ok_or_else(|| {
+            A2aError::invalid_params(
+                "pageToken must be a nextPageToken as issued: {createdAt}_{taskId}",
+            )
+        })
     }
 }
 
-fn encode_token(binding: &str, key: &PairCursor) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{binding}|{}", key.0))
+/// The `nextPageToken` of a page that ends at `key`.
+fn encode_token(key: &PairCursor) -> String {
+    key.to_token().unwrap_or_else(|| {
+        tracing::error!(cursor = %key.0, "a page ended on an entry no token names");
+        String::new()
+    })
 }
 
 fn list_page(tasks: Vec<Value>, next_page_token: &str, page_size: usize) -> Value {

@@ -114,14 +114,13 @@ pub async fn create_push_config(app: &App, request: Request) -> HandlerResult {
         let call = A2aCall::read(app, &request).await?;
         let mut params = body_object(&request)?;
         let path = path_fields(&request, false)?;
-        match params.get("taskId") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(id))
-                if id.is_empty() || Some(id.as_str()) == path["taskId"].as_str() => {}
-            Some(Value::String(_)) => {
-                return Err(A2aError::invalid_params("taskId is not the task of the path").into())
-            }
-            Some(_) => return Err(A2aError::invalid_params("taskId must be a string").into()),
+        // The path names the task; a taskId in the body is not read here (the document cannot
+        // tie the two together, so it does not make them agree), beyond its type.
+        if params
+            .get("taskId")
+            .is_some_and(|id| !matches!(id, Value::Null | Value::String(_)))
+        {
+            return Err(A2aError::invalid_params("taskId must be a string").into());
         }
         params["taskId"] = path["taskId"].clone();
         Box::pin(call.create_push_config(&params)).await

@@ -8,6 +8,7 @@ use crate::app::App;
 use crate::domain::notify::{NotifyConfig, NotifyRequest, MAX_CONFIGS_PER_TASK};
 use crate::domain::{clock, Task};
 use crate::error::ApiError;
+use crate::http::endpoint::refused_url;
 use crate::store::NotifyRefusal;
 use crate::vault::NotifySecret;
 
@@ -29,9 +30,9 @@ pub(crate) async fn vetted_request(
     let mut asked = NotifyRequest::parse(value, at)?;
     let vetted = app
         .dialer
-        .vet(&asked.url, false)
+        .vet_to_save(&asked.url, false)
         .await
-        .map_err(|refusal| ApiError::InvalidRequest(format!("{at}.url refused: {refusal}")))?;
+        .map_err(|refusal| refused_url(&format!("{at}.url"), &refusal))?;
     asked.url = vetted.url.to_string();
     Ok(asked)
 }
