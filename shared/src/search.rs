@@ -64,7 +64,10 @@ fn below(position: &Position, after: &Position) -> bool {
 /// postings, or (for every task of the tenant) the tenant's opens in its audit log.
 fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
     if let (None, Some(context_id)) = (&filters.words, &filters.context_id) {
-        return vec![SearchIndex::Context { context_id }];
+        return vec![SearchIndex::Context {
+            tenant: &filters.tenant,
+            context_id,
+        }];
     }
     if let Some(words) = &filters.words {
         // One tenant-wide posting list serves both sides, filtered to the agent's.

@@ -4,7 +4,7 @@ Some rules of the API hold over stored state or across fields, so no schema can 
 schema-valid value drawn at random breaks them: a push URL's destination must be one the guard
 allows (else a 403), a
 task holds at most 5 push configs, a message answers a task only while it waits for input, a
-contextId must be a conversation of the two agents, only an open task can be canceled. Rather
+contextId with a taskId must be that task's, only an open task can be canceled. Rather
 than excusing every 400 of those operations (which would hide any other refusal), `before_call`
 makes the schema-valid (positive) cases keep those rules with real values: cursors issued by the
 gateway for the very query of the case (any cursor of the document's shape is taken; an issued
@@ -140,8 +140,9 @@ def keep_message_rules(params, answers):
     """Makes a SendMessage request keep the rules over state and across fields. A message that
     names a taskId answers that task only while it waits for input: with `answers` false (the
     HTTP+JSON binding, where that refusal is a 400) the message opens a task instead; JSON-RPC
-    keeps the taskId (its refusals are answers in a 200). A contextId must be a conversation
-    between the two agents, and the named task's own with a taskId. A config sent with an answer
+    keeps the taskId (its refusals are answers in a 200). A contextId with a taskId must be the
+    task's own; without one, any name is a conversation, but each holds at most 100 tasks, so
+    the cases share the conversation setup.py made rather than fill one name drawn again. A config sent with an answer
     lands on that task, which holds at most 5. A push URL must resolve to public addresses."""
     message = params.get("message")
     if not isinstance(message, dict):

@@ -373,12 +373,24 @@ pub fn incoming_message(value: &Value) -> Result<IncomingMessage, A2aError> {
     let rest = json!({"role": "user", "parts": parts, "message_id": message_id});
     let message =
         Message::parse(&rest, "message").map_err(|invalid| A2aError::invalid_params(invalid.0))?;
+    let context_id = text_id("contextId")?;
+    if context_id
+        .as_ref()
+        .is_some_and(|id| id.chars().count() > MAX_CONTEXT_NAME_CHARS)
+    {
+        return Err(A2aError::invalid_params(format!(
+            "message.contextId is longer than {MAX_CONTEXT_NAME_CHARS} characters"
+        )));
+    }
     Ok(IncomingMessage {
         message,
         task_id: text_id("taskId")?,
-        context_id: text_id("contextId")?,
+        context_id,
     })
 }
+
+/// Longest conversation name a client may give.
+pub const MAX_CONTEXT_NAME_CHARS: usize = 128;
 
 #[cfg(test)]
 mod tests {

@@ -111,6 +111,9 @@ pub struct Task {
     pub id: TaskId,
     pub tenant_id: TenantId,
     pub context_id: String,
+    /// Whether an A2A client named the conversation (`context_id` is its name, which the store
+    /// keeps within the tenant), rather than the gate issuing its id.
+    pub context_named: bool,
     pub caller_agent_id: AgentId,
     pub callee_agent_id: AgentId,
     /// The callee's name, so a route naming the callee by name needs no agent lookup.
@@ -234,6 +237,7 @@ impl Task {
             updated_at: now,
             changes: Vec::new(),
             notify_configs: 0,
+            context_named: false,
             message_keys: Vec::new(),
         }
     }
@@ -438,6 +442,7 @@ mod tests {
             changes: Vec::new(),
             message_keys: Vec::new(),
             notify_configs: 0,
+            context_named: false,
         }
     }
 

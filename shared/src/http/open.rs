@@ -37,6 +37,7 @@ impl OpenRequest {
             wait,
             message,
             context_id,
+            context_named: false,
             parent_call_id: parent_call(request)?,
             notify: None,
         })

@@ -12,10 +12,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use super::audit::AuditEntry;
 use super::calls::call_item;
 use super::item::{key, n, s, Item, Reader};
-use super::task_item::to_item;
+use super::task_item::{stored_context, to_item};
 use super::tasks::MAX_TASKS_PER_CONTEXT;
 use super::{classify, committed, Store, StoreError};
-use crate::domain::Task;
+use crate::domain::{AgentId, Task, TenantId};
 
 /// The conversation a new task joins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +24,9 @@ pub enum ContextJoin {
     Start,
     /// An existing conversation between the same two agents (either direction).
     Continue,
+    /// A conversation an A2A client named (the task's `context_named`): the two agents'
+    /// conversation of that name in the tenant when there is one, else a new one by that name.
+    Name,
 }
 
 /// A task to open, and the conversation it joins.
@@ -43,13 +46,25 @@ pub enum OpenRefusal {
     ContextFull,
 }
 
-fn context_key(context_id: &str) -> Item {
-    key(format!("CONTEXT#{context_id}"), "CONTEXT")
+/// The key of a task's conversation item (a named one's within its tenant).
+fn context_key(task: &Task) -> Item {
+    let stored = stored_context(&task.tenant_id, &task.context_id, task.context_named);
+    key(format!("CONTEXT#{stored}"), "CONTEXT")
+}
+
+/// What joining a conversation found.
+enum Joined {
+    Yes,
+    Full,
+    /// No conversation has that id (in the tenant, for a named one).
+    Absent,
+    /// A conversation of other agents has it.
+    Others,
 }
 
 /// The conversation item a task that starts one leaves: its two agents, and one task so far.
 fn context_item(task: &Task) -> Item {
-    let mut item = context_key(&task.context_id);
+    let mut item = context_key(task);
     item.insert("kind".into(), s("context"));
     item.insert("tenant_id".into(), s(&task.tenant_id));
     item.insert("agent_a".into(), s(&task.caller_agent_id));
@@ -81,15 +96,22 @@ impl Store {
     /// when its id is taken. A repeated open gives its conversation's count back.
     pub async fn open_task(&self, open: &OpenTask) -> Result<Result<(), OpenRefusal>, StoreError> {
         let task = &open.task;
-        if open.context == ContextJoin::Continue {
-            if let Err(refusal) = self.join_context(task).await? {
-                return Ok(Err(refusal));
-            }
+        let joined = match open.context {
+            ContextJoin::Start => Ok(()),
+            ContextJoin::Continue => match self.join_context(task).await? {
+                Joined::Yes => Ok(()),
+                Joined::Full => Err(OpenRefusal::ContextFull),
+                Joined::Absent | Joined::Others => Err(OpenRefusal::UnknownContext),
+            },
+            ContextJoin::Name => self.join_or_name_context(task).await?,
+        };
+        if let Err(refusal) = joined {
+            return Ok(Err(refusal));
         }
         if self.put_if_absent(to_item(task)).await? {
             return Ok(Ok(()));
         }
-        if open.context == ContextJoin::Continue {
+        if open.context != ContextJoin::Start {
             if let Err(error) = self.leave_context(task).await {
                 tracing::warn!(task_id = %task.id, error = %error, "a repeated open's conversation keeps the count it took");
             }
@@ -97,13 +119,63 @@ impl Store {
         Ok(Err(OpenRefusal::AlreadyOpen))
     }
 
+    /// Joins the two agents' conversation of the task's name, or starts it: its item is written
+    /// before the task (with this task counted), so opens naming it at once share one.
+    async fn join_or_name_context(
+        &self,
+        task: &Task,
+    ) -> Result<Result<(), OpenRefusal>, StoreError> {
+        for _ in 0..2 {
+            match self.join_context(task).await? {
+                Joined::Yes => return Ok(Ok(())),
+                Joined::Full => return Ok(Err(OpenRefusal::ContextFull)),
+                Joined::Others => return Ok(Err(OpenRefusal::UnknownContext)),
+                Joined::Absent => {
+                    if self.put_if_absent(context_item(task)).await? {
+                        return Ok(Ok(()));
+                    }
+                }
+            }
+        }
+        Ok(Err(OpenRefusal::UnknownContext))
+    }
+
+    /// Whether `context_id` is a conversation the gate issued to these two agents (either
+    /// direction) in `tenant`.
+    pub async fn is_conversation_of(
+        &self,
+        tenant: &TenantId,
+        context_id: &str,
+        agents: [&AgentId; 2],
+    ) -> Result<bool, StoreError> {
+        let found = self
+            .client()
+            .get_item()
+            .table_name(self.table())
+            .set_key(Some(key(format!("CONTEXT#{context_id}"), "CONTEXT")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        let Some(item) = found.item() else {
+            return Ok(false);
+        };
+        let read = Reader(item);
+        let pair = [read.s("agent_a").ok(), read.s("agent_b").ok()];
+        Ok(read.s("tenant_id").ok().as_deref() == Some(tenant.as_str())
+            && agents.iter().all(|agent| {
+                pair.iter()
+                    .any(|side| side.as_deref() == Some(agent.as_str()))
+            }))
+    }
+
     /// Counts one more task in the existing conversation between the task's two agents.
-    async fn join_context(&self, task: &Task) -> Result<Result<(), OpenRefusal>, StoreError> {
+    async fn join_context(&self, task: &Task) -> Result<Joined, StoreError> {
         let sent = self
             .client()
             .update_item()
             .table_name(self.table())
-            .set_key(Some(context_key(&task.context_id)))
+            .set_key(Some(context_key(task)))
             .update_expression("ADD task_count :one")
             .condition_expression(
                 "tenant_id = :tenant AND task_count < :max AND \
@@ -121,7 +193,7 @@ impl Store {
             .send()
             .await;
         let error = match sent {
-            Ok(_) => return Ok(Ok(())),
+            Ok(_) => return Ok(Joined::Yes),
             Err(error) => error,
         };
         let Some(failed) = error
@@ -133,21 +205,21 @@ impl Store {
         else {
             return Err(classify(error));
         };
-        let full = failed.item().is_some_and(|item| {
-            Reader(item).n("task_count").unwrap_or(0) >= MAX_TASKS_PER_CONTEXT
-                && Reader(item).s("tenant_id").ok().as_deref() == Some(&task.tenant_id)
-                && [&task.caller_agent_id, &task.callee_agent_id]
-                    .iter()
-                    .all(|agent| {
-                        ["agent_a", "agent_b"]
-                            .iter()
-                            .any(|side| Reader(item).s(side).ok().as_deref() == Some(agent))
-                    })
-        });
-        Ok(Err(match full {
-            true => OpenRefusal::ContextFull,
-            false => OpenRefusal::UnknownContext,
-        }))
+        let Some(item) = failed.item() else {
+            return Ok(Joined::Absent);
+        };
+        let theirs = Reader(item).s("tenant_id").ok().as_deref() == Some(&task.tenant_id)
+            && [&task.caller_agent_id, &task.callee_agent_id]
+                .iter()
+                .all(|agent| {
+                    ["agent_a", "agent_b"]
+                        .iter()
+                        .any(|side| Reader(item).s(side).ok().as_deref() == Some(agent))
+                });
+        Ok(match theirs {
+            true => Joined::Full,
+            false => Joined::Others,
+        })
     }
 
     /// Gives back the count a repeated open took from its conversation.
@@ -155,7 +227,7 @@ impl Store {
         self.client()
             .update_item()
             .table_name(self.table())
-            .set_key(Some(context_key(&task.context_id)))
+            .set_key(Some(context_key(task)))
             .update_expression("ADD task_count :minus_one")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))

@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 use aws_sdk_dynamodb::types::{ConsumedCapacity, KeysAndAttributes, ReturnConsumedCapacity};
 
 use super::item::{s, Item, Reader};
-use super::task_item::{task_id_of, task_key};
+use super::task_item::{stored_context, task_id_of, task_key};
 use super::words::posting_partition;
 use super::{classify, Store, StoreError};
 use crate::domain::search::{Direction, Position, Side};
@@ -35,8 +35,12 @@ pub enum SearchIndex<'a> {
         agent: &'a AgentId,
         state: Option<TaskState>,
     },
-    /// One conversation's tasks (at most 100, in either direction).
-    Context { context_id: &'a str },
+    /// One conversation's tasks (at most 100, in either direction): the one the gate issued
+    /// with that id, and the one of the tenant a client named so.
+    Context {
+        tenant: &'a TenantId,
+        context_id: &'a str,
+    },
     /// The postings of one word among a tenant's tasks, by the tasks' creation (the table's own
     /// items, `store/words.rs`), keeping the agent's tasks in one direction.
     Word {
@@ -55,6 +59,7 @@ impl SearchIndex<'_> {
     #[cfg(all(test, feature = "local-stack"))]
     pub(crate) fn examples() -> [SearchIndex<'static>; 3] {
         static AGENT: std::sync::LazyLock<AgentId> = std::sync::LazyLock::new(|| "agent".into());
+        static TENANT: std::sync::LazyLock<TenantId> = std::sync::LazyLock::new(|| "tenant".into());
         let agent = &*AGENT;
         let state = Some(TaskState::Working);
         [
@@ -69,6 +74,7 @@ impl SearchIndex<'_> {
                 state,
             },
             SearchIndex::Context {
+                tenant: &TENANT,
                 context_id: "context",
             },
         ]
@@ -96,7 +102,9 @@ impl SearchIndex<'_> {
             SearchIndex::Side { side, agent, .. } => {
                 vec![(agent_attribute(side), agent.to_string())]
             }
-            SearchIndex::Context { context_id } => vec![("context_id", context_id.to_owned())],
+            SearchIndex::Context { context_id, .. } => {
+                vec![("context_id", context_id.to_owned())]
+            }
             SearchIndex::Word { tenant, word, .. } => {
                 vec![("pk", posting_partition(tenant, word))]
             }
@@ -194,8 +202,14 @@ impl Store {
                 )
                 .await;
         }
-        if let SearchIndex::Context { context_id } = index {
-            return self.conversation_page(context_id).await;
+        if let SearchIndex::Context { tenant, context_id } = index {
+            let mut page = self.conversation_page(context_id).await?;
+            let named = self
+                .conversation_page(&stored_context(tenant, context_id, true))
+                .await?;
+            page.entries.extend(named.entries);
+            page.read_units += named.read_units;
+            return Ok(page);
         }
         if let SearchIndex::Opens { tenant } = index {
             return self

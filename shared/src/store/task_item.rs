@@ -1,7 +1,7 @@
 //! A task's item: how a [`Task`] is written to and read from the table, its keys and index
 //! shards, and the size rules every write that adds bodies keeps.
 
-use crate::domain::ids::TaskId;
+use crate::domain::ids::{TaskId, TenantId};
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::de::DeserializeOwned;
@@ -140,6 +140,25 @@ fn read_changes(item: &Item) -> Vec<Change> {
     }
 }
 
+/// How a task's conversation is stored: an id the gate issued as it is; a name an A2A client
+/// gave, within its tenant (`named:{tenant}:{name}`), so that the same name in two tenants is
+/// two conversations, and no tenant's names share an index partition with another's.
+pub(crate) fn stored_context(tenant: &TenantId, context_id: &str, named: bool) -> String {
+    match named {
+        true => format!("named:{tenant}:{context_id}"),
+        false => context_id.to_owned(),
+    }
+}
+
+/// The conversation of a stored `context_id` attribute: its id as the API shows it, and whether
+/// a client named it.
+fn shown_context(tenant: &TenantId, stored: String) -> (String, bool) {
+    match stored.strip_prefix(&format!("named:{tenant}:")) {
+        Some(name) => (name.to_owned(), true),
+        None => (stored, false),
+    }
+}
+
 /// The item of a task as opened. The claim deadline and the delivery bookkeeping (attempts,
 /// delivered-at, lease) are set later by the writes that change them, never from here.
 pub(crate) fn to_item(task: &Task) -> Item {
@@ -147,7 +166,14 @@ pub(crate) fn to_item(task: &Task) -> Item {
     item.insert("kind".into(), s("task"));
     item.insert("id".into(), s(&task.id));
     item.insert("tenant_id".into(), s(&task.tenant_id));
-    item.insert("context_id".into(), s(&task.context_id));
+    item.insert(
+        "context_id".into(),
+        s(stored_context(
+            &task.tenant_id,
+            &task.context_id,
+            task.context_named,
+        )),
+    );
     item.insert("caller_agent_id".into(), s(&task.caller_agent_id));
     item.insert("callee_agent_id".into(), s(&task.callee_agent_id));
     item.insert("callee_name".into(), s(&task.callee_name));
@@ -246,10 +272,13 @@ impl TryFrom<&Item> for Task {
             Some(_) => read.n("delivery_attempts")?,
             None => 0,
         };
+        let tenant_id: TenantId = read.id("tenant_id")?;
+        let (context_id, context_named) = shown_context(&tenant_id, read.s("context_id")?);
         Ok(Task {
             id: read.id("id")?,
-            tenant_id: read.id("tenant_id")?,
-            context_id: read.id("context_id")?,
+            tenant_id,
+            context_id,
+            context_named,
             caller_agent_id: read.id("caller_agent_id")?,
             callee_agent_id: read.id("callee_agent_id")?,
             callee_name: read.s("callee_name")?,
@@ -444,6 +473,7 @@ mod tests {
             ],
             message_keys: Vec::new(),
             notify_configs: 0,
+            context_named: false,
         };
         let mut item = to_item(&task);
         // Every bookkeeping attribute a later write may set, at its longest.
@@ -517,6 +547,7 @@ mod tests {
             ],
             message_keys: Vec::new(),
             notify_configs: 0,
+            context_named: false,
         };
         assert!(task.input.reference().is_some(), "one body is a reference");
         assert_eq!(task.input.role(), Some(crate::domain::message::Role::Agent));

@@ -921,3 +921,179 @@ async fn a_body_of_another_media_type_is_content_type_not_supported_on_both_bind
         refused.text
     );
 }
+
+/// A client may name a conversation (A2A 1.0 §3.4.1): a `contextId` the gate never issued opens
+/// the task in the two agents' conversation by that name, echoed as given, on both bindings;
+/// the next message naming it joins it. The name is the tenant's: another tenant's pair with the
+/// same name has a conversation of its own, and another pair of the tenant cannot join it.
+#[tokio::test]
+async fn a_conversation_a_client_names_is_the_two_agents_and_no_one_elses() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let named = |text: &str, id: &str, context: &str| {
+        let mut message = a2a_message(text, id);
+        message["contextId"] = json!(context);
+        json!({"message": message, "configuration": {"returnImmediately": true}})
+    };
+    let first = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            named("one", "n-1", "order-42"),
+        )
+        .await;
+    let first = &first.body["result"]["task"];
+    assert_eq!(first["contextId"], "order-42", "{first}");
+    let second = app
+        .a2a_rest(
+            "POST",
+            &pair.callee.id,
+            "/message:send",
+            &pair.caller.key,
+            Some(named("two", "n-2", "order-42")),
+        )
+        .await;
+    assert_eq!(second.status, 200, "{}", second.text);
+    assert_eq!(
+        second.body["task"]["contextId"], "order-42",
+        "{}",
+        second.text
+    );
+
+    // One conversation: found by its name, on the A2A list and in the REST search.
+    let listed = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "ListTasks",
+            json!({"contextId": "order-42"}),
+        )
+        .await;
+    assert_eq!(
+        listed.body["result"]["tasks"].as_array().unwrap().len(),
+        2,
+        "{}",
+        listed.text
+    );
+    let searched = app
+        .get("/v1/tasks?context_id=order-42", &pair.callee.key)
+        .await;
+    assert_eq!(
+        searched.body["items"].as_array().unwrap().len(),
+        2,
+        "{}",
+        searched.text
+    );
+    let read = app
+        .get_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            first["id"].as_str().unwrap(),
+        )
+        .await;
+    assert_eq!(read.body["context_id"], "order-42", "{}", read.text);
+
+    // Another tenant's pair: a conversation of its own by the same name.
+    let stranger = app.pair().await;
+    let theirs = app
+        .a2a_rpc(
+            &stranger.callee.id,
+            &stranger.caller.key,
+            "SendMessage",
+            named("x", "s-1", "order-42"),
+        )
+        .await;
+    assert_eq!(
+        theirs.body["result"]["task"]["contextId"], "order-42",
+        "{}",
+        theirs.text
+    );
+    let their_search = app
+        .get("/v1/tasks?context_id=order-42", &stranger.callee.key)
+        .await;
+    assert_eq!(their_search.body["items"].as_array().unwrap().len(), 1);
+    let ours = app
+        .get("/v1/tasks?context_id=order-42", &pair.callee.key)
+        .await;
+    assert_eq!(ours.body["items"].as_array().unwrap().len(), 2);
+
+    // Another pair of the tenant cannot join it; a name past 128 characters is no name.
+    let other = app
+        .create_agent(&pair.tenant.admin_key, "other-caller")
+        .await;
+    let granted = app
+        .grant(&pair.tenant.admin_key, &other.id, &[&pair.callee.name])
+        .await;
+    assert_eq!(granted.status, 200, "{}", granted.text);
+    let joining = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &other.key,
+            "SendMessage",
+            named("y", "o-1", "order-42"),
+        )
+        .await;
+    assert_eq!(error_code(&joining), -32602, "{}", joining.text);
+    let long = "c".repeat(129);
+    let too_long = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            named("z", "n-3", &long),
+        )
+        .await;
+    assert_eq!(error_code(&too_long), -32602, "{}", too_long.text);
+}
+
+/// A conversation the gate issued goes on under A2A as under REST: the id of a task opened
+/// over REST, named in a message, joins that conversation rather than naming a new one.
+#[tokio::test]
+async fn an_issued_conversation_is_continued_not_named_again() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let opened = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("first"),
+            0,
+        )
+        .await;
+    let context = opened.field("context_id");
+    let mut message = a2a_message("second", "i-2");
+    message["contextId"] = json!(context);
+    let sent = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": message, "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    assert_eq!(
+        sent.body["result"]["task"]["contextId"],
+        context.as_str(),
+        "{}",
+        sent.text
+    );
+    let searched = app
+        .get(&format!("/v1/tasks?context_id={context}"), &pair.caller.key)
+        .await;
+    assert_eq!(
+        searched.body["items"].as_array().unwrap().len(),
+        2,
+        "{}",
+        searched.text
+    );
+    // Stored as issued: the REST open may continue it too.
+    let rest = app
+        .post(
+            &format!("/v1/agents/{}/tasks", pair.callee.name),
+            &pair.caller.key,
+            json!({"message": text_message("third"), "context_id": context}),
+        )
+        .await;
+    assert_eq!(rest.status, 200, "{}", rest.text);
+}

@@ -198,23 +198,14 @@ impl<'a> A2aCall<'a> {
                 settle(app, &self.principal, answered, wait).await?
             }
             None => {
-                let context_id = match &incoming.context_id {
-                    None => None,
-                    Some(id) => Some(
-                        uuid::Uuid::parse_str(id)
-                            .map_err(|_| {
-                                A2aError::invalid_params(
-                                    "message.contextId is not one this gate issued",
-                                )
-                            })?
-                            .to_string(),
-                    ),
-                };
+                // A contextId the gate did not issue to these two agents names their
+                // conversation in the tenant (A2A 1.0 §3.4.1): joined, or started by this task.
                 let asked = OpenRequest {
                     callee_segment: self.callee_segment.clone(),
                     wait,
                     message: incoming.message,
-                    context_id,
+                    context_id: incoming.context_id.clone(),
+                    context_named: true,
                     parent_call_id: self.parent_call_id.clone(),
                     notify,
                 };

@@ -28,6 +28,10 @@ pub(crate) struct OpenRequest {
     pub message: Message,
     /// The conversation to continue; `None` starts a new one.
     pub context_id: Option<String>,
+    /// Whether the client may name a conversation (A2A): a `context_id` the gate did not issue
+    /// to these two agents is then the name of their conversation in the tenant, joined or
+    /// started. Else (REST) it must be one they have.
+    pub context_named: bool,
     pub parent_call_id: Option<String>,
     /// A2A: a push notification config to store for the task once it is open (checked and its
     /// URL vetted already).
@@ -64,27 +68,38 @@ pub(crate) async fn open_task(
     if input.offload.is_some() {
         app.bodies.store(&[&input]).await?;
     }
-    let task = Task::open(TaskOpening {
+    let (context_id, context) = match asked.context_id.clone() {
+        None => (uuid::Uuid::new_v4().to_string(), ContextJoin::Start),
+        Some(id) if !asked.context_named => (id, ContextJoin::Continue),
+        Some(id) => {
+            let issued = uuid::Uuid::parse_str(&id).is_ok()
+                && app
+                    .store
+                    .is_conversation_of(&principal.tenant_id, &id, [&caller_id, &callee.id])
+                    .await?;
+            (
+                id,
+                if issued {
+                    ContextJoin::Continue
+                } else {
+                    ContextJoin::Name
+                },
+            )
+        }
+    };
+    let mut task = Task::open(TaskOpening {
         id: task_id,
         caller_agent_id: caller_id,
         callee: &callee,
-        context_id: asked
-            .context_id
-            .clone()
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        context_id,
         input: Stored::packed(&input, asked.message.clone()),
         input_bytes: input.bytes,
         lineage,
         now: clock::now(),
         expires_at: app.config.task_expiry(),
     });
-    let open = OpenTask {
-        task,
-        context: match asked.context_id {
-            Some(_) => ContextJoin::Continue,
-            None => ContextJoin::Start,
-        },
-    };
+    task.context_named = context == ContextJoin::Name;
+    let open = OpenTask { task, context };
     let keyed = asked.message.message_id.is_some();
     let after = AfterOpen {
         wait: asked.wait,
