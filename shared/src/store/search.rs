@@ -17,6 +17,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{ConsumedCapacity, KeysAndAttributes, ReturnConsumedCapacity};
 
 use super::item::{s, Item, Reader};
@@ -167,12 +168,73 @@ fn is_task_entry(item: &Item) -> bool {
     Reader(item).s("sk").is_ok_and(|sk| sk == "TASK")
 }
 
+/// A read of one partition of the table's own items whose sort keys start with a moment
+/// (`{moment}#…`), newest first.
+pub(super) struct NewestFirst<'a> {
+    pub partition: String,
+    /// Only items at or before this moment (`None`: all).
+    pub top: Option<&'a str>,
+    pub start: Option<Item>,
+    pub limit: i32,
+}
+
+/// Reads a [`NewestFirst`] query: the entries `position` finds in its items, and the moment the
+/// read got down to (its last item evaluated, which a filter may have left out).
+pub(super) async fn read_newest_first(
+    query: QueryFluentBuilder,
+    position: impl Fn(&Item) -> Result<Position, StoreError>,
+) -> Result<IndexPage, StoreError> {
+    let output = query.send().await.map_err(classify)?;
+    let entries: Vec<Position> = output
+        .items()
+        .iter()
+        .map(&position)
+        .collect::<Result<_, _>>()?;
+    let reached = match &output.last_evaluated_key {
+        Some(key) => Some(
+            Reader(key)
+                .s("sk")?
+                .split_once('#')
+                .map(|(moment, _)| moment.to_owned())
+                .unwrap_or_default(),
+        ),
+        None => entries.last().map(|entry| entry.created_at.clone()),
+    };
+    Ok(IndexPage {
+        reached,
+        entries,
+        read_units: units(output.consumed_capacity()),
+        next: output.last_evaluated_key,
+    })
+}
+
 /// Most keys one `BatchGetItem` takes.
 const BATCH_KEYS: usize = 100;
 /// Most rounds spent on keys a batch read left unprocessed before the read counts as failed.
 const UNPROCESSED_ROUNDS: usize = 5;
 
 impl Store {
+    /// The query of a [`NewestFirst`] read, strongly consistent, its filter still to add.
+    pub(super) fn newest_first(&self, page: NewestFirst<'_>) -> QueryFluentBuilder {
+        let query = self
+            .client()
+            .query()
+            .table_name(self.table())
+            .consistent_read(true)
+            .scan_index_forward(false)
+            .limit(page.limit)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .set_exclusive_start_key(page.start)
+            .expression_attribute_values(":pk", s(page.partition));
+        match page.top {
+            // `$` sorts after `#`: every item at the top moment is below.
+            Some(top) => query
+                .key_condition_expression("pk = :pk AND sk < :below")
+                .expression_attribute_values(":below", s(format!("{top}$"))),
+            None => query.key_condition_expression("pk = :pk"),
+        }
+    }
+
     /// Up to `limit` entries of `index` in `range`, newest first, from `start` (an earlier
     /// page's `next`).
     pub async fn search_index_page(
@@ -288,54 +350,24 @@ impl Store {
         start: Option<Item>,
         limit: i32,
     ) -> Result<IndexPage, StoreError> {
-        let mut query = self
-            .client()
-            .query()
-            .table_name(self.table())
-            .consistent_read(true)
-            .scan_index_forward(false)
-            .limit(limit)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .set_exclusive_start_key(start)
+        let page = NewestFirst {
+            partition: format!("AUDIT#{tenant}"),
+            top,
+            start,
+            limit,
+        };
+        let query = self
+            .newest_first(page)
             .filter_expression("#action = :open")
             .expression_attribute_names("#action", "action")
-            .expression_attribute_values(":open", s(super::audit::TASK_OPENED))
-            .expression_attribute_values(":pk", s(format!("AUDIT#{tenant}")));
-        query = match top {
-            // `$` sorts after `#`: every entry at the top moment is below.
-            Some(top) => query
-                .key_condition_expression("pk = :pk AND sk < :below")
-                .expression_attribute_values(":below", s(format!("{top}$"))),
-            None => query.key_condition_expression("pk = :pk"),
-        };
-        let output = query.send().await.map_err(classify)?;
-        let entries: Vec<Position> = output
-            .items()
-            .iter()
-            .map(|item| {
-                Ok(Position {
-                    created_at: Reader(item).s("at")?,
-                    task_id: Reader(item).id("task_id")?,
-                })
+            .expression_attribute_values(":open", s(super::audit::TASK_OPENED));
+        let open_position = |item: &Item| {
+            Ok(Position {
+                created_at: Reader(item).s("at")?,
+                task_id: Reader(item).id("task_id")?,
             })
-            .collect::<Result<_, StoreError>>()?;
-        // Read down to the last entry evaluated, which the filter may have left out.
-        let reached = match &output.last_evaluated_key {
-            Some(key) => Some(
-                Reader(key)
-                    .s("sk")?
-                    .split_once('#')
-                    .map(|(at, _)| at.to_owned())
-                    .unwrap_or_default(),
-            ),
-            None => entries.last().map(|entry| entry.created_at.clone()),
         };
-        Ok(IndexPage {
-            reached,
-            entries,
-            read_units: units(output.consumed_capacity()),
-            next: output.last_evaluated_key,
-        })
+        read_newest_first(query, open_position).await
     }
 
     /// Every task of one conversation (at most 100, by creation), in one read: a conversation

@@ -19,10 +19,10 @@
 //! `words_due` lists by `shard`, and the sweeper writes its postings again from its history.
 
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::{PutRequest, ReturnConsumedCapacity, WriteRequest};
+use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 
 use super::item::{key, n, s, Item, Reader};
-use super::search::{units, Batch, IndexPage};
+use super::search::{read_newest_first, Batch, IndexPage, NewestFirst};
 use super::task_item::{search_shard, task_id_of, task_key, WORDS_DUE};
 use super::tasks::build;
 use super::{classify, Store, StoreError};
@@ -129,45 +129,19 @@ impl Store {
         start: Option<Item>,
         limit: i32,
     ) -> Result<IndexPage, StoreError> {
-        let mut query = self
-            .client()
-            .query()
-            .table_name(self.table())
-            .consistent_read(true)
-            .scan_index_forward(false)
-            .limit(limit)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .set_exclusive_start_key(start)
-            .expression_attribute_values(":pk", s(partition));
+        let page = NewestFirst {
+            partition,
+            top,
+            start,
+            limit,
+        };
+        let mut query = self.newest_first(page);
         if let Some(agent) = agent {
             query = query
                 .filter_expression(direction_filter(direction))
                 .expression_attribute_values(":agent", s(agent));
         }
-        query = match top {
-            // `$` sorts after `#`: every posting of a task created at the top moment is below.
-            Some(top) => query
-                .key_condition_expression("pk = :pk AND sk < :below")
-                .expression_attribute_values(":below", s(format!("{top}$"))),
-            None => query.key_condition_expression("pk = :pk"),
-        };
-        let output = query.send().await.map_err(classify)?;
-        let entries: Vec<Position> = output
-            .items()
-            .iter()
-            .map(posting_position)
-            .collect::<Result<_, _>>()?;
-        // Read down to the last posting evaluated, which the agents' filter may have left out.
-        let reached = match &output.last_evaluated_key {
-            Some(key) => Some(posting_position(key)?.created_at),
-            None => entries.last().map(|entry| entry.created_at.clone()),
-        };
-        Ok(IndexPage {
-            reached,
-            entries,
-            read_units: units(output.consumed_capacity()),
-            next: output.last_evaluated_key,
-        })
+        read_newest_first(query, posting_position).await
     }
 
     /// Of these tasks, the ones with a posting of every one of `words`; and the read units that
