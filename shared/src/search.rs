@@ -239,8 +239,12 @@ pub async fn search_within(
                 .search_index_page(walk.index, range, walk.next.take(), walk.size)
                 .await?;
             // A filter leaves entries out: a state's or a moment's on a side, the agent's on a
-            // word's postings.
-            if filters.words.is_some() || filters.state.is_some() || filters.since.is_some() {
+            // word's postings, every entry but the opens in a tenant's audit log.
+            let filtered = filters.words.is_some()
+                || filters.state.is_some()
+                || filters.since.is_some()
+                || filters.agent.is_none();
+            if filtered {
                 walk.size = next_page_size(walk.size, entries.len());
             }
             found.read_units += read_units;

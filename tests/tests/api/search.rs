@@ -316,6 +316,21 @@ async fn a_person_naming_no_agent_searches_every_task_of_the_tenant() {
     assert_eq!(search(&app, &member, "").await.status, 403);
 }
 
+/// A tenant-wide search walks the tenant's audit log, where a task's open may sit below many
+/// entries of other kinds: each read takes more of the log while the opens are sparse, so the
+/// first page still finds the task rather than ending empty.
+#[tokio::test]
+async fn a_tenant_wide_search_finds_an_open_below_many_other_audit_entries() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let task = open(&app, &pair.caller, &pair.callee.name, text_message("one")).await;
+    for _ in 0..30 {
+        app.create_member(&pair.tenant, "viewer").await;
+    }
+    let page = search(&app, &pair.tenant.admin_key, "limit=1").await;
+    assert_eq!(ids(&page), [task], "{}", page.text);
+}
+
 #[tokio::test]
 async fn words_match_whole_any_case_across_messages_and_inside_structured_data() {
     let app = spawn_app().await;
