@@ -14,6 +14,17 @@ pub fn format(at: OffsetDateTime) -> String {
         .unwrap_or_else(|_| at.unix_timestamp().to_string())
 }
 
+/// A stored moment as an HTTP date (RFC 9110's IMF-fixdate: `Fri, 04 Dec 2026 14:15:00 GMT`).
+pub fn http_date(text: &str) -> Option<String> {
+    let fixdate = format_description!(
+        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
+    );
+    parse(text)?
+        .to_offset(time::UtcOffset::UTC)
+        .format(&fixdate)
+        .ok()
+}
+
 /// The current moment, formatted.
 pub fn now() -> String {
     format(OffsetDateTime::now_utc())
@@ -50,6 +61,15 @@ pub fn after(seconds: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_moment_reads_as_an_http_date() {
+        assert_eq!(
+            http_date("2026-12-04T09:05:07.123456Z").as_deref(),
+            Some("Fri, 04 Dec 2026 09:05:07 GMT")
+        );
+        assert_eq!(http_date("yesterday"), None);
+    }
 
     #[test]
     fn formatted_moments_sort_in_time_order() {

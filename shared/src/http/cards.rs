@@ -107,7 +107,15 @@ pub async fn get_card(app: &App, request: Request) -> HandlerResult {
         })
         .ok_or_else(|| ApiError::NotFound("agent not found".into()))?;
     let card = signed_card(app, &request, &agent).await?;
-    Ok(cacheable(&request, &card))
+    let mut response = cacheable(&request, &card);
+    // When the agent last changed (A2A 1.0 §8.6.1: MAY): what a card shows follows the agent;
+    // revalidation goes by the ETag, which also follows the signature.
+    if let Some(value) = crate::domain::clock::http_date(&agent.updated_at)
+        .and_then(|date| HeaderValue::from_str(&date).ok())
+    {
+        response.headers_mut().insert(header::LAST_MODIFIED, value);
+    }
+    Ok(response)
 }
 
 /// The registry's default and largest page, in agents read.

@@ -280,6 +280,15 @@ async fn cards_carry_an_etag_and_revalidate() {
     let etag = first.headers["etag"].to_str().unwrap().to_owned();
     assert!(etag.starts_with('"'));
     assert_eq!(first.headers["cache-control"], "private, max-age=60");
+    // When the agent last changed, as an HTTP date.
+    let agent = app
+        .get("/v1/agents/invoice-classifier", &pair.tenant.admin_key)
+        .await;
+    let changed = agent.body["updated_at"].as_str().unwrap();
+    assert_eq!(
+        first.headers["last-modified"].to_str().unwrap(),
+        forgebench::domain::clock::http_date(changed).unwrap()
+    );
     let request = app
         .http
         .get(format!("{}{path}", app.base))
