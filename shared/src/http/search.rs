@@ -3,8 +3,8 @@
 //!
 //! An agent key searches its own tasks (`agent` may name itself); an admin or viewer names the
 //! agent whose tasks to search with `agent` (any agent of the tenant), or names none to search
-//! every task of the tenant (`direction` is then not read: each task is found once). Items are tasks without
-//! their `history`, to keep pages small; `GET …/tasks/{id}` has the whole task.
+//! every task of the tenant (`direction` is then not read: each task is found once). Items are
+//! tasks without their `history`, to keep pages small; `GET …/tasks/{id}` has the whole task.
 
 use lambda_http::Request;
 use serde_json::{json, Value};

@@ -62,6 +62,17 @@ enum Joined {
     Others,
 }
 
+/// Whether a conversation item is one of `tenant` between these two agents (either direction).
+fn is_between(item: &Item, tenant: &str, agents: [&str; 2]) -> bool {
+    let read = Reader(item);
+    read.s("tenant_id").ok().as_deref() == Some(tenant)
+        && agents.iter().all(|agent| {
+            ["agent_a", "agent_b"]
+                .iter()
+                .any(|side| read.s(side).ok().as_deref() == Some(*agent))
+        })
+}
+
 /// The conversation item a task that starts one leaves: its two agents, and one task so far.
 fn context_item(task: &Task) -> Item {
     let mut item = context_key(task);
@@ -157,16 +168,10 @@ impl Store {
             .send()
             .await
             .map_err(classify)?;
-        let Some(item) = found.item() else {
-            return Ok(false);
-        };
-        let read = Reader(item);
-        let pair = [read.s("agent_a").ok(), read.s("agent_b").ok()];
-        Ok(read.s("tenant_id").ok().as_deref() == Some(tenant.as_str())
-            && agents.iter().all(|agent| {
-                pair.iter()
-                    .any(|side| side.as_deref() == Some(agent.as_str()))
-            }))
+        let agents = agents.map(AgentId::as_str);
+        Ok(found
+            .item()
+            .is_some_and(|item| is_between(item, tenant, agents)))
     }
 
     /// Counts one more task in the existing conversation between the task's two agents.
@@ -208,15 +213,8 @@ impl Store {
         let Some(item) = failed.item() else {
             return Ok(Joined::Absent);
         };
-        let theirs = Reader(item).s("tenant_id").ok().as_deref() == Some(&task.tenant_id)
-            && [&task.caller_agent_id, &task.callee_agent_id]
-                .iter()
-                .all(|agent| {
-                    ["agent_a", "agent_b"]
-                        .iter()
-                        .any(|side| Reader(item).s(side).ok().as_deref() == Some(agent))
-                });
-        Ok(match theirs {
+        let agents = [&task.caller_agent_id, &task.callee_agent_id].map(AgentId::as_str);
+        Ok(match is_between(item, &task.tenant_id, agents) {
             true => Joined::Full,
             false => Joined::Others,
         })

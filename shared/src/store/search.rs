@@ -191,13 +191,13 @@ pub(super) async fn read_newest_first(
         .map(&position)
         .collect::<Result<_, _>>()?;
     let reached = match &output.last_evaluated_key {
-        Some(key) => Some(
-            Reader(key)
-                .s("sk")?
+        Some(key) => {
+            let sort_key = Reader(key).s("sk")?;
+            let (moment, _) = sort_key
                 .split_once('#')
-                .map(|(moment, _)| moment.to_owned())
-                .unwrap_or_default(),
-        ),
+                .ok_or_else(|| StoreError::Corrupt(format!("sort key {sort_key}")))?;
+            Some(moment.to_owned())
+        }
         None => entries.last().map(|entry| entry.created_at.clone()),
     };
     Ok(IndexPage {

@@ -153,7 +153,11 @@ pub(crate) fn stored_context(tenant: &TenantId, context_id: &str, named: bool) -
 /// The conversation of a stored `context_id` attribute: its id as the API shows it, and whether
 /// a client named it.
 fn shown_context(tenant: &TenantId, stored: String) -> (String, bool) {
-    match stored.strip_prefix(&format!("named:{tenant}:")) {
+    let name = stored
+        .strip_prefix("named:")
+        .and_then(|rest| rest.strip_prefix(tenant.as_str()))
+        .and_then(|rest| rest.strip_prefix(':'));
+    match name {
         Some(name) => (name.to_owned(), true),
         None => (stored, false),
     }

@@ -275,10 +275,10 @@ impl PairCursor {
         }
     }
 
-    /// The `pattern` of a page token in the OpenAPI document.
+    /// The `pattern` of a page token in the OpenAPI document (empty: the first page).
     pub fn token_pattern() -> String {
         format!(
-            "^{}_(binding-)?{}$",
+            "^({}_(binding-)?{})?$",
             cursor::MOMENT_PATTERN,
             cursor::ID_PATTERN
         )

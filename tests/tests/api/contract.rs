@@ -163,7 +163,7 @@ async fn a_cursor_of_the_documents_shape_is_a_place_and_every_issued_cursor_has_
     let id = "00000000-0000-0000-0000-000000000000";
     let a2a_tasks = format!("/v1/agents/{}/a2a/tasks", pair.callee.id);
     // (route in the document, listing with one a page, key, field of the next cursor, a cursor
-    // of the shape no page issued)
+    // of the shape no page issued, the shape the gateway reads)
     let listings = [
         (
             "/v1/tasks",
@@ -172,6 +172,7 @@ async fn a_cursor_of_the_documents_shape_is_a_place_and_every_issued_cursor_has_
             "next_cursor",
             "cursor",
             format!("{moment}_{moment}_{id}"),
+            forgebench::domain::cursor::search_cursor_pattern(),
         ),
         (
             "/v1/audit",
@@ -180,6 +181,7 @@ async fn a_cursor_of_the_documents_shape_is_a_place_and_every_issued_cursor_has_
             "next_cursor",
             "cursor",
             format!("{moment}_{id}"),
+            forgebench::domain::cursor::entry_cursor_pattern(),
         ),
         (
             "/v1/agents/cards",
@@ -188,6 +190,11 @@ async fn a_cursor_of_the_documents_shape_is_a_place_and_every_issued_cursor_has_
             "next_cursor",
             "cursor",
             "zz-never-an-agent".to_owned(),
+            // The agent name's own pattern, as AgentName reads it.
+            property(&document, "AgentIn", &["name"])["pattern"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
         ),
         (
             "/v1/agents/{agent}/a2a/tasks",
@@ -196,10 +203,16 @@ async fn a_cursor_of_the_documents_shape_is_a_place_and_every_issued_cursor_has_
             "nextPageToken",
             "pageToken",
             format!("{moment}_binding-{id}"),
+            forgebench::store::PairCursor::token_pattern(),
         ),
     ];
-    for (route, first, key, field, name, made_up) in listings {
+    for (route, first, key, field, name, made_up, read) in listings {
         let pattern = pattern_of(&document, route, name);
+        assert_eq!(
+            pattern.as_str(),
+            read,
+            "{route}: the document states another shape"
+        );
         let page = get_with_version(&app, &first, key).await;
         assert_eq!(page.status, 200, "{first}: {}", page.text);
         let issued = page.body[field].as_str().unwrap_or_default().to_owned();

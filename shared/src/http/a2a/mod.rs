@@ -204,7 +204,7 @@ impl<'a> A2aCall<'a> {
                     callee_segment: self.callee_segment.clone(),
                     wait,
                     message: incoming.message,
-                    context_id: incoming.context_id.clone(),
+                    context_id: incoming.context_id,
                     context_named: true,
                     parent_call_id: self.parent_call_id.clone(),
                     notify,
