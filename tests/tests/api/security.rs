@@ -601,7 +601,7 @@ async fn a_refused_wait_touches_no_other_pool_and_asking_again_at_once_costs_the
     );
 }
 
-/// A 4 s long poll for the next task with `key`, on a client of its own, running in the
+/// A 10 s long poll for the next task with `key`, on a client of its own, running in the
 /// background: its status when it answers.
 fn spawn_poll(
     app: &forgebench_tests::TestApp,
@@ -610,7 +610,7 @@ fn spawn_poll(
     let (base, key) = (app.base.clone(), key.to_owned());
     tokio::spawn(async move {
         reqwest::Client::new()
-            .get(format!("{base}/v1/agents/me/tasks/next?wait=4"))
+            .get(format!("{base}/v1/agents/me/tasks/next?wait=10"))
             .bearer_auth(key)
             .send()
             .await
