@@ -41,6 +41,9 @@ pub enum ApiError {
     PullResultWorking,
     #[error("too large: {0}")]
     TooLarge(String),
+    /// A part of a media type the agent it goes to does not accept.
+    #[error("unsupported media type: {0}")]
+    UnsupportedMediaType(String),
     /// The agent holds as many long polls as it may at once.
     #[error("too many requests: {0}")]
     TooManyRequests(String),
@@ -164,6 +167,7 @@ impl ApiError {
             }
             ApiError::PullResultWorking => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -183,6 +187,7 @@ impl ApiError {
             ApiError::LimitReached(_) => "limit_reached",
             ApiError::PullResultWorking => "invalid_result",
             ApiError::TooLarge(_) => "too_large",
+            ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::TooManyRequests(_) => "too_many_requests",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal(_) => "internal",
@@ -208,6 +213,7 @@ impl ApiError {
             | ApiError::Conflict(message)
             | ApiError::LimitReached(message)
             | ApiError::TooLarge(message)
+            | ApiError::UnsupportedMediaType(message)
             | ApiError::TooManyRequests(message) => detail(message),
             ApiError::Unauthenticated => {
                 detail("a valid API key is required: Authorization: Bearer <key>")

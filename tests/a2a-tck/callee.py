@@ -23,8 +23,9 @@ def artifact(name, part):
 ANSWERS = [
     ("tck-artifact-file-url", artifact("output.txt", {"file": {
         "uri": "https://example.com/output.txt", "name": "output.txt", "mime": "text/plain"}})),
+    # Bytes, as the kit's reference agent answers (`raw` on the A2A edge).
     ("tck-artifact-file", artifact("output.txt", {"file": {
-        "uri": "https://example.com/output.txt", "name": "output.txt", "mime": "text/plain"}})),
+        "uri": "data:text/plain;base64,dGNr", "name": "output.txt", "mime": "text/plain"}})),
     ("tck-artifact-data", artifact("data", {"data": {"key": "value", "count": 42}})),
     ("tck-artifact-text", artifact("text", {"text": "Generated text content"})),
     ("tck-input-required", {"state": "input_required", "message": said("Need more input")}),

@@ -35,7 +35,9 @@ def call(key, path, body):
     return reply.json()
 admin = call(operator, "/v1/tenants", {"name": "tck"})["admin_key"]
 caller = call(admin, "/v1/agents", {"name": "tck-caller"})
-callee = call(admin, "/v1/agents", {"name": "tck-callee"})
+# The media types the kit's reference agent states on its card (text), and data parts.
+callee = call(admin, "/v1/agents", {"name": "tck-callee",
+                                    "input_modes": ["text/plain", "application/json"]})
 caller_key = call(admin, f"/v1/agents/{caller['id']}/keys", {})["key"]
 callee_key = call(admin, f"/v1/agents/{callee['id']}/keys", {})["key"]
 call(admin, f"/v1/agents/{caller['id']}/agents", {"callees": [callee["name"]]})

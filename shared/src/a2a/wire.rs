@@ -7,12 +7,14 @@
 //! than dropped. Out of the gateway, a message without a `message_id` and an artifact (which has
 //! no id of its own) get ids derived from the task and their place in it, stable across reads.
 
+use base64::Engine;
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::error::A2aError;
 use crate::domain::content::Stored;
 use crate::domain::events::TaskEvent;
+use crate::domain::media;
 use crate::domain::message::Role;
 use crate::domain::task::{Artifact, Shown};
 use crate::domain::{Message, Part, Task, TaskState};
@@ -72,7 +74,10 @@ fn part_json(part: &Part) -> Value {
         Part::Text(text) => json!({"text": text}),
         Part::Data(data) => json!({"data": data}),
         Part::File(file) => {
-            let mut out = json!({"url": file.uri});
+            let mut out = match raw_bytes(&file.uri) {
+                Some(raw) => json!({"raw": raw}),
+                None => json!({"url": file.uri}),
+            };
             if let Some(name) = &file.name {
                 out["filename"] = json!(name);
             }
@@ -257,12 +262,6 @@ fn rest_part(part: &Value, at: &str) -> Result<Value, A2aError> {
             "{at}.metadata: part metadata is not carried by this gateway"
         )));
     }
-    if given("raw").is_some() {
-        return Err(A2aError::new(
-            super::error::A2aErrorKind::ContentTypeNotSupported,
-            format!("{at}.raw: raw bytes are not carried; send a url or data part"),
-        ));
-    }
     if let Some(unknown) = fields.keys().find(|name| {
         !matches!(
             name.as_str(),
@@ -285,6 +284,9 @@ fn rest_part(part: &Value, at: &str) -> Result<Value, A2aError> {
         }
     }
     let media_type = given("mediaType").and_then(Value::as_str);
+    if let Some(raw) = given("raw") {
+        return raw_file_part(raw, media_type, given("filename"), at);
+    }
     if let Some(text) = given("text") {
         if media_type.is_some_and(|media| media != "text/plain") {
             return Err(A2aError::new(
@@ -311,6 +313,73 @@ fn rest_part(part: &Value, at: &str) -> Result<Value, A2aError> {
     Err(A2aError::invalid_params(format!(
         "{at} must have one of text, url or data"
     )))
+}
+
+/// A `raw` part in the REST shape: a file part whose `uri` is a `data:` URI (RFC 2397) holding
+/// the bytes in base64, so a REST callee reads them with any URI library and the A2A edge shows
+/// them as `raw` again ([`raw_bytes`]).
+fn raw_file_part(
+    raw: &Value,
+    media_type: Option<&str>,
+    filename: Option<&Value>,
+    at: &str,
+) -> Result<Value, A2aError> {
+    let bytes = raw
+        .as_str()
+        .and_then(decode_proto_bytes)
+        .ok_or_else(|| A2aError::invalid_params(format!("{at}.raw must be base64 text")))?;
+    let mut file = Map::new();
+    // The media type as given is the file's `mime`; the URI names it only when it is one.
+    let essence = media_type
+        .and_then(media::media_type_essence)
+        .unwrap_or_else(|| media::UNNAMED_FILE_TYPE.to_owned());
+    if let Some(named) = media_type {
+        file.insert("mime".into(), json!(named));
+    }
+    let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+    file.insert(
+        "uri".into(),
+        json!(format!("data:{essence};base64,{encoded}")),
+    );
+    if let Some(name) = filename {
+        file.insert("name".into(), name.clone());
+    }
+    Ok(json!({ "file": file }))
+}
+
+/// The shape of a `raw` part's bytes, as the API document states it: [`decode_proto_bytes`]
+/// reads exactly these.
+pub const RAW_PATTERN: &str = concat!(
+    r"^(([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}={0,2}|[A-Za-z0-9+/]{3}=?)?",
+    r"|([A-Za-z0-9_-]{4})*([A-Za-z0-9_-]{2}={0,2}|[A-Za-z0-9_-]{3}=?)?)$"
+);
+
+/// Bytes as proto JSON writes them: base64 with the standard or the URL-safe alphabet, padded
+/// or not (the pattern the API document states for `raw`).
+pub fn decode_proto_bytes(text: &str) -> Option<Vec<u8>> {
+    use base64::engine::{general_purpose, DecodePaddingMode, GeneralPurposeConfig};
+    let lenient = GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true);
+    let alphabet = if text.contains(['-', '_']) {
+        &base64::alphabet::URL_SAFE
+    } else {
+        &base64::alphabet::STANDARD
+    };
+    general_purpose::GeneralPurpose::new(alphabet, lenient)
+        .decode(text)
+        .ok()
+}
+
+/// The base64 bytes of a file part whose `uri` is a base64 `data:` URI, which the A2A edge
+/// shows as a `raw` part.
+fn raw_bytes(uri: &str) -> Option<&str> {
+    let (header, payload) = uri.strip_prefix("data:")?.split_once(',')?;
+    let is_base64 = header.rsplit(';').next() == Some("base64");
+    let decodes = base64::engine::general_purpose::STANDARD
+        .decode(payload)
+        .is_ok();
+    (is_base64 && decodes).then_some(payload)
 }
 
 /// Whether a value is absent in proto JSON terms (an empty string, list or object, or null).
@@ -409,6 +478,7 @@ mod tests {
             endpoint: None,
             sealed_secret: None,
             claim_timeout_seconds: 60,
+            input_modes: crate::domain::media::default_input_modes(),
             created_at: String::new(),
             updated_at: String::new(),
             version: 1,
@@ -455,6 +525,55 @@ mod tests {
                    {"data": {"n": 1}}])
         );
         assert_eq!(shown["artifacts"], json!([]));
+    }
+
+    #[test]
+    fn raw_bytes_travel_as_a_data_uri_and_come_back_raw() {
+        let incoming = incoming_message(&json!({
+            "messageId": "m", "role": "ROLE_USER",
+            "parts": [
+                {"raw": "dGNr", "mediaType": "Text/Plain; charset=utf-8", "filename": "a.txt"},
+                {"raw": "_-8"},
+                {"raw": "AB", "mediaType": "pdf"},
+            ],
+        }))
+        .unwrap();
+        let Part::File(file) = &incoming.message.parts[0] else {
+            panic!("{:?}", incoming.message.parts)
+        };
+        assert_eq!(file.uri, "data:text/plain;base64,dGNr");
+        assert_eq!(file.name.as_deref(), Some("a.txt"));
+        assert_eq!(file.mime.as_deref(), Some("Text/Plain; charset=utf-8"));
+        let Part::File(unnamed) = &incoming.message.parts[1] else {
+            panic!("{:?}", incoming.message.parts)
+        };
+        // URL-safe and unpadded on the way in; standard base64 in the stored URI.
+        assert_eq!(unnamed.uri, "data:application/octet-stream;base64,/+8=");
+        assert_eq!(unnamed.mime, None);
+        let Part::File(odd) = &incoming.message.parts[2] else {
+            panic!("{:?}", incoming.message.parts)
+        };
+        assert_eq!(odd.uri, "data:application/octet-stream;base64,AA==");
+        assert_eq!(odd.mime.as_deref(), Some("pdf"));
+        assert_eq!(
+            incoming
+                .message
+                .parts
+                .iter()
+                .map(part_json)
+                .collect::<Vec<_>>(),
+            [
+                json!({"raw": "dGNr", "filename": "a.txt", "mediaType": "Text/Plain; charset=utf-8"}),
+                json!({"raw": "/+8="}),
+                json!({"raw": "AA==", "mediaType": "pdf"}),
+            ]
+        );
+        let url_encoded = Part::File(crate::domain::message::FileRef {
+            uri: "data:,hello".into(),
+            name: None,
+            mime: None,
+        });
+        assert_eq!(part_json(&url_encoded), json!({"url": "data:,hello"}));
     }
 
     #[test]
@@ -507,7 +626,10 @@ mod tests {
         let base = |parts: Value| json!({"messageId": "m", "role": "ROLE_USER", "parts": parts});
         #[rustfmt::skip]
         let table = [
-            (base(json!([{"raw": "AAEC"}])), ContentTypeNotSupported, "message.parts[0].raw"),
+            (base(json!([{"raw": "not base64!"}])), InvalidParams, "message.parts[0].raw must be base64"),
+            (base(json!([{"raw": 7}])), InvalidParams, "message.parts[0].raw must be base64"),
+            (base(json!([{"raw": "A"}])), InvalidParams, "message.parts[0].raw must be base64"),
+            (base(json!([{"raw": "AA+_"}])), InvalidParams, "message.parts[0].raw must be base64"),
             (base(json!([{"text": "x", "mediaType": "text/html"}])), ContentTypeNotSupported, "message.parts[0].mediaType"),
             (base(json!([{"text": "x", "metadata": {"k": 1}}])), InvalidParams, "message.parts[0].metadata"),
             (base(json!([{"filename": "a"}])), InvalidParams, "message.parts[0] must have one of"),

@@ -135,6 +135,10 @@ pub struct Agent {
     #[serde(skip)]
     pub sealed_secret: Option<String>,
     pub claim_timeout_seconds: u64,
+    /// The media ranges of the parts it accepts (its card's `defaultInputModes`):
+    /// [`media::DEFAULT_INPUT_MODES`](super::media::DEFAULT_INPUT_MODES) unless it declared its
+    /// own.
+    pub input_modes: Vec<String>,
     pub created_at: String,
     pub updated_at: String,
     /// Optimistic-concurrency counter for management writes; not part of the API.

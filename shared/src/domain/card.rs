@@ -132,7 +132,7 @@ pub fn card(agent: &Agent, tools: &[Tool], base_url: &str) -> Value {
         ],
         "provider": {"organization": "Forgebench", "url": base_url},
         "capabilities": {"streaming": true, "pushNotifications": true, "extendedAgentCard": false},
-        "defaultInputModes": ["text/plain", "application/json"],
+        "defaultInputModes": agent.input_modes,
         "defaultOutputModes": ["text/plain", "application/json"],
         "securitySchemes": {
             SECURITY_SCHEME: {
@@ -371,6 +371,7 @@ mod tests {
             endpoint: Some(json!({"url": "https://internal.example.com/a2a"})),
             sealed_secret: None,
             claim_timeout_seconds: 900,
+            input_modes: vec!["text/plain".into(), "application/json".into()],
             created_at: String::new(),
             updated_at: String::new(),
             version: 3,

@@ -293,6 +293,7 @@ pub(crate) mod tests {
             endpoint: None,
             sealed_secret: None,
             claim_timeout_seconds: 60,
+            input_modes: crate::domain::media::default_input_modes(),
             created_at: String::new(),
             updated_at: String::new(),
             version: 1,

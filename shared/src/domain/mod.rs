@@ -12,6 +12,7 @@ pub mod headers;
 pub mod ids;
 pub mod jcs;
 pub mod keys;
+pub mod media;
 pub mod message;
 pub mod notify;
 pub mod pace;

@@ -145,6 +145,7 @@ mod tests {
             endpoint: None,
             sealed_secret: None,
             claim_timeout_seconds: 900,
+            input_modes: crate::domain::media::default_input_modes(),
             created_at: String::new(),
             updated_at: String::new(),
             version: 1,

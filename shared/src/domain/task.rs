@@ -489,6 +489,7 @@ mod tests {
             endpoint,
             sealed_secret: None,
             claim_timeout_seconds: 120,
+            input_modes: crate::domain::media::default_input_modes(),
             created_at: String::new(),
             updated_at: String::new(),
             version: 1,

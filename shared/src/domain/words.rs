@@ -45,9 +45,11 @@ fn collect_part_words(value: &Value, words: &mut Vec<String>) {
                 match (name.as_str(), field) {
                     ("text", Value::String(text)) => words.extend(words_of_text(text)),
                     ("data", data) => collect_data_words(data, words),
+                    // A `data:` URI holds the file's bytes, not words of the message.
                     ("file", Value::Object(file)) => file
                         .values()
                         .filter_map(Value::as_str)
+                        .filter(|text| !text.starts_with("data:"))
                         .for_each(|text| words.extend(words_of_text(text))),
                     ("parts", parts) => collect_part_words(parts, words),
                     _ => {}
@@ -200,6 +202,14 @@ mod tests {
         let refunded = words("Refunded");
         assert!(!refunded.contains(&"refund".to_owned()));
         assert_eq!(refunded, ["refunded"]);
+    }
+
+    #[test]
+    fn the_bytes_a_data_uri_holds_are_not_words() {
+        let stored = json!({"parts": [
+            {"file": {"uri": "data:text/plain;base64,aW52b2ljZSBtYXJjaA==", "name": "march.txt"}}
+        ]});
+        assert_eq!(words_of_stored(&stored), ["march.txt"]);
     }
 
     #[test]

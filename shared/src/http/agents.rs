@@ -8,6 +8,7 @@ use crate::app::App;
 use crate::domain::agent::{parse_claim_timeout, parse_description, DEFAULT_CLAIM_TIMEOUT_SECONDS};
 use crate::domain::ids::{KeyId, MemberId};
 use crate::domain::keys::{self, KeyKind};
+use crate::domain::media;
 use crate::domain::{
     clock, Agent, AgentId, AgentName, AgentRef, AgentStatus, PrincipalKind, TenantPrincipal,
 };
@@ -67,6 +68,7 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
             "description",
             "owner_member_id",
             "claim_timeout_seconds",
+            "input_modes",
         ],
     )?;
     let name = match body.get("name") {
@@ -78,6 +80,7 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
         None | Some(Value::Null) => DEFAULT_CLAIM_TIMEOUT_SECONDS,
         Some(value) => parse_claim_timeout(value)?,
     };
+    let input_modes = parse_declared_modes(body.get("input_modes"))?;
     let owner = match body.get("owner_member_id") {
         None | Some(Value::Null) => creator,
         Some(Value::String(owner)) if *owner == creator => creator,
@@ -116,6 +119,7 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
         endpoint: None,
         sealed_secret: None,
         claim_timeout_seconds,
+        input_modes,
         created_at: now.clone(),
         updated_at: now,
         version: 1,
@@ -165,10 +169,19 @@ pub async fn update(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
     let mut agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let body = json_object(&request)?;
-    only_fields(&body, &["status", "description", "claim_timeout_seconds"])?;
+    only_fields(
+        &body,
+        &[
+            "status",
+            "description",
+            "claim_timeout_seconds",
+            "input_modes",
+        ],
+    )?;
     if body.is_empty() {
         return Err(ApiError::InvalidRequest(
-            "nothing to change: send status, description or claim_timeout_seconds".into(),
+            "nothing to change: send status, description, claim_timeout_seconds or input_modes"
+                .into(),
         ));
     }
     let mut action = "agent.update".to_owned();
@@ -186,6 +199,9 @@ pub async fn update(app: &App, request: Request) -> HandlerResult {
     }
     if let Some(seconds) = body.get("claim_timeout_seconds") {
         agent.claim_timeout_seconds = parse_claim_timeout(seconds)?;
+    }
+    if body.contains_key("input_modes") {
+        agent.input_modes = parse_declared_modes(body.get("input_modes"))?;
     }
     agent.updated_at = clock::now();
     agent.version += 1;
@@ -273,4 +289,13 @@ pub async fn list_keys(app: &App, request: Request) -> HandlerResult {
     let keys = app.store.owner_keys(KeyOwner::Agent(&agent.id)).await?;
     let items: Vec<Value> = keys.iter().map(KeyInfo::to_json).collect();
     ok(&json!({ "items": items }))
+}
+
+/// The media ranges an agent accepts, as a create or an update declares them: absent or `null`
+/// is the gateway's defaults.
+fn parse_declared_modes(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(media::default_input_modes()),
+        Some(modes) => Ok(media::parse_input_modes(modes, "input_modes")?),
+    }
 }

@@ -42,6 +42,13 @@ fn attributes(agent: &Agent) -> Item {
         "claim_timeout_seconds".into(),
         n(agent.claim_timeout_seconds),
     );
+    // Only declared modes are stored: an agent without them follows the gateway's defaults.
+    if agent.input_modes != crate::domain::media::default_input_modes() {
+        item.insert(
+            "input_modes".into(),
+            AttributeValue::L(agent.input_modes.iter().map(s).collect()),
+        );
+    }
     item.insert("created_at".into(), s(&agent.created_at));
     item.insert("updated_at".into(), s(&agent.updated_at));
     item.insert("version".into(), n(agent.version));
@@ -65,10 +72,26 @@ impl TryFrom<&Item> for Agent {
             endpoint: read.opt_json("endpoint")?,
             sealed_secret: read.opt_s("endpoint_secret")?,
             claim_timeout_seconds: read.n("claim_timeout_seconds")?,
+            input_modes: read_input_modes(&read)?,
             created_at: read.s("created_at")?,
             updated_at: read.s("updated_at")?,
             version: read.n("version")?,
         })
+    }
+}
+
+/// The media ranges an agent declared, or the defaults when it declared none.
+fn read_input_modes(read: &Reader<'_>) -> Result<Vec<String>, StoreError> {
+    match read.0.get("input_modes") {
+        None => Ok(crate::domain::media::default_input_modes()),
+        Some(AttributeValue::L(modes)) => modes
+            .iter()
+            .map(|mode| match mode {
+                AttributeValue::S(mode) => Ok(mode.clone()),
+                _ => Err(StoreError::Corrupt("agent input mode".into())),
+            })
+            .collect(),
+        Some(_) => Err(StoreError::Corrupt("agent input_modes".into())),
     }
 }
 

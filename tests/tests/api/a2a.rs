@@ -301,10 +301,10 @@ async fn protocol_errors_are_json_rpc_error_objects() {
             agent,
             key,
             "SendMessage",
-            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"raw": "AAEC"}]}}),
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"raw": "A!"}]}}),
         )
         .await;
-    assert_eq!(error_code(&raw), -32005, "ContentTypeNotSupported");
+    assert_eq!(error_code(&raw), -32602, "InvalidParams: not base64");
     assert!(raw.body["error"]["message"]
         .as_str()
         .unwrap()
@@ -1096,4 +1096,115 @@ async fn an_issued_conversation_is_continued_not_named_again() {
         )
         .await;
     assert_eq!(rest.status, 200, "{}", rest.text);
+}
+
+#[tokio::test]
+async fn raw_bytes_reach_a_callee_that_accepts_their_type_and_nothing_else_does() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = pair.tenant.admin_key.clone();
+    let agent_path = format!("/v1/agents/{}", pair.callee.id);
+    let declared = app
+        .send(
+            "PATCH",
+            &agent_path,
+            Some(&admin),
+            Some(json!({"input_modes": ["text/plain", "Image/*"]})),
+        )
+        .await;
+    assert_eq!(declared.status, 200, "{}", declared.text);
+    assert_eq!(
+        declared.body["input_modes"],
+        json!(["text/plain", "image/*"])
+    );
+    let card_path = format!("{agent_path}/.well-known/agent-card.json");
+    let card = app.get(&card_path, &pair.caller.key).await;
+    assert_eq!(
+        card.body["defaultInputModes"],
+        json!(["text/plain", "image/*"])
+    );
+
+    let send = |parts: Value, message_id: &str| {
+        let message = json!({"messageId": message_id, "role": "ROLE_USER", "parts": parts});
+        app.a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": message, "configuration": {"returnImmediately": true}}),
+        )
+    };
+    let png = json!([{"text": "what is this?"},
+                     {"raw": "iVBORw0K", "mediaType": "image/png", "filename": "a.png"}]);
+    let sent = send(png, "m-png").await;
+    let task = &sent.body["result"]["task"];
+    assert_eq!(
+        task["history"][0]["parts"][1],
+        json!({"raw": "iVBORw0K", "mediaType": "image/png", "filename": "a.png"}),
+        "{}",
+        sent.text
+    );
+    // A REST callee reads the bytes from a data: URI.
+    let claimed = app.claim(&pair.callee.key, 5).await;
+    assert_eq!(
+        claimed.body["input"]["message"]["parts"][1]["file"],
+        json!({"uri": "data:image/png;base64,iVBORw0K", "name": "a.png", "mime": "image/png"})
+    );
+
+    let odd = json!([{"raw": "dGNr", "mediaType": "application/x-unsupported-tck-type"}]);
+    let refused = send(odd, "m-odd").await;
+    assert_eq!(error_code(&refused), -32005, "{}", refused.text);
+    assert!(refused.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("message.parts[0]"));
+    let data = json!([{"data": {"n": 1}}]);
+    assert_eq!(error_code(&send(data.clone(), "m-data").await), -32005);
+    // The REST edge holds parts to the same modes.
+    let rest = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            json!({"role": "user", "parts": [{"file": {"uri": "https://files.example.com/a.pdf", "mime": "application/pdf"}}]}),
+            0,
+        )
+        .await;
+    assert_eq!(rest.status, 415, "{}", rest.text);
+    assert_eq!(rest.body["detail"]["code"], "unsupported_media_type");
+    // And so is the caller's answer to a question.
+    let task_id = claimed.field("id");
+    let question = json!({"state": "input_required", "message": {"role": "agent", "parts": [{"text": "which?"}]}});
+    let asked = app.post_result(&pair.callee.key, &task_id, question).await;
+    assert_eq!(asked.status, 200, "{}", asked.text);
+    let answer_path = format!("/v1/agents/{}/tasks/{task_id}/messages", pair.callee.name);
+    let answer = |part: Value| {
+        app.post(
+            &answer_path,
+            &pair.caller.key,
+            json!({"message": {"role": "user", "parts": [part]}}),
+        )
+    };
+    let refused = answer(json!({"data": {"pick": "first"}})).await;
+    assert_eq!(refused.status, 415, "{}", refused.text);
+    let taken = answer(json!({"text": "the first"})).await;
+    assert_eq!(taken.status, 200, "{}", taken.text);
+
+    // Declared modes given back: the gateway's defaults, everything it carries.
+    let reset = app
+        .send(
+            "PATCH",
+            &agent_path,
+            Some(&admin),
+            Some(json!({"input_modes": null})),
+        )
+        .await;
+    assert_eq!(
+        reset.body["input_modes"],
+        json!(["text/plain", "application/json", "*/*"])
+    );
+    let sent = send(data, "m-data-again").await;
+    assert_eq!(
+        sent.body["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED",
+        "{}",
+        sent.text
+    );
 }

@@ -681,3 +681,63 @@ async fn a_push_configs_task_id_is_a_string_and_subscribe_holds_the_query_to_its
         "INVALID_PARAMS"
     );
 }
+
+/// The document's shapes for an agent's declared media ranges and for a `raw` part's bytes are
+/// the ones the gateway reads: every string of the shape is taken, every other one refused.
+#[tokio::test]
+async fn input_modes_and_raw_bytes_of_the_documents_shape_are_taken_and_no_others() {
+    let app = spawn_app().await;
+    let document = served_document(&app).await;
+    let schemas = &document["components"]["schemas"];
+    let modes = schemas["AgentIn"]["properties"]["input_modes"]["items"]["pattern"]
+        .as_str()
+        .unwrap();
+    assert_eq!(modes, forgebench::domain::media::INPUT_MODE_PATTERN);
+    assert_eq!(
+        schemas["AgentPatch"]["properties"]["input_modes"]["items"]["pattern"],
+        modes
+    );
+    let modes = regex_lite::Regex::new(modes).unwrap();
+    let longest = format!("{}/{}", "a".repeat(127), "b".repeat(127));
+    let too_long = format!("{}/b", "a".repeat(128));
+    for range in [
+        "*/*",
+        "text/*",
+        "text/plain",
+        "Image/PNG",
+        "a/b",
+        &longest,
+        &too_long,
+        "*/plain",
+        "*",
+        "text",
+        "text/",
+        "/plain",
+        "-a/b",
+        "a/-b",
+        "a/b c",
+        "a/b;q=1",
+        "a/b/c",
+        "a*/b",
+        "é/b",
+        "vnd.a+json/x!#$&^_.+-",
+    ] {
+        let taken = forgebench::domain::media::parse_input_modes(&json!([range]), "m").is_ok();
+        assert_eq!(modes.is_match(range), taken, "{range:?}");
+    }
+
+    let variants = schemas["A2aPart"]["oneOf"].as_array().unwrap();
+    let raw = variants
+        .iter()
+        .find_map(|variant| variant["properties"]["raw"]["pattern"].as_str())
+        .unwrap();
+    assert_eq!(raw, forgebench::a2a::wire::RAW_PATTERN);
+    let raw = regex_lite::Regex::new(raw).unwrap();
+    for bytes in [
+        "dGNr", "dGM", "dGM=", "dA", "dA==", "dA=", "d", "dGNr=", "dGNrdA==", "+/+/", "-_-_", "+_",
+        "AB", "AB==", "A===", "dG Nr", "dGNr\n", "//8", "__8=",
+    ] {
+        let taken = forgebench::a2a::wire::decode_proto_bytes(bytes).is_some();
+        assert_eq!(raw.is_match(bytes), taken, "{bytes:?}");
+    }
+}

@@ -64,6 +64,7 @@ impl From<ApiError> for Failure {
             ApiError::InvalidRequest(message)
             | ApiError::TooLarge(message)
             | ApiError::NotFound(message) => protocol(InvalidParams, message),
+            ApiError::UnsupportedMediaType(message) => protocol(ContentTypeNotSupported, message),
             ApiError::Conflict(message) | ApiError::LimitReached(message) => {
                 protocol(UnsupportedOperation, message)
             }

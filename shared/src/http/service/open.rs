@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::notify::{save_config, Start};
-use super::tasks::{agent_principal, expire_if_overdue, wait_for_answer};
+use super::tasks::{accepted_by, agent_principal, expire_if_overdue, wait_for_answer};
 use crate::app::App;
 use crate::bodies::resolve_from_memory;
 use crate::domain::binding::RefusalReason;
@@ -65,6 +65,7 @@ pub(crate) async fn open_task(
     if let Some(reason) = precheck_refusal(app, principal, &caller_id, &callee).await? {
         return Err(refuse(app, principal, &callee.id, reason, &lineage.call_id).await);
     }
+    accepted_by(&callee, &asked.message)?;
     if input.offload.is_some() {
         app.bodies.store(&[&input]).await?;
     }

@@ -11,7 +11,8 @@ use crate::domain::binding::RefusalReason;
 use crate::domain::content::Stored;
 use crate::domain::task::{Delivery, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
 use crate::domain::{
-    clock, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TaskState, TenantPrincipal,
+    clock, media, Agent, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TaskState,
+    TenantPrincipal,
 };
 use crate::error::ApiError;
 use crate::http::gate::{parse_uuid, refusal_now, refusal_reason, refuse_action};
@@ -264,6 +265,15 @@ pub(crate) async fn answer_task(
         return full_task(app, task, &[]).await;
     }
     not_waiting_for_input(&task)?;
+    // The callee as this process saw it within the key cache's time: a change of its modes
+    // reaches answers as a revoked key does.
+    if let Some(callee) = app
+        .store
+        .recent_agent(&task.callee_agent_id, app.config.key_cache_ttl)
+        .await?
+    {
+        accepted_by(&callee, &message)?;
+    }
     let answer = message;
     // Judged before anything is stored: an answer too large, or (for one whose body goes to
     // the body store) a caller the gate would refuse now, leaves nothing behind. The write
@@ -364,4 +374,16 @@ fn not_waiting_for_input(task: &Task) -> Result<(), ApiError> {
         )));
     }
     Ok(())
+}
+
+/// Refuses a message with a part of a media type `callee` does not accept (its card's
+/// `defaultInputModes`), naming the first such part.
+pub(crate) fn accepted_by(callee: &Agent, message: &Message) -> Result<(), ApiError> {
+    match media::refused_part(&callee.input_modes, message, "message.parts") {
+        None => Ok(()),
+        Some((at, media_type)) => Err(ApiError::UnsupportedMediaType(format!(
+            "{at} is {media_type}, which agent {} does not accept (its card's defaultInputModes)",
+            callee.name
+        ))),
+    }
 }
