@@ -22,7 +22,9 @@ use crate::domain::clock;
 use crate::domain::ids::TaskId;
 use crate::push::{notify_changed, Queue};
 use crate::search::{index_changed, index_words};
-use crate::store::{OutboxEntry, OverdueEntry, Store, StoreError, TaskTransition, DEADLINE_SHARDS};
+use crate::store::{
+    OutboxEntry, OverdueEntry, Store, StoreError, TaskTransition, WordsLane, DEADLINE_SHARDS,
+};
 
 /// Most entries read per page of a shard.
 const BATCH: i32 = 100;
@@ -171,27 +173,67 @@ pub async fn sweep_words_until(store: &Store, bodies: &Bodies, before: &str) -> 
 }
 
 async fn sweep_words_within(store: &Store, bodies: &Bodies, before: &str, until: Instant) -> Swept {
-    every_shard(until, |shard| async move {
-        let due = match store.words_due(shard, before, BATCH).await {
-            Ok(due) => due,
+    let due = every_shard(until, |shard| async move {
+        let page = words_page(store, bodies, WordsLane::Due, shard, before).await;
+        Page::of(page.read, page.swept)
+    });
+    // One page a shard of the tasks set aside, which may keep failing: never paged through.
+    let aside = futures::future::join_all(DEADLINE_SHARDS.iter().map(|&shard| async move {
+        words_page(store, bodies, WordsLane::Aside, shard, before)
+            .await
+            .swept
+    }));
+    let (mut swept, aside) = tokio::join!(due, aside);
+    swept += aside.into_iter().sum();
+    swept
+}
+
+/// What one page of a words lane did, and how many entries it read.
+struct WordsPage {
+    swept: Swept,
+    read: usize,
+}
+
+/// Writes the postings of one page of `lane` in `shard`. A task that fails in the due lane is
+/// set aside, so that the next page (and the next sweep) reaches the tasks behind it however
+/// many keep failing.
+async fn words_page(
+    store: &Store,
+    bodies: &Bodies,
+    lane: WordsLane,
+    shard: char,
+    before: &str,
+) -> WordsPage {
+    let due = match store.words_due(lane, shard, before, BATCH).await {
+        Ok(due) => due,
+        Err(error) => {
+            tracing::warn!(shard = %shard, lane = ?lane, error = %error, "word index due list unreadable; skipped");
+            let unreadable = Page::unreadable();
+            return WordsPage {
+                swept: unreadable.swept,
+                read: 0,
+            };
+        }
+    };
+    let mut swept = Swept::default();
+    for task_id in &due {
+        match index_words(store, bodies, task_id).await {
+            Ok(()) => swept.done += 1,
             Err(error) => {
-                tracing::warn!(shard = %shard, error = %error, "word index due list unreadable; skipped");
-                return Page::unreadable();
-            }
-        };
-        let mut swept = Swept::default();
-        for task_id in &due {
-            match index_words(store, bodies, task_id).await {
-                Ok(()) => swept.done += 1,
-                Err(error) => {
-                    tracing::error!(task_id = %task_id, error = %error, sweep = "words", "sweep skipped a task");
-                    swept.skipped += 1;
+                tracing::error!(task_id = %task_id, error = %error, sweep = "words", "sweep skipped a task");
+                swept.skipped += 1;
+                if lane == WordsLane::Due {
+                    if let Err(error) = store.set_words_aside(task_id).await {
+                        tracing::error!(task_id = %task_id, error = %error, "could not set a failing entry aside");
+                    }
                 }
             }
         }
-        Page::of(due.len(), swept)
-    })
-    .await
+    }
+    WordsPage {
+        swept,
+        read: due.len(),
+    }
 }
 
 /// Fails every task whose claim deadline passed; returns how many it failed and skipped.

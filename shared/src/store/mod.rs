@@ -61,6 +61,7 @@ pub use push::{Attempt, OutboxEntry};
 pub use task_item::DEADLINE_SHARDS;
 pub use tasks::{OverdueEntry, PairCursor, TaskTransition};
 pub use tenancy::MemberRecord;
+pub use words::WordsLane;
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;

@@ -88,6 +88,10 @@ pub(crate) const LOG_CHANGES: &str =
 /// The value of `words_due` while a task's word postings are behind it (`store/words.rs`).
 pub(crate) const WORDS_DUE: &str = "due";
 
+/// The value of `words_due` once a sweep failed to write a task's postings: its own list, so
+/// that tasks whose words keep failing never stand in front of the others.
+pub(crate) const WORDS_ASIDE: &str = "aside";
+
 /// The log entries of `changes`, as [`LOG_CHANGES`] appends them.
 pub(crate) fn change_entries(changes: &[Change]) -> AttributeValue {
     AttributeValue::L(changes.iter().map(|change| s(change.encode())).collect())

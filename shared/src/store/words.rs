@@ -23,7 +23,7 @@ use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 
 use super::item::{key, n, s, Item, Reader};
 use super::search::{read_newest_first, Batch, IndexPage, NewestFirst};
-use super::task_item::{search_shard, task_id_of, task_key, WORDS_DUE};
+use super::task_item::{search_shard, task_id_of, task_key, WORDS_ASIDE, WORDS_DUE};
 use super::tasks::build;
 use super::{classify, Store, StoreError};
 use crate::domain::search::{Direction, Position};
@@ -195,10 +195,34 @@ impl Store {
             })
     }
 
-    /// Up to `limit` tasks of one shard whose words are due since before `before` (the
+    /// Moves a task whose postings a sweep failed to write to the list of those set aside (if it
+    /// is still due: one whose words were written meanwhile stays as it is).
+    pub async fn set_words_aside(&self, task_id: &TaskId) -> Result<(), StoreError> {
+        let update = self
+            .client()
+            .update_item()
+            .set_key(Some(task_key(task_id)))
+            .update_expression("SET words_due = :aside")
+            .condition_expression("words_due = :due")
+            .expression_attribute_values(":aside", s(WORDS_ASIDE))
+            .expression_attribute_values(":due", s(WORDS_DUE))
+            .table_name(self.table())
+            .send()
+            .await;
+        match update {
+            Ok(_) => Ok(()),
+            Err(error) => match error.as_service_error() {
+                Some(service) if service.is_conditional_check_failed_exception() => Ok(()),
+                _ => Err(classify(error)),
+            },
+        }
+    }
+
+    /// Up to `limit` tasks of one shard of `lane` whose words are due since before `before` (the
     /// `words_due` index: `words_due`, `shard` / `changed_at`).
     pub async fn words_due(
         &self,
+        lane: WordsLane,
         shard: char,
         before: &str,
         limit: i32,
@@ -212,7 +236,7 @@ impl Store {
                 "words_due = :due AND #shard = :shard AND changed_at < :before",
             )
             .expression_attribute_names("#shard", "shard")
-            .expression_attribute_values(":due", s(WORDS_DUE))
+            .expression_attribute_values(":due", s(lane.value()))
             .expression_attribute_values(":shard", s(shard.to_string()))
             .expression_attribute_values(":before", s(before))
             .limit(limit)
@@ -337,5 +361,23 @@ mod tests {
             posting_partition(&TenantId::from("a"), "w"),
             posting_partition(&TenantId::from("b"), "w")
         );
+    }
+}
+
+/// A list of tasks whose word postings are behind them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WordsLane {
+    /// Flagged when writing their postings failed.
+    Due,
+    /// Set aside after a sweep failed on them too: retried a page a sweep.
+    Aside,
+}
+
+impl WordsLane {
+    fn value(self) -> &'static str {
+        match self {
+            WordsLane::Due => WORDS_DUE,
+            WordsLane::Aside => WORDS_ASIDE,
+        }
     }
 }

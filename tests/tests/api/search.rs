@@ -636,6 +636,59 @@ async fn a_task_whose_indexing_was_lost_is_found_again_after_the_sweep() {
     assert_eq!(again.done, 0, "nothing is due any more");
 }
 
+/// A hundred tasks of the same shard whose postings no sweep can write (items a sweep cannot
+/// read as tasks), flagged due before the task the test cares about.
+async fn failing_words_ahead_of(app: &TestApp, task_id: &str) {
+    let shard = task_id.chars().next().unwrap().to_string();
+    let puts = (0..100).map(|n| {
+        let shard = shard.clone();
+        async move {
+            app.app
+                .store
+                .client()
+                .put_item()
+                .table_name(&app.table)
+                .item(
+                    "pk",
+                    AttributeValue::S(format!("TASK#{shard}-unreadable-{n}")),
+                )
+                .item("sk", AttributeValue::S("TASK".into()))
+                .item("words_due", AttributeValue::S("due".into()))
+                .item("shard", AttributeValue::S(shard))
+                .item(
+                    "changed_at",
+                    AttributeValue::S("2000-01-01T00:00:00.000000Z".into()),
+                )
+                .send()
+                .await
+                .expect("an unreadable task written")
+        }
+    });
+    futures::future::join_all(puts).await;
+}
+
+#[tokio::test]
+async fn tasks_whose_words_keep_failing_are_set_aside_and_never_hold_back_the_others() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let message = text_message("Rotterdam manifest");
+    let task = open(&app, &pair.caller, &pair.callee.name, message).await;
+    lose_postings(&app, &task).await;
+    failing_words_ahead_of(&app, &task).await;
+
+    let sweep = || forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~");
+    let first = sweep().await;
+    assert_eq!((first.done, first.skipped), (0, 100), "{first:?}");
+    // The failing hundred are out of the way: the next sweep reaches the task behind them, and
+    // tries them again (one page a shard) without letting them stand in front.
+    let second = sweep().await;
+    assert_eq!((second.done, second.skipped), (1, 100), "{second:?}");
+    assert_eq!(
+        ids(&search(&app, &pair.caller.key, "q=manifest").await),
+        [task.as_str()]
+    );
+}
+
 #[tokio::test]
 async fn the_backfill_posts_the_words_of_tasks_stored_without_postings() {
     let app = spawn_app().await;
