@@ -7,9 +7,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "forgebench", version, about)]
 pub struct Cli {
-    /// The gateway's base URL.
-    #[arg(long, env = "FORGEBENCH_URL", default_value = forgebench_sdk::DEFAULT_BASE_URL, global = true)]
-    pub url: String,
+    /// The gateway's base URL (no default: for the hosted service, https://api.forgebench.ai).
+    #[arg(long, env = "FORGEBENCH_URL", global = true)]
+    pub url: Option<String>,
     /// The key to act with (prefer the variable: a flag shows in the process list).
     #[arg(
         long,

@@ -8,8 +8,9 @@ mod output;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use forgebench_sdk::Client;
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
+use forgebench_sdk::{Client, HOSTED_URL};
 
 use crate::args::Cli;
 use crate::output::Printer;
@@ -24,9 +25,21 @@ async fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let printer = Printer { json: cli.json };
+    // No default gateway: a key goes only where the user said (--url or FORGEBENCH_URL).
+    let Some(url) = cli.url.filter(|url| !url.is_empty()) else {
+        Cli::command()
+            .error(
+                ErrorKind::MissingRequiredArgument,
+                format!(
+                    "no gateway URL: pass --url or set FORGEBENCH_URL (for the hosted service, \
+                     {HOSTED_URL})"
+                ),
+            )
+            .exit();
+    };
     let client = match Client::builder()
         .api_key(cli.key.unwrap_or_default())
-        .base_url(cli.url)
+        .base_url(url)
         .build()
     {
         Ok(client) => client,

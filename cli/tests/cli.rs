@@ -8,10 +8,13 @@
 )]
 
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use forgebench_tests::{spawn_app, TestApp};
 use serde_json::Value;
+use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_forgebench");
@@ -45,10 +48,11 @@ fn command(app: &TestApp, key: &str, args: &[&str]) -> Command {
 }
 
 async fn run(app: &TestApp, key: &str, args: &[&str]) -> Run {
-    let output = command(app, key, args)
-        .output()
-        .await
-        .expect("the binary ran");
+    finish(command(app, key, args)).await
+}
+
+async fn finish(mut command: Command) -> Run {
+    let output = command.output().await.expect("the binary ran");
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -318,5 +322,103 @@ async fn the_management_commands_set_up_agents_that_can_call_each_other() {
         unknown.code, 8,
         "an unknown key exits 8: {}",
         unknown.stderr
+    );
+}
+
+/// A listener standing in for every host but the one a test names: the proxy variables of the
+/// binary point at it, so a request to any other host (e.g. `https://api.forgebench.ai`) connects
+/// here instead. It counts its connections and drops them.
+async fn elsewhere() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counter = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    (url, connections)
+}
+
+/// Sends every request of `command` through `proxy`, but those to `direct` (a host, or none).
+fn through(command: &mut Command, proxy: &str, direct: Option<&str>) {
+    for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+        command.env(name, proxy).env(name.to_lowercase(), proxy);
+    }
+    for name in ["NO_PROXY", "no_proxy"] {
+        match direct {
+            Some(host) => command.env(name, host),
+            None => command.env_remove(name),
+        };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_goes_to_forgebench_url_or_to_url_when_given_and_nowhere_else() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (proxy, connections) = elsewhere().await;
+
+    let mut from_environment = command(&app, &pair.caller.key, &["--json", "agents", "me"]);
+    through(&mut from_environment, &proxy, Some("127.0.0.1"));
+    let environment = finish(from_environment).await;
+    assert_eq!(environment.code, 0, "{}", environment.stderr);
+    assert_eq!(
+        environment.json()["name"],
+        pair.caller.name.as_str(),
+        "FORGEBENCH_URL's gateway answered for FORGEBENCH_API_KEY's agent"
+    );
+
+    // --url wins over FORGEBENCH_URL, which names the stand-in here.
+    let mut named = command(
+        &app,
+        &pair.caller.key,
+        &["--json", "--url", &app.base, "agents", "me"],
+    );
+    named.env("FORGEBENCH_URL", &proxy);
+    through(&mut named, &proxy, Some("127.0.0.1"));
+    let flag = finish(named).await;
+    assert_eq!(flag.code, 0, "{}", flag.stderr);
+    assert_eq!(flag.json()["name"], pair.caller.name.as_str());
+
+    assert_eq!(connections.load(Ordering::SeqCst), 0, "no other host");
+    for run in [&environment, &flag] {
+        let printed = format!("{}{}", run.stdout, run.stderr);
+        assert!(
+            !printed.contains(&pair.caller.key),
+            "the key is never printed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn without_a_url_the_cli_is_a_usage_error_and_sends_nothing() {
+    let (proxy, connections) = elsewhere().await;
+    let key = format!("fb_agt_{}", "7".repeat(64));
+    for empty in [None, Some("")] {
+        let mut command = Command::new(BINARY);
+        command
+            .args(["--json", "agents", "me"])
+            .env("FORGEBENCH_API_KEY", &key)
+            .kill_on_drop(true);
+        match empty {
+            Some(value) => command.env("FORGEBENCH_URL", value),
+            None => command.env_remove("FORGEBENCH_URL"),
+        };
+        through(&mut command, &proxy, None);
+        let run = finish(command).await;
+
+        assert_eq!(run.code, 2, "a usage error: {}", run.stderr);
+        assert!(run.stderr.contains("--url"), "{}", run.stderr);
+        assert!(run.stderr.contains("FORGEBENCH_URL"), "{}", run.stderr);
+        assert!(!run.stderr.contains(&key), "the key is never printed");
+        assert_eq!(run.stdout, "");
+    }
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        0,
+        "no request went anywhere (the old default would have gone to the hosted service)"
     );
 }

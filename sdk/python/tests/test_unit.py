@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -294,13 +297,125 @@ def test_a_missing_key_is_refused_before_any_request(monkeypatch: pytest.MonkeyP
         Forgebench(base_url=BASE)
 
 
-def test_the_key_and_base_url_may_come_from_the_environment(
-    monkeypatch: pytest.MonkeyPatch,
+class RecordingServer:
+    """A throwaway HTTP server on 127.0.0.1 that records each request and answers `body`."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        recorded = self.requests
+        payload = json.dumps(body).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                recorded.append((self.command, self.path, dict(self.headers.items())))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def recording_server() -> Iterator[RecordingServer]:
+    server = RecordingServer({"id": "a-env", "name": "agent-of-the-env-key", "status": "active"})
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def no_configuration(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """None of the SDK's variables, whatever the runner exported (it sets FORGEBENCH_URL)."""
+    for name in ("FORGEBENCH_URL", "FORGEBENCH_API_KEY", "FORGEBENCH_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_a_client_without_arguments_sends_its_key_to_forgebench_url(
+    no_configuration: pytest.MonkeyPatch, recording_server: RecordingServer
 ) -> None:
-    monkeypatch.setenv("FORGEBENCH_API_KEY", KEY)
-    monkeypatch.setenv("FORGEBENCH_BASE_URL", BASE + "/")
+    no_configuration.setenv("FORGEBENCH_URL", recording_server.url + "/")
+    no_configuration.setenv("FORGEBENCH_API_KEY", KEY)
     with Forgebench() as client:
+        assert client.base_url == recording_server.url
+        me = client.agents.me()
+
+    assert me["name"] == "agent-of-the-env-key"  # the answer came from that server
+    [(method, path, headers)] = recording_server.requests
+    assert (method, path) == ("GET", "/v1/agents/me")
+    assert headers["Authorization"] == f"Bearer {KEY}"
+    assert headers["Host"] == recording_server.url.removeprefix("http://")
+
+
+@pytest.mark.parametrize("client_class", [Forgebench, AsyncForgebench])
+def test_with_no_url_anywhere_making_a_client_fails_before_any_request(
+    no_configuration: pytest.MonkeyPatch, client_class: type[Forgebench | AsyncForgebench]
+) -> None:
+    """No silent public default: a key must never go to a host nobody named."""
+    no_configuration.setenv("FORGEBENCH_API_KEY", KEY)
+    gateway = Recorder(answer(200, {"id": "a-1", "name": "anywhere"}))
+    transport = httpx.MockTransport(gateway)
+
+    with pytest.raises(ValueError, match="FORGEBENCH_URL") as raised:
+        if client_class is Forgebench:
+            Forgebench(http_client=httpx.Client(transport=transport)).agents.me()
+        else:
+            AsyncForgebench(http_client=httpx.AsyncClient(transport=transport))
+
+    assert "base_url" in str(raised.value)
+    assert KEY not in str(raised.value)
+    assert gateway.requests == []
+
+
+def test_an_argument_wins_over_the_environment(no_configuration: pytest.MonkeyPatch) -> None:
+    no_configuration.setenv("FORGEBENCH_URL", "http://from-the-env.test")
+    no_configuration.setenv("FORGEBENCH_API_KEY", "fb_agt_" + "2" * 64)
+    gateway = Recorder(answer(200, {"id": "a-1", "name": "named"}))
+    http = httpx.Client(transport=httpx.MockTransport(gateway))
+    with Forgebench(api_key=KEY, base_url=BASE, http_client=http) as client:
+        client.agents.me()
+
+    [request] = gateway.requests
+    assert str(request.url) == BASE + "/v1/agents/me"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_the_deprecated_base_url_variable_still_works_with_a_warning(
+    no_configuration: pytest.MonkeyPatch,
+) -> None:
+    no_configuration.setenv("FORGEBENCH_API_KEY", KEY)
+    no_configuration.setenv("FORGEBENCH_BASE_URL", BASE + "/")
+    with pytest.warns(DeprecationWarning, match="FORGEBENCH_URL") as warned:
+        client = Forgebench()
+    with client:
         assert client.base_url == BASE
+    assert warned[0].filename == __file__  # it points at the code that made the client
+
+
+def test_forgebench_url_wins_over_the_deprecated_variable_without_a_warning(
+    no_configuration: pytest.MonkeyPatch,
+) -> None:
+    no_configuration.setenv("FORGEBENCH_API_KEY", KEY)
+    no_configuration.setenv("FORGEBENCH_URL", BASE)
+    no_configuration.setenv("FORGEBENCH_BASE_URL", "http://old.test")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sync_client = Forgebench()
+        async_client = AsyncForgebench()
+    assert sync_client.base_url == async_client.base_url == BASE
+    sync_client.close()
+    asyncio.run(async_client.aclose())
 
 
 def test_a_message_needs_a_part() -> None:

@@ -11,8 +11,9 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::retry::{Backoff, MAX_RETRY_AFTER};
 
-/// Where the client goes when no base URL is given.
-pub const DEFAULT_BASE_URL: &str = "https://api.forgebench.ai";
+/// The hosted service's URL, to pass as the base URL when that is the gateway you mean. The SDK
+/// never uses it on its own: there is no default gateway.
+pub const HOSTED_URL: &str = "https://api.forgebench.ai";
 /// One attempt's timeout, stretched by the request's `wait`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many times a request is sent again after a passing trouble, when that is safe.
@@ -64,7 +65,8 @@ impl ClientBuilder {
         self
     }
 
-    /// The gateway, e.g. `https://api.forgebench.ai` (a trailing `/` is dropped).
+    /// The gateway, e.g. [`HOSTED_URL`] or `http://127.0.0.1:8080` (a trailing `/` is dropped).
+    /// Required: [`ClientBuilder::build`] fails without it.
     pub fn base_url(mut self, url: impl Into<String>) -> ClientBuilder {
         self.base_url = Some(url.into());
         self
@@ -88,7 +90,15 @@ impl ClientBuilder {
         self
     }
 
+    /// The client; an [`Error::InvalidArgument`] when the key or the base URL is missing or
+    /// empty (nothing is sent).
     pub fn build(self) -> Result<Client> {
+        let base_url = self.base_url.filter(|url| !url.is_empty()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "a base URL is required ({URL_VARIABLE} for Client::from_env): the gateway to \
+                 send the key to, e.g. {HOSTED_URL} for the hosted service"
+            ))
+        })?;
         let api_key = self.api_key.filter(|key| !key.is_empty()).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "an API key is required (or set {API_KEY_VARIABLE})"
@@ -101,7 +111,6 @@ impl ClientBuilder {
                 .build()
                 .map_err(Error::Connection)?,
         };
-        let base_url = self.base_url.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
         Ok(Client {
             inner: Arc::new(Inner {
                 http,
@@ -127,8 +136,9 @@ impl Client {
         ClientBuilder::default()
     }
 
-    /// A client from `FORGEBENCH_API_KEY` and `FORGEBENCH_URL` (default
-    /// `https://api.forgebench.ai`).
+    /// A client from `FORGEBENCH_API_KEY` and `FORGEBENCH_URL` (an empty variable counts as
+    /// unset). There is no default gateway: without `FORGEBENCH_URL` this is an
+    /// [`Error::InvalidArgument`], and nothing is sent.
     pub fn from_env() -> Result<Client> {
         let mut builder = Client::builder();
         if let Ok(key) = std::env::var(API_KEY_VARIABLE) {

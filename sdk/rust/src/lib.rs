@@ -14,8 +14,8 @@ mod task;
 mod tasks;
 
 pub use client::{
-    Client, ClientBuilder, API_KEY_VARIABLE, DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT, URL_VARIABLE,
+    Client, ClientBuilder, API_KEY_VARIABLE, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HOSTED_URL,
+    URL_VARIABLE,
 };
 pub use error::{Error, ErrorBody, Result};
 pub use manage::{

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use forgebench_sdk::{
     CallOptions, Client, Direction, Error, ServeOptions, StopSignal, Task, TaskReply, TaskSearch,
-    TaskState,
+    TaskState, API_KEY_VARIABLE, URL_VARIABLE,
 };
 use forgebench_tests::{spawn_app, Pair, TestApp};
 use futures::StreamExt;
@@ -563,4 +563,139 @@ async fn a_binding_granted_by_a_member_waits_for_the_callee_owner_to_approve_it(
         !keys.items[0].to_string().contains(key.key.expose()),
         "a listing never shows a key"
     );
+}
+
+/// The tests that change this process's variables take this lock (nextest runs each test in a
+/// process of its own; `cargo test` runs them as threads of one).
+static ENVIRONMENT: Mutex<()> = Mutex::new(());
+
+/// Sets (`Some`) or removes (`None`) variables, and puts back what was there when dropped.
+struct Variables(Vec<(&'static str, Option<String>)>);
+
+impl Variables {
+    fn set(values: &[(&'static str, Option<&str>)]) -> Variables {
+        let saved = values
+            .iter()
+            .map(|(name, _)| (*name, std::env::var(name).ok()))
+            .collect();
+        for (name, value) in values {
+            match value {
+                Some(value) => std::env::set_var(name, value),
+                None => std::env::remove_var(name),
+            }
+        }
+        Variables(saved)
+    }
+}
+
+impl Drop for Variables {
+    fn drop(&mut self) {
+        for (name, value) in &self.0 {
+            match value {
+                Some(value) => std::env::set_var(name, value),
+                None => std::env::remove_var(name),
+            }
+        }
+    }
+}
+
+/// A throwaway HTTP server on 127.0.0.1, on a thread of its own: it answers every request with
+/// `body` and records each request's head.
+fn recording_server(body: serde_json::Value) -> (String, Arc<Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let recorded = heads.clone();
+    let body = body.to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && matches!(stream.read(&mut byte), Ok(1)) {
+                head.push(byte[0]);
+            }
+            recorded
+                .lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&head).into_owned());
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    (url, heads)
+}
+
+#[test]
+fn a_client_from_the_environment_sends_its_key_to_forgebench_url_and_nowhere_else() {
+    let _environment = ENVIRONMENT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (url, heads) = recording_server(
+        json!({"id": "a-env", "name": "agent-of-the-env-key", "status": "active"}),
+    );
+    let key = format!("fb_agt_{}", "5".repeat(64));
+    let variables = Variables::set(&[
+        (URL_VARIABLE, Some(&format!("{url}/"))),
+        (API_KEY_VARIABLE, Some(&key)),
+    ]);
+    let client = Client::from_env().expect("a client from the environment");
+    drop(variables);
+    assert_eq!(client.base_url(), url);
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let me = runtime.block_on(client.me()).expect("the server's answer");
+
+    assert_eq!(
+        me.name, "agent-of-the-env-key",
+        "the answer came from that server"
+    );
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 1, "one request, to that server");
+    let head = heads[0].to_ascii_lowercase();
+    assert!(head.starts_with("get /v1/agents/me http/1.1\r\n"), "{head}");
+    let host = url.trim_start_matches("http://");
+    assert!(head.contains(&format!("\r\nhost: {host}\r\n")), "{head}");
+    assert!(
+        head.contains(&format!("\r\nauthorization: bearer {key}\r\n")),
+        "the request carries the key from FORGEBENCH_API_KEY"
+    );
+}
+
+#[test]
+fn with_no_url_anywhere_making_a_client_fails_and_sends_nothing() {
+    let _environment = ENVIRONMENT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let key = format!("fb_agt_{}", "6".repeat(64));
+    let _variables = Variables::set(&[(API_KEY_VARIABLE, Some(&key)), (URL_VARIABLE, None)]);
+
+    let error = Client::from_env().unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument(_)), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains(URL_VARIABLE), "{message}");
+    assert!(!message.contains(&key), "the error never shows the key");
+
+    let _empty = Variables::set(&[(URL_VARIABLE, Some(""))]);
+    assert!(matches!(
+        Client::from_env().unwrap_err(),
+        Error::InvalidArgument(_)
+    ));
+    assert!(matches!(
+        Client::builder().api_key(&key).build().unwrap_err(),
+        Error::InvalidArgument(_)
+    ));
+    assert!(matches!(
+        Client::new(&key, "").unwrap_err(),
+        Error::InvalidArgument(_)
+    ));
 }

@@ -3,13 +3,22 @@
 import { Agents } from "./agents.js";
 import { Transport } from "./transport.js";
 
-export const DEFAULT_BASE_URL = "https://api.forgebench.ai";
+/**
+ * The hosted service's URL, to pass as `baseUrl` when that is the gateway you mean. The SDK
+ * never uses it on its own: there is no default gateway.
+ */
+export const HOSTED_URL = "https://api.forgebench.ai";
+
+/** The variable read for the gateway's URL when the options give no `baseUrl`. */
+export const URL_VARIABLE = "FORGEBENCH_URL";
+/** The variable read for the agent key when the options give no `apiKey`. */
+export const API_KEY_VARIABLE = "FORGEBENCH_API_KEY";
 
 export interface ForgebenchOptions {
-  /** The gateway's URL. Default `https://api.forgebench.ai`. */
+  /** The gateway's URL; else `FORGEBENCH_URL`. No default: without either the constructor throws. */
   baseUrl?: string;
-  /** An agent key (`fb_agt_...`): the agent this client acts as, caller or callee. */
-  apiKey: string;
+  /** An agent key (`fb_agt_...`), the agent this client acts as; else `FORGEBENCH_API_KEY`. */
+  apiKey?: string;
   /** Retries of a request that got no response, a 429 or a 502/503/504. Default 4. */
   maxRetries?: number;
   /** How long one attempt may take, on top of the `wait` it asks the gateway for. Default 30 s. */
@@ -19,20 +28,31 @@ export interface ForgebenchOptions {
 export class Forgebench {
   readonly agents: Agents;
 
-  constructor(options: ForgebenchOptions) {
-    if (typeof options.apiKey !== "string" || options.apiKey.length === 0) {
-      throw new TypeError("Forgebench needs an apiKey (an agent key)");
+  /** An option always wins over its environment variable; nothing is sent while constructing. */
+  constructor(options: ForgebenchOptions = {}) {
+    const baseUrl = options.baseUrl ?? environment(URL_VARIABLE);
+    if (typeof baseUrl !== "string" || baseUrl.length === 0) {
+      throw new TypeError(
+        `Forgebench needs a baseUrl (or set ${URL_VARIABLE}): the gateway to send the key to, ` +
+          `e.g. baseUrl: "${HOSTED_URL}" for the hosted service`,
+      );
+    }
+    const apiKey = options.apiKey ?? environment(API_KEY_VARIABLE);
+    if (typeof apiKey !== "string" || apiKey.length === 0) {
+      throw new TypeError(`Forgebench needs an apiKey (an agent key; or set ${API_KEY_VARIABLE})`);
     }
     const maxRetries = options.maxRetries ?? 4;
     const timeoutMs = options.timeoutMs ?? 30_000;
     if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new RangeError("maxRetries must be 0 or more");
     if (!(timeoutMs > 0)) throw new RangeError("timeoutMs must be more than 0");
-    const transport = new Transport({
-      baseUrl: options.baseUrl ?? DEFAULT_BASE_URL,
-      apiKey: options.apiKey,
-      maxRetries,
-      timeoutMs,
-    });
+    const transport = new Transport({ baseUrl, apiKey, maxRetries, timeoutMs });
     this.agents = new Agents(transport);
   }
+}
+
+/** A variable of `process.env` where the runtime has one (Node.js, Bun); else undefined. */
+function environment(name: string): string | undefined {
+  if (typeof process === "undefined" || typeof process.env !== "object" || process.env === null) return undefined;
+  const value = process.env[name];
+  return value === undefined || value.length === 0 ? undefined : value;
 }

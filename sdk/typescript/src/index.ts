@@ -1,4 +1,4 @@
-export { Forgebench, DEFAULT_BASE_URL, type ForgebenchOptions } from "./client.js";
+export { Forgebench, HOSTED_URL, API_KEY_VARIABLE, URL_VARIABLE, type ForgebenchOptions } from "./client.js";
 export { type Agents, type CallOptions, type RequestOptions, type WaitOptions } from "./agents.js";
 export {
   DEFAULT_SERVE_WAIT_SECONDS,

@@ -24,6 +24,7 @@ from ._errors import (
     ServiceUnavailableError,
     UnprocessableError,
 )
+from ._http import HOSTED_URL
 from ._task import Task, TaskReply
 from ._types import Artifact, FileRef, Message, Part, TaskResultIn
 from ._version import __version__
@@ -42,6 +43,7 @@ __all__ = [
     "FileRef",
     "Forgebench",
     "ForgebenchError",
+    "HOSTED_URL",
     "InternalServerError",
     "Message",
     "NotFoundError",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -11,17 +12,46 @@ from typing import Any
 import httpx
 
 from . import _requests as requests
-from ._http import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, SyncTransport
+from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, HOSTED_URL, SyncTransport
 from ._serve import DEFAULT_SERVE_WAIT_SECONDS, Handler, SyncServer, check_serve_arguments
 from ._task import HandlerResult, Task, new_message_id, reply_from_result
 from ._types import Part
 
 
+URL_VARIABLE = "FORGEBENCH_URL"
+API_KEY_VARIABLE = "FORGEBENCH_API_KEY"
+DEPRECATED_URL_VARIABLE = "FORGEBENCH_BASE_URL"
+
+
 def resolve_settings(api_key: str | None, base_url: str | None) -> tuple[str, str]:
-    """The key and base URL given, else `FORGEBENCH_API_KEY` / `FORGEBENCH_BASE_URL`."""
-    key = api_key if api_key is not None else os.environ.get("FORGEBENCH_API_KEY", "")
-    url = base_url if base_url is not None else os.environ.get("FORGEBENCH_BASE_URL", "")
-    return key, url or DEFAULT_BASE_URL
+    """The key and base URL given, else `FORGEBENCH_API_KEY` / `FORGEBENCH_URL`.
+
+    An argument always wins over the environment. `FORGEBENCH_BASE_URL` (deprecated) is read
+    only when `FORGEBENCH_URL` is unset. There is no default gateway: with no URL anywhere this
+    raises `ValueError`, before any request.
+    """
+    key = api_key if api_key is not None else os.environ.get(API_KEY_VARIABLE, "")
+    url = base_url if base_url is not None else _url_from_environment()
+    if not url:
+        raise ValueError(
+            f"a base_url is required (or set {URL_VARIABLE}): the gateway to send the key to, "
+            f'e.g. base_url="{HOSTED_URL}" for the hosted service'
+        )
+    return key, url
+
+
+def _url_from_environment() -> str:
+    url = os.environ.get(URL_VARIABLE, "")
+    if url:
+        return url
+    deprecated = os.environ.get(DEPRECATED_URL_VARIABLE, "")
+    if deprecated:
+        warnings.warn(
+            f"{DEPRECATED_URL_VARIABLE} is deprecated: set {URL_VARIABLE} instead",
+            DeprecationWarning,
+            stacklevel=4,  # the code that made the client
+        )
+    return deprecated
 
 
 class Agents:

@@ -13,7 +13,8 @@ from ._requests import Request
 from ._retry import delay_after_error, delay_after_response
 from ._version import __version__
 
-DEFAULT_BASE_URL = "https://api.forgebench.ai"
+# The hosted service's URL, for callers to pass as `base_url`; never used when none is given.
+HOSTED_URL = "https://api.forgebench.ai"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_MAX_RETRIES = 2
 USER_AGENT = f"forgebench-python/{__version__}"
