@@ -84,10 +84,16 @@ pub struct Config {
     /// `FORGEBENCH_TENANT_MAX_AGENTS` (1,000, 1 to 100,000): the most agents one tenant holds
     /// that are not retired (past it, creating one is `409 limit_reached`).
     pub tenant_max_agents: u64,
+    /// `FORGEBENCH_TENANT_MAX_CONFIGS` (10,000, 1 to 1,000,000): the most A2A push notification
+    /// configs one tenant holds that still have events to send (past it, adding one is `429`).
+    pub tenant_max_configs: u64,
 }
 
 /// The default of `FORGEBENCH_TENANT_MAX_AGENTS`.
 pub const DEFAULT_TENANT_MAX_AGENTS: u64 = 1_000;
+
+/// The default of `FORGEBENCH_TENANT_MAX_CONFIGS`.
+pub const DEFAULT_TENANT_MAX_CONFIGS: u64 = 10_000;
 
 /// The default of `FORGEBENCH_TENANT_MAX_WAITS`.
 pub const DEFAULT_TENANT_MAX_WAITS: u32 = 40;
@@ -137,6 +143,8 @@ pub mod ranges {
     pub const TENANT_MAX_WAITS: RangeInclusive<u64> = 1..=1_000;
     /// `FORGEBENCH_TENANT_MAX_AGENTS`.
     pub const TENANT_MAX_AGENTS: RangeInclusive<u64> = 1..=100_000;
+    /// `FORGEBENCH_TENANT_MAX_CONFIGS`.
+    pub const TENANT_MAX_CONFIGS: RangeInclusive<u64> = 1..=1_000_000;
 }
 
 /// Reads settings through a lookup: the process environment, or a map in tests.
@@ -352,6 +360,11 @@ impl Config {
                 DEFAULT_TENANT_MAX_AGENTS,
                 ranges::TENANT_MAX_AGENTS,
             )?,
+            tenant_max_configs: env.bounded(
+                "FORGEBENCH_TENANT_MAX_CONFIGS",
+                DEFAULT_TENANT_MAX_CONFIGS,
+                ranges::TENANT_MAX_CONFIGS,
+            )?,
         })
     }
 
@@ -380,6 +393,7 @@ impl Config {
             task_retention_days: DEFAULT_TASK_RETENTION_DAYS,
             tenant_max_waits: DEFAULT_TENANT_MAX_WAITS,
             tenant_max_agents: DEFAULT_TENANT_MAX_AGENTS,
+            tenant_max_configs: DEFAULT_TENANT_MAX_CONFIGS,
         }
     }
 

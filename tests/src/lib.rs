@@ -388,6 +388,8 @@ pub struct Options {
     pub tenant_max_waits: u32,
     /// `FORGEBENCH_TENANT_MAX_AGENTS`.
     pub tenant_max_agents: u64,
+    /// `FORGEBENCH_TENANT_MAX_CONFIGS`.
+    pub tenant_max_configs: u64,
 }
 
 impl Default for Options {
@@ -409,6 +411,7 @@ impl Default for Options {
             stream_max_seconds: forgebench::config::DEFAULT_STREAM_MAX_SECONDS,
             tenant_max_waits: forgebench::config::DEFAULT_TENANT_MAX_WAITS,
             tenant_max_agents: forgebench::config::DEFAULT_TENANT_MAX_AGENTS,
+            tenant_max_configs: forgebench::config::DEFAULT_TENANT_MAX_CONFIGS,
         }
     }
 }
@@ -471,6 +474,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     config.stream_max_seconds = options.stream_max_seconds;
     config.tenant_max_waits = options.tenant_max_waits;
     config.tenant_max_agents = options.tenant_max_agents;
+    config.tenant_max_configs = options.tenant_max_configs;
     let mut dynamodb = dynamodb_config(&options.dynamodb_endpoint).await;
     if let Some(recorder) = &options.recorder {
         dynamodb = dynamodb.interceptor(recorder.clone());

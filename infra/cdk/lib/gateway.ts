@@ -69,6 +69,8 @@ export interface ForgebenchGatewayProps {
   readonly tenantMaxWaits?: number;
   /** The most agents one tenant holds that are not retired (1 to 100,000; default 1,000). */
   readonly tenantMaxAgents?: number;
+  /** The most push notification configs with updates to send one tenant holds (1 to 1,000,000; default 10,000). */
+  readonly tenantMaxConfigs?: number;
   /** The secrets key's alias. @default `alias/<stack name>-secrets` */
   readonly keyAliasName?: string;
   /** The REST API's name (also the `ApiName` the 5xx alarm and the dashboard watch). @default `<stack name>-Api` */
@@ -156,6 +158,8 @@ export class ForgebenchGateway extends Construct {
     checkRange('tenantMaxWaits', tenantMaxWaits, 1, 1000);
     const tenantMaxAgents = props.tenantMaxAgents ?? 1000;
     checkRange('tenantMaxAgents', tenantMaxAgents, 1, 100000);
+    const tenantMaxConfigs = props.tenantMaxConfigs ?? 10000;
+    checkRange('tenantMaxConfigs', tenantMaxConfigs, 1, 1000000);
     checkRange('taskRetentionDays', taskRetentionDays, 1, 3650);
     checkRange('maxWaitSeconds', maxWaitSeconds, 0, 30);
     checkRange('longPollConcurrency', props.longPollConcurrency, 1, 1000000);
@@ -354,6 +358,7 @@ export class ForgebenchGateway extends Construct {
         maxWaitSeconds,
         tenantMaxWaits,
         tenantMaxAgents,
+        tenantMaxConfigs,
         taskRetentionDays,
         logRetentionDays,
         longPollConcurrency: props.longPollConcurrency ?? 100,
@@ -613,6 +618,7 @@ export class ForgebenchGateway extends Construct {
       FORGEBENCH_MAX_WAIT_SECONDS: envString(ctx.maxWaitSeconds),
       FORGEBENCH_TENANT_MAX_WAITS: envString(ctx.tenantMaxWaits),
       FORGEBENCH_TENANT_MAX_AGENTS: envString(ctx.tenantMaxAgents),
+      FORGEBENCH_TENANT_MAX_CONFIGS: envString(ctx.tenantMaxConfigs),
       FORGEBENCH_TASK_RETENTION_DAYS: envString(ctx.taskRetentionDays),
       // The CloudWatch namespace of the business metrics (EMF lines, shared/src/metrics.rs).
       FORGEBENCH_METRICS_NAMESPACE: ctx.metricsNamespace,
@@ -689,6 +695,7 @@ interface FunctionContext {
   readonly maxWaitSeconds: number;
   readonly tenantMaxWaits: number;
   readonly tenantMaxAgents: number;
+  readonly tenantMaxConfigs: number;
   readonly taskRetentionDays: number;
   readonly logRetentionDays: number;
   readonly longPollConcurrency: number;

@@ -99,6 +99,14 @@ export class ForgebenchStack extends Stack {
       description: 'The most agents one tenant holds that are not retired (past it, creating one is 409 limit_reached).',
     });
 
+    const tenantMaxConfigs = new CfnParameter(this, 'TenantMaxConfigs', {
+      type: 'Number',
+      default: 10000,
+      minValue: 1,
+      maxValue: 1000000,
+      description: 'The most A2A push notification configs one tenant holds with updates still to send (past it, adding one is 429).',
+    });
+
     const alarmEmail = new CfnParameter(this, 'AlarmEmail', {
       type: 'String',
       default: '',
@@ -130,6 +138,7 @@ export class ForgebenchStack extends Stack {
       maxWaitSeconds: maxWaitSeconds.valueAsNumber,
       tenantMaxWaits: tenantMaxWaits.valueAsNumber,
       tenantMaxAgents: tenantMaxAgents.valueAsNumber,
+      tenantMaxConfigs: tenantMaxConfigs.valueAsNumber,
       alarmEmail: alarmEmail.valueAsString,
       configureApiGatewayLogging: Token.asAny(configureApiGatewayLogging.valueAsString),
     });

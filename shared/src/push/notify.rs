@@ -150,7 +150,7 @@ impl Worker {
             return;
         }
         for config in configs {
-            if let Err(error) = self.store.retire_notify_entry(&task.id, &config.id).await {
+            if let Err(error) = self.store.retire_notify_entry(config).await {
                 tracing::warn!(error = %error, config_id = %config.id, "a delivered config stays on the outbox index");
             }
         }

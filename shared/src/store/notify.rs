@@ -4,7 +4,7 @@
 //! listens. A config's `delivered` moves only forward, by conditional writes, so a retry never
 //! sends an event again and two workers never move it back.
 
-use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 
 use super::item::{key, n, s, Item, Reader};
 use super::task_item::{notify_outbox_shard, task_key, OUTBOX_GRACE_SECONDS};
@@ -28,12 +28,41 @@ pub enum NotifyRefusal {
     TaskMoved,
     /// A config of this id exists: replace it instead.
     Exists,
+    /// The tenant holds its most configs with events still to send.
+    TenantFull,
 }
 
 #[derive(Clone, Copy)]
 enum Slot {
     Task,
     Config,
+    Tenant,
+}
+
+/// The write that counts a config on its tenant (`live_configs`, ±1), while it has events to
+/// send; with `max`, only while the tenant holds fewer.
+fn count_on_tenant(
+    table: &str,
+    tenant_id: &str,
+    change: i64,
+    max: Option<u64>,
+) -> Result<TransactWriteItem, StoreError> {
+    let mut update = Update::builder()
+        .table_name(table)
+        .set_key(Some(key(format!("TENANT#{tenant_id}"), "TENANT")))
+        .update_expression("ADD live_configs :change")
+        .expression_attribute_values(":change", AttributeValue::N(change.to_string()))
+        .condition_expression("attribute_exists(pk)");
+    if let Some(max) = max {
+        update = update
+            .condition_expression(
+                "attribute_exists(pk) AND (attribute_not_exists(live_configs) OR live_configs < :max)",
+            )
+            .expression_attribute_values(":max", n(max));
+    }
+    Ok(TransactWriteItem::builder()
+        .update(build(update.build())?)
+        .build())
 }
 
 fn to_item(config: &NotifyConfig) -> Item {
@@ -105,11 +134,13 @@ impl TryFrom<&Item> for NotifyConfig {
 impl Store {
     /// Adds a config to `seen` (the task as read, whose event count the config starts at): one
     /// transaction that counts it on the task, only while the task has room and has not changed
-    /// since it was read, and puts it, only if its id is new on the task.
+    /// since it was read, counts it on the tenant, only while the tenant holds fewer than
+    /// `tenant_max` configs with events to send, and puts it, only if its id is new on the task.
     pub async fn add_notify_config(
         &self,
         seen: &Task,
         config: &NotifyConfig,
+        tenant_max: u64,
     ) -> Result<Result<(), NotifyRefusal>, StoreError> {
         let unchanged = if seen.event_count() == 0 {
             "(attribute_not_exists(events) OR size(events) = :count)"
@@ -149,11 +180,16 @@ impl Store {
                     .update(build(count.build())?)
                     .build(),
             ),
+            (
+                Slot::Tenant,
+                count_on_tenant(self.table(), &config.tenant_id, 1, Some(tenant_max))?,
+            ),
         ];
         Ok(match self.transact_slots(items).await? {
             Ok(()) => Ok(()),
             Err(failed) => Err(match failed.slot {
                 Slot::Config => NotifyRefusal::Exists,
+                Slot::Tenant => NotifyRefusal::TenantFull,
                 Slot::Task => match failed.item.as_ref().map(Task::try_from) {
                     Some(Ok(task))
                         if task.event_count() == seen.event_count()
@@ -225,32 +261,50 @@ impl Store {
             .collect())
     }
 
-    /// Deletes a config and uncounts it on its task: `false` when there was none.
+    /// Deletes a config and uncounts it on its task, and on its tenant while it still had events
+    /// to send: `false` when there was none.
     pub async fn delete_notify_config(
         &self,
+        tenant_id: &str,
         task_id: &TaskId,
         config_id: &str,
     ) -> Result<bool, StoreError> {
-        let delete = Delete::builder()
-            .table_name(self.table())
-            .set_key(Some(config_key(task_id, config_id)))
-            .condition_expression("attribute_exists(pk)");
-        let uncount = Update::builder()
-            .table_name(self.table())
-            .set_key(Some(task_key(task_id)))
-            .update_expression("SET notify_configs = notify_configs - :one")
-            .condition_expression("notify_configs > :zero")
-            .expression_attribute_values(":zero", n(0))
-            .expression_attribute_values(":one", n(1));
-        self.transact_if(vec![
-            TransactWriteItem::builder()
+        let delete = |live: bool| -> Result<TransactWriteItem, StoreError> {
+            let condition = if live {
+                "attribute_exists(gsi1pk)"
+            } else {
+                "attribute_exists(pk) AND attribute_not_exists(gsi1pk)"
+            };
+            let delete = Delete::builder()
+                .table_name(self.table())
+                .set_key(Some(config_key(task_id, config_id)))
+                .condition_expression(condition);
+            Ok(TransactWriteItem::builder()
                 .delete(build(delete.build())?)
-                .build(),
-            TransactWriteItem::builder()
-                .update(build(uncount.build())?)
-                .build(),
-        ])
-        .await
+                .build())
+        };
+        let uncount = || -> Result<TransactWriteItem, StoreError> {
+            let update = Update::builder()
+                .table_name(self.table())
+                .set_key(Some(task_key(task_id)))
+                .update_expression("SET notify_configs = notify_configs - :one")
+                .condition_expression("notify_configs > :zero")
+                .expression_attribute_values(":zero", n(0))
+                .expression_attribute_values(":one", n(1));
+            Ok(TransactWriteItem::builder()
+                .update(build(update.build())?)
+                .build())
+        };
+        let live = vec![
+            delete(true)?,
+            uncount()?,
+            count_on_tenant(self.table(), tenant_id, -1, None)?,
+        ];
+        if self.transact_if(live).await? {
+            return Ok(true);
+        }
+        // Off the outbox already (every event sent): the tenant counted it off then.
+        self.transact_if(vec![delete(false)?, uncount()?]).await
     }
 
     /// Records that event `number` was delivered (or given up on): only forward, only while the
@@ -370,20 +424,22 @@ impl Store {
         }
     }
 
-    /// Takes a config off the outbox index: its task is finished and every event delivered.
-    pub async fn retire_notify_entry(
-        &self,
-        task_id: &TaskId,
-        config_id: &str,
-    ) -> Result<(), StoreError> {
-        let update = self
-            .client()
-            .update_item()
+    /// Takes a config off the outbox index, and off its tenant's count: its task is finished and
+    /// every event delivered. Once only: a config off the outbox already is left as it is.
+    pub async fn retire_notify_entry(&self, config: &NotifyConfig) -> Result<(), StoreError> {
+        let retire = Update::builder()
             .table_name(self.table())
-            .set_key(Some(config_key(task_id, config_id)))
+            .set_key(Some(config_key(&config.task_id, &config.id)))
             .update_expression("REMOVE gsi1pk, gsi1sk")
-            .condition_expression("attribute_exists(pk)");
-        conditional(update.send().await).map(|_| ())
+            .condition_expression("attribute_exists(gsi1pk)");
+        self.transact_if(vec![
+            TransactWriteItem::builder()
+                .update(build(retire.build())?)
+                .build(),
+            count_on_tenant(self.table(), &config.tenant_id, -1, None)?,
+        ])
+        .await
+        .map(|_| ())
     }
 
     /// Gives a lease back, if still held with `token`.

@@ -251,6 +251,95 @@ async fn a_sixth_config_is_refused_and_a_deleted_one_makes_room() {
 }
 
 #[tokio::test]
+async fn a_tenant_holds_at_most_its_configs_with_updates_to_send_and_finished_ones_free_their_place(
+) {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let app = spawn_app_with(Options {
+        tenant_max_configs: 2,
+        ..Options::local_push()
+    })
+    .await;
+    let pair = app.pair().await;
+    let create = |task_id: String, id: &'static str| {
+        let (app, pair, url) = (&app, &pair, receiver.url.clone());
+        async move {
+            app.a2a_rest(
+                "POST",
+                &pair.callee.id,
+                &format!("/tasks/{task_id}/pushNotificationConfigs"),
+                &pair.caller.key,
+                Some(json!({"id": id, "url": url})),
+            )
+            .await
+        }
+    };
+    let first = open(&app, &pair, "m-1").await;
+    let second = open(&app, &pair, "m-2").await;
+    let third = open(&app, &pair, "m-3").await;
+    assert_eq!(create(first.clone(), "a").await.status, 200);
+    assert_eq!(create(second.clone(), "b").await.status, 200);
+    let refused = create(third.clone(), "c").await;
+    assert_eq!(refused.status, 429, "{}", refused.text);
+    assert_eq!(refused.headers["retry-after"], "1");
+    // Another tenant is not held back.
+    let other = app.pair().await;
+    let others_task = open(&app, &other, "m-1").await;
+    let elsewhere = app
+        .a2a_rest(
+            "POST",
+            &other.callee.id,
+            &format!("/tasks/{others_task}/pushNotificationConfigs"),
+            &other.caller.key,
+            Some(json!({"id": "x", "url": receiver.url})),
+        )
+        .await;
+    assert_eq!(elsewhere.status, 200, "{}", elsewhere.text);
+
+    // A deleted config frees its place.
+    let deleted = app
+        .a2a_rest(
+            "DELETE",
+            &pair.callee.id,
+            &format!("/tasks/{second}/pushNotificationConfigs/b"),
+            &pair.caller.key,
+            None,
+        )
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text);
+    assert_eq!(create(third.clone(), "c").await.status, 200);
+    assert_eq!(create(second.clone(), "b").await.status, 429);
+
+    // So does one whose task finished and whose every update was sent.
+    let callee = &pair.callee.key;
+    // Claims come in no fixed order: the first claimed task whose config stands.
+    let with_config = loop {
+        let claimed = app.claim(callee, 5).await.field("id");
+        if claimed == first || claimed == third {
+            break claimed;
+        }
+    };
+    let done =
+        json!({"state": "completed", "message": {"role": "agent", "parts": [{"text": "ok"}]}});
+    assert_eq!(
+        app.post_result(callee, &with_config, done).await.status,
+        200
+    );
+    let started = std::time::Instant::now();
+    loop {
+        let again = create(second.clone(), "b").await;
+        if again.status == 200 {
+            break;
+        }
+        assert_eq!(again.status, 429, "{}", again.text);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the finished task's config never freed its place"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
 async fn only_the_caller_manages_configs_and_others_find_no_task() {
     let app = spawn_app_with(Options::local_push()).await;
     let pair = app.pair().await;

@@ -78,11 +78,11 @@ impl A2aCall<'_> {
     /// `DeleteTaskPushNotificationConfig`: `{taskId, id}`; deleting one already gone succeeds.
     pub async fn delete_push_config(&self, params: &Value) -> Result<Value, Failure> {
         let (task_id, config_id) = task_and_config(params)?;
-        self.callers_task(&task_id).await?;
+        let task = self.callers_task(&task_id).await?;
         let deleted = self
             .app
             .store
-            .delete_notify_config(&task_id, config_id)
+            .delete_notify_config(&task.tenant_id, &task_id, config_id)
             .await
             .map_err(ApiError::from)?;
         if deleted {

@@ -93,7 +93,12 @@ pub(crate) async fn save_config(
             attempts: 0,
             expires_at: seen.expires_at,
         };
-        match app.store.add_notify_config(&seen, &config).await? {
+        let tenant_max = app.config.tenant_max_configs;
+        match app
+            .store
+            .add_notify_config(&seen, &config, tenant_max)
+            .await?
+        {
             Ok(()) => {
                 tracing::info!(task_id = %seen.id, config_id = %config.id, "push notification config added");
                 if start == Start::FromOpen && seen.event_count() > 0 {
@@ -106,6 +111,13 @@ pub(crate) async fn save_config(
                 return Err(ApiError::InvalidRequest(format!(
                     "a task holds at most {MAX_CONFIGS_PER_TASK} push notification configs; \
                      delete one first"
+                )))
+            }
+            Err(NotifyRefusal::TenantFull) => {
+                return Err(ApiError::TooManyRequests(format!(
+                    "the tenant holds {tenant_max} push notification configs with updates still \
+                     to send; one frees its place when its task has finished and every update \
+                     is sent, or when it is deleted"
                 )))
             }
             Err(NotifyRefusal::Exists) => {
