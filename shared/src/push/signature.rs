@@ -2,7 +2,7 @@
 //! `webhook-id` (the delivery's id, the same on every retry of one delivery and new for the next
 //! delivery of the same task), `webhook-timestamp` (Unix seconds) and
 //! `webhook-signature: v1a,<base64 Ed25519 signature over "{id}.{timestamp}.{body}">`, made with
-//! the gateway's card-signing key, so a callee verifies with the public JWKS
+//! the gateway's webhook-signing key, so a callee verifies with the JWKS
 //! (`GET /v1/billing/export/pubkey`) and needs no shared secret.
 //!
 //! One key signs every tenant's deliveries, so the signature alone says only that the gateway
