@@ -20,7 +20,7 @@ from forgebench import (
     Forgebench,
     NotFoundError,
     PermissionDeniedError,
-    UnprocessableError,
+    UnprocessableEntityError,
 )
 
 
@@ -204,7 +204,7 @@ def test_a_pull_reply_saying_working_is_unprocessable(pair: Pair) -> None:
     with Forgebench(api_key=pair.callee_key, base_url=pair.base_url) as client:
         task = client.agents.next_task(wait=5)
         assert task is not None
-        with pytest.raises(UnprocessableError) as raised:
+        with pytest.raises(UnprocessableEntityError) as raised:
             client.agents.reply(task.id, {"state": "working"})
 
     assert raised.value.status == 422

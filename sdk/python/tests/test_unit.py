@@ -31,8 +31,10 @@ from forgebench import (
     ServiceUnavailableError,
     Task,
     TaskReply,
+    UnprocessableEntityError,
     UnprocessableError,
 )
+from forgebench._http import DEFAULT_MAX_RETRIES
 from forgebench._task import reply_from_result
 
 KEY = "fb_agt_" + "1" * 64
@@ -136,7 +138,7 @@ DOCUMENTED_ERRORS = [
     (
         422,
         {"detail": "a pull result must be completed, failed, or input_required"},
-        UnprocessableError,
+        UnprocessableEntityError,
         None,
     ),
     (
@@ -197,6 +199,108 @@ def test_a_429_is_retried_after_its_retry_after() -> None:
         assert client.agents.next_task(wait=3) is None
     assert len(gateway.requests) == 2
     assert [request.url.params["wait"] for request in gateway.requests] == ["3", "3"]
+
+
+# -- the behaviour every SDK shares (docs/sdks.md) --------------------------------------------
+
+
+@pytest.fixture
+def pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The pauses the sync transport takes before each retry, recorded instead of slept."""
+    taken: list[float] = []
+    monkeypatch.setattr("forgebench._http.time.sleep", taken.append)
+    return taken
+
+
+def test_by_default_a_request_is_retried_twice(pauses: list[float]) -> None:
+    gateway = Recorder(answer(503, {"detail": {"code": "unavailable"}}))
+    with gateway.client() as client, pytest.raises(ServiceUnavailableError):
+        client.agents.task("invoice-classifier", "t-1")
+    assert DEFAULT_MAX_RETRIES == 2
+    assert len(gateway.requests) == 3
+    # 0.5 s doubling, each give or take 25 %
+    assert 0.375 <= pauses[0] <= 0.625 and 0.75 <= pauses[1] <= 1.25
+
+
+def test_a_502_is_retried_for_a_get_but_not_for_a_post_that_is_not_safe_to_repeat(
+    pauses: list[float],
+) -> None:
+    bad_gateway = answer(502, "<html>502 Bad Gateway</html>")
+    read = Recorder(bad_gateway, answer(200, task_body()))
+    result = Recorder(bad_gateway, answer(200, task_body()))
+    with read.client() as client:
+        assert client.agents.task("invoice-classifier", "t-1").id == "t-1"
+    with result.client() as client, pytest.raises(forgebench.InternalServerError) as raised:
+        client.agents.reply("t-1", TaskReply.completed(text="done"))  # no message_id
+    assert len(read.requests) == 2
+    assert len(result.requests) == 1
+    assert raised.value.status == 502
+
+
+def test_a_502_is_retried_for_a_post_made_safe_by_its_message_id(pauses: list[float]) -> None:
+    gateway = Recorder(answer(504, None), answer(200, task_body()))
+    with gateway.client() as client:
+        client.agents.call("invoice-classifier", text="hi")
+    first, second = gateway.bodies()
+    assert first == second
+
+
+def test_a_429_waits_its_retry_after_then_sends_again(pauses: list[float]) -> None:
+    gateway = Recorder(
+        answer(429, {"detail": {"code": "too_many_requests"}}, {"Retry-After": "0.25"}),
+        answer(200, task_body()),
+    )
+    with gateway.client() as client:
+        client.agents.reply("t-1", TaskReply.completed(text="done"))  # even a non-repeatable POST
+    assert pauses == [0.25]
+    assert len(gateway.requests) == 2
+
+
+def test_a_retry_after_longer_than_30_seconds_is_not_waited_for(pauses: list[float]) -> None:
+    gateway = Recorder(answer(429, {"detail": {"code": "too_many_requests"}}, {"Retry-After": "31"}))
+    with gateway.client() as client, pytest.raises(RateLimitError) as raised:
+        client.agents.next_task(wait=1)
+    assert pauses == []
+    assert raised.value.retry_after == 31.0
+
+
+def test_an_error_carries_status_code_and_the_request_id_of_the_body_or_header() -> None:
+    in_body = Recorder(
+        answer(
+            403,
+            {"detail": {"code": "forbidden", "message": "no", "request_id": "req-body"}},
+            {"X-Request-Id": "req-header"},
+        )
+    )
+    exact = Recorder(answer(404, {"detail": "task not found"}, {"X-Request-Id": "req-header"}))
+    without = Recorder(answer(400, {"detail": {"code": "invalid_request"}}))
+    with in_body.client() as client, pytest.raises(PermissionDeniedError) as denied:
+        client.agents.cancel("invoice-classifier", "t-1")
+    with exact.client() as client, pytest.raises(NotFoundError) as missing:
+        client.agents.task("invoice-classifier", "t-1")
+    with without.client() as client, pytest.raises(BadRequestError) as bad:
+        client.agents.me()
+    assert (denied.value.status, denied.value.code, denied.value.request_id) == (
+        403,
+        "forbidden",
+        "req-body",
+    )
+    assert (missing.value.status, missing.value.code, missing.value.request_id) == (
+        404,
+        None,
+        "req-header",
+    )
+    assert bad.value.request_id is None
+
+
+def test_a_422_is_an_unprocessable_entity_error_also_under_its_old_name() -> None:
+    gateway = Recorder(answer(422, {"detail": "a pull result must be completed"}))
+    with gateway.client() as client, pytest.raises(UnprocessableEntityError) as raised:
+        client.agents.reply("t-1", TaskReply.completed(text="done"))
+    assert type(raised.value).__name__ == "UnprocessableEntityError"
+    assert UnprocessableError is UnprocessableEntityError
+    assert isinstance(raised.value, UnprocessableError)
+    assert forgebench.UnprocessableEntityError is UnprocessableEntityError
 
 
 def test_retries_stop_at_max_retries() -> None:

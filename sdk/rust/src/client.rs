@@ -16,7 +16,8 @@ use crate::retry::{Backoff, MAX_RETRY_AFTER};
 pub const HOSTED_URL: &str = "https://api.forgebench.ai";
 /// One attempt's timeout, stretched by the request's `wait`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// How many times a request is sent again after a passing trouble, when that is safe.
+/// How many times a request is sent again after a passing trouble, when that is safe; the same
+/// in every Forgebench SDK (docs/sdks.md).
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
 /// The variable [`Client::from_env`] reads the key from.
 pub const API_KEY_VARIABLE: &str = "FORGEBENCH_API_KEY";

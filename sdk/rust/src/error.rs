@@ -1,4 +1,8 @@
 //! Typed errors: one variant per documented refusal, each carrying the gateway's body as it came.
+//!
+//! Every refusal has its status ([`Error::status`]), its `detail.code` ([`Error::code`]) and the
+//! gateway's request id ([`Error::request_id`]); docs/sdks.md lists the variant of each status
+//! beside the Python and TypeScript class of the same status.
 
 use std::time::Duration;
 
@@ -24,6 +28,14 @@ impl ErrorBody {
     /// `detail.code` when the body has one (`not_permitted`, `task_not_working`, …).
     pub fn code(&self) -> Option<&str> {
         self.detail()?.get("code")?.as_str()
+    }
+
+    /// `detail.request_id`: the gateway's id of the request, the id its operators search the
+    /// logs by. The four exact bodies (`task not found`, `task_not_working`, the A2A edge's
+    /// `not_permitted`, the pull result's 422) carry none: their id is only in the response's
+    /// `X-Request-Id` header, which this SDK does not keep (yet).
+    pub fn request_id(&self) -> Option<&str> {
+        self.detail()?.get("request_id")?.as_str()
     }
 
     /// For `409 task_not_working`, the state the task is in now.
@@ -82,13 +94,15 @@ pub enum Error {
     /// 413 `too_large`: the write would take the task past its content bound.
     #[error("too large: {0}")]
     TooLarge(ErrorBody),
-    /// 422: a pull result said `working`.
+    /// 422: a pull result said `working`. (`UnprocessableEntityError` in Python and
+    /// TypeScript.)
     #[error("unprocessable: {0}")]
     Unprocessable(ErrorBody),
     /// 429: too many waiting requests at once for this key.
     #[error("rate limited: {body}")]
     RateLimited {
         body: ErrorBody,
+        /// The `Retry-After` header (whole or fractional seconds), when the answer had one.
         retry_after: Option<Duration>,
     },
     /// 5xx: 503 `unavailable` (nothing was written) or another server failure.
@@ -153,6 +167,19 @@ impl Error {
         self.body().and_then(ErrorBody::code)
     }
 
+    /// The gateway's request id of a refusal (`detail.request_id`), when its body has one.
+    pub fn request_id(&self) -> Option<&str> {
+        self.body().and_then(ErrorBody::request_id)
+    }
+
+    /// The `Retry-After` of a `429`, when the answer had one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::RateLimited { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
     /// A passing trouble, after which the same request may succeed: the network, 429, 5xx.
     pub fn is_passing(&self) -> bool {
         matches!(
@@ -188,6 +215,21 @@ mod tests {
         assert!(matches!(error, Error::NotFound(_)));
         assert_eq!(error.code(), None);
         assert_eq!(error.to_string(), "not found: 404 task not found");
+    }
+
+    #[test]
+    fn a_refusal_carries_the_request_id_of_its_body() {
+        let error = Error::from_status(
+            403,
+            json!({"detail": {"code": "forbidden", "message": "no", "request_id": "req-1"}}),
+            None,
+        );
+        assert_eq!(
+            (error.status(), error.code(), error.request_id()),
+            (Some(403), Some("forbidden"), Some("req-1"))
+        );
+        let exact = Error::from_status(404, json!({"detail": "task not found"}), None);
+        assert_eq!(exact.request_id(), None);
     }
 
     #[test]

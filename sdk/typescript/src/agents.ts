@@ -64,6 +64,8 @@ export class Agents {
       body,
       headers,
       signal: options.signal,
+      // the message_id makes a repeat answer with the task the first attempt opened
+      repeatable: true,
     });
   }
 
@@ -84,6 +86,8 @@ export class Agents {
       method: "POST",
       path: `/v1/agents/${segment(callee)}/tasks/${segment(taskId)}/cancel`,
       signal: options.signal,
+      // canceling a finished (or canceled) task returns it unchanged
+      repeatable: true,
     });
   }
 
@@ -112,6 +116,10 @@ export class Agents {
         path: `/v1/agents/me/tasks/${segment(taskId)}/result`,
         body,
         signal: options.signal,
+        // Safe to repeat only with a message_id (a question, or a result with a message): the
+        // gateway then answers a repeat with the task. Any other result, repeated after it
+        // landed, would be refused with 409 task_not_working.
+        repeatable: body.message?.message_id !== undefined,
         onLostAttempt: () => {
           lostAnAttempt = true;
         },

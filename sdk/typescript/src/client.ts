@@ -14,12 +14,20 @@ export const URL_VARIABLE = "FORGEBENCH_URL";
 /** The variable read for the agent key when the options give no `apiKey`. */
 export const API_KEY_VARIABLE = "FORGEBENCH_API_KEY";
 
+/** Retries of one request when `maxRetries` is not given; the same in every Forgebench SDK. */
+export const DEFAULT_MAX_RETRIES = 2;
+/** One attempt's timeout when `timeoutMs` is not given, on top of the request's `wait`. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
 export interface ForgebenchOptions {
   /** The gateway's URL; else `FORGEBENCH_URL`. No default: without either the constructor throws. */
   baseUrl?: string;
   /** An agent key (`fb_agt_...`), the agent this client acts as; else `FORGEBENCH_API_KEY`. */
   apiKey?: string;
-  /** Retries of a request that got no response, a 429 or a 502/503/504. Default 4. */
+  /**
+   * Retries of one request (default 2): after a 429 or 503 always; after no response, a 502 or
+   * a 504 only when the request is safe to repeat (docs/sdks.md).
+   */
   maxRetries?: number;
   /** How long one attempt may take, on top of the `wait` it asks the gateway for. Default 30 s. */
   timeoutMs?: number;
@@ -41,8 +49,8 @@ export class Forgebench {
     if (typeof apiKey !== "string" || apiKey.length === 0) {
       throw new TypeError(`Forgebench needs an apiKey (an agent key; or set ${API_KEY_VARIABLE})`);
     }
-    const maxRetries = options.maxRetries ?? 4;
-    const timeoutMs = options.timeoutMs ?? 30_000;
+    const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new RangeError("maxRetries must be 0 or more");
     if (!(timeoutMs > 0)) throw new RangeError("timeoutMs must be more than 0");
     const transport = new Transport({ baseUrl, apiKey, maxRetries, timeoutMs });

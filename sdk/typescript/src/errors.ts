@@ -14,16 +14,46 @@ export interface ErrorBody {
   detail: ErrorDetail;
 }
 
-/** The base of every error this SDK throws. `status` is 0 when no HTTP response came. */
+/** Response headers that name the request, in the order `requestId` falls back to them. */
+export const REQUEST_ID_HEADERS: readonly string[] = ["x-request-id", "x-amzn-requestid", "apigw-requestid"];
+
+/** What else an error may carry: its cause, and the request id a response header gave. */
+export interface ForgebenchErrorOptions {
+  cause?: unknown;
+  /** The request id of a response header (`X-Request-Id`), for a body that has none. */
+  headerRequestId?: string | undefined;
+}
+
+/**
+ * The base of every error this SDK throws. `status` is 0 when no HTTP response came. The class
+ * of each status has the same name in every Forgebench SDK (see docs/sdks.md).
+ */
 export class ForgebenchError extends Error {
   readonly status: number;
   readonly body: unknown;
+  readonly #headerRequestId: string | undefined;
 
-  constructor(message: string, status: number, body: unknown, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(message: string, status: number, body: unknown, options?: ForgebenchErrorOptions) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.status = status;
     this.body = body;
+    this.#headerRequestId = options?.headerRequestId;
+  }
+
+  /**
+   * The gateway's id of the failed request, to quote when asking its operators: the body's
+   * `detail.request_id`, else the `X-Request-Id` header (every gateway response has one, also
+   * the four exact bodies that carry no id), or API Gateway's own when a proxy answered.
+   */
+  get requestId(): string | undefined {
+    if (typeof this.body === "object" && this.body !== null && "detail" in this.body) {
+      const detail: unknown = this.body.detail;
+      if (typeof detail === "object" && detail !== null && "request_id" in detail && typeof detail.request_id === "string") {
+        return detail.request_id;
+      }
+    }
+    return this.#headerRequestId;
   }
 
   /** `detail.code` of the body (`not_permitted`, `task_not_working`, ...), if it has one. */
@@ -44,6 +74,10 @@ export class ConnectionError extends ForgebenchError {
     super(message, 0, null, { cause });
   }
 }
+
+/** `ConnectionError` under the name the Python SDK gives it. */
+export const APIConnectionError = ConnectionError;
+export type APIConnectionError = ConnectionError;
 
 /** 400 `invalid_request`: the request was malformed or broke a limit. */
 export class BadRequestError extends ForgebenchError {}
@@ -78,18 +112,33 @@ export class UnprocessableEntityError extends ForgebenchError {}
 
 /** 429 `too_many_requests`: too many long polls at once; `retryAfterSeconds` from the header. */
 export class RateLimitError extends ForgebenchError {
+  /** The `Retry-After` header in seconds (fractions allowed), when the gateway sent one. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(message: string, status: number, body: unknown, retryAfterSeconds: number | undefined) {
-    super(message, status, body);
+  constructor(
+    message: string,
+    status: number,
+    body: unknown,
+    retryAfterSeconds: number | undefined,
+    options?: ForgebenchErrorOptions,
+  ) {
+    super(message, status, body, options);
     this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
-/** 503 `unavailable`: a backing service failed; nothing was written. */
-export class ServiceUnavailableError extends ForgebenchError {}
+/** 5xx other than 503 (500, and a proxy's 502 or 504). */
+export class InternalServerError extends ForgebenchError {}
 
-type StatusErrorClass = new (message: string, status: number, body: unknown) => ForgebenchError;
+/** 503 `unavailable`: a backing service failed; nothing was written. */
+export class ServiceUnavailableError extends InternalServerError {}
+
+type StatusErrorClass = new (
+  message: string,
+  status: number,
+  body: unknown,
+  options?: ForgebenchErrorOptions,
+) => ForgebenchError;
 
 const ERROR_CLASS_BY_STATUS: ReadonlyMap<number, StatusErrorClass> = new Map<number, StatusErrorClass>([
   [400, BadRequestError],
@@ -102,16 +151,21 @@ const ERROR_CLASS_BY_STATUS: ReadonlyMap<number, StatusErrorClass> = new Map<num
   [503, ServiceUnavailableError],
 ]);
 
-/** The typed error for a refused request (any status the table lacks is a plain `ForgebenchError`). */
+/**
+ * The typed error for a refused request: the table's class, `InternalServerError` for another
+ * 5xx, a plain `ForgebenchError` for any other status.
+ */
 export function errorForResponse(
   status: number,
   body: unknown,
   retryAfterSeconds: number | undefined,
+  headerRequestId?: string,
 ): ForgebenchError {
   const message = `${status}: ${describeBody(body)}`;
-  if (status === 429) return new RateLimitError(message, status, body, retryAfterSeconds);
-  const ErrorClass = ERROR_CLASS_BY_STATUS.get(status) ?? ForgebenchError;
-  return new ErrorClass(message, status, body);
+  const options: ForgebenchErrorOptions = { headerRequestId };
+  if (status === 429) return new RateLimitError(message, status, body, retryAfterSeconds, options);
+  const ErrorClass = ERROR_CLASS_BY_STATUS.get(status) ?? (status >= 500 ? InternalServerError : ForgebenchError);
+  return new ErrorClass(message, status, body, options);
 }
 
 function errorDetail(body: unknown): ErrorDetail | undefined {

@@ -1,4 +1,12 @@
-export { Forgebench, HOSTED_URL, API_KEY_VARIABLE, URL_VARIABLE, type ForgebenchOptions } from "./client.js";
+export {
+  Forgebench,
+  HOSTED_URL,
+  API_KEY_VARIABLE,
+  URL_VARIABLE,
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_TIMEOUT_MS,
+  type ForgebenchOptions,
+} from "./client.js";
 export { type Agents, type CallOptions, type RequestOptions, type WaitOptions } from "./agents.js";
 export {
   DEFAULT_SERVE_WAIT_SECONDS,
@@ -17,11 +25,13 @@ export {
 } from "./reply.js";
 export { artifactText, messageText } from "./text.js";
 export {
+  APIConnectionError,
   AuthenticationError,
   BadRequestError,
   ConflictError,
   ConnectionError,
   ForgebenchError,
+  InternalServerError,
   NotFoundError,
   PayloadTooLargeError,
   PermissionDeniedError,
@@ -30,6 +40,7 @@ export {
   UnprocessableEntityError,
   type ErrorBody,
   type ErrorDetail,
+  type ForgebenchErrorOptions,
 } from "./errors.js";
 export type {
   Artifact,

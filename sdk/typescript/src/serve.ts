@@ -1,6 +1,11 @@
 /**
  * The callee's loop: claim a task (long poll), hand it to the handler, post what the handler
  * returns, again and again, with `concurrency` such loops side by side.
+ *
+ * Stopping (the `signal` aborts) is graceful, as in every Forgebench SDK: no new claim starts,
+ * a claim already waiting is let finish (at most `wait` seconds) and a task it brings is
+ * handled, since a claimed task that nobody answers would only fail at its claim deadline;
+ * handlers running finish and their replies are posted. Pauses between retries end at once.
  */
 
 import { abortableSleep, backoffDelayMs } from "./backoff.js";
@@ -30,7 +35,10 @@ export type ServeHandler = (task: Task, reply: ReplyBuilder) => HandlerReturn | 
 export interface ServeOptions {
   /** Stop after this many tasks; `null`/omitted serves until `signal` aborts. */
   maxTasks?: number | null;
-  /** Stops the loop: no new claim; a claim waiting is dropped; handlers running finish and reply. */
+  /**
+   * Stops the loop: no new claim; a claim waiting is let finish (up to `wait` seconds) and a
+   * task it brings is handled; handlers running finish and reply.
+   */
   signal?: AbortSignal;
   /** Seconds each claim waits for a task (0-30). Default 20. */
   wait?: number;
@@ -54,6 +62,8 @@ interface Loop {
   budget: ClaimBudget;
   /** Aborts when the caller's signal does, or when a loop hits an error no retry mends. */
   signal: AbortSignal;
+  /** Aborts only on an error no retry mends: what a waiting claim listens to. */
+  fatal: AbortSignal;
   report: (error: unknown, task: Task | undefined) => void;
   stop: (fatal: unknown) => void;
   handled: number;
@@ -69,6 +79,7 @@ export async function serve(source: TaskSource, handler: ServeHandler, options: 
     wait,
     budget: new ClaimBudget(maxTasks),
     signal: options.signal === undefined ? stopper.signal : AbortSignal.any([options.signal, stopper.signal]),
+    fatal: stopper.signal,
     report: reporter(options.onError ?? warn),
     stop: (error) => {
       fatal ??= { error };
@@ -105,7 +116,8 @@ async function claimLoop(loop: Loop): Promise<void> {
   while (!loop.signal.aborted && loop.budget.reserve()) {
     let task: Task | null;
     try {
-      task = await loop.source.nextTask({ wait: loop.wait, signal: loop.signal });
+      // Not the caller's signal: a stop lets a waiting claim finish, so no claimed task is dropped.
+      task = await loop.source.nextTask({ wait: loop.wait, signal: loop.fatal });
       failures = 0;
     } catch (error) {
       loop.budget.release();

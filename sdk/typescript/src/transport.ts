@@ -1,9 +1,18 @@
 /**
  * One place that talks HTTP: the key header, JSON in and out, timeouts, and retries with backoff
- * for what may safely be tried again (no response at all, 429 and 502/503/504).
+ * for what may safely be tried again. The same rules in every Forgebench SDK (docs/sdks.md):
+ *
+ * - 429 and 503 said "nothing was done": any request is sent again, after `Retry-After` when the
+ *   answer has one (up to 30 s; a longer one is not waited for: the error is thrown), else after
+ *   the backoff.
+ * - A 502 or 504 (a proxy's), or an attempt that got no response, may have reached the gateway:
+ *   only a request that is safe to repeat goes again (`repeatable`: a GET, PUT or DELETE, a
+ *   cancel, or a POST whose message carries a `message_id`). A connection that never opened is
+ *   retried for any request.
+ * - Anything else (4xx, 500) is thrown at once.
  */
 
-import { ConnectionError, errorForResponse, type ForgebenchError } from "./errors.js";
+import { ConnectionError, errorForResponse, REQUEST_ID_HEADERS, type ForgebenchError } from "./errors.js";
 import { abortableSleep, backoffDelayMs } from "./backoff.js";
 
 export const SDK_VERSION = "0.1.0";
@@ -20,7 +29,7 @@ export interface TransportSettings {
 export type QueryValue = string | number | undefined;
 
 export interface RequestSpec {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "PUT" | "DELETE";
   /** The path, its segments already encoded. */
   path: string;
   query?: Readonly<Record<string, QueryValue>>;
@@ -29,6 +38,11 @@ export interface RequestSpec {
   /** Seconds the gateway may hold this request before answering (`wait`). */
   waitSeconds?: number;
   signal?: AbortSignal;
+  /**
+   * Safe to send again after an attempt that may have reached the gateway (no response, a 502
+   * or 504): the gateway makes a repeat harmless. Default: true for GET, PUT and DELETE.
+   */
+  repeatable?: boolean;
   /** Told when an attempt got no response and another follows (the lost one may have landed). */
   onLostAttempt?: () => void;
 }
@@ -39,14 +53,30 @@ export interface ApiResponse {
   body: unknown;
 }
 
-/** Statuses that say "nothing happened, try again": too many polls, and the gateway unavailable. */
-const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+/** Statuses that say "nothing was done, try again": too many polls, the gateway unavailable. */
+const NOTHING_DONE_STATUSES: ReadonlySet<number> = new Set([429, 503]);
+/** A proxy's statuses: the request may have reached the gateway; only a repeatable one goes again. */
+const GATEWAY_STATUSES: ReadonlySet<number> = new Set([502, 504]);
 
-/** Longest pause a `Retry-After` header may ask for before the next attempt. */
-const MAX_RETRY_AFTER_MS = 30_000;
+/** Longest pause a `Retry-After` header may ask for; a longer one is not waited for. */
+export const MAX_RETRY_AFTER_MS = 30_000;
+
+/** Error codes of a connection that never opened: nothing was sent, any request may go again. */
+const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
 
 type Attempt =
-  | { kind: "response"; status: number; body: unknown; retryAfterSeconds: number | undefined }
+  | {
+      kind: "response";
+      status: number;
+      body: unknown;
+      retryAfterSeconds: number | undefined;
+      requestId: string | undefined;
+    }
   | { kind: "no-response"; error: unknown };
 
 export class Transport {
@@ -58,19 +88,21 @@ export class Transport {
 
   /** Sends the request, retrying as described above; a refusal throws its typed error. */
   async request(spec: RequestSpec): Promise<ApiResponse> {
+    const repeatable = spec.repeatable ?? spec.method !== "POST";
     for (let retry = 0; ; retry++) {
       const attempt = await this.#attempt(spec);
       const last = retry >= this.#settings.maxRetries;
       if (attempt.kind === "no-response") {
-        if (last) throw connectionError(spec, attempt.error);
+        if (last || !(repeatable || neverSent(attempt.error))) throw connectionError(spec, attempt.error);
         spec.onLostAttempt?.();
         await abortableSleep(backoffDelayMs(retry), spec.signal);
         continue;
       }
       if (attempt.status < 400) return { status: attempt.status, body: attempt.body };
-      const error = errorForResponse(attempt.status, attempt.body, attempt.retryAfterSeconds);
-      if (last || !RETRYABLE_STATUSES.has(attempt.status)) throw error;
-      await abortableSleep(retryDelayMs(retry, attempt.retryAfterSeconds), spec.signal);
+      const error = errorForResponse(attempt.status, attempt.body, attempt.retryAfterSeconds, attempt.requestId);
+      const delay = last ? undefined : retryDelayMs(attempt.status, retry, attempt.retryAfterSeconds, repeatable);
+      if (delay === undefined) throw error;
+      await abortableSleep(delay, spec.signal);
     }
   }
 
@@ -90,6 +122,7 @@ export class Transport {
         status: response.status,
         body,
         retryAfterSeconds: retryAfterSeconds(response.headers.get("retry-after")),
+        requestId: requestIdOf(response.headers),
       };
     } catch (error) {
       spec.signal?.throwIfAborted();
@@ -127,14 +160,38 @@ function parseBody(text: string): unknown {
   }
 }
 
+/** Seconds of a `Retry-After` of whole or fractional seconds; undefined otherwise (an HTTP date). */
 function retryAfterSeconds(header: string | null): number | undefined {
-  if (header === null || !/^\d+$/.test(header.trim())) return undefined;
+  if (header === null || !/^\d+(\.\d+)?$/.test(header.trim())) return undefined;
   return Number(header.trim());
 }
 
-function retryDelayMs(retry: number, retryAfter: number | undefined): number {
-  if (retryAfter === undefined) return backoffDelayMs(retry);
-  return Math.min(retryAfter * 1000, MAX_RETRY_AFTER_MS);
+function requestIdOf(headers: Headers): string | undefined {
+  for (const name of REQUEST_ID_HEADERS) {
+    const value = headers.get(name);
+    if (value !== null && value.length > 0) return value;
+  }
+  return undefined;
+}
+
+/** The pause before retry number `retry` after `status`, or undefined to throw its error. */
+function retryDelayMs(status: number, retry: number, retryAfter: number | undefined, repeatable: boolean): number | undefined {
+  if (NOTHING_DONE_STATUSES.has(status)) {
+    if (retryAfter === undefined) return backoffDelayMs(retry);
+    const ms = retryAfter * 1000;
+    return ms <= MAX_RETRY_AFTER_MS ? ms : undefined;
+  }
+  if (GATEWAY_STATUSES.has(status) && repeatable) return backoffDelayMs(retry);
+  return undefined;
+}
+
+/** Whether an attempt failed before its connection opened (refused, no such host, connect timeout). */
+function neverSent(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth++) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && NEVER_SENT_CODES.has(code)) return true;
+  }
+  return false;
 }
 
 function connectionError(spec: RequestSpec, cause: unknown): ForgebenchError {

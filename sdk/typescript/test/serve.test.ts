@@ -170,14 +170,31 @@ describe("serve", { skip: noGateway }, () => {
     assert.equal(artifactText(await readTask(world, second.id)), "answered after the throw");
   });
 
-  test("an abort while waiting for a task ends the loop at once, with the count", async () => {
+  test("an abort while a claim waits lets that claim finish: the task it brings is handled", async () => {
     const world = await newWorld();
     const controller = new AbortController();
     const started = Date.now();
-    const serving = callee(world).agents.serve(() => "unused", { signal: controller.signal, wait: 20 });
+    const serving = callee(world).agents.serve((task) => `handled ${inputText(task)} after the stop`, {
+      signal: controller.signal,
+      wait: 3,
+    });
+    await delay(300);
+    controller.abort();
+    const opened = await openTask(world, [{ text: "late" }]);
+    assert.equal(await serving, 1, "the task the waiting claim brought was handled, not dropped");
+    assert.equal(artifactText(await readTask(world, opened.id)), "handled late after the stop");
+    assert.ok(Date.now() - started < 6_000, "no claim after the stop");
+  });
+
+  test("an abort while a claim waits with nothing to bring returns when that claim does, with the count", async () => {
+    const world = await newWorld();
+    const controller = new AbortController();
+    const started = Date.now();
+    const serving = callee(world).agents.serve(() => "unused", { signal: controller.signal, wait: 2 });
     setTimeout(() => controller.abort(), 300);
     assert.equal(await serving, 0);
-    assert.ok(Date.now() - started < 3_000, "did not wait out the 20 s long poll");
+    const elapsed = Date.now() - started;
+    assert.ok(elapsed >= 1_500 && elapsed < 5_000, `${elapsed} ms: the 2 s claim ran out, no other followed`);
   });
 
   test("an abort while a handler runs lets it reply, then claims nothing more", async () => {
@@ -292,18 +309,19 @@ describe("nextTask and reply", { skip: noGateway }, () => {
     assert.ok(Date.now() - started >= 900, "it waited");
   });
 
-  test("a reply whose answer was lost is not an error: the retry finds it landed", async () => {
+  test("a result without message_id whose answer was lost is not sent again: a ConnectionError, and it landed", async () => {
     const world = await newWorld();
     const opened = await openTask(world, [{ text: "answer me once" }]);
     await claimExpected(world, 5);
     const proxy = await startTcpProxy(baseUrl(), "after-forwarding", 1);
     try {
-      const answered = await callee(world, { baseUrl: proxy.url }).agents.reply(opened.id, reply.done({ text: "once" }));
+      const error = await rejection(callee(world, { baseUrl: proxy.url }).agents.reply(opened.id, reply.done({ text: "once" })));
+      assert.ok(error instanceof ConnectionError, String(error));
       assert.equal(proxy.droppedRequests().length, 1);
       assert.match(proxy.droppedRequests()[0] ?? "", new RegExp(`^POST /v1/agents/me/tasks/${opened.id}/result `));
-      assert.equal(answered.status.state, "completed");
-      assert.equal(artifactText(answered), "once");
-      assert.equal((await readTask(world, opened.id)).history.length, 2);
+      const landed = await readTask(world, opened.id);
+      assert.equal(landed.status.state, "completed");
+      assert.equal(artifactText(landed), "once");
     } finally {
       await proxy.close();
     }

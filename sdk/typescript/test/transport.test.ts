@@ -9,12 +9,15 @@ import { createServer } from "node:http";
 import { after, describe, test } from "node:test";
 
 import {
+  APIConnectionError,
   AuthenticationError,
   BadRequestError,
   ConflictError,
   ConnectionError,
+  DEFAULT_MAX_RETRIES,
   Forgebench,
   ForgebenchError,
+  InternalServerError,
   NotFoundError,
   PayloadTooLargeError,
   PermissionDeniedError,
@@ -60,7 +63,7 @@ describe("each refusal status is its own error class, with the status and the bo
     [422, { detail: "a pull result must be completed, failed, or input_required" }, UnprocessableEntityError],
     [429, { detail: { code: "too_many_requests", message: "10 polls" } }, RateLimitError],
     [503, { detail: { code: "unavailable", message: "store" } }, ServiceUnavailableError],
-    [500, { detail: { code: "internal", message: "internal error" } }, ForgebenchError],
+    [500, { detail: { code: "internal", message: "internal error" } }, InternalServerError],
   ];
   for (const [status, body, ErrorClass] of cases) {
     test(`${status} → ${ErrorClass.name}`, async () => {
@@ -81,6 +84,99 @@ describe("each refusal status is its own error class, with the status and the bo
     assert.equal(error.code, "task_not_working");
     assert.equal(error.state, "completed");
     assert.match(error.message, /409: task_not_working/);
+  });
+});
+
+describe("the behaviour every SDK shares (docs/sdks.md)", () => {
+  const UNAVAILABLE: ScriptedAnswer = { status: 503, body: { detail: { code: "unavailable", message: "x" } } };
+  const BAD_GATEWAY: ScriptedAnswer = { status: 502, body: "<html>502 Bad Gateway</html>" };
+
+  test("by default a request is retried twice: three attempts, 0.5 s then 1 s apart (give or take 25 %)", async () => {
+    const server = await scripted([UNAVAILABLE]);
+    const started = Date.now();
+    const error = await rejection(new Forgebench({ baseUrl: server.url, apiKey: KEY }).agents.getTask("callee", "t1"));
+    const elapsed = Date.now() - started;
+    assert.equal(DEFAULT_MAX_RETRIES, 2);
+    assert.ok(error instanceof ServiceUnavailableError);
+    assert.ok(error instanceof InternalServerError, "a 503 is a kind of InternalServerError, as in Python");
+    assert.equal(server.received().length, 3);
+    assert.ok(elapsed >= 1_100 && elapsed < 2_500, `${elapsed} ms between the three attempts`);
+  });
+
+  test("a 502 is retried for a GET but not for a POST that is not safe to repeat", async () => {
+    const read = await scripted([BAD_GATEWAY, { status: 200, body: A_TASK }]);
+    const result = await scripted([BAD_GATEWAY, { status: 200, body: A_TASK }]);
+    const task = await client(read, 2).agents.getTask("callee", A_TASK.id);
+    const error = await rejection(client(result, 2).agents.reply("t1", reply.done({ text: "done" })));
+    assert.equal(task.id, A_TASK.id);
+    assert.equal(read.received().length, 2);
+    assert.ok(error instanceof InternalServerError);
+    assert.equal(error.status, 502);
+    assert.equal(result.received().length, 1, "a result without message_id was sent once");
+  });
+
+  test("a 504 on a call is retried: its message_id makes it safe to repeat", async () => {
+    const server = await scripted([{ status: 504 }, { status: 200, body: A_TASK }]);
+    await client(server, 2).agents.call("callee", { text: "hi" });
+    const [first, second] = server.received();
+    assert.equal(server.received().length, 2);
+    assert.deepEqual(first?.body, second?.body);
+  });
+
+  test("a dropped connection is not retried for a POST that is not safe to repeat", async () => {
+    const server = await scripted(["drop", { status: 200, body: A_TASK }]);
+    const error = await rejection(client(server, 2).agents.reply("t1", reply.done({ text: "done" })));
+    assert.ok(error instanceof ConnectionError);
+    assert.ok(error instanceof APIConnectionError, "APIConnectionError is the same class");
+    assert.equal(server.received().length, 1);
+  });
+
+  test("a 429 waits its Retry-After (seconds, fractions allowed), even for a POST not safe to repeat", async () => {
+    const server = await scripted([
+      { status: 429, body: { detail: { code: "too_many_requests", message: "x" } }, headers: { "Retry-After": "1.2" } },
+      { status: 200, body: A_TASK },
+    ]);
+    const started = Date.now();
+    await client(server, 2).agents.reply("t1", reply.done({ text: "done" }));
+    const elapsed = Date.now() - started;
+    assert.equal(server.received().length, 2);
+    // the backoff alone would be at most 0.625 s
+    assert.ok(elapsed >= 1_150 && elapsed < 2_500, `waited ${elapsed} ms for a Retry-After of 1.2 s`);
+  });
+
+  test("a Retry-After longer than 30 s is not waited for: the error says how long", async () => {
+    const server = await scripted([
+      { status: 429, body: { detail: { code: "too_many_requests", message: "x" } }, headers: { "Retry-After": "31" } },
+      { status: 200, body: A_TASK },
+    ]);
+    const error = await rejection(client(server, 2).agents.getTask("callee", "t1"));
+    assert.ok(error instanceof RateLimitError);
+    assert.equal(error.retryAfterSeconds, 31);
+    assert.equal(server.received().length, 1);
+  });
+
+  test("an error carries status, code, and the request id of its body, else of X-Request-Id", async () => {
+    const server = await scripted([
+      { status: 403, body: { detail: { code: "forbidden", message: "no", request_id: "req-body" } }, headers: { "X-Request-Id": "req-header" } },
+      { status: 404, body: { detail: "task not found" }, headers: { "X-Request-Id": "req-header" } },
+      { status: 400, body: { detail: { code: "invalid_request", message: "x" } } },
+    ]);
+    const forgebench = client(server, 0);
+    const denied = await rejection(forgebench.agents.cancelTask("callee", "t1"));
+    const missing = await rejection(forgebench.agents.getTask("callee", "t1"));
+    const bad = await rejection(forgebench.agents.getTask("callee", "t1"));
+    assert.ok(denied instanceof PermissionDeniedError && missing instanceof NotFoundError && bad instanceof BadRequestError);
+    assert.deepEqual([denied.status, denied.code, denied.requestId], [403, "forbidden", "req-body"]);
+    assert.deepEqual([missing.status, missing.code, missing.requestId], [404, undefined, "req-header"]);
+    assert.equal(bad.requestId, undefined);
+  });
+
+  test("a 422 is an UnprocessableEntityError, by that name", async () => {
+    const server = await scripted([{ status: 422, body: { detail: "a pull result must be completed" } }]);
+    const error = await rejection(client(server, 2).agents.reply("t1", { state: "completed" }));
+    assert.ok(error instanceof UnprocessableEntityError);
+    assert.equal(error.name, "UnprocessableEntityError");
+    assert.equal(server.received().length, 1);
   });
 });
 

@@ -22,6 +22,7 @@ from ._errors import (
     PermissionDeniedError,
     RateLimitError,
     ServiceUnavailableError,
+    UnprocessableEntityError,
     UnprocessableError,
 )
 from ._http import HOSTED_URL
@@ -55,6 +56,7 @@ __all__ = [
     "Task",
     "TaskReply",
     "TaskResultIn",
+    "UnprocessableEntityError",
     "UnprocessableError",
     "__version__",
 ]

@@ -1,7 +1,11 @@
 """Typed errors: one class per documented status, all under `ForgebenchError`.
 
-A refusal carries the gateway's body as it came (`.body`), its status (`.status`) and, when the
-body has one, its `code` (`not_permitted`, `task_not_working`, `invalid_request`, ...).
+A refusal carries the gateway's body as it came (`.body`), its status (`.status`), when the
+body has one its `code` (`not_permitted`, `task_not_working`, `invalid_request`, ...), and the
+gateway's request id (`.request_id`: the body's `detail.request_id`, else the `X-Request-Id`
+header), the id its operators search the logs by.
+
+The class of each status has the same name in every Forgebench SDK (see docs/sdks.md).
 """
 
 from __future__ import annotations
@@ -9,6 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+
+
+#: Headers that name the request, in the order `request_id` reads them.
+REQUEST_ID_HEADERS = ("x-request-id", "x-amzn-requestid", "apigw-requestid")
 
 
 class ForgebenchError(Exception):
@@ -45,6 +53,23 @@ class APIStatusError(ForgebenchError):
         detail = self.detail
         if isinstance(detail, dict) and isinstance(detail.get("code"), str):
             return str(detail["code"])
+        return None
+
+    @property
+    def request_id(self) -> str | None:
+        """The gateway's id of the failed request, to quote when asking its operators.
+
+        `detail.request_id` of the body; else the `X-Request-Id` header (every gateway response
+        has one, also the four exact bodies that carry no id), or API Gateway's own
+        (`x-amzn-RequestId`, `apigw-requestid`) when a proxy answered instead.
+        """
+        detail = self.detail
+        if isinstance(detail, dict) and isinstance(detail.get("request_id"), str):
+            return str(detail["request_id"])
+        for header in REQUEST_ID_HEADERS:
+            value = self.headers.get(header)
+            if value:
+                return str(value)
         return None
 
     @property
@@ -93,8 +118,12 @@ class PayloadTooLargeError(APIStatusError):
     """413: the write would take the task past its content bound (`too_large`)."""
 
 
-class UnprocessableError(APIStatusError):
+class UnprocessableEntityError(APIStatusError):
     """422: a pull result said `working`."""
+
+
+#: The former name of `UnprocessableEntityError` (deprecated; the same class, kept working).
+UnprocessableError = UnprocessableEntityError
 
 
 class RateLimitError(APIStatusError):
@@ -121,7 +150,7 @@ _ERROR_BY_STATUS: dict[int, type[APIStatusError]] = {
     404: NotFoundError,
     409: ConflictError,
     413: PayloadTooLargeError,
-    422: UnprocessableError,
+    422: UnprocessableEntityError,
     429: RateLimitError,
     503: ServiceUnavailableError,
 }

@@ -35,7 +35,7 @@ from ._errors import (
     PayloadTooLargeError,
     PermissionDeniedError,
     RateLimitError,
-    UnprocessableError,
+    UnprocessableEntityError,
 )
 from ._http import AsyncTransport, SyncTransport
 from ._retry import Backoff
@@ -56,7 +56,7 @@ PASSING_ERRORS: tuple[type[Exception], ...] = (
 INVALID_REPLY_ERRORS: tuple[type[Exception], ...] = (
     BadRequestError,
     PayloadTooLargeError,
-    UnprocessableError,
+    UnprocessableEntityError,
 )
 #: How many times one reply is posted before the loop gives up on it (about a minute).
 MAX_REPLY_ATTEMPTS = 8
