@@ -12,6 +12,7 @@ mod retry;
 mod serve;
 mod task;
 mod tasks;
+pub mod webhooks;
 
 pub use client::{
     Client, ClientBuilder, API_KEY_VARIABLE, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HOSTED_URL,
@@ -28,3 +29,6 @@ pub use task::{
     TaskReply, TaskState, TaskStatus, RESPONSE_ARTIFACT_NAME,
 };
 pub use tasks::{CallOptions, Direction, TaskPage, TaskSearch, MAX_WAIT_SECONDS};
+pub use webhooks::{
+    fetch_jwks, verify_delivery, Expected, ReplayCache, WebhookCheck, WebhookError,
+};

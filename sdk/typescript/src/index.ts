@@ -58,3 +58,20 @@ export type {
   TaskStatus,
   TextPart,
 } from "./types.js";
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  JWKS_PATH,
+  ReplayCache,
+  WEBHOOK_SIGNING_PURPOSE,
+  WebhookVerificationError,
+  fetchJwks,
+  verifyDelivery,
+  type Delivery,
+  type DeliveryDestination,
+  type DeliveryHeaders,
+  type FetchJwksOptions,
+  type Jwk,
+  type Jwks,
+  type VerifyDeliveryOptions,
+  type WebhookCheck,
+} from "./webhooks.js";

@@ -29,6 +29,13 @@ from ._http import HOSTED_URL
 from ._task import Task, TaskReply
 from ._types import Artifact, FileRef, Message, Part, TaskResultIn
 from ._version import __version__
+from .webhooks import (
+    ReplayCache,
+    WebhookVerificationError,
+    fetch_jwks,
+    fetch_jwks_async,
+    verify_delivery,
+)
 
 __all__ = [
     "APIConnectionError",
@@ -52,11 +59,16 @@ __all__ = [
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "RateLimitError",
+    "ReplayCache",
     "ServiceUnavailableError",
     "Task",
     "TaskReply",
     "TaskResultIn",
     "UnprocessableEntityError",
     "UnprocessableError",
+    "WebhookVerificationError",
     "__version__",
+    "fetch_jwks",
+    "fetch_jwks_async",
+    "verify_delivery",
 ]
