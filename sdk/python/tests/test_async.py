@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -79,12 +80,21 @@ def test_async_serve_runs_three_coroutine_handlers_at_once_over_30_tasks(pair: P
     opened = [pair.caller.open_data(CALLEE_NAME, {"n": n})["id"] for n in range(30)]
     running = 0
     most_at_once = 0
+    three_running = asyncio.Event()
+    # Held until three run at once (or 10 s pass), so a slow machine's claims still overlap.
+    until = time.monotonic() + 10
 
     async def handler(task: Task) -> TaskReply:
         nonlocal running, most_at_once
         running += 1
         most_at_once = max(most_at_once, running)
-        await asyncio.sleep(0.2)
+        if running == 3:
+            three_running.set()
+        try:
+            await asyncio.wait_for(three_running.wait(), max(0.0, until - time.monotonic()))
+        except asyncio.TimeoutError:
+            pass
+        await asyncio.sleep(0.05)
         running -= 1
         if task.data["n"] == 7:
             raise RuntimeError("seven is unlucky")
