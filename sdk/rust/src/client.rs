@@ -227,12 +227,18 @@ async fn read_response(response: reqwest::Response, no_content_ok: bool) -> Resu
         .and_then(|value| value.trim().parse::<f64>().ok())
         .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
         .map(Duration::from_secs_f64);
+    let request_id = response
+        .headers()
+        .get("x-request-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
     let text = response.text().await.map_err(Error::Connection)?;
     let body = body_of(text);
     if status.is_success() {
         Ok(Some(body))
     } else {
-        Err(Error::from_status(status.as_u16(), body, retry_after))
+        Err(Error::from_status(status.as_u16(), body, retry_after)
+            .with_header_request_id(request_id))
     }
 }
 
@@ -413,6 +419,7 @@ mod tests {
             body: crate::ErrorBody {
                 status: 429,
                 body: Value::Null,
+                header_request_id: None,
             },
             retry_after: Some(Duration::from_secs(seconds)),
         };

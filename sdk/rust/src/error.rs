@@ -17,6 +17,8 @@ use serde_json::Value;
 pub struct ErrorBody {
     pub status: u16,
     pub body: Value,
+    /// The response's `X-Request-Id` header (every answer of the gateway carries it).
+    pub header_request_id: Option<String>,
 }
 
 impl ErrorBody {
@@ -30,12 +32,14 @@ impl ErrorBody {
         self.detail()?.get("code")?.as_str()
     }
 
-    /// `detail.request_id`: the gateway's id of the request, the id its operators search the
-    /// logs by. The four exact bodies (`task not found`, `task_not_working`, the A2A edge's
-    /// `not_permitted`, the pull result's 422) carry none: their id is only in the response's
-    /// `X-Request-Id` header, which this SDK does not keep (yet).
+    /// The gateway's id of the request, the id its operators search the logs by: the body's
+    /// `detail.request_id`, else the response's `X-Request-Id` header (the four exact bodies the
+    /// docs print, such as `task not found`, carry it only there).
     pub fn request_id(&self) -> Option<&str> {
-        self.detail()?.get("request_id")?.as_str()
+        self.detail()
+            .and_then(|detail| detail.get("request_id"))
+            .and_then(Value::as_str)
+            .or(self.header_request_id.as_deref())
     }
 
     /// For `409 task_not_working`, the state the task is in now.
@@ -125,7 +129,11 @@ pub enum Error {
 impl Error {
     /// The typed error for a non-success `status` with `body`.
     pub(crate) fn from_status(status: u16, body: Value, retry_after: Option<Duration>) -> Error {
-        let body = ErrorBody { status, body };
+        let body = ErrorBody {
+            status,
+            body,
+            header_request_id: None,
+        };
         match status {
             400 => Error::BadRequest(body),
             401 => Error::Unauthenticated(body),
@@ -140,8 +148,32 @@ impl Error {
         }
     }
 
+    /// The error with the response's `X-Request-Id`, for a body that names no request id.
+    pub(crate) fn with_header_request_id(mut self, id: Option<String>) -> Error {
+        if let Some(body) = self.body_mut() {
+            body.header_request_id = id;
+        }
+        self
+    }
+
     /// The refusal's status and body, for every error the gateway answered.
     pub fn body(&self) -> Option<&ErrorBody> {
+        match self {
+            Error::BadRequest(body)
+            | Error::Unauthenticated(body)
+            | Error::PermissionDenied(body)
+            | Error::NotFound(body)
+            | Error::Conflict(body)
+            | Error::TooLarge(body)
+            | Error::Unprocessable(body)
+            | Error::RateLimited { body, .. }
+            | Error::Server(body)
+            | Error::Status(body) => Some(body),
+            Error::Connection(_) | Error::Decode(_) | Error::InvalidArgument(_) => None,
+        }
+    }
+
+    fn body_mut(&mut self) -> Option<&mut ErrorBody> {
         match self {
             Error::BadRequest(body)
             | Error::Unauthenticated(body)
@@ -230,6 +262,10 @@ mod tests {
         );
         let exact = Error::from_status(404, json!({"detail": "task not found"}), None);
         assert_eq!(exact.request_id(), None);
+        let with_header = exact.with_header_request_id(Some("req-2".into()));
+        assert_eq!(with_header.request_id(), Some("req-2"));
+        let both = error.with_header_request_id(Some("req-3".into()));
+        assert_eq!(both.request_id(), Some("req-1"), "the body's id first");
     }
 
     #[test]

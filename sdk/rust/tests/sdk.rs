@@ -412,6 +412,11 @@ async fn a_task_is_read_and_canceled_and_canceling_it_again_is_no_error() {
         panic!("expected NotFound, got {missing:?}");
     };
     assert_eq!(body.body, json!({"detail": "task not found"}));
+    // The exact body names no request id; the response's header does.
+    let request_id = missing
+        .request_id()
+        .expect("the X-Request-Id of the refusal");
+    assert!(uuid::Uuid::parse_str(request_id).is_ok(), "{request_id}");
 }
 
 #[tokio::test]
