@@ -1,13 +1,24 @@
 /**
- * `forgebench.agents`: the caller's side (open, read and cancel tasks on a callee) and the
- * callee's side (claim tasks, reply to them, or `serve` in a loop).
+ * `forgebench.agents`: the caller's side (open, read, answer and cancel tasks on a callee), the
+ * callee's side (claim tasks, report progress, reply to them, or `serve` in a loop), task search
+ * and agent cards.
  */
 
 import { ConflictError, ForgebenchError } from "./errors.js";
 import { TaskReply } from "./reply.js";
 import { serve, type ServeHandler, type ServeOptions } from "./serve.js";
 import type { ApiResponse, RequestSpec, Transport } from "./transport.js";
-import type { Message, Part, PartData, Task, TaskResultIn } from "./types.js";
+import type {
+  AgentCard,
+  Message,
+  Part,
+  PartData,
+  Role,
+  Task,
+  TaskResultIn,
+  TaskState,
+  TaskSummary,
+} from "./types.js";
 
 export interface CallOptions {
   /** A text part (the first part of the message). */
@@ -40,6 +51,68 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+/** A message of the caller's answer (`answer`) or of the callee's progress report (`progress`). */
+export interface MessageOptions {
+  /** A text part (the first part of the message). */
+  text?: string;
+  /** A data part (after the text part). */
+  data?: PartData;
+  /** Parts of your own (after the text and data parts). */
+  parts?: Part[];
+  /**
+   * Makes the write safe to repeat: the gateway records a message id once per task and side.
+   * Generated once per call when omitted, and reused by its retries.
+   */
+  messageId?: string;
+  signal?: AbortSignal;
+}
+
+/** Whose tasks a search covers, seen from the agent: opened on it, opened by it, or both. */
+export type TaskDirection = "inbound" | "outbound" | "both";
+
+/** The filters of `GET /v1/tasks`, every one optional. */
+export interface TaskSearch {
+  /** Whose tasks (a name or an id); an agent key may name only itself. */
+  agent?: string;
+  /** Default `both`. */
+  direction?: TaskDirection;
+  state?: TaskState;
+  /** One conversation's tasks. */
+  contextId?: string;
+  /** 1 to 8 words, every one of which must be in the task. */
+  q?: string;
+  /** Only tasks changed after this moment (a `Date`, or RFC 3339 text). */
+  since?: Date | string;
+  /** Tasks per page, 1-100 (the gateway's default: 50). */
+  limit?: number;
+  /** The `nextCursor` of the previous page of the same search. */
+  cursor?: string;
+  signal?: AbortSignal;
+}
+
+/** One page of a task search, most recently changed first (with `q`, most recently created). */
+export interface TaskPage {
+  tasks: TaskSummary[];
+  /** The next page's `cursor`; `null` on the last page. */
+  nextCursor: string | null;
+}
+
+/** Which page of the tenant's agent cards to read (`cards`), or the page size (`allCards`). */
+export interface CardsOptions {
+  /** Agents read for this page, 1-50 (the gateway's default: 20). */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+  signal?: AbortSignal;
+}
+
+/** One page of the tenant's agent cards (the agents not retired), by name. */
+export interface CardPage {
+  cards: AgentCard[];
+  /** The next page's `cursor`; `null` on the last page. */
+  nextCursor: string | null;
+}
+
 export class Agents {
   readonly #transport: Transport;
   #ownId: Promise<string> | undefined;
@@ -51,7 +124,7 @@ export class Agents {
   /** Opens a task on `callee` (its name or id) and answers with it, after `wait` seconds at most. */
   async call(callee: string, options: CallOptions): Promise<Task> {
     const body: { message: Message; context_id?: string } = {
-      message: { role: "user", parts: messageParts(options), message_id: options.messageId ?? newMessageId() },
+      message: newMessage("user", options, "call"),
     };
     if (options.contextId !== undefined) body.context_id = options.contextId;
     const headers: Record<string, string> =
@@ -91,6 +164,91 @@ export class Agents {
     });
   }
 
+  /**
+   * Answers the question of a task this agent opened (one in `input_required`), in place: the
+   * task goes back to `working` with the answer in its history. Safe to repeat (message_id).
+   */
+  async answer(callee: string, taskId: string, options: MessageOptions): Promise<Task> {
+    return this.#task({
+      method: "POST",
+      path: `/v1/agents/${segment(callee)}/tasks/${segment(taskId)}/messages`,
+      body: { message: newMessage("user", options, "answer") },
+      signal: options.signal,
+      // the gateway records the message_id once: a repeat answers with the task as it stands
+      repeatable: true,
+    });
+  }
+
+  /**
+   * Searches the tasks this key may see (`GET /v1/tasks`) and answers with one page; pass its
+   * `nextCursor` as `cursor` for the next one, or use `allTasks`.
+   */
+  async searchTasks(search: TaskSearch = {}): Promise<TaskPage> {
+    const { status, body } = await this.#transport.request({
+      method: "GET",
+      path: "/v1/tasks",
+      query: {
+        agent: search.agent,
+        direction: search.direction,
+        state: search.state,
+        context_id: search.contextId,
+        q: search.q,
+        since: search.since instanceof Date ? search.since.toISOString() : search.since,
+        limit: search.limit,
+        cursor: search.cursor,
+      },
+      signal: search.signal,
+    });
+    const page = pageOf(status, body, "items", "a task search");
+    return { tasks: page.items as TaskSummary[], nextCursor: page.nextCursor };
+  }
+
+  /**
+   * Every task of a search, page after page (`limit` is the page size), each once:
+   * `for await (const task of forgebench.agents.allTasks({ state: "completed" }))`.
+   */
+  async *allTasks(search: TaskSearch = {}): AsyncGenerator<TaskSummary, void, undefined> {
+    let cursor = search.cursor;
+    do {
+      const page = await this.searchTasks({ ...search, cursor });
+      yield* page.tasks;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** The signed A2A card of `agent` (its name or id). */
+  async card(agent: string, options: RequestOptions = {}): Promise<AgentCard> {
+    const { status, body } = await this.#transport.request({
+      method: "GET",
+      path: `/v1/agents/${segment(agent)}/.well-known/agent-card.json`,
+      signal: options.signal,
+    });
+    if (typeof body === "object" && body !== null && "name" in body && "signatures" in body) return body as AgentCard;
+    throw new ForgebenchError("the gateway answered with something that is not an agent card", status, body);
+  }
+
+  /** One page of the cards of the tenant's agents, by name; or use `allCards`. */
+  async cards(options: CardsOptions = {}): Promise<CardPage> {
+    const { status, body } = await this.#transport.request({
+      method: "GET",
+      path: "/v1/agents/cards",
+      query: { limit: options.limit, cursor: options.cursor },
+      signal: options.signal,
+    });
+    const page = pageOf(status, body, "cards", "a page of cards");
+    return { cards: page.items as AgentCard[], nextCursor: page.nextCursor };
+  }
+
+  /** Every card of the tenant's agents, page after page (`limit` is the page size). */
+  async *allCards(options: CardsOptions = {}): AsyncGenerator<AgentCard, void, undefined> {
+    let cursor = options.cursor;
+    do {
+      const page = await this.cards({ ...options, cursor });
+      yield* page.cards;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
   /** Claims the next task opened on this agent, or `null` when none arrived within `wait` seconds. */
   async nextTask(options: WaitOptions = {}): Promise<Task | null> {
     const response = await this.#transport.request({
@@ -101,6 +259,21 @@ export class Agents {
       signal: options.signal,
     });
     return response.status === 204 ? null : asTask(response);
+  }
+
+  /**
+   * Reports progress on a task this agent claimed: it stays `working`, and the message joins
+   * its history (and its `status.message`). Safe to repeat (message_id).
+   */
+  async progress(taskId: string, options: MessageOptions): Promise<Task> {
+    return this.#task({
+      method: "POST",
+      path: `/v1/agents/me/tasks/${segment(taskId)}/progress`,
+      body: { message: newMessage("agent", options, "progress") },
+      signal: options.signal,
+      // the gateway records the message_id once: a repeat answers with the task as it stands
+      repeatable: true,
+    });
   }
 
   /**
@@ -159,13 +332,14 @@ export class Agents {
   }
 }
 
-function messageParts({ text, data, parts = [] }: CallOptions): Part[] {
+/** The message of `options`: its text part, then its data part, then its parts, with a message_id. */
+function newMessage(role: Role, { text, data, parts = [], messageId }: MessageOptions, verb: string): Message {
   const all: Part[] = [];
   if (text !== undefined) all.push({ text });
   if (data !== undefined) all.push({ data });
   all.push(...parts);
-  if (all.length === 0) throw new TypeError("call needs text, data or parts");
-  return all;
+  if (all.length === 0) throw new TypeError(`${verb} needs text, data or parts`);
+  return { role, parts: all, message_id: messageId ?? newMessageId() };
 }
 
 function withMessageId(result: TaskResultIn): TaskResultIn {
@@ -185,6 +359,18 @@ function segment(value: string): string {
 function asTask({ status, body }: ApiResponse): Task {
   if (typeof body === "object" && body !== null && "id" in body && "status" in body) return body as Task;
   throw new ForgebenchError("the gateway answered with something that is not a task", status, body);
+}
+
+/** The list (under `key`) and `next_cursor` of a page, checked. */
+function pageOf(status: number, body: unknown, key: string, what: string): { items: unknown[]; nextCursor: string | null } {
+  if (typeof body === "object" && body !== null && key in body && "next_cursor" in body) {
+    const items: unknown = (body as Record<string, unknown>)[key];
+    const cursor = body.next_cursor;
+    if (Array.isArray(items) && (cursor === null || typeof cursor === "string")) {
+      return { items, nextCursor: cursor === null || cursor.length === 0 ? null : cursor };
+    }
+  }
+  throw new ForgebenchError(`the gateway answered with something that is not ${what}`, status, body);
 }
 
 function agentIdOf({ status, body }: ApiResponse): string {

@@ -7,7 +7,18 @@ export {
   DEFAULT_TIMEOUT_MS,
   type ForgebenchOptions,
 } from "./client.js";
-export { type Agents, type CallOptions, type RequestOptions, type WaitOptions } from "./agents.js";
+export {
+  type Agents,
+  type CallOptions,
+  type CardPage,
+  type CardsOptions,
+  type MessageOptions,
+  type RequestOptions,
+  type TaskDirection,
+  type TaskPage,
+  type TaskSearch,
+  type WaitOptions,
+} from "./agents.js";
 export {
   DEFAULT_SERVE_WAIT_SECONDS,
   type ServeHandler,
@@ -43,6 +54,7 @@ export {
   type ForgebenchErrorOptions,
 } from "./errors.js";
 export type {
+  AgentCard,
   Artifact,
   DataPart,
   FilePart,
@@ -56,6 +68,7 @@ export type {
   TaskResultIn,
   TaskState,
   TaskStatus,
+  TaskSummary,
   TextPart,
 } from "./types.js";
 export {

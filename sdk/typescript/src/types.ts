@@ -94,6 +94,35 @@ export interface Task {
   updated_at: string;
 }
 
+/**
+ * A task as a search lists it (`GET /v1/tasks`): every field of a `Task` but its `history`
+ * (read the task itself for that).
+ */
+export type TaskSummary = Omit<Task, "history" | "error" | "parent_call_id"> & {
+  error?: string | null;
+  parent_call_id?: string | null;
+};
+
+/** An agent's signed A2A 1.0 card, as `GET /v1/agents/{agent}/.well-known/agent-card.json` returns it. */
+export interface AgentCard {
+  name: string;
+  description: string;
+  version: string;
+  /** The REST task route: `{base}/v1/agents/{id}/tasks`. */
+  url: string;
+  supportedInterfaces: { url: string; protocolBinding: string; protocolVersion: string }[];
+  provider?: { organization?: string; url?: string };
+  capabilities: { streaming?: boolean; pushNotifications?: boolean; extendedAgentCard?: boolean };
+  defaultInputModes: string[];
+  defaultOutputModes: string[];
+  securitySchemes: Record<string, unknown>;
+  securityRequirements: { schemes: Record<string, unknown> }[];
+  /** One per tool binding; empty for an agent without tools. */
+  skills: { id: string; name: string; description: string; tags: string[] }[];
+  /** Two JWS entries over the card (see the gateway's docs); verify them before trusting the card. */
+  signatures: { protected: string; signature: string }[];
+}
+
 /** The states a pull callee may answer with. */
 export type ResultState = "completed" | "failed" | "input_required";
 

@@ -3,7 +3,16 @@
  * `@ts-expect-error` compiles, or if one of the others does not. Nothing here runs.
  */
 
-import type { Forgebench, Part, ServeHandler, Task, TaskResultIn } from "@seedlinglabs/forgebench-sdk";
+import type {
+  AgentCard,
+  Forgebench,
+  Part,
+  ServeHandler,
+  Task,
+  TaskResultIn,
+  TaskSearch,
+  TaskSummary,
+} from "@seedlinglabs/forgebench-sdk";
 
 export function partsAreExactlyOneKind(): Part[] {
   // @ts-expect-error a part is one of text, data or file, never two
@@ -35,4 +44,28 @@ export function handlersMayReturnAnyAnswer(forgebench: Forgebench): Promise<numb
     },
   ];
   return handlers.map((handler) => forgebench.agents.serve(handler, { maxTasks: 1, concurrency: 1, wait: 1 }));
+}
+
+export function aSearchItemHasNoHistory(task: TaskSummary, full: Task): unknown[] {
+  const fromFull: TaskSummary = full;
+  // @ts-expect-error a search lists tasks without their history
+  const history: unknown = task.history;
+  return [fromFull, history, task.status.state, task.context_id];
+}
+
+export function aSearchTakesOnlyKnownStatesAndDirections(): TaskSearch[] {
+  // @ts-expect-error not a task state
+  const badState: TaskSearch = { state: "done" };
+  // @ts-expect-error not a direction
+  const badDirection: TaskSearch = { direction: "sideways" };
+  return [badState, badDirection, { state: "input_required", direction: "inbound", since: new Date(), limit: 5 }];
+}
+
+export async function pagesIterate(forgebench: Forgebench): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const task of forgebench.agents.allTasks({ limit: 10 })) ids.push(task.id);
+  const cards: AgentCard[] = [];
+  for await (const card of forgebench.agents.allCards()) cards.push(card);
+  const page = await forgebench.agents.cards({ limit: 5 });
+  return [...ids, ...cards.map((card) => card.name), page.nextCursor ?? ""];
 }

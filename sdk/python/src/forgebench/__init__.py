@@ -26,8 +26,9 @@ from ._errors import (
     UnprocessableError,
 )
 from ._http import HOSTED_URL
+from ._pages import CardPage, TaskPage
 from ._task import Task, TaskReply
-from ._types import Artifact, FileRef, Message, Part, TaskResultIn
+from ._types import Artifact, Direction, FileRef, Message, Part, TaskResultIn, TaskState
 from ._version import __version__
 from .webhooks import (
     ReplayCache,
@@ -47,7 +48,9 @@ __all__ = [
     "AsyncForgebench",
     "AuthenticationError",
     "BadRequestError",
+    "CardPage",
     "ConflictError",
+    "Direction",
     "FileRef",
     "Forgebench",
     "ForgebenchError",
@@ -62,8 +65,10 @@ __all__ = [
     "ReplayCache",
     "ServiceUnavailableError",
     "Task",
+    "TaskPage",
     "TaskReply",
     "TaskResultIn",
+    "TaskState",
     "UnprocessableEntityError",
     "UnprocessableError",
     "WebhookVerificationError",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -13,6 +13,7 @@ import httpx
 from . import _requests as requests
 from ._client import resolve_settings
 from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, AsyncTransport
+from ._pages import CardPage, TaskPage
 from ._serve import (
     DEFAULT_SERVE_WAIT_SECONDS,
     AsyncHandler,
@@ -21,7 +22,7 @@ from ._serve import (
     check_serve_arguments,
 )
 from ._task import HandlerResult, Task, new_message_id, reply_from_result
-from ._types import Part
+from ._types import Direction, Part, TaskState
 
 
 class AsyncAgents:
@@ -61,10 +62,147 @@ class AsyncAgents:
         """Cancel a task; see `Agents.cancel`."""
         return Task(await self._transport.send(requests.cancel_task(callee, task_id)))
 
+    async def answer(
+        self,
+        callee: str,
+        task_id: str,
+        text: str | None = None,
+        *,
+        data: Any = None,
+        parts: Sequence[Part] | None = None,
+        message_id: str | None = None,
+    ) -> Task:
+        """Answer an `input_required` task's question; see `Agents.answer`."""
+        message = requests.build_message(
+            text=text, data=data, parts=parts, message_id=message_id or new_message_id()
+        )
+        request = requests.add_task_message(callee, task_id, message)
+        return Task(await self._transport.send(request))
+
+    async def search_tasks(
+        self,
+        *,
+        agent: str | None = None,
+        direction: Direction | None = None,
+        state: TaskState | None = None,
+        context_id: str | None = None,
+        q: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> TaskPage:
+        """One page of a task search; see `Agents.search_tasks`."""
+        request = requests.search_tasks(
+            agent=agent,
+            direction=direction,
+            state=state,
+            context_id=context_id,
+            q=q,
+            since=since,
+            limit=limit,
+            cursor=cursor,
+        )
+        return TaskPage.from_json(await self._transport.send(request))
+
+    async def iter_task_pages(
+        self,
+        *,
+        agent: str | None = None,
+        direction: Direction | None = None,
+        state: TaskState | None = None,
+        context_id: str | None = None,
+        q: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> AsyncIterator[TaskPage]:
+        """Every page of a search (`async for`); see `Agents.iter_task_pages`."""
+        while True:
+            page = await self.search_tasks(
+                agent=agent,
+                direction=direction,
+                state=state,
+                context_id=context_id,
+                q=q,
+                since=since,
+                limit=limit,
+                cursor=cursor,
+            )
+            yield page
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def iter_tasks(
+        self,
+        *,
+        agent: str | None = None,
+        direction: Direction | None = None,
+        state: TaskState | None = None,
+        context_id: str | None = None,
+        q: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> AsyncIterator[Task]:
+        """Every task of a search (`async for`); see `Agents.iter_tasks`."""
+        async for page in self.iter_task_pages(
+            agent=agent,
+            direction=direction,
+            state=state,
+            context_id=context_id,
+            q=q,
+            since=since,
+            limit=limit,
+            cursor=cursor,
+        ):
+            for task in page.tasks:
+                yield task
+
+    async def card(self, agent: str) -> dict[str, Any]:
+        """The agent's signed A2A card; see `Agents.card`."""
+        body: dict[str, Any] = await self._transport.send(requests.agent_card(agent))
+        return body
+
+    async def cards(self, *, limit: int | None = None, cursor: str | None = None) -> CardPage:
+        """One page of the tenant's cards; see `Agents.cards`."""
+        body = await self._transport.send(requests.list_cards(limit=limit, cursor=cursor))
+        return CardPage.from_json(body)
+
+    async def iter_cards(self, *, limit: int | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Every card of the tenant (`async for`); see `Agents.iter_cards`."""
+        cursor: str | None = None
+        while True:
+            page = await self.cards(limit=limit, cursor=cursor)
+            for card in page.cards:
+                yield card
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
     async def next_task(self, *, wait: int = DEFAULT_SERVE_WAIT_SECONDS) -> Task | None:
         """Claim the next task; see `Agents.next_task`."""
         body = await self._transport.send(requests.claim_next_task(wait=wait))
         return Task(body) if body is not None else None
+
+    async def progress(
+        self,
+        task_id: str,
+        text: str | None = None,
+        *,
+        data: Any = None,
+        parts: Sequence[Part] | None = None,
+        message_id: str | None = None,
+    ) -> Task:
+        """Report progress on a claimed task; see `Agents.progress`."""
+        message = requests.build_message(
+            text=text,
+            data=data,
+            parts=parts,
+            message_id=message_id or new_message_id(),
+            role="agent",
+        )
+        return Task(await self._transport.send(requests.report_progress(task_id, message)))
 
     async def reply(self, task_id: str, reply: HandlerResult) -> Task:
         """Answer a claimed task; see `Agents.reply`."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -13,9 +13,10 @@ import httpx
 
 from . import _requests as requests
 from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, HOSTED_URL, SyncTransport
+from ._pages import CardPage, TaskPage
 from ._serve import DEFAULT_SERVE_WAIT_SECONDS, Handler, SyncServer, check_serve_arguments
 from ._task import HandlerResult, Task, new_message_id, reply_from_result
-from ._types import Part
+from ._types import Direction, Part, TaskState
 
 
 URL_VARIABLE = "FORGEBENCH_URL"
@@ -100,12 +101,166 @@ class Agents:
         """Cancel a task (caller only); a finished task is returned unchanged."""
         return Task(self._transport.send(requests.cancel_task(callee, task_id)))
 
+    def answer(
+        self,
+        callee: str,
+        task_id: str,
+        text: str | None = None,
+        *,
+        data: Any = None,
+        parts: Sequence[Part] | None = None,
+        message_id: str | None = None,
+    ) -> Task:
+        """Answer the question of an `input_required` task in place; it goes back to `working`.
+
+        `POST /v1/agents/{callee}/tasks/{task_id}/messages` (caller only). The message is built
+        as in `call` and carries `message_id` (a new one when not given), the same on every
+        retry, so a repeat is answered with the task and recorded once.
+        """
+        message = requests.build_message(
+            text=text, data=data, parts=parts, message_id=message_id or new_message_id()
+        )
+        return Task(self._transport.send(requests.add_task_message(callee, task_id, message)))
+
+    def search_tasks(
+        self,
+        *,
+        agent: str | None = None,
+        direction: Direction | None = None,
+        state: TaskState | None = None,
+        context_id: str | None = None,
+        q: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> TaskPage:
+        """One page of the tasks this key may search: `GET /v1/tasks`.
+
+        Every filter is optional: `agent` (a name or id; an agent key may name only itself),
+        `direction` (`inbound`, `outbound`, `both`), `state`, `context_id`, `q` (1-8 words,
+        all of which must be in the task), `since` (RFC 3339), `limit` (1-100, default 50) and
+        `cursor` (the `next_cursor` of the previous page of the same search).
+        """
+        request = requests.search_tasks(
+            agent=agent,
+            direction=direction,
+            state=state,
+            context_id=context_id,
+            q=q,
+            since=since,
+            limit=limit,
+            cursor=cursor,
+        )
+        return TaskPage.from_json(self._transport.send(request))
+
+    def iter_task_pages(
+        self,
+        *,
+        agent: str | None = None,
+        direction: Direction | None = None,
+        state: TaskState | None = None,
+        context_id: str | None = None,
+        q: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Iterator[TaskPage]:
+        """Every page of a search, following `next_cursor`; see `search_tasks`."""
+        while True:
+            page = self.search_tasks(
+                agent=agent,
+                direction=direction,
+                state=state,
+                context_id=context_id,
+                q=q,
+                since=since,
+                limit=limit,
+                cursor=cursor,
+            )
+            yield page
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def iter_tasks(
+        self,
+        *,
+        agent: str | None = None,
+        direction: Direction | None = None,
+        state: TaskState | None = None,
+        context_id: str | None = None,
+        q: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Iterator[Task]:
+        """Every task of a search, page after page; see `search_tasks`."""
+        for page in self.iter_task_pages(
+            agent=agent,
+            direction=direction,
+            state=state,
+            context_id=context_id,
+            q=q,
+            since=since,
+            limit=limit,
+            cursor=cursor,
+        ):
+            yield from page.tasks
+
+    # -- agent cards ---------------------------------------------------------------------------
+
+    def card(self, agent: str) -> dict[str, Any]:
+        """The agent's signed A2A card (`agent` is its name or id)."""
+        body: dict[str, Any] = self._transport.send(requests.agent_card(agent))
+        return body
+
+    def cards(self, *, limit: int | None = None, cursor: str | None = None) -> CardPage:
+        """One page of the tenant's cards, by agent name: `GET /v1/agents/cards`.
+
+        `limit` is 1-50 (default 20); `cursor` is the `next_cursor` of the previous page.
+        """
+        body = self._transport.send(requests.list_cards(limit=limit, cursor=cursor))
+        return CardPage.from_json(body)
+
+    def iter_cards(self, *, limit: int | None = None) -> Iterator[dict[str, Any]]:
+        """Every card of the tenant, page after page; see `cards`."""
+        cursor: str | None = None
+        while True:
+            page = self.cards(limit=limit, cursor=cursor)
+            yield from page.cards
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
     # -- the callee's side -------------------------------------------------------------------
 
     def next_task(self, *, wait: int = DEFAULT_SERVE_WAIT_SECONDS) -> Task | None:
         """Claim the next task, waiting up to `wait` seconds; None when nothing arrived."""
         body = self._transport.send(requests.claim_next_task(wait=wait))
         return Task(body) if body is not None else None
+
+    def progress(
+        self,
+        task_id: str,
+        text: str | None = None,
+        *,
+        data: Any = None,
+        parts: Sequence[Part] | None = None,
+        message_id: str | None = None,
+    ) -> Task:
+        """Report progress on a claimed task; it stays `working` and the message joins its history.
+
+        `POST /v1/agents/me/tasks/{task_id}/progress`. The agent message is built as in `call`
+        and carries `message_id` (a new one when not given), so a retry is recorded once.
+        """
+        message = requests.build_message(
+            text=text,
+            data=data,
+            parts=parts,
+            message_id=message_id or new_message_id(),
+            role="agent",
+        )
+        return Task(self._transport.send(requests.report_progress(task_id, message)))
 
     def reply(self, task_id: str, reply: HandlerResult) -> Task:
         """Answer a claimed task; returns the task as the answer left it.

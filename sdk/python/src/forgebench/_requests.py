@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
-from ._types import Message, Part, TaskResultIn
+from ._types import Direction, Message, Part, TaskResultIn, TaskState
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Request:
 def _segment(value: str) -> str:
     """A path segment: a callee's name or id, or a task id, escaped."""
     if not value:
-        raise ValueError("a callee and a task id must not be empty")
+        raise ValueError("an agent (a callee) and a task id must not be empty")
     return quote(value, safe="")
 
 
@@ -42,14 +42,21 @@ def _wait_params(wait: int) -> dict[str, Any]:
     return {"wait": wait} if wait else {}
 
 
+def _optional_int(name: str, value: int | None) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise TypeError(f"{name} must be a whole number")
+    return value
+
+
 def build_message(
     *,
     text: str | None,
     data: Any,
     parts: Sequence[Part] | None,
     message_id: str,
+    role: Literal["user", "agent"] = "user",
 ) -> Message:
-    """A user message: a text part for `text`, a data part for `data`, then `parts`."""
+    """A message of `role`: a text part for `text`, a data part for `data`, then `parts`."""
     built: list[Part] = []
     if text is not None:
         built.append({"text": text})
@@ -58,7 +65,9 @@ def build_message(
     built.extend(parts or [])
     if not built:
         raise ValueError("a message needs text=, data= or parts=")
-    return {"role": "user", "parts": built, "message_id": message_id}
+    if not message_id:
+        raise ValueError("a message_id must not be empty")
+    return {"role": role, "parts": built, "message_id": message_id}
 
 
 def open_task(
@@ -100,6 +109,60 @@ def cancel_task(callee: str, task_id: str) -> Request:
     return Request("POST", f"/v1/agents/{_segment(callee)}/tasks/{_segment(task_id)}/cancel")
 
 
+def add_task_message(callee: str, task_id: str, message: Message) -> Request:
+    """`POST /v1/agents/{callee}/tasks/{task_id}/messages`: the caller answers a question.
+
+    Repeatable when the message carries a `message_id`: the gateway answers a repeat with the
+    task as it stands and records nothing twice.
+    """
+    return Request(
+        "POST",
+        f"/v1/agents/{_segment(callee)}/tasks/{_segment(task_id)}/messages",
+        json={"message": message},
+        repeatable="message_id" in message,
+    )
+
+
+def search_tasks(
+    *,
+    agent: str | None,
+    direction: Direction | None,
+    state: TaskState | None,
+    context_id: str | None,
+    q: str | None,
+    since: str | None,
+    limit: int | None,
+    cursor: str | None,
+) -> Request:
+    """`GET /v1/tasks` with the filters given (None: not sent)."""
+    filters: dict[str, Any] = {
+        "agent": agent,
+        "direction": direction,
+        "state": state,
+        "context_id": context_id,
+        "q": q,
+        "since": since,
+        "limit": _optional_int("limit", limit),
+        "cursor": cursor,
+    }
+    return Request(
+        "GET", "/v1/tasks", params={k: v for k, v in filters.items() if v is not None}
+    )
+
+
+def agent_card(agent: str) -> Request:
+    """`GET /v1/agents/{agent}/.well-known/agent-card.json`."""
+    return Request("GET", f"/v1/agents/{_segment(agent)}/.well-known/agent-card.json")
+
+
+def list_cards(*, limit: int | None, cursor: str | None) -> Request:
+    """`GET /v1/agents/cards`: one page of the tenant's cards, by agent name."""
+    params: dict[str, Any] = {"limit": _optional_int("limit", limit), "cursor": cursor}
+    return Request(
+        "GET", "/v1/agents/cards", params={k: v for k, v in params.items() if v is not None}
+    )
+
+
 def claim_next_task(*, wait: int) -> Request:
     """`GET /v1/agents/me/tasks/next`: a Task, or 204 when nothing arrived within `wait`."""
     return Request(
@@ -124,6 +187,19 @@ def post_result(task_id: str, body: TaskResultIn) -> Request:
         f"/v1/agents/me/tasks/{_segment(task_id)}/result",
         json=body,
         repeatable=message is not None and "message_id" in message,
+    )
+
+
+def report_progress(task_id: str, message: Message) -> Request:
+    """`POST /v1/agents/me/tasks/{task_id}/progress`: the callee reports on a task it holds.
+
+    Repeatable when the message carries a `message_id` (a repeat records nothing twice).
+    """
+    return Request(
+        "POST",
+        f"/v1/agents/me/tasks/{_segment(task_id)}/progress",
+        json={"message": message},
+        repeatable="message_id" in message,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 TaskState = Literal["submitted", "working", "input_required", "completed", "failed", "canceled"]
+Direction = Literal["inbound", "outbound", "both"]
 ReplyState = Literal["completed", "failed", "input_required"]
 
 
