@@ -26,10 +26,12 @@ pub const MAX_POLLS_PER_AGENT: u32 = 10;
 /// meanwhile), so a client at its limits costs the store nothing however often it asks.
 const FULL_POOL_MEMORY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// How many times a take reads which slots are free (and tries them) before it answers "none
-/// free": twice, so that a refused waiter costs the store a few requests, not dozens, however
-/// busy its pool.
-const TAKE_ROUNDS: usize = 2;
+/// How many times a take reads which slots are free (and tries them). It answers "none free" as
+/// soon as a read finds none, so a waiter refused by a full pool costs one read; it reads again
+/// only when every free slot it tried was taken first by others, which under a burst of waiters
+/// on one pool happened twice in a row while slots stood free (a waiter under the limit
+/// refused), hence more than two, and a bound so a pool in constant churn still answers.
+const TAKE_ROUNDS: usize = 8;
 
 /// The slots one kind of waiter shares: a key holder's own, or its whole tenant's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,8 +76,9 @@ impl Store {
     /// held. It first tries one slot picked at random, blind: a pool with few slots held gives
     /// one with a single write and no read. When that slot is held it reads which slots are held
     /// (strongly consistent) and tries the free ones; others take and give back slots meanwhile,
-    /// so a round whose free slots were all taken first is read again, once, before the answer
-    /// is "none free". A pool found full is remembered for [`FULL_POOL_MEMORY`].
+    /// so a round whose free slots were all taken first is read again (up to [`TAKE_ROUNDS`]);
+    /// the answer is "none free" when a read finds none. A pool found full is remembered for
+    /// [`FULL_POOL_MEMORY`].
     pub async fn take_poll_slot(
         &self,
         pool: &SlotPool,
