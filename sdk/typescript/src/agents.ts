@@ -90,7 +90,7 @@ export interface TaskSearch {
   signal?: AbortSignal;
 }
 
-/** One page of a task search, most recently changed first (with `q`, most recently created). */
+/** One page of a task search, newest first by creation (docs/api.md, "Task search"). */
 export interface TaskPage {
   tasks: TaskSummary[];
   /** The next page's `cursor`; `null` on the last page. */

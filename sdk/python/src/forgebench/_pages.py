@@ -11,7 +11,7 @@ from ._task import Task
 
 @dataclass(frozen=True)
 class TaskPage:
-    """One page of a task search, most recently changed first (with `q`: newest created first).
+    """One page of a task search, newest first by creation (docs/api.md, "Task search").
 
     `tasks` are the page's tasks (the wire's `items`, summaries without history);
     `next_cursor` is passed as `cursor` for the next page, None on the last page.
