@@ -4,6 +4,7 @@ use crate::domain::ids::{AgentId, TenantId};
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 
 use super::item::{json, key, n, opt_s, s, Item, Reader};
+use super::tenancy::CountBound;
 use super::{classify, AuditEntry, Store, StoreError};
 use crate::domain::{Agent, AgentRef, AgentStatus};
 
@@ -129,25 +130,17 @@ impl Store {
         max_agents: u64,
     ) -> Result<Result<(), AgentRefusal>, StoreError> {
         let [by_id, by_name] = copies(agent);
-        let count = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(key(format!("TENANT#{}", agent.tenant_id), "TENANT")))
-            .update_expression("ADD live_agents :one")
-            .condition_expression(
-                "attribute_exists(pk) AND (attribute_not_exists(live_agents) OR live_agents < :max)",
-            )
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":max", n(max_agents))
-            .build()
-            .map_err(|error| StoreError::Rejected(error.to_string()))?;
+        let count = self.count_on_tenant(
+            &agent.tenant_id,
+            "live_agents",
+            1,
+            CountBound::Below(max_agents),
+        )?;
         let items = vec![
             (Slot::Agent, self.put_new(by_id)?),
             (Slot::Agent, self.put_new(by_name)?),
             (Slot::Agent, self.put_new(audit.to_item())?),
-            (
-                Slot::Count,
-                TransactWriteItem::builder().update(count).build(),
-            ),
+            (Slot::Count, count),
         ];
         Ok(match self.transact_slots(items).await? {
             Ok(()) => Ok(()),
@@ -160,15 +153,7 @@ impl Store {
 
     /// The write that takes a retired agent off its tenant's count of agents.
     pub(crate) fn uncount_agent(&self, agent: &Agent) -> Result<TransactWriteItem, StoreError> {
-        let update = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(key(format!("TENANT#{}", agent.tenant_id), "TENANT")))
-            .update_expression("ADD live_agents :minus_one")
-            .condition_expression("attribute_exists(pk)")
-            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
-            .build()
-            .map_err(|error| StoreError::Rejected(error.to_string()))?;
-        Ok(TransactWriteItem::builder().update(update).build())
+        self.count_on_tenant(&agent.tenant_id, "live_agents", -1, CountBound::None)
     }
 
     /// Replaces both copies of an agent whose stored version is `agent.version - 1`. Returns

@@ -4,14 +4,15 @@
 //! listens. A config's `delivered` moves only forward, by conditional writes, so a retry never
 //! sends an event again and two workers never move it back.
 
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 
 use super::item::{key, n, s, Item, Reader};
 use super::task_item::{notify_outbox_shard, task_key, OUTBOX_GRACE_SECONDS};
 use super::tasks::build;
+use super::tenancy::CountBound;
 use super::{classify, Store, StoreError};
 use crate::domain::notify::{NotifyConfig, MAX_CONFIGS_PER_TASK};
-use crate::domain::{clock, Task, TaskId};
+use crate::domain::{clock, Task, TaskId, TenantId};
 
 const PREFIX: &str = "NOTIFY#";
 
@@ -39,31 +40,8 @@ enum Slot {
     Tenant,
 }
 
-/// The write that counts a config on its tenant (`live_configs`, ±1), while it has events to
-/// send; with `max`, only while the tenant holds fewer.
-fn count_on_tenant(
-    table: &str,
-    tenant_id: &str,
-    change: i64,
-    max: Option<u64>,
-) -> Result<TransactWriteItem, StoreError> {
-    let mut update = Update::builder()
-        .table_name(table)
-        .set_key(Some(key(format!("TENANT#{tenant_id}"), "TENANT")))
-        .update_expression("ADD live_configs :change")
-        .expression_attribute_values(":change", AttributeValue::N(change.to_string()))
-        .condition_expression("attribute_exists(pk)");
-    if let Some(max) = max {
-        update = update
-            .condition_expression(
-                "attribute_exists(pk) AND (attribute_not_exists(live_configs) OR live_configs < :max)",
-            )
-            .expression_attribute_values(":max", n(max));
-    }
-    Ok(TransactWriteItem::builder()
-        .update(build(update.build())?)
-        .build())
-}
+/// The tenant's count of configs with events to send (`store/tenancy.rs`).
+const LIVE_CONFIGS: &str = "live_configs";
 
 fn to_item(config: &NotifyConfig) -> Item {
     let mut item = config_key(&config.task_id, &config.id);
@@ -182,7 +160,12 @@ impl Store {
             ),
             (
                 Slot::Tenant,
-                count_on_tenant(self.table(), &config.tenant_id, 1, Some(tenant_max))?,
+                self.count_on_tenant(
+                    &config.tenant_id,
+                    LIVE_CONFIGS,
+                    1,
+                    CountBound::Below(tenant_max),
+                )?,
             ),
         ];
         Ok(match self.transact_slots(items).await? {
@@ -265,7 +248,7 @@ impl Store {
     /// to send: `false` when there was none.
     pub async fn delete_notify_config(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         task_id: &TaskId,
         config_id: &str,
     ) -> Result<bool, StoreError> {
@@ -298,7 +281,7 @@ impl Store {
         let live = vec![
             delete(true)?,
             uncount()?,
-            count_on_tenant(self.table(), tenant_id, -1, None)?,
+            self.count_on_tenant(tenant_id, LIVE_CONFIGS, -1, CountBound::None)?,
         ];
         if self.transact_if(live).await? {
             return Ok(true);
@@ -436,7 +419,7 @@ impl Store {
             TransactWriteItem::builder()
                 .update(build(retire.build())?)
                 .build(),
-            count_on_tenant(self.table(), &config.tenant_id, -1, None)?,
+            self.count_on_tenant(&config.tenant_id, LIVE_CONFIGS, -1, CountBound::None)?,
         ])
         .await
         .map(|_| ())

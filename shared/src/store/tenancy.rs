@@ -99,17 +99,39 @@ impl Store {
         tenant_id: &TenantId,
         change: i64,
     ) -> Result<TransactWriteItem, StoreError> {
-        let mut update = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(key(format!("TENANT#{tenant_id}"), "TENANT")))
-            .update_expression("ADD admin_keys :change")
-            .expression_attribute_values(":change", s_number(change));
-        update = if change < 0 {
-            update
-                .condition_expression("admin_keys > :one")
-                .expression_attribute_values(":one", n(1))
+        let bound = if change < 0 {
+            CountBound::Above(1)
         } else {
-            update.condition_expression("attribute_exists(pk)")
+            CountBound::None
+        };
+        self.count_on_tenant(tenant_id, "admin_keys", change, bound)
+    }
+
+    /// A transaction item that moves `counter` (an attribute of the tenant's item: `admin_keys`,
+    /// `live_agents`, `live_configs`) by `change`, within `bound`.
+    pub(crate) fn count_on_tenant(
+        &self,
+        tenant_id: &TenantId,
+        counter: &str,
+        change: i64,
+        bound: CountBound,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(tenant_key(tenant_id)))
+            .update_expression("ADD #counter :change")
+            .expression_attribute_names("#counter", counter)
+            .expression_attribute_values(":change", s_number(change));
+        let update = match bound {
+            CountBound::None => update.condition_expression("attribute_exists(pk)"),
+            CountBound::Below(max) => update
+                .condition_expression(
+                    "attribute_exists(pk) AND (attribute_not_exists(#counter) OR #counter < :bound)",
+                )
+                .expression_attribute_values(":bound", n(max)),
+            CountBound::Above(min) => update
+                .condition_expression("#counter > :bound")
+                .expression_attribute_values(":bound", n(min)),
         };
         let update = update
             .build()
@@ -157,6 +179,17 @@ impl Store {
             .await?;
         items.iter().map(MemberRecord::try_from).collect()
     }
+}
+
+/// What a move of a tenant's counter must keep (besides the tenant existing).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CountBound {
+    /// Nothing more.
+    None,
+    /// The counter is below this before the move (an increase up to a limit).
+    Below(u64),
+    /// The counter is above this before the move (a decrease that leaves some).
+    Above(u64),
 }
 
 /// A signed number attribute.
