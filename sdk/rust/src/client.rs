@@ -215,7 +215,10 @@ impl Client {
 }
 
 /// The body of a success; the typed error of anything else.
-async fn read_response(response: reqwest::Response, no_content_ok: bool) -> Result<Option<Value>> {
+pub(crate) async fn read_response(
+    response: reqwest::Response,
+    no_content_ok: bool,
+) -> Result<Option<Value>> {
     let status = response.status();
     if status == StatusCode::NO_CONTENT && no_content_ok {
         return Ok(None);
@@ -237,8 +240,12 @@ async fn read_response(response: reqwest::Response, no_content_ok: bool) -> Resu
     if status.is_success() {
         Ok(Some(body))
     } else {
-        Err(Error::from_status(status.as_u16(), body, retry_after)
-            .with_header_request_id(request_id))
+        Err(Error::from_status(
+            status.as_u16(),
+            body,
+            retry_after,
+            request_id,
+        ))
     }
 }
 
@@ -433,7 +440,7 @@ mod tests {
     #[test]
     fn a_refusal_is_never_retried() {
         let mut backoff = Backoff::for_requests();
-        let refused = Error::from_status(403, Value::Null, None);
+        let refused = Error::from_status(403, Value::Null, None, None);
         assert_eq!(delay_before_retry(&refused, true, &mut backoff), None);
     }
 }

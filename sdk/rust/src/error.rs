@@ -127,12 +127,18 @@ pub enum Error {
 }
 
 impl Error {
-    /// The typed error for a non-success `status` with `body`.
-    pub(crate) fn from_status(status: u16, body: Value, retry_after: Option<Duration>) -> Error {
+    /// The typed error for a non-success `status` with `body` (and the response's
+    /// `X-Request-Id`, when it is known).
+    pub(crate) fn from_status(
+        status: u16,
+        body: Value,
+        retry_after: Option<Duration>,
+        header_request_id: Option<String>,
+    ) -> Error {
         let body = ErrorBody {
             status,
             body,
-            header_request_id: None,
+            header_request_id,
         };
         match status {
             400 => Error::BadRequest(body),
@@ -148,32 +154,8 @@ impl Error {
         }
     }
 
-    /// The error with the response's `X-Request-Id`, for a body that names no request id.
-    pub(crate) fn with_header_request_id(mut self, id: Option<String>) -> Error {
-        if let Some(body) = self.body_mut() {
-            body.header_request_id = id;
-        }
-        self
-    }
-
     /// The refusal's status and body, for every error the gateway answered.
     pub fn body(&self) -> Option<&ErrorBody> {
-        match self {
-            Error::BadRequest(body)
-            | Error::Unauthenticated(body)
-            | Error::PermissionDenied(body)
-            | Error::NotFound(body)
-            | Error::Conflict(body)
-            | Error::TooLarge(body)
-            | Error::Unprocessable(body)
-            | Error::RateLimited { body, .. }
-            | Error::Server(body)
-            | Error::Status(body) => Some(body),
-            Error::Connection(_) | Error::Decode(_) | Error::InvalidArgument(_) => None,
-        }
-    }
-
-    fn body_mut(&mut self) -> Option<&mut ErrorBody> {
         match self {
             Error::BadRequest(body)
             | Error::Unauthenticated(body)
@@ -235,6 +217,7 @@ mod tests {
             409,
             json!({"detail": {"code": "task_not_working", "state": "canceled"}}),
             None,
+            None,
         );
         assert!(matches!(error, Error::Conflict(_)));
         assert_eq!(error.code(), Some("task_not_working"));
@@ -243,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_string_detail_is_the_message() {
-        let error = Error::from_status(404, json!({"detail": "task not found"}), None);
+        let error = Error::from_status(404, json!({"detail": "task not found"}), None, None);
         assert!(matches!(error, Error::NotFound(_)));
         assert_eq!(error.code(), None);
         assert_eq!(error.to_string(), "not found: 404 task not found");
@@ -255,23 +238,29 @@ mod tests {
             403,
             json!({"detail": {"code": "forbidden", "message": "no", "request_id": "req-1"}}),
             None,
+            Some("req-3".into()),
         );
         assert_eq!(
             (error.status(), error.code(), error.request_id()),
             (Some(403), Some("forbidden"), Some("req-1"))
         );
-        let exact = Error::from_status(404, json!({"detail": "task not found"}), None);
+        let exact = Error::from_status(404, json!({"detail": "task not found"}), None, None);
         assert_eq!(exact.request_id(), None);
-        let with_header = exact.with_header_request_id(Some("req-2".into()));
+        let with_header = Error::from_status(
+            404,
+            json!({"detail": "task not found"}),
+            None,
+            Some("req-2".into()),
+        );
         assert_eq!(with_header.request_id(), Some("req-2"));
-        let both = error.with_header_request_id(Some("req-3".into()));
-        assert_eq!(both.request_id(), Some("req-1"), "the body's id first");
+        // `error` had the header "req-3" too: the body's id comes first.
+        assert_eq!(error.request_id(), Some("req-1"), "the body's id first");
     }
 
     #[test]
     fn only_network_rate_limit_and_server_errors_are_passing() {
-        let unavailable = Error::from_status(503, json!({}), None);
-        let forbidden = Error::from_status(403, json!({}), None);
+        let unavailable = Error::from_status(503, json!({}), None, None);
+        let forbidden = Error::from_status(403, json!({}), None, None);
         assert!(unavailable.is_passing());
         assert!(!forbidden.is_passing());
     }

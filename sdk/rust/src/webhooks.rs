@@ -311,12 +311,10 @@ pub async fn fetch_jwks(
         .send()
         .await
         .map_err(crate::Error::Connection)?;
-    let status = response.status().as_u16();
-    let text = response.text().await.map_err(crate::Error::Connection)?;
-    let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    if !(200..300).contains(&status) {
-        return Err(crate::Error::from_status(status, body, None));
-    }
+    // Read as every SDK answer is: a refusal is its typed error, with its request id.
+    let body = crate::client::read_response(response, false)
+        .await?
+        .unwrap_or(Value::Null);
     if !body.get("keys").is_some_and(Value::is_array) {
         return Err(crate::Error::Decode(
             "the gateway's JWKS has no `keys` list".into(),
