@@ -113,8 +113,54 @@ async fn to_lambda_request(
     Ok((route, request))
 }
 
+/// Where `FORGEBENCH_ACCESS_LOG` names a file, one JSON line per request routed to an operation:
+/// its `operation` (the document's `operationId`), `status` and `user_agent`. Never a path,
+/// header value but the user agent, or body. The SDKs' suites read it to show that every
+/// operation of the document is reached through each SDK (`scripts/operations-reached.py`).
+struct AccessLog(std::fs::File);
+
+impl AccessLog {
+    fn from_env() -> Option<Arc<AccessLog>> {
+        let path = std::env::var_os("FORGEBENCH_ACCESS_LOG")?;
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+        {
+            Ok(file) => Some(Arc::new(AccessLog(file))),
+            Err(error) => {
+                tracing::warn!(error = %error, "the access log cannot be opened; requests go unlogged");
+                None
+            }
+        }
+    }
+
+    /// One line in one write, so processes appending to the same file never interleave.
+    fn record(&self, route: Route, status: StatusCode, user_agent: &str) {
+        use std::io::Write;
+        let line = json!({
+            "operation": format!("{route:?}"),
+            "status": status.as_u16(),
+            "user_agent": user_agent,
+        });
+        if let Err(error) = (&self.0).write_all(format!("{line}\n").as_bytes()) {
+            tracing::warn!(error = %error, "an access log line was not written");
+        }
+    }
+}
+
+fn user_agent(request: &hyper::Request<Incoming>) -> String {
+    request
+        .headers()
+        .get(http::header::USER_AGENT)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// Serves the API on `listener` until the task is aborted.
 pub fn serve(app: Arc<App>, listener: TcpListener) -> JoinHandle<()> {
+    let access_log = AccessLog::from_env();
     tokio::spawn(async move {
         loop {
             let (stream, _) = match listener.accept().await {
@@ -125,14 +171,23 @@ pub fn serve(app: Arc<App>, listener: TcpListener) -> JoinHandle<()> {
                 }
             };
             let app = Arc::clone(&app);
+            let access_log = access_log.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |request: hyper::Request<Incoming>| {
                     let app = Arc::clone(&app);
+                    let access_log = access_log.clone();
                     async move {
+                        let user_agent = user_agent(&request);
                         // A streamed reply goes out chunk by chunk (HTTP/1.1 chunked), as API
                         // Gateway sends a `STREAM` integration's response.
                         let response = match to_lambda_request(request).await {
-                            Ok((route, request)) => route.handle(&app, request).await,
+                            Ok((route, request)) => {
+                                let response = route.handle(&app, request).await;
+                                if let Some(log) = &access_log {
+                                    log.record(route, response.status(), &user_agent);
+                                }
+                                response
+                            }
                             Err(refusal) => buffered(refusal),
                         };
                         Ok::<_, Infallible>(response)
