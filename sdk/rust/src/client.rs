@@ -167,10 +167,28 @@ impl Client {
 
     /// The JSON body of `request`'s answer (`None` for an allowed `204`), retrying what is safe.
     pub(crate) async fn send(&self, request: Request) -> Result<Option<Value>> {
+        self.retrying(&request, |request| self.send_once(request))
+            .await
+    }
+
+    /// The response of a streaming `request` (`text/event-stream`) once its head arrived with a
+    /// success; opening it is retried like any request. Its body is read by the caller, with no
+    /// timeout: a stream lasts as long as the gateway keeps it open.
+    pub(crate) async fn open_stream(&self, request: Request) -> Result<reqwest::Response> {
+        self.retrying(&request, |request| self.open_stream_once(request))
+            .await
+    }
+
+    /// Runs `once` for `request`, again after a passing trouble when that is safe.
+    async fn retrying<'r, T, F, Fut>(&self, request: &'r Request, mut once: F) -> Result<T>
+    where
+        F: FnMut(&'r Request) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
         let mut backoff = Backoff::for_requests();
         let mut attempt = 0;
         loop {
-            let outcome = self.send_once(&request).await;
+            let outcome = once(request).await;
             let retry = attempt < self.inner.max_retries;
             let delay = match &outcome {
                 Err(error) if retry => delay_before_retry(error, request.repeatable, &mut backoff),
@@ -189,7 +207,8 @@ impl Client {
         }
     }
 
-    async fn send_once(&self, request: &Request) -> Result<Option<Value>> {
+    /// `request` ready to send: its URL, the key, the `accept` header and the request's own.
+    fn prepared(&self, request: &Request, accept: &str) -> reqwest::RequestBuilder {
         let inner = &self.inner;
         let url = format!(
             "{}{}{}",
@@ -201,16 +220,40 @@ impl Client {
             .http
             .request(request.method.clone(), url)
             .bearer_auth(&inner.api_key)
-            .header("accept", "application/json")
-            .timeout(inner.timeout + Duration::from_secs(u64::from(request.wait)));
+            .header("accept", accept);
         for (name, value) in &request.headers {
             builder = builder.header(*name, value);
         }
         if let Some(body) = &request.body {
             builder = builder.json(body);
         }
-        let response = builder.send().await.map_err(Error::Connection)?;
+        builder
+    }
+
+    async fn send_once(&self, request: &Request) -> Result<Option<Value>> {
+        let timeout = self.inner.timeout + Duration::from_secs(u64::from(request.wait));
+        let response = self
+            .prepared(request, "application/json")
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(Error::Connection)?;
         read_response(response, request.no_content_ok).await
+    }
+
+    async fn open_stream_once(&self, request: &Request) -> Result<reqwest::Response> {
+        let response = self
+            .prepared(request, "text/event-stream")
+            .send()
+            .await
+            .map_err(Error::Connection)?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        // A status that is no success is always the typed error of its body.
+        let status = response.status();
+        read_response(response, false).await?;
+        Err(Error::Decode(format!("a stream answered {status}")))
     }
 }
 

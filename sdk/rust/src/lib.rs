@@ -1,12 +1,15 @@
 //! The Rust SDK of the Forgebench A2A gateway: open tasks on other agents ([`Client::call`]),
 //! read, cancel and search them, serve this agent's tasks ([`Client::serve`],
-//! [`Client::next_task`], [`Client::reply`]), and manage a tenant (members, agents, keys,
-//! bindings, push endpoints, cards).
+//! [`Client::next_task`], [`Client::reply`]), follow a task's events ([`Client::events`]), and
+//! manage a tenant (members, agents, keys, bindings, push endpoints, tools, cards, the audit log,
+//! call lineage, settings, signing keys).
 //!
 //! Every refusal is a typed [`Error`] carrying the gateway's documented body ([`ErrorBody`]).
 
+mod admin;
 mod client;
 mod error;
+mod events;
 mod manage;
 mod retry;
 mod serve;
@@ -14,21 +17,27 @@ mod task;
 mod tasks;
 pub mod webhooks;
 
+pub use admin::{
+    AuditActor, AuditEntry, AuditOutcome, AuditPage, AuditQuery, Call, Jwk, Jwks,
+    RetiredSigningKey, SigningKey, SigningKeyPurpose, TenantSettings, TenantSettingsPatch,
+};
 pub use client::{
     Client, ClientBuilder, API_KEY_VARIABLE, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HOSTED_URL,
     URL_VARIABLE,
 };
 pub use error::{Error, ErrorBody, Result};
+pub use events::TaskEvent;
 pub use manage::{
-    Agent, Binding, Bindings, CreatedMember, CreatedTenant, EndpointAuth, EndpointConfig,
-    IssuedKey, Items, SecretKey,
+    Agent, AgentEndpoint, Binding, Bindings, CreatedMember, CreatedTenant, EndpointAuth,
+    EndpointAuthInfo, EndpointConfig, IssuedKey, Items, KeyInfo, KeyRevoked, Member, SecretKey,
+    Tool, ToolRemoved, ToolSpec,
 };
 pub use serve::{ServeOptions, StopSignal, DEFAULT_SERVE_WAIT_SECONDS, MAX_REPLY_ATTEMPTS};
 pub use task::{
     new_message_id, text_of, Artifact, FileRef, IntoReply, Message, Part, Task, TaskInput,
     TaskReply, TaskState, TaskStatus, RESPONSE_ARTIFACT_NAME,
 };
-pub use tasks::{CallOptions, Direction, TaskPage, TaskSearch, MAX_WAIT_SECONDS};
+pub use tasks::{CallOptions, DeliveryAttempt, Direction, TaskPage, TaskSearch, MAX_WAIT_SECONDS};
 pub use webhooks::{
     fetch_jwks, verify_delivery, Expected, ReplayCache, WebhookCheck, WebhookError,
 };

@@ -1,10 +1,12 @@
-//! Management routes: tenants, members, agents, keys, bindings, push endpoints, cards.
+//! Management routes: tenants, members and their keys, agents, agent keys, bindings, push
+//! endpoints, tools, cards.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::client::{segment, Client, Request};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A key shown once, when it is created. Its `Debug` hides it; [`SecretKey::expose`] gives it.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,11 +62,145 @@ pub struct Agent {
     #[serde(default)]
     pub owner_member_id: Option<String>,
     pub status: String,
-    /// `{url, auth: {type, configured: true}|null, allow_private_network}`, or `null` (pull).
+    /// `{url, auth: {type, configured: true}|null, allow_private_network}`, or `null` (pull);
+    /// [`Agent::push_endpoint`] reads it typed.
     #[serde(default)]
     pub endpoint: Option<Value>,
+    /// How long the agent has to answer a task it claimed (seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_timeout_seconds: Option<u64>,
+    /// The media ranges of the parts the agent accepts (its card's `defaultInputModes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_modes: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl Agent {
+    /// The agent's push endpoint, typed; `None` for a pull agent (or an endpoint this SDK
+    /// cannot read).
+    pub fn push_endpoint(&self) -> Option<AgentEndpoint> {
+        self.endpoint
+            .clone()
+            .filter(|endpoint| !endpoint.is_null())
+            .and_then(|endpoint| serde_json::from_value(endpoint).ok())
+    }
+}
+
+/// An agent's push endpoint as the gateway shows it: never its credential.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentEndpoint {
+    pub url: String,
+    /// The kind of credential sent with each push, when one is set.
+    #[serde(default)]
+    pub auth: Option<EndpointAuthInfo>,
+    #[serde(default)]
+    pub allow_private_network: bool,
+}
+
+/// What the gateway says of an endpoint's credential: its kind (and header name), never the
+/// secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointAuthInfo {
+    /// `bearer` or `header`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The header's name, for `header`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub configured: bool,
+}
+
+/// A member of the tenant with every key it ever held (`GET /v1/members`); never a secret.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Member {
+    pub member_id: String,
+    pub name: String,
+    /// `admin`, `member` or `viewer`.
+    pub role: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub keys: Vec<KeyInfo>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A key as a listing shows it (an agent's or a member's): never the secret.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KeyInfo {
+    pub key_id: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    /// When the key last authenticated a request, to the hour.
+    #[serde(default)]
+    pub last_used_at: Option<String>,
+    #[serde(default)]
+    pub revoked_at: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl KeyInfo {
+    /// Whether the key was revoked.
+    pub fn is_revoked(&self) -> bool {
+        self.revoked_at.is_some()
+    }
+}
+
+/// A revoked key (an agent's or a member's): `{key_id, revoked: true}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyRevoked {
+    pub key_id: String,
+    pub revoked: bool,
+}
+
+/// A tool binding of an agent: one skill of its card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// What [`Client::put_tool`] sends: a description (1 to 2,000 characters) and up to 20 tags.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct ToolSpec {
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+}
+
+impl ToolSpec {
+    /// A tool described by `description`, without tags (its card skill then shows `tool`).
+    pub fn new(description: impl Into<String>) -> ToolSpec {
+        ToolSpec {
+            description: description.into(),
+            tags: None,
+        }
+    }
+
+    /// The tool's tags (1 to 64 characters each).
+    pub fn tags<I, T>(mut self, tags: I) -> ToolSpec
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<String>,
+    {
+        self.tags = Some(tags.into_iter().map(Into::into).collect());
+        self
+    }
+}
+
+/// A removed tool binding: `{name, removed: true}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRemoved {
+    pub name: String,
+    pub removed: bool,
 }
 
 /// One caller → callee binding.
@@ -92,6 +228,20 @@ pub struct Bindings {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Items<T> {
     pub items: Vec<T>,
+}
+
+impl Items<Value> {
+    /// The items read as `T`: [`Member`] for [`Client::list_members`], [`KeyInfo`] for
+    /// [`Client::list_keys`] (both return JSON values, as they always did).
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
+        self.items
+            .iter()
+            .map(|item| {
+                serde_json::from_value(item.clone())
+                    .map_err(|error| Error::Decode(error.to_string()))
+            })
+            .collect()
+    }
 }
 
 /// What `PUT /v1/agents/{agent}/endpoint` sets. `url: None` reverts the agent to pull.
@@ -149,6 +299,14 @@ fn agent_path(agent: &str) -> Result<String> {
     Ok(format!("/v1/agents/{}", segment(agent)?))
 }
 
+fn member_keys_path(member_id: &str) -> Result<String> {
+    Ok(format!("/v1/members/{}/keys", segment(member_id)?))
+}
+
+fn tool_path(agent: &str, tool: &str) -> Result<String> {
+    Ok(format!("{}/tools/{}", agent_path(agent)?, segment(tool)?))
+}
+
 impl Client {
     /// Creates a tenant (operator key); the answer holds its first admin key, shown once.
     pub async fn create_tenant(&self, name: &str) -> Result<CreatedTenant> {
@@ -163,9 +321,27 @@ impl Client {
             .await
     }
 
-    /// Every member of the tenant (admin), never a secret.
+    /// Every member of the tenant with every key it ever held (admin), never a secret. The
+    /// items are JSON; `.parse::<Member>()` reads them typed.
     pub async fn list_members(&self) -> Result<Items<Value>> {
         self.send_json(Request::get("/v1/members".into())).await
+    }
+
+    /// Issues a member another key (admin; at most 20 live), shown once:
+    /// `POST /v1/members/{member_id}/keys`. Not retried after a broken connection (a repeat
+    /// would issue a second key).
+    pub async fn issue_member_key(&self, member_id: &str) -> Result<IssuedKey> {
+        self.send_json(Request::post(member_keys_path(member_id)?, json!({})))
+            .await
+    }
+
+    /// Revokes a member's key (admin): `DELETE /v1/members/{member_id}/keys/{key_id}`. The
+    /// tenant's last live admin key cannot be revoked (`409`); an unknown or already revoked
+    /// key is `404`.
+    pub async fn revoke_member_key(&self, member_id: &str, key_id: &str) -> Result<KeyRevoked> {
+        let path = format!("{}/{}", member_keys_path(member_id)?, segment(key_id)?);
+        self.send_json(Request::new(reqwest::Method::DELETE, path))
+            .await
     }
 
     /// Creates an agent, owned by the creating member (or `owner_member_id`, by an admin).
@@ -224,13 +400,15 @@ impl Client {
         self.send_json(Request::post(path, json!({}))).await
     }
 
-    /// Every key the agent ever held, never a secret.
+    /// Every key the agent ever held, never a secret. The items are JSON;
+    /// `.parse::<KeyInfo>()` reads them typed.
     pub async fn list_keys(&self, agent: &str) -> Result<Items<Value>> {
         self.send_json(Request::get(format!("{}/keys", agent_path(agent)?)))
             .await
     }
 
-    pub async fn revoke_key(&self, agent: &str, key_id: &str) -> Result<Value> {
+    /// Revokes one of the agent's keys; an unknown or already revoked key is `404`.
+    pub async fn revoke_key(&self, agent: &str, key_id: &str) -> Result<KeyRevoked> {
         let path = format!("{}/keys/{}", agent_path(agent)?, segment(key_id)?);
         self.send_json(Request::new(reqwest::Method::DELETE, path))
             .await
@@ -272,6 +450,27 @@ impl Client {
         let path = format!("{}/endpoint", agent_path(agent)?);
         self.send_json(Request::new(reqwest::Method::PUT, path).body(config.body()))
             .await
+    }
+
+    /// The agent's tool bindings: `GET /v1/agents/{agent}/tools`.
+    pub async fn tools(&self, agent: &str) -> Result<Items<Tool>> {
+        self.send_json(Request::get(format!("{}/tools", agent_path(agent)?)))
+            .await
+    }
+
+    /// Binds (or replaces) the tool `tool` of `agent`, shown on its card as a skill (the
+    /// agent's owner or an admin; at most 64 tools): `PUT /v1/agents/{agent}/tools/{tool}`.
+    pub async fn put_tool(&self, agent: &str, tool: &str, spec: &ToolSpec) -> Result<Tool> {
+        let body = serde_json::to_value(spec).map_err(|error| Error::Decode(error.to_string()))?;
+        let request = Request::new(reqwest::Method::PUT, tool_path(agent, tool)?).body(body);
+        self.send_json(request).await
+    }
+
+    /// Removes a tool binding (`404` when there is none): `DELETE
+    /// /v1/agents/{agent}/tools/{tool}`.
+    pub async fn delete_tool(&self, agent: &str, tool: &str) -> Result<ToolRemoved> {
+        let request = Request::new(reqwest::Method::DELETE, tool_path(agent, tool)?);
+        self.send_json(request).await
     }
 
     /// The agent's A2A card.

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use crate::client::{segment, Client, Request};
 use crate::error::{Error, Result};
+use crate::manage::Items;
 use crate::task::{new_message_id, IntoReply, Message, Part, Task, TaskReply, TaskState};
 
 /// The most a request may ask the gateway to wait, in seconds.
@@ -153,6 +154,21 @@ pub struct TaskPage {
     pub next_cursor: Option<String>,
 }
 
+/// One push delivery attempt of a task (`GET /v1/agents/{callee}/tasks/{id}/attempts`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub struct DeliveryAttempt {
+    /// 1 for the first delivery, then one more per retry.
+    pub attempt: u32,
+    pub at: String,
+    /// The endpoint's HTTP status; `None` when no answer came (a timeout, a refused
+    /// connection).
+    #[serde(default)]
+    pub status: Option<u16>,
+    pub latency_ms: u64,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
 fn checked_wait(wait: u32) -> Result<u32> {
     if wait > MAX_WAIT_SECONDS {
         return Err(Error::InvalidArgument(format!(
@@ -215,6 +231,14 @@ impl Client {
         let path = format!("{}/messages", task_path(callee, task_id)?);
         self.send_json(Request::post(path, json!({ "message": message })).repeatable(true))
             .await
+    }
+
+    /// The push delivery attempts of a task, in order, across all its deliveries (empty for a
+    /// pull callee's task); the callee's owner or an admin:
+    /// `GET /v1/agents/{callee}/tasks/{id}/attempts`.
+    pub async fn attempts(&self, callee: &str, task_id: &str) -> Result<Items<DeliveryAttempt>> {
+        let path = format!("{}/attempts", task_path(callee, task_id)?);
+        self.send_json(Request::get(path)).await
     }
 
     /// One page of the tasks this key may search: `GET /v1/tasks`.

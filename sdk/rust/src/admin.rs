@@ -1,0 +1,329 @@
+//! The tenant's records and settings (audit log, call lineage, tenant settings) and the
+//! gateway's signing keys.
+
+use futures::{Stream, TryStreamExt};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::client::{segment, Client, Request};
+use crate::error::{Error, Result};
+use crate::manage::Items;
+
+/// Whether an audited action was done or refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditOutcome {
+    Allowed,
+    Refused,
+    /// An outcome this SDK does not know yet.
+    #[serde(other)]
+    Unknown,
+}
+
+impl AuditOutcome {
+    /// The outcome as the gateway spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditOutcome::Allowed => "allowed",
+            AuditOutcome::Refused => "refused",
+            AuditOutcome::Unknown => "unknown",
+        }
+    }
+}
+
+/// Who did an audited action: `kind` (`member`, `agent`, `operator`, …) and id.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct AuditActor {
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+/// One entry of the audit log. Fields the SDK does not model are kept in `extra`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub id: String,
+    pub at: String,
+    #[serde(default)]
+    pub actor: AuditActor,
+    /// `agent.create`, `member.key.revoke`, `task.open`, `tenant.word_search.off`, …
+    pub action: String,
+    pub target: String,
+    pub outcome: AuditOutcome,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub call_id: Option<String>,
+    #[serde(default)]
+    pub task_id: Option<String>,
+    /// How many times this happened in the entry's minute (refusals are counted, not repeated).
+    #[serde(default = "one")]
+    pub count: u64,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// The filters of `GET /v1/audit` (admin, viewer); every one optional.
+#[derive(Debug, Clone, Default)]
+pub struct AuditQuery {
+    /// An agent (name or id) as the actor or the target.
+    pub agent: Option<String>,
+    /// An action prefix: `agent.` matches `agent.create`, `agent.key.issue`, …
+    pub action: Option<String>,
+    pub outcome: Option<AuditOutcome>,
+    /// RFC 3339: entries after it.
+    pub since: Option<String>,
+    /// 1–100, default 50.
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl AuditQuery {
+    fn request(&self) -> Request {
+        let mut request = Request::get("/v1/audit".into());
+        let filters = [
+            ("agent", self.agent.clone()),
+            ("action", self.action.clone()),
+            ("outcome", self.outcome.map(|o| o.as_str().to_owned())),
+            ("since", self.since.clone()),
+            ("limit", self.limit.map(|l| l.to_string())),
+            ("cursor", self.cursor.clone()),
+        ];
+        for (name, value) in filters {
+            if let Some(value) = value {
+                request = request.query(name, value);
+            }
+        }
+        request
+    }
+}
+
+/// One page of the audit log, newest first. The filters apply within each page read, so a page
+/// may be short (even empty) while `next_cursor` still leads on; `None` on the last page.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AuditPage {
+    pub items: Vec<AuditEntry>,
+    pub next_cursor: Option<String>,
+}
+
+/// One call of a lineage tree (`GET /v1/calls`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Call {
+    pub call_id: String,
+    #[serde(default)]
+    pub parent_call_id: Option<String>,
+    pub root_call_id: String,
+    pub task_id: String,
+    pub caller_agent_id: String,
+    pub callee_agent_id: String,
+    pub at: String,
+}
+
+/// What a signing key signs: agent cards or push deliveries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SigningKeyPurpose {
+    CardSigning,
+    WebhookSigning,
+    /// A purpose this SDK does not know yet.
+    #[serde(other)]
+    Unknown,
+}
+
+/// One public key of the JWKS (an Ed25519 `OKP` key). Fields the SDK does not model are kept in
+/// `extra`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Jwk {
+    pub kty: String,
+    pub crv: String,
+    /// The public key, base64url.
+    pub x: String,
+    pub kid: String,
+    pub alg: String,
+    #[serde(rename = "use")]
+    pub key_use: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<SigningKeyPurpose>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The gateway's JWKS: every signing key not retired, of both purposes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Jwks {
+    pub keys: Vec<Jwk>,
+}
+
+impl Jwks {
+    /// The key `kid`, when it is listed.
+    pub fn key(&self, kid: &str) -> Option<&Jwk> {
+        self.keys.iter().find(|key| key.kid == kid)
+    }
+
+    /// The set as JSON, as [`crate::webhooks::verify_delivery`] takes it.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// A signing key made active by a rotation: `{kid, purpose}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SigningKey {
+    pub kid: String,
+    pub purpose: SigningKeyPurpose,
+}
+
+/// A retired signing key: `{kid, purpose, retired: true}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetiredSigningKey {
+    pub kid: String,
+    pub purpose: SigningKeyPurpose,
+    pub retired: bool,
+}
+
+/// The caller's tenant's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TenantSettings {
+    pub tenant_id: String,
+    /// Whether task message words are indexed for `q` searches (default true).
+    pub word_search: bool,
+}
+
+/// What [`Client::update_tenant_settings`] changes; a field left `None` stays as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct TenantSettingsPatch {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub word_search: Option<bool>,
+}
+
+impl Client {
+    /// One page of the tenant's audit log, newest first (admin, viewer): `GET /v1/audit`.
+    pub async fn audit(&self, query: &AuditQuery) -> Result<AuditPage> {
+        self.send_json(query.request()).await
+    }
+
+    /// Every audit entry `query` selects, newest first, read page by page (following
+    /// `next_cursor` from `query.cursor`) as the stream is polled. A refusal is the stream's
+    /// last item.
+    pub fn audit_entries(
+        &self,
+        query: &AuditQuery,
+    ) -> impl Stream<Item = Result<AuditEntry>> + Send + 'static {
+        let pages = futures::stream::try_unfold(
+            (self.clone(), Some(query.clone())),
+            |(client, query)| async move {
+                let Some(query) = query else {
+                    return Ok(None);
+                };
+                let page = client.audit(&query).await?;
+                let next = page.next_cursor.clone().map(|cursor| AuditQuery {
+                    cursor: Some(cursor),
+                    ..query
+                });
+                Ok(Some((page.items, (client, next))))
+            },
+        );
+        pages
+            .map_ok(|items| futures::stream::iter(items.into_iter().map(Ok)))
+            .try_flatten()
+    }
+
+    /// Every call of the lineage tree rooted at `root_call_id`, oldest first (admin, viewer):
+    /// `GET /v1/calls`.
+    pub async fn calls(&self, root_call_id: &str) -> Result<Items<Call>> {
+        if root_call_id.is_empty() {
+            return Err(Error::InvalidArgument("a root call id is required".into()));
+        }
+        self.send_json(Request::get("/v1/calls".into()).query("root_call_id", root_call_id))
+            .await
+    }
+
+    /// The JWKS of every signing key not retired, of both purposes (any key):
+    /// `GET /v1/billing/export/pubkey`.
+    pub async fn signing_keys(&self) -> Result<Jwks> {
+        self.send_json(Request::get(crate::webhooks::JWKS_PATH.into()))
+            .await
+    }
+
+    /// Makes a new signing key of `purpose` active (operator key; `None` rotates the
+    /// card-signing key). The old key stays listed until retired. Not retried after a broken
+    /// connection (a repeat would rotate again): `POST /v1/signing-keys/rotate`.
+    pub async fn rotate_signing_key(
+        &self,
+        purpose: Option<SigningKeyPurpose>,
+    ) -> Result<SigningKey> {
+        let body = match purpose {
+            Some(purpose) => json!({ "purpose": purpose }),
+            None => json!({}),
+        };
+        self.send_json(Request::post("/v1/signing-keys/rotate".into(), body))
+            .await
+    }
+
+    /// Drops a replaced signing key from the JWKS for good (operator key). The active key, or
+    /// one replaced less than the signing-key cache lifetime ago, is `409`; retiring a retired
+    /// key changes nothing: `POST /v1/signing-keys/{kid}/retire`.
+    pub async fn retire_signing_key(&self, kid: &str) -> Result<RetiredSigningKey> {
+        let path = format!("/v1/signing-keys/{}/retire", segment(kid)?);
+        self.send_json(Request::post(path, json!({})).repeatable(true))
+            .await
+    }
+
+    /// The caller's tenant's settings (admin, viewer): `GET /v1/tenant/settings`.
+    pub async fn tenant_settings(&self) -> Result<TenantSettings> {
+        self.send_json(Request::get("/v1/tenant/settings".into()))
+            .await
+    }
+
+    /// Changes the caller's tenant's settings (admin; audited) and returns them:
+    /// `PATCH /v1/tenant/settings`.
+    pub async fn update_tenant_settings(
+        &self,
+        patch: &TenantSettingsPatch,
+    ) -> Result<TenantSettings> {
+        let body = serde_json::to_value(patch).map_err(|error| Error::Decode(error.to_string()))?;
+        let request = Request::new(reqwest::Method::PATCH, "/v1/tenant/settings".into()).body(body);
+        self.send_json(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_audit_query_sends_only_the_filters_given() {
+        let query = AuditQuery {
+            action: Some("agent.".into()),
+            outcome: Some(AuditOutcome::Refused),
+            limit: Some(2),
+            ..AuditQuery::default()
+        };
+        assert_eq!(
+            query.request().query,
+            vec![
+                ("action", "agent.".to_owned()),
+                ("outcome", "refused".to_owned()),
+                ("limit", "2".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_purpose_and_a_patch_are_spelled_as_the_gateway_spells_them() {
+        assert_eq!(
+            json!({ "purpose": SigningKeyPurpose::WebhookSigning }),
+            json!({"purpose": "webhook-signing"})
+        );
+        assert_eq!(
+            serde_json::to_value(TenantSettingsPatch::default()).unwrap_or_default(),
+            json!({})
+        );
+    }
+}

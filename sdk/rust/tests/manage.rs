@@ -1,0 +1,566 @@
+//! The management, lineage, audit, settings, signing-key and event-stream operations of the Rust
+//! SDK against the real gateway (in-process, on the local emulators): every operation is sent
+//! through the SDK, and each test checks what the gateway did with it.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test, with its message"
+)]
+
+use std::time::Duration;
+
+use forgebench_sdk::{
+    AuditOutcome, AuditQuery, CallOptions, Client, EndpointConfig, Error, KeyInfo, Member,
+    SigningKeyPurpose, TaskEvent, TaskSearch, TaskState, TenantSettingsPatch, ToolSpec,
+};
+use forgebench_tests::{spawn_app, spawn_app_with, Answer, Callee, Options, TestApp};
+use futures::{Stream, StreamExt, TryStreamExt};
+use serde_json::json;
+
+fn client(app: &TestApp, key: &str) -> Client {
+    Client::new(key, &app.base).expect("client")
+}
+
+/// A new tenant made through the SDK with the operator key, and a client of its admin key.
+async fn tenant(app: &TestApp) -> (forgebench_sdk::CreatedTenant, Client) {
+    let operator = client(app, &app.operator_key);
+    let tenant = operator.create_tenant("acme").await.unwrap();
+    let admin = client(app, tenant.admin_key.expose());
+    (tenant, admin)
+}
+
+/// The next item of `events` within 20 s.
+async fn next_event<S>(events: &mut S) -> Option<forgebench_sdk::Result<TaskEvent>>
+where
+    S: Stream<Item = forgebench_sdk::Result<TaskEvent>> + Unpin,
+{
+    tokio::time::timeout(Duration::from_secs(20), events.next())
+        .await
+        .expect("an event, or the stream's end, within 20 s")
+}
+
+#[tokio::test]
+async fn a_member_key_is_issued_and_once_revoked_is_refused() {
+    let app = spawn_app().await;
+    let (_, admin) = tenant(&app).await;
+    let member = admin.create_member("dana", "member").await.unwrap();
+    assert!(
+        !format!("{member:?}").contains(member.key.expose()),
+        "Debug never shows a key"
+    );
+
+    let issued = admin.issue_member_key(&member.member_id).await.unwrap();
+    assert!(!format!("{issued:?}").contains(issued.key.expose()));
+    let second = client(&app, issued.key.expose());
+    assert!(
+        second.list_agents().await.unwrap().items.is_empty(),
+        "the new key works"
+    );
+
+    let revoked = admin
+        .revoke_member_key(&member.member_id, &issued.key_id)
+        .await
+        .unwrap();
+    assert_eq!(revoked.key_id, issued.key_id);
+    assert!(revoked.revoked);
+    let refused = second.list_agents().await.unwrap_err();
+    assert!(matches!(refused, Error::Unauthenticated(_)), "{refused:?}");
+    let first = client(&app, member.key.expose());
+    assert!(
+        first.list_agents().await.is_ok(),
+        "the other key still works"
+    );
+    let again = admin
+        .revoke_member_key(&member.member_id, &issued.key_id)
+        .await
+        .unwrap_err();
+    assert!(matches!(again, Error::NotFound(_)), "{again:?}");
+
+    let members: Vec<Member> = admin.list_members().await.unwrap().parse().unwrap();
+    let dana = members
+        .iter()
+        .find(|listed| listed.member_id == member.member_id)
+        .expect("the member is listed");
+    assert_eq!(dana.role, "member");
+    let keys: Vec<(&str, bool)> = dana
+        .keys
+        .iter()
+        .map(|key| (key.key_id.as_str(), key.is_revoked()))
+        .collect();
+    assert!(keys.contains(&(issued.key_id.as_str(), true)), "{keys:?}");
+    assert!(
+        keys.contains(&(member.key_id.as_deref().unwrap(), false)),
+        "{keys:?}"
+    );
+
+    let owner = members.iter().find(|m| m.role == "admin").unwrap();
+    let last_admin_key = admin
+        .revoke_member_key(&owner.member_id, &owner.keys[0].key_id)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(last_admin_key, Error::Conflict(_)),
+        "the tenant's last admin key stays: {last_admin_key:?}"
+    );
+    let by_member = first.issue_member_key(&member.member_id).await.unwrap_err();
+    assert!(
+        matches!(by_member, Error::PermissionDenied(_)),
+        "{by_member:?}"
+    );
+}
+
+#[tokio::test]
+async fn agents_keys_and_tools_are_managed_and_a_tool_shows_on_the_card() {
+    let app = spawn_app().await;
+    let (_, admin) = tenant(&app).await;
+    let agent = admin
+        .create_agent("invoice-classifier", Some("classifies"), None)
+        .await
+        .unwrap();
+    assert_eq!(admin.agent(&agent.id).await.unwrap().name, agent.name);
+    let paused = admin
+        .update_agent(&agent.name, Some("paused"), Some("classifies invoices"))
+        .await
+        .unwrap();
+    assert_eq!(paused.status, "paused");
+    assert_eq!(paused.description.as_deref(), Some("classifies invoices"));
+    let active = admin
+        .update_agent(&agent.name, Some("active"), None)
+        .await
+        .unwrap();
+    assert_eq!(active.status, "active");
+    assert_eq!(active.claim_timeout_seconds, Some(900));
+    let listed = admin.list_agents().await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(listed.items[0].id, agent.id);
+
+    let key = admin.issue_key(&agent.name).await.unwrap();
+    let itself = client(&app, key.key.expose());
+    assert_eq!(itself.me().await.unwrap().id, agent.id);
+    let revoked = admin.revoke_key(&agent.name, &key.key_id).await.unwrap();
+    assert!(revoked.revoked);
+    assert!(matches!(
+        itself.me().await.unwrap_err(),
+        Error::Unauthenticated(_)
+    ));
+    let keys: Vec<KeyInfo> = admin.list_keys(&agent.name).await.unwrap().parse().unwrap();
+    assert_eq!(keys.len(), 1);
+    assert!(keys[0].is_revoked());
+
+    let spec = ToolSpec::new("Classifies an invoice").tags(["finance", "invoices"]);
+    let classify = admin
+        .put_tool(&agent.name, "classify", &spec)
+        .await
+        .unwrap();
+    assert_eq!(classify.name, "classify");
+    assert_eq!(classify.tags, ["finance", "invoices"]);
+    let lookup = admin
+        .put_tool(&agent.id, "lookup", &ToolSpec::new("Looks an invoice up"))
+        .await
+        .unwrap();
+    assert!(lookup.tags.is_empty());
+    let tools = admin.tools(&agent.name).await.unwrap();
+    let names: Vec<&str> = tools.items.iter().map(|tool| tool.name.as_str()).collect();
+    assert_eq!(names, ["classify", "lookup"]);
+
+    let card = admin.card(&agent.name).await.unwrap();
+    let skills = card["skills"].as_array().unwrap();
+    assert_eq!(skills.len(), 2, "{card}");
+    let classify_skill = skills.iter().find(|s| s["id"] == "classify").unwrap();
+    assert_eq!(classify_skill["description"], "Classifies an invoice");
+    assert_eq!(classify_skill["tags"], json!(["finance", "invoices"]));
+    let lookup_skill = skills.iter().find(|s| s["id"] == "lookup").unwrap();
+    assert_eq!(lookup_skill["tags"], json!(["tool"]), "a tool without tags");
+
+    let removed = admin.delete_tool(&agent.name, "lookup").await.unwrap();
+    assert_eq!((removed.name.as_str(), removed.removed), ("lookup", true));
+    let gone = admin.delete_tool(&agent.name, "lookup").await.unwrap_err();
+    assert!(matches!(gone, Error::NotFound(_)), "{gone:?}");
+    let cards = admin.cards(None).await.unwrap();
+    let listed_cards = cards["cards"].as_array().unwrap();
+    assert_eq!(listed_cards.len(), 1);
+    let skills: Vec<&str> = listed_cards[0]["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|skill| skill["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(skills, ["classify"], "the removed tool left the card");
+    let bad = admin
+        .put_tool(&agent.name, "Not A Name", &spec)
+        .await
+        .unwrap_err();
+    assert!(matches!(bad, Error::BadRequest(_)), "{bad:?}");
+}
+
+#[tokio::test]
+async fn settings_update_reads_back_and_the_audit_log_pages_through_the_changes() {
+    let app = spawn_app().await;
+    let (tenant, admin) = tenant(&app).await;
+    let settings = admin.tenant_settings().await.unwrap();
+    assert_eq!(settings.tenant_id, tenant.tenant_id);
+    assert!(settings.word_search, "on by default");
+
+    let off = TenantSettingsPatch {
+        word_search: Some(false),
+    };
+    let updated = admin.update_tenant_settings(&off).await.unwrap();
+    assert!(!updated.word_search);
+    assert!(!admin.tenant_settings().await.unwrap().word_search);
+    let unchanged = admin
+        .update_tenant_settings(&TenantSettingsPatch::default())
+        .await
+        .unwrap();
+    assert!(!unchanged.word_search, "an empty patch changes nothing");
+    let on = TenantSettingsPatch {
+        word_search: Some(true),
+    };
+    assert!(admin.update_tenant_settings(&on).await.unwrap().word_search);
+
+    let viewer = admin.create_member("priya", "viewer").await.unwrap();
+    let viewer = client(&app, viewer.key.expose());
+    assert!(viewer.tenant_settings().await.unwrap().word_search);
+    let refused = viewer.update_tenant_settings(&off).await.unwrap_err();
+    assert!(matches!(refused, Error::PermissionDenied(_)), "{refused:?}");
+
+    let page = viewer
+        .audit(&AuditQuery {
+            action: Some("tenant.word_search.".into()),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    let actions: Vec<&str> = page.items.iter().map(|e| e.action.as_str()).collect();
+    assert_eq!(
+        actions,
+        ["tenant.word_search.on", "tenant.word_search.off"],
+        "newest first"
+    );
+    assert!(page
+        .items
+        .iter()
+        .all(|entry| entry.outcome == AuditOutcome::Allowed && entry.target == tenant.tenant_id));
+
+    // One entry a page: the stream follows next_cursor through every page.
+    let every: Vec<String> = admin
+        .audit_entries(&AuditQuery {
+            limit: Some(1),
+            ..AuditQuery::default()
+        })
+        .map_ok(|entry| entry.action)
+        .try_collect()
+        .await
+        .unwrap();
+    let whole = admin.audit(&AuditQuery::default()).await.unwrap();
+    assert!(whole.next_cursor.is_none(), "one page holds them all");
+    let expected: Vec<String> = whole.items.into_iter().map(|e| e.action).collect();
+    assert_eq!(every, expected);
+    assert!(every.len() >= 4, "{every:?}");
+    assert!(
+        every.contains(&"member.create.viewer".to_owned()),
+        "{every:?}"
+    );
+    let first = admin
+        .audit(&AuditQuery {
+            limit: Some(1),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(first.items.len(), 1);
+    assert!(first.next_cursor.is_some());
+    let bad_cursor = admin
+        .audit(&AuditQuery {
+            cursor: Some("not-a-cursor".into()),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(bad_cursor, Error::BadRequest(_)), "{bad_cursor:?}");
+}
+
+#[tokio::test]
+async fn the_event_stream_follows_a_task_through_a_question_to_its_completion() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let caller = client(&app, &pair.caller.key);
+    let callee = client(&app, &pair.callee.key);
+    let callee_name = pair.callee.name.as_str();
+    let opened = caller
+        .call(
+            callee_name,
+            CallOptions::new().text("Classify this invoice"),
+        )
+        .await
+        .unwrap();
+
+    let mut events = Box::pin(caller.events(callee_name, &opened.id));
+    let first = next_event(&mut events).await.unwrap().unwrap();
+    assert_eq!(first.event, "task");
+    assert_eq!(first.id, Some(0), "nothing happened to the task yet");
+    assert_eq!(first.state(), Some(TaskState::Submitted));
+    assert_eq!(first.task().unwrap().id, opened.id);
+
+    let claimed = callee.next_task(5).await.unwrap().expect("the task");
+    callee.progress(&claimed.id, "reading it").await.unwrap();
+    let asked = callee
+        .reply(&claimed.id, claimed.ask("which invoice?"))
+        .await
+        .unwrap();
+    assert_eq!(asked.state(), TaskState::InputRequired);
+    let answered = caller
+        .answer(callee_name, &opened.id, "INV-1")
+        .await
+        .unwrap();
+    assert_eq!(answered.state(), TaskState::Working);
+    let again = callee
+        .next_task(5)
+        .await
+        .unwrap()
+        .expect("the answered task");
+    callee
+        .reply(&again.id, again.done().text("software"))
+        .await
+        .unwrap();
+
+    let mut rest = Vec::new();
+    while let Some(event) = next_event(&mut events).await {
+        rest.push(event.unwrap());
+    }
+    let kinds: Vec<&str> = rest.iter().map(|event| event.event.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["status", "progress", "question", "answer", "status", "artifact", "final"]
+    );
+    let ids: Vec<u64> = rest.iter().map(|event| event.id.unwrap()).collect();
+    assert_eq!(ids, (1..=7).collect::<Vec<u64>>(), "one number per change");
+    assert_eq!(rest[1].message().unwrap().text(), "reading it");
+    assert_eq!(rest[2].state(), Some(TaskState::InputRequired));
+    assert_eq!(rest[3].message().unwrap().text(), "INV-1");
+    assert_eq!(rest[5].data["artifact"]["parts"][0]["text"], "software");
+    let last = rest.last().unwrap();
+    assert!(last.is_final());
+    assert_eq!(last.state(), Some(TaskState::Completed));
+
+    // Resumed after the question: the later events only, then the end (the task is finished).
+    let resumed: Vec<TaskEvent> = caller
+        .events_after(callee_name, &opened.id, 3)
+        .try_collect()
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = resumed.iter().map(|event| event.event.as_str()).collect();
+    assert_eq!(kinds, ["answer", "status", "artifact", "final"]);
+    let finished: Vec<TaskEvent> = caller
+        .events(callee_name, &opened.id)
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(
+        finished.len(),
+        1,
+        "a finished task streams its task and ends"
+    );
+    assert_eq!(finished[0].state(), Some(TaskState::Completed));
+
+    let unknown: Vec<_> = caller
+        .events(callee_name, "00000000-0000-4000-8000-000000000000")
+        .collect()
+        .await;
+    assert_eq!(unknown.len(), 1);
+    assert!(
+        matches!(unknown[0], Err(Error::NotFound(_))),
+        "{:?}",
+        unknown[0]
+    );
+}
+
+#[tokio::test]
+async fn a_push_task_lists_its_delivery_attempts_and_a_pull_task_none() {
+    let endpoint = Callee::start(|attempt| match attempt {
+        0 => Answer::json(503, json!({"detail": "busy"})),
+        _ => Answer::json(200, json!({"state": "completed"})),
+    })
+    .await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let admin = client(&app, &pair.tenant.admin_key);
+    let caller = client(&app, &pair.caller.key);
+    let config = EndpointConfig {
+        url: Some(endpoint.url.clone()),
+        ..EndpointConfig::default()
+    };
+    let pushed = admin
+        .set_endpoint(&pair.callee.name, &config)
+        .await
+        .unwrap();
+    assert_eq!(pushed.push_endpoint().unwrap().url, endpoint.url);
+
+    let task = caller
+        .call(
+            &pair.callee.name,
+            CallOptions::new().text("Classify").wait(15),
+        )
+        .await
+        .unwrap();
+    assert_eq!(task.state(), TaskState::Completed, "{task:?}");
+    let attempts = admin.attempts(&pair.callee.name, &task.id).await.unwrap();
+    let seen: Vec<(u32, Option<u16>)> = attempts
+        .items
+        .iter()
+        .map(|attempt| (attempt.attempt, attempt.status))
+        .collect();
+    assert_eq!(seen, [(1, Some(503)), (2, Some(200))]);
+    assert!(attempts.items[0].error.is_some());
+    assert!(attempts.items[1].error.is_none());
+
+    let pull = admin
+        .set_endpoint(&pair.callee.name, &EndpointConfig::default())
+        .await
+        .unwrap();
+    assert!(pull.push_endpoint().is_none(), "back to pull");
+    let pulled = caller
+        .call(&pair.callee.name, CallOptions::new().text("Classify"))
+        .await
+        .unwrap();
+    let none = admin.attempts(&pair.callee.name, &pulled.id).await.unwrap();
+    assert!(none.items.is_empty());
+    let not_the_caller = caller
+        .attempts(&pair.callee.name, &task.id)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(not_the_caller, Error::NotFound(_)),
+        "only the callee's owner or an admin reads attempts: {not_the_caller:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_calls_of_a_lineage_tree_are_listed_from_its_root() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = client(&app, &pair.tenant.admin_key);
+    let caller = client(&app, &pair.caller.key);
+    let root = caller
+        .call(&pair.callee.name, CallOptions::new().text("first"))
+        .await
+        .unwrap();
+    let root_call = root.call_id().unwrap().to_owned();
+    let child = caller
+        .call(
+            &pair.callee.name,
+            CallOptions::new().text("second").parent_call_id(&root_call),
+        )
+        .await
+        .unwrap();
+    let other = caller
+        .call(&pair.callee.name, CallOptions::new().text("unrelated"))
+        .await
+        .unwrap();
+
+    let calls = admin.calls(&root_call).await.unwrap();
+    let tasks: Vec<&str> = calls.items.iter().map(|c| c.task_id.as_str()).collect();
+    assert_eq!(tasks, [root.id.as_str(), child.id.as_str()], "oldest first");
+    assert!(!tasks.contains(&other.id.as_str()));
+    assert_eq!(calls.items[0].parent_call_id, None);
+    assert_eq!(
+        calls.items[1].parent_call_id.as_deref(),
+        Some(root_call.as_str())
+    );
+    assert!(calls
+        .items
+        .iter()
+        .all(|call| call.root_call_id == root_call && call.caller_agent_id == pair.caller.id));
+    let none = admin
+        .calls("00000000-0000-4000-8000-000000000000")
+        .await
+        .unwrap();
+    assert!(none.items.is_empty());
+    assert!(matches!(
+        admin.calls("").await.unwrap_err(),
+        Error::InvalidArgument(_)
+    ));
+
+    // The search route sees the same tasks (a read of the SDK's search, for its own sake).
+    let found = admin
+        .search_tasks(&TaskSearch {
+            agent: Some(pair.caller.name.clone()),
+            ..TaskSearch::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(found.items.len(), 3);
+}
+
+#[tokio::test]
+async fn a_signing_key_is_rotated_then_retired_once_replaced() {
+    let app = spawn_app_with(Options {
+        signing_key_lifetime: Duration::ZERO,
+        ..Options::default()
+    })
+    .await;
+    let (tenant, admin) = tenant(&app).await;
+    let operator = client(&app, &app.operator_key);
+
+    let refused = admin
+        .rotate_signing_key(Some(SigningKeyPurpose::WebhookSigning))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, Error::PermissionDenied(_)), "{refused:?}");
+    let old = operator
+        .rotate_signing_key(Some(SigningKeyPurpose::WebhookSigning))
+        .await
+        .unwrap();
+    assert_eq!(old.purpose, SigningKeyPurpose::WebhookSigning);
+    let new = operator
+        .rotate_signing_key(Some(SigningKeyPurpose::WebhookSigning))
+        .await
+        .unwrap();
+    assert_ne!(new.kid, old.kid);
+    let card_key = operator.rotate_signing_key(None).await.unwrap();
+    assert_eq!(card_key.purpose, SigningKeyPurpose::CardSigning);
+
+    let jwks = admin.signing_keys().await.unwrap();
+    for kid in [&old.kid, &new.kid, &card_key.kid] {
+        let key = jwks.key(kid).unwrap_or_else(|| panic!("{kid} is listed"));
+        assert_eq!((key.kty.as_str(), key.crv.as_str()), ("OKP", "Ed25519"));
+    }
+    assert_eq!(
+        jwks.key(&card_key.kid).unwrap().purpose,
+        Some(SigningKeyPurpose::CardSigning)
+    );
+
+    let active = operator.retire_signing_key(&new.kid).await.unwrap_err();
+    assert!(matches!(active, Error::Conflict(_)), "{active:?}");
+    // A replaced key is retired once no process may still sign with it (0 s here, plus 2 s for
+    // clocks).
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let retired = operator.retire_signing_key(&old.kid).await.unwrap();
+    assert!(retired.retired);
+    assert_eq!(retired.kid, old.kid);
+    assert!(operator.retire_signing_key(&old.kid).await.unwrap().retired);
+    let unknown = operator
+        .retire_signing_key("0000000000000000")
+        .await
+        .unwrap_err();
+    assert!(matches!(unknown, Error::NotFound(_)), "{unknown:?}");
+
+    let agent_key = {
+        let agent = admin.create_agent("reader", None, None).await.unwrap();
+        admin.issue_key(&agent.name).await.unwrap()
+    };
+    let jwks = client(&app, agent_key.key.expose())
+        .signing_keys()
+        .await
+        .unwrap();
+    assert!(
+        jwks.key(&old.kid).is_none(),
+        "a retired key leaves the JWKS"
+    );
+    assert!(jwks.key(&new.kid).is_some());
+    assert_eq!(
+        jwks.to_value()["keys"].as_array().unwrap().len(),
+        jwks.keys.len()
+    );
+    drop(tenant);
+}
