@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import threading
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
@@ -13,6 +14,7 @@ import httpx
 from . import _requests as requests
 from ._client import resolve_settings
 from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, AsyncTransport
+from ._models import AuditPage, CreatedMember, CreatedTenant, EventParser, IssuedKey, TaskEvent
 from ._pages import CardPage, TaskPage
 from ._serve import (
     DEFAULT_SERVE_WAIT_SECONDS,
@@ -22,7 +24,33 @@ from ._serve import (
     check_serve_arguments,
 )
 from ._task import HandlerResult, Task, new_message_id, reply_from_result
-from ._types import Direction, Part, TaskState
+from ._types import (
+    NOT_GIVEN,
+    Agent,
+    AgentStatus,
+    AuditEntry,
+    AuditOutcome,
+    Binding,
+    Bindings,
+    Call,
+    DeliveryAttempt,
+    Direction,
+    EndpointAuth,
+    Jwks,
+    KeyInfo,
+    Member,
+    NotGiven,
+    Part,
+    RemovedTool,
+    RetiredSigningKey,
+    RevokedKey,
+    Role,
+    SigningKey,
+    SigningPurpose,
+    TaskState,
+    TenantSettings,
+    Tool,
+)
 
 
 class AsyncAgents:
@@ -252,9 +280,345 @@ class AsyncAgents:
         body: dict[str, Any] = await self._transport.send(requests.me())
         return body
 
+    # -- managing agents (a person's key: the agent's owner or an admin) -----------------------
+
+    async def create(
+        self,
+        name: str,
+        *,
+        description: str | None | NotGiven = NOT_GIVEN,
+        owner_member_id: str | None | NotGiven = NOT_GIVEN,
+        claim_timeout_seconds: int | None | NotGiven = NOT_GIVEN,
+        input_modes: Sequence[str] | None | NotGiven = NOT_GIVEN,
+    ) -> Agent:
+        """Create an agent: `POST /v1/agents`; the key's member owns it unless `owner_member_id`.
+
+        `name` is unique in the tenant and never changes. Not retried after a lost answer (a
+        repeat would be refused as a name already taken): read the agent to know.
+        """
+        request = requests.create_agent(
+            name,
+            description=description,
+            owner_member_id=owner_member_id,
+            claim_timeout_seconds=claim_timeout_seconds,
+            input_modes=input_modes,
+        )
+        body: Agent = await self._transport.send(request)
+        return body
+
+    async def list(self) -> builtins.list[Agent]:
+        """Every agent of the tenant, by name: `GET /v1/agents` (persons only)."""
+        body = await self._transport.send(requests.list_agents())
+        items: builtins.list[Agent] = body["items"]
+        return items
+
+    async def get(self, agent: str) -> Agent:
+        """Read an agent by name or id: `GET /v1/agents/{agent}`."""
+        body: Agent = await self._transport.send(requests.get_agent(agent))
+        return body
+
+    async def update(
+        self,
+        agent: str,
+        *,
+        status: AgentStatus | NotGiven = NOT_GIVEN,
+        description: str | None | NotGiven = NOT_GIVEN,
+        claim_timeout_seconds: int | NotGiven = NOT_GIVEN,
+        input_modes: Sequence[str] | None | NotGiven = NOT_GIVEN,
+    ) -> Agent:
+        """Change an agent: `PATCH /v1/agents/{agent}`, only the fields given (at least one).
+
+        `status` `paused` suspends the agent's keys, `retired` (final) revokes them.
+        `description=None` clears it; `input_modes=None` goes back to every media type.
+        """
+        request = requests.update_agent(
+            agent,
+            status=status,
+            description=description,
+            claim_timeout_seconds=claim_timeout_seconds,
+            input_modes=input_modes,
+        )
+        body: Agent = await self._transport.send(request)
+        return body
+
+    async def keys(self, agent: str) -> builtins.list[KeyInfo]:
+        """Every key the agent ever held, live and revoked, never a secret: `GET .../keys`."""
+        body = await self._transport.send(requests.list_agent_keys(agent))
+        items: builtins.list[KeyInfo] = body["items"]
+        return items
+
+    async def issue_key(self, agent: str) -> IssuedKey:
+        """Issue an agent key: `POST /v1/agents/{agent}/keys`; its secret is shown this once."""
+        return IssuedKey.from_json(await self._transport.send(requests.create_agent_key(agent)))
+
+    async def revoke_key(self, agent: str, key_id: str) -> RevokedKey:
+        """Revoke an agent key: `DELETE /v1/agents/{agent}/keys/{key_id}` (401 from then on)."""
+        body: RevokedKey = await self._transport.send(requests.revoke_agent_key(agent, key_id))
+        return body
+
+    async def grant(self, caller: str, callees: Sequence[str]) -> builtins.list[Binding]:
+        """Let `caller` open tasks on each of `callees` (1-25): `POST /v1/agents/{caller}/agents`.
+
+        One binding per callee; pending (`approved_at` None) until the callee's owner or an
+        admin approves it, unless the granter speaks for the callee too.
+        """
+        request = requests.grant_bindings(caller, callees)
+        body: builtins.list[Binding] = await self._transport.send(request)
+        return body
+
+    async def bindings(self, agent: str) -> Bindings:
+        """The agent's bindings, `outbound` (as caller) and `inbound`: `GET .../agents`."""
+        body: Bindings = await self._transport.send(requests.list_bindings(agent))
+        return body
+
+    async def approve(self, agent: str, binding_id: str) -> Binding:
+        """Approve a pending binding; `agent` is its callee: `POST .../agents/{id}/approve`."""
+        body: Binding = await self._transport.send(requests.approve_binding(agent, binding_id))
+        return body
+
+    async def revoke_binding(self, agent: str, binding_id: str) -> Binding:
+        """Revoke a binding from either side (`agent` is its caller or callee); the row stays."""
+        body: Binding = await self._transport.send(requests.revoke_binding(agent, binding_id))
+        return body
+
+    async def set_endpoint(
+        self,
+        agent: str,
+        url: str | None,
+        *,
+        auth: EndpointAuth | None | NotGiven = NOT_GIVEN,
+        clear_auth: bool | NotGiven = NOT_GIVEN,
+        allow_private_network: bool | NotGiven = NOT_GIVEN,
+    ) -> Agent:
+        """Set the agent's push endpoint, or `url=None` to go back to pull: `PUT .../endpoint`.
+
+        `auth` is the credential each delivery carries (sealed, never shown again); left out,
+        the current one is kept; `clear_auth=True` drops it. `allow_private_network` is for
+        admins only.
+        """
+        request = requests.set_endpoint(
+            agent,
+            url,
+            auth=auth,
+            clear_auth=clear_auth,
+            allow_private_network=allow_private_network,
+        )
+        body: Agent = await self._transport.send(request)
+        return body
+
+    async def tools(self, agent: str) -> builtins.list[Tool]:
+        """The agent's tool bindings (its card's skills): `GET /v1/agents/{agent}/tools`."""
+        body = await self._transport.send(requests.list_tools(agent))
+        items: builtins.list[Tool] = body["items"]
+        return items
+
+    async def put_tool(
+        self, agent: str, tool: str, description: str, *, tags: Sequence[str] | None = None
+    ) -> Tool:
+        """Bind or replace a tool: `PUT /v1/agents/{agent}/tools/{tool}`; it shows as a skill."""
+        body: Tool = await self._transport.send(requests.put_tool(agent, tool, description, tags))
+        return body
+
+    async def delete_tool(self, agent: str, tool: str) -> RemovedTool:
+        """Remove a tool binding: `DELETE /v1/agents/{agent}/tools/{tool}` (404 when none)."""
+        body: RemovedTool = await self._transport.send(requests.delete_tool(agent, tool))
+        return body
+
+    # -- a task's events and deliveries ---------------------------------------------------------
+
+    async def attempts(self, callee: str, task_id: str) -> builtins.list[DeliveryAttempt]:
+        """The push delivery attempts of a task: `GET .../tasks/{task_id}/attempts`."""
+        body = await self._transport.send(requests.list_delivery_attempts(callee, task_id))
+        items: builtins.list[DeliveryAttempt] = body["items"]
+        return items
+
+    async def events(
+        self, callee: str, task_id: str, *, last_event_id: str | int | None = None
+    ) -> AsyncIterator[TaskEvent]:
+        """A task's server-sent events, as they come (`async for`): `GET .../events`.
+
+        The first is `task` (the task as it stands), then one per change (`status`,
+        `progress`, `question`, `answer`, `artifact`, `final`) until the task finishes; the
+        iterator ends when the gateway closes the stream: after `final`, at once for a
+        finished task, after `error` (a stream that cannot go on), or after the gateway's
+        bound on a stream's length (14 minutes). To resume, call again with `last_event_id`,
+        the `id` of the last event received: every later change comes, and no `task` event.
+        Keep-alive comments are skipped. Opening the stream is retried as any read is; a
+        connection that breaks mid-stream raises `APIConnectionError`.
+        """
+        request = requests.task_events(callee, task_id, last_event_id=last_event_id)
+        async with self._transport.stream(request) as response:
+            parser = EventParser()
+            async for line in response.aiter_lines():
+                event = parser.feed(line)
+                if event is not None:
+                    yield event
+
+
+class AsyncTenants:
+    """Tenants (the operator key); `Tenants`, awaited."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+
+    async def create(self, name: str) -> CreatedTenant:
+        """Create a tenant and its first admin key: `POST /v1/tenants` (operator key).
+
+        The admin key (`admin_key`) is shown this once. Not retried after a lost answer.
+        """
+        return CreatedTenant.from_json(await self._transport.send(requests.create_tenant(name)))
+
+
+class AsyncMembers:
+    """Members and their keys (an admin key); `Members`, awaited."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+
+    async def list(self) -> builtins.list[Member]:
+        """Every member with every key it ever held, never a secret: `GET /v1/members`."""
+        body = await self._transport.send(requests.list_members())
+        items: builtins.list[Member] = body["items"]
+        return items
+
+    async def create(self, name: str, role: Role) -> CreatedMember:
+        """Add a person (`admin`, `member` or `viewer`): `POST /v1/members`; its key shown once."""
+        body = await self._transport.send(requests.create_member(name, role))
+        return CreatedMember.from_json(body)
+
+    async def issue_key(self, member_id: str) -> IssuedKey:
+        """Another key for a member: `POST /v1/members/{member_id}/keys`; shown this once."""
+        body = await self._transport.send(requests.create_member_key(member_id))
+        return IssuedKey.from_json(body)
+
+    async def revoke_key(self, member_id: str, key_id: str) -> RevokedKey:
+        """Revoke a member's key: `DELETE /v1/members/{member_id}/keys/{key_id}`.
+
+        The tenant's last live admin key cannot be revoked (`ConflictError`).
+        """
+        body: RevokedKey = await self._transport.send(requests.revoke_member_key(member_id, key_id))
+        return body
+
+
+class AsyncAudit:
+    """The audit log (admin, viewer); `Audit`, awaited (`iter` is an async iterator)."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+
+    async def list(
+        self,
+        *,
+        agent: str | None = None,
+        action: str | None = None,
+        outcome: AuditOutcome | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> AuditPage:
+        """One page of the audit log, newest first: `GET /v1/audit`.
+
+        Filters: `agent` (actor or target, a name or id), `action` (a prefix, e.g.
+        `agent.key`), `outcome` (`allowed`, `refused`), `since` (RFC 3339). They apply within
+        each page read, so a page may be short while `next_cursor` leads on. `limit` is 1-100
+        (default 50); `cursor` is the previous page's `next_cursor`.
+        """
+        request = requests.list_audit(
+            agent=agent, action=action, outcome=outcome, since=since, limit=limit, cursor=cursor
+        )
+        return AuditPage.from_json(await self._transport.send(request))
+
+    async def iter(
+        self,
+        *,
+        agent: str | None = None,
+        action: str | None = None,
+        outcome: AuditOutcome | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> AsyncIterator[AuditEntry]:
+        """Every entry of the audit log that passes the filters, page after page; see `list`."""
+        while True:
+            page = await self.list(
+                agent=agent, action=action, outcome=outcome, since=since, limit=limit, cursor=cursor
+            )
+            for entry in page.entries:
+                yield entry
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+
+class AsyncCalls:
+    """The call lineage (admin, viewer); `Calls`, awaited."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+
+    async def list(self, root_call_id: str) -> builtins.list[Call]:
+        """Every call of one lineage tree, oldest first: `GET /v1/calls?root_call_id=`."""
+        body = await self._transport.send(requests.list_calls(root_call_id))
+        items: builtins.list[Call] = body["items"]
+        return items
+
+
+class AsyncSigningKeys:
+    """The signing keys (JWKS: any key; rotate, retire: operator key); `SigningKeys`, awaited."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+
+    async def list(self) -> Jwks:
+        """The JWKS of every signing key not retired: `GET /v1/billing/export/pubkey`."""
+        body: Jwks = await self._transport.send(requests.get_signing_keys())
+        return body
+
+    async def rotate(self, purpose: SigningPurpose | None = None) -> SigningKey:
+        """Make a new active key of `purpose` (`card-signing` when None): operator key.
+
+        The old key stays in the JWKS until retired. Not retried after a lost answer.
+        """
+        body: SigningKey = await self._transport.send(requests.rotate_signing_key(purpose))
+        return body
+
+    async def retire(self, kid: str) -> RetiredSigningKey:
+        """Drop a replaced key from the JWKS for good: `POST /v1/signing-keys/{kid}/retire`.
+
+        The active key, or one replaced less than the signing-key cache lifetime ago, is a
+        `ConflictError`; an unknown kid a `NotFoundError`. Operator key.
+        """
+        body: RetiredSigningKey = await self._transport.send(requests.retire_signing_key(kid))
+        return body
+
+
+class AsyncSettings:
+    """The tenant's settings (read: admin, viewer; change: admin); `Settings`, awaited."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+
+    async def get(self) -> TenantSettings:
+        """The caller's tenant's settings: `GET /v1/tenant/settings`."""
+        body: TenantSettings = await self._transport.send(requests.get_tenant_settings())
+        return body
+
+    async def update(self, *, word_search: bool | NotGiven = NOT_GIVEN) -> TenantSettings:
+        """Change the settings given: `PATCH /v1/tenant/settings`; audited.
+
+        `word_search=False` stops indexing the tenant's message words (a search with `q` is
+        then refused).
+        """
+        request = requests.update_tenant_settings(word_search=word_search)
+        body: TenantSettings = await self._transport.send(request)
+        return body
+
 
 class AsyncForgebench:
-    """The async client: `AsyncForgebench(api_key=..., base_url=...)`; `await client.agents.*`."""
+    """The async client: `AsyncForgebench(api_key=..., base_url=...)`; `await client.agents.*`.
+
+    The same namespaces as `Forgebench`, awaited.
+    """
 
     def __init__(
         self,
@@ -268,6 +632,12 @@ class AsyncForgebench:
         key, url = resolve_settings(api_key, base_url)
         self._transport = AsyncTransport(key, url, timeout, max_retries, http_client)
         self.agents = AsyncAgents(self._transport)
+        self.tenants = AsyncTenants(self._transport)
+        self.members = AsyncMembers(self._transport)
+        self.audit = AsyncAudit(self._transport)
+        self.calls = AsyncCalls(self._transport)
+        self.signing_keys = AsyncSigningKeys(self._transport)
+        self.settings = AsyncSettings(self._transport)
 
     @property
     def base_url(self) -> str:

@@ -1,7 +1,8 @@
-"""`Forgebench`, the sync client, and its `agents` resource."""
+"""`Forgebench`, the sync client, and its resources (`agents`, `members`, `audit`, ...)."""
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 import warnings
@@ -13,10 +14,37 @@ import httpx
 
 from . import _requests as requests
 from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, HOSTED_URL, SyncTransport
+from ._models import AuditPage, CreatedMember, CreatedTenant, EventParser, IssuedKey, TaskEvent
 from ._pages import CardPage, TaskPage
 from ._serve import DEFAULT_SERVE_WAIT_SECONDS, Handler, SyncServer, check_serve_arguments
 from ._task import HandlerResult, Task, new_message_id, reply_from_result
-from ._types import Direction, Part, TaskState
+from ._types import (
+    NOT_GIVEN,
+    Agent,
+    AgentStatus,
+    AuditEntry,
+    AuditOutcome,
+    Binding,
+    Bindings,
+    Call,
+    DeliveryAttempt,
+    Direction,
+    EndpointAuth,
+    Jwks,
+    KeyInfo,
+    Member,
+    NotGiven,
+    Part,
+    RemovedTool,
+    RetiredSigningKey,
+    RevokedKey,
+    Role,
+    SigningKey,
+    SigningPurpose,
+    TaskState,
+    TenantSettings,
+    Tool,
+)
 
 
 URL_VARIABLE = "FORGEBENCH_URL"
@@ -56,7 +84,8 @@ def _url_from_environment() -> str:
 
 
 class Agents:
-    """What an agent key does: open and read tasks as a caller, claim and answer them as callee."""
+    """Agents: what an agent key does (open and read tasks as a caller, claim and answer them
+    as callee), and managing agents with a person's key (keys, bindings, endpoint, tools)."""
 
     def __init__(self, transport: SyncTransport) -> None:
         self._transport = transport
@@ -319,9 +348,343 @@ class Agents:
         body: dict[str, Any] = self._transport.send(requests.me())
         return body
 
+    # -- managing agents (a person's key: the agent's owner or an admin) -----------------------
+
+    def create(
+        self,
+        name: str,
+        *,
+        description: str | None | NotGiven = NOT_GIVEN,
+        owner_member_id: str | None | NotGiven = NOT_GIVEN,
+        claim_timeout_seconds: int | None | NotGiven = NOT_GIVEN,
+        input_modes: Sequence[str] | None | NotGiven = NOT_GIVEN,
+    ) -> Agent:
+        """Create an agent: `POST /v1/agents`; the key's member owns it unless `owner_member_id`.
+
+        `name` is unique in the tenant and never changes. Not retried after a lost answer (a
+        repeat would be refused as a name already taken): read the agent to know.
+        """
+        request = requests.create_agent(
+            name,
+            description=description,
+            owner_member_id=owner_member_id,
+            claim_timeout_seconds=claim_timeout_seconds,
+            input_modes=input_modes,
+        )
+        body: Agent = self._transport.send(request)
+        return body
+
+    def list(self) -> builtins.list[Agent]:
+        """Every agent of the tenant, by name: `GET /v1/agents` (persons only)."""
+        body = self._transport.send(requests.list_agents())
+        items: builtins.list[Agent] = body["items"]
+        return items
+
+    def get(self, agent: str) -> Agent:
+        """Read an agent by name or id: `GET /v1/agents/{agent}`."""
+        body: Agent = self._transport.send(requests.get_agent(agent))
+        return body
+
+    def update(
+        self,
+        agent: str,
+        *,
+        status: AgentStatus | NotGiven = NOT_GIVEN,
+        description: str | None | NotGiven = NOT_GIVEN,
+        claim_timeout_seconds: int | NotGiven = NOT_GIVEN,
+        input_modes: Sequence[str] | None | NotGiven = NOT_GIVEN,
+    ) -> Agent:
+        """Change an agent: `PATCH /v1/agents/{agent}`, only the fields given (at least one).
+
+        `status` `paused` suspends the agent's keys, `retired` (final) revokes them.
+        `description=None` clears it; `input_modes=None` goes back to every media type.
+        """
+        request = requests.update_agent(
+            agent,
+            status=status,
+            description=description,
+            claim_timeout_seconds=claim_timeout_seconds,
+            input_modes=input_modes,
+        )
+        body: Agent = self._transport.send(request)
+        return body
+
+    def keys(self, agent: str) -> builtins.list[KeyInfo]:
+        """Every key the agent ever held, live and revoked, never a secret: `GET .../keys`."""
+        body = self._transport.send(requests.list_agent_keys(agent))
+        items: builtins.list[KeyInfo] = body["items"]
+        return items
+
+    def issue_key(self, agent: str) -> IssuedKey:
+        """Issue an agent key: `POST /v1/agents/{agent}/keys`; its secret is shown this once."""
+        return IssuedKey.from_json(self._transport.send(requests.create_agent_key(agent)))
+
+    def revoke_key(self, agent: str, key_id: str) -> RevokedKey:
+        """Revoke an agent key: `DELETE /v1/agents/{agent}/keys/{key_id}` (401 from then on)."""
+        body: RevokedKey = self._transport.send(requests.revoke_agent_key(agent, key_id))
+        return body
+
+    def grant(self, caller: str, callees: Sequence[str]) -> builtins.list[Binding]:
+        """Let `caller` open tasks on each of `callees` (1-25): `POST /v1/agents/{caller}/agents`.
+
+        One binding per callee; pending (`approved_at` None) until the callee's owner or an
+        admin approves it, unless the granter speaks for the callee too.
+        """
+        request = requests.grant_bindings(caller, callees)
+        body: builtins.list[Binding] = self._transport.send(request)
+        return body
+
+    def bindings(self, agent: str) -> Bindings:
+        """The agent's bindings, `outbound` (as caller) and `inbound`: `GET .../agents`."""
+        body: Bindings = self._transport.send(requests.list_bindings(agent))
+        return body
+
+    def approve(self, agent: str, binding_id: str) -> Binding:
+        """Approve a pending binding; `agent` is its callee: `POST .../agents/{id}/approve`."""
+        body: Binding = self._transport.send(requests.approve_binding(agent, binding_id))
+        return body
+
+    def revoke_binding(self, agent: str, binding_id: str) -> Binding:
+        """Revoke a binding from either side (`agent` is its caller or callee); the row stays."""
+        body: Binding = self._transport.send(requests.revoke_binding(agent, binding_id))
+        return body
+
+    def set_endpoint(
+        self,
+        agent: str,
+        url: str | None,
+        *,
+        auth: EndpointAuth | None | NotGiven = NOT_GIVEN,
+        clear_auth: bool | NotGiven = NOT_GIVEN,
+        allow_private_network: bool | NotGiven = NOT_GIVEN,
+    ) -> Agent:
+        """Set the agent's push endpoint, or `url=None` to go back to pull: `PUT .../endpoint`.
+
+        `auth` is the credential each delivery carries (sealed, never shown again); left out,
+        the current one is kept; `clear_auth=True` drops it. `allow_private_network` is for
+        admins only.
+        """
+        request = requests.set_endpoint(
+            agent,
+            url,
+            auth=auth,
+            clear_auth=clear_auth,
+            allow_private_network=allow_private_network,
+        )
+        body: Agent = self._transport.send(request)
+        return body
+
+    def tools(self, agent: str) -> builtins.list[Tool]:
+        """The agent's tool bindings (its card's skills): `GET /v1/agents/{agent}/tools`."""
+        body = self._transport.send(requests.list_tools(agent))
+        items: builtins.list[Tool] = body["items"]
+        return items
+
+    def put_tool(
+        self, agent: str, tool: str, description: str, *, tags: Sequence[str] | None = None
+    ) -> Tool:
+        """Bind or replace a tool: `PUT /v1/agents/{agent}/tools/{tool}`; it shows as a skill."""
+        body: Tool = self._transport.send(requests.put_tool(agent, tool, description, tags))
+        return body
+
+    def delete_tool(self, agent: str, tool: str) -> RemovedTool:
+        """Remove a tool binding: `DELETE /v1/agents/{agent}/tools/{tool}` (404 when none)."""
+        body: RemovedTool = self._transport.send(requests.delete_tool(agent, tool))
+        return body
+
+    # -- a task's events and deliveries ---------------------------------------------------------
+
+    def attempts(self, callee: str, task_id: str) -> builtins.list[DeliveryAttempt]:
+        """The push delivery attempts of a task: `GET .../tasks/{task_id}/attempts`."""
+        body = self._transport.send(requests.list_delivery_attempts(callee, task_id))
+        items: builtins.list[DeliveryAttempt] = body["items"]
+        return items
+
+    def events(
+        self, callee: str, task_id: str, *, last_event_id: str | int | None = None
+    ) -> Iterator[TaskEvent]:
+        """A task's server-sent events, as they come: `GET .../tasks/{task_id}/events`.
+
+        The first is `task` (the task as it stands), then one per change (`status`,
+        `progress`, `question`, `answer`, `artifact`, `final`) until the task finishes; the
+        iterator ends when the gateway closes the stream: after `final`, at once for a
+        finished task, after `error` (a stream that cannot go on), or after the gateway's
+        bound on a stream's length (14 minutes). To resume, call again with `last_event_id`,
+        the `id` of the last event received: every later change comes, and no `task` event.
+        Keep-alive comments are skipped. Opening the stream is retried as any read is; a
+        connection that breaks mid-stream raises `APIConnectionError`.
+        """
+        request = requests.task_events(callee, task_id, last_event_id=last_event_id)
+        with self._transport.stream(request) as response:
+            parser = EventParser()
+            for line in response.iter_lines():
+                event = parser.feed(line)
+                if event is not None:
+                    yield event
+
+
+class Tenants:
+    """Tenants (the operator key)."""
+
+    def __init__(self, transport: SyncTransport) -> None:
+        self._transport = transport
+
+    def create(self, name: str) -> CreatedTenant:
+        """Create a tenant and its first admin key: `POST /v1/tenants` (operator key).
+
+        The admin key (`admin_key`) is shown this once. Not retried after a lost answer.
+        """
+        return CreatedTenant.from_json(self._transport.send(requests.create_tenant(name)))
+
+
+class Members:
+    """The people of the tenant and their keys (an admin key)."""
+
+    def __init__(self, transport: SyncTransport) -> None:
+        self._transport = transport
+
+    def list(self) -> builtins.list[Member]:
+        """Every member with every key it ever held, never a secret: `GET /v1/members`."""
+        body = self._transport.send(requests.list_members())
+        items: builtins.list[Member] = body["items"]
+        return items
+
+    def create(self, name: str, role: Role) -> CreatedMember:
+        """Add a person (`admin`, `member` or `viewer`): `POST /v1/members`; its key shown once."""
+        return CreatedMember.from_json(self._transport.send(requests.create_member(name, role)))
+
+    def issue_key(self, member_id: str) -> IssuedKey:
+        """Another key for a member: `POST /v1/members/{member_id}/keys`; shown this once."""
+        return IssuedKey.from_json(self._transport.send(requests.create_member_key(member_id)))
+
+    def revoke_key(self, member_id: str, key_id: str) -> RevokedKey:
+        """Revoke a member's key: `DELETE /v1/members/{member_id}/keys/{key_id}`.
+
+        The tenant's last live admin key cannot be revoked (`ConflictError`).
+        """
+        body: RevokedKey = self._transport.send(requests.revoke_member_key(member_id, key_id))
+        return body
+
+
+class Audit:
+    """The tenant's audit log (admin, viewer)."""
+
+    def __init__(self, transport: SyncTransport) -> None:
+        self._transport = transport
+
+    def list(
+        self,
+        *,
+        agent: str | None = None,
+        action: str | None = None,
+        outcome: AuditOutcome | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> AuditPage:
+        """One page of the audit log, newest first: `GET /v1/audit`.
+
+        Filters: `agent` (actor or target, a name or id), `action` (a prefix, e.g.
+        `agent.key`), `outcome` (`allowed`, `refused`), `since` (RFC 3339). They apply within
+        each page read, so a page may be short while `next_cursor` leads on. `limit` is 1-100
+        (default 50); `cursor` is the previous page's `next_cursor`.
+        """
+        request = requests.list_audit(
+            agent=agent, action=action, outcome=outcome, since=since, limit=limit, cursor=cursor
+        )
+        return AuditPage.from_json(self._transport.send(request))
+
+    def iter(
+        self,
+        *,
+        agent: str | None = None,
+        action: str | None = None,
+        outcome: AuditOutcome | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Iterator[AuditEntry]:
+        """Every entry of the audit log that passes the filters, page after page; see `list`."""
+        while True:
+            page = self.list(
+                agent=agent, action=action, outcome=outcome, since=since, limit=limit, cursor=cursor
+            )
+            yield from page.entries
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+
+class Calls:
+    """The call lineage (admin, viewer)."""
+
+    def __init__(self, transport: SyncTransport) -> None:
+        self._transport = transport
+
+    def list(self, root_call_id: str) -> builtins.list[Call]:
+        """Every call of one lineage tree, oldest first: `GET /v1/calls?root_call_id=`."""
+        body = self._transport.send(requests.list_calls(root_call_id))
+        items: builtins.list[Call] = body["items"]
+        return items
+
+
+class SigningKeys:
+    """The gateway's signing keys: the JWKS (any key); rotation and retirement (operator key)."""
+
+    def __init__(self, transport: SyncTransport) -> None:
+        self._transport = transport
+
+    def list(self) -> Jwks:
+        """The JWKS of every signing key not retired: `GET /v1/billing/export/pubkey`."""
+        body: Jwks = self._transport.send(requests.get_signing_keys())
+        return body
+
+    def rotate(self, purpose: SigningPurpose | None = None) -> SigningKey:
+        """Make a new active key of `purpose` (`card-signing` when None): operator key.
+
+        The old key stays in the JWKS until retired. Not retried after a lost answer.
+        """
+        body: SigningKey = self._transport.send(requests.rotate_signing_key(purpose))
+        return body
+
+    def retire(self, kid: str) -> RetiredSigningKey:
+        """Drop a replaced key from the JWKS for good: `POST /v1/signing-keys/{kid}/retire`.
+
+        The active key, or one replaced less than the signing-key cache lifetime ago, is a
+        `ConflictError`; an unknown kid a `NotFoundError`. Operator key.
+        """
+        body: RetiredSigningKey = self._transport.send(requests.retire_signing_key(kid))
+        return body
+
+
+class Settings:
+    """The tenant's settings: read (admin, viewer), change (admin)."""
+
+    def __init__(self, transport: SyncTransport) -> None:
+        self._transport = transport
+
+    def get(self) -> TenantSettings:
+        """The caller's tenant's settings: `GET /v1/tenant/settings`."""
+        body: TenantSettings = self._transport.send(requests.get_tenant_settings())
+        return body
+
+    def update(self, *, word_search: bool | NotGiven = NOT_GIVEN) -> TenantSettings:
+        """Change the settings given: `PATCH /v1/tenant/settings`; audited.
+
+        `word_search=False` stops indexing the tenant's message words (a search with `q` is
+        then refused).
+        """
+        request = requests.update_tenant_settings(word_search=word_search)
+        body: TenantSettings = self._transport.send(request)
+        return body
+
 
 class Forgebench:
-    """The sync client: `Forgebench(api_key=..., base_url=...)`, then `client.agents.*`."""
+    """The sync client: `Forgebench(api_key=..., base_url=...)`, then `client.agents.*`.
+
+    The management namespaces (`tenants`, `members`, `audit`, `calls`, `signing_keys`,
+    `settings`) take a person's key or the operator key as `api_key`.
+    """
 
     def __init__(
         self,
@@ -335,6 +698,12 @@ class Forgebench:
         key, url = resolve_settings(api_key, base_url)
         self._transport = SyncTransport(key, url, timeout, max_retries, http_client)
         self.agents = Agents(self._transport)
+        self.tenants = Tenants(self._transport)
+        self.members = Members(self._transport)
+        self.audit = Audit(self._transport)
+        self.calls = Calls(self._transport)
+        self.signing_keys = SigningKeys(self._transport)
+        self.settings = Settings(self._transport)
 
     @property
     def base_url(self) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import httpx
@@ -115,6 +117,38 @@ class SyncTransport(_TransportSettings):
             time.sleep(delay)
             attempt += 1
 
+    @contextmanager
+    def stream(self, request: Request) -> Iterator[httpx.Response]:
+        """The response of `request` with its body unread (a stream), retried as `send` is.
+
+        Retries happen only until a success comes; a refusal raises its typed error.
+        """
+        attempt = 0
+        while True:
+            try:
+                built = self._client.build_request(**self.request_arguments(request))
+                response = self._client.send(built, stream=True)
+            except httpx.TransportError as error:
+                delay = self.delay_before_retry(request, attempt, error)
+                if delay is None:
+                    raise _connection_error(error) from error
+            else:
+                delay = self.delay_before_retry(request, attempt, response)
+                if delay is None:
+                    break
+                response.close()
+            time.sleep(delay)
+            attempt += 1
+        try:
+            if not response.is_success:
+                response.read()
+                raise error_for_response(response)
+            yield response
+        except httpx.TransportError as error:
+            raise _connection_error(error) from error
+        finally:
+            response.close()
+
     def close(self) -> None:
         if self._owns_client:
             self._client.close()
@@ -152,6 +186,35 @@ class AsyncTransport(_TransportSettings):
                 await response.aclose()
             await asyncio.sleep(delay)
             attempt += 1
+
+    @asynccontextmanager
+    async def stream(self, request: Request) -> AsyncIterator[httpx.Response]:
+        """The response of `request` with its body unread (a stream); see `SyncTransport.stream`."""
+        attempt = 0
+        while True:
+            try:
+                built = self._client.build_request(**self.request_arguments(request))
+                response = await self._client.send(built, stream=True)
+            except httpx.TransportError as error:
+                delay = self.delay_before_retry(request, attempt, error)
+                if delay is None:
+                    raise _connection_error(error) from error
+            else:
+                delay = self.delay_before_retry(request, attempt, response)
+                if delay is None:
+                    break
+                await response.aclose()
+            await asyncio.sleep(delay)
+            attempt += 1
+        try:
+            if not response.is_success:
+                await response.aread()
+                raise error_for_response(response)
+            yield response
+        except httpx.TransportError as error:
+            raise _connection_error(error) from error
+        finally:
+            await response.aclose()
 
     async def aclose(self) -> None:
         if self._owns_client:

@@ -7,7 +7,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
-from ._types import Direction, Message, Part, TaskResultIn, TaskState
+from ._types import (
+    NOT_GIVEN,
+    Direction,
+    EndpointAuth,
+    Message,
+    NotGiven,
+    Part,
+    TaskResultIn,
+    TaskState,
+)
 
 
 @dataclass(frozen=True)
@@ -206,3 +215,277 @@ def report_progress(task_id: str, message: Message) -> Request:
 def me() -> Request:
     """`GET /v1/agents/me`: the agent the key belongs to."""
     return Request("GET", "/v1/agents/me")
+
+
+# -- the management routes -----------------------------------------------------------------------
+#
+# Repeatable (docs/sdks.md, "Safe to repeat"): every GET, PUT and DELETE, and the POSTs the
+# gateway makes idempotent (docs/api.md): a grant (re-granting changes nothing), an approval
+# (approving an approved binding returns it unchanged) and a signing key's retirement. Not
+# repeatable: whatever creates something (a tenant, member, agent, key, signing key), since a
+# repeat after a lost answer would create a second one, and the PATCHes.
+
+#: How often the gateway sends a keep-alive comment on an idle event stream (docs/api.md).
+STREAM_KEEPALIVE_SECONDS = 15
+
+
+def _name(what: str, value: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} must be a non-empty string")
+    return quote(value, safe="")
+
+
+def _drop_not_given(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not NOT_GIVEN}
+
+
+def create_tenant(name: str) -> Request:
+    """`POST /v1/tenants` (operator key)."""
+    return Request("POST", "/v1/tenants", json={"name": name}, repeatable=False)
+
+
+def list_members() -> Request:
+    """`GET /v1/members` (admin)."""
+    return Request("GET", "/v1/members")
+
+
+def create_member(name: str, role: str) -> Request:
+    """`POST /v1/members` (admin)."""
+    return Request("POST", "/v1/members", json={"name": name, "role": role}, repeatable=False)
+
+
+def create_member_key(member_id: str) -> Request:
+    """`POST /v1/members/{member_id}/keys` (admin)."""
+    return Request(
+        "POST", f"/v1/members/{_name('member_id', member_id)}/keys", repeatable=False
+    )
+
+
+def revoke_member_key(member_id: str, key_id: str) -> Request:
+    """`DELETE /v1/members/{member_id}/keys/{key_id}` (admin)."""
+    return Request(
+        "DELETE",
+        f"/v1/members/{_name('member_id', member_id)}/keys/{_name('key_id', key_id)}",
+    )
+
+
+def create_agent(
+    name: str,
+    *,
+    description: str | None | NotGiven,
+    owner_member_id: str | None | NotGiven,
+    claim_timeout_seconds: int | None | NotGiven,
+    input_modes: Sequence[str] | None | NotGiven,
+) -> Request:
+    """`POST /v1/agents`."""
+    body = _drop_not_given(
+        {
+            "name": name,
+            "description": description,
+            "owner_member_id": owner_member_id,
+            "claim_timeout_seconds": claim_timeout_seconds,
+            "input_modes": list(input_modes)
+            if isinstance(input_modes, Sequence) and not isinstance(input_modes, str)
+            else input_modes,
+        }
+    )
+    return Request("POST", "/v1/agents", json=body, repeatable=False)
+
+
+def list_agents() -> Request:
+    """`GET /v1/agents` (persons)."""
+    return Request("GET", "/v1/agents")
+
+
+def get_agent(agent: str) -> Request:
+    """`GET /v1/agents/{agent}`."""
+    return Request("GET", f"/v1/agents/{_name('agent', agent)}")
+
+
+def update_agent(
+    agent: str,
+    *,
+    status: str | NotGiven,
+    description: str | None | NotGiven,
+    claim_timeout_seconds: int | NotGiven,
+    input_modes: Sequence[str] | None | NotGiven,
+) -> Request:
+    """`PATCH /v1/agents/{agent}`: only the fields given."""
+    body = _drop_not_given(
+        {
+            "status": status,
+            "description": description,
+            "claim_timeout_seconds": claim_timeout_seconds,
+            "input_modes": list(input_modes)
+            if isinstance(input_modes, Sequence) and not isinstance(input_modes, str)
+            else input_modes,
+        }
+    )
+    if not body:
+        raise ValueError("an update needs at least one field")
+    return Request("PATCH", f"/v1/agents/{_name('agent', agent)}", json=body, repeatable=False)
+
+
+def list_agent_keys(agent: str) -> Request:
+    """`GET /v1/agents/{agent}/keys`."""
+    return Request("GET", f"/v1/agents/{_name('agent', agent)}/keys")
+
+
+def create_agent_key(agent: str) -> Request:
+    """`POST /v1/agents/{agent}/keys`."""
+    return Request("POST", f"/v1/agents/{_name('agent', agent)}/keys", repeatable=False)
+
+
+def revoke_agent_key(agent: str, key_id: str) -> Request:
+    """`DELETE /v1/agents/{agent}/keys/{key_id}`."""
+    return Request(
+        "DELETE", f"/v1/agents/{_name('agent', agent)}/keys/{_name('key_id', key_id)}"
+    )
+
+
+def grant_bindings(caller: str, callees: Sequence[str]) -> Request:
+    """`POST /v1/agents/{caller}/agents`: re-granting changes nothing, so it is repeatable."""
+    if isinstance(callees, str):
+        raise TypeError("callees must be a list of names or ids, not one string")
+    return Request(
+        "POST", f"/v1/agents/{_name('caller', caller)}/agents", json={"callees": list(callees)}
+    )
+
+
+def list_bindings(agent: str) -> Request:
+    """`GET /v1/agents/{agent}/agents`."""
+    return Request("GET", f"/v1/agents/{_name('agent', agent)}/agents")
+
+
+def approve_binding(agent: str, binding_id: str) -> Request:
+    """`POST /v1/agents/{agent}/agents/{binding_id}/approve` (`agent` is the callee)."""
+    return Request(
+        "POST",
+        f"/v1/agents/{_name('agent', agent)}/agents/{_name('binding_id', binding_id)}/approve",
+    )
+
+
+def revoke_binding(agent: str, binding_id: str) -> Request:
+    """`DELETE /v1/agents/{agent}/agents/{binding_id}`."""
+    return Request(
+        "DELETE", f"/v1/agents/{_name('agent', agent)}/agents/{_name('binding_id', binding_id)}"
+    )
+
+
+def set_endpoint(
+    agent: str,
+    url: str | None,
+    *,
+    auth: EndpointAuth | None | NotGiven,
+    clear_auth: bool | NotGiven,
+    allow_private_network: bool | NotGiven,
+) -> Request:
+    """`PUT /v1/agents/{agent}/endpoint`: `url` None goes back to pull."""
+    body = _drop_not_given(
+        {
+            "url": url,
+            "auth": dict(auth) if isinstance(auth, Mapping) else auth,
+            "clear_auth": clear_auth,
+            "allow_private_network": allow_private_network,
+        }
+    )
+    return Request("PUT", f"/v1/agents/{_name('agent', agent)}/endpoint", json=body)
+
+
+def list_tools(agent: str) -> Request:
+    """`GET /v1/agents/{agent}/tools`."""
+    return Request("GET", f"/v1/agents/{_name('agent', agent)}/tools")
+
+
+def put_tool(agent: str, tool: str, description: str, tags: Sequence[str] | None) -> Request:
+    """`PUT /v1/agents/{agent}/tools/{tool}`."""
+    body: dict[str, Any] = {"description": description}
+    if tags is not None:
+        if isinstance(tags, str):
+            raise TypeError("tags must be a list of strings, not one string")
+        body["tags"] = list(tags)
+    return Request(
+        "PUT", f"/v1/agents/{_name('agent', agent)}/tools/{_name('tool', tool)}", json=body
+    )
+
+
+def delete_tool(agent: str, tool: str) -> Request:
+    """`DELETE /v1/agents/{agent}/tools/{tool}`."""
+    return Request("DELETE", f"/v1/agents/{_name('agent', agent)}/tools/{_name('tool', tool)}")
+
+
+def list_delivery_attempts(callee: str, task_id: str) -> Request:
+    """`GET /v1/agents/{callee}/tasks/{task_id}/attempts`."""
+    return Request("GET", f"/v1/agents/{_segment(callee)}/tasks/{_segment(task_id)}/attempts")
+
+
+def task_events(callee: str, task_id: str, *, last_event_id: str | int | None) -> Request:
+    """`GET /v1/agents/{callee}/tasks/{task_id}/events`: a `text/event-stream`.
+
+    The read timeout is stretched by the keep-alive interval, so an idle stream is not taken
+    for a dead one.
+    """
+    headers = {"Accept": "text/event-stream"}
+    if last_event_id is not None:
+        headers["Last-Event-ID"] = str(last_event_id)
+    return Request(
+        "GET",
+        f"/v1/agents/{_segment(callee)}/tasks/{_segment(task_id)}/events",
+        headers=headers,
+        wait=STREAM_KEEPALIVE_SECONDS,
+    )
+
+
+def list_audit(
+    *,
+    agent: str | None,
+    action: str | None,
+    outcome: str | None,
+    since: str | None,
+    limit: int | None,
+    cursor: str | None,
+) -> Request:
+    """`GET /v1/audit` with the filters given (None: not sent)."""
+    params: dict[str, Any] = {
+        "agent": agent,
+        "action": action,
+        "outcome": outcome,
+        "since": since,
+        "limit": _optional_int("limit", limit),
+        "cursor": cursor,
+    }
+    return Request("GET", "/v1/audit", params={k: v for k, v in params.items() if v is not None})
+
+
+def list_calls(root_call_id: str) -> Request:
+    """`GET /v1/calls?root_call_id=`."""
+    if not root_call_id:
+        raise ValueError("root_call_id must not be empty")
+    return Request("GET", "/v1/calls", params={"root_call_id": root_call_id})
+
+
+def get_signing_keys() -> Request:
+    """`GET /v1/billing/export/pubkey`: the JWKS (any key)."""
+    return Request("GET", "/v1/billing/export/pubkey")
+
+
+def rotate_signing_key(purpose: str | None) -> Request:
+    """`POST /v1/signing-keys/rotate` (operator key): a new key each time, so not repeatable."""
+    body = {"purpose": purpose} if purpose is not None else {}
+    return Request("POST", "/v1/signing-keys/rotate", json=body, repeatable=False)
+
+
+def retire_signing_key(kid: str) -> Request:
+    """`POST /v1/signing-keys/{kid}/retire` (operator key): retiring twice changes nothing."""
+    return Request("POST", f"/v1/signing-keys/{_name('kid', kid)}/retire")
+
+
+def get_tenant_settings() -> Request:
+    """`GET /v1/tenant/settings` (admin, viewer)."""
+    return Request("GET", "/v1/tenant/settings")
+
+
+def update_tenant_settings(*, word_search: bool | NotGiven) -> Request:
+    """`PATCH /v1/tenant/settings` (admin): only the fields given."""
+    body = _drop_not_given({"word_search": word_search})
+    return Request("PATCH", "/v1/tenant/settings", json=body, repeatable=False)

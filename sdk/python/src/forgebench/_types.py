@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Literal, NotRequired, TypedDict
 
 TaskState = Literal["submitted", "working", "input_required", "completed", "failed", "canceled"]
@@ -41,3 +42,212 @@ class TaskResultIn(TypedDict):
     artifacts: NotRequired[list[Artifact]]
     message: NotRequired[Message]
     error: NotRequired[str]
+
+
+# -- the management routes' shapes (infra/openapi.yaml, components/schemas) --------------------
+
+Role = Literal["admin", "member", "viewer"]
+AgentStatus = Literal["active", "paused", "retired"]
+AuditOutcome = Literal["allowed", "refused"]
+SigningPurpose = Literal["card-signing", "webhook-signing"]
+
+
+class NotGiven(enum.Enum):
+    """The type of `NOT_GIVEN`: a field left out of a request (None is sent as JSON `null`)."""
+
+    NOT_GIVEN = "NOT_GIVEN"
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+#: A field a request leaves out, where `None` would send `null` (which means something else).
+NOT_GIVEN = NotGiven.NOT_GIVEN
+
+
+class EndpointAuthInfo(TypedDict):
+    """An endpoint's credential as the gateway shows it: never the secret."""
+
+    type: str
+    name: NotRequired[str]
+    configured: bool
+
+
+class Endpoint(TypedDict):
+    """A push agent's endpoint (`Agent.endpoint`)."""
+
+    url: str
+    auth: NotRequired[EndpointAuthInfo | None]
+    allow_private_network: NotRequired[bool]
+
+
+class Agent(TypedDict):
+    """`Agent`: an agent of the tenant."""
+
+    id: str
+    name: str
+    description: NotRequired[str | None]
+    owner_member_id: NotRequired[str | None]
+    status: AgentStatus
+    endpoint: NotRequired[Endpoint | None]
+    claim_timeout_seconds: NotRequired[int]
+    input_modes: NotRequired[list[str]]
+    created_at: str
+    updated_at: NotRequired[str]
+
+
+class KeyInfo(TypedDict):
+    """`KeyInfo`: a key as a listing shows it; never the secret."""
+
+    key_id: str
+    created_at: str
+    last_used_at: str | None
+    revoked_at: str | None
+
+
+class RevokedKey(TypedDict):
+    """`KeyRevoked`: the answer to a key's revocation."""
+
+    key_id: str
+    revoked: bool
+
+
+class Member(TypedDict):
+    """`Member`: a person of the tenant, with every key it ever held."""
+
+    member_id: str
+    name: str
+    role: Role
+    created_at: str
+    keys: list[KeyInfo]
+
+
+class Binding(TypedDict):
+    """`Binding`: a caller -> callee permission; `approved_at` None while it is pending."""
+
+    id: str
+    caller_agent_id: str
+    callee_agent_id: str
+    source: str
+    revoked: bool
+    approved_at: str | None
+    created_at: NotRequired[str]
+    updated_at: NotRequired[str]
+
+
+class Bindings(TypedDict):
+    """`Bindings`: an agent's bindings, as caller (`outbound`) and as callee (`inbound`)."""
+
+    outbound: list[Binding]
+    inbound: list[Binding]
+
+
+class EndpointAuth(TypedDict):
+    """The credential a push endpoint gets (`EndpointIn.auth`).
+
+    `{"type": "bearer", "secret": ...}` sends `Authorization: Bearer <secret>`;
+    `{"type": "header", "name": "X-Api-Key", "secret": ...}` sends `X-Api-Key: <secret>`.
+    """
+
+    type: Literal["bearer", "header"]
+    secret: str
+    name: NotRequired[str]
+
+
+class Tool(TypedDict):
+    """`Tool`: a tool binding, shown on the agent's card as a skill."""
+
+    name: str
+    description: str
+    tags: list[str]
+
+
+class RemovedTool(TypedDict):
+    """`ToolRemoved`: the answer to a tool's removal."""
+
+    name: str
+    removed: bool
+
+
+class DeliveryAttempt(TypedDict):
+    """One push delivery attempt of a task (`AttemptList.items`)."""
+
+    attempt: int
+    at: str
+    status: NotRequired[int | None]
+    latency_ms: int
+    error: NotRequired[str | None]
+
+
+class AuditActor(TypedDict, total=False):
+    """Who did what an audit entry records: `kind` (`agent`, `member`, ...) and `id`."""
+
+    kind: str
+    id: str
+
+
+class AuditEntry(TypedDict):
+    """`AuditEntry`: one entry of the tenant's audit log."""
+
+    id: str
+    at: str
+    actor: AuditActor
+    action: str
+    target: str
+    outcome: AuditOutcome
+    reason: NotRequired[str | None]
+    call_id: NotRequired[str | None]
+    task_id: NotRequired[str | None]
+    count: NotRequired[int]
+
+
+class Call(TypedDict):
+    """One call of a lineage tree (`CallList.items`)."""
+
+    call_id: str
+    parent_call_id: str | None
+    root_call_id: str
+    task_id: str | None
+    caller_agent_id: str
+    callee_agent_id: str
+    at: str
+
+
+class TenantSettings(TypedDict):
+    """`TenantSettings`: the caller's tenant's settings."""
+
+    tenant_id: str
+    word_search: bool
+
+
+class Jwk(TypedDict):
+    """One Ed25519 public key of the JWKS; `purpose` says what it signs."""
+
+    kty: str
+    crv: str
+    x: str
+    kid: str
+    alg: str
+    use: str
+    purpose: NotRequired[SigningPurpose]
+
+
+class Jwks(TypedDict):
+    """`Jwks`: every signing key not retired, both purposes."""
+
+    keys: list[Jwk]
+
+
+class SigningKey(TypedDict):
+    """`Kid`: the signing key a rotation made active."""
+
+    kid: str
+    purpose: SigningPurpose
+
+
+class RetiredSigningKey(TypedDict):
+    """`RetiredKey`: the answer to a signing key's retirement."""
+
+    kid: str
+    purpose: SigningPurpose
+    retired: bool

@@ -1,0 +1,520 @@
+"""The management routes through the sync client, on the gateway: tenants, members, agents, keys,
+bindings, endpoints, tools, a task's events and delivery attempts, audit, calls, signing keys and
+tenant settings.
+
+Every operation is called through the SDK; the other side of a test (a callee answering, a push
+endpoint) is plain httpx or a local HTTP server.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from gateway import Background, PlainAgent
+
+from forgebench import (
+    NOT_GIVEN,
+    AuditPage,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    CreatedMember,
+    CreatedTenant,
+    Forgebench,
+    IssuedKey,
+    NotFoundError,
+    PermissionDeniedError,
+    TaskEvent,
+)
+from forgebench import _requests as requests
+from forgebench._models import EventParser
+
+CALLER = "billing-orchestrator"
+CALLEE = "invoice-classifier"
+
+
+@dataclass
+class Tenant:
+    """A tenant made through the SDK with the operator key, and its admin's client."""
+
+    base_url: str
+    created: CreatedTenant
+    admin: Forgebench
+
+    def client(self, key: str) -> Forgebench:
+        return Forgebench(api_key=key, base_url=self.base_url, max_retries=0)
+
+
+@pytest.fixture
+def operator(gateway: tuple[str, str]) -> Iterator[Forgebench]:
+    with Forgebench(api_key=gateway[1], base_url=gateway[0]) as client:
+        yield client
+
+
+@pytest.fixture
+def tenant(gateway: tuple[str, str], operator: Forgebench) -> Iterator[Tenant]:
+    created = operator.tenants.create(f"pysdk-manage-{uuid.uuid4().hex[:12]}")
+    with Forgebench(api_key=created.admin_key, base_url=gateway[0]) as admin:
+        yield Tenant(gateway[0], created, admin)
+
+
+def bound_pair(tenant: Tenant) -> tuple[str, str]:
+    """`billing-orchestrator` bound (approved) to `invoice-classifier`; a key for each."""
+    tenant.admin.agents.create(CALLER)
+    tenant.admin.agents.create(CALLEE)
+    [binding] = tenant.admin.agents.grant(CALLER, [CALLEE])
+    assert binding["approved_at"] is not None  # an admin speaks for both sides
+    return tenant.admin.agents.issue_key(CALLER).key, tenant.admin.agents.issue_key(CALLEE).key
+
+
+# -- the requests, without a gateway -----------------------------------------------------------
+
+
+def test_the_management_requests_send_only_what_is_given() -> None:
+    create = requests.create_agent(
+        "a",
+        description=None,
+        owner_member_id=NOT_GIVEN,
+        claim_timeout_seconds=60,
+        input_modes=("text/plain",),
+    )
+    assert create.json == {
+        "name": "a",
+        "description": None,
+        "claim_timeout_seconds": 60,
+        "input_modes": ["text/plain"],
+    }
+    assert not create.repeatable
+    with pytest.raises(ValueError):
+        requests.update_agent(
+            "a",
+            status=NOT_GIVEN,
+            description=NOT_GIVEN,
+            claim_timeout_seconds=NOT_GIVEN,
+            input_modes=NOT_GIVEN,
+        )
+    endpoint = requests.set_endpoint(
+        "a b", None, auth=NOT_GIVEN, clear_auth=True, allow_private_network=False
+    )
+    assert (endpoint.method, endpoint.path) == ("PUT", "/v1/agents/a%20b/endpoint")
+    assert endpoint.json == {"url": None, "clear_auth": True, "allow_private_network": False}
+    assert endpoint.repeatable
+    with pytest.raises(TypeError):
+        requests.grant_bindings("a", "b")
+    assert requests.grant_bindings("a", ["b"]).repeatable
+    assert not requests.rotate_signing_key(None).repeatable
+    assert requests.retire_signing_key("k").repeatable
+    audit = requests.list_audit(
+        agent=None, action="agent.", outcome="refused", since=None, limit=2, cursor=None
+    )
+    assert dict(audit.params) == {"action": "agent.", "outcome": "refused", "limit": 2}
+    events = requests.task_events("c", "t", last_event_id=7)
+    assert events.headers["Last-Event-ID"] == "7"
+    assert events.headers["Accept"] == "text/event-stream"
+
+
+def test_the_event_parser_reads_the_stream_format() -> None:
+    parser = EventParser()
+    lines = [
+        ": keep-alive",
+        "id: 3",
+        "event: artifact",
+        'data: {"state": "completed",',
+        'data:  "event": 3}',
+        "",
+        "",
+        "event: error",
+        'data: {"detail": {"code": "unavailable"}}',
+        "",
+    ]
+    events = [event for line in lines if (event := parser.feed(line)) is not None]
+    assert events == [
+        TaskEvent(event="artifact", id="3", data={"state": "completed", "event": 3}),
+        TaskEvent(event="error", id=None, data={"detail": {"code": "unavailable"}}),
+    ]
+    assert events[0].state == "completed" and not events[0].is_final
+    assert events[1].state is None
+
+
+def test_secrets_never_show_in_repr() -> None:
+    secret = "fb_agt_" + "ab" * 32
+    shown = [
+        IssuedKey(key_id="k", key=secret),
+        CreatedTenant(tenant_id="t", name="n", admin_key=secret),
+        CreatedMember(member_id="m", name="n", role="member", key_id="k", key=secret),
+    ]
+    for value in shown:
+        assert secret not in repr(value) and secret not in str(value)
+
+
+# -- tenants and members -----------------------------------------------------------------------
+
+
+def test_a_tenant_its_members_and_their_keys(tenant: Tenant) -> None:
+    admin = tenant.admin
+    assert tenant.created.admin_key.startswith("fb_adm_")
+    assert tenant.created.name.startswith("pysdk-manage-")
+    [first] = admin.members.list()
+    assert first["role"] == "admin"
+    [admin_key] = first["keys"]
+    assert admin_key["revoked_at"] is None
+
+    dana = admin.members.create("Dana Whitfield", "member")
+    assert (dana.name, dana.role, dana.key_id) == ("Dana Whitfield", "member", dana.member_id)
+    second = admin.members.issue_key(dana.member_id)
+    assert second.key_id != dana.key_id and second.key.startswith("fb_mem_")
+
+    with tenant.client(dana.key) as old, tenant.client(second.key) as new:
+        assert old.agents.list() == []  # a member key reads the agents
+        revoked = admin.members.revoke_key(dana.member_id, dana.key_id or "")
+        assert revoked == {"key_id": dana.key_id, "revoked": True}
+        with pytest.raises(AuthenticationError):
+            old.agents.list()
+        assert new.agents.list() == []  # the other key still works
+
+    by_id = {member["member_id"]: member for member in admin.members.list()}
+    keys = {key["key_id"]: key for key in by_id[dana.member_id]["keys"]}
+    assert keys[dana.key_id or ""]["revoked_at"] is not None
+    assert keys[second.key_id]["revoked_at"] is None
+    # the tenant's last live admin key cannot be revoked
+    with pytest.raises(ConflictError):
+        admin.members.revoke_key(first["member_id"], admin_key["key_id"])
+    # only the operator makes tenants
+    with pytest.raises((AuthenticationError, PermissionDeniedError)):
+        admin.tenants.create("not allowed")
+
+
+# -- agents and their keys ---------------------------------------------------------------------
+
+
+def test_an_agent_is_created_read_listed_and_updated(tenant: Tenant) -> None:
+    admin = tenant.admin
+    made = admin.agents.create(
+        CALLEE, description="Classifies invoices", claim_timeout_seconds=120
+    )
+    other = admin.agents.create("a-first-agent")
+    assert (made["name"], made["status"], made["claim_timeout_seconds"]) == (CALLEE, "active", 120)
+    assert admin.agents.get(CALLEE) == admin.agents.get(made["id"])
+    assert [agent["name"] for agent in admin.agents.list()] == ["a-first-agent", CALLEE]
+
+    updated = admin.agents.update(
+        CALLEE, description=None, claim_timeout_seconds=1800, input_modes=["text/plain"]
+    )
+    assert updated["description"] is None and updated["claim_timeout_seconds"] == 1800
+    read = admin.agents.get(made["id"])
+    assert read["claim_timeout_seconds"] == 1800 and read.get("input_modes") == ["text/plain"]
+    assert admin.agents.card(CALLEE)["defaultInputModes"] == ["text/plain"]
+    with pytest.raises(ConflictError):
+        admin.agents.create(CALLEE)  # names are unique
+    with pytest.raises(NotFoundError):
+        admin.agents.get("no-such-agent")
+    assert other["id"] != made["id"]
+
+
+def test_a_key_is_issued_listed_paused_and_revoked(tenant: Tenant) -> None:
+    admin = tenant.admin
+    admin.agents.create(CALLEE)
+    issued = admin.agents.issue_key(CALLEE)
+    assert issued.key.startswith("fb_agt_") and issued.key not in repr(issued)
+    [listed] = admin.agents.keys(CALLEE)
+    assert listed["key_id"] == issued.key_id and listed["revoked_at"] is None
+
+    with tenant.client(issued.key) as agent:
+        assert agent.agents.me()["name"] == CALLEE
+        assert admin.agents.update(CALLEE, status="paused")["status"] == "paused"
+        with pytest.raises(PermissionDeniedError):
+            agent.agents.me()  # a paused agent's keys are suspended
+        admin.agents.update(CALLEE, status="active")
+        assert agent.agents.me()["name"] == CALLEE
+
+        assert admin.agents.revoke_key(CALLEE, issued.key_id) == {
+            "key_id": issued.key_id,
+            "revoked": True,
+        }
+        with pytest.raises(AuthenticationError):
+            agent.agents.me()
+    [revoked] = admin.agents.keys(CALLEE)
+    assert revoked["revoked_at"] is not None
+    with pytest.raises(NotFoundError):
+        admin.agents.revoke_key(CALLEE, issued.key_id)  # already revoked
+
+
+# -- bindings ----------------------------------------------------------------------------------
+
+
+def test_a_pending_binding_is_approved_then_revoked(tenant: Tenant) -> None:
+    admin = tenant.admin
+    dana = admin.members.create("Dana Whitfield", "member")
+    with tenant.client(dana.key) as member:
+        member.agents.create(CALLER)  # Dana owns the caller, not the callee
+    admin.agents.create(CALLEE)
+    caller_key = admin.agents.issue_key(CALLER).key
+
+    with tenant.client(dana.key) as member:
+        [pending] = member.agents.grant(CALLER, [CALLEE])
+    assert pending["approved_at"] is None and not pending["revoked"]
+    assert [b["id"] for b in admin.agents.bindings(CALLER)["outbound"]] == [pending["id"]]
+    assert [b["id"] for b in admin.agents.bindings(CALLEE)["inbound"]] == [pending["id"]]
+
+    with tenant.client(caller_key) as caller:
+        with pytest.raises(PermissionDeniedError):
+            caller.agents.call(CALLEE, text="Classify")
+        approved = admin.agents.approve(CALLEE, pending["id"])
+        assert approved["approved_at"] is not None
+        task = caller.agents.call(CALLEE, text="Classify")  # the binding lets it through
+        assert task.state == "submitted"
+        revoked = admin.agents.revoke_binding(CALLER, pending["id"])
+        assert revoked["revoked"] and revoked["id"] == pending["id"]
+        with pytest.raises(PermissionDeniedError):
+            caller.agents.call(CALLEE, text="Classify again")
+    with pytest.raises(ConflictError):
+        admin.agents.approve(CALLEE, pending["id"])  # a revoked binding is granted again
+
+    reasons = {
+        entry.get("reason")
+        for entry in admin.audit.iter(action="task.open", outcome="refused")
+    }
+    assert reasons >= {"binding_pending", "binding_revoked"}
+
+
+# -- push endpoint and delivery attempts -------------------------------------------------------
+
+
+class _Endpoint(BaseHTTPRequestHandler):
+    received: queue.Queue[dict[str, str]]
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        type(self).received.put(dict(self.headers.items()))
+        answer = json.dumps(
+            {"state": "completed", "artifacts": [{"parts": [{"text": "pushed"}]}]}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_push_endpoint_is_set_delivered_to_and_cleared(tenant: Tenant) -> None:
+    admin = tenant.admin
+    caller_key, _ = bound_pair(tenant)
+    received: queue.Queue[dict[str, str]] = queue.Queue()
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), type("Endpoint", (_Endpoint,), {"received": received})
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/a2a"
+        secret = "push-secret-" + uuid.uuid4().hex
+        saved = admin.agents.set_endpoint(CALLEE, url, auth={"type": "bearer", "secret": secret})
+        endpoint = saved.get("endpoint")
+        assert endpoint is not None and endpoint["url"] == url
+        assert endpoint.get("auth") == {"type": "bearer", "configured": True}
+        assert secret not in json.dumps(saved)
+        with tenant.client(caller_key) as caller:
+            task = caller.agents.call(CALLEE, text="Classify", wait=20)
+            assert (task.state, task.artifact_text()) == ("completed", "pushed")
+        headers = {name.lower(): value for name, value in received.get(timeout=5).items()}
+        assert headers["authorization"] == f"Bearer {secret}"
+        [attempt] = admin.agents.attempts(CALLEE, task.id)
+        assert (attempt["attempt"], attempt.get("status")) == (1, 200)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    cleared = admin.agents.set_endpoint(CALLEE, None)
+    assert cleared.get("endpoint") is None
+    with pytest.raises(PermissionDeniedError):  # the SSRF guard: a metadata address
+        admin.agents.set_endpoint(CALLEE, "http://169.254.169.254/a2a")
+
+
+# -- tools and the card ------------------------------------------------------------------------
+
+
+def test_a_tool_shows_on_the_card_until_it_is_deleted(tenant: Tenant) -> None:
+    admin = tenant.admin
+    admin.agents.create(CALLEE)
+    assert admin.agents.tools(CALLEE) == []
+    tool = admin.agents.put_tool(
+        CALLEE, "classify", "Classifies an invoice", tags=["finance", "invoices"]
+    )
+    assert tool == {
+        "name": "classify",
+        "description": "Classifies an invoice",
+        "tags": ["finance", "invoices"],
+    }
+    admin.agents.put_tool(CALLEE, "lookup", "Looks up an invoice")
+    assert [t["name"] for t in admin.agents.tools(CALLEE)] == ["classify", "lookup"]
+    skills = {skill["id"]: skill for skill in admin.agents.card(CALLEE)["skills"]}
+    assert skills["classify"]["tags"] == ["finance", "invoices"]
+    assert skills["lookup"]["tags"] == ["tool"]  # A2A wants a tag on every skill
+
+    assert admin.agents.delete_tool(CALLEE, "lookup") == {"name": "lookup", "removed": True}
+    assert [skill["id"] for skill in admin.agents.card(CALLEE)["skills"]] == ["classify"]
+    with pytest.raises(NotFoundError):
+        admin.agents.delete_tool(CALLEE, "lookup")
+    with pytest.raises(BadRequestError):
+        admin.agents.put_tool(CALLEE, "Not A Name", "bad")
+
+
+# -- a task's events ---------------------------------------------------------------------------
+
+
+def test_the_events_stream_follows_a_task_to_its_end(tenant: Tenant) -> None:
+    caller_key, callee_key = bound_pair(tenant)
+    callee = PlainAgent(tenant.base_url, callee_key)
+    with tenant.client(caller_key) as caller, tenant.client(callee_key) as callee_sdk:
+        task = caller.agents.call(CALLEE, text="Classify")
+        streamed: queue.Queue[TaskEvent] = queue.Queue()
+
+        def follow() -> list[TaskEvent]:
+            events = []
+            for event in caller.agents.events(CALLEE, task.id):
+                streamed.put(event)
+                events.append(event)
+            return events  # the iterator ended: the gateway closed the stream
+
+        follower = Background(follow, name="events")
+        first = streamed.get(timeout=10)
+        assert first.event == "task" and first.state == "submitted"
+        assert first.task is not None and first.task.id == task.id
+
+        claimed = callee.claim_within(20)
+        assert claimed["id"] == task.id
+        callee_sdk.agents.progress(task.id, "Reading the invoice")
+        callee.ask(task.id, "Which cost center?")
+        caller.agents.answer(CALLEE, task.id, "4100")
+        assert callee.claim_within(20)["id"] == task.id
+        callee.complete_with_text(task.id, "software")
+        events: list[TaskEvent] = follower.result(timeout=20)
+
+    callee.close()
+    names = [event.event for event in events]
+    assert names == [
+        "task", "status", "progress", "question", "answer", "status", "artifact", "final",
+    ]
+    ids = [int(event.id or "-1") for event in events]
+    assert ids == sorted(ids) and len(set(ids[1:])) == len(ids) - 1
+    assert events[2].data["message"]["parts"] == [{"text": "Reading the invoice"}]
+    assert events[4].data["message"]["role"] == "user"
+    assert events[6].data["artifact"]["parts"] == [{"text": "software"}]
+    assert events[-1].state == "completed" and events[-1].is_final
+
+    with tenant.client(caller_key) as caller:
+        # resuming after the question gets every later change and no `task` event
+        resumed = list(caller.agents.events(CALLEE, task.id, last_event_id=events[3].id))
+        assert [event.event for event in resumed] == names[4:]
+        assert [event.id for event in resumed] == [event.id for event in events[4:]]
+        # a finished task streams its `task` event and ends
+        [only] = list(caller.agents.events(task_id=task.id, callee=CALLEE))
+        assert only.event == "task" and only.state == "completed" and only.is_final
+        with pytest.raises(NotFoundError):
+            list(caller.agents.events(CALLEE, str(uuid.uuid4())))
+    # a pull task has no delivery attempts
+    assert tenant.admin.agents.attempts(CALLEE, task.id) == []
+
+
+# -- audit, calls ------------------------------------------------------------------------------
+
+
+def test_the_audit_log_pages_and_records_the_changes(tenant: Tenant) -> None:
+    admin = tenant.admin
+    made = admin.agents.create(CALLEE)
+    key = admin.agents.issue_key(CALLEE)
+    admin.agents.revoke_key(CALLEE, key.key_id)
+
+    page = admin.audit.list(limit=1)
+    assert isinstance(page, AuditPage) and len(page.entries) == 1
+    assert page.next_cursor is not None
+    newest = page.entries[0]
+    assert (newest["action"], newest["outcome"], newest["target"]) == (
+        "agent.key.revoke",
+        "allowed",
+        made["id"],
+    )
+    assert newest["actor"].get("kind") == "admin"
+    second = admin.audit.list(limit=1, cursor=page.next_cursor)
+    assert second.entries[0]["id"] != newest["id"]
+
+    every = list(admin.audit.iter(limit=2))
+    actions = [entry["action"] for entry in every]
+    assert actions[:3] == ["agent.key.revoke", "agent.key.issue", "agent.create"]
+    assert "tenant.create" in actions
+    assert len({entry["id"] for entry in every}) == len(every)
+    by_agent = list(admin.audit.iter(agent=made["id"], action="agent.create"))
+    assert [entry["action"] for entry in by_agent] == ["agent.create"]
+
+
+def test_calls_list_a_lineage_tree(tenant: Tenant) -> None:
+    caller_key, _ = bound_pair(tenant)
+    root = str(uuid.uuid4())  # another system's call: taken as the root
+    with tenant.client(caller_key) as caller:
+        first = caller.agents.call(CALLEE, text="one", parent_call_id=root)
+        second = caller.agents.call(CALLEE, text="two", parent_call_id=root)
+    calls = tenant.admin.calls.list(root)
+    assert [call["task_id"] for call in calls] == [first.id, second.id]
+    assert {call["parent_call_id"] for call in calls} == {root}
+    assert {call["root_call_id"] for call in calls} == {root}
+    assert tenant.admin.calls.list(str(uuid.uuid4())) == []
+    with pytest.raises(BadRequestError):
+        tenant.admin.calls.list("not-a-call-id")
+
+
+# -- tenant settings ---------------------------------------------------------------------------
+
+
+def test_settings_update_reads_back_and_is_audited(tenant: Tenant) -> None:
+    admin = tenant.admin
+    caller_key, _ = bound_pair(tenant)
+    settings = admin.settings.get()
+    assert settings["word_search"] is True
+    assert settings["tenant_id"] == tenant.created.tenant_id
+
+    assert admin.settings.update(word_search=False)["word_search"] is False
+    assert admin.settings.get()["word_search"] is False
+    with tenant.client(caller_key) as caller:
+        with pytest.raises(ConflictError):
+            caller.agents.search_tasks(q="invoice")  # word search is off
+        with pytest.raises(PermissionDeniedError):
+            caller.settings.get()  # an agent key reads no settings
+    assert admin.settings.update()["word_search"] is False  # an empty patch changes nothing
+    assert admin.settings.update(word_search=True)["word_search"] is True
+    actions = [entry["action"] for entry in admin.audit.iter(action="tenant.word_search")]
+    assert actions == ["tenant.word_search.on", "tenant.word_search.off"]
+
+
+# -- signing keys ------------------------------------------------------------------------------
+
+
+def test_signing_keys_rotate_and_the_active_one_cannot_be_retired(
+    tenant: Tenant, operator: Forgebench
+) -> None:
+    caller_key, _ = bound_pair(tenant)
+    rotated = operator.signing_keys.rotate()
+    assert rotated["purpose"] == "card-signing"
+    with tenant.client(caller_key) as agent:
+        jwks = agent.signing_keys.list()  # any key reads the JWKS
+    by_kid = {key["kid"]: key for key in jwks["keys"]}
+    assert by_kid[rotated["kid"]].get("purpose") == "card-signing"
+    assert {key.get("purpose") for key in jwks["keys"]} >= {"card-signing"}
+    assert all(key["kty"] == "OKP" and key["crv"] == "Ed25519" for key in jwks["keys"])
+
+    with pytest.raises(ConflictError):
+        operator.signing_keys.retire(rotated["kid"])  # the active key: rotate first
+    with pytest.raises(NotFoundError):
+        operator.signing_keys.retire("0000000000000000")
+    with pytest.raises((AuthenticationError, PermissionDeniedError)):
+        tenant.admin.signing_keys.rotate()  # only the operator rotates
+    assert rotated["kid"] in {key["kid"] for key in operator.signing_keys.list()["keys"]}
