@@ -414,10 +414,11 @@ impl Client {
             .await
     }
 
-    /// Grants `caller` bindings to `callees` (names or ids); one entry per callee.
+    /// Grants `caller` bindings to `callees` (names or ids); one entry per callee. Sent again
+    /// after a broken connection: re-granting a pair the first attempt granted changes nothing.
     pub async fn grant(&self, caller: &str, callees: &[&str]) -> Result<Vec<Binding>> {
         let path = format!("{}/agents", agent_path(caller)?);
-        self.send_json(Request::post(path, json!({ "callees": callees })))
+        self.send_json(Request::post(path, json!({ "callees": callees })).repeatable(true))
             .await
     }
 

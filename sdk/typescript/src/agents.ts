@@ -5,11 +5,31 @@
  */
 
 import { ConflictError, ForgebenchError } from "./errors.js";
+import { readEvents, taskEventOf } from "./events.js";
 import { TaskReply } from "./reply.js";
 import { serve, type ServeHandler, type ServeOptions } from "./serve.js";
 import type { ApiResponse, RequestSpec, Transport } from "./transport.js";
+import {
+  hideSecret,
+  itemsOf,
+  listOf,
+  objectOf,
+  pageOf,
+  segment,
+  type RequestOptions,
+} from "./wire.js";
 import type {
+  Agent,
   AgentCard,
+  AgentFields,
+  AgentPatch,
+  Binding,
+  Bindings,
+  DeliveryAttempt,
+  EndpointIn,
+  KeyCreated,
+  KeyInfo,
+  KeyRevoked,
   Message,
   Part,
   PartData,
@@ -17,7 +37,11 @@ import type {
   Task,
   TaskResultIn,
   TaskState,
+  TaskEvent,
   TaskSummary,
+  Tool,
+  ToolIn,
+  ToolRemoved,
 } from "./types.js";
 
 export interface CallOptions {
@@ -47,9 +71,7 @@ export interface WaitOptions {
   signal?: AbortSignal;
 }
 
-export interface RequestOptions {
-  signal?: AbortSignal;
-}
+export type { RequestOptions };
 
 /** A message of the caller's answer (`answer`) or of the callee's progress report (`progress`). */
 export interface MessageOptions {
@@ -112,6 +134,16 @@ export interface CardPage {
   /** The next page's `cursor`; `null` on the last page. */
   nextCursor: string | null;
 }
+
+/** Where `events` starts: the task first, or after the change numbered `lastEventId`. */
+export interface EventsOptions {
+  /** The `id` of the last event already seen: the stream resumes after it, without the `task` event. */
+  lastEventId?: string | number;
+  /** Aborting it closes the stream; the iteration then throws the abort's reason. */
+  signal?: AbortSignal;
+}
+
+const BINDING_FIELDS = ["id", "caller_agent_id", "callee_agent_id", "revoked"] as const;
 
 export class Agents {
   readonly #transport: Transport;
@@ -315,6 +347,212 @@ export class Agents {
     return serve(this, handler, options);
   }
 
+  // -- Managing agents (a person's key: an admin, or the agent's owner; see docs/api.md) ----------
+
+  /** Creates an agent named `name` (`POST /v1/agents`); the creating person owns it unless `owner_member_id` says. */
+  async create(name: string, fields: AgentFields = {}, options: RequestOptions = {}): Promise<Agent> {
+    return agentOf(
+      await this.#transport.request({ method: "POST", path: "/v1/agents", body: { ...fields, name }, signal: options.signal }),
+    );
+  }
+
+  /** Every agent of the tenant, by name (`GET /v1/agents`; persons only). */
+  async list(options: RequestOptions = {}): Promise<Agent[]> {
+    return itemsOf<Agent>(
+      await this.#transport.request({ method: "GET", path: "/v1/agents", signal: options.signal }),
+      "a list of agents",
+    );
+  }
+
+  /** An agent by name or id (`GET /v1/agents/{agent}`). */
+  async get(agent: string, options: RequestOptions = {}): Promise<Agent> {
+    return agentOf(await this.#transport.request({ method: "GET", path: `/v1/agents/${segment(agent)}`, signal: options.signal }));
+  }
+
+  /**
+   * Changes an agent's `status`, `description`, `claim_timeout_seconds` or `input_modes`
+   * (`PATCH /v1/agents/{agent}`); its name never changes. Pausing suspends its keys; retiring is final.
+   */
+  async update(agent: string, patch: AgentPatch, options: RequestOptions = {}): Promise<Agent> {
+    return agentOf(
+      await this.#transport.request({
+        method: "PATCH",
+        path: `/v1/agents/${segment(agent)}`,
+        body: patch,
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /** The agent behind this client's agent key (`GET /v1/agents/me`). */
+  async me(options: RequestOptions = {}): Promise<Agent> {
+    return agentOf(await this.#transport.request({ method: "GET", path: "/v1/agents/me", signal: options.signal }));
+  }
+
+  /** Every key the agent ever held, live and revoked, never a secret (`GET /v1/agents/{agent}/keys`). */
+  async keys(agent: string, options: RequestOptions = {}): Promise<KeyInfo[]> {
+    return itemsOf<KeyInfo>(
+      await this.#transport.request({ method: "GET", path: `/v1/agents/${segment(agent)}/keys`, signal: options.signal }),
+      "a list of keys",
+    );
+  }
+
+  /**
+   * Issues a key for `agent` (`POST /v1/agents/{agent}/keys`): `{ key_id, key }`, the key shown
+   * once and kept out of logs (not enumerable). Not retried after a lost answer (a second key).
+   */
+  async issueKey(agent: string, options: RequestOptions = {}): Promise<KeyCreated> {
+    const response = await this.#transport.request({
+      method: "POST",
+      path: `/v1/agents/${segment(agent)}/keys`,
+      signal: options.signal,
+    });
+    return hideSecret(objectOf<KeyCreated>(response, ["key_id", "key"], "a new key"), "key");
+  }
+
+  /** Revokes a key of `agent` (`DELETE /v1/agents/{agent}/keys/{keyId}`); it is refused (401) from then on. */
+  async revokeKey(agent: string, keyId: string, options: RequestOptions = {}): Promise<KeyRevoked> {
+    const response = await this.#transport.request({
+      method: "DELETE",
+      path: `/v1/agents/${segment(agent)}/keys/${segment(keyId)}`,
+      signal: options.signal,
+    });
+    return objectOf<KeyRevoked>(response, ["key_id", "revoked"], "a revoked key");
+  }
+
+  /**
+   * Grants `caller` (a name or id) bindings to 1-25 `callees` (`POST /v1/agents/{caller}/agents`),
+   * all or nothing: one binding per distinct callee, approved at once when the granter also
+   * speaks for the callee, else pending its approval (`approve`).
+   */
+  async grant(caller: string, callees: readonly string[], options: RequestOptions = {}): Promise<Binding[]> {
+    const response = await this.#transport.request({
+      method: "POST",
+      path: `/v1/agents/${segment(caller)}/agents`,
+      body: { callees },
+      signal: options.signal,
+      // granting a live pair again changes nothing
+      repeatable: true,
+    });
+    return listOf<Binding>(response, BINDING_FIELDS, "a list of bindings");
+  }
+
+  /** The agent's bindings: `outbound` (it calls) and `inbound` (it is called) (`GET /v1/agents/{agent}/agents`). */
+  async bindings(agent: string, options: RequestOptions = {}): Promise<Bindings> {
+    const response = await this.#transport.request({
+      method: "GET",
+      path: `/v1/agents/${segment(agent)}/agents`,
+      signal: options.signal,
+    });
+    return objectOf<Bindings>(response, ["outbound", "inbound"], "an agent's bindings");
+  }
+
+  /** Approves a pending binding to `agent`, the callee (`POST /v1/agents/{agent}/agents/{bindingId}/approve`). */
+  async approve(agent: string, bindingId: string, options: RequestOptions = {}): Promise<Binding> {
+    const response = await this.#transport.request({
+      method: "POST",
+      path: `/v1/agents/${segment(agent)}/agents/${segment(bindingId)}/approve`,
+      signal: options.signal,
+      // approving an approved binding returns it unchanged
+      repeatable: true,
+    });
+    return objectOf<Binding>(response, BINDING_FIELDS, "a binding");
+  }
+
+  /** Revokes a binding from either side (`DELETE /v1/agents/{agent}/agents/{bindingId}`); the row is kept. */
+  async revokeBinding(agent: string, bindingId: string, options: RequestOptions = {}): Promise<Binding> {
+    const response = await this.#transport.request({
+      method: "DELETE",
+      path: `/v1/agents/${segment(agent)}/agents/${segment(bindingId)}`,
+      signal: options.signal,
+    });
+    return objectOf<Binding>(response, BINDING_FIELDS, "a binding");
+  }
+
+  /**
+   * Sets the agent's push endpoint, or clears it with `{ url: null }` (back to pull)
+   * (`PUT /v1/agents/{agent}/endpoint`). A credential's secret is sealed and never comes back.
+   */
+  async setEndpoint(agent: string, config: EndpointIn, options: RequestOptions = {}): Promise<Agent> {
+    return agentOf(
+      await this.#transport.request({
+        method: "PUT",
+        path: `/v1/agents/${segment(agent)}/endpoint`,
+        body: config,
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /** The agent's tool bindings, the skills of its card (`GET /v1/agents/{agent}/tools`). */
+  async tools(agent: string, options: RequestOptions = {}): Promise<Tool[]> {
+    return itemsOf<Tool>(
+      await this.#transport.request({ method: "GET", path: `/v1/agents/${segment(agent)}/tools`, signal: options.signal }),
+      "a list of tools",
+    );
+  }
+
+  /** Binds (or replaces) the tool `tool` of `agent`, a skill of its card (`PUT /v1/agents/{agent}/tools/{tool}`). */
+  async putTool(agent: string, tool: string, spec: ToolIn, options: RequestOptions = {}): Promise<Tool> {
+    const response = await this.#transport.request({
+      method: "PUT",
+      path: `/v1/agents/${segment(agent)}/tools/${segment(tool)}`,
+      body: spec,
+      signal: options.signal,
+    });
+    return objectOf<Tool>(response, ["name", "description", "tags"], "a tool");
+  }
+
+  /** Removes the tool `tool` of `agent` (`DELETE /v1/agents/{agent}/tools/{tool}`); it drops off the card. */
+  async deleteTool(agent: string, tool: string, options: RequestOptions = {}): Promise<ToolRemoved> {
+    const response = await this.#transport.request({
+      method: "DELETE",
+      path: `/v1/agents/${segment(agent)}/tools/${segment(tool)}`,
+      signal: options.signal,
+    });
+    return objectOf<ToolRemoved>(response, ["name", "removed"], "a removed tool");
+  }
+
+  /**
+   * The task's changes as they happen (`GET /v1/agents/{callee}/tasks/{taskId}/events`, server-sent
+   * events), each parsed: first the task itself (`event: "task"`), then one event per change
+   * (`status`, `progress`, `question`, `answer`, `artifact`, `final`). The iteration ends when the
+   * gateway ends the stream: after `final`, at once for a finished task, or after its time
+   * bound; an `error` event (no `id`) is the last of a stream that could not go on. Resume with
+   * `lastEventId` (the `id` of the last event seen): every later change comes, no `task` event.
+   * Leaving the loop, or aborting `signal`, closes the stream.
+   */
+  events(callee: string, taskId: string, options: EventsOptions = {}): AsyncIterable<TaskEvent> {
+    const transport = this.#transport;
+    const path = `/v1/agents/${segment(callee)}/tasks/${segment(taskId)}/events`;
+    return {
+      async *[Symbol.asyncIterator](): AsyncGenerator<TaskEvent, void, undefined> {
+        const { body } = await transport.stream({
+          method: "GET",
+          path,
+          headers: options.lastEventId === undefined ? {} : { "Last-Event-ID": String(options.lastEventId) },
+          signal: options.signal,
+        });
+        for await (const raw of readEvents(body)) {
+          const event = taskEventOf(raw);
+          if (event !== undefined) yield event;
+        }
+      },
+    };
+  }
+
+  /** The push delivery attempts of a task (`GET /v1/agents/{callee}/tasks/{taskId}/attempts`), oldest first. */
+  async attempts(callee: string, taskId: string, options: RequestOptions = {}): Promise<DeliveryAttempt[]> {
+    return itemsOf<DeliveryAttempt>(
+      await this.#transport.request({
+        method: "GET",
+        path: `/v1/agents/${segment(callee)}/tasks/${segment(taskId)}/attempts`,
+        signal: options.signal,
+      }),
+      "a list of delivery attempts",
+    );
+  }
+
   async #task(spec: RequestSpec): Promise<Task> {
     return asTask(await this.#transport.request(spec));
   }
@@ -351,26 +589,13 @@ function newMessageId(): string {
   return globalThis.crypto.randomUUID();
 }
 
-function segment(value: string): string {
-  if (value.length === 0) throw new TypeError("an agent or task id must not be empty");
-  return encodeURIComponent(value);
-}
-
 function asTask({ status, body }: ApiResponse): Task {
   if (typeof body === "object" && body !== null && "id" in body && "status" in body) return body as Task;
   throw new ForgebenchError("the gateway answered with something that is not a task", status, body);
 }
 
-/** The list (under `key`) and `next_cursor` of a page, checked. */
-function pageOf(status: number, body: unknown, key: string, what: string): { items: unknown[]; nextCursor: string | null } {
-  if (typeof body === "object" && body !== null && key in body && "next_cursor" in body) {
-    const items: unknown = (body as Record<string, unknown>)[key];
-    const cursor = body.next_cursor;
-    if (Array.isArray(items) && (cursor === null || typeof cursor === "string")) {
-      return { items, nextCursor: cursor === null || cursor.length === 0 ? null : cursor };
-    }
-  }
-  throw new ForgebenchError(`the gateway answered with something that is not ${what}`, status, body);
+function agentOf(response: ApiResponse): Agent {
+  return objectOf<Agent>(response, ["id", "name", "status"], "an agent");
 }
 
 function agentIdOf({ status, body }: ApiResponse): string {

@@ -1,6 +1,10 @@
-/** The client: `new Forgebench({ baseUrl, apiKey })`, with its `agents` API. */
+/**
+ * The client: `new Forgebench({ baseUrl, apiKey })`, with its `agents` API and the management
+ * APIs (`tenants`, `members`, `audit`, `calls`, `signingKeys`, `settings`).
+ */
 
 import { Agents } from "./agents.js";
+import { Audit, Calls, Members, Settings, SigningKeys, Tenants } from "./manage.js";
 import { Transport } from "./transport.js";
 
 /**
@@ -22,7 +26,11 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export interface ForgebenchOptions {
   /** The gateway's URL; else `FORGEBENCH_URL`. No default: without either the constructor throws. */
   baseUrl?: string;
-  /** An agent key (`fb_agt_...`), the agent this client acts as; else `FORGEBENCH_API_KEY`. */
+  /**
+   * The key the client sends; else `FORGEBENCH_API_KEY`. An agent key (`fb_agt_...`) to act as
+   * that agent; a person's key (`fb_adm_...`, `fb_mem_...`, `fb_view_...`) to manage the tenant;
+   * the operator key (`fb_op_...`) for `tenants.create` and changing `signingKeys`.
+   */
   apiKey?: string;
   /**
    * Retries of one request (default 2): after a 429 or 503 always; after no response, a 502 or
@@ -34,7 +42,20 @@ export interface ForgebenchOptions {
 }
 
 export class Forgebench {
+  /** Tasks (as caller and callee), cards, and managing agents: keys, bindings, endpoint, tools. */
   readonly agents: Agents;
+  /** New tenants (the operator key). */
+  readonly tenants: Tenants;
+  /** The tenant's people and their keys (an admin key). */
+  readonly members: Members;
+  /** The tenant's audit log (an admin or viewer key). */
+  readonly audit: Audit;
+  /** The lineage of governed calls (an admin or viewer key). */
+  readonly calls: Calls;
+  /** The gateway's signing keys: the JWKS (any key), rotation and retirement (the operator key). */
+  readonly signingKeys: SigningKeys;
+  /** The tenant's settings (an admin key to change them). */
+  readonly settings: Settings;
 
   /** An option always wins over its environment variable; nothing is sent while constructing. */
   constructor(options: ForgebenchOptions = {}) {
@@ -55,6 +76,12 @@ export class Forgebench {
     if (!(timeoutMs > 0)) throw new RangeError("timeoutMs must be more than 0");
     const transport = new Transport({ baseUrl, apiKey, maxRetries, timeoutMs });
     this.agents = new Agents(transport);
+    this.tenants = new Tenants(transport);
+    this.members = new Members(transport);
+    this.audit = new Audit(transport);
+    this.calls = new Calls(transport);
+    this.signingKeys = new SigningKeys(transport);
+    this.settings = new Settings(transport);
   }
 }
 

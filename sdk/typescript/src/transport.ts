@@ -12,7 +12,7 @@
  * - Anything else (4xx, 500) is thrown at once.
  */
 
-import { ConnectionError, errorForResponse, REQUEST_ID_HEADERS, type ForgebenchError } from "./errors.js";
+import { ConnectionError, ForgebenchError, errorForResponse, REQUEST_ID_HEADERS } from "./errors.js";
 import { abortableSleep, backoffDelayMs } from "./backoff.js";
 
 export const SDK_VERSION = "0.1.0";
@@ -29,7 +29,7 @@ export interface TransportSettings {
 export type QueryValue = string | number | undefined;
 
 export interface RequestSpec {
-  method: "GET" | "POST" | "PUT" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** The path, its segments already encoded. */
   path: string;
   query?: Readonly<Record<string, QueryValue>>;
@@ -70,6 +70,8 @@ const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
 ]);
 
 type Attempt =
+  | { kind: "accepted"; status: number; body: unknown }
+  | { kind: "streaming"; response: Response }
   | {
       kind: "response";
       status: number;
@@ -78,6 +80,12 @@ type Attempt =
       requestId: string | undefined;
     }
   | { kind: "no-response"; error: unknown };
+
+/** A stream the gateway accepted: its body, to read to the end (or cancel). */
+export interface ApiStream {
+  status: number;
+  body: ReadableStream<Uint8Array>;
+}
 
 export class Transport {
   readonly #settings: TransportSettings;
@@ -88,9 +96,30 @@ export class Transport {
 
   /** Sends the request, retrying as described above; a refusal throws its typed error. */
   async request(spec: RequestSpec): Promise<ApiResponse> {
-    const repeatable = spec.repeatable ?? spec.method !== "POST";
+    const accepted = await this.#send(spec, false);
+    if (accepted.kind === "streaming") throw new TypeError("unreachable: a buffered request got a stream");
+    return { status: accepted.status, body: accepted.body };
+  }
+
+  /**
+   * Opens a streamed answer (`text/event-stream`): retried like `request` until the gateway
+   * accepts it; the timeout covers only the wait for the response's head, never the stream.
+   */
+  async stream(spec: RequestSpec): Promise<ApiStream> {
+    const accepted = await this.#send(spec, true);
+    if (accepted.kind !== "streaming") throw new ForgebenchError("the gateway answered a stream with no body", accepted.status, accepted.body);
+    const response = accepted.response;
+    if (response.body === null) throw new ForgebenchError("the gateway answered a stream with no body", response.status, null);
+    return { status: response.status, body: response.body };
+  }
+
+  async #send(
+    spec: RequestSpec,
+    streaming: boolean,
+  ): Promise<Extract<Attempt, { kind: "accepted" | "streaming" }>> {
+    const repeatable = spec.repeatable ?? (spec.method === "GET" || spec.method === "PUT" || spec.method === "DELETE");
     for (let retry = 0; ; retry++) {
-      const attempt = await this.#attempt(spec);
+      const attempt = await this.#attempt(spec, streaming);
       const last = retry >= this.#settings.maxRetries;
       if (attempt.kind === "no-response") {
         if (last || !(repeatable || neverSent(attempt.error))) throw connectionError(spec, attempt.error);
@@ -98,7 +127,7 @@ export class Transport {
         await abortableSleep(backoffDelayMs(retry), spec.signal);
         continue;
       }
-      if (attempt.status < 400) return { status: attempt.status, body: attempt.body };
+      if (attempt.kind === "accepted" || attempt.kind === "streaming") return attempt;
       const error = errorForResponse(attempt.status, attempt.body, attempt.retryAfterSeconds, attempt.requestId);
       const delay = last ? undefined : retryDelayMs(attempt.status, retry, attempt.retryAfterSeconds, repeatable);
       if (delay === undefined) throw error;
@@ -106,27 +135,38 @@ export class Transport {
     }
   }
 
-  async #attempt(spec: RequestSpec): Promise<Attempt> {
-    const timeout = AbortSignal.timeout(this.#settings.timeoutMs + (spec.waitSeconds ?? 0) * 1000);
-    const signal = spec.signal === undefined ? timeout : AbortSignal.any([spec.signal, timeout]);
+  async #attempt(spec: RequestSpec, streaming: boolean): Promise<Attempt> {
+    const limitMs = this.#settings.timeoutMs + (spec.waitSeconds ?? 0) * 1000;
+    // A stream's timeout ends once its head has come: the stream itself may last minutes.
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new DOMException("the request timed out", "TimeoutError")), limitMs);
+    const signal = spec.signal === undefined ? timeout.signal : AbortSignal.any([spec.signal, timeout.signal]);
     try {
       const response = await fetch(this.#url(spec), {
         method: spec.method,
-        headers: this.#headers(spec),
+        headers: this.#headers(spec, streaming),
         body: spec.body === undefined ? null : JSON.stringify(spec.body),
         signal,
       });
+      if (response.status < 400 && streaming && response.status !== 204) {
+        clearTimeout(timer);
+        return { kind: "streaming", response };
+      }
       const body = parseBody(await response.text());
-      return {
-        kind: "response",
-        status: response.status,
-        body,
-        retryAfterSeconds: retryAfterSeconds(response.headers.get("retry-after")),
-        requestId: requestIdOf(response.headers),
-      };
+      return response.status < 400
+        ? { kind: "accepted", status: response.status, body }
+        : {
+            kind: "response",
+            status: response.status,
+            body,
+            retryAfterSeconds: retryAfterSeconds(response.headers.get("retry-after")),
+            requestId: requestIdOf(response.headers),
+          };
     } catch (error) {
       spec.signal?.throwIfAborted();
       return { kind: "no-response", error };
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -138,10 +178,10 @@ export class Transport {
     return url.toString();
   }
 
-  #headers(spec: RequestSpec): Record<string, string> {
+  #headers(spec: RequestSpec, streaming: boolean): Record<string, string> {
     const headers: Record<string, string> = {
       Authorization: `Bearer ${this.#settings.apiKey}`,
-      Accept: "application/json",
+      Accept: streaming ? "text/event-stream" : "application/json",
       "User-Agent": `forgebench-sdk-typescript/${SDK_VERSION}`,
       ...spec.headers,
     };

@@ -135,3 +135,268 @@ export interface TaskResultIn {
   /** What went wrong, for `failed`. */
   error?: string;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Management shapes (infra/openapi.yaml `components.schemas`), as the wire carries them.
+// Written by hand from the schemas; test/schemas.test.ts checks their fields against the document.
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A secret the gateway shows once (`key`, `admin_key`). The SDK keeps it on the object but not
+ * enumerable: `created.key` reads it, while `console.log(created)`, `JSON.stringify(created)`
+ * and `{ ...created }` leave it out, so a logged answer never leaks it.
+ */
+export type Secret = string;
+
+/** A member's role in the tenant. */
+export type MemberRole = "admin" | "member" | "viewer";
+
+/** `POST /v1/tenants` (operator key): the new tenant and its first admin key. */
+export interface TenantCreated {
+  tenant_id: string;
+  name: string;
+  /** The admin key, shown once; not enumerable (see `Secret`). */
+  readonly admin_key: Secret;
+}
+
+/** A key as its owner's listing shows it (`KeyInfo`); never the secret. */
+export interface KeyInfo {
+  key_id: string;
+  created_at: string;
+  /** When the key last authenticated a request, to the hour. */
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+/** A key just issued (`KeyCreated`): its id and the key itself, shown once. */
+export interface KeyCreated {
+  key_id: string;
+  /** The key, shown once; not enumerable (see `Secret`). */
+  readonly key: Secret;
+}
+
+/** The answer of a key revocation (`KeyRevoked`). */
+export interface KeyRevoked {
+  key_id: string;
+  revoked: boolean;
+}
+
+/** A person of the tenant with every key it ever held (`Member`). */
+export interface Member {
+  member_id: string;
+  name: string;
+  role: MemberRole;
+  created_at: string;
+  keys: KeyInfo[];
+}
+
+/** `POST /v1/members`: the new member and its first key (`MemberCreated`). */
+export interface MemberCreated {
+  member_id: string;
+  name: string;
+  role: MemberRole;
+  /** The key's id (the member id for a member's first key). */
+  key_id?: string;
+  /** The member's key, shown once; not enumerable (see `Secret`). */
+  readonly key: Secret;
+}
+
+/** An agent's lifecycle: `paused` suspends its keys, `retired` is final. */
+export type AgentStatus = "active" | "paused" | "retired";
+
+/** A push agent's endpoint as the gateway shows it; the credential's secret never comes back. */
+export interface AgentEndpoint {
+  url: string;
+  auth?: { type: string; name?: string; configured: boolean } | null;
+  allow_private_network?: boolean;
+}
+
+/** An agent (`Agent`). */
+export interface Agent {
+  id: string;
+  name: string;
+  description?: string | null;
+  owner_member_id?: string | null;
+  status: AgentStatus;
+  /** The push endpoint; `null` for a pull agent. */
+  endpoint?: AgentEndpoint | null;
+  claim_timeout_seconds?: number;
+  /** The media ranges of the parts the agent accepts (its card's `defaultInputModes`). */
+  input_modes?: string[];
+  created_at: string;
+  updated_at?: string;
+}
+
+/** The fields of a new agent but its name (`AgentIn`); every one optional. */
+export interface AgentFields {
+  description?: string | null;
+  /** The member who owns it; absent or null, the creating person. Only an admin may name another. */
+  owner_member_id?: string | null;
+  /** 1 to 86,400; absent or null, 900. */
+  claim_timeout_seconds?: number | null;
+  /** 1 to 16 media ranges (`type/subtype`, `type/*`, `*\/*`); absent or null, everything. */
+  input_modes?: string[] | null;
+}
+
+/** A change of an agent (`AgentPatch`): at least one field. A name never changes. */
+export interface AgentPatch {
+  status?: AgentStatus;
+  description?: string | null;
+  claim_timeout_seconds?: number;
+  /** Null goes back to everything the gateway carries. */
+  input_modes?: string[] | null;
+}
+
+/** A caller → callee binding (`Binding`); `approved_at` null while pending. */
+export interface Binding {
+  id: string;
+  caller_agent_id: string;
+  callee_agent_id: string;
+  source: string;
+  revoked: boolean;
+  approved_at: string | null;
+  created_at?: string;
+  updated_at?: string;
+}
+
+/** An agent's bindings (`Bindings`): those it calls through, and those that call it. */
+export interface Bindings {
+  outbound: Binding[];
+  inbound: Binding[];
+}
+
+/** The credential each push delivery carries; sealed by the gateway, never shown again. */
+export type EndpointAuth =
+  | { type: "bearer"; secret: string }
+  | { type: "header"; name: string; secret: string };
+
+/**
+ * `PUT /v1/agents/{agent}/endpoint` (`EndpointIn`): a URL (or `null`, back to pull), with a new
+ * credential (`auth`) or `clear_auth: true`, never both.
+ */
+export type EndpointIn = {
+  url: string | null;
+  /** Admin only: let the URL resolve to private ranges. Omitted means false. */
+  allow_private_network?: boolean | null;
+} & (
+  | { auth: EndpointAuth; clear_auth?: false | null }
+  | { auth?: null; clear_auth?: boolean | null }
+);
+
+/** A tool binding of an agent: one skill of its card (`Tool`). */
+export interface Tool {
+  name: string;
+  description: string;
+  tags: string[];
+}
+
+/** `PUT /v1/agents/{agent}/tools/{tool}` (`ToolIn`). */
+export interface ToolIn {
+  /** 1 to 2,000 characters, not only white space. */
+  description: string;
+  /** Up to 20 tags of 1 to 64 characters. */
+  tags?: string[] | null;
+}
+
+/** The answer of `DELETE /v1/agents/{agent}/tools/{tool}` (`ToolRemoved`). */
+export interface ToolRemoved {
+  name: string;
+  removed: boolean;
+}
+
+/** One push delivery attempt of a task (`AttemptList` items). */
+export interface DeliveryAttempt {
+  attempt: number;
+  at: string;
+  /** The endpoint's HTTP status; null when none came. */
+  status?: number | null;
+  latency_ms: number;
+  error?: string | null;
+}
+
+/** Whether an audited action was let through. */
+export type AuditOutcome = "allowed" | "refused";
+
+/** One entry of the tenant's audit log (`AuditEntry`). */
+export interface AuditEntry {
+  id: string;
+  at: string;
+  actor: { kind?: string; id?: string };
+  /** `agent.create`, `binding.approve`, `task.open`, ... (docs/api.md, "Audit log"). */
+  action: string;
+  target: string;
+  outcome: AuditOutcome;
+  reason?: string | null;
+  call_id?: string | null;
+  task_id?: string | null;
+  /** How many times this happened in the entry's minute (refusals); 1 otherwise. */
+  count?: number;
+}
+
+/** One governed call of a lineage tree (`CallList` items). */
+export interface Call {
+  call_id: string;
+  parent_call_id?: string | null;
+  root_call_id: string;
+  task_id: string;
+  caller_agent_id: string;
+  callee_agent_id: string;
+  at: string;
+}
+
+/** What a signing key signs: agent cards, or push deliveries. */
+export type SigningKeyPurpose = "card-signing" | "webhook-signing";
+
+/** The answer of a rotation (`Kid`): the new active key. */
+export interface SigningKeyId {
+  kid: string;
+  purpose: SigningKeyPurpose;
+}
+
+/** The answer of a retirement (`RetiredKey`). */
+export interface RetiredSigningKey {
+  kid: string;
+  purpose: SigningKeyPurpose;
+  retired: true;
+}
+
+/** The tenant's settings (`TenantSettings`). */
+export interface TenantSettings {
+  tenant_id: string;
+  /** Whether task message words are indexed for `q` searches (default true). */
+  word_search: boolean;
+}
+
+/** A change of the tenant's settings (`TenantSettingsPatch`); an empty one changes nothing. */
+export interface TenantSettingsPatch {
+  word_search?: boolean;
+}
+
+/** The kinds of change a task's event stream carries after its first `task` event. */
+export type TaskChangeKind = "status" | "progress" | "question" | "answer" | "artifact" | "final";
+
+/** The `data` of a change event: the change's number, the task's state after it, what it added. */
+export interface TaskChange {
+  task_id: string;
+  /** The change's number (also the event's `id`). */
+  event: number;
+  state: TaskState;
+  timestamp: string;
+  /** `progress`, `question`, `answer` (role `user`), and `final`'s status message if any. */
+  message?: Message | null;
+  /** `artifact`: the artifact and its place among the task's artifacts. */
+  artifact?: Artifact;
+  artifact_index?: number;
+  /** `final` of a failed task. */
+  error?: string | null;
+}
+
+/**
+ * One server-sent event of a task's stream (`agents.events`), its `data` parsed: the task first
+ * (`task`), then one change per event, in order. `error` (no `id`) says the stream could not go
+ * on: reconnect with `lastEventId`.
+ */
+export type TaskEvent =
+  | { event: "task"; id: string; data: Task }
+  | { event: TaskChangeKind; id: string; data: TaskChange }
+  | { event: "error"; id: null; data: { detail: unknown } };

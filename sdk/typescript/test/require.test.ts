@@ -23,6 +23,10 @@ describe("require() of the package", () => {
     assert.equal(required.UnprocessableEntityError, imported.UnprocessableEntityError);
     const client = new required.Forgebench({ baseUrl: "http://127.0.0.1:1", apiKey: "fb_agt_" + "2".repeat(64) });
     assert.equal(typeof client.agents.call, "function");
+    for (const api of [client.tenants, client.members, client.audit, client.calls, client.signingKeys, client.settings]) {
+      assert.equal(typeof api, "object");
+    }
+    assert.equal(typeof client.agents.events, "function");
   });
 
   test("a .cjs script run by node requires it and constructs a client", () => {
@@ -38,12 +42,19 @@ describe("require() of the package", () => {
           `const client = new Forgebench({ baseUrl: "http://127.0.0.1:1", apiKey: "fb_agt_" + "3".repeat(64) });`,
           `process.stdout.write(JSON.stringify({`,
           `  module: typeof module, agents: typeof client.agents.getTask,`,
+          `  manage: [client.members.list, client.audit.iter, client.agents.events].map((f) => typeof f),`,
           `  error: typeof ForgebenchError, retries: DEFAULT_MAX_RETRIES,`,
           `}));`,
         ].join("\n"),
       );
       const output = execFileSync(process.execPath, [script], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-      assert.deepEqual(JSON.parse(output), { module: "object", agents: "function", error: "function", retries: 2 });
+      assert.deepEqual(JSON.parse(output), {
+        module: "object",
+        agents: "function",
+        manage: ["function", "function", "function"],
+        error: "function",
+        retries: 2,
+      });
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }

@@ -5,7 +5,12 @@
 
 import type {
   AgentCard,
+  AgentPatch,
+  EndpointIn,
   Forgebench,
+  KeyCreated,
+  MemberRole,
+  TaskEvent,
   Part,
   ServeHandler,
   Task,
@@ -68,4 +73,59 @@ export async function pagesIterate(forgebench: Forgebench): Promise<string[]> {
   for await (const card of forgebench.agents.allCards()) cards.push(card);
   const page = await forgebench.agents.cards({ limit: 5 });
   return [...ids, ...cards.map((card) => card.name), page.nextCursor ?? ""];
+}
+
+export function anEndpointTakesACredentialOrClearsIt(): EndpointIn[] {
+  // @ts-expect-error a new credential and clear_auth: true, both, is refused
+  const both: EndpointIn = { url: "https://me.example/a2a", auth: { type: "bearer", secret: "s" }, clear_auth: true };
+  // @ts-expect-error a header credential names its header
+  const headerWithoutName: EndpointIn = { url: "https://me.example/a2a", auth: { type: "header", secret: "s" } };
+  // @ts-expect-error the url is required (null goes back to pull)
+  const noUrl: EndpointIn = { clear_auth: true };
+  return [both, headerWithoutName, noUrl, { url: null }, { url: "https://me.example/a2a", clear_auth: true }];
+}
+
+export function anAgentPatchTakesKnownStatusesOnly(): (AgentPatch | MemberRole)[] {
+  // @ts-expect-error not an agent status
+  const badStatus: AgentPatch = { status: "deleted" };
+  // @ts-expect-error not a member role
+  const badRole: MemberRole = "owner";
+  // @ts-expect-error a name never changes
+  const rename: AgentPatch = { name: "other" };
+  return [badStatus, badRole, rename, { status: "paused", description: null }];
+}
+
+export function aNewKeyIsReadOnly(created: KeyCreated): string {
+  // @ts-expect-error the key is read-only
+  created.key = "fb_agt_other";
+  return created.key;
+}
+
+export async function eventsNarrowByKind(forgebench: Forgebench, signal: AbortSignal): Promise<string[]> {
+  const seen: string[] = [];
+  for await (const event of forgebench.agents.events("invoice-classifier", "t-1", { signal, lastEventId: 3 })) {
+    if (event.event === "task") seen.push(event.data.context_id);
+    else if (event.event === "error") seen.push(String(event.id));
+    else seen.push(event.data.state, event.id);
+  }
+  const first: TaskEvent | undefined = undefined;
+  return first === undefined ? seen : [];
+}
+
+export async function managementNamespaces(forgebench: Forgebench): Promise<unknown[]> {
+  const page = await forgebench.audit.list({ outcome: "refused", since: new Date(), limit: 10 });
+  const entries = [];
+  for await (const entry of forgebench.audit.iter({ action: "binding." })) entries.push(entry.action);
+  // @ts-expect-error not an audit outcome
+  await forgebench.audit.list({ outcome: "denied" });
+  // @ts-expect-error not a signing key purpose
+  await forgebench.signingKeys.rotate({ purpose: "tls" });
+  return [
+    page.nextCursor,
+    entries,
+    await forgebench.calls.list("root"),
+    await forgebench.settings.update({ word_search: false }),
+    await forgebench.signingKeys.rotate({ purpose: "webhook-signing" }),
+    await forgebench.members.create("Priya Raman", "viewer"),
+  ];
 }

@@ -1,0 +1,170 @@
+/**
+ * The hand-written management types against the gateway's OpenAPI document
+ * (`GET /openapi.json`, infra/openapi.yaml): each type's property names, and which of them are
+ * required, must be the schema's. The tables below are checked against the types by the
+ * compiler (every key of the type, no other), and against the document when the test runs, so
+ * a schema that gains, drops or changes the requiredness of a field fails here until the type
+ * follows.
+ */
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import type {
+  Agent,
+  AgentFields,
+  AgentPatch,
+  AuditEntry,
+  Binding,
+  Bindings,
+  Call,
+  DeliveryAttempt,
+  EndpointIn,
+  KeyCreated,
+  KeyInfo,
+  KeyRevoked,
+  Member,
+  MemberCreated,
+  RetiredSigningKey,
+  SigningKeyId,
+  TenantCreated,
+  TenantSettings,
+  TenantSettingsPatch,
+  Tool,
+  ToolIn,
+  ToolRemoved,
+} from "@seedlinglabs/forgebench-sdk";
+
+import { baseUrl, noGateway } from "./support/gateway.js";
+
+/** The keys of `T` that are not optional. */
+type RequiredKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? never : K }[keyof T];
+
+interface Model {
+  /** Where the schema is: a component name, then array properties whose items' schema it is. */
+  path: string[];
+  properties: string[];
+  required: string[] | undefined;
+}
+
+/** A type's keys, all of them and the required ones, checked by the compiler. */
+function model<T>(
+  path: string[],
+  properties: { [K in keyof T]-?: true },
+  required?: { [K in RequiredKeys<T>]: true },
+): Model {
+  return {
+    path,
+    properties: Object.keys(properties).sort(),
+    required: required === undefined ? undefined : Object.keys(required).sort(),
+  };
+}
+
+const MODELS: Record<string, Model> = {
+  TenantCreated: model<TenantCreated>(["TenantCreated"], { tenant_id: true, name: true, admin_key: true }, { tenant_id: true, name: true, admin_key: true }),
+  KeyInfo: model<KeyInfo>(
+    ["KeyInfo"],
+    { key_id: true, created_at: true, last_used_at: true, revoked_at: true },
+    { key_id: true, created_at: true, last_used_at: true, revoked_at: true },
+  ),
+  KeyCreated: model<KeyCreated>(["KeyCreated"], { key_id: true, key: true }, { key_id: true, key: true }),
+  KeyRevoked: model<KeyRevoked>(["KeyRevoked"], { key_id: true, revoked: true }, { key_id: true, revoked: true }),
+  Member: model<Member>(
+    ["Member"],
+    { member_id: true, name: true, role: true, created_at: true, keys: true },
+    { member_id: true, name: true, role: true, created_at: true, keys: true },
+  ),
+  MemberCreated: model<MemberCreated>(
+    ["MemberCreated"],
+    { member_id: true, name: true, role: true, key_id: true, key: true },
+    { member_id: true, name: true, role: true, key: true },
+  ),
+  Agent: model<Agent>(
+    ["Agent"],
+    {
+      id: true,
+      name: true,
+      description: true,
+      owner_member_id: true,
+      status: true,
+      endpoint: true,
+      claim_timeout_seconds: true,
+      input_modes: true,
+      created_at: true,
+      updated_at: true,
+    },
+    { id: true, name: true, status: true, created_at: true },
+  ),
+  AgentIn: model<AgentFields & { name: string }>(
+    ["AgentIn"],
+    { name: true, description: true, owner_member_id: true, claim_timeout_seconds: true, input_modes: true },
+    { name: true },
+  ),
+  AgentPatch: model<AgentPatch>(["AgentPatch"], { status: true, description: true, claim_timeout_seconds: true, input_modes: true }, {}),
+  Binding: model<Binding>(
+    ["Binding"],
+    {
+      id: true,
+      caller_agent_id: true,
+      callee_agent_id: true,
+      source: true,
+      revoked: true,
+      approved_at: true,
+      created_at: true,
+      updated_at: true,
+    },
+    { id: true, caller_agent_id: true, callee_agent_id: true, source: true, revoked: true, approved_at: true },
+  ),
+  Bindings: model<Bindings>(["Bindings"], { outbound: true, inbound: true }, { outbound: true, inbound: true }),
+  EndpointIn: model<EndpointIn>(["EndpointIn"], { url: true, auth: true, clear_auth: true, allow_private_network: true }),
+  Tool: model<Tool>(["Tool"], { name: true, description: true, tags: true }, { name: true, description: true, tags: true }),
+  ToolIn: model<ToolIn>(["ToolIn"], { description: true, tags: true }, { description: true }),
+  ToolRemoved: model<ToolRemoved>(["ToolRemoved"], { name: true, removed: true }, { name: true, removed: true }),
+  DeliveryAttempt: model<DeliveryAttempt>(
+    ["AttemptList", "items"],
+    { attempt: true, at: true, status: true, latency_ms: true, error: true },
+    { attempt: true, at: true, latency_ms: true },
+  ),
+  AuditEntry: model<AuditEntry>(
+    ["AuditEntry"],
+    { id: true, at: true, actor: true, action: true, target: true, outcome: true, reason: true, call_id: true, task_id: true, count: true },
+    { id: true, at: true, actor: true, action: true, target: true, outcome: true },
+  ),
+  Call: model<Call>(
+    ["CallList", "items"],
+    { call_id: true, parent_call_id: true, root_call_id: true, task_id: true, caller_agent_id: true, callee_agent_id: true, at: true },
+    { call_id: true, root_call_id: true, task_id: true, caller_agent_id: true, callee_agent_id: true, at: true },
+  ),
+  SigningKeyId: model<SigningKeyId>(["Kid"], { kid: true, purpose: true }, { kid: true, purpose: true }),
+  RetiredSigningKey: model<RetiredSigningKey>(
+    ["RetiredKey"],
+    { kid: true, purpose: true, retired: true },
+    { kid: true, purpose: true, retired: true },
+  ),
+  TenantSettings: model<TenantSettings>(["TenantSettings"], { tenant_id: true, word_search: true }, { tenant_id: true, word_search: true }),
+  TenantSettingsPatch: model<TenantSettingsPatch>(["TenantSettingsPatch"], { word_search: true }, {}),
+};
+
+type Schema = { $ref?: string; properties?: Record<string, Schema>; required?: string[]; items?: Schema };
+
+describe("the management types follow the OpenAPI document", { skip: noGateway }, () => {
+  test("every modelled schema has the type's properties, and the same ones required", async () => {
+    const response = await fetch(`${baseUrl()}/openapi.json`);
+    assert.equal(response.status, 200);
+    const document = (await response.json()) as { components: { schemas: Record<string, Schema> } };
+    const schemas = document.components.schemas;
+    const resolve = (schema: Schema | undefined): Schema | undefined =>
+      schema?.$ref === undefined ? schema : resolve(schemas[schema.$ref.replace("#/components/schemas/", "")]);
+    for (const [name, modelled] of Object.entries(MODELS)) {
+      const [component, ...steps] = modelled.path;
+      let schema = resolve(schemas[component ?? ""]);
+      // a step names an array property: its items' schema
+      for (const step of steps) schema = resolve(resolve(schema?.properties?.[step])?.items);
+      assert.ok(schema?.properties !== undefined, `${modelled.path.join(".")}: no such object schema in the document`);
+      assert.deepEqual(modelled.properties, Object.keys(schema.properties).sort(), `${name}: the properties of ${modelled.path.join(".")}`);
+      if (modelled.required !== undefined) {
+        assert.deepEqual(modelled.required, [...(schema.required ?? [])].sort(), `${name}: the required properties`);
+      }
+    }
+  });
+});
