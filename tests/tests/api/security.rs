@@ -529,7 +529,7 @@ async fn a_tenants_agents_together_hold_at_most_its_waits_and_another_tenant_sti
         .collect();
     wait_for_held_slots(&app, &noisy.callee.id, own_max).await;
     polls.extend((0..2).map(|_| spawn_poll(&app, &noisy.caller.key)));
-    wait_for_held_slots(&app, &noisy.caller.id, 2).await;
+    wait_for_tenant_slots(&app, &noisy.tenant.id, own_max + 2).await;
     // The tenant's twelve are held: its caller, with eight of its own free, is refused.
     let refused = app.claim(&noisy.caller.key, 2).await;
     assert_eq!(refused.status, 429, "{}", refused.text);
@@ -621,6 +621,17 @@ fn spawn_poll(
 }
 
 async fn wait_for_held_slots(app: &forgebench_tests::TestApp, agent_id: &str, count: usize) {
+    wait_for_slot_items(app, &format!("POLLS#{agent_id}"), count).await;
+}
+
+/// Waits until a tenant's agents hold `count` of its long-poll slots: its `TPOLLS#` items. A
+/// wait takes its holder's slot first and its tenant's after, so the holder's alone do not say
+/// the tenant's are taken.
+async fn wait_for_tenant_slots(app: &forgebench_tests::TestApp, tenant_id: &str, count: usize) {
+    wait_for_slot_items(app, &format!("TPOLLS#{tenant_id}"), count).await;
+}
+
+async fn wait_for_slot_items(app: &forgebench_tests::TestApp, pk: &str, count: usize) {
     let started = std::time::Instant::now();
     loop {
         let held = app
@@ -632,7 +643,7 @@ async fn wait_for_held_slots(app: &forgebench_tests::TestApp, agent_id: &str, co
             .key_condition_expression("pk = :pk")
             .expression_attribute_values(
                 ":pk",
-                aws_sdk_dynamodb::types::AttributeValue::S(format!("POLLS#{agent_id}")),
+                aws_sdk_dynamodb::types::AttributeValue::S(pk.to_owned()),
             )
             .consistent_read(true)
             .send()
