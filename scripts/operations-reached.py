@@ -7,8 +7,9 @@ through that SDK.
 ACCESS_LOG is the local gateway's access log (FORGEBENCH_ACCESS_LOG: one JSON line per request,
 with its `operation`, `status` and `user_agent`), written while the SDKs' suites ran. An
 operation counts as reached by an SDK when a request whose User-Agent starts with the SDK's
-prefix was routed to it, whatever the answer. Operations marked `x-forgebench-client: a2a-sdk`
-belong to the A2A binding, reached with A2A clients, and are not asked of the SDKs.
+prefix was routed to it, whatever the answer. Operations marked `x-forgebench-client` have a
+client of their own (`a2a-sdk`: the A2A binding, reached with A2A clients; `console`: the
+console's page and sessions) and are not asked of the SDKs.
 Needs PyYAML (scripts/install.sh puts it in .local/venv).
 """
 
@@ -27,7 +28,7 @@ def sdk_operations(document: dict) -> set[str]:
     operations = set()
     for path_item in document["paths"].values():
         for method, operation in path_item.items():
-            if method in METHODS and operation.get("x-forgebench-client") != "a2a-sdk":
+            if method in METHODS and "x-forgebench-client" not in operation:
                 operations.add(operation["operationId"])
     return operations
 

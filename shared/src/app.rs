@@ -7,7 +7,7 @@ use std::time::Duration;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 
-use crate::auth::KeyCache;
+use crate::auth::{KeyCache, SessionCache};
 use crate::bodies::Bodies;
 use crate::config::{Config, ConfigError};
 use crate::domain::signing::KeyPurpose;
@@ -30,6 +30,7 @@ pub struct App {
     /// The key that signs push deliveries, apart from the card key (its own KMS purpose).
     pub webhook_signing: Arc<SigningCache>,
     pub(crate) key_cache: KeyCache,
+    pub(crate) session_cache: SessionCache,
 }
 
 /// Builds the SDK configuration from the standard AWS settings (region, credentials, and the
@@ -110,6 +111,7 @@ impl App {
             )),
             config,
             key_cache: KeyCache::default(),
+            session_cache: SessionCache::default(),
         })
     }
 

@@ -1,15 +1,35 @@
-//! Authentication: the `Authorization: Bearer <key>` header to the principal behind the key,
-//! through a short-lived per-process cache of key lookups (revocation drops the entry here and
-//! reaches other processes within the cache's lifetime).
+//! Authentication: the `Authorization: Bearer <key>` header, or else the console's session
+//! cookie, to the principal behind the key, through short-lived per-process caches of key and
+//! session lookups (revocation and sign-out drop the entry here and reach other processes within
+//! the cache's lifetime).
+
+use lambda_http::http::header::{AUTHORIZATION, COOKIE};
+use lambda_http::http::HeaderMap;
 
 use crate::app::App;
 use crate::cache::ExpiringCache;
-use crate::domain::{keys, Principal, PrincipalKind, TenantPrincipal};
+use crate::domain::{keys, session, Principal, PrincipalKind, TenantPrincipal};
 use crate::error::ApiError;
-use crate::store::use_is_stale;
+use crate::store::{use_is_stale, SessionRecord};
 
 /// Remembers recent key lookups so a busy callee does not pay one read per request.
 pub(crate) type KeyCache = ExpiringCache<Principal>;
+
+/// Remembers recent console session lookups (by the session token's hash).
+pub(crate) type SessionCache = ExpiringCache<SessionRecord>;
+
+/// The console session token of a request that carries no `Authorization` header.
+pub fn session_token(headers: &HeaderMap) -> Option<String> {
+    if headers.contains_key(AUTHORIZATION) {
+        return None;
+    }
+    session::token_of(
+        headers
+            .get_all(COOKIE)
+            .iter()
+            .filter_map(|value| value.to_str().ok()),
+    )
+}
 
 /// The refusal of the operator's key on a route inside a tenant.
 pub const OPERATOR_OUTSIDE_TENANTS: &str =
@@ -24,22 +44,57 @@ fn bearer_credential(value: &str) -> Option<&str> {
 }
 
 impl App {
-    /// Authenticates the `Authorization: Bearer <key>` header.
-    pub async fn authenticate(
-        &self,
-        headers: &lambda_http::http::HeaderMap,
-    ) -> Result<Principal, ApiError> {
-        let key = headers
-            .get(lambda_http::http::header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(bearer_credential)
-            .ok_or(ApiError::Unauthenticated)?;
-        let hash = keys::hash(key);
-        if let Some(operator) = &self.config.operator_key_hash {
-            if keys::same_hash(operator, &hash) {
-                return Ok(Principal::Operator);
+    /// Authenticates the `Authorization: Bearer <key>` header or, without one, the console's
+    /// session cookie (a member key's session; the key is authenticated again, so a revoked key
+    /// ends its sessions).
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+        if headers.contains_key(AUTHORIZATION) {
+            let key = headers
+                .get(AUTHORIZATION)
+                .and_then(|value| value.to_str().ok())
+                .and_then(bearer_credential)
+                .ok_or(ApiError::Unauthenticated)?;
+            let hash = keys::hash(key);
+            if let Some(operator) = &self.config.operator_key_hash {
+                if keys::same_hash(operator, &hash) {
+                    return Ok(Principal::Operator);
+                }
             }
+            return self.principal_of_key(hash).await;
         }
+        let token = session_token(headers).ok_or(ApiError::Unauthenticated)?;
+        let session = self
+            .live_session(&session::hash(&token))
+            .await?
+            .ok_or(ApiError::Unauthenticated)?;
+        self.principal_of_key(session.key_hash).await
+    }
+
+    /// The session under a token's hash, while it lasts.
+    pub(crate) async fn live_session(&self, hash: &str) -> Result<Option<SessionRecord>, ApiError> {
+        let ttl = self.config.key_cache_ttl;
+        let cached = self.session_cache.get(hash, ttl);
+        let session = match cached {
+            Some(session) => Some(session),
+            None => {
+                let session = self.store.session(hash).await?;
+                if let (Some(session), false) = (&session, ttl.is_zero()) {
+                    self.session_cache.put(hash.to_owned(), session.clone());
+                }
+                session
+            }
+        };
+        let now = crate::domain::clock::unix_now();
+        Ok(session.filter(|session| session.expires_at > now))
+    }
+
+    /// Drops a session from this process's cache (after signing out).
+    pub(crate) fn forget_session(&self, hash: &str) {
+        self.session_cache.forget(hash);
+    }
+
+    /// The principal behind a key's hash.
+    pub(crate) async fn principal_of_key(&self, hash: String) -> Result<Principal, ApiError> {
         let ttl = self.config.key_cache_ttl;
         if let Some(principal) = self.key_cache.get(&hash, ttl) {
             return Ok(principal);
@@ -95,7 +150,7 @@ impl App {
     /// inside one, and is refused here.
     pub async fn authenticate_in_tenant(
         &self,
-        headers: &lambda_http::http::HeaderMap,
+        headers: &HeaderMap,
     ) -> Result<TenantPrincipal, ApiError> {
         match self.authenticate(headers).await? {
             Principal::Tenant(principal) => {

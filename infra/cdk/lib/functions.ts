@@ -656,6 +656,45 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     ],
   },
   {
+    id: "ConsolePage",
+    route: "console-page",
+    description: "GET /console (the console's page; no AWS access)",
+    grants: [],
+  },
+  {
+    id: "ConsoleAsset",
+    route: "console-asset",
+    description: "GET /console/{asset} (the console's files; no AWS access)",
+    grants: [],
+  },
+  {
+    id: "CreateConsoleSession",
+    route: "create-console-session",
+    description: "POST /console/session",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem"),
+      { sid: "OpenSessions", actions: ["dynamodb:PutItem"], on: ["table"], leadingKeys: ["SESSION#*"] },
+    ],
+  },
+  {
+    id: "GetConsoleSession",
+    route: "get-console-session",
+    description: "GET /console/session",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem"),
+    ],
+  },
+  {
+    id: "DeleteConsoleSession",
+    route: "delete-console-session",
+    description: "DELETE /console/session",
+    grants: [
+      { sid: "EndSessions", actions: ["dynamodb:DeleteItem"], on: ["table"], leadingKeys: ["SESSION#*"] },
+    ],
+  },
+  {
     id: "UpdateTenantSettings",
     route: "update-tenant-settings",
     description: "PATCH /v1/tenant/settings",

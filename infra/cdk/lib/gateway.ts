@@ -609,7 +609,8 @@ export class ForgebenchGateway extends Construct {
     const role = new iam.Role(scope, 'Role', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
       managedPolicies,
-      inlinePolicies: { FunctionPolicy: new iam.PolicyDocument({ statements }) },
+      // A function that calls no AWS service (the console's page and files) has no inline policy.
+      inlinePolicies: statements.length > 0 ? { FunctionPolicy: new iam.PolicyDocument({ statements }) } : {},
     });
     const environment: Record<string, string> = {
       // What the gateway binary serves in this function (its route, the push worker, the sweeper).

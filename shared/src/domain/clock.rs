@@ -48,6 +48,12 @@ pub fn unix_now() -> u64 {
     OffsetDateTime::now_utc().unix_timestamp().max(0) as u64
 }
 
+/// A moment in seconds since the Unix epoch, formatted.
+pub fn from_unix(seconds: u64) -> String {
+    let seconds = i64::try_from(seconds).unwrap_or(i64::MAX);
+    OffsetDateTime::from_unix_timestamp(seconds).map_or_else(|_| seconds.to_string(), format)
+}
+
 /// The moment `seconds` ago, formatted.
 pub fn ago(seconds: u64) -> String {
     format(OffsetDateTime::now_utc() - time::Duration::seconds(seconds as i64))

@@ -19,6 +19,7 @@ pub mod pace;
 pub mod principal;
 pub mod result;
 pub mod search;
+pub mod session;
 pub mod signing;
 pub mod task;
 pub mod tenant;

@@ -7,6 +7,7 @@ mod audit;
 mod bindings;
 mod calls;
 mod cards;
+mod console;
 mod endpoint;
 mod events;
 mod feed;

@@ -14,8 +14,8 @@ use tracing::Instrument;
 
 use super::reply::{buffered, Reply};
 use super::{
-    a2a, agents, audit, bindings, calls, cards, endpoint, events, members, open, pull, search,
-    signing_keys, tasks, tenants, tools,
+    a2a, agents, audit, bindings, calls, cards, console, endpoint, events, members, open, pull,
+    search, signing_keys, tasks, tenants, tools,
 };
 use crate::app::App;
 use crate::error::{cause_chain, ApiError};
@@ -94,10 +94,20 @@ pub enum Route {
     A2aDeletePushConfig,
     /// `GET /v1/tasks`: task search.
     SearchTasks,
+    /// `GET /console`: the console's page.
+    ConsolePage,
+    /// `GET /console/{asset}`: the console's scripts and styles.
+    ConsoleAsset,
+    /// `POST /console/session`: a member key exchanged for a console session.
+    CreateConsoleSession,
+    /// `GET /console/session`: the session the cookie holds.
+    GetConsoleSession,
+    /// `DELETE /console/session`: sign-out.
+    DeleteConsoleSession,
 }
 
 impl Route {
-    pub const ALL: [Route; 50] = [
+    pub const ALL: [Route; 55] = [
         Route::CreateTenant,
         Route::CreateMember,
         Route::CreateAgent,
@@ -148,6 +158,11 @@ impl Route {
         Route::A2aGetPushConfig,
         Route::A2aDeletePushConfig,
         Route::SearchTasks,
+        Route::ConsolePage,
+        Route::ConsoleAsset,
+        Route::CreateConsoleSession,
+        Route::GetConsoleSession,
+        Route::DeleteConsoleSession,
     ];
 
     /// Method and path template, as in the API docs and the deployment template.
@@ -193,6 +208,11 @@ impl Route {
             Route::GetTenantSettings => (Method::GET, "/v1/tenant/settings"),
             Route::UpdateTenantSettings => (Method::PATCH, "/v1/tenant/settings"),
             Route::SearchTasks => (Method::GET, "/v1/tasks"),
+            Route::ConsolePage => (Method::GET, "/console"),
+            Route::ConsoleAsset => (Method::GET, "/console/{asset}"),
+            Route::CreateConsoleSession => (Method::POST, "/console/session"),
+            Route::GetConsoleSession => (Method::GET, "/console/session"),
+            Route::DeleteConsoleSession => (Method::DELETE, "/console/session"),
             Route::ListDeliveryAttempts => {
                 (Method::GET, "/v1/agents/{agent}/tasks/{task_id}/attempts")
             }
@@ -324,9 +344,14 @@ impl Route {
         );
         async move {
             let started = Instant::now();
-            // Boxed: every route's handler is one state machine, too deep to lay out inline.
-            let dispatched = crate::xray::with_annotations(self.dispatch(app, request));
-            let outcome = Box::pin(dispatched).await;
+            let outcome = match console::refuse_change_without_csrf(self, &request) {
+                Err(refusal) => Err(refusal),
+                // Boxed: every route's handler is one state machine, too deep to lay out inline.
+                Ok(()) => {
+                    let dispatched = crate::xray::with_annotations(self.dispatch(app, request));
+                    Box::pin(dispatched).await
+                }
+            };
             let response = outcome.unwrap_or_else(|error| {
                 match &error {
                     ApiError::Internal(_) => {
@@ -404,6 +429,11 @@ impl Route {
             Route::GetTenantSettings => tenants::get_settings(app, request).await,
             Route::UpdateTenantSettings => tenants::update_settings(app, request).await,
             Route::SearchTasks => search::search_tasks(app, request).await,
+            Route::ConsolePage => Ok(console::page()),
+            Route::ConsoleAsset => console::asset(&request),
+            Route::CreateConsoleSession => console::sign_in(app, request).await,
+            Route::GetConsoleSession => console::session(app, request).await,
+            Route::DeleteConsoleSession => console::sign_out(app, request).await,
             Route::ListAgentKeys => agents::list_keys(app, request).await,
             Route::ListMembers => members::list(app, request).await,
             Route::CreateMemberKey => members::create_key(app, request).await,

@@ -42,6 +42,7 @@ mod push;
 #[cfg(feature = "local-stack")]
 pub mod schema;
 pub mod search;
+mod sessions;
 mod task_item;
 mod tasks;
 mod tenancy;
@@ -58,6 +59,7 @@ pub use notify::NotifyRefusal;
 pub use open::{ContextJoin, OpenRefusal, OpenTask};
 pub use polls::{PollSlot, SlotPool, MAX_POLLS_PER_AGENT};
 pub use push::{Attempt, OutboxEntry};
+pub use sessions::SessionRecord;
 pub use task_item::DEADLINE_SHARDS;
 pub use tasks::{OverdueEntry, PairCursor, TaskTransition};
 pub use tenancy::MemberRecord;

@@ -14,6 +14,7 @@ mod bad_input;
 mod bindings;
 mod cards;
 mod concurrency;
+mod console;
 mod contract;
 mod deployment;
 mod errors;

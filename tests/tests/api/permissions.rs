@@ -852,6 +852,72 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         r,
     );
 
+    // The console: its page and files, and a session standing in for the admin key.
+    for (route, path) in [
+        ("console-page", "/console"),
+        ("console-asset", "/console/app.js"),
+    ] {
+        let served = note(
+            route,
+            app.finish(app.http.get(format!("{}{path}", app.base)))
+                .await,
+            r,
+        );
+        assert_eq!(served.status, 200, "{path}");
+    }
+    let signed_in = note(
+        "create-console-session",
+        app.finish(
+            app.http
+                .post(format!("{}/console/session", app.base))
+                .header("content-type", "application/json")
+                .body(json!({ "key": admin }).to_string()),
+        )
+        .await,
+        r,
+    );
+    assert_eq!(signed_in.status, 201, "{}", signed_in.text);
+    let cookie = signed_in.headers["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let csrf = signed_in.field("csrf_token");
+    note(
+        "get-console-session",
+        app.finish(
+            app.http
+                .get(format!("{}/console/session", app.base))
+                .header("cookie", &cookie),
+        )
+        .await,
+        r,
+    );
+    note(
+        "list-agents",
+        app.finish(
+            app.http
+                .get(format!("{}/v1/agents", app.base))
+                .header("cookie", &cookie),
+        )
+        .await,
+        r,
+    );
+    let signed_out = note(
+        "delete-console-session",
+        app.finish(
+            app.http
+                .delete(format!("{}/console/session", app.base))
+                .header("cookie", &cookie)
+                .header("x-csrf-token", &csrf),
+        )
+        .await,
+        r,
+    );
+    assert_eq!(signed_out.status, 204, "{}", signed_out.text);
+
     // Push: endpoint with a sealed secret, an open that enqueues, the worker's delivery of a
     // large message and its large answer.
     let callee = Callee::start(|_| {

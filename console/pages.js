@@ -1,0 +1,796 @@
+// The console's pages. Each takes the route's context and returns the page's nodes; what a role
+// may do is what the API allows: change controls are left out for viewers, and the API refuses
+// anyway.
+import { ApiError, api, eventsUrl, qs, seg } from "./api.js";
+import { badge, button, clear, field, h, input, longText, select, table, when } from "./dom.js";
+
+const TASK_STATES = ["submitted", "working", "input_required", "completed", "failed", "canceled"];
+const FINAL = new Set(["completed", "failed", "canceled"]);
+const AUDIT_ACTIONS = [
+  "member.create.", "agent.create", "agent.update", "agent.status.", "agent.key.issue", "agent.key.revoke",
+  "binding.grant", "binding.grant.pending", "binding.approve", "binding.revoke", "agent.endpoint.set",
+  "agent.endpoint.clear", "agent.tool.grant", "agent.tool.revoke", "task.open", "task.message", "task.claim",
+  "task.progress", "task.result.", "task.cancel", "tenant.create", "member.key.issue", "member.key.revoke",
+  "tenant.word_search.",
+];
+
+// --- shared pieces --------------------------------------------------------------------------
+
+/** Runs an action from a control: disables it meanwhile, shows an API error on the error line. */
+function act(app, control, fn) {
+  return async (event) => {
+    if (event) event.preventDefault();
+    app.clearError();
+    if (control) control.disabled = true;
+    try {
+      await fn();
+    } catch (error) {
+      app.showError(error);
+    } finally {
+      if (control) control.disabled = false;
+    }
+  };
+}
+
+/** A section that loads on its own; its failure is told inside it, not as the page's. */
+function section(app, title, load, id) {
+  const body = h("div", { class: "section-body" }, h("p", { class: "loading", text: "Loading…" }));
+  const sec = h("section", { class: "card", "aria-labelledby": id }, h("h2", { id, text: title }), body);
+  Promise.resolve()
+    .then(load)
+    .then((nodes) => {
+      clear(body);
+      body.append(...[nodes].flat().filter(Boolean));
+    })
+    .catch((error) => {
+      clear(body);
+      const msg =
+        error instanceof ApiError && error.status === 403
+          ? "Your role may not see this."
+          : `Could not load: ${app.describe(error)}`;
+      body.append(h("p", { class: "section-error", text: msg }));
+    });
+  return sec;
+}
+
+/** A button that asks again in place before doing something that cannot be undone. */
+function confirmButton(label, question, onConfirm, cls = "danger") {
+  const wrap = h("span", { class: "confirm" });
+  const first = h("button", { type: "button", class: cls, text: label });
+  first.addEventListener("click", () => {
+    const yes = h("button", { type: "button", class: "danger", text: `Yes, ${label.toLowerCase()}` });
+    const no = h("button", { type: "button", text: "Cancel" });
+    yes.addEventListener("click", () => onConfirm(yes));
+    no.addEventListener("click", () => {
+      clear(wrap);
+      wrap.append(first);
+      first.focus();
+    });
+    clear(wrap);
+    wrap.append(h("span", { class: "question", text: question }), " ", yes, " ", no);
+    yes.focus();
+  });
+  wrap.append(first);
+  return wrap;
+}
+
+/** A new key, shown once with a copy button; "Done" removes it from the page for good. */
+function revealKey(container, key, what) {
+  clear(container);
+  const out = h("input", { type: "text", readonly: true, value: key, class: "secret", autocomplete: "off", spellcheck: "false" });
+  const status = h("span", { class: "hint", role: "status" });
+  const copy = button("Copy", async () => {
+    try {
+      await navigator.clipboard.writeText(key);
+      status.textContent = "Copied.";
+    } catch {
+      out.select();
+      status.textContent = "Selected: copy it with your keyboard.";
+    }
+  });
+  const box = h(
+    "div",
+    { class: "new-key", role: "region", "aria-label": "Key shown once" },
+    h("p", { class: "strong", text: `New key for ${what}. It is shown this once: copy it now.` }),
+    field("New key", out),
+    h("div", { class: "row" }, copy, " ", button("Done, hide it", () => { out.value = ""; clear(container); }), " ", status),
+  );
+  container.append(box);
+  out.focus();
+  out.select();
+}
+
+function agentLink(app, id) {
+  const name = app.agentName(id);
+  return h("a", { href: `#/agents/${seg(name)}`, class: "name" }, longText(name, 80));
+}
+
+function taskHref(app, calleeId, taskId) {
+  return `#/tasks/${seg(app.agentName(calleeId))}/${seg(taskId)}`;
+}
+
+function firstText(message) {
+  const parts = message?.parts || [];
+  for (const p of parts) {
+    if (typeof p.text === "string") return p.text;
+    if (p.data !== undefined) return JSON.stringify(p.data);
+    if (p.file) return `file ${p.file.name || p.file.mime || ""}`;
+  }
+  return "";
+}
+
+function clip(text, n) {
+  const t = String(text ?? "");
+  return t.length > n ? `${t.slice(0, n)}…` : t;
+}
+
+function stateBadge(state) {
+  return badge(String(state).replace("_", " "), state);
+}
+
+function dl(pairs) {
+  return h("dl", { class: "facts" }, pairs.filter(Boolean).map(([k, v]) => [h("dt", { text: k }), h("dd", null, v)]));
+}
+
+function filterForm(app, fields, onSubmit, submitLabel = "Search") {
+  const form = h("form", { class: "filters" }, fields, h("div", { class: "field submit" }, h("button", { type: "submit", text: submitLabel })));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    onSubmit(new FormData(form));
+  });
+  return form;
+}
+
+function hashWith(path, data) {
+  const params = {};
+  for (const [k, v] of data.entries()) if (String(v).trim()) params[k] = String(v).trim();
+  return `#/${path}${qs(params)}`;
+}
+
+function agentOptions(app, anyLabel) {
+  const opts = app.agents.map((a) => [a.name, a.name]);
+  return anyLabel ? [["", anyLabel], ...opts] : opts;
+}
+
+// --- agents --------------------------------------------------------------------------------
+
+function statusControls(app, agent) {
+  if (!app.canChange() || agent.status === "retired") return null;
+  const set = (status) => async (control) => {
+    app.clearError();
+    control.disabled = true;
+    try {
+      await api("PATCH", `/v1/agents/${seg(agent.name)}`, { status });
+      await app.loadAgents();
+      app.reload();
+    } catch (error) {
+      app.showError(error);
+      control.disabled = false;
+    }
+  };
+  const toggle =
+    agent.status === "active"
+      ? h("button", { type: "button", text: "Pause", "aria-label": `Pause ${agent.name}` })
+      : h("button", { type: "button", text: "Resume", "aria-label": `Resume ${agent.name}` });
+  toggle.addEventListener("click", () => set(agent.status === "active" ? "paused" : "active")(toggle));
+  const retire = confirmButton("Retire", `Retire ${clip(agent.name, 40)} for good? Its keys stop working.`, (b) => set("retired")(b));
+  return h("span", { class: "controls" }, toggle, " ", retire);
+}
+
+async function agentsPage({ app }) {
+  const agents = await app.loadAgents();
+  const nodes = [h("h1", { text: "Agents" })];
+  if (app.canChange()) {
+    const name = input("name", "", { required: true, pattern: "[a-z0-9][a-z0-9\\-]{0,62}", maxlength: "63" });
+    const submit = h("button", { type: "submit", text: "Create agent" });
+    const form = h("form", { class: "inline-form" }, field("New agent name", name, "a-z, 0-9 and -"), h("div", { class: "field submit" }, submit));
+    form.addEventListener("submit", act(app, submit, async () => {
+      await api("POST", "/v1/agents", { name: name.value.trim() });
+      await app.loadAgents();
+      app.reload();
+    }));
+    nodes.push(form);
+  }
+  const rows = agents.map((a) => [
+    agentLink(app, a.id),
+    badge(a.status),
+    a.endpoint ? "push" : "pull",
+    a.description ? longText(a.description, 120) : "—",
+    statusControls(app, a) || "—",
+  ]);
+  nodes.push(table("Agents", ["Name", "Status", "Delivery", "Description", "Actions"], rows, "No agents yet."));
+  return nodes;
+}
+
+async function agentPage({ app, params }) {
+  const ref = params[0];
+  const agent = await api("GET", `/v1/agents/${seg(ref)}`);
+  const name = agent.name;
+  const delivery = agent.endpoint
+    ? h(
+        "span",
+        null,
+        "push to ",
+        h("code", null, longText(agent.endpoint.url, 120)),
+        agent.endpoint.auth
+          ? ` · credential: ${agent.endpoint.auth.type}${agent.endpoint.auth.name ? ` (${agent.endpoint.auth.name})` : ""}, configured (never shown)`
+          : " · no credential",
+        agent.endpoint.allow_private_network ? " · private network allowed" : "",
+      )
+    : "pull (the agent claims its tasks)";
+  const keyBox = h("div");
+  const attemptsOut = h("div", { class: "attempts-out", "aria-live": "polite" });
+
+  const showAttempts = async (taskId) => {
+    clear(attemptsOut);
+    attemptsOut.append(h("p", { class: "loading", text: "Loading…" }));
+    try {
+      const page = await api("GET", `/v1/agents/${seg(name)}/tasks/${seg(taskId)}/attempts`);
+      clear(attemptsOut);
+      attemptsOut.append(h("h3", { text: `Delivery attempts of task ${taskId}` }), attemptsTable(page.items || []));
+    } catch (error) {
+      clear(attemptsOut);
+      attemptsOut.append(h("p", { class: "section-error", text: `Could not load: ${app.describe(error)}` }));
+    }
+  };
+
+  const attemptInput = input("task_id", "", { required: true });
+  const attemptForm = h("form", { class: "inline-form" }, field("Task id", attemptInput), h("div", { class: "field submit" }, h("button", { type: "submit", text: "Show attempts" })));
+  attemptForm.addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (attemptInput.value.trim()) showAttempts(attemptInput.value.trim());
+  });
+
+  return [
+    h("p", { class: "crumbs" }, h("a", { href: "#/agents", text: "Agents" }), " / "),
+    h("h1", { class: "name" }, longText(name, 80)),
+    h("section", { class: "card", "aria-label": "Status" },
+      dl([
+        ["Status", badge(agent.status)],
+        ["Id", h("code", { text: agent.id })],
+        ["Description", agent.description ? longText(agent.description, 300) : "—"],
+        ["Delivery", delivery],
+        ["Claim timeout", agent.claim_timeout_seconds != null ? `${agent.claim_timeout_seconds} s` : "—"],
+        ["Input modes", (agent.input_modes || []).join(", ") || "—"],
+        ["Owner", agent.owner_member_id || "an admin"],
+        ["Created", when(agent.created_at)],
+        ["Updated", when(agent.updated_at)],
+      ]),
+      statusControls(app, agent),
+      h("p", null, h("a", { href: `#/bindings${qs({ agent: name })}`, text: "Bindings of this agent" })),
+    ),
+    section(app, "Tools", async () => {
+      const page = await api("GET", `/v1/agents/${seg(name)}/tools`);
+      return table("Tools", ["Tool", "Description", "Tags"], (page.items || []).map((t) => [
+        h("code", { text: t.name }), longText(t.description, 200), (t.tags || []).join(", ") || "—",
+      ]), "No tools.");
+    }, "tools-title"),
+    section(app, "Keys", async () => {
+      const page = await api("GET", `/v1/agents/${seg(name)}/keys`);
+      const rows = (page.items || []).map((k) => [
+        h("code", { text: k.key_id }),
+        when(k.created_at),
+        when(k.last_used_at),
+        k.revoked_at ? when(k.revoked_at) : "live",
+        app.canChange() && !k.revoked_at
+          ? confirmButton("Revoke", "Revoke this key? Requests with it fail at once.", async (b) => {
+              app.clearError();
+              b.disabled = true;
+              try {
+                await api("DELETE", `/v1/agents/${seg(name)}/keys/${seg(k.key_id)}`);
+                app.reload();
+              } catch (error) {
+                app.showError(error);
+                b.disabled = false;
+              }
+            })
+          : "—",
+      ]);
+      const nodes = [table("Keys", ["Key id", "Created", "Last used", "Revoked", "Actions"], rows, "No keys.")];
+      if (app.canChange() && agent.status !== "retired") {
+        const issue = h("button", { type: "button", text: "Issue a key" });
+        issue.addEventListener("click", act(app, issue, async () => {
+          const created = await api("POST", `/v1/agents/${seg(name)}/keys`);
+          revealKey(keyBox, created.key, name);
+        }));
+        nodes.push(h("p", null, issue), keyBox);
+      }
+      return nodes;
+    }, "keys-title"),
+    section(app, "Delivery attempts", async () => {
+      const nodes = [h("p", { class: "hint", text: "Push delivery attempts of one of this agent's inbound tasks: choose a task." }), attemptForm];
+      if (app.role() === "admin" || app.role() === "viewer") {
+        try {
+          const page = await api("GET", `/v1/tasks${qs({ agent: name, direction: "inbound", limit: 10 })}`);
+          const rows = (page.items || []).map((t) => [
+            h("a", { href: taskHref(app, t.callee_agent_id, t.id), text: clip(t.id, 40) }),
+            stateBadge(t.status.state),
+            t.delivery,
+            when(t.created_at),
+            button("Show attempts", () => showAttempts(t.id)),
+          ]);
+          nodes.push(table("Recent inbound tasks", ["Task", "State", "Delivery", "Created", ""], rows, "No inbound tasks."));
+        } catch {
+          /* the form still works */
+        }
+      }
+      nodes.push(attemptsOut);
+      return nodes;
+    }, "attempts-title"),
+  ];
+}
+
+function attemptsTable(items) {
+  return table("Delivery attempts", ["Attempt", "At", "HTTP status", "Latency", "Error"], items.map((a) => [
+    String(a.attempt), when(a.at), a.status == null ? "—" : String(a.status), `${a.latency_ms} ms`, a.error ? longText(a.error, 200) : "—",
+  ]), "No delivery attempts (a pull task has none).");
+}
+
+// --- bindings ------------------------------------------------------------------------------
+
+function bindingState(b) {
+  if (b.revoked) return "revoked";
+  return b.approved_at ? "approved" : "pending";
+}
+
+async function bindingsPage({ app, query }) {
+  await app.loadAgents();
+  const chosen = query.get("agent") || "";
+  const picker = select("agent", agentOptions(app, "All agents"), chosen);
+  picker.addEventListener("change", () => app.go(`#/bindings${qs({ agent: picker.value })}`));
+  const nodes = [h("h1", { text: "Bindings" }), h("p", { class: "hint", text: "Who may call whom. A binding granted by the caller's side waits for the callee's side to approve it." }), h("div", { class: "filters" }, field("Agent", picker))];
+
+  const list = chosen ? app.agents.filter((a) => a.name === chosen) : app.agents;
+  const seen = new Map();
+  const pages = await Promise.all(list.map((a) => api("GET", `/v1/agents/${seg(a.name)}/agents`).catch((e) => ({ error: e }))));
+  for (const p of pages) {
+    if (p.error) {
+      if (chosen) throw p.error;
+      continue;
+    }
+    for (const b of [...(p.outbound || []), ...(p.inbound || [])]) seen.set(b.id, b);
+  }
+  const all = [...seen.values()];
+  const order = { pending: 0, approved: 1, revoked: 2 };
+  all.sort((a, b) => order[bindingState(a)] - order[bindingState(b)] || String(b.created_at).localeCompare(String(a.created_at)));
+
+  if (app.canChange() && app.agents.length) {
+    const caller = select("caller", agentOptions(app), chosen || app.agents[0].name);
+    const callees = input("callees", "", { required: true });
+    const submit = h("button", { type: "submit", text: "Grant" });
+    const form = h("form", { class: "inline-form", "aria-label": "Grant bindings" },
+      field("Caller", caller),
+      field("Callees", callees, "names, separated by commas (up to 25)"),
+      h("div", { class: "field submit" }, submit));
+    form.addEventListener("submit", act(app, submit, async () => {
+      const names = callees.value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
+      await api("POST", `/v1/agents/${seg(caller.value)}/agents`, { callees: names });
+      app.reload();
+    }));
+    nodes.push(h("section", { class: "card", "aria-labelledby": "grant-title" }, h("h2", { id: "grant-title", text: "Grant" }), form));
+  }
+
+  const row = (b) => {
+    const state = bindingState(b);
+    const controls = [];
+    if (app.canChange() && state === "pending") {
+      const approve = h("button", { type: "button", text: "Approve", "aria-label": `Approve ${app.agentName(b.caller_agent_id)} calling ${app.agentName(b.callee_agent_id)}` });
+      approve.addEventListener("click", act(app, approve, async () => {
+        await api("POST", `/v1/agents/${seg(app.agentName(b.callee_agent_id))}/agents/${seg(b.id)}/approve`);
+        app.reload();
+      }));
+      controls.push(approve, " ");
+    }
+    if (app.canChange() && state !== "revoked") {
+      controls.push(confirmButton("Revoke", "Revoke this binding?", async (btn) => {
+        app.clearError();
+        btn.disabled = true;
+        try {
+          await api("DELETE", `/v1/agents/${seg(app.agentName(b.caller_agent_id))}/agents/${seg(b.id)}`);
+          app.reload();
+        } catch (error) {
+          app.showError(error);
+          btn.disabled = false;
+        }
+      }));
+    }
+    const tr = h("tr", { "data-binding": b.id, "data-state": state },
+      h("td", null, agentLink(app, b.caller_agent_id)),
+      h("td", null, agentLink(app, b.callee_agent_id)),
+      h("td", null, badge(state)),
+      h("td", null, when(b.approved_at)),
+      h("td", null, when(b.created_at)),
+      h("td", null, controls.length ? controls : "—"));
+    return tr;
+  };
+  const pending = all.filter((b) => bindingState(b) === "pending");
+  const rest = all.filter((b) => bindingState(b) !== "pending");
+  const headers = ["Caller", "Callee", "State", "Approved", "Created", "Actions"];
+  nodes.push(
+    h("section", { class: "card", "aria-labelledby": "pending-title" }, h("h2", { id: "pending-title", text: `Waiting for approval (${pending.length})` }), table("Pending bindings", headers, pending.map(row), "No binding waits for approval.")),
+    h("section", { class: "card", "aria-labelledby": "bindings-title" }, h("h2", { id: "bindings-title", text: "Bindings" }), table("Bindings", headers, rest.map(row), "No bindings.")),
+  );
+  return nodes;
+}
+
+// --- tasks ---------------------------------------------------------------------------------
+
+async function tasksPage({ app, query }) {
+  await app.loadAgents();
+  const q = (k) => query.get(k) || "";
+  const form = filterForm(app, [
+    field("Agent", select("agent", agentOptions(app, "All agents"), q("agent"))),
+    field("Direction", select("direction", [["", "Both"], ["inbound", "Inbound"], ["outbound", "Outbound"]], q("direction")), "with an agent"),
+    field("State", select("state", [["", "Any state"], ...TASK_STATES.map((s) => [s, s.replace("_", " ")])], q("state"))),
+    field("Words", input("q", q("q")), "every word, in any message"),
+    field("Conversation (context id)", input("context_id", q("context_id"))),
+    field("Changed since", input("since", q("since"), { placeholder: "2026-12-01T00:00:00Z" }), "RFC 3339"),
+    field("Per page", input("limit", q("limit"), { type: "number", min: "1", max: "100", placeholder: "50" })),
+  ], (data) => app.go(hashWith("tasks", data)));
+
+  const params = {};
+  for (const k of ["agent", "direction", "state", "q", "context_id", "since", "limit"]) if (q(k)) params[k] = q(k);
+  const tbody = h("tbody");
+  const results = h("div", { class: "results" });
+  const more = h("button", { type: "button", text: "More" });
+  let cursor = null;
+  const addRows = (items) => {
+    for (const t of items) {
+      tbody.append(h("tr", { "data-task": t.id },
+        h("td", null, when(t.created_at)),
+        h("td", null, stateBadge(t.status.state)),
+        h("td", null, agentLink(app, t.caller_agent_id), " → ", agentLink(app, t.callee_agent_id)),
+        h("td", { class: "snippet" }, clip(firstText(t.input?.message), 140) || "—"),
+        h("td", null, h("a", { href: taskHref(app, t.callee_agent_id, t.id), text: "Open", "aria-label": `Open task ${t.id}` }))));
+    }
+  };
+  const load = async () => {
+    const page = await api("GET", `/v1/tasks${qs({ ...params, cursor })}`);
+    addRows(page.items || []);
+    cursor = page.next_cursor || null;
+    more.hidden = !cursor;
+    return page;
+  };
+  more.addEventListener("click", act(app, more, load));
+  const first = await load();
+  if (!(first.items || []).length && !cursor) results.append(h("p", { class: "empty", text: "No task matches." }));
+  else results.append(h("div", { class: "table-wrap" }, h("table", null,
+    h("caption", { class: "sr-only", text: "Tasks" }),
+    h("thead", null, h("tr", null, ["Created", "State", "Caller → callee", "Message", "Task"].map((x) => h("th", { scope: "col", text: x })))),
+    tbody)));
+  results.append(h("p", null, more));
+  return [h("h1", { text: "Tasks" }), form, results];
+}
+
+function renderPart(part, i) {
+  if (typeof part.text === "string") return h("div", { class: "part part-text" }, h("span", { class: "part-kind", text: `text ${i + 1}` }), longText(part.text, 2000, "pre"));
+  if (part.file) {
+    const f = part.file;
+    const uri = String(f.uri || "");
+    const safe = /^https?:\/\//i.test(uri);
+    const shown = uri.startsWith("data:") ? `embedded data (${uri.length.toLocaleString("en")} characters)` : uri;
+    return h("div", { class: "part part-file" },
+      h("span", { class: "part-kind", text: `file ${i + 1}` }),
+      dl([
+        ["Name", f.name || "—"],
+        ["Type", f.mime || "—"],
+        ["URI", safe ? h("a", { href: uri, rel: "noopener noreferrer nofollow", target: "_blank" }, longText(uri, 200)) : longText(shown, 200)],
+      ]));
+  }
+  if ("data" in part) {
+    let text;
+    try {
+      text = JSON.stringify(part.data, null, 2);
+    } catch {
+      text = String(part.data);
+    }
+    return h("div", { class: "part part-data" }, h("span", { class: "part-kind", text: `data ${i + 1}` }), longText(text, 2000, "pre"));
+  }
+  return h("div", { class: "part" }, longText(JSON.stringify(part), 500, "pre"));
+}
+
+function renderMessage(message, label) {
+  if (!message) return null;
+  return h("article", { class: `message role-${message.role === "user" ? "user" : "agent"}` },
+    h("p", { class: "message-head", text: `${label || message.role}${message.message_id ? ` · ${message.message_id}` : ""}` }),
+    (message.parts || []).length ? (message.parts || []).map(renderPart) : h("p", { class: "empty", text: "(no parts)" }));
+}
+
+function renderTask(app, task, live) {
+  const s = task.status || {};
+  return [
+    h("section", { class: "card", "aria-labelledby": "status-title" },
+      h("h2", { id: "status-title" }, "Status ", stateBadge(s.state), " ", live),
+      dl([
+        ["Updated", when(s.timestamp || task.updated_at)],
+        s.message ? ["Status message", renderMessage(s.message, "status")] : null,
+        task.error ? ["Error", longText(task.error, 500)] : null,
+        ["Caller", agentLink(app, task.caller_agent_id)],
+        ["Callee", agentLink(app, task.callee_agent_id)],
+        ["Delivery", task.delivery],
+        ["Conversation", h("a", { href: `#/tasks${qs({ context_id: task.context_id })}`, text: task.context_id })],
+        ["Created", when(task.created_at)],
+      ])),
+    h("section", { class: "card", "aria-labelledby": "lineage-title" },
+      h("h2", { id: "lineage-title", text: "Lineage" }),
+      dl([
+        ["Call", h("code", { text: task.call_id })],
+        ["Parent call", task.parent_call_id ? h("code", { text: task.parent_call_id }) : "none (a root call)"],
+        ["Root call", h("a", { href: `#/calls/${seg(task.root_call_id)}`, text: task.root_call_id })],
+      ])),
+    h("section", { class: "card", "aria-labelledby": "history-title" },
+      h("h2", { id: "history-title", text: `History (${(task.history || []).length})` }),
+      (task.history || []).length ? task.history.map((m) => renderMessage(m)) : renderMessage(task.input?.message, "user (input)")),
+    h("section", { class: "card", "aria-labelledby": "artifacts-title" },
+      h("h2", { id: "artifacts-title", text: `Artifacts (${(task.artifacts || []).length})` }),
+      (task.artifacts || []).length
+        ? task.artifacts.map((a, i) => h("article", { class: "artifact" }, h("h3", { text: a.name || `artifact ${i + 1}` }), (a.parts || []).map(renderPart)))
+        : h("p", { class: "empty", text: "No artifacts yet." })),
+  ];
+}
+
+async function taskPage(ctx) {
+  const { app, params } = ctx;
+  const [callee, id] = params;
+  if (!callee || !id) throw new ApiError(404, "not_found", "task not found", null);
+  await (app.agents.length ? null : app.loadAgents().catch(() => null));
+  const path = `/v1/agents/${seg(callee)}/tasks/${seg(id)}`;
+  let task = await api("GET", path);
+  const body = h("div", { class: "task-body" });
+  const live = h("span", { class: "live", role: "status", "data-live": "off" });
+  const attempts = h("div");
+  const draw = () => {
+    clear(body);
+    body.append(...renderTask(app, task, live));
+  };
+  draw();
+
+  const loadAttempts = async () => {
+    try {
+      const page = await api("GET", `${path}/attempts`);
+      clear(attempts);
+      attempts.append(attemptsTable(page.items || []));
+    } catch (error) {
+      clear(attempts);
+      attempts.append(h("p", { class: "section-error", text: `Could not load: ${app.describe(error)}` }));
+    }
+  };
+  loadAttempts();
+
+  if (!FINAL.has(task.status?.state)) {
+    live.textContent = "live";
+    live.dataset.live = "on";
+    const source = new EventSource(eventsUrl(callee, id));
+    let refreshing = Promise.resolve();
+    const refresh = () => {
+      refreshing = refreshing.then(async () => {
+        if (!ctx.current()) return;
+        try {
+          task = await api("GET", path);
+          if (!ctx.current()) return;
+          draw();
+          if (task.delivery === "push") loadAttempts();
+        } catch (error) {
+          if (ctx.current()) app.showError(error);
+        }
+      });
+    };
+    const close = () => {
+      source.close();
+      live.textContent = "finished";
+      live.dataset.live = "off";
+    };
+    for (const name of ["task", "status", "progress", "question", "answer", "artifact"]) source.addEventListener(name, refresh);
+    source.addEventListener("final", () => {
+      close();
+      refresh();
+    });
+    source.addEventListener("error", (event) => {
+      if (event.data) {
+        // The stream's own error event: the browser reconnects with Last-Event-ID.
+        live.textContent = "reconnecting";
+      } else if (source.readyState === EventSource.CLOSED) {
+        live.textContent = "not live (reload to follow it)";
+        live.dataset.live = "off";
+      } else {
+        live.textContent = "reconnecting";
+      }
+    });
+    source.addEventListener("open", () => {
+      live.textContent = "live";
+    });
+    app.cleanups.push(() => source.close());
+  }
+
+  return [
+    h("p", { class: "crumbs" }, h("a", { href: "#/tasks", text: "Tasks" }), " / "),
+    h("h1", { class: "name", text: `Task ${id}` }),
+    body,
+    h("section", { class: "card", "aria-labelledby": "task-attempts-title" }, h("h2", { id: "task-attempts-title", text: "Delivery attempts" }), attempts),
+  ];
+}
+
+// --- calls ---------------------------------------------------------------------------------
+
+async function callsPage({ app, params }) {
+  const root = params[0] || "";
+  const rootInput = input("root_call_id", root, { required: true });
+  const form = filterForm(app, [field("Root call id", rootInput)], () => app.go(`#/calls/${seg(rootInput.value.trim())}`), "Show tree");
+  const nodes = [h("h1", { text: "Calls" }), form];
+  if (!root) {
+    nodes.push(h("p", { class: "hint", text: "A task's page links to its root call; or paste a root call id." }));
+    return nodes;
+  }
+  await app.loadAgents();
+  const page = await api("GET", `/v1/calls${qs({ root_call_id: root })}`);
+  const calls = page.items || [];
+  const byId = new Map(calls.map((c) => [c.call_id, { call: c, children: [] }]));
+  const tops = [];
+  for (const n of byId.values()) {
+    const parent = n.call.parent_call_id && byId.get(n.call.parent_call_id);
+    if (parent && parent !== n) parent.children.push(n);
+    else tops.push(n);
+  }
+  const drawn = new Set();
+  const drawNode = (n, depth) => {
+    if (drawn.has(n) || depth > 64) return null;
+    drawn.add(n);
+    const c = n.call;
+    return h("li", { class: "call", "data-call": c.call_id },
+      h("div", { class: "call-line" },
+        agentLink(app, c.caller_agent_id), " → ", agentLink(app, c.callee_agent_id), " ",
+        h("a", { href: taskHref(app, c.callee_agent_id, c.task_id), text: "task", "aria-label": `Task ${c.task_id}` }), " ",
+        h("span", { class: "hint" }, when(c.at))),
+      n.children.length ? h("ul", { class: "tree" }, n.children.map((k) => drawNode(k, depth + 1))) : null);
+  };
+  nodes.push(h("section", { class: "card", "aria-labelledby": "tree-title" },
+    h("h2", { id: "tree-title", text: `Call tree (${calls.length} call${calls.length === 1 ? "" : "s"})` }),
+    calls.length ? h("ul", { class: "tree root" }, tops.map((n) => drawNode(n, 0))) : h("p", { class: "empty", text: "No call of this tenant has this root." })));
+
+  // Refusals are not calls: they are on the audit log, by the caller. Show the refused opens
+  // of this tree's agents since the tree began.
+  if (calls.length) {
+    nodes.push(section(app, "Refused calls", async () => {
+      const agentsInTree = new Set(calls.flatMap((c) => [c.caller_agent_id, c.callee_agent_id]));
+      const since = new Date(Date.parse(calls[0].at) - 60_000).toISOString();
+      const audit = await api("GET", `/v1/audit${qs({ action: "task.open", outcome: "refused", since, limit: 100 })}`);
+      const rows = (audit.items || []).filter((e) => agentsInTree.has(e.actor?.id)).map((e) => [
+        when(e.at), agentLink(app, e.actor?.id), agentLink(app, e.target), h("code", { text: e.reason || "—" }), String(e.count ?? 1),
+      ]);
+      return [
+        h("p", { class: "hint", text: "Opens refused to this tree's agents since the tree began, from the audit log (the log does not say which tree a refused call belonged to)." }),
+        table("Refused calls", ["At", "Caller", "Callee", "Reason", "Count"], rows, "No refused call."),
+      ];
+    }, "refused-title"));
+  }
+  return nodes;
+}
+
+// --- audit ---------------------------------------------------------------------------------
+
+async function auditPage({ app, query }) {
+  await app.loadAgents();
+  const q = (k) => query.get(k) || "";
+  const actions = h("datalist", { id: "audit-actions" }, AUDIT_ACTIONS.map((a) => h("option", { value: a })));
+  const form = filterForm(app, [
+    field("Agent", select("agent", agentOptions(app, "Any agent"), q("agent")), "actor or target"),
+    field("Action", input("action", q("action"), { list: "audit-actions" }), "a prefix, e.g. binding."),
+    field("Outcome", select("outcome", [["", "Any outcome"], ["allowed", "Allowed"], ["refused", "Refused"]], q("outcome"))),
+    field("Since", input("since", q("since"), { placeholder: "2026-12-01T00:00:00Z" }), "RFC 3339"),
+    field("Per page", input("limit", q("limit"), { type: "number", min: "1", max: "100", placeholder: "50" })),
+  ], (data) => app.go(hashWith("audit", data)));
+  const params = {};
+  for (const k of ["agent", "action", "outcome", "since", "limit"]) if (q(k)) params[k] = q(k);
+  const agentIds = new Set(app.agents.map((a) => a.id));
+  const who = (id) => (agentIds.has(id) ? agentLink(app, id) : h("code", null, longText(id || "—", 60)));
+  const tbody = h("tbody");
+  const more = h("button", { type: "button", text: "More" });
+  let cursor = null;
+  const load = async () => {
+    const page = await api("GET", `/v1/audit${qs({ ...params, cursor })}`);
+    for (const e of page.items || []) {
+      const task = e.task_id && (e.action.startsWith("task.") && agentIds.has(e.target))
+        ? h("a", { href: taskHref(app, e.target, e.task_id), text: "task" })
+        : e.task_id ? h("code", { text: e.task_id }) : null;
+      tbody.append(h("tr", { "data-audit": e.id, "data-action": e.action },
+        h("td", null, when(e.at)),
+        h("td", null, e.actor?.kind ? `${e.actor.kind} ` : "", who(e.actor?.id)),
+        h("td", null, h("code", { text: e.action })),
+        h("td", null, who(e.target)),
+        h("td", null, badge(e.outcome)),
+        h("td", null, e.reason ? longText(e.reason, 200) : "—"),
+        h("td", null, String(e.count ?? 1)),
+        h("td", null, task || "—", e.call_id ? [" ", h("span", { class: "hint" }, "call ", h("code", { text: e.call_id }))] : null)));
+    }
+    cursor = page.next_cursor || null;
+    more.hidden = !cursor;
+  };
+  more.addEventListener("click", act(app, more, load));
+  await load();
+  return [
+    h("h1", { text: "Audit log" }), actions, form,
+    h("div", { class: "table-wrap" }, h("table", null,
+      h("caption", { class: "sr-only", text: "Audit entries" }),
+      h("thead", null, h("tr", null, ["At", "Actor", "Action", "Target", "Outcome", "Reason", "Count", "Task / call"].map((x) => h("th", { scope: "col", text: x })))),
+      tbody)),
+    tbody.children.length ? null : h("p", { class: "empty", text: "No entry on this page (filters apply within each page: try More)." }),
+    h("p", null, more),
+  ];
+}
+
+// --- members -------------------------------------------------------------------------------
+
+async function membersPage({ app }) {
+  const page = await api("GET", "/v1/members");
+  const keyBox = h("div");
+  const nodes = [h("h1", { text: "Members" }), keyBox];
+  const name = input("name", "", { required: true, maxlength: "200" });
+  const role = select("role", [["viewer", "Viewer"], ["member", "Member"], ["admin", "Admin"]], "viewer");
+  const submit = h("button", { type: "submit", text: "Create member" });
+  const form = h("form", { class: "inline-form", "aria-label": "Create a member" }, field("Name", name), field("Role", role), h("div", { class: "field submit" }, submit));
+  form.addEventListener("submit", act(app, submit, async () => {
+    const created = await api("POST", "/v1/members", { name: name.value.trim(), role: role.value });
+    name.value = "";
+    revealKey(keyBox, created.key, `${created.name} (${created.role})`);
+    const list = await api("GET", "/v1/members");
+    drawList(list.items || []);
+  }));
+  nodes.push(h("section", { class: "card", "aria-labelledby": "new-member-title" }, h("h2", { id: "new-member-title", text: "New member" }), form));
+  const listBox = h("div");
+  const drawList = (members) => {
+    clear(listBox);
+    listBox.append(table("Members", ["Name", "Role", "Created", "Keys", "Actions"], members.map((m) => {
+      const keys = h("ul", { class: "keys" }, (m.keys || []).map((k) => h("li", null,
+        h("code", { text: k.key_id }), " ",
+        k.revoked_at ? ["revoked ", when(k.revoked_at)] : ["last used ", when(k.last_used_at), " ",
+          confirmButton("Revoke", "Revoke this key?", async (b) => {
+            app.clearError();
+            b.disabled = true;
+            try {
+              await api("DELETE", `/v1/members/${seg(m.member_id)}/keys/${seg(k.key_id)}`);
+              app.reload();
+            } catch (error) {
+              app.showError(error);
+              b.disabled = false;
+            }
+          })])));
+      const issue = h("button", { type: "button", text: "Issue a key", "aria-label": `Issue a key for ${clip(m.name, 60)}` });
+      issue.addEventListener("click", act(app, issue, async () => {
+        const created = await api("POST", `/v1/members/${seg(m.member_id)}/keys`);
+        revealKey(keyBox, created.key, m.name);
+      }));
+      return [h("span", { class: "name" }, longText(m.name, 80)), badge(m.role), when(m.created_at), keys, issue];
+    }), "No members."));
+  };
+  drawList(page.items || []);
+  nodes.push(h("section", { class: "card", "aria-labelledby": "members-title" }, h("h2", { id: "members-title", text: "Members" }), listBox));
+  return nodes;
+}
+
+// --- settings ------------------------------------------------------------------------------
+
+async function settingsPage({ app }) {
+  const settings = await api("GET", "/v1/tenant/settings");
+  const nodes = [h("h1", { text: "Settings" }), dl([["Tenant", h("code", { text: settings.tenant_id })], ["Word search", settings.word_search ? "on" : "off"]])];
+  if (app.role() === "admin") {
+    const box = h("input", { type: "checkbox", name: "word_search", checked: !!settings.word_search });
+    const submit = h("button", { type: "submit", text: "Save" });
+    const form = h("form", { class: "inline-form" }, h("div", { class: "field check" }, box, h("label", { for: (box.id = "word-search"), text: "Index the words of task messages (search with q)" })), h("div", { class: "field submit" }, submit));
+    form.addEventListener("submit", act(app, submit, async () => {
+      await api("PATCH", "/v1/tenant/settings", { word_search: box.checked });
+      app.reload();
+    }));
+    nodes.push(form);
+  }
+  return nodes;
+}
+
+export const pages = {
+  agents: (ctx) => (ctx.params.length ? agentPage(ctx) : agentsPage(ctx)),
+  bindings: bindingsPage,
+  tasks: (ctx) => (ctx.params.length ? taskPage(ctx) : tasksPage(ctx)),
+  calls: callsPage,
+  audit: auditPage,
+  members: membersPage,
+  settings: settingsPage,
+};
