@@ -214,8 +214,9 @@ function drawSignIn(reason) {
       await signIn(value);
       await start();
     } catch (error) {
-      if (error instanceof ApiError && error.status === 401) {
-        message.textContent = "That key was not accepted: use a live admin, member or viewer key of your tenant.";
+      if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
+        // 401: an unknown or revoked key; 403: an agent's or the operator's key.
+        message.textContent = `That key was not accepted: use a live admin, member or viewer key of your tenant. (${error.message})`;
       } else {
         showError(error);
       }

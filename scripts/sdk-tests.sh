@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the SDKs' tests (sdk/python, sdk/typescript) over a local stack that is already up (the
-# AWS_* settings of scripts/local-stack.sh env), both at once, each against a local gateway of
-# its own (a free port, a fresh table, its own operator key): one suite's changes to the
+# Runs the SDKs' tests (sdk/python, sdk/typescript) and the console's browser tests (console/,
+# headless Chromium) over a local stack that is already up (the AWS_* settings of
+# scripts/local-stack.sh env), all at once, each against a local gateway of its own (a free port, a fresh table, its own operator key): one suite's changes to the
 # deployment (a rotated signing key, a tenant's settings) never meet the other's tests. Each
 # SDK's runner installs what it needs (a venv from PyPI, npm packages) on first use. The docs'
 # samples run there as written. Each runner type-checks first: the Python package and its tests
@@ -11,14 +11,15 @@
 # operation the SDKs should reach requested with that SDK's User-Agent
 # (scripts/operations-reached.py).
 #
-#   scripts/sdk-tests.sh [python|typescript]   (both when none is named)
+#   scripts/sdk-tests.sh [python|typescript|console]...   (all when none is named)
 set -euo pipefail
 suites=("$@")
-[ $# -gt 0 ] || suites=(python typescript)
+[ $# -gt 0 ] || suites=(python typescript console)
+declare -A folders=([python]=sdk/python [typescript]=sdk/typescript [console]=console)
 declare -A user_agents=([python]=forgebench-python/ [typescript]=forgebench-sdk-typescript/)
 for suite in "${suites[@]}"; do
-  [ -n "${user_agents[$suite]:-}" ] || {
-    echo "sdk-tests.sh: no SDK suite named '$suite' (python, typescript)" >&2
+  [ -n "${folders[$suite]:-}" ] || {
+    echo "sdk-tests.sh: no suite named '$suite' (python, typescript, console)" >&2
     exit 2
   }
 done
@@ -44,11 +45,13 @@ run_suite() {
   if [ "$suite" = python ]; then
     sdk/python/test.sh -q || status=1
   else
-    sdk/"$suite"/test.sh || status=1
+    "${folders[$suite]}"/test.sh || status=1
   fi
-  echo "== the operations the $suite SDK's suite requested (scripts/operations-reached.py)"
-  "$root/.local/venv/bin/python" scripts/operations-reached.py "$FORGEBENCH_ACCESS_LOG" \
-    "$suite=${user_agents[$suite]}" || status=1
+  if [ -n "${user_agents[$suite]:-}" ]; then
+    echo "== the operations the $suite SDK's suite requested (scripts/operations-reached.py)"
+    "$root/.local/venv/bin/python" scripts/operations-reached.py "$FORGEBENCH_ACCESS_LOG" \
+      "$suite=${user_agents[$suite]}" || status=1
+  fi
   return "$status"
 }
 
@@ -64,7 +67,7 @@ for suite in "${suites[@]}"; do
   wait "${pids[$suite]}" || status=1
 done
 for suite in "${suites[@]}"; do
-  echo "== $suite SDK (sdk/$suite)" >&2
+  echo "== $suite (${folders[$suite]})" >&2
   cat "$logs/sdk-$suite.log" >&2
 done
 exit "$status"

@@ -5,7 +5,7 @@
 //! client, with the cookie in place of the key and, on every change, the session's CSRF token.
 //! `GET /console/session` tells a reloaded page who it is; `DELETE /console/session` signs out.
 
-use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, SET_COOKIE};
+use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
 use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Request, Response};
 use serde_json::json;
@@ -70,8 +70,18 @@ fn console_file(content_type: &'static str, text: &'static str) -> Response<Body
     response
 }
 
-/// `GET /console`: the page.
-pub(crate) fn page() -> Response<Body> {
+/// `GET /console`: the page. Asked for as `/console/`, it sends the browser to `/console`
+/// first: the page names its files relative to its own URL (`console/app.js`), which only
+/// resolves from there, wherever a stage prefix puts it.
+pub(crate) fn page(request: &Request) -> Response<Body> {
+    if request.uri().path().ends_with('/') {
+        let mut response = Response::new(Body::Empty);
+        *response.status_mut() = StatusCode::PERMANENT_REDIRECT;
+        response
+            .headers_mut()
+            .insert(LOCATION, HeaderValue::from_static("../console"));
+        return response;
+    }
     console_file("text/html; charset=utf-8", PAGE)
 }
 

@@ -429,7 +429,7 @@ impl Route {
             Route::GetTenantSettings => tenants::get_settings(app, request).await,
             Route::UpdateTenantSettings => tenants::update_settings(app, request).await,
             Route::SearchTasks => search::search_tasks(app, request).await,
-            Route::ConsolePage => Ok(console::page()),
+            Route::ConsolePage => Ok(console::page(&request)),
             Route::ConsoleAsset => console::asset(&request),
             Route::CreateConsoleSession => console::sign_in(app, request).await,
             Route::GetConsoleSession => console::session(app, request).await,

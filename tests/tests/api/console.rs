@@ -291,6 +291,17 @@ async fn the_page_and_its_files_carry_a_strict_content_security_policy() {
         "the page loads its script"
     );
     assert!(!page.text.contains("<script>"), "no inline script");
+    // From /console/ the page's relative file names would miss: the browser is sent on.
+    let slash = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(format!("{}/console/", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(slash.status(), 308);
+    assert_eq!(slash.headers()["location"], "../console");
     let missing = app
         .finish(app.http.get(format!("{}/console/secrets.txt", app.base)))
         .await;

@@ -1,0 +1,399 @@
+// End-to-end tests of the console in headless Chromium against a running gateway.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  CONSOLE, call, claim, createTenant, cspViolations, launch, newPage, ok, openTask, shot, signIn,
+} from "./helpers.mjs";
+
+let chrome;
+let t; // the tenant
+
+before(async () => {
+  chrome = await launch();
+  t = await createTenant();
+});
+
+after(async () => {
+  if (chrome) await chrome.close();
+});
+
+/** Runs `fn` with a fresh page; fails on any CSP violation or page error. */
+async function withPage(fn, viewport) {
+  const { context, page } = await newPage(chrome.browser, viewport);
+  try {
+    await fn(page, context);
+    assert.deepEqual(await cspViolations(page), [], "no CSP violation and no page error");
+  } finally {
+    await context.close();
+  }
+}
+
+describe("console", () => {
+  test("the page carries a strict CSP, its assets resolve under /console, and Tab reaches the navigation", async () => {
+    await withPage(async (page) => {
+      const assets = [];
+      page.on("response", (r) => assets.push([new URL(r.url()).pathname, r.status()]));
+      const res = await page.goto(CONSOLE);
+      const csp = res.headers()["content-security-policy"] || "";
+      assert.match(csp, /default-src 'none'/);
+      assert.match(csp, /script-src 'self'/);
+      assert.match(csp, /frame-ancestors 'none'/);
+      await page.getByLabel("Member key").waitFor();
+      const base = new URL(CONSOLE).pathname.replace(/\/console$/, "");
+      for (const name of ["app.js", "api.js", "dom.js", "pages.js", "app.css"]) {
+        assert.ok(assets.some(([p, s]) => p === `${base}/console/${name}` && s === 200), `${name} loaded from ${base}/console/`);
+      }
+      await signIn(page, t.admin);
+      await page.reload();
+      await page.locator("#nav a").first().waitFor();
+      await page.getByRole("heading", { name: "Agents", level: 1 }).waitFor();
+      await page.keyboard.press("Tab");
+      assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Skip to content");
+      await page.keyboard.press("Tab");
+      assert.equal(await page.evaluate(() => document.activeElement?.closest("nav")?.id), "nav");
+      assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Agents");
+      await page.keyboard.press("Tab");
+      await page.keyboard.press("Enter");
+      await page.getByRole("heading", { name: "Bindings", level: 1 }).waitFor();
+      assert.match(page.url(), /#\/bindings$/);
+    });
+  });
+
+  test("a wrong key, an agent key and the operator key get a clear refusal and no data", async () => {
+    await withPage(async (page) => {
+      for (const key of ["fb_adm_" + "0".repeat(64), t.keys["billing-orchestrator"], process.env.FORGEBENCH_OPERATOR_KEY]) {
+        await page.goto(CONSOLE);
+        await page.getByLabel("Member key").fill(key);
+        await page.getByRole("button", { name: "Sign in" }).click();
+        await page.getByText("That key was not accepted").waitFor();
+        assert.equal(await page.locator("#nav").isHidden(), true);
+        assert.equal(await page.getByLabel("Member key").inputValue(), "", "the key is not left in the field");
+      }
+      await shot(page, "sign-in");
+    });
+  });
+
+  test("an admin signs in and sees the agents; the key is nowhere in the page's storage", async () => {
+    await withPage(async (page, context) => {
+      await signIn(page, t.admin);
+      await page.getByRole("heading", { name: "Agents", level: 1 }).waitFor();
+      for (const n of ["billing-orchestrator", "invoice-classifier", "refund-approver", "ledger-writer", "member-bot"]) {
+        await page.getByRole("link", { name: n, exact: true }).first().waitFor();
+      }
+      const stored = await page.evaluate(() => JSON.stringify([{ ...localStorage }, { ...sessionStorage }, document.cookie]));
+      assert.ok(!stored.includes(t.admin), "the key is not in web storage or readable cookies");
+      assert.ok(!stored.includes("fb_adm_"), "no key at all");
+      assert.equal(await page.evaluate(() => document.cookie), "", "the session cookie is HttpOnly");
+      const cookies = await context.cookies();
+      const session = cookies.find((c) => c.name === "__Host-forgebench_session");
+      assert.ok(session, "a session cookie");
+      assert.equal(session.httpOnly, true);
+      assert.equal(session.secure, true);
+      assert.equal(session.sameSite, "Strict");
+      assert.ok(!JSON.stringify(cookies).includes(t.admin));
+      await shot(page, "agents");
+    });
+  });
+
+  test("a pending binding approved through the UI is approved in the API; a grant from the UI appears", async () => {
+    await withPage(async (page) => {
+      await signIn(page, t.admin);
+      await page.goto(CONSOLE + "#/bindings");
+      const pendingRow = page.locator(`tr[data-binding="${t.pending.id}"]`);
+      await pendingRow.waitFor();
+      assert.equal(await pendingRow.getAttribute("data-state"), "pending");
+      // Pending approvals come first.
+      const firstState = await page.locator("tr[data-binding]").first().getAttribute("data-state");
+      assert.equal(firstState, "pending");
+      await shot(page, "bindings");
+      await pendingRow.getByRole("button", { name: /^Approve/ }).click();
+      await page.locator(`tr[data-binding="${t.pending.id}"][data-state="approved"]`).waitFor();
+      const list = await ok(t.admin, "GET", "/v1/agents/member-bot/agents");
+      const b = list.outbound.find((x) => x.id === t.pending.id);
+      assert.ok(b.approved_at, "approved in the API");
+
+      // Grant ledger-writer -> billing-orchestrator from the form.
+      await page.getByLabel("Caller").selectOption("ledger-writer");
+      await page.getByLabel("Callees").fill("billing-orchestrator");
+      await page.getByRole("button", { name: "Grant", exact: true }).click();
+      await page.waitForFunction(() => document.querySelectorAll("tr[data-binding]").length >= 5);
+      const granted = await ok(t.admin, "GET", "/v1/agents/ledger-writer/agents");
+      assert.ok(granted.outbound.some((x) => x.callee_agent_id === t.agents["billing-orchestrator"].id && x.approved_at));
+    });
+  });
+
+  test("a task's page follows it live: submitted, input required, working, completed", async () => {
+    await withPage(async (page) => {
+      const caller = t.keys["billing-orchestrator"];
+      const callee = t.keys["invoice-classifier"];
+      const task = await openTask(caller, "invoice-classifier", "Classify invoice INV-2026-0912, please.");
+      await signIn(page, t.admin);
+      await page.goto(`${CONSOLE}#/tasks/invoice-classifier/${task.id}`);
+      const state = page.locator("#status-title .badge");
+      await page.getByText("Classify invoice INV-2026-0912").first().waitFor();
+      assert.equal(await state.textContent(), "submitted");
+      await page.evaluate(() => {
+        window.__same_page = true;
+      });
+      await page.locator('.live[data-live="on"]').waitFor();
+
+      await claim(callee);
+      await page.locator("#status-title .badge", { hasText: "working" }).waitFor();
+      await ok(callee, "POST", `/v1/agents/me/tasks/${task.id}/result`, {
+        state: "input_required",
+        message: { role: "agent", parts: [{ text: "Which currency is it in?" }] },
+      });
+      await page.locator("#status-title .badge", { hasText: "input required" }).waitFor();
+      await page.getByText("Which currency is it in?").first().waitFor();
+      await shot(page, "task-input-required");
+      await ok(caller, "POST", `/v1/agents/invoice-classifier/tasks/${task.id}/messages`, {
+        message: { role: "user", parts: [{ text: "EUR" }] },
+      });
+      await claim(callee);
+      await ok(callee, "POST", `/v1/agents/me/tasks/${task.id}/result`, {
+        state: "completed",
+        artifacts: [{ name: "classification", parts: [{ text: "category: utilities" }, { data: { total: 4182, currency: "EUR" } }] }],
+      });
+      await page.locator("#status-title .badge", { hasText: "completed" }).waitFor();
+      await page.getByRole("heading", { name: "classification" }).waitFor();
+      assert.ok((await page.locator(".part-data pre, .part-data .long").first().textContent()).includes('"total": 4182'));
+      assert.equal(await page.evaluate(() => window.__same_page), true, "no reload");
+      await page.locator('.live[data-live="off"]').waitFor();
+      await shot(page, "task");
+
+      // The task search finds it by a word, and links to it.
+      await page.goto(`${CONSOLE}#/tasks?q=0912`);
+      await page.locator(`tr[data-task="${task.id}"]`).waitFor();
+      await page.getByLabel("State").selectOption("completed");
+      await page.getByRole("button", { name: "Search" }).click();
+      await page.waitForFunction(() => location.hash.includes("state=completed"));
+      await page.locator(`tr[data-task="${task.id}"]`).waitFor();
+      await shot(page, "tasks");
+    });
+  });
+
+  test("the call tree shows three levels, each node linking to its task, and a refused call", async () => {
+    await withPage(async (page) => {
+      const k = t.keys;
+      const root = await openTask(k["billing-orchestrator"], "invoice-classifier", "root call");
+      const child = await openTask(k["invoice-classifier"], "refund-approver", "child call", { "X-Parent-Call": root.call_id });
+      const grandchild = await openTask(k["refund-approver"], "ledger-writer", "grandchild call", { "X-Parent-Call": child.call_id });
+      assert.equal(grandchild.root_call_id, root.call_id);
+      // A refusal: ledger-writer has no binding to refund-approver.
+      const refused = await call(k["ledger-writer"], "POST", "/v1/agents/refund-approver/tasks", { message: { role: "user", parts: [{ text: "x" }] } }, { "X-Parent-Call": grandchild.call_id });
+      assert.equal(refused.status, 403);
+
+      await signIn(page, t.admin);
+      await page.goto(`${CONSOLE}#/tasks/refund-approver/${child.id}`);
+      await page.getByRole("link", { name: root.call_id }).click();
+      await page.getByRole("heading", { name: /Call tree \(3 calls\)/ }).waitFor();
+      const nested = page.locator(`li[data-call="${root.call_id}"] li[data-call="${child.call_id}"] li[data-call="${grandchild.call_id}"]`);
+      await nested.waitFor();
+      await page.getByRole("cell", { name: "no_binding" }).waitFor();
+      await shot(page, "calls");
+      await nested.getByRole("link", { name: `Task ${grandchild.id}` }).click();
+      await page.getByRole("heading", { name: `Task ${grandchild.id}` }).waitFor();
+      await page.getByText("grandchild call").first().waitFor();
+    });
+  });
+
+  test("the audit log shows entries and filters them", async () => {
+    await withPage(async (page) => {
+      await signIn(page, t.admin);
+      await page.goto(`${CONSOLE}#/audit`);
+      await page.locator("tr[data-audit]").first().waitFor();
+      await page.getByLabel("Action").fill("binding.approve");
+      await page.getByRole("button", { name: "Search" }).click();
+      await page.waitForFunction(() => location.hash.includes("action=binding.approve"));
+      await page.locator('tr[data-action="binding.approve"]').first().waitFor();
+      const others = await page.locator("tr[data-audit]:not([data-action='binding.approve'])").count();
+      assert.equal(others, 0);
+      await shot(page, "audit");
+    });
+  });
+
+  test("an agent key is issued once and revoked through the UI", async () => {
+    await withPage(async (page) => {
+      await signIn(page, t.admin);
+      await page.goto(`${CONSOLE}#/agents/ledger-writer`);
+      await page.getByRole("button", { name: "Issue a key" }).click();
+      const key = await page.getByLabel("New key", { exact: true }).inputValue();
+      assert.match(key, /^fb_agt_[0-9a-f]{64}$/);
+      assert.equal((await call(key, "GET", "/v1/agents/me")).status, 200);
+      await page.getByRole("button", { name: "Done, hide it" }).click();
+      assert.equal(await page.getByLabel("New key", { exact: true }).count(), 0);
+      assert.ok(!(await page.content()).includes(key), "the key is gone from the page");
+      await shot(page, "agent");
+      // Revoke every live key of ledger-writer (the setup's and the new one) from the list.
+      await page.reload();
+      const liveRows = page.locator("section[aria-labelledby=keys-title] tbody tr", { has: page.getByRole("button", { name: "Revoke" }) });
+      await liveRows.first().waitFor();
+      const count = await liveRows.count();
+      assert.equal(count, 2);
+      for (let i = 1; i <= count; i += 1) {
+        await liveRows.first().getByRole("button", { name: "Revoke" }).click();
+        await page.getByRole("button", { name: "Yes, revoke" }).click();
+        await page.waitForFunction(
+          (n) => [...document.querySelectorAll("section[aria-labelledby=keys-title] tbody tr")].filter((tr) => tr.querySelector("button")).length === n,
+          count - i,
+        );
+      }
+      const after = await ok(t.admin, "GET", "/v1/agents/ledger-writer/keys");
+      assert.ok(after.items.every((x) => x.revoked_at), "every key revoked in the API");
+      assert.equal((await call(key, "GET", "/v1/agents/me")).status, 401);
+    });
+  });
+
+  test("an admin creates a viewer in the UI; the viewer finds no control that changes anything, and the API refuses its writes", async () => {
+    let viewerKey;
+    await withPage(async (page) => {
+      await signIn(page, t.admin);
+      await page.goto(`${CONSOLE}#/members`);
+      await page.getByLabel("Name").fill("Rita Reviewer");
+      await page.getByLabel("Role").selectOption("viewer");
+      await page.getByRole("button", { name: "Create member" }).click();
+      viewerKey = await page.getByLabel("New key", { exact: true }).inputValue();
+      assert.match(viewerKey, /^fb_view_/);
+      await page.getByRole("cell", { name: "Rita Reviewer", exact: true }).waitFor();
+      await shot(page, "members");
+    });
+    await withPage(async (page) => {
+      await signIn(page, viewerKey);
+      const navs = await page.locator("#nav a").allTextContents();
+      assert.ok(!navs.includes("Members"));
+      const changing = /^(Pause|Resume|Retire|Approve|Revoke|Grant|Issue a key|Create agent|Create member|Save)$/;
+      for (const route of ["#/agents", "#/agents/invoice-classifier", "#/bindings", "#/audit", "#/settings", "#/tasks"]) {
+        await page.goto(CONSOLE + route);
+        await page.locator("main h1").waitFor();
+        await page.waitForFunction(() => !document.querySelector("main .loading"));
+        const buttons = await page.locator("main button").allTextContents();
+        const bad = buttons.filter((b) => changing.test(b.trim()));
+        assert.deepEqual(bad, [], `no change control on ${route}`);
+      }
+      const session = await page.evaluate(async () => (await fetch("console/session")).json());
+      assert.equal(session.role, "viewer");
+      const status = await page.evaluate(async (csrf) => {
+        const r = await fetch(`${location.pathname.replace(/\/console$/, "")}/v1/agents`, {
+          method: "POST",
+          credentials: "same-origin",
+          headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+          body: JSON.stringify({ name: "viewer-made" }),
+        });
+        return r.status;
+      }, session.csrf_token);
+      assert.equal(status, 403, "the API refuses a viewer's write");
+      const agents = await ok(t.admin, "GET", "/v1/agents");
+      assert.ok(!agents.items.some((a) => a.name === "viewer-made"));
+    });
+  });
+
+  test("a change without the CSRF header is refused 403; with it, it passes", async () => {
+    await withPage(async (page) => {
+      await signIn(page, t.admin);
+      const result = await page.evaluate(async () => {
+        const base = location.pathname.replace(/\/console$/, "");
+        const post = (headers) =>
+          fetch(`${base}/v1/agents`, {
+            method: "POST",
+            credentials: "same-origin",
+            headers: { "Content-Type": "application/json", ...headers },
+            body: JSON.stringify({ name: "csrf-check" }),
+          }).then((r) => r.status);
+        const session = await (await fetch(`${base}/console/session`)).json();
+        return [await post({}), await post({ "X-CSRF-Token": "wrong" }), await post({ "X-CSRF-Token": session.csrf_token })];
+      });
+      assert.deepEqual(result, [403, 403, 201]);
+    });
+  });
+
+  test("sign-out ends the session: the API answers 401 to the cookie, and the page asks to sign in", async () => {
+    await withPage(async (page, context) => {
+      await signIn(page, t.admin);
+      const cookie = (await context.cookies()).find((c) => c.name === "__Host-forgebench_session");
+      const byCookie = () => call(null, "GET", "/v1/agents", undefined, { Cookie: `${cookie.name}=${cookie.value}` });
+      assert.equal((await byCookie()).status, 200);
+      await page.getByRole("button", { name: "Sign out" }).click();
+      await page.getByText("You are signed out.").waitFor();
+      assert.equal((await byCookie()).status, 401);
+      assert.equal((await call(null, "GET", "/console/session", undefined, { Cookie: `${cookie.name}=${cookie.value}` })).status, 401);
+      await page.goto(`${CONSOLE}#/agents`);
+      await page.getByLabel("Member key").waitFor();
+    });
+  });
+
+  test("a session ended elsewhere gets a clear page and no data", async () => {
+    await withPage(async (page) => {
+      await signIn(page, t.admin);
+      await page.getByRole("heading", { name: "Agents", level: 1 }).waitFor();
+      // End the session behind the page's back (as its expiry would).
+      await page.evaluate(async () => {
+        const base = location.pathname.replace(/\/console$/, "");
+        const s = await (await fetch(`${base}/console/session`)).json();
+        await fetch(`${base}/console/session`, { method: "DELETE", headers: { "X-CSRF-Token": s.csrf_token } });
+      });
+      await page.goto(`${CONSOLE}#/audit`);
+      await page.getByText(/session has ended|Sign in/).first().waitFor();
+      await page.getByLabel("Member key").waitFor();
+      assert.equal(await page.locator("tr[data-audit]").count(), 0);
+      // Without a reload: navigate inside the page after the session is gone.
+      await signIn(page, t.admin);
+      await page.evaluate(async () => {
+        const base = location.pathname.replace(/\/console$/, "");
+        const s = await (await fetch(`${base}/console/session`)).json();
+        await fetch(`${base}/console/session`, { method: "DELETE", headers: { "X-CSRF-Token": s.csrf_token } });
+      });
+      await page.evaluate(() => {
+        location.hash = "#/bindings";
+      });
+      await page.getByText("Your session has ended").waitFor();
+      assert.equal(await page.locator("tr[data-binding]").count(), 0);
+    });
+  });
+
+  test("a task of another tenant is a clear 'not found' page with no data", async () => {
+    const other = await createTenant();
+    const task = await openTask(other.keys["billing-orchestrator"], "invoice-classifier", "other tenant's secret words");
+    await withPage(async (page) => {
+      await signIn(page, t.admin);
+      await page.goto(`${CONSOLE}#/tasks/${other.agents["invoice-classifier"].id}/${task.id}`);
+      await page.getByRole("heading", { name: "Not found" }).waitFor();
+      assert.ok(!(await page.content()).includes("secret words"));
+      await page.goto(`${CONSOLE}#/calls/${task.call_id}`);
+      await page.getByText("No call of this tenant has this root.").waitFor();
+    });
+  });
+
+  test("long names and a 1 MiB message do not widen the page, on a laptop and a phone", async () => {
+    const longName = "x".repeat(63);
+    await ok(t.admin, "POST", "/v1/agents", { name: longName });
+    await ok(t.admin, "PATCH", `/v1/agents/${longName}`, { description: "D".repeat(300) });
+    await ok(t.admin, "POST", "/v1/members", { name: "N".repeat(200), role: "viewer" });
+    await ok(t.admin, "POST", "/v1/agents/billing-orchestrator/agents", { callees: [longName] });
+    const part = "W".repeat(260000);
+    const big = await ok(t.keys["billing-orchestrator"], "POST", `/v1/agents/${longName}/tasks?wait=0`, {
+      message: { role: "user", parts: [{ text: part }, { text: part }, { text: part }, { text: part }] },
+    });
+    for (const viewport of [{ width: 1280, height: 900 }, { width: 375, height: 740 }]) {
+      await withPage(async (page) => {
+        await signIn(page, t.admin);
+        const wide = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+        for (const route of ["#/agents", `#/agents/${longName}`, "#/members", "#/bindings", `#/tasks/${longName}/${big.id}`]) {
+          await page.goto(CONSOLE + route);
+          await page.locator("main h1").waitFor();
+          await page.waitForFunction(() => !document.querySelector("main .loading"));
+          assert.ok((await wide()) <= 0, `${route} at ${viewport.width}px: no sideways scroll`);
+        }
+        // Show a whole 260,000-character part: still no sideways scroll.
+        const toggle = page.getByRole("button", { name: /Show all \(260,000 characters\)/ }).first();
+        await toggle.click();
+        await page.getByRole("button", { name: "Show less" }).first().waitFor();
+        assert.ok((await wide()) <= 0, `expanded at ${viewport.width}px: no sideways scroll`);
+        if (viewport.width < 500) {
+          await page.evaluate(() => window.scrollTo(0, 0));
+          await shot(page, "task-phone");
+        }
+      }, viewport);
+    }
+  });
+});
+

@@ -1,0 +1,130 @@
+// Plain-fetch setup of a tenant (with the operator key) and a Chromium driven by playwright-core.
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+export const URL_BASE = (process.env.FORGEBENCH_URL || "").replace(/\/$/, "");
+export const OPERATOR_KEY = process.env.FORGEBENCH_OPERATOR_KEY || "";
+export const CONSOLE = `${URL_BASE}/console`;
+/** Where each page's screenshot goes: console/test/screenshots, or FORGEBENCH_CONSOLE_SHOTS
+ * (`FORGEBENCH_CONSOLE_SHOTS=$PWD/docs/console console/test.sh` refreshes docs/console.md's). */
+export const SHOTS =
+  process.env.FORGEBENCH_CONSOLE_SHOTS || path.join(path.dirname(fileURLToPath(import.meta.url)), "screenshots");
+
+export async function call(key, method, p, body, headers = {}) {
+  const res = await fetch(URL_BASE + p, {
+    method,
+    headers: {
+      ...(key ? { Authorization: `Bearer ${key}` } : {}),
+      ...(body !== undefined ? { "Content-Type": "application/json" } : {}),
+      ...headers,
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  return { status: res.status, json, headers: res.headers };
+}
+
+export async function ok(key, method, p, body, headers) {
+  const r = await call(key, method, p, body, headers);
+  if (r.status < 200 || r.status > 299) throw new Error(`${method} ${p} -> ${r.status} ${JSON.stringify(r.json)}`);
+  return r.json;
+}
+
+const suffix = () => Math.random().toString(16).slice(2, 10);
+
+/**
+ * A fresh tenant: billing-orchestrator -> invoice-classifier -> refund-approver -> ledger-writer
+ * (approved bindings, a key each), a member who owns member-bot with a pending binding
+ * member-bot -> invoice-classifier, and a viewer.
+ */
+export async function createTenant() {
+  const tenant = await ok(OPERATOR_KEY, "POST", "/v1/tenants", { name: `console-${suffix()}` });
+  const admin = tenant.admin_key;
+  const names = ["billing-orchestrator", "invoice-classifier", "refund-approver", "ledger-writer"];
+  const agents = {};
+  for (const n of names) agents[n] = await ok(admin, "POST", "/v1/agents", { name: n });
+  await ok(admin, "POST", "/v1/agents/billing-orchestrator/agents", { callees: ["invoice-classifier"] });
+  await ok(admin, "POST", "/v1/agents/invoice-classifier/agents", { callees: ["refund-approver"] });
+  await ok(admin, "POST", "/v1/agents/refund-approver/agents", { callees: ["ledger-writer"] });
+  const keys = {};
+  for (const n of names) keys[n] = (await ok(admin, "POST", `/v1/agents/${n}/keys`)).key;
+  const member = await ok(admin, "POST", "/v1/members", { name: "Mia Member", role: "member" });
+  const viewer = await ok(admin, "POST", "/v1/members", { name: "Vic Viewer", role: "viewer" });
+  agents["member-bot"] = await ok(member.key, "POST", "/v1/agents", { name: "member-bot" });
+  const pending = await ok(member.key, "POST", "/v1/agents/member-bot/agents", { callees: ["invoice-classifier"] });
+  return { tenant_id: tenant.tenant_id, admin, agents, keys, memberKey: member.key, viewerKey: viewer.key, pending: pending[0] };
+}
+
+export async function openTask(callerKey, callee, text, headers = {}) {
+  return ok(callerKey, "POST", `/v1/agents/${callee}/tasks?wait=0`, { message: { role: "user", parts: [{ text }] } }, headers);
+}
+
+export async function claim(key, seconds = 15) {
+  const deadline = Date.now() + seconds * 1000;
+  while (Date.now() < deadline) {
+    const r = await call(key, "GET", "/v1/agents/me/tasks/next?wait=5");
+    if (r.status === 200) return r.json;
+    if (r.status !== 204) throw new Error(`claim -> ${r.status} ${JSON.stringify(r.json)}`);
+  }
+  throw new Error("no task to claim");
+}
+
+export async function launch() {
+  // playwright-core gives every launch a fresh, temporary user-data dir of its own (it
+  // refuses --user-data-dir) and removes it on close.
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ],
+  });
+  await mkdir(SHOTS, { recursive: true });
+  return {
+    browser,
+    async close() {
+      await browser.close();
+    },
+  };
+}
+
+/** A new page that records CSP violations and console errors. */
+export async function newPage(browser, viewport = { width: 1280, height: 900 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  page.problems = [];
+  page.on("console", (m) => {
+    if (/Content Security Policy|Refused to/i.test(m.text())) page.problems.push(`console: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => page.problems.push(`pageerror: ${e.message}`));
+  await context.addInitScript(() => {
+    document.addEventListener("securitypolicyviolation", (e) => {
+      (window.__csp = window.__csp || []).push(`${e.violatedDirective} ${e.blockedURI}`);
+    });
+  });
+  return { context, page };
+}
+
+export async function cspViolations(page) {
+  const inPage = await page.evaluate(() => window.__csp || []).catch(() => []);
+  return [...page.problems, ...inPage];
+}
+
+export async function signIn(page, key) {
+  await page.goto(CONSOLE);
+  await page.getByLabel("Member key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.locator("#nav a").first().waitFor();
+}
+
+export async function shot(page, name) {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: false });
+}
