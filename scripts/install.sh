@@ -20,8 +20,8 @@
 #                                    .local/venv; checkov in a virtualenv of its own
 #   scripts/install.sh localstack    DynamoDB Local as for `stack`, and LocalStack's runtime
 #                                    (localstack-core, SQS, KMS, S3) from PyPI in a virtualenv of
-#                                    its own on Python 3.12+ (FORGEBENCH_LOCALSTACK_PYTHON, else
-#                                    the first python3.1[2-9] found), for
+#                                    its own on Python 3.13+ (FORGEBENCH_LOCALSTACK_PYTHON, else
+#                                    the first 3.13+ found), for
 #                                    FORGEBENCH_LOCAL_STACK=localstack scripts/local-stack.sh
 #   scripts/install.sh all           every group above
 # With no argument: `all`. Several groups may be named at once.
@@ -70,13 +70,15 @@ install_stack() {
   fi
 }
 
-# A Python the LocalStack runtime runs on (3.12+: it uses PEP 695 syntax), or nothing.
+# A Python the LocalStack runtime runs on, or nothing: 3.13+, since it imports
+# `warnings.deprecated` (PEP 702). A pyenv shim answers only for the versions pyenv has
+# selected, so pyenv's own folders are looked at before the names on PATH.
 localstack_python() {
   local candidate
-  for candidate in "${FORGEBENCH_LOCALSTACK_PYTHON:-}" python3.13 python3.12 python3.14 \
-    "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3 python3; do
+  for candidate in "${FORGEBENCH_LOCALSTACK_PYTHON:-}" "$HOME"/.pyenv/versions/3.1[3-9]*/bin/python3 \
+    python3.13 python3.14 python3; do
     [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 || continue
-    if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 13))' 2>/dev/null; then
       command -v "$candidate"
       return 0
     fi
@@ -87,20 +89,25 @@ localstack_python() {
 install_localstack() {
   install_stack
   local localstack_venv="$local_dir/localstack-venv" python
-  if "$localstack_venv/bin/python" -c 'import importlib.metadata as m, sys, localstack.runtime.main, rolo
-sys.exit(m.version("localstack-core") != sys.argv[1])' "$LOCALSTACK_CORE_VERSION" 2>/dev/null; then
+  # Importing its AWS component loads every service module: what fails on a Python too old.
+  local runtime_loads='import importlib.metadata as m, sys, localstack.runtime.main, localstack.aws.components
+sys.exit(m.version("localstack-core") != sys.argv[1])'
+  if "$localstack_venv/bin/python" -c "$runtime_loads" "$LOCALSTACK_CORE_VERSION" 2>/dev/null; then
     return
   fi
   if ! python=$(localstack_python); then
-    echo "install: LocalStack's runtime needs Python 3.12 or newer, and none was found;" \
-      "install one (e.g. apt-get install python3.12, or pyenv install 3.13) or name it in" \
-      "FORGEBENCH_LOCALSTACK_PYTHON" >&2
+    echo "install: LocalStack's runtime needs Python 3.13 or newer, and none was found;" \
+      "install one (e.g. pyenv install 3.13) or name it in FORGEBENCH_LOCALSTACK_PYTHON" >&2
     exit 1
   fi
   echo "install: localstack-core[runtime] $LOCALSTACK_CORE_VERSION (SQS, KMS, S3) into $localstack_venv, on $python" >&2
   rm -rf "$localstack_venv"
   "$python" -m venv "$localstack_venv"
   pip_quiet "$localstack_venv" "localstack-core[runtime]==$LOCALSTACK_CORE_VERSION" "${LOCALSTACK_PINS[@]}"
+  "$localstack_venv/bin/python" -c "$runtime_loads" "$LOCALSTACK_CORE_VERSION" || {
+    echo "install: LocalStack's runtime was installed on $python but does not load (above)" >&2
+    exit 1
+  }
 }
 
 # The console's browser tests drive Debian's Chromium (no browser download by a test tool).
