@@ -2,7 +2,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  CONSOLE, call, claim, createTenant, cspViolations, launch, newPage, ok, openTask, shot, signIn,
+  CONSOLE, call, claim, createTenant, cspViolations, launch, newPage, ok, openTask, openTaskWithSdk, shot, signIn,
 } from "./helpers.mjs";
 
 let chrome;
@@ -126,7 +126,9 @@ describe("console", () => {
     await withPage(async (page) => {
       const caller = t.keys["billing-orchestrator"];
       const callee = t.keys["invoice-classifier"];
-      const task = await openTask(caller, "invoice-classifier", "Classify invoice INV-2026-0912, please.");
+      // The caller opens it through an SDK (the CLI on the Rust SDK), as agent developers do.
+      const task = await openTaskWithSdk(caller, "invoice-classifier", "Classify invoice INV-2026-0912, please.");
+      assert.equal(task.status.state, "submitted");
       await signIn(page, t.admin);
       await page.goto(`${CONSOLE}#/tasks/invoice-classifier/${task.id}`);
       const state = page.locator("#status-title .badge");

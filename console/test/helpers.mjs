@@ -1,5 +1,7 @@
 // Plain-fetch setup of a tenant (with the operator key) and a Chromium driven by playwright-core.
+import { execFile } from "node:child_process";
 import { mkdir } from "node:fs/promises";
+import { promisify } from "node:util";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
@@ -38,6 +40,8 @@ export async function ok(key, method, p, body, headers) {
   return r.json;
 }
 
+const run = promisify(execFile);
+
 const suffix = () => Math.random().toString(16).slice(2, 10);
 
 /**
@@ -61,6 +65,26 @@ export async function createTenant() {
   agents["member-bot"] = await ok(member.key, "POST", "/v1/agents", { name: "member-bot" });
   const pending = await ok(member.key, "POST", "/v1/agents/member-bot/agents", { callees: ["invoice-classifier"] });
   return { tenant_id: tenant.tenant_id, admin, agents, keys, memberKey: member.key, viewerKey: viewer.key, pending: pending[0] };
+}
+
+/** The `forgebench` CLI, on the Rust SDK: built with the workspace (target/debug), or FORGEBENCH_CLI. */
+export const CLI =
+  process.env.FORGEBENCH_CLI ||
+  path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "target", "debug", "forgebench");
+
+/**
+ * Opens a task as an agent developer would, through an SDK: the CLI's `call` with `--wait 0`,
+ * which exits 6 while the task is still open and prints the Task as JSON.
+ */
+export async function openTaskWithSdk(callerKey, callee, text) {
+  const env = { ...process.env, FORGEBENCH_URL: URL_BASE, FORGEBENCH_API_KEY: callerKey };
+  try {
+    const { stdout } = await run(CLI, ["--json", "call", callee, "--text", text, "--wait", "0"], { env });
+    return JSON.parse(stdout);
+  } catch (error) {
+    if (error.code === 6) return JSON.parse(error.stdout);
+    throw new Error(`${CLI} call -> ${error.code}: ${error.stderr || error.message}`);
+  }
 }
 
 export async function openTask(callerKey, callee, text, headers = {}) {
