@@ -1,6 +1,7 @@
 //! The Rust SDK of the Forgebench A2A gateway: open tasks on other agents ([`Client::call`]),
 //! read, cancel and search them, serve this agent's tasks ([`Client::serve`],
-//! [`Client::next_task`], [`Client::reply`]), follow a task's events ([`Client::events`]), and
+//! [`Client::next_task`], [`Client::reply`]; pushed to an endpoint, with the same handler:
+//! [`PushEndpoint`]), follow a task's events ([`Client::events`]), and
 //! manage a tenant (members, agents, keys, bindings, push endpoints, tools, cards, the audit log,
 //! call lineage, settings, signing keys).
 //!
@@ -11,6 +12,7 @@ mod client;
 mod error;
 mod events;
 mod manage;
+pub mod push;
 mod retry;
 mod serve;
 mod task;
@@ -27,10 +29,16 @@ pub use client::{
 };
 pub use error::{Error, ErrorBody, Result};
 pub use events::TaskEvent;
+/// The `http` crate whose `Request` and `Response` [`PushEndpoint::handle`] takes and returns.
+pub use http;
 pub use manage::{
     Agent, AgentEndpoint, Binding, Bindings, CreatedMember, CreatedTenant, EndpointAuth,
     EndpointAuthInfo, EndpointConfig, IssuedKey, Items, KeyInfo, KeyRevoked, Member, SecretKey,
     Tool, ToolRemoved, ToolSpec,
+};
+pub use push::{
+    task_of_delivery, JwksSource, PushEndpoint, PushOptions, DEFAULT_JWKS_MAX_AGE,
+    DEFAULT_JWKS_REFRESH_COOLDOWN,
 };
 pub use serve::{ServeOptions, StopSignal, DEFAULT_SERVE_WAIT_SECONDS, MAX_REPLY_ATTEMPTS};
 pub use task::{

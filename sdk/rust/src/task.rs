@@ -294,6 +294,18 @@ impl TaskReply {
         }
     }
 
+    /// `working`, for a push endpoint only ([`crate::PushEndpoint`]): the task is answered later
+    /// with [`crate::Client::reply`], before its claim deadline. The pull result route refuses it
+    /// (`422`), so `serve` fails a task that gets it.
+    pub fn working() -> TaskReply {
+        TaskReply {
+            state: TaskState::Working,
+            artifacts: Vec::new(),
+            message: None,
+            error: None,
+        }
+    }
+
     /// `failed`, with `error` as the task's error.
     pub fn fail(error: impl Into<String>) -> TaskReply {
         TaskReply {

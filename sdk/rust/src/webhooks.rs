@@ -187,6 +187,12 @@ impl ReplayCache {
         true
     }
 
+    /// Lets `webhook_id` be accepted again: for a delivery accepted but not answered (its
+    /// handler failed), which the gateway will send again with the same id.
+    pub fn forget(&self, webhook_id: &str) {
+        self.held().remove(webhook_id);
+    }
+
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
         // A panic while holding the lock leaves the map whole: keep using it.
         self.expiry

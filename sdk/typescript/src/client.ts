@@ -86,7 +86,7 @@ export class Forgebench {
 }
 
 /** A variable of `process.env` where the runtime has one (Node.js, Bun); else undefined. */
-function environment(name: string): string | undefined {
+export function environment(name: string): string | undefined {
   if (typeof process === "undefined" || typeof process.env !== "object" || process.env === null) return undefined;
   const value = process.env[name];
   return value === undefined || value.length === 0 ? undefined : value;

@@ -37,6 +37,18 @@ export {
   type ServeOptions,
 } from "./serve.js";
 export {
+  JWKS_MAX_AGE_SECONDS,
+  JWKS_REFRESH_SECONDS,
+  MAX_DELIVERY_BYTES,
+  nodePushHandler,
+  pushHandler,
+  type NodePushHandler,
+  type NodePushRequest,
+  type NodePushResponse,
+  type PushFetchHandler,
+  type PushHandlerOptions,
+} from "./push.js";
+export {
   MAX_ERROR_CHARS,
   RESPONSE_ARTIFACT,
   TaskReply,

@@ -131,6 +131,14 @@ export class ReplayCache {
     this.#expiry.set(webhookId, timestamp + this.#toleranceSeconds);
     return true;
   }
+
+  /**
+   * Drops `webhookId`, so that the gateway's retry of that delivery is accepted again: for a
+   * delivery whose handling failed (the push adapters answer 500 and the gateway retries).
+   */
+  forget(webhookId: string): void {
+    this.#expiry.delete(webhookId);
+  }
 }
 
 /**
@@ -226,6 +234,11 @@ export async function fetchJwks(options: FetchJwksOptions): Promise<Jwks> {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** One header's value (its name matched case-insensitively), or `undefined`. */
+export function headerValue(headers: DeliveryHeaders, name: string): string | undefined {
+  return lowercase(headers).get(name.toLowerCase());
 }
 
 /** The headers under lower-case names (the first value of a name that comes more than once). */

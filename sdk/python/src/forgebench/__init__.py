@@ -37,6 +37,7 @@ from ._errors import (
 from ._http import HOSTED_URL
 from ._models import AuditPage, CreatedMember, CreatedTenant, IssuedKey, TaskEvent
 from ._pages import CardPage, TaskPage
+from ._push import PushApp, push_app, task_from_delivery
 from ._task import Task, TaskReply
 from ._types import (
     NOT_GIVEN,
@@ -136,6 +137,7 @@ __all__ = [
     "Part",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "PushApp",
     "RateLimitError",
     "RemovedTool",
     "ReplayCache",
@@ -162,5 +164,7 @@ __all__ = [
     "__version__",
     "fetch_jwks",
     "fetch_jwks_async",
+    "push_app",
+    "task_from_delivery",
     "verify_delivery",
 ]

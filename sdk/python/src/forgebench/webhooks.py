@@ -112,6 +112,13 @@ class ReplayCache:
             self._expiry[webhook_id] = timestamp + self._tolerance
             return True
 
+    def forget(self, webhook_id: str) -> None:
+        """Drop `webhook_id`, so that the delivery is accepted again: for a delivery that was
+        not handled after all (the push app forgets one whose handler raised, since the
+        gateway's retry carries the same id)."""
+        with self._lock:
+            self._expiry.pop(webhook_id.strip(), None)
+
 
 def verify_delivery(
     headers: DeliveryHeaders,
