@@ -34,6 +34,7 @@ mod push;
 mod push_attempts;
 mod push_security;
 mod push_signatures;
+mod release;
 mod sdk_tls;
 mod search;
 mod security;
