@@ -53,13 +53,32 @@ start_moto() {
 
 # LocalStack's runtime in this process tree: no Docker, no DNS server, no telemetry, and no
 # download of its TLS certificate (the machine may be offline; the gateway speaks plain HTTP
-# to it). Its state stays under the run directory.
+# to it). Its state stays under the run directory. Its services load at start
+# (EAGER_SERVICE_LOADING), not at their first request: on a busy machine a first request that
+# loads SQS took longer than the SDK's timeout.
 start_localstack() {
-  OVERRIDE_IN_DOCKER=0 GATEWAY_LISTEN="127.0.0.1:$localstack_port" SERVICES=sqs,kms,s3 \
+  OVERRIDE_IN_DOCKER=0 GATEWAY_LISTEN="127.0.0.1:$localstack_port" SERVICES=sqs,kms,s3 EAGER_SERVICE_LOADING=1 \
     DNS_ADDRESS=0 DISABLE_EVENTS=1 SKIP_SSL_CERT_DOWNLOAD=1 LOCALSTACK_VOLUME_DIR="$run_dir/localstack" \
     FILESYSTEM_ROOT="$run_dir/localstack-fs" \
     "$root/.local/localstack-venv/bin/python" -m localstack.runtime.main >"$run_dir/localstack.log" 2>&1 &
   echo $! >"$run_dir/localstack.pid"
+}
+
+# Waits until LocalStack's health names each of the services `running` (loaded, not only
+# `available`).
+wait_for_running() {
+  local i health service missing
+  for ((i = 0; i < 120 * 5; i++)); do
+    health=$(curl -s --max-time 2 "$services_health" || true)
+    missing=
+    for service in "$@"; do
+      [[ "$health" == *"\"$service\": \"running\""* ]] || missing+=" $service"
+    done
+    [ -n "$missing" ] || return 0
+    sleep 0.2
+  done
+  echo "local-stack: LocalStack's$missing did not start within 120 s; see $run_dir/localstack.log" >&2
+  return 1
 }
 
 start() {
@@ -81,6 +100,7 @@ start() {
   fi
   wait_for dynamodb "http://127.0.0.1:$ddb_port" 60
   wait_for "$stack" "$services_health" 60
+  [ "$stack" != localstack ] || wait_for_running sqs kms s3
   echo "local-stack: DynamoDB Local on :$ddb_port, $stack (SQS, KMS, S3) on :$services_port" >&2
 }
 
