@@ -128,7 +128,9 @@ async function route(options = {}) {
   if (!options.keepError) clearError();
   const token = ++app.renderToken;
   if (!getSession()) {
-    drawSignIn(options.reason);
+    // Why the last session ended stays on the sign-in page until the next sign-in, whatever
+    // navigation comes first (a 401 can arrive before a hash change redraws the page).
+    drawSignIn(options.reason ?? endedReason);
     return;
   }
   markNav();
@@ -212,6 +214,7 @@ function drawSignIn(reason) {
     key.value = "";
     try {
       await signIn(value);
+      endedReason = null;
       await start();
     } catch (error) {
       if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
@@ -229,6 +232,7 @@ function drawSignIn(reason) {
 }
 
 let expiryTimer = null;
+let endedReason = null;
 
 async function start() {
   const session = getSession();
@@ -251,6 +255,7 @@ async function start() {
 }
 
 function sessionEnded(reason) {
+  endedReason = reason;
   forgetSession();
   app.agents = [];
   route({ reason });
@@ -269,7 +274,8 @@ document.getElementById("sign-out").addEventListener("click", async () => {
   }
   app.agents = [];
   runCleanups();
-  route({ reason: "You are signed out.", keepError: true });
+  endedReason = "You are signed out.";
+  route({ reason: endedReason, keepError: true });
 });
 
 document.getElementById("skip-link").addEventListener("click", (event) => {
