@@ -9,7 +9,8 @@
 #   scripts/install.sh tests         the stack, and what the integration tests call besides it in
 #                                    .local/venv: Python cryptography + rfc8785 (card signatures
 #                                    checked by an implementation other than the gateway's) and
-#                                    the official A2A Python SDK (a2a-sdk with `signing`); and
+#                                    the official A2A Python SDK (a2a-sdk with `signing`), the
+#                                    official A2A JavaScript SDK (tests/a2a-js, npm); and
 #                                    Debian's Chromium for the console's browser tests
 #   scripts/install.sh schemathesis  schemathesis (in .local/venv) and the OpenAPI example
 #                                    checker's jsonschema and PyYAML (a virtualenv of its own)
@@ -126,6 +127,12 @@ install_tests() {
     "$venv/bin/python" -c 'import a2a.utils.signing, a2a.client, importlib.metadata as m, sys
 sys.exit(m.version("a2a-sdk") != sys.argv[1])' "$A2A_SDK_VERSION" 2>/dev/null
   }
+  # The official A2A JavaScript SDK, for tests/a2a-js/client.mjs (as its lockfile pins it).
+  if ! cmp -s "$root/tests/a2a-js/package-lock.json" "$root/tests/a2a-js/node_modules/.package-lock.json.installed"; then
+    echo "install: @a2a-js/sdk (tests/a2a-js, from its lockfile)" >&2
+    npm ci --silent --no-audit --no-fund --prefix "$root/tests/a2a-js" >/dev/null
+    cp "$root/tests/a2a-js/package-lock.json" "$root/tests/a2a-js/node_modules/.package-lock.json.installed"
+  fi
   if ! "$venv/bin/python" -c 'import cryptography, rfc8785' 2>/dev/null || ! a2a_sdk_ready; then
     echo "install: cryptography, rfc8785 (independent card signature check)," \
       "a2a-sdk $A2A_SDK_VERSION (cards and calls as an A2A client makes them)" >&2

@@ -1208,3 +1208,40 @@ async fn raw_bytes_reach_a_callee_that_accepts_their_type_and_nothing_else_does(
         sent.text
     );
 }
+
+/// The official A2A JavaScript SDK (`@a2a-js/sdk`, `tests/a2a-js/client.mjs`) against the gate,
+/// strictly as a third party: both bindings, a send the callee answers, a read, a listing, and
+/// the one refusal for a caller without a binding.
+#[tokio::test]
+async fn the_official_a2a_js_sdk_reaches_a_governed_agent_over_both_bindings() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let stranger = app.create_agent(&pair.tenant.admin_key, "stranger").await;
+    let folder = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("a2a-js");
+    let args = [
+        app.base.clone(),
+        pair.callee.id.clone(),
+        pair.caller.key.clone(),
+        pair.callee.key.clone(),
+        stranger.key.clone(),
+    ];
+    // The gateway under test serves on this runtime: the client runs on a blocking thread.
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("node")
+            .current_dir(&folder)
+            .arg("client.mjs")
+            .args(args)
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("run node; scripts/install.sh tests installs the client's packages");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!text.contains("ERR_MODULE_NOT_FOUND"), "{text}");
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("all passed"), "{text}");
+}
