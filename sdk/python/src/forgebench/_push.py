@@ -124,6 +124,7 @@ class PushApp:
         self.tolerance = tolerance
         self.replay_cache = replay_cache if replay_cache is not None else ReplayCache(tolerance)
         self._timeout = timeout
+        self._transport: AsyncTransport | None = None
         # The gateway is needed to read what was not given; with both given, it is used (when
         # configured, arguments or environment) only to refresh the JWKS after a rotation.
         self._api_key: str | None
@@ -143,6 +144,23 @@ class PushApp:
                 key, url = "", ""
             self._api_key, self._base_url = (key, url) if key and url else (None, None)
 
+    def _gateway(self) -> AsyncTransport | None:
+        """The one client of the gateway every delivery shares (its connections are kept), or
+        `None` when the app was given no key."""
+        if self._api_key is None or self._base_url is None:
+            return None
+        if self._transport is None:
+            self._transport = AsyncTransport(
+                self._api_key, self._base_url, self._timeout, DEFAULT_MAX_RETRIES, None
+            )
+        return self._transport
+
+    async def aclose(self) -> None:
+        """Closes the app's connections to the gateway (the server's shutdown does it)."""
+        if self._transport is not None:
+            transport, self._transport = self._transport, None
+            await transport.aclose()
+
     def __repr__(self) -> str:  # never the key
         return f"PushApp(endpoint_url={self.endpoint_url!r})"
 
@@ -152,6 +170,7 @@ class PushApp:
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await _lifespan(receive, send)
+            await self.aclose()
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1008})
         else:
@@ -219,18 +238,14 @@ class PushApp:
         the TypeScript and Rust adapters do; without one, what the delivery itself carries
         (`task_from_delivery`)."""
         from_body = task_from_delivery(delivery)
-        if self._api_key is None or self._base_url is None:
+        transport = self._gateway()
+        if transport is None:
             return from_body
-        transport = AsyncTransport(
-            self._api_key, self._base_url, self._timeout, DEFAULT_MAX_RETRIES, None
-        )
         try:
             agent_id = await self._own_agent_id()
             read = await transport.send(requests.get_task(agent_id, from_body.id, wait=0))
         except ForgebenchError as error:
             raise _GatewayUnavailable(f"reading task {from_body.id} failed: {error}") from error
-        finally:
-            await transport.aclose()
         if not isinstance(read, dict):
             raise _GatewayUnavailable(f"reading task {from_body.id} gave no task")
         return Task(read)
@@ -299,19 +314,15 @@ class PushApp:
     async def _own_agent_id(self) -> str:
         if self._agent_id is not None:
             return self._agent_id
-        if self._api_key is None or self._base_url is None:
+        transport = self._gateway()
+        if transport is None:
             raise _GatewayUnavailable("no gateway to read this agent's id from")
-        transport = AsyncTransport(
-            self._api_key, self._base_url, self._timeout, DEFAULT_MAX_RETRIES, None
-        )
         try:
             me = await transport.send(requests.me())
         except ForgebenchError as error:
             raise _GatewayUnavailable(
                 f"reading this agent (GET /v1/agents/me, with an agent key) failed: {error}"
             ) from error
-        finally:
-            await transport.aclose()
         agent_id = me.get("id") if isinstance(me, dict) else None
         if not isinstance(agent_id, str):
             raise _GatewayUnavailable("GET /v1/agents/me named no agent id")
@@ -414,7 +425,8 @@ async def _respond(
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
-    """Nothing to start or stop: the JWKS is read at the first delivery."""
+    """Nothing to start: the JWKS is read at the first delivery; the caller closes the app's
+    connections once the server shuts down."""
     while True:
         message = await receive()
         if message.get("type") == "lifespan.startup":
