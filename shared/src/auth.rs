@@ -54,13 +54,7 @@ impl App {
                 .and_then(|value| value.to_str().ok())
                 .and_then(bearer_credential)
                 .ok_or(ApiError::Unauthenticated)?;
-            let hash = keys::hash(key);
-            if let Some(operator) = &self.config.operator_key_hash {
-                if keys::same_hash(operator, &hash) {
-                    return Ok(Principal::Operator);
-                }
-            }
-            return self.principal_of_key(hash).await;
+            return self.principal_of_hash(keys::hash(key)).await;
         }
         let token = session_token(headers).ok_or(ApiError::Unauthenticated)?;
         let session = self
@@ -93,7 +87,17 @@ impl App {
         self.session_cache.forget(hash);
     }
 
-    /// The principal behind a key's hash.
+    /// The principal behind a key's hash: the operator's, or a key of a tenant.
+    pub(crate) async fn principal_of_hash(&self, hash: String) -> Result<Principal, ApiError> {
+        if let Some(operator) = &self.config.operator_key_hash {
+            if keys::same_hash(operator, &hash) {
+                return Ok(Principal::Operator);
+            }
+        }
+        self.principal_of_key(hash).await
+    }
+
+    /// The principal behind the hash of a tenant's key.
     pub(crate) async fn principal_of_key(&self, hash: String) -> Result<Principal, ApiError> {
         let ttl = self.config.key_cache_ttl;
         if let Some(principal) = self.key_cache.get(&hash, ttl) {

@@ -128,20 +128,15 @@ fn session_body(principal: &TenantPrincipal, token: &str, expires_at: u64) -> se
     })
 }
 
-/// The refusal of a key that is not a member's.
-fn not_a_member() -> ApiError {
-    ApiError::Forbidden(
-        "the console signs in members (admin, member or viewer keys); agents and the \
-         operator use their keys with the API"
-            .into(),
-    )
-}
-
 /// The member behind a key, or the refusal of a key that is not a member's.
 fn member_only(principal: Principal) -> Result<TenantPrincipal, ApiError> {
     match principal {
         Principal::Tenant(member) if member.member_id().is_some() => Ok(member),
-        _ => Err(not_a_member()),
+        _ => Err(ApiError::Forbidden(
+            "the console signs in members (admin, member or viewer keys); agents and the \
+             operator use their keys with the API"
+                .into(),
+        )),
     }
 }
 
@@ -163,15 +158,7 @@ pub(crate) async fn sign_in(app: &App, request: Request) -> HandlerResult {
     only_fields(&body, &["key"])?;
     let key = text_field(&body, "key", 200)?;
     let key_hash = keys::hash(&key);
-    let is_operator = app
-        .config
-        .operator_key_hash
-        .as_deref()
-        .is_some_and(|operator| keys::same_hash(operator, &key_hash));
-    if is_operator {
-        return Err(not_a_member());
-    }
-    let member = member_only(app.principal_of_key(key_hash.clone()).await?)?;
+    let member = member_only(app.principal_of_hash(key_hash.clone()).await?)?;
     let token = session::generate()
         .map_err(|error| ApiError::internal(format!("no randomness for a session: {error}")))?;
     let expires_at = clock::unix_now() + SESSION_SECONDS;
