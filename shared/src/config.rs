@@ -87,6 +87,10 @@ pub struct Config {
     /// `FORGEBENCH_TENANT_MAX_CONFIGS` (10,000, 1 to 1,000,000): the most A2A push notification
     /// configs one tenant holds that still have events to send (past it, adding one is `429`).
     pub tenant_max_configs: u64,
+    /// `FORGEBENCH_INDEX_UNITS` (1,000, 1 to 1,000): the most DynamoDB write units one write of a
+    /// message's word postings spends (each posting is one unit); a message's later words are
+    /// not indexed for search.
+    pub index_units: u64,
 }
 
 /// The default of `FORGEBENCH_TENANT_MAX_AGENTS`.
@@ -94,6 +98,10 @@ pub const DEFAULT_TENANT_MAX_AGENTS: u64 = 1_000;
 
 /// The default of `FORGEBENCH_TENANT_MAX_CONFIGS`.
 pub const DEFAULT_TENANT_MAX_CONFIGS: u64 = 10_000;
+
+/// The default of `FORGEBENCH_INDEX_UNITS`: every word a task keeps
+/// ([`crate::domain::words::MAX_TASK_WORDS`]) at one unit a posting.
+pub const DEFAULT_INDEX_UNITS: u64 = crate::domain::words::MAX_TASK_WORDS as u64;
 
 /// The default of `FORGEBENCH_TENANT_MAX_WAITS`.
 pub const DEFAULT_TENANT_MAX_WAITS: u32 = 40;
@@ -145,6 +153,8 @@ pub mod ranges {
     pub const TENANT_MAX_AGENTS: RangeInclusive<u64> = 1..=100_000;
     /// `FORGEBENCH_TENANT_MAX_CONFIGS`.
     pub const TENANT_MAX_CONFIGS: RangeInclusive<u64> = 1..=1_000_000;
+    /// `FORGEBENCH_INDEX_UNITS`: more would index no more words than a task keeps.
+    pub const INDEX_UNITS: RangeInclusive<u64> = 1..=super::DEFAULT_INDEX_UNITS;
 }
 
 /// Reads settings through a lookup: the process environment, or a map in tests.
@@ -365,6 +375,11 @@ impl Config {
                 DEFAULT_TENANT_MAX_CONFIGS,
                 ranges::TENANT_MAX_CONFIGS,
             )?,
+            index_units: env.bounded(
+                "FORGEBENCH_INDEX_UNITS",
+                DEFAULT_INDEX_UNITS,
+                ranges::INDEX_UNITS,
+            )?,
         })
     }
 
@@ -394,6 +409,7 @@ impl Config {
             tenant_max_waits: DEFAULT_TENANT_MAX_WAITS,
             tenant_max_agents: DEFAULT_TENANT_MAX_AGENTS,
             tenant_max_configs: DEFAULT_TENANT_MAX_CONFIGS,
+            index_units: DEFAULT_INDEX_UNITS,
         }
     }
 

@@ -390,6 +390,8 @@ pub struct Options {
     pub tenant_max_agents: u64,
     /// `FORGEBENCH_TENANT_MAX_CONFIGS`.
     pub tenant_max_configs: u64,
+    /// `FORGEBENCH_INDEX_UNITS`.
+    pub index_units: u64,
 }
 
 impl Default for Options {
@@ -412,6 +414,7 @@ impl Default for Options {
             tenant_max_waits: forgebench::config::DEFAULT_TENANT_MAX_WAITS,
             tenant_max_agents: forgebench::config::DEFAULT_TENANT_MAX_AGENTS,
             tenant_max_configs: forgebench::config::DEFAULT_TENANT_MAX_CONFIGS,
+            index_units: forgebench::config::DEFAULT_INDEX_UNITS,
         }
     }
 }
@@ -475,6 +478,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     config.tenant_max_waits = options.tenant_max_waits;
     config.tenant_max_agents = options.tenant_max_agents;
     config.tenant_max_configs = options.tenant_max_configs;
+    config.index_units = options.index_units;
     let mut dynamodb = dynamodb_config(&options.dynamodb_endpoint).await;
     if let Some(recorder) = &options.recorder {
         dynamodb = dynamodb.interceptor(recorder.clone());

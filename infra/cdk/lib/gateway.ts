@@ -71,6 +71,8 @@ export interface ForgebenchGatewayProps {
   readonly tenantMaxAgents?: number;
   /** The most push notification configs with updates to send one tenant holds (1 to 1,000,000; default 10,000). */
   readonly tenantMaxConfigs?: number;
+  /** The most DynamoDB write units one write of a message's word postings spends (1 to 1,000; default 1,000). */
+  readonly indexUnits?: number;
   /** The secrets key's alias. @default `alias/<stack name>-secrets` */
   readonly keyAliasName?: string;
   /** The REST API's name (also the `ApiName` the 5xx alarm and the dashboard watch). @default `<stack name>-Api` */
@@ -160,6 +162,8 @@ export class ForgebenchGateway extends Construct {
     checkRange('tenantMaxAgents', tenantMaxAgents, 1, 100000);
     const tenantMaxConfigs = props.tenantMaxConfigs ?? 10000;
     checkRange('tenantMaxConfigs', tenantMaxConfigs, 1, 1000000);
+    const indexUnits = props.indexUnits ?? 1000;
+    checkRange('indexUnits', indexUnits, 1, 1000);
     checkRange('taskRetentionDays', taskRetentionDays, 1, 3650);
     checkRange('maxWaitSeconds', maxWaitSeconds, 0, 30);
     checkRange('longPollConcurrency', props.longPollConcurrency, 1, 1000000);
@@ -359,6 +363,7 @@ export class ForgebenchGateway extends Construct {
         tenantMaxWaits,
         tenantMaxAgents,
         tenantMaxConfigs,
+        indexUnits,
         taskRetentionDays,
         logRetentionDays,
         longPollConcurrency: props.longPollConcurrency ?? 100,
@@ -620,6 +625,7 @@ export class ForgebenchGateway extends Construct {
       FORGEBENCH_TENANT_MAX_WAITS: envString(ctx.tenantMaxWaits),
       FORGEBENCH_TENANT_MAX_AGENTS: envString(ctx.tenantMaxAgents),
       FORGEBENCH_TENANT_MAX_CONFIGS: envString(ctx.tenantMaxConfigs),
+      FORGEBENCH_INDEX_UNITS: envString(ctx.indexUnits),
       FORGEBENCH_TASK_RETENTION_DAYS: envString(ctx.taskRetentionDays),
       // The CloudWatch namespace of the business metrics (EMF lines, shared/src/metrics.rs).
       FORGEBENCH_METRICS_NAMESPACE: ctx.metricsNamespace,
@@ -697,6 +703,7 @@ interface FunctionContext {
   readonly tenantMaxWaits: number;
   readonly tenantMaxAgents: number;
   readonly tenantMaxConfigs: number;
+  readonly indexUnits: number;
   readonly taskRetentionDays: number;
   readonly logRetentionDays: number;
   readonly longPollConcurrency: number;

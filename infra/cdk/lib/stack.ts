@@ -107,6 +107,16 @@ export class ForgebenchStack extends Stack {
       description: 'The most A2A push notification configs one tenant holds with updates still to send (past it, adding one is 429).',
     });
 
+    const indexUnits = new CfnParameter(this, 'IndexUnits', {
+      type: 'Number',
+      default: 1000,
+      minValue: 1,
+      maxValue: 1000,
+      description:
+        "The most DynamoDB write units one write of a message's word postings spends (one per posting); a message's " +
+        'later words are not indexed for search.',
+    });
+
     const alarmEmail = new CfnParameter(this, 'AlarmEmail', {
       type: 'String',
       default: '',
@@ -139,6 +149,7 @@ export class ForgebenchStack extends Stack {
       tenantMaxWaits: tenantMaxWaits.valueAsNumber,
       tenantMaxAgents: tenantMaxAgents.valueAsNumber,
       tenantMaxConfigs: tenantMaxConfigs.valueAsNumber,
+      indexUnits: indexUnits.valueAsNumber,
       alarmEmail: alarmEmail.valueAsString,
       configureApiGatewayLogging: Token.asAny(configureApiGatewayLogging.valueAsString),
     });

@@ -80,10 +80,13 @@ fn collect_data_words(value: &Value, words: &mut Vec<String>) {
     }
 }
 
-/// A task's word set as it grows: distinct words, at most [`MAX_TASK_WORDS`], the earliest
-/// kept when there are more.
+/// A task's word set as it grows: distinct words in the order they were first written, at most
+/// [`MAX_TASK_WORDS`], the earliest kept when there are more.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TaskWords(BTreeSet<String>);
+pub struct TaskWords {
+    in_order: Vec<String>,
+    seen: BTreeSet<String>,
+}
 
 impl TaskWords {
     pub fn from_known(words: impl IntoIterator<Item = String>) -> TaskWords {
@@ -95,33 +98,38 @@ impl TaskWords {
     /// Adds words in the order given while there is room.
     pub fn add(&mut self, words: impl IntoIterator<Item = String>) {
         for word in words {
-            if self.0.len() >= MAX_TASK_WORDS {
+            if self.in_order.len() >= MAX_TASK_WORDS {
                 return;
             }
-            self.0.insert(word);
+            if !self.seen.contains(&word) {
+                self.seen.insert(word.clone());
+                self.in_order.push(word);
+            }
         }
     }
 
     pub fn contains(&self, word: &str) -> bool {
-        self.0.contains(word)
+        self.seen.contains(word)
     }
 
-    /// These words but those of `known`.
+    /// These words but those of `known`, in the same order.
     pub fn without(mut self, known: &TaskWords) -> TaskWords {
-        self.0.retain(|word| !known.contains(word));
+        self.in_order.retain(|word| !known.contains(word));
+        self.seen.retain(|word| !known.contains(word));
         self
     }
 
+    /// The words in the order they were first written.
     pub fn iter(&self) -> impl Iterator<Item = &String> {
-        self.0.iter()
+        self.in_order.iter()
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.in_order.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.in_order.is_empty()
     }
 }
 
@@ -282,6 +290,16 @@ mod tests {
         words.add((0..2 * MAX_TASK_WORDS).map(|n| format!("w{n}")));
         assert_eq!(words.len(), MAX_TASK_WORDS);
         assert!(words.contains("w0") && !words.contains(&format!("w{MAX_TASK_WORDS}")));
+    }
+
+    #[test]
+    fn a_tasks_words_keep_the_order_they_were_first_written_in() {
+        let words = TaskWords::from_known(["zeta", "alpha", "zeta", "mu"].map(String::from));
+        assert_eq!(words.iter().collect::<Vec<_>>(), ["zeta", "alpha", "mu"]);
+        let known = TaskWords::from_known(["alpha".to_owned()]);
+        let left = words.without(&known);
+        assert_eq!(left.iter().collect::<Vec<_>>(), ["zeta", "mu"]);
+        assert!(!left.contains("alpha") && left.contains("mu"));
     }
 
     #[test]

@@ -33,6 +33,39 @@ pub fn json(value: &serde_json::Value) -> AttributeValue {
     AttributeValue::S(value.to_string())
 }
 
+/// An item's size as DynamoDB counts it: attribute names plus values, with the overhead of
+/// lists and maps (one byte per element, three per container) and numbers at about a byte per
+/// two digits. Binary and set values other than strings are never written by this store and
+/// count as too large.
+pub fn item_size(item: &Item) -> usize {
+    item.iter()
+        .map(|(name, value)| name.len().saturating_add(value_size(value)))
+        .fold(0, usize::saturating_add)
+}
+
+fn value_size(value: &AttributeValue) -> usize {
+    match value {
+        AttributeValue::S(text) => text.len(),
+        AttributeValue::N(number) => number.len().div_ceil(2) + 1,
+        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+        AttributeValue::L(items) => items
+            .iter()
+            .map(|item| 1 + value_size(item))
+            .fold(3, usize::saturating_add),
+        AttributeValue::Ss(items) => items.iter().map(String::len).sum(),
+        AttributeValue::M(map) => map
+            .iter()
+            .map(|(name, item)| (1 + name.len()).saturating_add(value_size(item)))
+            .fold(3, usize::saturating_add),
+        _ => usize::MAX / 2,
+    }
+}
+
+/// The write units a put of `item` costs: one per started kilobyte of its size.
+pub fn write_units(item: &Item) -> u64 {
+    item_size(item).div_ceil(1024).max(1) as u64
+}
+
 /// The primary key of an item.
 pub fn key(pk: impl AsRef<str>, sk: impl AsRef<str>) -> Item {
     HashMap::from([("pk".to_owned(), s(pk)), ("sk".to_owned(), s(sk))])

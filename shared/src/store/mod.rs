@@ -89,6 +89,8 @@ pub struct Store {
     settings_ttl: std::time::Duration,
     /// Long-poll slot pools this process found full lately (`store/polls.rs`).
     full_pools: std::sync::Arc<crate::cache::ExpiringCache<()>>,
+    /// The most write units one write of a message's postings spends (`store/words.rs`).
+    index_units: u64,
 }
 
 /// What can go wrong talking to the table, sorted by what the caller should do about it.
@@ -404,7 +406,15 @@ impl Store {
             recent_settings: Default::default(),
             settings_ttl: tenancy::SETTINGS_TTL,
             full_pools: Default::default(),
+            index_units: crate::config::DEFAULT_INDEX_UNITS,
         }
+    }
+
+    /// The store, spending at most `units` write units on one write of a message's postings
+    /// (`FORGEBENCH_INDEX_UNITS`): a message's later words are not indexed.
+    pub fn with_index_units(mut self, units: u64) -> Store {
+        self.index_units = units;
+        self
     }
 
     /// The store, trusting a tenant's settings it read for `ttl` (the key cache's time, so a

@@ -363,31 +363,7 @@ mod tests {
     use crate::domain::{Message, Part};
     use serde_json::{json, Value};
 
-    /// DynamoDB's item size: attribute names plus values, lists with their per-element overhead.
-    fn value_size(value: &AttributeValue) -> usize {
-        match value {
-            AttributeValue::S(text) => text.len(),
-            AttributeValue::N(number) => number.len().div_ceil(2) + 1,
-            AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
-            AttributeValue::L(items) => {
-                3 + items.iter().map(|item| 1 + value_size(item)).sum::<usize>()
-            }
-            AttributeValue::Ss(items) => items.iter().map(String::len).sum(),
-            AttributeValue::M(map) => {
-                3 + map
-                    .iter()
-                    .map(|(name, item)| 1 + name.len() + value_size(item))
-                    .sum::<usize>()
-            }
-            _ => usize::MAX / 2,
-        }
-    }
-
-    fn item_size(item: &Item) -> usize {
-        item.iter()
-            .map(|(name, value)| name.len() + value_size(value))
-            .sum()
-    }
+    use crate::store::item::item_size;
 
     /// A body of exactly `bytes` bytes serialized, the largest that still stays inline.
     fn inline_body(bytes: usize) -> Value {

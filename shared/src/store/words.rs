@@ -21,7 +21,7 @@
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 
-use super::item::{key, n, s, Item, Reader};
+use super::item::{key, n, s, write_units, Item, Reader};
 use super::search::{read_newest_first, Batch, IndexPage, NewestFirst};
 use super::task_item::{search_shard, task_id_of, task_key, WORDS_ASIDE, WORDS_DUE};
 use super::tasks::build;
@@ -61,9 +61,14 @@ fn posting_key(task: &Task, word: &str) -> Item {
 }
 
 /// The puts of `task`'s postings of `words`, each naming the task's two agents and expiring with
-/// the task.
-fn posting_puts(task: &Task, words: &TaskWords) -> Result<Vec<WriteRequest>, StoreError> {
+/// the task: the words in the order they were written, while their write units fit `units`.
+fn posting_puts(
+    task: &Task,
+    words: &TaskWords,
+    units: u64,
+) -> Result<Vec<WriteRequest>, StoreError> {
     let mut puts = Vec::new();
+    let mut spent = 0;
     for word in words.iter() {
         let mut item = posting_key(task, word);
         item.insert("kind".into(), s("posting"));
@@ -71,6 +76,11 @@ fn posting_puts(task: &Task, words: &TaskWords) -> Result<Vec<WriteRequest>, Sto
         item.insert("callee_agent_id".into(), s(&task.callee_agent_id));
         if let Some(expires_at) = task.expires_at {
             item.insert("expires_at".into(), n(expires_at));
+        }
+        spent += write_units(&item);
+        if spent > units {
+            tracing::info!(task_id = %task.id, posted = puts.len(), words = words.len(), units, "the message's postings reached the write units one write may spend; its later words are not indexed");
+            break;
         }
         puts.push(put_request(item)?);
     }
@@ -92,10 +102,12 @@ const BATCH_WRITES: usize = 25;
 const UNPROCESSED_ROUNDS: usize = 5;
 
 impl Store {
-    /// Writes `task`'s postings of `words`. Writing a posting that exists already changes
-    /// nothing.
+    /// Writes `task`'s postings of `words`, as many as the write units one write of postings
+    /// may spend allow ([`Store::with_index_units`]). Writing a posting that exists already
+    /// changes nothing.
     pub async fn post_words(&self, task: &Task, words: &TaskWords) -> Result<(), StoreError> {
-        self.batch_write(posting_puts(task, words)?).await
+        self.batch_write(posting_puts(task, words, self.index_units)?)
+            .await
     }
 
     /// Writes what follows from a task its open just wrote (`store/open.rs`: its call, its audit
@@ -112,7 +124,7 @@ impl Store {
             .map(put_request)
             .collect::<Result<Vec<_>, _>>()?;
         if let Some(words) = words {
-            puts.extend(posting_puts(task, words)?);
+            puts.extend(posting_puts(task, words, self.index_units)?);
         }
         self.batch_write(puts).await
     }
@@ -336,7 +348,7 @@ impl Store {
         let mut writes = Vec::new();
         for (task, words) in tasks {
             writes.push(put_request(super::task_item::to_item(task))?);
-            writes.extend(posting_puts(task, words)?);
+            writes.extend(posting_puts(task, words, u64::MAX)?);
         }
         self.batch_write(writes).await
     }
@@ -345,6 +357,81 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::task::{CallLineage, TaskOpening};
+    use crate::domain::words::MAX_WORD_CHARS;
+    use crate::domain::{Agent, AgentStatus, Message, Part};
+    use crate::store::item::item_size;
+
+    const UUID: &str = "9f0c7a9e-1111-4222-8333-444455556666";
+
+    /// A task with every id as long as the gateway makes them.
+    fn task() -> Task {
+        let callee = Agent {
+            id: UUID.into(),
+            tenant_id: UUID.into(),
+            name: "callee".into(),
+            description: None,
+            owner_member_id: None,
+            status: AgentStatus::Active,
+            endpoint: None,
+            sealed_secret: None,
+            claim_timeout_seconds: 900,
+            input_modes: crate::domain::media::default_input_modes(),
+            created_at: String::new(),
+            updated_at: String::new(),
+            version: 1,
+        };
+        let message = Message::agent(vec![Part::Text("hi".into())]);
+        Task::open(TaskOpening {
+            id: UUID.into(),
+            caller_agent_id: UUID.into(),
+            callee: &callee,
+            context_id: UUID.into(),
+            input: crate::domain::content::Stored::Inline(message),
+            input_bytes: 2,
+            lineage: CallLineage {
+                call_id: UUID.into(),
+                parent_call_id: None,
+                root_call_id: UUID.into(),
+            },
+            now: "2026-01-01T00:00:00.000000Z".into(),
+            expires_at: 1_800_000_000,
+        })
+    }
+
+    fn posted_item(put: &WriteRequest) -> &Item {
+        put.put_request().map(|put| put.item()).unwrap()
+    }
+
+    #[test]
+    fn the_largest_posting_a_word_can_make_costs_one_write_unit() {
+        // The longest word kept, each of its characters four bytes long in UTF-8.
+        let longest = "𝄞".repeat(MAX_WORD_CHARS);
+        let words = TaskWords::from_known([longest]);
+        let puts = posting_puts(&task(), &words, 1).unwrap();
+        assert_eq!(puts.len(), 1);
+        let size = item_size(posted_item(&puts[0]));
+        assert!(size > 256 && size <= 1024, "{size} bytes");
+        assert_eq!(write_units(posted_item(&puts[0])), 1);
+    }
+
+    #[test]
+    fn a_messages_postings_stop_where_their_write_units_reach_the_bound() {
+        let words = TaskWords::from_known((0..50).rev().map(|n| format!("w{n}")));
+        let puts = posting_puts(&task(), &words, 20).unwrap();
+        assert_eq!(puts.len(), 20);
+        let kept: Vec<String> = puts
+            .iter()
+            .map(|put| Reader(posted_item(put)).s("pk").unwrap())
+            .collect();
+        assert_eq!(
+            kept[0],
+            format!("WORDS#{UUID}#w49"),
+            "the first word written first"
+        );
+        assert_eq!(kept[19], format!("WORDS#{UUID}#w30"));
+        assert_eq!(posting_puts(&task(), &words, 1_000).unwrap().len(), 50);
+    }
 
     #[test]
     fn a_posting_sorts_by_its_task_s_creation_and_reads_back_its_place() {

@@ -789,6 +789,58 @@ async fn each_word_is_posted_once_for_both_sides_and_no_change_rewrites_a_postin
 }
 
 #[tokio::test]
+async fn a_messages_postings_spend_at_most_the_index_units_and_its_first_words_are_found() {
+    let app = spawn_app_with(Options {
+        index_units: 4,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    // Six distinct words, the first four written first: four postings of one unit each.
+    let task = open(
+        &app,
+        caller,
+        &callee.name,
+        text_message("zulu yankee xray whiskey victor uniform zulu"),
+    )
+    .await;
+    let opened = postings(&app, &task).await;
+    assert_eq!(opened.len(), 4, "{opened:?}");
+    for word in ["zulu", "yankee", "xray", "whiskey"] {
+        let query = format!("q={word}");
+        assert_eq!(
+            ids(&search(&app, &caller.key, &query).await),
+            [task.as_str()]
+        );
+    }
+    for word in ["victor", "uniform"] {
+        let query = format!("q={word}");
+        assert!(
+            ids(&search(&app, &caller.key, &query).await).is_empty(),
+            "{word}"
+        );
+    }
+    // The answer's postings have a bound of their own; words it shares are not posted again.
+    app.claim(&callee.key, 0).await;
+    let done = app
+        .post_result(
+            &callee.key,
+            &task,
+            completed("zulu alpha bravo charlie delta echo"),
+        )
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    let answered = postings(&app, &task).await;
+    assert_eq!(answered.len(), 8, "{answered:?}");
+    assert_eq!(
+        ids(&search(&app, &caller.key, "q=delta").await),
+        [task.as_str()]
+    );
+    assert!(ids(&search(&app, &caller.key, "q=echo").await).is_empty());
+}
+
+#[tokio::test]
 async fn a_word_search_finds_only_the_searching_agent_s_tasks_on_the_searched_side() {
     let app = spawn_app().await;
     let (pair, other) = three_agents(&app).await;
