@@ -14,6 +14,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
+import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { RustFunction, RustFunctionProps } from 'cargo-lambda-cdk';
 import { Construct } from 'constructs';
 import * as yaml from 'js-yaml';
@@ -91,6 +92,13 @@ export interface ForgebenchGatewayProps {
    * @default true
    */
   readonly configureApiGatewayLogging?: boolean | IResolvable;
+  /**
+   * Requests a minute one API key may make (counted by its Authorization header), and one address
+   * may make without one, before a WAF web ACL on the stage answers 429; 0 deploys no web ACL. At
+   * least 10 when set. A token (a parameter) makes the web ACL conditional on it not being '0'.
+   * @default 0
+   */
+  readonly keyRequestRateLimit?: number | string;
   /** The CloudWatch namespace of the functions' business metrics (EMF). @default `Forgebench/<stack name>` */
   readonly metricsNamespace?: string;
 }
@@ -440,6 +448,7 @@ export class ForgebenchGateway extends Construct {
       });
     }
     this.url = Fn.sub('https://${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}/prod', { Api: this.api.restApiId });
+    this.limitKeyRequestRates(props.keyRequestRateLimit ?? 0);
 
     // Operations (docs/operations.md): the topic every alarm notifies, the alarms, a dashboard.
     this.alarmTopic = new sns.CfnTopic(this, 'AlarmTopic', { kmsMasterKeyId: 'alias/aws/sns' });
@@ -601,6 +610,104 @@ export class ForgebenchGateway extends Construct {
     this.alarms = alarms;
 
     acknowledgeNagFindings(this);
+  }
+
+  /**
+   * Per-key request rates (docs/reliability.md, "Limits per tenant"): the stage's throttle is
+   * shared by every key and by requests without one, so one key holder, or an anonymous flood,
+   * could spend it for everyone. WAF counts each Authorization header, and each address of the
+   * requests that carry none, over a minute, and answers 429 past the limit.
+   */
+  private limitKeyRequestRates(limit: number | string): void {
+    const token = Token.isUnresolved(limit);
+    if (!token) {
+      const value = Number(limit);
+      if (value === 0) return;
+      if (!Number.isInteger(value) || value < 10 || value > 999999999) {
+        throw new Error(`keyRequestRateLimit must be 0 or a whole number from 10 to 999,999,999, not ${limit}`);
+      }
+    }
+    const condition = token
+      ? new CfnCondition(this, 'LimitsKeyRequestRate', { expression: Fn.conditionNot(Fn.conditionEquals(limit, '0')) })
+      : undefined;
+    const block: wafv2.CfnWebACL.RuleActionProperty = {
+      block: {
+        customResponse: {
+          responseCode: 429,
+          customResponseBodyKey: 'too_many_requests',
+          responseHeaders: [{ name: 'Retry-After', value: '60' }],
+        },
+      },
+    };
+    const visibility = (metric: string): wafv2.CfnWebACL.VisibilityConfigProperty => ({
+      sampledRequestsEnabled: false,
+      cloudWatchMetricsEnabled: true,
+      metricName: Fn.sub(`\${AWS::StackName}-${metric}`),
+    });
+    const asIs = [{ priority: 0, type: 'NONE' }];
+    const rateLimit = Token.asNumber(limit);
+    const acl = new wafv2.CfnWebACL(this, 'KeyRequestRateLimits', {
+      scope: 'REGIONAL',
+      description: 'Requests a minute per API key, and per address without a key.',
+      defaultAction: { allow: {} },
+      visibilityConfig: visibility('key-rates'),
+      customResponseBodies: {
+        too_many_requests: {
+          contentType: 'APPLICATION_JSON',
+          content: '{"detail": {"code": "too_many_requests", "message": "this key\'s request rate is at its limit; retry later"}}',
+        },
+      },
+      rules: [
+        {
+          name: 'per-key',
+          priority: 0,
+          action: block,
+          visibilityConfig: visibility('per-key'),
+          statement: {
+            rateBasedStatement: {
+              limit: rateLimit,
+              evaluationWindowSec: 60,
+              aggregateKeyType: 'CUSTOM_KEYS',
+              customKeys: [{ header: { name: 'authorization', textTransformations: asIs } }],
+            },
+          },
+        },
+        {
+          name: 'per-address-without-key',
+          priority: 1,
+          action: block,
+          visibilityConfig: visibility('per-address'),
+          statement: {
+            rateBasedStatement: {
+              limit: rateLimit,
+              evaluationWindowSec: 60,
+              aggregateKeyType: 'IP',
+              scopeDownStatement: {
+                notStatement: {
+                  statement: {
+                    sizeConstraintStatement: {
+                      fieldToMatch: { singleHeader: { Name: 'authorization' } },
+                      comparisonOperator: 'GT',
+                      size: 0,
+                      textTransformations: asIs,
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      ],
+    });
+    const association = new wafv2.CfnWebACLAssociation(this, 'KeyRequestRateLimitsOnStage', {
+      resourceArn: Fn.sub('arn:${AWS::Partition}:apigateway:${AWS::Region}::/restapis/${Api}/stages/${Stage}', {
+        Api: this.api.restApiId,
+        Stage: this.api.deploymentStage.stageName,
+      }),
+      webAclArn: acl.attrArn,
+    });
+    acl.cfnOptions.condition = condition;
+    association.cfnOptions.condition = condition;
   }
 
   private makeFunction(spec: FunctionSpec, ctx: FunctionContext): lambda.Function {

@@ -125,6 +125,15 @@ export class ForgebenchStack extends Stack {
         'An address the alarm topic mails (it confirms the subscription first). Empty: the topic has no subscriber; ' +
         'subscribe your own (chat, paging) to the AlarmTopic output.',
     });
+    const keyRequestRateLimit = new CfnParameter(this, 'KeyRequestRateLimit', {
+      type: 'String',
+      default: '0',
+      allowedPattern: '^(0|[1-9][0-9]{1,8})$',
+      description:
+        'Requests a minute one API key may make (counted by its Authorization header), and one address may make ' +
+        'without one, before a WAF web ACL on the stage answers 429; 0 (the default) deploys no web ACL. At least 10 ' +
+        "when set (WAF's own minimum).",
+    });
     const configureApiGatewayLogging = new CfnParameter(this, 'ConfigureApiGatewayLogging', {
       type: 'String',
       allowedValues: ['true', 'false'],
@@ -152,6 +161,7 @@ export class ForgebenchStack extends Stack {
       indexUnits: indexUnits.valueAsNumber,
       alarmEmail: alarmEmail.valueAsString,
       configureApiGatewayLogging: Token.asAny(configureApiGatewayLogging.valueAsString),
+      keyRequestRateLimit: keyRequestRateLimit.valueAsString,
     });
 
     new CfnOutput(this, 'AlarmTopic', { description: 'The SNS topic every alarm notifies; subscribe to it', value: this.gateway.alarmTopic.ref });

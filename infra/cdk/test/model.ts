@@ -367,6 +367,8 @@ export function cdkModel(templatePath: string, partition: Partition = 'aws'): Mo
     const segments = p.split('/').slice(2);
     if (segments[segments.length - 1] === 'Resource') segments.pop();
     names[id] = segments.join('').replace(/[^A-Za-z0-9]/g, '');
+    // SAM names an API's stage `<Api><StageName>Stage`; a reference to it compares by that name.
+    if (r.Type === 'AWS::ApiGateway::Stage') names[id] = `${segments[0]}${r.Properties.StageName}Stage`;
   }
   const name = (id: string) => names[id] ?? id;
   const functions: Record<string, FunctionModel> = {};
