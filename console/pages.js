@@ -566,8 +566,12 @@ async function taskPage(ctx) {
       refreshing = refreshing.then(async () => {
         if (!ctx.current()) return;
         try {
-          task = await api("GET", path);
+          const fresh = await api("GET", path);
           if (!ctx.current()) return;
+          // The stream opens with the task as it stands: a redraw of an unchanged task would
+          // only fold back what the reader unfolded.
+          if (JSON.stringify(fresh) === JSON.stringify(task)) return;
+          task = fresh;
           draw();
           if (task.delivery === "push") loadAttempts();
         } catch (error) {
@@ -624,6 +628,9 @@ async function callsPage({ app, params }) {
   await app.loadAgents();
   const page = await api("GET", `/v1/calls${qs({ root_call_id: root })}`);
   const calls = page.items || [];
+  // Refusals are not calls, but their audit entries carry the lineage the call would have had:
+  // each refused open of this tree hangs under the call that made it.
+  const refusals = calls.length ? await refusedOpens(root, calls[0].at).catch(() => []) : [];
   const byId = new Map(calls.map((c) => [c.call_id, { call: c, children: [] }]));
   const tops = [];
   for (const n of byId.values()) {
@@ -631,10 +638,24 @@ async function callsPage({ app, params }) {
     if (parent && parent !== n) parent.children.push(n);
     else tops.push(n);
   }
+  for (const entry of refusals) {
+    const n = { refusal: entry, children: [] };
+    const parent = entry.parent_call_id && byId.get(entry.parent_call_id);
+    (parent ? parent.children : tops).push(n);
+  }
   const drawn = new Set();
+  const drawRefusal = (e) =>
+    h("li", { class: "call refused", "data-refused": e.id },
+      h("div", { class: "call-line" },
+        agentLink(app, e.actor?.id), " → ", agentLink(app, e.target), " ",
+        h("span", { class: "badge badge-refused", text: "refused" }), " ",
+        h("code", { text: e.reason || "—" }),
+        (e.count ?? 1) > 1 ? h("span", { class: "hint", text: ` ×${e.count}` }) : null, " ",
+        h("span", { class: "hint" }, "in the minute from ", when(e.at))));
   const drawNode = (n, depth) => {
     if (drawn.has(n) || depth > 64) return null;
     drawn.add(n);
+    if (n.refusal) return drawRefusal(n.refusal);
     const c = n.call;
     return h("li", { class: "call", "data-call": c.call_id },
       h("div", { class: "call-line" },
@@ -643,27 +664,26 @@ async function callsPage({ app, params }) {
         h("span", { class: "hint" }, when(c.at))),
       n.children.length ? h("ul", { class: "tree" }, n.children.map((k) => drawNode(k, depth + 1))) : null);
   };
+  const counted = `${calls.length} call${calls.length === 1 ? "" : "s"}`;
+  const refused = refusals.length ? `, ${refusals.length} refused` : "";
   nodes.push(h("section", { class: "card", "aria-labelledby": "tree-title" },
-    h("h2", { id: "tree-title", text: `Call tree (${calls.length} call${calls.length === 1 ? "" : "s"})` }),
+    h("h2", { id: "tree-title", text: `Call tree (${counted}${refused})` }),
     calls.length ? h("ul", { class: "tree root" }, tops.map((n) => drawNode(n, 0))) : h("p", { class: "empty", text: "No call of this tenant has this root." })));
-
-  // Refusals are not calls: they are on the audit log, by the caller. Show the refused opens
-  // of this tree's agents since the tree began.
-  if (calls.length) {
-    nodes.push(section(app, "Refused calls", async () => {
-      const agentsInTree = new Set(calls.flatMap((c) => [c.caller_agent_id, c.callee_agent_id]));
-      const since = new Date(Date.parse(calls[0].at) - 60_000).toISOString();
-      const audit = await api("GET", `/v1/audit${qs({ action: "task.open", outcome: "refused", since, limit: 100 })}`);
-      const rows = (audit.items || []).filter((e) => agentsInTree.has(e.actor?.id)).map((e) => [
-        when(e.at), agentLink(app, e.actor?.id), agentLink(app, e.target), h("code", { text: e.reason || "—" }), String(e.count ?? 1),
-      ]);
-      return [
-        h("p", { class: "hint", text: "Opens refused to this tree's agents since the tree began, from the audit log (the log does not say which tree a refused call belonged to)." }),
-        table("Refused calls", ["At", "Caller", "Callee", "Reason", "Count"], rows, "No refused call."),
-      ];
-    }, "refused-title"));
-  }
   return nodes;
+}
+
+/** The refused opens of the tree `root` since its first call (`since`), from the audit log. */
+async function refusedOpens(root, since) {
+  const from = new Date(Date.parse(since) - 60_000).toISOString();
+  const found = [];
+  let cursor = null;
+  for (let pages = 0; pages < 10; pages += 1) {
+    const audit = await api("GET", `/v1/audit${qs({ action: "task.open", outcome: "refused", since: from, limit: 100, cursor })}`);
+    found.push(...(audit.items || []).filter((e) => e.root_call_id === root));
+    cursor = audit.next_cursor;
+    if (!cursor) break;
+  }
+  return found.reverse();
 }
 
 // --- audit ---------------------------------------------------------------------------------

@@ -174,7 +174,7 @@ describe("console", () => {
     });
   });
 
-  test("the call tree shows three levels, each node linking to its task, and a refused call", async () => {
+  test("the call tree shows three levels, each node linking to its task, and a refused call under the call that made it", async () => {
     await withPage(async (page) => {
       const k = t.keys;
       const root = await openTask(k["billing-orchestrator"], "invoice-classifier", "root call");
@@ -188,10 +188,10 @@ describe("console", () => {
       await signIn(page, t.admin);
       await page.goto(`${CONSOLE}#/tasks/refund-approver/${child.id}`);
       await page.getByRole("link", { name: root.call_id }).click();
-      await page.getByRole("heading", { name: /Call tree \(3 calls\)/ }).waitFor();
+      await page.getByRole("heading", { name: /Call tree \(3 calls, 1 refused\)/ }).waitFor();
       const nested = page.locator(`li[data-call="${root.call_id}"] li[data-call="${child.call_id}"] li[data-call="${grandchild.call_id}"]`);
       await nested.waitFor();
-      await page.getByRole("cell", { name: "no_binding" }).waitFor();
+      await nested.locator("li[data-refused]").getByText("no_binding").waitFor();
       await shot(page, "calls");
       await nested.getByRole("link", { name: `Task ${grandchild.id}` }).click();
       await page.getByRole("heading", { name: `Task ${grandchild.id}` }).waitFor();

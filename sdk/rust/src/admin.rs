@@ -55,6 +55,12 @@ pub struct AuditEntry {
     pub reason: Option<String>,
     #[serde(default)]
     pub call_id: Option<String>,
+    /// An open's or a caller's answer's lineage, allowed or refused: the call that caused it.
+    #[serde(default)]
+    pub parent_call_id: Option<String>,
+    /// The first call of its chain: a refused open is found in its tree by this.
+    #[serde(default)]
+    pub root_call_id: Option<String>,
     #[serde(default)]
     pub task_id: Option<String>,
     /// How many times this happened in the entry's minute (refusals are counted, not repeated).

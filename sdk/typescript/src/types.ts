@@ -328,6 +328,10 @@ export interface AuditEntry {
   outcome: AuditOutcome;
   reason?: string | null;
   call_id?: string | null;
+  /** An open's or a caller's answer's call lineage, allowed or refused: the call that caused it. */
+  parent_call_id?: string | null;
+  /** The first call of its chain: a refused open is found in its tree by this. */
+  root_call_id?: string | null;
   task_id?: string | null;
   /** How many times this happened in the entry's minute (refusals); 1 otherwise. */
   count?: number;

@@ -374,6 +374,15 @@ impl Shown {
 }
 
 impl Task {
+    /// The task's call and its place in the ledger.
+    pub fn lineage(&self) -> CallLineage {
+        CallLineage {
+            call_id: self.call_id.clone(),
+            parent_call_id: self.parent_call_id.clone(),
+            root_call_id: self.root_call_id.clone(),
+        }
+    }
+
     /// Every body reference of the parts `shown` shows (the status message always), each once.
     pub fn body_references(&self, shown: Shown) -> Vec<BodyRef> {
         let first_shown = shown

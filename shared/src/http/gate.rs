@@ -3,19 +3,21 @@
 
 use crate::app::App;
 use crate::domain::binding::{admit, binding_id, RefusalReason};
+use crate::domain::task::CallLineage;
 use crate::domain::{Agent, AgentId, AgentRef, TaskId, TenantPrincipal};
 use crate::error::ApiError;
 use crate::store::AuditEntry;
 
-/// Refuses a task open: the precise reason to the audit log, one 403 to the caller.
+/// Refuses a task open, the call `lineage` names: the precise reason to the audit log, one 403
+/// to the caller.
 pub(super) async fn refuse(
     app: &App,
     principal: &TenantPrincipal,
     target: &str,
     reason: RefusalReason,
-    call_id: &str,
+    lineage: &CallLineage,
 ) -> ApiError {
-    refuse_action(app, principal, "task.open", target, reason, call_id, None).await
+    refuse_action(app, principal, "task.open", target, reason, lineage, None).await
 }
 
 /// Refuses a governed call (`action`): the precise reason to the audit log, one 403 to the
@@ -26,11 +28,12 @@ pub(super) async fn refuse_action(
     action: &str,
     target: &str,
     reason: RefusalReason,
-    call_id: &str,
+    lineage: &CallLineage,
     task_id: Option<&TaskId>,
 ) -> ApiError {
-    let mut entry = AuditEntry::new(principal, action, target).refused(reason.as_str());
-    entry.call_id = Some(call_id.to_owned());
+    let mut entry = AuditEntry::new(principal, action, target)
+        .refused(reason.as_str())
+        .of_call(lineage);
     entry.task_id = task_id.cloned();
     tracing::info!(action, reason = reason.as_str(), "call refused");
     crate::metrics::emit(crate::metrics::Metric::Refused { reason });

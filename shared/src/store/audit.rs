@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 
 use super::item::{key, n, opt_s, s, Item, Reader};
 use super::{classify, Store, StoreError};
+use crate::domain::task::CallLineage;
 use crate::domain::{clock, Task, TaskId, TenantId, TenantPrincipal};
 
 /// The action of a task's open: one entry per task, at the task's creation.
@@ -24,6 +25,10 @@ pub struct AuditEntry {
     pub outcome: String,
     pub reason: Option<String>,
     pub call_id: Option<String>,
+    /// The call that caused this one (`X-Parent-Call`) and the first call of its chain, for an
+    /// open and a caller's answer, allowed or refused: where the call sits in its tree.
+    pub parent_call_id: Option<String>,
+    pub root_call_id: Option<String>,
     pub task_id: Option<TaskId>,
     /// How many times the same refusal happened in this entry's minute (refusals are recorded
     /// once a minute per caller, target and reason, so one caller cannot flood the log).
@@ -68,9 +73,19 @@ impl AuditEntry {
             outcome: "allowed".to_owned(),
             reason: None,
             call_id: None,
+            parent_call_id: None,
+            root_call_id: None,
             task_id: None,
             count: 1,
         }
+    }
+
+    /// The entry, of the call `lineage` names: its id, its parent and its root.
+    pub fn of_call(mut self, lineage: &CallLineage) -> AuditEntry {
+        self.call_id = Some(lineage.call_id.clone());
+        self.parent_call_id.clone_from(&lineage.parent_call_id);
+        self.root_call_id = Some(lineage.root_call_id.clone());
+        self
     }
 
     /// An entry for `actor` doing `action` on the task `task_id` of the call `call_id`.
@@ -103,7 +118,7 @@ impl AuditEntry {
         )
         .to_string();
         entry.at = task.created_at.clone();
-        entry.call_id = Some(task.call_id.clone());
+        let mut entry = entry.of_call(&task.lineage());
         entry.task_id = Some(task.id.clone());
         entry
     }
@@ -132,6 +147,13 @@ impl AuditEntry {
         item.insert("call_id".into(), opt_s(self.call_id.as_deref()));
         item.insert("task_id".into(), opt_s(self.task_id.as_deref()));
         item.insert("count".into(), n(self.count));
+        // Written only when known, so entries of other actions stay as small as they were.
+        if let Some(parent) = &self.parent_call_id {
+            item.insert("parent_call_id".into(), s(parent));
+        }
+        if let Some(root) = &self.root_call_id {
+            item.insert("root_call_id".into(), s(root));
+        }
         item
     }
 
@@ -146,6 +168,8 @@ impl AuditEntry {
             "outcome": self.outcome,
             "reason": self.reason,
             "call_id": self.call_id,
+            "parent_call_id": self.parent_call_id,
+            "root_call_id": self.root_call_id,
             "task_id": self.task_id,
             "count": self.count,
         })
@@ -168,6 +192,8 @@ impl TryFrom<&Item> for AuditEntry {
             outcome: read.s("outcome")?,
             reason: read.opt_s("reason")?,
             call_id: read.opt_s("call_id")?,
+            parent_call_id: read.opt_s("parent_call_id")?,
+            root_call_id: read.opt_s("root_call_id")?,
             task_id: read.opt_id("task_id")?,
             count: match item.get("count") {
                 Some(_) => read.n("count")?,

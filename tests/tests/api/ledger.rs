@@ -361,6 +361,57 @@ async fn a_three_hop_workflow_is_one_call_tree() {
     );
 }
 
+/// A refused open is no call, but its audit entry carries the lineage the call would have had, as
+/// an allowed open's does: the tree a refusal belongs to is read off the audit log by its root.
+#[tokio::test]
+async fn a_refused_open_is_on_the_audit_log_with_the_lineage_it_would_have_had() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    let outsider = app.create_agent(admin, "outsider").await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("root"), 0)
+        .await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let root = opened.field("call_id");
+
+    // The callee, answering its task, calls an agent it has no binding to; then one nobody knows.
+    for target in [outsider.name.as_str(), "no-such-agent"] {
+        let request = app
+            .http
+            .post(format!("{}/v1/agents/{target}/tasks", app.base))
+            .bearer_auth(&pair.callee.key)
+            .header("X-Parent-Call", &root)
+            .json(&json!({"message": text_message("refused hop")}));
+        let refused = app.finish(request).await;
+        assert_eq!(refused.status, 403, "{}", refused.text);
+    }
+
+    let entries = app.audit(admin).await;
+    let refusals: Vec<&Value> = entries
+        .iter()
+        .filter(|entry| entry["action"] == "task.open" && entry["outcome"] == "refused")
+        .collect();
+    assert_eq!(refusals.len(), 2, "{refusals:?}");
+    for refusal in &refusals {
+        assert_eq!(refusal["parent_call_id"], root.as_str(), "{refusal}");
+        assert_eq!(refusal["root_call_id"], root.as_str(), "{refusal}");
+        assert!(refusal["call_id"].as_str().is_some_and(|id| id != root));
+    }
+    let reasons: HashSet<&str> = refusals
+        .iter()
+        .filter_map(|entry| entry["reason"].as_str())
+        .collect();
+    assert_eq!(reasons, HashSet::from(["no_binding", "unknown_callee"]));
+
+    // The allowed open's entry names its call as its own root, with no parent.
+    let allowed = open_entries(&app, admin, &opened.field("id")).await;
+    assert_eq!(allowed.len(), 1);
+    assert_eq!(allowed[0]["call_id"], root.as_str());
+    assert_eq!(allowed[0]["root_call_id"], root.as_str());
+    assert!(allowed[0]["parent_call_id"].is_null());
+}
+
 /// A caller of another tenant that names one of this tenant's calls in `X-Parent-Call` starts a
 /// tree of its own tenant: none of its calls lands in the index partition this tenant's tree is
 /// read from (where it would cost this tenant's ledger reads and heat its partition).

@@ -197,6 +197,10 @@ class AuditEntry(TypedDict):
     outcome: AuditOutcome
     reason: NotRequired[str | None]
     call_id: NotRequired[str | None]
+    #: An open's or a caller's answer's lineage, allowed or refused: the call that caused it and
+    #: the first call of its chain (a refused open is found in its tree by ``root_call_id``).
+    parent_call_id: NotRequired[str | None]
+    root_call_id: NotRequired[str | None]
     task_id: NotRequired[str | None]
     count: NotRequired[int]
 

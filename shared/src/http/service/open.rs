@@ -53,8 +53,8 @@ pub(crate) async fn open_task(
 ) -> Result<Task, ApiError> {
     let caller_id = agent_principal(principal, "opening a task")?;
     let call_id = uuid::Uuid::new_v4().to_string();
-    let callee = callee_in_tenant(app, principal, &asked.callee_segment, &call_id).await?;
     let lineage = lineage(app, principal, call_id, asked.parent_call_id.clone()).await?;
+    let callee = callee_in_tenant(app, principal, &asked.callee_segment, &lineage).await?;
     let task_id = match &asked.message.message_id {
         Some(message_id) => keyed_task_id(&caller_id, &callee.id, message_id),
         None => TaskId::generate(),
@@ -63,7 +63,7 @@ pub(crate) async fn open_task(
     // The binding and the callee as they stand now (strongly consistent reads) admit the open;
     // nothing is stored for a caller the gate refuses.
     if let Some(reason) = precheck_refusal(app, principal, &caller_id, &callee).await? {
-        return Err(refuse(app, principal, &callee.id, reason, &lineage.call_id).await);
+        return Err(refuse(app, principal, &callee.id, reason, &lineage).await);
     }
     accepted_by(&callee, &asked.message)?;
     if input.offload.is_some() {
@@ -115,7 +115,7 @@ async fn callee_in_tenant(
     app: &App,
     principal: &TenantPrincipal,
     segment: &str,
-    call_id: &str,
+    lineage: &CallLineage,
 ) -> Result<Agent, ApiError> {
     let found = app
         .store
@@ -127,12 +127,12 @@ async fn callee_in_tenant(
             principal,
             segment,
             RefusalReason::UnknownCallee,
-            call_id,
+            lineage,
         )
         .await),
         Some(callee) if callee.tenant_id != principal.tenant_id => {
             let reason = RefusalReason::OtherTenant;
-            Err(refuse(app, principal, &callee.id, reason, call_id).await)
+            Err(refuse(app, principal, &callee.id, reason, lineage).await)
         }
         Some(callee) => Ok(callee),
     }

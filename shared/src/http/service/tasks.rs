@@ -352,7 +352,7 @@ async fn refused_answer(
         "task.message",
         &task.callee_agent_id,
         reason,
-        &task.call_id,
+        &task.lineage(),
         Some(&task.id),
     )
     .await
