@@ -683,6 +683,20 @@ impl Gateway {
     }
 }
 
+/// Turns word search on or off for `pair`'s tenant (`PATCH /v1/tenant/settings`).
+async fn set_word_search(gateway: &Gateway, pair: &Pair, on: bool) {
+    let reply = gateway
+        .app
+        .send(
+            "PATCH",
+            "/v1/tenant/settings",
+            Some(&pair.tenant.admin_key),
+            Some(json!({ "word_search": on })),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
+
 /// Small pull tasks one after another, in a tenant with word search on or off
 /// (`PATCH /v1/tenant/settings`).
 async fn pull(tasks: usize, word_search: bool) -> Run {
@@ -697,16 +711,7 @@ async fn pull(tasks: usize, word_search: bool) -> Run {
         false => "pull, word search off",
     };
     if !word_search {
-        let reply = gateway
-            .app
-            .send(
-                "PATCH",
-                "/v1/tenant/settings",
-                Some(&pair.tenant.admin_key),
-                Some(json!({"word_search": false})),
-            )
-            .await;
-        assert_eq!(reply.status, 200, "{}", reply.text);
+        set_word_search(&gateway, &pair, false).await;
     }
     pull_task(&gateway, &pair, &mut Run::new("warm-up", 1)).await;
     gateway.reset();
@@ -1021,16 +1026,7 @@ async fn large_open() -> f64 {
     let mut open_units = Vec::new();
     for word_search in [true, false] {
         let pair = gateway.app.pair().await;
-        let reply = gateway
-            .app
-            .send(
-                "PATCH",
-                "/v1/tenant/settings",
-                Some(&pair.tenant.admin_key),
-                Some(json!({ "word_search": word_search })),
-            )
-            .await;
-        assert_eq!(reply.status, 200, "{}", reply.text);
+        set_word_search(&gateway, &pair, word_search).await;
         gateway.reset();
         let message = json!({"role": "user", "parts": [{"text": text}]});
         let opened = gateway

@@ -174,6 +174,28 @@ pub fn parse_description(value: Option<&serde_json::Value>) -> Result<Option<Str
 }
 
 #[cfg(test)]
+impl Agent {
+    /// An active pull agent of `tenant_id` as a new one is made, for unit tests.
+    pub(crate) fn sample(id: &str, tenant_id: &str, name: &str) -> Agent {
+        Agent {
+            id: id.into(),
+            tenant_id: tenant_id.into(),
+            name: name.into(),
+            description: None,
+            owner_member_id: None,
+            status: AgentStatus::Active,
+            endpoint: None,
+            sealed_secret: None,
+            claim_timeout_seconds: 900,
+            input_modes: super::media::default_input_modes(),
+            created_at: String::new(),
+            updated_at: String::new(),
+            version: 1,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -138,19 +138,8 @@ mod tests {
 
     fn callee(status: AgentStatus) -> Agent {
         Agent {
-            id: "callee".into(),
-            tenant_id: "t1".into(),
-            name: "callee".into(),
-            description: None,
-            owner_member_id: None,
             status,
-            endpoint: None,
-            sealed_secret: None,
-            claim_timeout_seconds: 900,
-            input_modes: crate::domain::media::default_input_modes(),
-            created_at: String::new(),
-            updated_at: String::new(),
-            version: 1,
+            ..Agent::sample("callee", "t1", "callee")
         }
     }
 

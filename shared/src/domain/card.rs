@@ -358,23 +358,18 @@ pub fn jwk(kid: &str, public: &ed25519_dalek::VerifyingKey, purpose: &str) -> Va
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::AgentStatus;
 
     fn agent(description: Option<&str>) -> Agent {
         Agent {
-            id: "706608c0-4160-452a-86ac-ded1186326ac".into(),
-            tenant_id: "t".into(),
-            name: "invoice-classifier".into(),
             description: description.map(Into::into),
-            owner_member_id: None,
-            status: AgentStatus::Active,
             endpoint: Some(json!({"url": "https://internal.example.com/a2a"})),
-            sealed_secret: None,
-            claim_timeout_seconds: 900,
             input_modes: vec!["text/plain".into(), "application/json".into()],
-            created_at: String::new(),
-            updated_at: String::new(),
             version: 3,
+            ..Agent::sample(
+                "706608c0-4160-452a-86ac-ded1186326ac",
+                "t",
+                "invoice-classifier",
+            )
         }
     }
 

@@ -132,23 +132,11 @@ impl TenantPrincipal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::AgentStatus;
 
     fn agent(tenant: &str, owner: Option<&str>) -> Agent {
         Agent {
-            id: "a1".into(),
-            tenant_id: tenant.into(),
-            name: "worker".into(),
-            description: None,
             owner_member_id: owner.map(Into::into),
-            status: AgentStatus::Active,
-            endpoint: None,
-            sealed_secret: None,
-            claim_timeout_seconds: 900,
-            input_modes: crate::domain::media::default_input_modes(),
-            created_at: String::new(),
-            updated_at: String::new(),
-            version: 1,
+            ..Agent::sample("a1", tenant, "worker")
         }
     }
 

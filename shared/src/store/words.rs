@@ -359,28 +359,14 @@ mod tests {
     use super::*;
     use crate::domain::task::{CallLineage, TaskOpening};
     use crate::domain::words::MAX_WORD_CHARS;
-    use crate::domain::{Agent, AgentStatus, Message, Part};
+    use crate::domain::{Agent, Message, Part};
     use crate::store::item::item_size;
 
     const UUID: &str = "9f0c7a9e-1111-4222-8333-444455556666";
 
     /// A task with every id as long as the gateway makes them.
     fn task() -> Task {
-        let callee = Agent {
-            id: UUID.into(),
-            tenant_id: UUID.into(),
-            name: "callee".into(),
-            description: None,
-            owner_member_id: None,
-            status: AgentStatus::Active,
-            endpoint: None,
-            sealed_secret: None,
-            claim_timeout_seconds: 900,
-            input_modes: crate::domain::media::default_input_modes(),
-            created_at: String::new(),
-            updated_at: String::new(),
-            version: 1,
-        };
+        let callee = Agent::sample(UUID, UUID, "callee");
         let message = Message::agent(vec![Part::Text("hi".into())]);
         Task::open(TaskOpening {
             id: UUID.into(),
