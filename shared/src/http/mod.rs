@@ -203,7 +203,7 @@ pub(crate) async fn audit_task_action(
     action: &str,
     task: &Task,
 ) {
-    let entry = AuditEntry::for_task(principal, action, &task.id, &task.call_id);
+    let entry = AuditEntry::for_task(principal, action, task);
     record_task_action(app, &entry).await;
 }
 
@@ -236,7 +236,7 @@ pub(crate) async fn audited_task(
     task: Task,
     written: &[&PackedBody],
 ) -> Result<Task, ApiError> {
-    let entry = AuditEntry::for_task(principal, action, &task.id, &task.call_id);
+    let entry = AuditEntry::for_task(principal, action, &task);
     let (_, answer) = tokio::join!(
         record_task_action(app, &entry),
         full_task(app, task, written)

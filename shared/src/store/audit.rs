@@ -88,16 +88,10 @@ impl AuditEntry {
         self
     }
 
-    /// An entry for `actor` doing `action` on the task `task_id` of the call `call_id`.
-    pub fn for_task(
-        actor: &TenantPrincipal,
-        action: &str,
-        task_id: &TaskId,
-        call_id: &str,
-    ) -> AuditEntry {
-        let mut entry = AuditEntry::new(actor, action, task_id);
-        entry.task_id = Some(task_id.clone());
-        entry.call_id = Some(call_id.to_owned());
+    /// An entry for `actor` doing `action` on `task`, with the task's call and its lineage.
+    pub fn for_task(actor: &TenantPrincipal, action: &str, task: &Task) -> AuditEntry {
+        let mut entry = AuditEntry::new(actor, action, &task.id).of_call(&task.lineage());
+        entry.task_id = Some(task.id.clone());
         entry
     }
 

@@ -404,12 +404,21 @@ async fn a_refused_open_is_on_the_audit_log_with_the_lineage_it_would_have_had()
         .collect();
     assert_eq!(reasons, HashSet::from(["no_binding", "unknown_callee"]));
 
-    // The allowed open's entry names its call as its own root, with no parent.
+    // The allowed open's entry names its call as its own root, with no parent; so does every
+    // later entry about the task.
     let allowed = open_entries(&app, admin, &opened.field("id")).await;
     assert_eq!(allowed.len(), 1);
     assert_eq!(allowed[0]["call_id"], root.as_str());
     assert_eq!(allowed[0]["root_call_id"], root.as_str());
     assert!(allowed[0]["parent_call_id"].is_null());
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 200);
+    let entries = app.audit(admin).await;
+    let claim = entries
+        .iter()
+        .find(|entry| entry["action"] == "task.claim")
+        .expect("the claim's entry");
+    assert_eq!(claim["root_call_id"], root.as_str(), "{claim}");
+    assert_eq!(claim["call_id"], root.as_str(), "{claim}");
 }
 
 /// A caller of another tenant that names one of this tenant's calls in `X-Parent-Call` starts a
