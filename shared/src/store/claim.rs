@@ -36,8 +36,22 @@ pub enum ClaimOutcome {
 /// one process try different tasks, and a busy callee pays one queue read per page of
 /// [`CLAIM_CANDIDATES`] instead of one per claim. A candidate is only a hint: the claim's
 /// conditional write decides, so a candidate another process took costs a refused write.
+///
+/// A page read again leaves out the queue entries this process is claiming, or claimed within
+/// [`PAGE_LIFETIME`] (the queue index may show a claimed task a moment longer): trying them
+/// again would only spend a refused write (a unit each). An entry is the task at one version
+/// (`updated_at`), so a task put back on the queue by a change (a question answered) is a new
+/// entry, claimable at once; a claim lost to another poller, or failed, forgets its entry.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct ClaimPages(Arc<Mutex<HashMap<AgentId, Page>>>);
+pub(crate) struct ClaimPages(Arc<Mutex<Pages>>);
+
+#[derive(Debug, Default)]
+struct Pages {
+    pages: HashMap<AgentId, Page>,
+    /// Per callee, the entries handed out whose claims are in flight or won, and when each was
+    /// handed out, oldest first.
+    handed: HashMap<AgentId, VecDeque<(Entry, Instant)>>,
+}
 
 #[derive(Debug)]
 struct Page {
@@ -45,33 +59,94 @@ struct Page {
     candidates: VecDeque<Item>,
 }
 
+/// A queue entry: the task's id and version (`updated_at`).
+type Entry = (String, String);
+
+fn text<'a>(candidate: &'a Item, name: &str) -> Option<&'a str> {
+    candidate
+        .get(name)
+        .and_then(|value| value.as_s().ok())
+        .map(String::as_str)
+}
+
+/// A candidate's queue entry.
+fn entry_of(candidate: &Item) -> Option<Entry> {
+    let id = text(candidate, "id")?;
+    let version = text(candidate, "updated_at").unwrap_or_default();
+    Some((id.to_owned(), version.to_owned()))
+}
+
 impl ClaimPages {
     /// The next candidate of `callee_id`'s page, while the page is fresh.
     fn next(&self, callee_id: &AgentId) -> Option<Item> {
-        let mut pages = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let page = pages.get_mut(callee_id)?;
+        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let page = state.pages.get_mut(callee_id)?;
         let candidate = if page.read_at.elapsed() <= PAGE_LIFETIME {
             page.candidates.pop_front()
         } else {
             None
         };
         if candidate.is_none() || page.candidates.is_empty() {
-            pages.remove(callee_id);
+            state.pages.remove(callee_id);
+        }
+        if let Some(entry) = candidate.as_ref().and_then(entry_of) {
+            let handed = state.handed.entry(callee_id.clone()).or_default();
+            handed.push_back((entry, Instant::now()));
         }
         candidate
     }
 
-    /// Keeps `candidates`, just read, as `callee_id`'s page, and drops the pages gone stale.
-    fn keep(&self, callee_id: &AgentId, candidates: Vec<Item>) {
-        let mut pages = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        pages.retain(|_, page| page.read_at.elapsed() <= PAGE_LIFETIME);
-        pages.insert(
-            callee_id.clone(),
-            Page {
-                read_at: Instant::now(),
-                candidates: candidates.into(),
-            },
-        );
+    /// The claim of `callee_id`'s candidate `id` was lost to another poller, or failed: a page
+    /// read again may hold its task.
+    fn forget(&self, callee_id: &AgentId, id: &str) {
+        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(handed) = state.handed.get_mut(callee_id) {
+            handed.retain(|((taken, _), _)| taken != id);
+            if handed.is_empty() {
+                state.handed.remove(callee_id);
+            }
+        }
+    }
+
+    /// Keeps `candidates`, just read, as `callee_id`'s page, but the entries handed out and not
+    /// forgotten, and drops the pages and hand-outs gone stale. Returns how many it kept.
+    fn keep(&self, callee_id: &AgentId, candidates: Vec<Item>) -> usize {
+        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .pages
+            .retain(|_, page| page.read_at.elapsed() <= PAGE_LIFETIME);
+        state.handed.retain(|_, handed| {
+            while handed
+                .front()
+                .is_some_and(|(_, at)| at.elapsed() > PAGE_LIFETIME)
+            {
+                handed.pop_front();
+            }
+            !handed.is_empty()
+        });
+        let handed = state.handed.get(callee_id);
+        let fresh: VecDeque<Item> = candidates
+            .into_iter()
+            .filter(|candidate| {
+                let entry = entry_of(candidate);
+                !handed.is_some_and(|handed| {
+                    handed
+                        .iter()
+                        .any(|(taken, _)| Some(taken) == entry.as_ref())
+                })
+            })
+            .collect();
+        let kept = fresh.len();
+        if kept > 0 {
+            state.pages.insert(
+                callee_id.clone(),
+                Page {
+                    read_at: Instant::now(),
+                    candidates: fresh,
+                },
+            );
+        }
+        kept
     }
 }
 
@@ -93,7 +168,10 @@ impl Store {
                     if page.is_empty() {
                         return Ok(ClaimOutcome::Empty);
                     }
-                    self.claim_pages.keep(callee_id, page);
+                    if self.claim_pages.keep(callee_id, page) == 0 {
+                        // Every candidate is being claimed by this process already.
+                        return Ok(ClaimOutcome::Contended);
+                    }
                     continue;
                 }
             };
@@ -102,7 +180,11 @@ impl Store {
                 tracing::error!("a queue entry without a task id; skipped");
                 continue;
             };
-            match self.claim_candidate(callee_id, &task_id, &candidate).await {
+            let claimed = self.claim_candidate(callee_id, &task_id, &candidate).await;
+            if !matches!(claimed, Ok(Some(_))) {
+                self.claim_pages.forget(callee_id, &task_id);
+            }
+            match claimed {
                 Ok(Some(task)) => return Ok(ClaimOutcome::Claimed(Box::new(task))),
                 Ok(None) => {}
                 Err(error @ StoreError::Unavailable(_)) => return Err(error),
@@ -232,5 +314,48 @@ impl Store {
             " AND deadline_at = :deadline AND size(events) = :logged",
         );
         self.transition(update).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::item::s;
+
+    /// Queue entries of these tasks, each at the version `v1`.
+    fn entries(ids: &[&str]) -> Vec<Item> {
+        ids.iter()
+            .map(|id| Item::from([("id".to_owned(), s(id)), ("updated_at".to_owned(), s("v1"))]))
+            .collect()
+    }
+
+    fn next_id(pages: &ClaimPages, callee: &AgentId) -> Option<String> {
+        pages
+            .next(callee)
+            .and_then(|item| entry_of(&item).map(|(id, _)| id))
+    }
+
+    #[test]
+    fn a_page_read_again_leaves_out_the_entries_being_claimed() {
+        let pages = ClaimPages::default();
+        let (callee, other) = (AgentId::from("callee"), AgentId::from("other"));
+        assert_eq!(pages.keep(&callee, entries(&["a", "b"])), 2);
+        assert_eq!(next_id(&pages, &callee).as_deref(), Some("a"));
+        assert_eq!(next_id(&pages, &callee).as_deref(), Some("b"));
+        assert_eq!(next_id(&pages, &callee), None, "the page is used up");
+        // Read again while the claims of a and b are in flight: both are still queued.
+        assert_eq!(pages.keep(&callee, entries(&["a", "b", "c"])), 1);
+        assert_eq!(next_id(&pages, &callee).as_deref(), Some("c"));
+        assert_eq!(pages.keep(&callee, entries(&["a", "b"])), 0);
+        // A claim lost to another poller forgets its entry: the task may be tried again.
+        pages.forget(&callee, "a");
+        assert_eq!(pages.keep(&callee, entries(&["a", "b"])), 1);
+        assert_eq!(next_id(&pages, &callee).as_deref(), Some("a"));
+        // A task put back on the queue by a change is a new entry, claimable at once.
+        let mut requeued = entries(&["b"]);
+        requeued[0].insert("updated_at".into(), s("v2"));
+        assert_eq!(pages.keep(&callee, requeued), 1);
+        // Another callee's queue is its own.
+        assert_eq!(pages.keep(&other, entries(&["a"])), 1);
     }
 }
