@@ -464,24 +464,12 @@ pub const MAX_CONTEXT_NAME_CHARS: usize = 128;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::AgentStatus;
     use crate::domain::{task::CallLineage, task::TaskOpening, Agent};
 
     fn task() -> Task {
         let callee = Agent {
-            id: "callee".into(),
-            tenant_id: "tenant".into(),
-            name: "billing".into(),
-            description: None,
-            owner_member_id: None,
-            status: AgentStatus::Active,
-            endpoint: None,
-            sealed_secret: None,
             claim_timeout_seconds: 60,
-            input_modes: crate::domain::media::default_input_modes(),
-            created_at: String::new(),
-            updated_at: String::new(),
-            version: 1,
+            ..Agent::sample("callee", "tenant", "billing")
         };
         let input = incoming_message(&json!({
             "messageId": "m-1", "role": "ROLE_USER",

@@ -279,24 +279,13 @@ fn format_micros(at: u64) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::domain::task::{CallLineage, TaskOpening};
-    use crate::domain::{Agent, AgentStatus, Part};
+    use crate::domain::{Agent, Part};
 
     /// A task as opened at 2026-12-01T10:00:00Z (a fixture for this crate's tests).
     pub(crate) fn opened() -> Task {
         let callee = Agent {
-            id: "callee".into(),
-            tenant_id: "tenant".into(),
-            name: "billing".into(),
-            description: None,
-            owner_member_id: None,
-            status: AgentStatus::Active,
-            endpoint: None,
-            sealed_secret: None,
             claim_timeout_seconds: 60,
-            input_modes: crate::domain::media::default_input_modes(),
-            created_at: String::new(),
-            updated_at: String::new(),
-            version: 1,
+            ..Agent::sample("callee", "tenant", "billing")
         };
         Task::open(TaskOpening {
             id: "task".into(),

@@ -489,19 +489,9 @@ mod tests {
 
     fn callee(endpoint: Option<serde_json::Value>) -> Agent {
         Agent {
-            id: "callee".into(),
-            tenant_id: "tenant".into(),
-            name: "billing".into(),
-            description: None,
-            owner_member_id: None,
-            status: super::super::AgentStatus::Active,
             endpoint,
-            sealed_secret: None,
             claim_timeout_seconds: 120,
-            input_modes: crate::domain::media::default_input_modes(),
-            created_at: String::new(),
-            updated_at: String::new(),
-            version: 1,
+            ..Agent::sample("callee", "tenant", "billing")
         }
     }
 
