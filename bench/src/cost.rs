@@ -305,6 +305,14 @@ fn billed(exchange: &Exchange) -> Option<(f64, f64, bool)> {
     Some((read, write, false))
 }
 
+/// Read and write units of these DynamoDB responses as DynamoDB bills them, summed.
+fn billed_total(exchanges: &[Exchange]) -> (f64, f64) {
+    exchanges
+        .iter()
+        .filter_map(billed)
+        .fold((0.0, 0.0), |(read, write), (r, w, _)| (read + r, write + w))
+}
+
 /// Units of one DynamoDB response by where they were spent: `table`, or an index's name.
 fn units_by_place(exchange: &Exchange) -> Vec<(String, f64)> {
     let reports: Vec<&Value> = match &exchange.response["ConsumedCapacity"] {
@@ -440,13 +448,7 @@ impl Run {
     /// Charges what DynamoDB was asked since the last step to `step`.
     fn step(&mut self, step: &'static str, dynamodb: &Proxy) {
         let exchanges = dynamodb.take();
-        let (mut read, mut write) = (0.0, 0.0);
-        for exchange in &exchanges {
-            if let Some((r, w, _)) = billed(exchange) {
-                read += r;
-                write += w;
-            }
-        }
+        let (read, write) = billed_total(&exchanges);
         match self.steps.iter_mut().find(|(name, _, _)| *name == step) {
             Some(entry) => {
                 entry.1 += read;
@@ -1034,9 +1036,7 @@ async fn large_open() -> f64 {
             .open_task(&pair.caller.key, &pair.callee.id, message, 0)
             .await;
         assert_eq!(opened.status, 200, "{}", opened.text);
-        let mut run = Run::new("open", 1);
-        run.step("open", &gateway.dynamodb);
-        open_units.push(run.steps[0].2);
+        open_units.push(billed_total(&gateway.dynamodb.take()).1);
     }
     let postings = open_units[0] - open_units[1];
     println!(
