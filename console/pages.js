@@ -536,6 +536,8 @@ async function taskPage(ctx) {
   await (app.agents.length ? null : app.loadAgents().catch(() => null));
   const path = `/v1/agents/${seg(callee)}/tasks/${seg(id)}`;
   let task = await api("GET", path);
+  // The task as last drawn, to tell a changed task from the same one read again.
+  let drawnText = JSON.stringify(task);
   const body = h("div", { class: "task-body" });
   const live = h("span", { class: "live", role: "status", "data-live": "off" });
   const attempts = h("div");
@@ -570,8 +572,9 @@ async function taskPage(ctx) {
           if (!ctx.current()) return;
           // The stream opens with the task as it stands: a redraw of an unchanged task would
           // only fold back what the reader unfolded.
-          if (JSON.stringify(fresh) === JSON.stringify(task)) return;
-          task = fresh;
+          const freshText = JSON.stringify(fresh);
+          if (freshText === drawnText) return;
+          [task, drawnText] = [fresh, freshText];
           draw();
           if (task.delivery === "push") loadAttempts();
         } catch (error) {
