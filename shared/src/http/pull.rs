@@ -27,30 +27,67 @@ use crate::store::{ClaimOutcome, TaskTransition};
 const CONTENDED_RETRIES: u32 = 8;
 
 /// `GET /v1/agents/me/tasks/next?wait=N`: 200 with the claimed task (now `working`), or 204 when
-/// nothing arrived within `wait`. The queue is read again sooner early in the wait, then at most
-/// once per idle ceiling (`PollPace`, quiet since the request began).
+/// nothing arrived within `wait`. A task that is ready is claimed before anything else: only a
+/// claim that has to wait takes long-poll slots (see [`with_poll_slot`]), so a busy callee's
+/// claims neither pay for slots nor count against its waits. The queue is then read again
+/// sooner early in the wait, then at most once per idle ceiling (`PollPace`, quiet since the
+/// request began).
 pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
     let agent_id = agent_principal(&principal, "claiming tasks")?;
     let wait = wait_param(&request, app)?;
-    with_poll_slot(
-        app,
-        &principal,
-        wait,
-        claim_within(app, &principal, &agent_id, wait),
-    )
-    .await
+    let began = Instant::now();
+    let mut claimed = claim_ready(app, &principal, &agent_id).await?;
+    if claimed.is_none() && !wait.is_zero() {
+        claimed = with_poll_slot(
+            app,
+            &principal,
+            wait,
+            claim_within(app, &principal, &agent_id, began, wait),
+        )
+        .await?;
+    }
+    claim_waited(began);
+    match claimed {
+        Some(task) => super::ok(&task.to_json()),
+        None => {
+            let mut response = Response::new(Body::Empty);
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            Ok(response)
+        }
+    }
 }
 
-/// Claims within `wait`: the claimed task, or `204` when nothing arrived.
+/// Looks at the queue again on the claim pace until a task is claimed or `wait` from `began`
+/// runs out (with one last look then).
 async fn claim_within(
     app: &App,
     principal: &TenantPrincipal,
     agent_id: &AgentId,
+    began: Instant,
     wait: std::time::Duration,
-) -> HandlerResult {
-    let began = Instant::now();
+) -> Result<Option<Task>, ApiError> {
     let until = began + wait;
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            return Ok(None);
+        }
+        let interval = app.config.claim_pace().after_quiet(began.elapsed());
+        tokio::time::sleep_until((now + interval).min(until)).await;
+        if let Some(task) = claim_ready(app, principal, agent_id).await? {
+            return Ok(Some(task));
+        }
+    }
+}
+
+/// Claims a task queued now, handed over in full with its audit entry; `None` when the queue
+/// is empty or other pollers won every candidate (after [`CONTENDED_RETRIES`] tries).
+async fn claim_ready(
+    app: &App,
+    principal: &TenantPrincipal,
+    agent_id: &AgentId,
+) -> Result<Option<Task>, ApiError> {
     let mut contended = 0;
     loop {
         match app.store.claim_next(agent_id).await? {
@@ -58,30 +95,17 @@ async fn claim_within(
                 tracing::info!(task_id = %task.id, call_id = %task.call_id, "task claimed");
                 if let Some(task) = hand_over(app, *task, &principal.tenant_id, agent_id).await? {
                     metrics::emit(Metric::TaskClaimed);
-                    claim_waited(began);
                     // Independent writes after the claim committed: neither waits on the other.
                     tokio::join!(
                         super::after_wordless_change(app, &task),
                         audit_task_action(app, principal, "task.claim", &task)
                     );
-                    return super::ok(&task.to_json());
+                    return Ok(Some(task));
                 }
-                continue;
             }
-            ClaimOutcome::Contended if contended < CONTENDED_RETRIES => {
-                contended += 1;
-                continue;
-            }
-            ClaimOutcome::Contended | ClaimOutcome::Empty => contended = 0,
+            ClaimOutcome::Contended if contended < CONTENDED_RETRIES => contended += 1,
+            ClaimOutcome::Contended | ClaimOutcome::Empty => return Ok(None),
         }
-        if Instant::now() >= until {
-            claim_waited(began);
-            let mut response = Response::new(Body::Empty);
-            *response.status_mut() = StatusCode::NO_CONTENT;
-            return Ok(response);
-        }
-        let interval = app.config.claim_pace().after_quiet(began.elapsed());
-        tokio::time::sleep_until((Instant::now() + interval).min(until)).await;
     }
 }
 

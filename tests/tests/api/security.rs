@@ -546,9 +546,41 @@ async fn a_tenants_agents_together_hold_at_most_its_waits_and_another_tenant_sti
     assert_eq!(app.claim(&noisy.caller.key, 1).await.status, 204);
 }
 
+/// A claim that finds a task ready takes it at once, whatever its waits: only a claim that has
+/// to wait takes long-poll slots. So a busy callee at its limits still works its queue, and its
+/// claims cost the store no slot writes.
+#[tokio::test]
+async fn a_claim_that_finds_its_task_ready_needs_no_slot_even_when_its_tenants_waits_are_held() {
+    let app = spawn_app_with(Options {
+        tenant_max_waits: 1,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    // The caller holds the tenant's one wait on its own empty queue.
+    let held = spawn_poll(&app, &pair.caller.key);
+    wait_for_tenant_slots(&app, &pair.tenant.id, 1).await;
+    let refused = app.claim(&pair.callee.key, 2).await;
+    assert_eq!(refused.status, 429, "nothing is queued: {}", refused.text);
+    let opened = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("ready"),
+            0,
+        )
+        .await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let claimed = app.claim(&pair.callee.key, 2).await;
+    assert_eq!(claimed.status, 200, "{}", claimed.text);
+    assert_eq!(claimed.field("id"), opened.field("id"));
+    assert_eq!(held.await.unwrap(), 204);
+}
+
 /// A refused wait costs the store little, however often its client asks: refused by its key
 /// holder's pool, it writes nothing in its tenant's; asked again within a second, it costs no
-/// request at all (the process remembers the pool full until one of its slots comes back).
+/// slot request at all (the process remembers the pool full until one of its slots comes
+/// back), only the claim's one look at its queue for a task ready.
 #[tokio::test]
 async fn a_refused_wait_touches_no_other_pool_and_asking_again_at_once_costs_the_store_nothing() {
     let recorder = forgebench_tests::Recorder::default();
