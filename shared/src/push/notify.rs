@@ -45,6 +45,12 @@ pub async fn notify_changed(store: &Store, queue: &Queue, task: &Task) {
     }
 }
 
+/// A config's delivery lease, as one sender holds it: `held` until a write gives it back.
+struct Lease {
+    token: String,
+    held: bool,
+}
+
 /// How one config's round ended.
 enum Round {
     /// Everything it had to send is sent (or it is gone).
@@ -177,9 +183,12 @@ impl Worker {
         };
         // What the previous holder delivered, read with the lease: a copy read before it may be
         // behind and would send an event twice.
-        let round = self.send_events(task, &config, key).await;
-        if let Err(error) = self.store.release_notify(&config, &token).await {
-            tracing::warn!(error = %error, config_id = %config.id, "could not release a notification lease");
+        let mut lease = Lease { token, held: true };
+        let round = self.send_events(task, &config, key, &mut lease).await;
+        if lease.held {
+            if let Err(error) = self.store.release_notify(&config, &lease.token).await {
+                tracing::warn!(error = %error, config_id = %config.id, "could not release a notification lease");
+            }
         }
         round
     }
@@ -190,6 +199,7 @@ impl Worker {
         task: &Task,
         config: &NotifyConfig,
         key: &SigningKey,
+        lease: &mut Lease,
     ) -> Result<Round, StoreError> {
         let Some(headers) = self.notify_headers(config).await else {
             return Ok(Round::RetryIn(STORE_RETRY));
@@ -217,24 +227,30 @@ impl Worker {
                 Err(_) => None,
             };
             return self
-                .failed(config, delivered, event.number, retry_after)
+                .failed(config, lease, delivered, event.number, retry_after)
                 .await;
         }
         Ok(Round::Done)
     }
 
-    /// A POST of event `number` failed: count the attempt, and retry on the schedule, or skip
-    /// the event once its attempts are spent.
+    /// A POST of event `number` failed: count the attempt (which gives the lease back), and
+    /// retry on the schedule, or skip the event once its attempts are spent.
     async fn failed(
         &self,
         config: &NotifyConfig,
+        lease: &mut Lease,
         delivered: u64,
         number: u64,
         retry_after: Option<Duration>,
     ) -> Result<Round, StoreError> {
-        let Some(attempts) = self.store.count_notify_attempt(config, delivered).await? else {
+        let Some(attempts) = self
+            .store
+            .count_notify_attempt(config, delivered, &lease.token)
+            .await?
+        else {
             return Ok(Round::Done);
         };
+        lease.held = false;
         match self.schedule.delay_after(attempts, retry_after, jitter()) {
             Some(delay) => Ok(Round::RetryIn(delay)),
             None => {

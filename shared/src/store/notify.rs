@@ -341,21 +341,30 @@ impl Store {
         Ok(())
     }
 
-    /// Counts one failed attempt at the event after `delivered`, while the config is still
-    /// there: the attempts spent on it now, or `None` when it moved on or is gone.
+    /// Counts one failed attempt at the event after `delivered` and gives the lease held with
+    /// `token` back, in one write (a failed POST ends its sender's round): the attempts spent on
+    /// the event now, or `None` when the config moved on, is gone, or is no longer this
+    /// sender's (its lease ran out and another took it: that one counts its own).
     pub async fn count_notify_attempt(
         &self,
         config: &NotifyConfig,
         delivered: u64,
+        token: &str,
     ) -> Result<Option<u64>, StoreError> {
         let output = self
             .client()
             .update_item()
             .table_name(self.table())
             .set_key(Some(config_key(&config.task_id, &config.id)))
-            .update_expression("SET attempts = if_not_exists(attempts, :zero) + :one")
-            .condition_expression("attribute_exists(pk) AND delivered = :delivered")
+            .update_expression(
+                "SET attempts = if_not_exists(attempts, :zero) + :one \
+                 REMOVE lease_token, lease_until",
+            )
+            .condition_expression(
+                "attribute_exists(pk) AND delivered = :delivered AND lease_token = :token",
+            )
             .expression_attribute_values(":delivered", n(delivered))
+            .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":one", n(1))
             .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)

@@ -672,6 +672,66 @@ async fn a_receiver_that_fails_the_first_post_still_gets_every_update_once() {
     assert_eq!(summaries, expected());
 }
 
+/// A failed notification costs the config two writes: the lease taken before the POST, and one
+/// write after it that counts the attempt and gives the lease back.
+#[tokio::test]
+async fn a_failed_notification_counts_its_attempt_and_gives_its_lease_back_in_one_write() {
+    let recorder = forgebench_tests::Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        ..Options::local_push()
+    })
+    .await;
+    let pair = app.pair().await;
+    // Busy for a minute: the attempt is not sent again while the test looks.
+    let receiver = Callee::start(|_| Answer {
+        delay: std::time::Duration::from_millis(700),
+        retry_after: Some(60),
+        ..Answer::text(503, "busy")
+    })
+    .await;
+    let sent = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": a2a_message("classify", "m-1"),
+                   "configuration": {"returnImmediately": true,
+                                     "taskPushNotificationConfig": {"id": "hook", "url": receiver.url}}}),
+        )
+        .await;
+    assert!(sent.body["result"]["task"].is_object(), "{}", sent.text);
+    assert_eq!(app.claim(&pair.callee.key, 5).await.status, 200);
+    // The POST is being answered: the lease is taken, the attempt not counted yet.
+    receiver.wait_for(1).await;
+    recorder.take_dynamodb_round_trips();
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let after: Vec<String> = recorder
+        .take_dynamodb_round_trips()
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| name.starts_with("UpdateItem"))
+        .collect();
+    assert_eq!(after.len(), 1, "writes after the failed POST: {after:?}");
+    let config = app
+        .scan_all()
+        .await
+        .into_iter()
+        .find(|item| {
+            item.get("sk")
+                .and_then(|sk| sk.as_s().ok())
+                .map(String::as_str)
+                == Some("NOTIFY#hook")
+        })
+        .expect("the config's item");
+    assert_eq!(config["attempts"].as_n().unwrap(), "1");
+    assert!(
+        !config.contains_key("lease_token"),
+        "the lease is still held"
+    );
+    assert_eq!(receiver.received().len(), 1);
+}
+
 #[tokio::test]
 async fn a_config_sent_with_the_message_receives_every_update_from_the_open() {
     let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
