@@ -97,7 +97,8 @@ impl App {
         Ok(App {
             store: Store::new(dynamodb, config.table.clone())
                 .with_settings_ttl(config.key_cache_ttl)
-                .with_index_units(config.index_units),
+                .with_index_units(config.index_units)
+                .with_claim_poll_interval(config.claim_poll_interval),
             bodies: Bodies::new(s3, config.body_bucket.clone(), config.kms_key_id.clone()),
             queue: Queue::new(sqs, config.push_queue_url.clone()),
             vault: Vault::new(kms, config.kms_key_id.clone()),

@@ -106,6 +106,10 @@ pub const DEFAULT_INDEX_UNITS: u64 = crate::domain::words::MAX_TASK_WORDS as u64
 /// The default of `FORGEBENCH_TENANT_MAX_WAITS`.
 pub const DEFAULT_TENANT_MAX_WAITS: u32 = 40;
 
+/// The shortest interval a long poll waits between reads of its queue, by default
+/// (`FORGEBENCH_CLAIM_POLL_MS`).
+pub const DEFAULT_CLAIM_POLL_INTERVAL: Duration = Duration::from_millis(100);
+
 /// The default of `FORGEBENCH_STREAM_MAX_SECONDS`.
 pub const DEFAULT_STREAM_MAX_SECONDS: u64 = 840;
 
@@ -324,7 +328,11 @@ impl Config {
                 15,
                 ranges::STREAM_KEEPALIVE_SECONDS,
             )?,
-            claim_poll_interval: env.millis("FORGEBENCH_CLAIM_POLL_MS", 100, ranges::POLL_MS)?,
+            claim_poll_interval: env.millis(
+                "FORGEBENCH_CLAIM_POLL_MS",
+                DEFAULT_CLAIM_POLL_INTERVAL.as_millis() as u64,
+                ranges::POLL_MS,
+            )?,
             idle_poll_ceiling: env.millis("FORGEBENCH_IDLE_POLL_MS", 750, ranges::POLL_MS)?,
             public_url: env
                 .optional("FORGEBENCH_PUBLIC_URL")

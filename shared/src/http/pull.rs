@@ -37,7 +37,7 @@ pub async fn claim_next(app: &App, request: Request) -> HandlerResult {
     let agent_id = agent_principal(&principal, "claiming tasks")?;
     let wait = wait_param(&request, app)?;
     let began = Instant::now();
-    let mut claimed = claim_ready(app, &principal, &agent_id).await?;
+    let mut claimed = claim_ready(app, &principal, &agent_id, Look::First).await?;
     if claimed.is_none() && !wait.is_zero() {
         claimed = with_poll_slot(
             app,
@@ -75,10 +75,20 @@ async fn claim_within(
         }
         let interval = app.config.claim_pace().after_quiet(began.elapsed());
         tokio::time::sleep_until((now + interval).min(until)).await;
-        if let Some(task) = claim_ready(app, principal, agent_id).await? {
+        if let Some(task) = claim_ready(app, principal, agent_id, Look::Again).await? {
             return Ok(Some(task));
         }
     }
+}
+
+/// Which look at its queue a claim takes.
+#[derive(Clone, Copy)]
+enum Look {
+    /// The request's first: the queue is read.
+    First,
+    /// Again while it waits: a read another claim of this process began within the shortest
+    /// poll interval serves (`Store::claim_next_waiting`).
+    Again,
 }
 
 /// Claims a task queued now, handed over in full with its audit entry; `None` when the queue
@@ -87,10 +97,15 @@ async fn claim_ready(
     app: &App,
     principal: &TenantPrincipal,
     agent_id: &AgentId,
+    look: Look,
 ) -> Result<Option<Task>, ApiError> {
     let mut contended = 0;
     loop {
-        match app.store.claim_next(agent_id).await? {
+        let outcome = match look {
+            Look::First => app.store.claim_next(agent_id).await?,
+            Look::Again => app.store.claim_next_waiting(agent_id).await?,
+        };
+        match outcome {
             ClaimOutcome::Claimed(task) => {
                 tracing::info!(task_id = %task.id, call_id = %task.call_id, "task claimed");
                 if let Some(task) = hand_over(app, *task, &principal.tenant_id, agent_id).await? {

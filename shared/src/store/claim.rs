@@ -42,12 +42,24 @@ pub enum ClaimOutcome {
 /// again would only spend a refused write (a unit each). An entry is the task at one version
 /// (`updated_at`), so a task put back on the queue by a change (a question answered) is a new
 /// entry, claimable at once; a claim lost to another poller, or failed, forgets its entry.
+///
+/// When each callee's queue was last read is kept too. A long poll looking again while it waits
+/// ([`Store::claim_next_waiting`]) takes a read of its queue begun by another claim of this
+/// process within the shortest poll interval (`FORGEBENCH_CLAIM_POLL_MS`) as its own: what that
+/// read found is on the page, and if the page holds nothing, neither did the queue then. So the
+/// waits of one callee in one process read its idle queue at most as often as one wait does at
+/// its fastest, however many there are. A request's first look always reads, and a lone wait
+/// never looks again that soon, so either reads as before.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ClaimPages(Arc<Mutex<Pages>>);
 
 #[derive(Debug, Default)]
 struct Pages {
     pages: HashMap<AgentId, Page>,
+    /// Per callee, when the last read of its queue began.
+    looked: HashMap<AgentId, Instant>,
+    /// How long such a read serves the waits looking again.
+    shared_look: Duration,
     /// Per callee, the entries handed out whose claims are in flight or won, and when each was
     /// handed out, oldest first.
     handed: HashMap<AgentId, VecDeque<(Entry, Instant)>>,
@@ -77,6 +89,43 @@ fn entry_of(candidate: &Item) -> Option<Entry> {
 }
 
 impl ClaimPages {
+    /// Pages whose reads serve the waits looking again for `shared_look`.
+    pub(crate) fn new(shared_look: Duration) -> ClaimPages {
+        ClaimPages(Arc::new(Mutex::new(Pages {
+            shared_look,
+            ..Pages::default()
+        })))
+    }
+
+    /// Whether a read of `callee_id`'s queue began within the shared look.
+    fn looked_lately(&self, callee_id: &AgentId) -> bool {
+        let state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .looked
+            .get(callee_id)
+            .is_some_and(|began| began.elapsed() < state.shared_look)
+    }
+
+    /// A read of `callee_id`'s queue begins.
+    fn looking(&self, callee_id: &AgentId) {
+        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let shared_look = state.shared_look;
+        state
+            .looked
+            .retain(|_, began| began.elapsed() < shared_look);
+        if !shared_look.is_zero() {
+            state.looked.insert(callee_id.clone(), Instant::now());
+        }
+    }
+
+    /// Whether `callee_id` has a page with candidates left.
+    fn has_page(&self, callee_id: &AgentId) -> bool {
+        let state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        state.pages.get(callee_id).is_some_and(|page| {
+            page.read_at.elapsed() <= PAGE_LIFETIME && !page.candidates.is_empty()
+        })
+    }
+
     /// The next candidate of `callee_id`'s page, while the page is fresh.
     fn next(&self, callee_id: &AgentId) -> Option<Item> {
         let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -164,6 +213,7 @@ impl Store {
                 None if read_queue => return Ok(ClaimOutcome::Contended),
                 None => {
                     read_queue = true;
+                    self.claim_pages.looking(callee_id);
                     let page = self.queue_page(callee_id).await?;
                     if page.is_empty() {
                         return Ok(ClaimOutcome::Empty);
@@ -196,6 +246,19 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// [`Store::claim_next`] for a long poll looking again while it waits: when another claim
+    /// of this process began reading the queue within the shortest poll interval and its page
+    /// has nothing left, the queue is taken as empty without a read (see [`ClaimPages`]).
+    pub async fn claim_next_waiting(
+        &self,
+        callee_id: &AgentId,
+    ) -> Result<ClaimOutcome, StoreError> {
+        if !self.claim_pages.has_page(callee_id) && self.claim_pages.looked_lately(callee_id) {
+            return Ok(ClaimOutcome::Empty);
+        }
+        self.claim_next(callee_id).await
     }
 
     /// The oldest [`CLAIM_CANDIDATES`] entries of `callee_id`'s queue, rotated by a random offset.
@@ -357,5 +420,34 @@ mod tests {
         assert_eq!(pages.keep(&callee, requeued), 1);
         // Another callee's queue is its own.
         assert_eq!(pages.keep(&other, entries(&["a"])), 1);
+    }
+
+    #[test]
+    fn a_read_of_the_queue_serves_the_waits_looking_again_for_the_shortest_poll_interval() {
+        let shared_look = Duration::from_millis(80);
+        let pages = ClaimPages::new(shared_look);
+        let (callee, other) = (AgentId::from("callee"), AgentId::from("other"));
+        assert!(!pages.looked_lately(&callee), "nothing read yet");
+        pages.looking(&callee);
+        assert!(pages.looked_lately(&callee));
+        assert!(!pages.has_page(&callee), "the read found nothing (yet)");
+        assert!(
+            !pages.looked_lately(&other),
+            "another callee's queue is its own"
+        );
+        // What the read found is on the page for the waits to take.
+        assert_eq!(pages.keep(&callee, entries(&["a"])), 1);
+        assert!(pages.has_page(&callee));
+        assert_eq!(next_id(&pages, &callee).as_deref(), Some("a"));
+        assert!(!pages.has_page(&callee), "used up");
+        std::thread::sleep(shared_look);
+        assert!(
+            !pages.looked_lately(&callee),
+            "read again after the interval"
+        );
+        // Without an interval, no read is shared.
+        let unshared = ClaimPages::default();
+        unshared.looking(&callee);
+        assert!(!unshared.looked_lately(&callee));
     }
 }

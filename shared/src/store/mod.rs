@@ -401,13 +401,21 @@ impl Store {
         Store {
             client,
             table: table.into(),
-            claim_pages: claim::ClaimPages::default(),
+            claim_pages: claim::ClaimPages::new(crate::config::DEFAULT_CLAIM_POLL_INTERVAL),
             recent_agents: Default::default(),
             recent_settings: Default::default(),
             settings_ttl: tenancy::SETTINGS_TTL,
             full_pools: Default::default(),
             index_units: crate::config::DEFAULT_INDEX_UNITS,
         }
+    }
+
+    /// The store, taking a queue a claim found empty as empty for the other claims of this
+    /// process for `interval`, the shortest a long poll waits between reads
+    /// (`FORGEBENCH_CLAIM_POLL_MS`; see `store/claim.rs`).
+    pub fn with_claim_poll_interval(mut self, interval: std::time::Duration) -> Store {
+        self.claim_pages = claim::ClaimPages::new(interval);
+        self
     }
 
     /// The store, spending at most `units` write units on one write of a message's postings

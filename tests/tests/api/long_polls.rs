@@ -53,3 +53,64 @@ async fn an_idle_wait_reads_less_the_longer_nothing_changes_and_takes_its_slot_w
     let queue_reads = count(&calls, "Query");
     assert!((3..=20).contains(&queue_reads), "{calls:?}");
 }
+
+/// Eight waits of one callee in one process read its idle queue about as often as one wait at
+/// its fastest (every 100 ms), not eight times as often: a read that found the queue empty
+/// serves the others for the shortest poll interval. A task opened meanwhile is still claimed.
+#[tokio::test]
+async fn waits_of_one_callee_in_one_process_share_their_reads_of_its_idle_queue() {
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    assert_eq!(app.claim(&pair.callee.key, 0).await.status, 204);
+    recorder.take();
+    let waits: Vec<_> = (0..8)
+        .map(|_| {
+            let (base, key) = (app.base.clone(), pair.callee.key.clone());
+            tokio::spawn(async move {
+                reqwest::Client::new()
+                    .get(format!("{base}/v1/agents/me/tasks/next?wait=2"))
+                    .bearer_auth(key)
+                    .send()
+                    .await
+                    .expect("claim")
+                    .status()
+                    .as_u16()
+            })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for wait in waits {
+        statuses.push(wait.await.unwrap());
+    }
+    assert!(statuses.iter().all(|status| *status == 204), "{statuses:?}");
+    let calls = recorder.take_dynamodb();
+    // Eight waits polling every 100 ms for 2 s would read the queue about 160 times; shared,
+    // about 20 (one per interval) and the first look of each.
+    let queue_reads = count(&calls, "Query");
+    assert!(queue_reads <= 45, "{queue_reads} queue reads: {calls:?}");
+    // The shared reads still see a task as soon as one is queued.
+    let claim = tokio::spawn({
+        let (base, key) = (app.base.clone(), pair.callee.key.clone());
+        async move {
+            reqwest::Client::new()
+                .get(format!("{base}/v1/agents/me/tasks/next?wait=5"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .expect("claim")
+                .status()
+                .as_u16()
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("now"), 0)
+        .await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    assert_eq!(claim.await.unwrap(), 200);
+}
