@@ -33,10 +33,14 @@ async fn main() {
         .unwrap_or(40);
     forgebench::metrics::discard();
     // The gateway as deployed paces its waits: a wait that finds nothing polls less and less
-    // often (100 ms growing to 750 ms), where the tests' own setting polls every 100 ms.
+    // often (100 ms growing to 750 ms), where the tests' own setting polls every 100 ms. Its
+    // push worker, too, gives a POST 10 s and retries after 5 s, 30 s, ..., where the tests
+    // give 2 s and retry after 0.2 s: the noisy tenant cannot choose how often its hanging
+    // receivers are tried again.
     let app = Arc::new(
         spawn_app_with(Options {
             deployed_poll_intervals: true,
+            deployed_push: true,
             ..Options::local_push()
         })
         .await,

@@ -370,6 +370,9 @@ pub struct Options {
     /// Push retry delays in seconds; short so retry tests finish quickly.
     pub retry_seconds: &'static str,
     pub push_timeout: Duration,
+    /// Keep the deployed push timeout and retry schedule (`retry_seconds` and `push_timeout`
+    /// are not used).
+    pub deployed_push: bool,
     /// Run the push worker on the test's queue.
     pub push_worker: bool,
     /// Notes every AWS request the gateway makes.
@@ -401,6 +404,7 @@ impl Default for Options {
             moto_endpoint: moto_endpoint(),
             key_cache_seconds: 10,
             deployed_poll_intervals: false,
+            deployed_push: false,
             push_allowed_cidrs: "",
             retry_seconds: "0.2,0.2",
             push_timeout: Duration::from_secs(2),
@@ -470,9 +474,12 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     config.body_bucket = Some(resources.body_bucket.clone());
     config.push_allowed_cidrs =
         forgebench::push::ssrf::Cidr::parse_list(options.push_allowed_cidrs).expect("cidrs");
-    config.retry_schedule =
-        forgebench::push::verdict::RetrySchedule::parse(options.retry_seconds).expect("schedule");
-    config.push_timeout = options.push_timeout;
+    if !options.deployed_push {
+        config.retry_schedule =
+            forgebench::push::verdict::RetrySchedule::parse(options.retry_seconds)
+                .expect("schedule");
+        config.push_timeout = options.push_timeout;
+    }
     config.stream_keepalive = options.stream_keepalive;
     config.stream_max_seconds = options.stream_max_seconds;
     config.tenant_max_waits = options.tenant_max_waits;
