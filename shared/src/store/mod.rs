@@ -89,6 +89,8 @@ pub struct Store {
     settings_ttl: std::time::Duration,
     /// Long-poll slot pools this process found full lately (`store/polls.rs`).
     full_pools: std::sync::Arc<crate::cache::ExpiringCache<()>>,
+    /// Long-poll slots this process holds (`store/polls.rs`).
+    held_slots: polls::HeldSlots,
     /// The most write units one write of a message's postings spends (`store/words.rs`).
     index_units: u64,
 }
@@ -406,6 +408,7 @@ impl Store {
             recent_settings: Default::default(),
             settings_ttl: tenancy::SETTINGS_TTL,
             full_pools: Default::default(),
+            held_slots: Default::default(),
             index_units: crate::config::DEFAULT_INDEX_UNITS,
         }
     }

@@ -10,6 +10,9 @@
 //! | a key holder's long-poll slot | `POLLS#{agent or member}` | `SLOT#{n}` |
 //! | a tenant's long-poll slot | `TPOLLS#{tenant}` | `SLOT#{n}` |
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 
@@ -63,6 +66,48 @@ impl SlotPool {
     }
 }
 
+/// The slots this process holds, per pool, each with when it expires (a request that never
+/// gave its slot back, dropped with its connection, stops counting then, as its item does). A
+/// take never tries one of them blind, and a pool this process holds whole is full without a
+/// request: so a process serving many waits of one pool (the local gateway, one Lambda
+/// execution environment after another) does not spend refused writes on its own slots.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HeldSlots(Arc<Mutex<HashMap<String, HashMap<u32, u64>>>>);
+
+impl HeldSlots {
+    /// The slots of the pool `pk` this process holds at `now`.
+    fn of(&self, pk: &str, now: u64) -> Vec<u32> {
+        let mut pools = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(held) = pools.get_mut(pk) else {
+            return Vec::new();
+        };
+        held.retain(|_, expires_at| *expires_at >= now);
+        let slots = held.keys().copied().collect();
+        if held.is_empty() {
+            pools.remove(pk);
+        }
+        slots
+    }
+
+    fn hold(&self, pk: &str, slot: u32, expires_at: u64) {
+        let mut pools = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        pools
+            .entry(pk.to_owned())
+            .or_default()
+            .insert(slot, expires_at);
+    }
+
+    fn give_back(&self, pk: &str, slot: u32) {
+        let mut pools = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = pools.get_mut(pk) {
+            held.remove(&slot);
+            if held.is_empty() {
+                pools.remove(pk);
+            }
+        }
+    }
+}
+
 /// A slot this request holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PollSlot {
@@ -101,33 +146,21 @@ impl Store {
     ) -> Result<Option<PollSlot>, StoreError> {
         let holder = uuid::Uuid::new_v4().to_string();
         let now = clock::unix_now();
-        let blind = random_slot(pool.size);
-        if self
-            .try_slot(&pool.pk, blind, &holder, now, now + seconds + 5)
-            .await?
-        {
-            return Ok(Some(PollSlot {
-                pk: pool.pk.clone(),
-                slot: blind,
-                holder,
-            }));
+        let mine = self.held_slots.of(&pool.pk, now);
+        let Some(blind) = random_slot_but(pool.size, &mine) else {
+            return Ok(None);
+        };
+        if let Some(slot) = self.try_slot(pool, blind, &holder, seconds).await? {
+            return Ok(Some(slot));
         }
         for _ in 0..TAKE_ROUNDS {
-            let now = clock::unix_now();
-            let free = self.free_slots(pool, now).await?;
+            let free = self.free_slots(pool, clock::unix_now()).await?;
             if free.is_empty() {
                 return Ok(None);
             }
             for slot in free {
-                if self
-                    .try_slot(&pool.pk, slot, &holder, now, now + seconds + 5)
-                    .await?
-                {
-                    return Ok(Some(PollSlot {
-                        pk: pool.pk.clone(),
-                        slot,
-                        holder,
-                    }));
+                if let Some(slot) = self.try_slot(pool, slot, &holder, seconds).await? {
+                    return Ok(Some(slot));
                 }
             }
         }
@@ -137,18 +170,20 @@ impl Store {
     /// The slots of `pool` nobody holds at `now`, from a random one on.
     async fn free_slots(&self, pool: &SlotPool, now: u64) -> Result<Vec<u32>, StoreError> {
         let items = self.query_prefix(pool.pk.clone(), "SLOT#").await?;
-        let held: Vec<u32> = items
-            .iter()
-            .filter(|item| Reader(item).n("expires_at").is_ok_and(|at| at >= now))
-            .filter_map(|item| {
-                Reader(item)
-                    .s("sk")
-                    .ok()?
-                    .strip_prefix("SLOT#")?
-                    .parse()
-                    .ok()
-            })
-            .collect();
+        let mut held: Vec<u32> = self.held_slots.of(&pool.pk, now);
+        held.extend(
+            items
+                .iter()
+                .filter(|item| Reader(item).n("expires_at").is_ok_and(|at| at >= now))
+                .filter_map(|item| {
+                    Reader(item)
+                        .s("sk")
+                        .ok()?
+                        .strip_prefix("SLOT#")?
+                        .parse::<u32>()
+                        .ok()
+                }),
+        );
         let start = random_slot(pool.size);
         Ok((0..pool.size)
             .map(|offset| (start + offset) % pool.size)
@@ -156,10 +191,31 @@ impl Store {
             .collect())
     }
 
-    /// One conditional write that takes `slot` if it is free (or its holder's time ran out).
-    /// A write the SDK re-sent after its first try took the slot finds its own holder there:
-    /// taken all the same.
+    /// One conditional write that takes `slot` of `pool` for `seconds` (plus a margin) if it is
+    /// free (or its holder's time ran out): the slot, held. A write the SDK re-sent after its
+    /// first try took the slot finds its own holder there: taken all the same.
     async fn try_slot(
+        &self,
+        pool: &SlotPool,
+        slot: u32,
+        holder: &str,
+        seconds: u64,
+    ) -> Result<Option<PollSlot>, StoreError> {
+        let now = clock::unix_now();
+        let until = now + seconds + 5;
+        if !self.put_slot(&pool.pk, slot, holder, now, until).await? {
+            return Ok(None);
+        }
+        self.held_slots.hold(&pool.pk, slot, until);
+        Ok(Some(PollSlot {
+            pk: pool.pk.clone(),
+            slot,
+            holder: holder.to_owned(),
+        }))
+    }
+
+    /// The conditional write of [`Store::try_slot`]: whether it took the slot.
+    async fn put_slot(
         &self,
         pk: &str,
         slot: u32,
@@ -194,6 +250,7 @@ impl Store {
     /// Gives a slot back (only if this request still holds it).
     pub async fn release_poll_slot(&self, slot: &PollSlot) {
         self.full_pools.forget(&slot.pk);
+        self.held_slots.give_back(&slot.pk, slot.slot);
         let released = self
             .client
             .delete_item()
@@ -212,6 +269,13 @@ impl Store {
             }
         }
     }
+}
+
+/// One of `size` slot numbers but `mine`, picked at random; `None` when `mine` are all.
+fn random_slot_but(size: u32, mine: &[u32]) -> Option<u32> {
+    let others: Vec<u32> = (0..size).filter(|slot| !mine.contains(slot)).collect();
+    let pick = random_slot(others.len() as u32);
+    others.get(pick as usize).copied()
 }
 
 /// One of `size` slot numbers, picked at random (slot 0 when no randomness is at hand: only
