@@ -31,6 +31,8 @@ pub struct App {
     pub webhook_signing: Arc<SigningCache>,
     pub(crate) key_cache: KeyCache,
     pub(crate) session_cache: SessionCache,
+    /// The push worker's notification breakers, kept across its batches.
+    pub(crate) notify_breakers: Arc<crate::push::breaker::Breakers>,
 }
 
 /// Builds the SDK configuration from the standard AWS settings (region, credentials, and the
@@ -114,6 +116,7 @@ impl App {
             config,
             key_cache: KeyCache::default(),
             session_cache: SessionCache::default(),
+            notify_breakers: Arc::default(),
         })
     }
 
@@ -162,6 +165,7 @@ impl App {
             schedule: self.config.retry_schedule.clone(),
             signing: Arc::clone(&self.webhook_signing),
             agent_ttl: self.config.key_cache_ttl,
+            breakers: Arc::clone(&self.notify_breakers),
         }
     }
 

@@ -106,6 +106,7 @@ mod tests {
                 Duration::from_secs(60),
             )),
             agent_ttl: Duration::from_secs(10),
+            breakers: Arc::default(),
         }
     }
 

@@ -3,6 +3,7 @@
 
 mod attempt;
 pub mod batch;
+pub mod breaker;
 pub mod dial;
 pub mod endpoint;
 pub mod notify;

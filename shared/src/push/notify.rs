@@ -8,14 +8,18 @@
 //! and `X-A2A-Notification-Token` when set, through the SSRF-guarded dialer. One sender per
 //! config at a time (a short lease on the config) keeps the order; each 2xx moves `delivered`
 //! forward with a conditional write. A failure leaves the message for the push retry schedule;
-//! an event whose attempts are spent is skipped with a warning.
+//! an event whose attempts are spent is skipped with a warning. A tenant's receiver that fails
+//! every POST is held back for a while before any write (`push/breaker.rs`).
 
 use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 
+use std::time::Instant;
+
 use super::attempt::jitter;
+use super::breaker::{host_of, Gate};
 use super::queue::Queue;
 use super::signature::sign_delivery;
 use super::worker::{JobOutcome, Worker, LEASE_SECONDS, STORE_RETRY};
@@ -172,12 +176,18 @@ impl Worker {
         if config.delivered >= task.event_count() {
             return Ok(Round::Done);
         }
+        let host = host_of(&config.url);
+        if let Gate::Wait(delay) = self.breakers.gate(&config.tenant_id, &host, Instant::now()) {
+            // The tenant's receiver there fails every POST: not tried, nothing written.
+            return Ok(Round::RetryIn(delay));
+        }
         let token = uuid::Uuid::new_v4().to_string();
         let Some(config) = self
             .store
             .lease_notify(&config, &token, LEASE_SECONDS)
             .await?
         else {
+            self.breakers.untried(&config.tenant_id, &host);
             // Another sender is at it; come back for what it may not have read.
             return Ok(Round::RetryIn(Duration::from_secs(1)));
         };
@@ -214,6 +224,15 @@ impl Worker {
                 .dialer
                 .post(&config.url, false, headers, body.into_bytes())
                 .await;
+            let succeeded =
+                matches!(&outcome, Ok(response) if (200..300).contains(&response.status));
+            let host = host_of(&config.url);
+            if self
+                .breakers
+                .record(&config.tenant_id, &host, succeeded, Instant::now())
+            {
+                tracing::warn!(tenant_id = %config.tenant_id, host = %host, "push notifications to a receiver failing every POST are held back for a while");
+            }
             let retry_after = match outcome {
                 Ok(response) if (200..300).contains(&response.status) => {
                     if !self.store.advance_notify(config, event.number).await? {

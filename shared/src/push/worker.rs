@@ -81,6 +81,8 @@ pub struct Worker {
     /// How long a callee agent read is trusted (`FORGEBENCH_KEY_CACHE_SECONDS`): a changed
     /// endpoint reaches a worker in another process within this time.
     pub agent_ttl: Duration,
+    /// Notification receivers failing every POST, per tenant and host (`push/breaker.rs`).
+    pub breakers: Arc<super::breaker::Breakers>,
 }
 
 impl Worker {

@@ -732,6 +732,60 @@ async fn a_failed_notification_counts_its_attempt_and_gives_its_lease_back_in_on
     assert_eq!(receiver.received().len(), 1);
 }
 
+/// Opens a task of `pair`'s with a config at `url` and claims it: its first notification is
+/// due. Its id.
+async fn claimed_with_config_at(app: &TestApp, pair: &Pair, url: &str, message_id: &str) -> String {
+    let sent = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": a2a_message("classify", message_id),
+                   "configuration": {"returnImmediately": true,
+                                     "taskPushNotificationConfig": {"id": "hook", "url": url}}}),
+        )
+        .await;
+    let task_id = sent.body["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", sent.text))
+        .to_owned();
+    assert_eq!(app.claim(&pair.callee.key, 5).await.field("id"), task_id);
+    task_id
+}
+
+/// A receiver that fails every POST of a tenant's is not tried again by that tenant for a while
+/// once five in a row failed (its configs wait, with no write and no connection), while another
+/// tenant's configs at the same host are sent as before.
+#[tokio::test]
+async fn a_receiver_failing_every_post_is_held_back_for_its_tenant_and_not_for_others() {
+    let app = spawn_app_with(Options::local_push()).await;
+    let receiver = Callee::start(|_| Answer::text(503, "down")).await;
+    let noisy = app.pair().await;
+    // Eight tasks, each one event for its config, three attempts each (0.2 s apart in tests):
+    // 24 POSTs without a breaker.
+    for n in 0..8 {
+        claimed_with_config_at(&app, &noisy, &receiver.url, &format!("m-{n}")).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let tried = receiver.received().len();
+    assert!(
+        (forgebench::push::breaker::FAILURES_TO_OPEN as usize..=12).contains(&tried),
+        "{tried} POSTs to a receiver failing every one"
+    );
+    let quiet = app.pair().await;
+    let task_id = claimed_with_config_at(&app, &quiet, &receiver.url, "q-1").await;
+    let received = receiver.wait_for(tried + 1).await;
+    assert!(
+        received[tried..]
+            .iter()
+            .any(|post| post.headers["webhook-id"]
+                .to_str()
+                .unwrap()
+                .starts_with(&task_id)),
+        "another tenant's config was held back too"
+    );
+}
+
 #[tokio::test]
 async fn a_config_sent_with_the_message_receives_every_update_from_the_open() {
     let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
