@@ -141,6 +141,15 @@ mod tests {
         }
     }
 
+    /// Breakers with tenant `t`'s at `hooks.example` opened now, and when it may be tried.
+    fn open_until_later() -> (Breakers, TenantId, Instant) {
+        let breakers = Breakers::default();
+        let tenant = TenantId::from("t");
+        let now = Instant::now();
+        fail(&breakers, &tenant, FAILURES_TO_OPEN, now);
+        (breakers, tenant, now + OPEN_FOR)
+    }
+
     #[test]
     fn failures_in_a_row_open_the_breaker_for_its_tenant_only() {
         let breakers = Breakers::default();
@@ -177,11 +186,7 @@ mod tests {
 
     #[test]
     fn after_the_open_time_one_trial_goes_and_its_outcome_decides() {
-        let breakers = Breakers::default();
-        let tenant = TenantId::from("t");
-        let now = Instant::now();
-        fail(&breakers, &tenant, FAILURES_TO_OPEN, now);
-        let later = now + OPEN_FOR;
+        let (breakers, tenant, later) = open_until_later();
         assert_eq!(breakers.gate(&tenant, "hooks.example", later), Gate::Send);
         assert_eq!(
             breakers.gate(&tenant, "hooks.example", later),
@@ -204,11 +209,7 @@ mod tests {
 
     #[test]
     fn a_trial_that_sent_nothing_or_never_reported_lets_another_try() {
-        let breakers = Breakers::default();
-        let tenant = TenantId::from("t");
-        let now = Instant::now();
-        fail(&breakers, &tenant, FAILURES_TO_OPEN, now);
-        let later = now + OPEN_FOR;
+        let (breakers, tenant, later) = open_until_later();
         assert_eq!(breakers.gate(&tenant, "hooks.example", later), Gate::Send);
         breakers.untried(&tenant, "hooks.example");
         assert_eq!(breakers.gate(&tenant, "hooks.example", later), Gate::Send);

@@ -55,8 +55,9 @@ async fn an_idle_wait_reads_less_the_longer_nothing_changes_and_takes_its_slot_w
 }
 
 /// Eight waits of one callee in one process read its idle queue about as often as one wait at
-/// its fastest (every 100 ms), not eight times as often: a read that found the queue empty
-/// serves the others for the shortest poll interval. A task opened meanwhile is still claimed.
+/// its fastest (every 100 ms), not eight times as often: a read of the queue one began serves
+/// the others looking again within the shortest poll interval. A task opened meanwhile is still
+/// claimed.
 #[tokio::test]
 async fn waits_of_one_callee_in_one_process_share_their_reads_of_its_idle_queue() {
     let recorder = Recorder::default();
@@ -69,19 +70,7 @@ async fn waits_of_one_callee_in_one_process_share_their_reads_of_its_idle_queue(
     assert_eq!(app.claim(&pair.callee.key, 0).await.status, 204);
     recorder.take();
     let waits: Vec<_> = (0..8)
-        .map(|_| {
-            let (base, key) = (app.base.clone(), pair.callee.key.clone());
-            tokio::spawn(async move {
-                reqwest::Client::new()
-                    .get(format!("{base}/v1/agents/me/tasks/next?wait=2"))
-                    .bearer_auth(key)
-                    .send()
-                    .await
-                    .expect("claim")
-                    .status()
-                    .as_u16()
-            })
-        })
+        .map(|_| spawn_claim(&app, &pair.callee.key, 2))
         .collect();
     let mut statuses = Vec::new();
     for wait in waits {
@@ -94,23 +83,30 @@ async fn waits_of_one_callee_in_one_process_share_their_reads_of_its_idle_queue(
     let queue_reads = count(&calls, "Query");
     assert!(queue_reads <= 45, "{queue_reads} queue reads: {calls:?}");
     // The shared reads still see a task as soon as one is queued.
-    let claim = tokio::spawn({
-        let (base, key) = (app.base.clone(), pair.callee.key.clone());
-        async move {
-            reqwest::Client::new()
-                .get(format!("{base}/v1/agents/me/tasks/next?wait=5"))
-                .bearer_auth(key)
-                .send()
-                .await
-                .expect("claim")
-                .status()
-                .as_u16()
-        }
-    });
+    let claim = spawn_claim(&app, &pair.callee.key, 5);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let opened = app
         .open_task(&pair.caller.key, &pair.callee.name, text_message("now"), 0)
         .await;
     assert_eq!(opened.status, 200, "{}", opened.text);
     assert_eq!(claim.await.unwrap(), 200);
+}
+
+/// A claim with `wait` by `key`, on a client of its own, running in the background: its status.
+fn spawn_claim(
+    app: &forgebench_tests::TestApp,
+    key: &str,
+    wait: u32,
+) -> tokio::task::JoinHandle<u16> {
+    let (base, key) = (app.base.clone(), key.to_owned());
+    tokio::spawn(async move {
+        reqwest::Client::new()
+            .get(format!("{base}/v1/agents/me/tasks/next?wait={wait}"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .expect("claim")
+            .status()
+            .as_u16()
+    })
 }

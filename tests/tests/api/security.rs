@@ -595,20 +595,10 @@ async fn a_refused_wait_touches_no_other_pool_and_asking_again_at_once_costs_the
         .map(|_| spawn_poll(&app, &pair.callee.key))
         .collect();
     wait_for_held_slots(&app, &pair.callee.id, max).await;
-    // The store requests since the last look, but the queue reads of the ten waits held.
-    let slot_requests = || -> Vec<String> {
-        recorder
-            .take_dynamodb_round_trips()
-            .into_iter()
-            .map(|(name, _)| name)
-            .filter(|name| name != "Query gsi1")
-            .collect()
-    };
+    let slot_requests = || slot_requests(&recorder);
     slot_requests();
     assert_eq!(app.claim(&pair.callee.key, 2).await.status, 429);
     let first = slot_requests();
-    let count =
-        |calls: &[String], operation: &str| calls.iter().filter(|c| *c == operation).count();
     assert_eq!(
         count(&first, "DeleteItem"),
         0,
@@ -652,20 +642,11 @@ async fn a_process_takes_the_last_free_slot_with_one_write_and_refuses_past_it_w
         .map(|_| spawn_poll(&app, &pair.callee.key))
         .collect();
     wait_for_held_slots(&app, &pair.callee.id, max - 1).await;
-    let slot_requests = || -> Vec<String> {
-        recorder
-            .take_dynamodb_round_trips()
-            .into_iter()
-            .map(|(name, _)| name)
-            .filter(|name| name != "Query gsi1")
-            .collect()
-    };
+    let slot_requests = || slot_requests(&recorder);
     slot_requests();
     // The tenth: its holder's last free slot and one of the tenant's, a write each.
     assert_eq!(app.claim(&pair.callee.key, 1).await.status, 204);
     let tenth = slot_requests();
-    let count =
-        |calls: &[String], operation: &str| calls.iter().filter(|c| *c == operation).count();
     assert_eq!(count(&tenth, "PutItem"), 2, "{tenth:?}");
     assert_eq!(count(&tenth, "Query"), 0, "{tenth:?}");
     // Ten held by this process: the eleventh is refused without a request.
@@ -678,6 +659,22 @@ async fn a_process_takes_the_last_free_slot_with_one_write_and_refuses_past_it_w
     for poll in polls {
         assert_eq!(poll.await.unwrap(), 204);
     }
+}
+
+/// The store requests `recorder` saw since the last look but the queue reads (of the waits
+/// held, and of each claim's look for a task ready): the slots' requests.
+fn slot_requests(recorder: &forgebench_tests::Recorder) -> Vec<String> {
+    recorder
+        .take_dynamodb_round_trips()
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| name != "Query gsi1")
+        .collect()
+}
+
+/// Requests of `operation` among `calls`.
+fn count(calls: &[String], operation: &str) -> usize {
+    calls.iter().filter(|call| *call == operation).count()
 }
 
 /// A 10 s long poll for the next task with `key`, on a client of its own, running in the
