@@ -28,7 +28,7 @@ cargo run --release --locked -p forgebench-bench --bin cost -- 200 --gate
 cargo run --release --locked -p forgebench-bench --bin claims -- 2000
 cargo run --release --locked -p forgebench-bench --bin history -- 200 200 20
 cargo run --release --locked -p forgebench-bench --bin faults -- 10 --gate
-cargo run --release --locked -p forgebench-bench --bin noisy-neighbour -- 100
+cargo run --release --locked -p forgebench-bench --bin noisy-neighbour -- 300
 cargo run --release --locked -p forgebench-bench --bin soak -- 600 4 --gate
 
 scripts/install.sh deploy
