@@ -11,12 +11,10 @@
 //! an event whose attempts are spent is skipped with a warning. A tenant's receiver that fails
 //! every POST is held back for a while before any write (`push/breaker.rs`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ed25519_dalek::SigningKey;
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-
-use std::time::Instant;
 
 use super::attempt::jitter;
 use super::breaker::{host_of, Gate};
@@ -194,7 +192,9 @@ impl Worker {
         // What the previous holder delivered, read with the lease: a copy read before it may be
         // behind and would send an event twice.
         let mut lease = Lease { token, held: true };
-        let round = self.send_events(task, &config, key, &mut lease).await;
+        let round = self
+            .send_events(task, &config, &host, key, &mut lease)
+            .await;
         if lease.held {
             if let Err(error) = self.store.release_notify(&config, &lease.token).await {
                 tracing::warn!(error = %error, config_id = %config.id, "could not release a notification lease");
@@ -203,11 +203,13 @@ impl Worker {
         round
     }
 
-    /// Posts the config's pending events in order, moving `delivered` after each 2xx.
+    /// Posts the config's pending events to its receiver at `host` in order, moving `delivered`
+    /// after each 2xx, and tells the tenant's breaker there how each POST went.
     async fn send_events(
         &self,
         task: &Task,
         config: &NotifyConfig,
+        host: &str,
         key: &SigningKey,
         lease: &mut Lease,
     ) -> Result<Round, StoreError> {
@@ -226,15 +228,14 @@ impl Worker {
                 .await;
             let succeeded =
                 matches!(&outcome, Ok(response) if (200..300).contains(&response.status));
-            let host = host_of(&config.url);
             if self
                 .breakers
-                .record(&config.tenant_id, &host, succeeded, Instant::now())
+                .record(&config.tenant_id, host, succeeded, Instant::now())
             {
                 tracing::warn!(tenant_id = %config.tenant_id, host = %host, "push notifications to a receiver failing every POST are held back for a while");
             }
             let retry_after = match outcome {
-                Ok(response) if (200..300).contains(&response.status) => {
+                Ok(_) if succeeded => {
                     if !self.store.advance_notify(config, event.number).await? {
                         // Deleted meanwhile, or another sender went past it.
                         return Ok(Round::Done);
