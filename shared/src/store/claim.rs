@@ -74,18 +74,19 @@ struct Page {
 /// A queue entry: the task's id and version (`updated_at`).
 type Entry = (String, String);
 
-fn text<'a>(candidate: &'a Item, name: &str) -> Option<&'a str> {
-    candidate
-        .get(name)
-        .and_then(|value| value.as_s().ok())
-        .map(String::as_str)
-}
-
 /// A candidate's queue entry.
 fn entry_of(candidate: &Item) -> Option<Entry> {
-    let id = text(candidate, "id")?;
-    let version = text(candidate, "updated_at").unwrap_or_default();
-    Some((id.to_owned(), version.to_owned()))
+    let read = Reader(candidate);
+    let id = read.s("id").ok()?;
+    let version = read.opt_s("updated_at").ok().flatten().unwrap_or_default();
+    Some((id, version))
+}
+
+impl Page {
+    /// Whether the page is young enough to hand out.
+    fn is_fresh(&self) -> bool {
+        self.read_at.elapsed() <= PAGE_LIFETIME
+    }
 }
 
 impl ClaimPages {
@@ -97,13 +98,19 @@ impl ClaimPages {
         })))
     }
 
-    /// Whether a read of `callee_id`'s queue began within the shared look.
-    fn looked_lately(&self, callee_id: &AgentId) -> bool {
+    /// Whether a read of `callee_id`'s queue began within the shared look and left nothing on
+    /// its page: a wait looking again takes the queue as empty.
+    fn looked_lately_at_nothing(&self, callee_id: &AgentId) -> bool {
         let state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        state
+        let looked_lately = state
             .looked
             .get(callee_id)
-            .is_some_and(|began| began.elapsed() < state.shared_look)
+            .is_some_and(|began| began.elapsed() < state.shared_look);
+        let candidates_left = state
+            .pages
+            .get(callee_id)
+            .is_some_and(|page| page.is_fresh() && !page.candidates.is_empty());
+        looked_lately && !candidates_left
     }
 
     /// A read of `callee_id`'s queue begins.
@@ -118,19 +125,11 @@ impl ClaimPages {
         }
     }
 
-    /// Whether `callee_id` has a page with candidates left.
-    fn has_page(&self, callee_id: &AgentId) -> bool {
-        let state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        state.pages.get(callee_id).is_some_and(|page| {
-            page.read_at.elapsed() <= PAGE_LIFETIME && !page.candidates.is_empty()
-        })
-    }
-
     /// The next candidate of `callee_id`'s page, while the page is fresh.
     fn next(&self, callee_id: &AgentId) -> Option<Item> {
         let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let page = state.pages.get_mut(callee_id)?;
-        let candidate = if page.read_at.elapsed() <= PAGE_LIFETIME {
+        let candidate = if page.is_fresh() {
             page.candidates.pop_front()
         } else {
             None
@@ -161,9 +160,7 @@ impl ClaimPages {
     /// forgotten, and drops the pages and hand-outs gone stale. Returns how many it kept.
     fn keep(&self, callee_id: &AgentId, candidates: Vec<Item>) -> usize {
         let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        state
-            .pages
-            .retain(|_, page| page.read_at.elapsed() <= PAGE_LIFETIME);
+        state.pages.retain(|_, page| page.is_fresh());
         state.handed.retain(|_, handed| {
             while handed
                 .front()
@@ -255,7 +252,7 @@ impl Store {
         &self,
         callee_id: &AgentId,
     ) -> Result<ClaimOutcome, StoreError> {
-        if !self.claim_pages.has_page(callee_id) && self.claim_pages.looked_lately(callee_id) {
+        if self.claim_pages.looked_lately_at_nothing(callee_id) {
             return Ok(ClaimOutcome::Empty);
         }
         self.claim_next(callee_id).await
@@ -427,27 +424,29 @@ mod tests {
         let shared_look = Duration::from_millis(80);
         let pages = ClaimPages::new(shared_look);
         let (callee, other) = (AgentId::from("callee"), AgentId::from("other"));
-        assert!(!pages.looked_lately(&callee), "nothing read yet");
+        assert!(!pages.looked_lately_at_nothing(&callee), "nothing read yet");
         pages.looking(&callee);
-        assert!(pages.looked_lately(&callee));
-        assert!(!pages.has_page(&callee), "the read found nothing (yet)");
         assert!(
-            !pages.looked_lately(&other),
+            pages.looked_lately_at_nothing(&callee),
+            "the read found nothing (yet)"
+        );
+        assert!(
+            !pages.looked_lately_at_nothing(&other),
             "another callee's queue is its own"
         );
         // What the read found is on the page for the waits to take.
         assert_eq!(pages.keep(&callee, entries(&["a"])), 1);
-        assert!(pages.has_page(&callee));
+        assert!(!pages.looked_lately_at_nothing(&callee), "candidates left");
         assert_eq!(next_id(&pages, &callee).as_deref(), Some("a"));
-        assert!(!pages.has_page(&callee), "used up");
+        assert!(pages.looked_lately_at_nothing(&callee), "used up");
         std::thread::sleep(shared_look);
         assert!(
-            !pages.looked_lately(&callee),
+            !pages.looked_lately_at_nothing(&callee),
             "read again after the interval"
         );
         // Without an interval, no read is shared.
         let unshared = ClaimPages::default();
         unshared.looking(&callee);
-        assert!(!unshared.looked_lately(&callee));
+        assert!(!unshared.looked_lately_at_nothing(&callee));
     }
 }
