@@ -88,11 +88,15 @@ impl AuditEntry {
         self
     }
 
+    /// The entry, about `task`: the task, its call and the call's lineage.
+    fn about(mut self, task: &Task) -> AuditEntry {
+        self.task_id = Some(task.id.clone());
+        self.of_call(&task.lineage())
+    }
+
     /// An entry for `actor` doing `action` on `task`, with the task's call and its lineage.
     pub fn for_task(actor: &TenantPrincipal, action: &str, task: &Task) -> AuditEntry {
-        let mut entry = AuditEntry::new(actor, action, &task.id).of_call(&task.lineage());
-        entry.task_id = Some(task.id.clone());
-        entry
+        AuditEntry::new(actor, action, &task.id).about(task)
     }
 
     /// The entry of a task's open: its caller opened it on its callee, at its creation. Its id
@@ -112,9 +116,7 @@ impl AuditEntry {
         )
         .to_string();
         entry.at = task.created_at.clone();
-        let mut entry = entry.of_call(&task.lineage());
-        entry.task_id = Some(task.id.clone());
-        entry
+        entry.about(task)
     }
 
     pub fn refused(mut self, reason: &str) -> AuditEntry {
