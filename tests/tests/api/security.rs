@@ -486,11 +486,15 @@ async fn an_agent_holds_at_most_ten_long_polls_at_once_and_gets_its_slots_back()
     let app = spawn_app().await;
     let pair = app.pair().await;
     let max = forgebench::store::MAX_POLLS_PER_AGENT as usize;
-    let polls: Vec<_> = (0..max)
-        .map(|_| spawn_poll(&app, &pair.callee.key))
-        .collect();
     // Until all ten hold their slots (the slot items in the table), however loaded the machine.
-    wait_for_held_slots(&app, &pair.callee.id, max).await;
+    let polls = holding_polls(
+        &app,
+        &pair.callee.key,
+        &pair.callee.id,
+        &pair.tenant.id,
+        max,
+    )
+    .await;
     let refused = app.claim(&pair.callee.key, 2).await;
     assert_eq!(refused.status, 429, "{}", refused.text);
     assert_eq!(refused.body["detail"]["code"], "too_many_requests");
@@ -524,10 +528,14 @@ async fn a_tenants_agents_together_hold_at_most_its_waits_and_another_tenant_sti
     .await;
     let noisy = app.pair().await;
     let own_max = forgebench::store::MAX_POLLS_PER_AGENT as usize;
-    let mut polls: Vec<_> = (0..own_max)
-        .map(|_| spawn_poll(&app, &noisy.callee.key))
-        .collect();
-    wait_for_held_slots(&app, &noisy.callee.id, own_max).await;
+    let mut polls = holding_polls(
+        &app,
+        &noisy.callee.key,
+        &noisy.callee.id,
+        &noisy.tenant.id,
+        own_max,
+    )
+    .await;
     polls.extend((0..2).map(|_| spawn_poll(&app, &noisy.caller.key)));
     wait_for_tenant_slots(&app, &noisy.tenant.id, own_max + 2).await;
     // The tenant's twelve are held: its caller, with eight of its own free, is refused.
@@ -591,10 +599,14 @@ async fn a_refused_wait_touches_no_other_pool_and_asking_again_at_once_costs_the
     .await;
     let pair = app.pair().await;
     let max = forgebench::store::MAX_POLLS_PER_AGENT as usize;
-    let polls: Vec<_> = (0..max)
-        .map(|_| spawn_poll(&app, &pair.callee.key))
-        .collect();
-    wait_for_held_slots(&app, &pair.callee.id, max).await;
+    let polls = holding_polls(
+        &app,
+        &pair.callee.key,
+        &pair.callee.id,
+        &pair.tenant.id,
+        max,
+    )
+    .await;
     let slot_requests = || slot_requests(&recorder);
     slot_requests();
     assert_eq!(app.claim(&pair.callee.key, 2).await.status, 429);
@@ -638,10 +650,14 @@ async fn a_process_takes_the_last_free_slot_with_one_write_and_refuses_past_it_w
     .await;
     let pair = app.pair().await;
     let max = forgebench::store::MAX_POLLS_PER_AGENT as usize;
-    let mut polls: Vec<_> = (0..max - 1)
-        .map(|_| spawn_poll(&app, &pair.callee.key))
-        .collect();
-    wait_for_held_slots(&app, &pair.callee.id, max - 1).await;
+    let mut polls = holding_polls(
+        &app,
+        &pair.callee.key,
+        &pair.callee.id,
+        &pair.tenant.id,
+        max - 1,
+    )
+    .await;
     let slot_requests = || slot_requests(&recorder);
     slot_requests();
     // The tenth: its holder's last free slot and one of the tenant's, a write each.
@@ -652,6 +668,7 @@ async fn a_process_takes_the_last_free_slot_with_one_write_and_refuses_past_it_w
     // Ten held by this process: the eleventh is refused without a request.
     polls.push(spawn_poll(&app, &pair.callee.key));
     wait_for_held_slots(&app, &pair.callee.id, max).await;
+    wait_for_tenant_slots(&app, &pair.tenant.id, max).await;
     slot_requests();
     assert_eq!(app.claim(&pair.callee.key, 2).await.status, 429);
     let eleventh = slot_requests();
@@ -675,6 +692,23 @@ fn slot_requests(recorder: &forgebench_tests::Recorder) -> Vec<String> {
 /// Requests of `operation` among `calls`.
 fn count(calls: &[String], operation: &str) -> usize {
     calls.iter().filter(|call| *call == operation).count()
+}
+
+/// `count` long polls of `key`, whose holder `agent_id` and its tenant held none, once they all
+/// hold both their slots (the slot items in the table), however loaded the machine: a wait
+/// takes its tenant's slot after its holder's, and a test counting the store's requests from
+/// here must not see one still coming.
+async fn holding_polls(
+    app: &forgebench_tests::TestApp,
+    key: &str,
+    agent_id: &str,
+    tenant_id: &str,
+    count: usize,
+) -> Vec<tokio::task::JoinHandle<reqwest::StatusCode>> {
+    let polls = (0..count).map(|_| spawn_poll(app, key)).collect();
+    wait_for_held_slots(app, agent_id, count).await;
+    wait_for_tenant_slots(app, tenant_id, count).await;
+    polls
 }
 
 /// A 10 s long poll for the next task with `key`, on a client of its own, running in the
