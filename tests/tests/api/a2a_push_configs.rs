@@ -690,18 +690,7 @@ async fn a_failed_notification_counts_its_attempt_and_gives_its_lease_back_in_on
         ..Answer::text(503, "busy")
     })
     .await;
-    let sent = app
-        .a2a_rpc(
-            &pair.callee.id,
-            &pair.caller.key,
-            "SendMessage",
-            json!({"message": a2a_message("classify", "m-1"),
-                   "configuration": {"returnImmediately": true,
-                                     "taskPushNotificationConfig": {"id": "hook", "url": receiver.url}}}),
-        )
-        .await;
-    assert!(sent.body["result"]["task"].is_object(), "{}", sent.text);
-    assert_eq!(app.claim(&pair.callee.key, 5).await.status, 200);
+    claimed_with_config_at(&app, &pair, &receiver.url, "m-1").await;
     // The POST is being answered: the lease is taken, the attempt not counted yet.
     receiver.wait_for(1).await;
     recorder.take_dynamodb_round_trips();
