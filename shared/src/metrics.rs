@@ -38,6 +38,8 @@ pub enum Metric {
     },
     /// A push task failed because its deliveries failed.
     PushFailed,
+    /// A page left out one item it could not decode (`store/page.rs`): a bug, alarmed on.
+    ItemSkipped,
     /// A long poll ended: how long it waited, on which route.
     LongPollWait {
         route: &'static str,
@@ -102,6 +104,7 @@ impl Metric {
                 dimensions: vec![("Outcome", outcome.as_str())],
             },
             Metric::PushFailed => count("PushFailures", 1, vec![]),
+            Metric::ItemSkipped => count("ItemsSkipped", 1, vec![]),
             Metric::LongPollWait { route, waited } => Datum {
                 name: "LongPollWait",
                 unit: "Seconds",

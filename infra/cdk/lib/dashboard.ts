@@ -30,6 +30,7 @@ const WIDGETS = [
       [search('Delivery,State', 'TasksAnswered', 'Sum', 'answered', 'answered')],
       ['${Namespace}', 'TasksExpired', { label: 'expired' }],
       ['${Namespace}', 'SweepSkipped', { label: 'left by sweeps', yAxis: 'right' }],
+      ['${Namespace}', 'ItemsSkipped', { label: 'items left out of pages', yAxis: 'right' }],
     ],
   }),
   widget(12, 0, { title: 'Refusals by reason', metrics: [[search('Reason', 'Refusals', 'Sum', 'refusals')]] }),

@@ -582,6 +582,19 @@ export class ForgebenchGateway extends Construct {
       threshold: 0,
     });
 
+    alarm('ItemsSkippedAlarm', {
+      alarmDescription:
+        'A page left out a stored item it could not decode (the rest of the page was served): ' +
+        'a bug to fix, never a normal condition. The gateway\'s log line "an item of a page could ' +
+        'not be decoded" names the item\'s key and the cause.\n',
+      namespace: this.metricsNamespace,
+      metricName: 'ItemsSkipped',
+      statistic: 'Sum',
+      period: 300,
+      evaluationPeriods: 1,
+      threshold: 0,
+    });
+
     this.dashboardName = Fn.sub('${AWS::StackName}-gateway');
     this.dashboard = new cloudwatch.CfnDashboard(this, 'Dashboard', {
       dashboardName: this.dashboardName,

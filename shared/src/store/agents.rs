@@ -281,11 +281,7 @@ impl Store {
             query = query.set_exclusive_start_key(Some(key(pk, format!("AGENT#{after}"))));
         }
         let output = query.send().await.map_err(classify)?;
-        let agents = output
-            .items()
-            .iter()
-            .map(Agent::try_from)
-            .collect::<Result<Vec<_>, _>>()?;
+        let agents = super::page::decoded(output.items(), "agents", Agent::try_from);
         let next = output
             .last_evaluated_key()
             .and_then(|last| Reader(last).s("sk").ok())

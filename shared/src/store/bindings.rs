@@ -113,6 +113,6 @@ impl Store {
             ("gsi2", format!("BIN#{agent_id}"))
         };
         let items = self.query_index_all(index, pk).await?;
-        items.iter().map(Binding::try_from).collect()
+        Ok(super::page::decoded(&items, "bindings", Binding::try_from))
     }
 }

@@ -45,21 +45,18 @@ impl Store {
             )
             .collect();
         items.sort_by_key(|item| Reader(item).s("gsi1sk").unwrap_or_default());
-        items
-            .iter()
-            .map(|item| {
-                let read = Reader(item);
-                Ok(json!({
-                    "call_id": read.s("call_id")?,
-                    "parent_call_id": read.opt_s("parent_call_id")?,
-                    "root_call_id": read.s("root_call_id")?,
-                    "task_id": read.s("task_id")?,
-                    "caller_agent_id": read.s("caller_agent_id")?,
-                    "callee_agent_id": read.s("callee_agent_id")?,
-                    "at": read.s("at")?,
-                }))
-            })
-            .collect()
+        Ok(super::page::decoded(&items, "calls", |item| {
+            let read = Reader(item);
+            Ok(json!({
+                "call_id": read.s("call_id")?,
+                "parent_call_id": read.opt_s("parent_call_id")?,
+                "root_call_id": read.s("root_call_id")?,
+                "task_id": read.s("task_id")?,
+                "caller_agent_id": read.s("caller_agent_id")?,
+                "callee_agent_id": read.s("callee_agent_id")?,
+                "at": read.s("at")?,
+            }))
+        }))
     }
 }
 

@@ -37,6 +37,7 @@ pub mod item;
 mod keys;
 mod notify;
 mod open;
+mod page;
 mod polls;
 mod push;
 #[cfg(feature = "local-stack")]

@@ -235,13 +235,12 @@ impl Store {
     ) -> Result<Vec<NotifyConfig>, StoreError> {
         let items = self.query_prefix(format!("TASK#{task_id}"), PREFIX).await?;
         let now = clock::unix_now();
-        Ok(items
-            .iter()
-            .map(NotifyConfig::try_from)
-            .collect::<Result<Vec<_>, _>>()?
-            .into_iter()
-            .filter(|config| config.expires_at.is_none_or(|at| at > now))
-            .collect())
+        Ok(
+            super::page::decoded(&items, "notification configs", NotifyConfig::try_from)
+                .into_iter()
+                .filter(|config| config.expires_at.is_none_or(|at| at > now))
+                .collect(),
+        )
     }
 
     /// Deletes a config and uncounts it on its task, and on its tenant while it still had events

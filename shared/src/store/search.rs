@@ -185,11 +185,7 @@ pub(super) async fn read_newest_first(
     position: impl Fn(&Item) -> Result<Position, StoreError>,
 ) -> Result<IndexPage, StoreError> {
     let output = query.send().await.map_err(classify)?;
-    let entries: Vec<Position> = output
-        .items()
-        .iter()
-        .map(&position)
-        .collect::<Result<_, _>>()?;
+    let entries = super::page::decoded(output.items(), "search index", &position);
     let reached = match &output.last_evaluated_key {
         Some(key) => {
             let sort_key = Reader(key).s("sk")?;
@@ -320,12 +316,8 @@ impl Store {
             .send()
             .await
             .map_err(classify)?;
-        let entries: Vec<Position> = output
-            .items()
-            .iter()
-            .filter(|item| is_task_entry(item))
-            .map(entry_position)
-            .collect::<Result<_, _>>()?;
+        let task_entries = output.items().iter().filter(|item| is_task_entry(item));
+        let entries = super::page::decoded(task_entries, "search index", entry_position);
         // Read down to the last entry evaluated, which a filter may have left out.
         let reached = match &output.last_evaluated_key {
             Some(key) => Some(Reader(key).s("created_at")?),
@@ -358,9 +350,12 @@ impl Store {
         };
         let query = self
             .newest_first(page)
-            .filter_expression("#action = :open")
+            .filter_expression("#action = :open AND #outcome = :allowed")
             .expression_attribute_names("#action", "action")
-            .expression_attribute_values(":open", s(super::audit::TASK_OPENED));
+            .expression_attribute_values(":open", s(super::audit::TASK_OPENED))
+            // A refused open has an entry of the same action and no task.
+            .expression_attribute_names("#outcome", "outcome")
+            .expression_attribute_values(":allowed", s("allowed"));
         let open_position = |item: &Item| {
             Ok(Position {
                 created_at: Reader(item).s("at")?,
@@ -419,13 +414,11 @@ impl Store {
         let keys: Vec<Item> = unique.into_iter().map(task_key).collect();
         let now = clock::unix_now();
         let batch = self.batch_get(keys).await?;
-        let mut tasks = HashMap::new();
-        for item in &batch.items {
-            let task = Task::try_from(item)?;
-            if task.expires_at.is_none_or(|at| at > now) {
-                tasks.insert(task.id.clone(), task);
-            }
-        }
+        let tasks = super::page::decoded(&batch.items, "tasks by id", Task::try_from)
+            .into_iter()
+            .filter(|task| task.expires_at.is_none_or(|at| at > now))
+            .map(|task| (task.id.clone(), task))
+            .collect();
         Ok((tasks, batch.read_units))
     }
 

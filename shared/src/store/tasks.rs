@@ -331,12 +331,13 @@ impl Store {
         }
         let output = query.send().await.map_err(classify)?;
         // The pair's binding has the index's key attributes too: its entry is passed over.
-        let ids = output
+        let task_entries = output
             .items()
             .iter()
-            .filter(|entry| Reader(entry).s("sk").is_ok_and(|sk| sk == "TASK"))
-            .map(|entry| task_id_of(entry, "pair index entry"))
-            .collect::<Result<Vec<TaskId>, StoreError>>()?;
+            .filter(|entry| Reader(entry).s("sk").is_ok_and(|sk| sk == "TASK"));
+        let ids: Vec<TaskId> = super::page::decoded(task_entries, "pair index", |entry| {
+            task_id_of(entry, "pair index entry")
+        });
         let (mut found, _) = self.get_tasks(&ids).await?;
         let tasks = ids.iter().filter_map(|id| found.remove(id)).collect();
         let next = match &output.last_evaluated_key {

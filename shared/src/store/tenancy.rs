@@ -177,7 +177,11 @@ impl Store {
         let items = self
             .query_prefix(format!("TENANT#{tenant_id}"), "MEMBER#")
             .await?;
-        items.iter().map(MemberRecord::try_from).collect()
+        Ok(super::page::decoded(
+            &items,
+            "members",
+            MemberRecord::try_from,
+        ))
     }
 }
 

@@ -517,6 +517,7 @@ fn every_alarm_notifies_the_alarm_topic_and_watches_what_operations_documents() 
         "StreamThrottlesAlarm",
         "PushQueueAgeAlarm",
         "SweepSkippedAlarm",
+        "ItemsSkippedAlarm",
     ] {
         assert!(names.contains(expected), "no {expected}");
     }

@@ -23,6 +23,7 @@ mod idempotency;
 mod input;
 mod large;
 mod ledger;
+mod lived_in;
 mod long_polls;
 mod management;
 mod observability;
