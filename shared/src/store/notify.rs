@@ -200,8 +200,8 @@ impl Store {
             .table_name(self.table())
             .set_key(Some(config_key(&config.task_id, &config.id)))
             .condition_expression("attribute_exists(pk)");
-        for name in ["url", "token", "scheme", "sealed_credentials"] {
-            // Through names: `token` is a reserved word.
+        for name in ["url", "sealed_token", "scheme", "sealed_credentials"] {
+            // Through names, as some of them are reserved words.
             update = update.expression_attribute_names(format!("#{name}"), name);
             match item.remove(name) {
                 Some(value) => {

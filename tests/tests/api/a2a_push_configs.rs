@@ -1109,3 +1109,43 @@ async fn receivers_that_never_answer_hold_their_own_job_not_the_batch_past_its_i
         .to_owned();
     assert!(id.ends_with(":hook:1"), "{id}");
 }
+
+/// Replacing a config (the same id again) replaces its token too: the next notification carries
+/// the new token, and a read shows the new one, never the old.
+#[tokio::test]
+async fn a_replaced_config_sends_its_new_token_not_the_old_one() {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let task_id = open(&app, &pair, "m-1").await;
+    for token in ["tok-old-1d2c", "tok-new-8e4f"] {
+        let created = app
+            .a2a_rpc(
+                &pair.callee.id,
+                &pair.caller.key,
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": task_id, "id": "hook", "url": receiver.url, "token": token}),
+            )
+            .await;
+        assert_eq!(created.body["result"]["token"], token, "{}", created.text);
+    }
+    let read = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": "hook"}),
+        )
+        .await;
+    assert_eq!(
+        read.body["result"]["token"], "tok-new-8e4f",
+        "{}",
+        read.text
+    );
+    assert_eq!(app.claim(&pair.callee.key, 5).await.field("id"), task_id);
+    let received = receiver.wait_for(1).await;
+    assert_eq!(
+        received[0].headers["x-a2a-notification-token"], "tok-new-8e4f",
+        "the notification carried the replaced config's old token"
+    );
+}
