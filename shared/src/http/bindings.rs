@@ -56,7 +56,7 @@ pub async fn grant(app: &App, request: Request) -> HandlerResult {
         } else {
             "binding.grant.pending"
         };
-        audit.push(AuditEntry::new(&principal, action, &binding.id));
+        audit.push(AuditEntry::for_binding(&principal, action, &binding));
         response.push(binding.clone());
         writes.push(BindingWrite {
             binding,
@@ -155,7 +155,7 @@ pub async fn approve(app: &App, request: Request) -> HandlerResult {
     let now = clock::now();
     binding.approved_at = Some(now.clone());
     binding.updated_at = now;
-    let audit = AuditEntry::new(&principal, "binding.approve", &binding.id);
+    let audit = AuditEntry::for_binding(&principal, "binding.approve", &binding);
     let write = BindingWrite {
         binding: binding.clone(),
         previous_updated_at: Some(previous),
@@ -178,7 +178,7 @@ pub async fn revoke(app: &App, request: Request) -> HandlerResult {
     let previous = binding.updated_at.clone();
     binding.revoked = true;
     binding.updated_at = clock::now();
-    let audit = AuditEntry::new(&principal, "binding.revoke", &binding.id);
+    let audit = AuditEntry::for_binding(&principal, "binding.revoke", &binding);
     let write = BindingWrite {
         binding: binding.clone(),
         previous_updated_at: Some(previous),

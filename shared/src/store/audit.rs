@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::item::{key, n, opt_s, s, Item, Reader};
 use super::{classify, Store, StoreError};
 use crate::domain::task::CallLineage;
-use crate::domain::{clock, Task, TaskId, TenantId, TenantPrincipal};
+use crate::domain::{clock, AgentId, Binding, Task, TaskId, TenantId, TenantPrincipal};
 
 /// The action of a task's open: one entry per task, at the task's creation.
 pub const TASK_OPENED: &str = "task.open";
@@ -30,6 +30,11 @@ pub struct AuditEntry {
     pub parent_call_id: Option<String>,
     pub root_call_id: Option<String>,
     pub task_id: Option<TaskId>,
+    /// The two agents the entry concerns, where its target alone does not name both: a
+    /// binding's caller and callee, a task's. An agent's trail (`agent=`) finds the entry by
+    /// either, as by the actor and the target.
+    pub caller_agent_id: Option<AgentId>,
+    pub callee_agent_id: Option<AgentId>,
     /// How many times the same refusal happened in this entry's minute (refusals are recorded
     /// once a minute per caller, target and reason, so one caller cannot flood the log).
     pub count: u64,
@@ -76,6 +81,8 @@ impl AuditEntry {
             parent_call_id: None,
             root_call_id: None,
             task_id: None,
+            caller_agent_id: None,
+            callee_agent_id: None,
             count: 1,
         }
     }
@@ -91,7 +98,17 @@ impl AuditEntry {
     /// The entry, about `task`: the task, its call and the call's lineage.
     fn about(mut self, task: &Task) -> AuditEntry {
         self.task_id = Some(task.id.clone());
+        self.caller_agent_id = Some(task.caller_agent_id.clone());
+        self.callee_agent_id = Some(task.callee_agent_id.clone());
         self.of_call(&task.lineage())
+    }
+
+    /// An entry for `actor` doing `action` on `binding`, naming its caller and its callee.
+    pub fn for_binding(actor: &TenantPrincipal, action: &str, binding: &Binding) -> AuditEntry {
+        let mut entry = AuditEntry::new(actor, action, &binding.id);
+        entry.caller_agent_id = Some(binding.caller_agent_id.clone());
+        entry.callee_agent_id = Some(binding.callee_agent_id.clone());
+        entry
     }
 
     /// An entry for `actor` doing `action` on `task`, with the task's call and its lineage.
@@ -119,6 +136,11 @@ impl AuditEntry {
         entry.about(task)
     }
 
+    /// Where the entry sorts in its tenant's log: `{at}#{id}`.
+    pub fn sort_key(&self) -> String {
+        format!("{}#{}", self.at, self.id)
+    }
+
     pub fn refused(mut self, reason: &str) -> AuditEntry {
         self.outcome = "refused".to_owned();
         self.reason = Some(reason.to_owned());
@@ -126,10 +148,7 @@ impl AuditEntry {
     }
 
     pub fn to_item(&self) -> Item {
-        let mut item = key(
-            format!("AUDIT#{}", self.tenant_id),
-            format!("{}#{}", self.at, self.id),
-        );
+        let mut item = key(format!("AUDIT#{}", self.tenant_id), self.sort_key());
         item.insert("kind".into(), s("audit"));
         item.insert("id".into(), s(&self.id));
         item.insert("tenant_id".into(), s(&self.tenant_id));
@@ -150,15 +169,21 @@ impl AuditEntry {
         if let Some(root) = &self.root_call_id {
             item.insert("root_call_id".into(), s(root));
         }
+        if let Some(caller) = &self.caller_agent_id {
+            item.insert("caller_agent_id".into(), s(caller));
+        }
+        if let Some(callee) = &self.callee_agent_id {
+            item.insert("callee_agent_id".into(), s(callee));
+        }
         item
     }
 
-    /// The API view of the entry.
-    pub fn to_json(&self) -> Value {
+    /// The API view of the entry; `actor_name` is the actor's name where one is known.
+    pub fn to_json(&self, actor_name: Option<&str>) -> Value {
         json!({
             "id": self.id,
             "at": self.at,
-            "actor": {"kind": self.actor_kind, "id": self.actor_id},
+            "actor": {"kind": self.actor_kind, "id": self.actor_id, "name": actor_name},
             "action": self.action,
             "target": self.target,
             "outcome": self.outcome,
@@ -167,6 +192,8 @@ impl AuditEntry {
             "parent_call_id": self.parent_call_id,
             "root_call_id": self.root_call_id,
             "task_id": self.task_id,
+            "caller_agent_id": self.caller_agent_id,
+            "callee_agent_id": self.callee_agent_id,
             "count": self.count,
         })
     }
@@ -191,6 +218,8 @@ impl TryFrom<&Item> for AuditEntry {
             parent_call_id: read.opt_s("parent_call_id")?,
             root_call_id: read.opt_s("root_call_id")?,
             task_id: read.opt_id("task_id")?,
+            caller_agent_id: read.opt_id("caller_agent_id")?,
+            callee_agent_id: read.opt_id("callee_agent_id")?,
             count: match item.get("count") {
                 Some(_) => read.n("count")?,
                 None => 1,
@@ -275,35 +304,140 @@ impl Store {
             .map_err(classify)
     }
 
-    /// A page of a tenant's audit log, newest first, starting after the sort key `after`.
-    /// Returns the entries and the sort key of the last one when more may follow.
-    pub async fn list_audit(
+    /// A page of a tenant's audit log, newest first: the entries the search's filters keep,
+    /// read on (filtered in the store) until the page holds `limit` of them, the log ends, or
+    /// the page has spent [`AUDIT_READ_UNITS`]. Returns the page and the sort key to page on
+    /// from when more may follow: the last entry's when the page is full, else the last one the
+    /// reads evaluated, so paging never skips or repeats an entry.
+    pub async fn list_audit(&self, search: &AuditSearch<'_>) -> Result<AuditPage, StoreError> {
+        let partition = format!("AUDIT#{}", search.tenant_id);
+        let mut page = AuditPage::default();
+        let mut start = search.after.map(|after| key(partition.clone(), after));
+        loop {
+            let wanted = search.limit - page.entries.len();
+            let output = self
+                .audit_query(search, &partition, start.take(), wanted)
+                .send()
+                .await
+                .map_err(classify)?;
+            page.read_units += super::search::units(output.consumed_capacity());
+            let mut entries = super::page::decoded(output.items(), "audit", AuditEntry::try_from);
+            let evaluated_last = output
+                .last_evaluated_key()
+                .and_then(|key| Reader(key).s("sk").ok());
+            if entries.len() >= wanted {
+                entries.truncate(wanted);
+                page.entries.extend(entries);
+                let more = entries_follow(output.items().len(), wanted, evaluated_last.is_some());
+                page.next = more
+                    .then(|| page.entries.last().map(AuditEntry::sort_key))
+                    .flatten();
+                return Ok(page);
+            }
+            page.entries.extend(entries);
+            page.next = evaluated_last;
+            match &page.next {
+                Some(after) if page.read_units < AUDIT_READ_UNITS => {
+                    start = Some(key(partition.clone(), after.clone()));
+                }
+                _ => return Ok(page),
+            }
+        }
+    }
+
+    /// One read of the log for `search`: from `start`, the filters in the store.
+    fn audit_query(
         &self,
-        tenant_id: &TenantId,
-        after: Option<&str>,
-        limit: i32,
-    ) -> Result<(Vec<AuditEntry>, Option<String>), StoreError> {
+        search: &AuditSearch<'_>,
+        partition: &str,
+        start: Option<Item>,
+        wanted: usize,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
         let mut query = self
             .client
             .query()
             .table_name(&self.table)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(format!("AUDIT#{tenant_id}")))
+            .expression_attribute_values(":pk", s(partition))
             .scan_index_forward(false)
             .consistent_read(true)
-            .limit(limit);
-        if let Some(after) = after {
-            query = query.set_exclusive_start_key(Some(key(format!("AUDIT#{tenant_id}"), after)));
+            .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total)
+            .set_exclusive_start_key(start);
+        query = match search.since {
+            // A sort key is `{at}#{id}`, and `~` sorts after every id: past `since` itself.
+            Some(since) => query
+                .key_condition_expression("pk = :pk AND sk > :since")
+                .expression_attribute_values(":since", s(format!("{since}#~"))),
+            None => query.key_condition_expression("pk = :pk"),
+        };
+        let mut filters = Vec::new();
+        if let Some(action) = search.action {
+            filters.push("begins_with(#action, :action)");
+            query = query
+                .expression_attribute_names("#action", "action")
+                .expression_attribute_values(":action", s(action));
         }
-        let output = query.send().await.map_err(classify)?;
-        let entries = output
-            .items()
-            .iter()
-            .map(AuditEntry::try_from)
-            .collect::<Result<Vec<_>, _>>()?;
-        let next = output
-            .last_evaluated_key()
-            .and_then(|key| Reader(key).s("sk").ok());
-        Ok((entries, next))
+        if let Some(outcome) = search.outcome {
+            filters.push("#outcome = :outcome");
+            query = query
+                .expression_attribute_names("#outcome", "outcome")
+                .expression_attribute_values(":outcome", s(outcome));
+        }
+        if let Some(agent) = search.agent {
+            filters.push(
+                "(actor_id = :agent OR #target = :agent OR caller_agent_id = :agent \
+                 OR callee_agent_id = :agent)",
+            );
+            query = query
+                .expression_attribute_names("#target", "target")
+                .expression_attribute_values(":agent", s(agent));
+        }
+        // A read takes one entry past the page, so a full page knows whether more follow;
+        // filtered, it evaluates a larger stretch, of which only what the filters keep comes
+        // back.
+        let size = match filters.is_empty() {
+            true => wanted + 1,
+            false => AUDIT_FILTERED_READ.max(wanted + 1),
+        };
+        if !filters.is_empty() {
+            query = query.filter_expression(filters.join(" AND "));
+        }
+        query.limit(i32::try_from(size).unwrap_or(i32::MAX))
     }
+}
+
+/// Whether entries may follow a read that filled the page: it found `kept` items where the page
+/// wanted `wanted`, and the store said whether it stopped before the log's end. A read takes
+/// one past the page, so a page that ends the log ends without a cursor.
+fn entries_follow(kept: usize, wanted: usize, stopped_short: bool) -> bool {
+    kept > wanted || (kept == wanted && stopped_short)
+}
+
+/// The read capacity after which a page of the audit log reads no further: a filter that
+/// keeps few entries costs at most this much per page (its next page goes on from there).
+pub const AUDIT_READ_UNITS: f64 = 100.0;
+
+/// How many entries one filtered read evaluates at most.
+const AUDIT_FILTERED_READ: usize = 500;
+
+/// What a page of the audit log is asked for. `agent` is an agent's id.
+#[derive(Debug)]
+pub struct AuditSearch<'a> {
+    pub tenant_id: &'a TenantId,
+    /// The sort key of the last entry a previous page covered.
+    pub after: Option<&'a str>,
+    pub limit: usize,
+    pub agent: Option<&'a str>,
+    pub action: Option<&'a str>,
+    pub outcome: Option<&'a str>,
+    pub since: Option<&'a str>,
+}
+
+/// A page of the audit log.
+#[derive(Debug, Default)]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    /// The sort key to page on from (`{at}#{id}`), when more may follow.
+    pub next: Option<String>,
+    /// The read capacity the page cost, as the store reports it.
+    pub read_units: f64,
 }

@@ -51,7 +51,7 @@ mod words;
 
 pub use agents::AgentRefusal;
 pub use answers::InputRefusal;
-pub use audit::AuditEntry;
+pub use audit::{AuditEntry, AuditPage, AuditSearch, AUDIT_READ_UNITS};
 pub use bindings::BindingWrite;
 pub use cards::SigningKeyRecord;
 pub use claim::ClaimOutcome;

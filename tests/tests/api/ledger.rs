@@ -90,7 +90,7 @@ async fn a_failure_after_the_task_is_written_is_made_good_by_the_sweeper() {
     assert_eq!(entries[0]["call_id"], root.as_str());
     assert_eq!(
         entries[0]["actor"],
-        json!({"kind": "agent", "id": pair.caller.id})
+        json!({"kind": "agent", "id": pair.caller.id, "name": null})
     );
     let calls = app
         .get(&format!("/v1/calls?root_call_id={root}"), admin)
