@@ -181,9 +181,35 @@ function errorPage(error) {
   return [h("h1", { text: title }), h("p", { class: "page-error", text })];
 }
 
+/**
+ * Whether the browser keeps no Secure cookie for this page: plain http on a host it does not
+ * take as potentially trustworthy (only localhost and loopback addresses are). The session
+ * cookie is `__Host-` and so Secure: the browser would drop it, and no sign-in could last.
+ */
+function insecureOrigin() {
+  if (location.protocol !== "http:") return false;
+  if (typeof window.isSecureContext === "boolean") return !window.isSecureContext;
+  return !["localhost", "127.0.0.1", "[::1]"].includes(location.hostname);
+}
+
+function insecureOriginText() {
+  const local = `http://localhost${location.port ? `:${location.port}` : ""}${location.pathname}`;
+  return (
+    `The console needs HTTPS here: this page came over plain http from ${location.hostname}, and browsers keep ` +
+    "the console's session cookie (a Secure cookie) only over HTTPS, or over http on localhost. " +
+    `Open the console over HTTPS, or on the gateway's own machine as ${local}. ` +
+    "Signing in is off on this page, so your key is not sent in clear text."
+  );
+}
+
+const COOKIE_NOT_KEPT =
+  "The key was accepted, but this browser did not keep the session cookie, so the console cannot work. " +
+  "The cookie is Secure: open the console over HTTPS (or over http on localhost), and allow cookies for this site.";
+
 function drawSignIn(reason) {
   drawShell();
   clear(main);
+  const insecure = insecureOrigin();
   const key = h("input", {
     type: "password",
     name: "key",
@@ -194,7 +220,13 @@ function drawSignIn(reason) {
   });
   const submit = h("button", { type: "submit", text: "Sign in" });
   const message = h("p", { class: "notice", role: "status" });
-  if (reason) message.textContent = reason;
+  if (insecure) {
+    message.textContent = insecureOriginText();
+    key.disabled = true;
+    submit.disabled = true;
+  } else if (reason) {
+    message.textContent = reason;
+  }
   const form = h(
     "form",
     { class: "sign-in", "aria-labelledby": "sign-in-title" },
@@ -208,12 +240,18 @@ function drawSignIn(reason) {
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    if (insecure) return;
     clearError();
     submit.disabled = true;
     const value = key.value.trim();
     key.value = "";
     try {
       await signIn(value);
+      // The session lives in its cookie alone: ask with it whether the browser kept it.
+      if (!(await resumeSession())) {
+        message.textContent = COOKIE_NOT_KEPT;
+        return;
+      }
       endedReason = null;
       await start();
     } catch (error) {

@@ -307,7 +307,8 @@ async function agentPage({ app, params }) {
             stateBadge(t.status.state),
             t.delivery,
             when(t.created_at),
-            button("Show attempts", () => showAttempts(t.id)),
+            // A pull task is claimed, never delivered: it has no attempts to show.
+            t.delivery === "push" ? button("Show attempts", () => showAttempts(t.id)) : "—",
           ]);
           nodes.push(table("Recent inbound tasks", ["Task", "State", "Delivery", "Created", ""], rows, "No inbound tasks."));
         } catch {
@@ -540,6 +541,8 @@ async function taskPage(ctx) {
   let drawnText = JSON.stringify(task);
   const body = h("div", { class: "task-body" });
   const live = h("span", { class: "live", role: "status", "data-live": "off" });
+  // Delivery attempts are a push task's: a pull task is claimed, never delivered.
+  const pushed = task.delivery === "push";
   const attempts = h("div");
   const draw = () => {
     clear(body);
@@ -557,7 +560,7 @@ async function taskPage(ctx) {
       attempts.append(h("p", { class: "section-error", text: `Could not load: ${app.describe(error)}` }));
     }
   };
-  loadAttempts();
+  if (pushed) loadAttempts();
 
   if (!FINAL.has(task.status?.state)) {
     live.textContent = "live";
@@ -576,7 +579,7 @@ async function taskPage(ctx) {
           if (freshText === drawnText) return;
           [task, drawnText] = [fresh, freshText];
           draw();
-          if (task.delivery === "push") loadAttempts();
+          if (pushed) loadAttempts();
         } catch (error) {
           if (ctx.current()) app.showError(error);
         }
@@ -613,7 +616,9 @@ async function taskPage(ctx) {
     h("p", { class: "crumbs" }, h("a", { href: "#/tasks", text: "Tasks" }), " / "),
     h("h1", { class: "name", text: `Task ${id}` }),
     body,
-    h("section", { class: "card", "aria-labelledby": "task-attempts-title" }, h("h2", { id: "task-attempts-title", text: "Delivery attempts" }), attempts),
+    pushed
+      ? h("section", { class: "card", "aria-labelledby": "task-attempts-title" }, h("h2", { id: "task-attempts-title", text: "Delivery attempts" }), attempts)
+      : null,
   ];
 }
 

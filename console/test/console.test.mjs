@@ -1,8 +1,10 @@
 // End-to-end tests of the console in headless Chromium against a running gateway.
+import { createServer } from "node:http";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
   CONSOLE, call, claim, createTenant, cspViolations, launch, newPage, ok, openTask, openTaskWithSdk, shot, signIn,
+  untrustedConsole,
 } from "./helpers.mjs";
 
 let chrome;
@@ -268,6 +270,7 @@ describe("console", () => {
         await page.goto(CONSOLE + route);
         await page.locator("main h1").waitFor();
         await page.waitForFunction(() => !document.querySelector("main .loading"));
+        assert.equal(await page.locator("main .page-error").count(), 0, `${route} is a page, not an error: ${await page.locator("#error").textContent()}`);
         const buttons = await page.locator("main button").allTextContents();
         const bad = buttons.filter((b) => changing.test(b.trim()));
         assert.deepEqual(bad, [], `no change control on ${route}`);
@@ -314,8 +317,11 @@ describe("console", () => {
       const cookie = (await context.cookies()).find((c) => c.name === "__Host-forgebench_session");
       const byCookie = () => call(null, "GET", "/v1/agents", undefined, { Cookie: `${cookie.name}=${cookie.value}` });
       assert.equal((await byCookie()).status, 200);
+      assert.equal(await page.locator("#who").isVisible(), true, "the header says who is signed in");
       await page.getByRole("button", { name: "Sign out" }).click();
       await page.getByText("You are signed out.").waitFor();
+      assert.equal(await page.locator("#who").isVisible(), false, "the header no longer says who is signed in");
+      assert.equal(await page.getByRole("button", { name: "Sign out" }).isVisible(), false, "nor offers Sign out");
       assert.equal((await byCookie()).status, 401);
       assert.equal((await call(null, "GET", "/console/session", undefined, { Cookie: `${cookie.name}=${cookie.value}` })).status, 401);
       await page.goto(`${CONSOLE}#/agents`);
@@ -349,6 +355,7 @@ describe("console", () => {
       });
       await page.getByText("Your session has ended").waitFor();
       assert.equal(await page.locator("tr[data-binding]").count(), 0);
+      assert.equal(await page.locator("#who").isVisible(), false, "the header no longer says who is signed in");
     });
   });
 
@@ -396,6 +403,139 @@ describe("console", () => {
         }
       }, viewport);
     }
+  });
+
+  test("delivery attempts are offered for push tasks only: not on a pull task's page nor its row", async () => {
+    // A callee on this machine that answers every delivery at once.
+    const server = createServer((request, response) => {
+      request.resume();
+      request.on("end", () => {
+        response.writeHead(200, { "Content-Type": "application/json" });
+        response.end(JSON.stringify({ state: "completed", artifacts: [{ name: "response", parts: [{ text: "pushed" }] }] }));
+      });
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      await ok(t.admin, "POST", "/v1/agents", { name: "push-callee" });
+      await ok(t.admin, "POST", "/v1/agents/billing-orchestrator/agents", { callees: ["push-callee"] });
+      await ok(t.admin, "PUT", "/v1/agents/push-callee/endpoint", { url: `http://127.0.0.1:${server.address().port}/a2a` });
+      const pushed = await ok(t.keys["billing-orchestrator"], "POST", "/v1/agents/push-callee/tasks?wait=20", {
+        message: { role: "user", parts: [{ text: "A pushed task." }] },
+      });
+      assert.equal(pushed.delivery, "push");
+      assert.equal(pushed.status.state, "completed");
+      const pulled = await openTask(t.keys["billing-orchestrator"], "invoice-classifier", "A pulled task has no delivery attempts.");
+      assert.equal(pulled.delivery, "pull");
+      await withPage(async (page) => {
+        await signIn(page, t.admin);
+        await page.goto(`${CONSOLE}#/tasks/push-callee/${pushed.id}`);
+        await page.locator("section[aria-labelledby=task-attempts-title]").getByRole("cell", { name: "200", exact: true }).waitFor();
+
+        await page.goto(`${CONSOLE}#/tasks/invoice-classifier/${pulled.id}`);
+        await page.getByText("A pulled task has no delivery attempts.").first().waitFor();
+        assert.equal(await page.getByRole("heading", { name: "Delivery attempts", exact: true }).count(), 0, "no delivery attempts on a pull task's page");
+
+        await page.goto(`${CONSOLE}#/agents/push-callee`);
+        const pushRow = page.locator("tr", { has: page.locator(`a[href$="/${pushed.id}"]`) });
+        await pushRow.getByRole("button", { name: "Show attempts" }).click();
+        await page.getByRole("heading", { name: `Delivery attempts of task ${pushed.id}` }).waitFor();
+
+        await page.goto(`${CONSOLE}#/agents/invoice-classifier`);
+        const pullRow = page.locator("tr", { has: page.locator(`a[href$="/${pulled.id}"]`) });
+        await pullRow.waitFor();
+        assert.equal(await pullRow.getByRole("button", { name: "Show attempts" }).count(), 0, "no Show attempts on a pull task's row");
+      });
+    } finally {
+      server.close();
+    }
+  });
+
+  test("over plain http on a host the browser does not trust, the sign-in page says the console needs HTTPS and sends no key", async (ctx) => {
+    if (new URL(CONSOLE).protocol !== "http:") {
+      ctx.skip("the gateway is not on plain http");
+      return;
+    }
+    await withPage(async (page) => {
+      const sent = [];
+      page.on("request", (r) => {
+        if (r.method() === "POST") sent.push(r.url());
+      });
+      await page.goto(untrustedConsole());
+      await page.getByLabel("Member key").waitFor();
+      assert.equal(await page.evaluate(() => window.isSecureContext), false, "the browser does not trust this origin");
+      const notice = await page.locator("main .notice").textContent();
+      assert.match(notice, /needs HTTPS/, "the page says why signing in cannot work here");
+      assert.equal(await page.getByRole("button", { name: "Sign in" }).isDisabled(), true, "no sign-in to try");
+      assert.equal(await page.getByLabel("Member key").isDisabled(), true, "no key to type");
+      assert.deepEqual(sent, [], "nothing sent");
+      // The same gateway on a trusted origin (a loopback address) offers the sign-in as usual.
+      await page.goto(CONSOLE);
+      await page.getByLabel("Member key").waitFor();
+      assert.equal(await page.getByRole("button", { name: "Sign in" }).isDisabled(), false);
+      assert.doesNotMatch(await page.locator("main .notice").textContent(), /HTTPS/);
+    });
+  });
+
+  test("a session cookie the browser did not keep is told as such, not as a session that ended", async () => {
+    await withPage(async (page) => {
+      // The gateway's answer to the sign-in without its Set-Cookie: what a browser that refuses
+      // the cookie is left with.
+      await page.route(/\/console\/session$/, async (route) => {
+        const request = route.request();
+        if (request.method() !== "POST") return route.continue();
+        const res = await fetch(request.url(), { method: "POST", headers: { "Content-Type": "application/json" }, body: request.postData() });
+        const headers = Object.fromEntries([...res.headers].filter(([k]) => !["set-cookie", "content-length", "content-encoding"].includes(k)));
+        return route.fulfill({ status: res.status, headers, body: await res.text() });
+      });
+      await page.goto(CONSOLE);
+      await page.getByLabel("Member key").fill(t.admin);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      const notice = page.locator("main .notice").filter({ hasText: /\S/ });
+      await notice.waitFor();
+      assert.match(await notice.textContent(), /did not keep the session cookie/);
+      assert.doesNotMatch(await notice.textContent(), /session has ended/);
+      assert.equal(await page.locator("#nav").isHidden(), true);
+      assert.equal(await page.locator("#who").isVisible(), false);
+    });
+  });
+
+  test("a task's page on a cookie session keeps one event stream for over 30 s and shows what happens then", async () => {
+    const w = await createTenant();
+    const callee = w.keys["invoice-classifier"];
+    const task = await openTask(w.keys["billing-orchestrator"], "invoice-classifier", "Follow this task for half a minute.");
+    await withPage(async (page) => {
+      await signIn(page, w.admin);
+      const streams = [];
+      page.on("request", (r) => {
+        if (new URL(r.url()).pathname.endsWith(`/tasks/${task.id}/events`)) streams.push(r.url());
+      });
+      await page.goto(`${CONSOLE}#/tasks/invoice-classifier/${task.id}`);
+      await page.locator('.live[data-live="on"]').waitFor();
+      // Past the stream's re-checks of its reader (one per key-cache time, 10 s by default).
+      await page.waitForTimeout(31_000);
+      await claim(callee);
+      await ok(callee, "POST", `/v1/agents/me/tasks/${task.id}/progress`, { message: { parts: [{ text: "Still reading, 30 s on." }] } });
+      await page.locator("#status-title .badge", { hasText: "working" }).waitFor({ timeout: 10_000 });
+      await page.getByText("Still reading, 30 s on.").first().waitFor({ timeout: 10_000 });
+      assert.equal(streams.length, 1, `one event stream, never reconnected (${streams.length} requests)`);
+      assert.equal(await page.locator("#status-title .live").textContent(), "live");
+    });
+  });
+
+  test("the Tasks page lists the tenant's tasks after an agent's open was refused", async () => {
+    const w = await createTenant();
+    const opened = await openTask(w.keys["billing-orchestrator"], "invoice-classifier", "Listed after a refusal.");
+    // ledger-writer has no binding to billing-orchestrator.
+    const refused = await call(w.keys["ledger-writer"], "POST", "/v1/agents/billing-orchestrator/tasks", { message: { role: "user", parts: [{ text: "x" }] } });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.json?.detail?.code, "not_permitted");
+    await withPage(async (page) => {
+      await signIn(page, w.admin);
+      await page.goto(`${CONSOLE}#/tasks`);
+      await page.locator(`tr[data-task="${opened.id}"], main .page-error`).first().waitFor();
+      assert.equal(await page.locator("#error").isHidden(), true, `no error: ${await page.locator("#error").textContent()}`);
+      assert.equal(await page.locator(`tr[data-task="${opened.id}"]`).count(), 1, "the tenant's task is listed");
+    });
   });
 });
 

@@ -101,6 +101,20 @@ export async function claim(key, seconds = 15) {
   throw new Error("no task to claim");
 }
 
+/**
+ * A made-up host name the browser resolves to the gateway's host: the console at
+ * http://console.test:PORT is the same gateway on an origin the browser does not trust (not
+ * localhost, not a loopback address), as a plain-http deployment would be.
+ */
+export const UNTRUSTED_HOST = "console.test";
+
+/** The console on UNTRUSTED_HOST, over the gateway's own scheme and port. */
+export function untrustedConsole() {
+  const u = new URL(CONSOLE);
+  u.hostname = UNTRUSTED_HOST;
+  return u.toString();
+}
+
 export async function launch() {
   // playwright-core gives every launch a fresh, temporary user-data dir of its own (it
   // refuses --user-data-dir) and removes it on close.
@@ -109,6 +123,7 @@ export async function launch() {
     args: [
       "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
       "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      `--host-resolver-rules=MAP ${UNTRUSTED_HOST} ${new URL(URL_BASE).hostname}`,
     ],
   });
   await mkdir(SHOTS, { recursive: true });

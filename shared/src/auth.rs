@@ -31,6 +31,19 @@ pub fn session_token(headers: &HeaderMap) -> Option<String> {
     )
 }
 
+/// The headers [`App::authenticate`] reads from `headers` (`Authorization` and every
+/// `Cookie`): what a long request keeps to authenticate its caller again as it goes, whichever
+/// way the caller signed in.
+pub fn credentials_of(headers: &HeaderMap) -> HeaderMap {
+    let mut credentials = HeaderMap::new();
+    for name in [AUTHORIZATION, COOKIE] {
+        for value in headers.get_all(&name) {
+            credentials.append(name.clone(), value.clone());
+        }
+    }
+    credentials
+}
+
 /// The refusal of the operator's key on a route inside a tenant.
 pub const OPERATOR_OUTSIDE_TENANTS: &str =
     "the operator key creates tenants and manages signing keys; use a key of the tenant";

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lambda_http::http::header;
 use lambda_http::Request;
 use serde_json::{json, Value};
 
@@ -111,7 +110,7 @@ pub async fn stream(app: &Arc<App>, request: Request) -> Result<Reply, ApiError>
     };
     let follower = Follower {
         principal,
-        credential: request.headers().get(header::AUTHORIZATION).cloned(),
+        credentials: crate::auth::credentials_of(request.headers()),
         segment,
     };
     let feed = Feed::open(app, follower, &task, task.event_count()).await?;

@@ -38,11 +38,11 @@ pub(crate) trait Render: Send + 'static {
     fn failure(&self, error: &ApiError) -> Bytes;
 }
 
-/// Who follows a task: the principal, the credential it showed (to authenticate again), and the
-/// agent the request's path named.
+/// Who follows a task: the principal, the credentials it showed (a key or a console session's
+/// cookie, to authenticate again), and the agent the request's path named.
 pub(crate) struct Follower {
     pub principal: TenantPrincipal,
-    pub credential: Option<HeaderValue>,
+    pub credentials: lambda_http::http::HeaderMap,
     pub segment: String,
 }
 
@@ -51,11 +51,7 @@ impl Follower {
     /// key cache, so at most once per key-cache time against the store) and its right to read
     /// judged again; an error when either is gone.
     async fn read_again(&self, app: &App, task_id: &TaskId) -> Result<Task, ApiError> {
-        let mut headers = lambda_http::http::HeaderMap::new();
-        if let Some(credential) = &self.credential {
-            headers.insert(header::AUTHORIZATION, credential.clone());
-        }
-        let principal = app.authenticate_in_tenant(&headers).await?;
+        let principal = app.authenticate_in_tenant(&self.credentials).await?;
         if principal != self.principal {
             return Err(ApiError::Unauthenticated);
         }

@@ -98,8 +98,8 @@ pub(super) enum Sending {
 pub(super) struct A2aCall<'a> {
     pub app: &'a App,
     pub principal: TenantPrincipal,
-    /// The `Authorization` the caller sent: a stream authenticates it again as it goes.
-    pub credential: Option<lambda_http::http::HeaderValue>,
+    /// The credentials the caller sent: a stream authenticates them again as it goes.
+    pub credentials: lambda_http::http::HeaderMap,
     pub callee_segment: String,
     pub parent_call_id: Option<String>,
 }
@@ -117,10 +117,7 @@ impl<'a> A2aCall<'a> {
         Ok(A2aCall {
             app,
             principal,
-            credential: request
-                .headers()
-                .get(lambda_http::http::header::AUTHORIZATION)
-                .cloned(),
+            credentials: crate::auth::credentials_of(request.headers()),
             callee_segment: super::path_param(request, "agent")?,
             parent_call_id: parent_call(request)?,
         })

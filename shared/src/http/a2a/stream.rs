@@ -125,7 +125,7 @@ impl A2aCall<'_> {
         );
         let follower = Follower {
             principal: self.principal.clone(),
-            credential: self.credential.clone(),
+            credentials: self.credentials.clone(),
             segment: self.callee_segment.clone(),
         };
         let feed = Feed::open(app, follower, &task, task.event_count()).await?;
