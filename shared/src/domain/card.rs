@@ -93,13 +93,22 @@ pub const SECURITY_SCHEME: &str = "forgebenchAgentKey";
 /// The tag of a skill whose tool has none: A2A 1.0 requires every skill to carry at least one.
 pub const DEFAULT_SKILL_TAG: &str = "tool";
 
+/// The tag of the one skill of an agent without tools, which stands for the agent itself.
+pub const AGENT_SKILL_TAG: &str = "agent";
+
 /// The unsigned card of `agent`, reachable only through the gateway at `base_url`: an A2A 1.0
-/// AgentCard (every field the schema requires, `skills` even when empty) plus the seed's `url`.
-/// No other value is empty: the only empties are `skills: []` for an agent without tools and the
-/// empty scope list of the security requirement, both of which the A2A canonical form drops.
+/// AgentCard (every field the schema requires) plus the seed's `url`. A2A 1.0 requires at least
+/// one skill: an agent without tools has one skill that stands for the agent itself (its name,
+/// its description). No value is empty but the scope list of the security requirement, which
+/// the A2A canonical form drops.
 pub fn card(agent: &Agent, tools: &[Tool], base_url: &str) -> Value {
     let agent_url = format!("{}/v1/agents/{}", base_url.trim_end_matches('/'), agent.id);
-    let skills: Vec<Value> = tools
+    let description = agent
+        .description
+        .clone()
+        .filter(|description| !description.is_empty())
+        .unwrap_or_else(|| format!("Forgebench agent {}", agent.name));
+    let mut skills: Vec<Value> = tools
         .iter()
         .map(|tool| {
             let description = if tool.description.is_empty() {
@@ -115,11 +124,12 @@ pub fn card(agent: &Agent, tools: &[Tool], base_url: &str) -> Value {
             json!({"id": tool.name, "name": tool.name, "description": description, "tags": tags})
         })
         .collect();
-    let description = agent
-        .description
-        .clone()
-        .filter(|description| !description.is_empty())
-        .unwrap_or_else(|| format!("Forgebench agent {}", agent.name));
+    if skills.is_empty() {
+        skills.push(
+            json!({"id": agent.name, "name": agent.name, "description": description,
+                           "tags": [AGENT_SKILL_TAG]}),
+        );
+    }
     json!({
         "name": agent.name,
         "description": description,
@@ -479,7 +489,12 @@ mod tests {
     #[test]
     fn skills_are_always_there_and_each_has_a_description_and_a_tag() {
         let no_tools = card(&agent(None), &[], BASE);
-        assert_eq!(no_tools["skills"], json!([]));
+        assert_eq!(
+            no_tools["skills"],
+            json!([{"id": "invoice-classifier", "name": "invoice-classifier",
+                    "description": "Forgebench agent invoice-classifier", "tags": [AGENT_SKILL_TAG]}]),
+            "an agent without tools has one skill, itself: A2A 1.0 requires at least one"
+        );
         let untagged = [Tool {
             name: "lookup".into(),
             description: String::new(),
@@ -491,7 +506,7 @@ mod tests {
             card["skills"],
             json!([{"id": "lookup", "name": "lookup", "description": "Tool lookup", "tags": [DEFAULT_SKILL_TAG]}])
         );
-        // Apart from those two deliberate empties, a card carries no empty value.
+        // Apart from the security requirement's scopes, a card carries no empty value.
         fn check(value: &Value) {
             match value {
                 Value::String(text) => assert!(!text.is_empty()),
@@ -509,7 +524,6 @@ mod tests {
         }
         let scoped = json!([{"schemes": {SECURITY_SCHEME: {"list": ["x"]}}}]);
         let mut rest = no_tools.clone();
-        rest.as_object_mut().unwrap().remove("skills");
         rest["securityRequirements"] = scoped.clone();
         check(&rest);
         let mut card = card;
@@ -529,10 +543,9 @@ mod tests {
         assert_eq!(form, expected);
         assert_eq!(form["capabilities"]["streaming"], true);
 
-        // `skills: []` is on the card but not in the form.
+        // The skill of an agent without tools is in the form like any other.
         let bare = super::card(&agent(None), &[], BASE);
-        assert!(a2a_form(&bare).get("skills").is_none());
-        assert_eq!(bare["skills"], json!([]));
+        assert_eq!(a2a_form(&bare)["skills"], bare["skills"]);
 
         // Unknown members are dropped at every level, as are `signatures` and values of a type
         // the schema does not have; known but optional fields stay.

@@ -158,8 +158,11 @@ async fn skills_follow_tool_grants_and_revokes_on_the_next_read() {
     let pair = app.pair().await;
     let admin = &pair.tenant.admin_key;
     let card_path = format!("/v1/agents/{}/.well-known/agent-card.json", pair.callee.id);
-    // No tools: `skills` is there, and empty.
-    assert_eq!(app.get(&card_path, admin).await.body["skills"], json!([]));
+    // No tools: one skill, the agent itself (A2A 1.0 requires at least one).
+    let bare = app.get(&card_path, admin).await.body;
+    assert_eq!(bare["skills"].as_array().map(Vec::len), Some(1), "{bare}");
+    assert_eq!(bare["skills"][0]["id"], pair.callee.name);
+    assert_eq!(bare["skills"][0]["tags"], json!(["agent"]));
     let put = app
         .send(
             "PUT",
@@ -805,8 +808,8 @@ async fn the_a2a_sdk_resolves_and_verifies_a_card_with_tools_and_one_without() {
     );
     assert_eq!(callee["missing_required_fields"], json!([]), "{callee}");
 
-    // An agent without tools, by name: the card says `"skills": []`; the SDK, whose schema cannot
-    // tell an empty list from a missing one, sees no skills and says so.
+    // An agent without tools, by name: its one skill is the agent itself, so the SDK finds every
+    // field it requires (with `"skills": []` it said "REQUIRED fields missing or empty: skills").
     let (verified, caller) = read_with_a2a_sdk(
         &app,
         "card",
@@ -816,15 +819,17 @@ async fn the_a2a_sdk_resolves_and_verifies_a_card_with_tools_and_one_without() {
     .await;
     assert!(verified, "{caller}");
     assert_a2a_view(&caller, &app.base, &pair.caller.id, key);
-    assert_eq!(caller["skills"], json!([]));
-    assert_eq!(caller["missing_required_fields"], json!(["skills"]));
+    let own_skill = json!([{"id": "billing-orchestrator", "name": "billing-orchestrator",
+        "description": "Forgebench agent billing-orchestrator", "tags": ["agent"]}]);
+    assert_eq!(caller["skills"], own_skill, "{caller}");
+    assert_eq!(caller["missing_required_fields"], json!([]), "{caller}");
     let raw = app
         .get(
             "/v1/agents/billing-orchestrator/.well-known/agent-card.json",
             key,
         )
         .await;
-    assert_eq!(raw.body["skills"], json!([]));
+    assert_eq!(raw.body["skills"], own_skill);
 
     // The same cards pass the plain RFC 8785 verifier too, by their other signature.
     let keys = jwks(&app, key).await;
