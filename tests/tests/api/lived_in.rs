@@ -199,3 +199,54 @@ async fn an_agents_trail_is_found_by_its_name_and_holds_its_bindings() {
     assert_eq!(unknown.status, 404, "{}", unknown.text);
     assert_eq!(unknown.body["detail"]["code"], "not_found");
 }
+
+/// What a filtered audit page costs in read units, against the unfiltered log: the filter
+/// reads the whole stretch it passes over once, and never more than its budget a page.
+#[tokio::test]
+async fn a_filtered_audit_page_reads_the_log_once_within_its_budget() {
+    use forgebench::store::{AuditSearch, AUDIT_READ_UNITS};
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    let unbound = app.create_agent(admin, "unbound").await;
+    let refused = app
+        .open_task(&pair.caller.key, &unbound.name, text_message("hi"), 0)
+        .await;
+    assert_eq!(refused.status, 403);
+    for index in 0..120 {
+        let text = format!("task {index}");
+        app.open_task(&pair.caller.key, &pair.callee.name, text_message(&text), 0)
+            .await;
+    }
+    let tenant_id = pair.tenant.id.as_str().into();
+    let search = |limit, outcome| AuditSearch {
+        tenant_id: &tenant_id,
+        after: None,
+        limit,
+        agent: None,
+        action: None,
+        outcome,
+        since: None,
+    };
+    let store = &app.app.store;
+    let whole = store.list_audit(&search(100, None)).await.unwrap();
+    let rest = store
+        .list_audit(&AuditSearch {
+            after: whole.next.as_deref(),
+            ..search(100, None)
+        })
+        .await
+        .unwrap();
+    let log_units = whole.read_units + rest.read_units;
+    let refusals = store.list_audit(&search(50, Some("refused"))).await.unwrap();
+    assert_eq!(refusals.entries.len(), 1);
+    assert!(refusals.next.is_none(), "the log's end is its end");
+    println!(
+        "audit log of {} entries: {log_units} read units unfiltered (two pages of 100), \
+         {} for the one page that finds its one refusal",
+        whole.entries.len() + rest.entries.len(),
+        refusals.read_units
+    );
+    assert!(refusals.read_units <= log_units, "a filter reads the log once");
+    assert!(refusals.read_units <= AUDIT_READ_UNITS);
+}

@@ -1,0 +1,988 @@
+//! The reference model of a history: two tenants of three agents each (two owned by the admin,
+//! one by a member), their bindings, agents' states and keys, the tenant's word search setting,
+//! and every task opened, with what each step should answer. It knows nothing of the gateway's
+//! ids: agents and tasks are numbered, and the system under test keeps the ids beside it.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use proptest::strategy::BoxedStrategy;
+use proptest_state_machine::ReferenceStateMachine;
+
+pub const TENANTS: usize = 2;
+pub const AGENTS: usize = 3;
+/// The agent the tenant's member owns (the others are the admin's).
+pub const MEMBERS_AGENT: usize = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Active,
+    Paused,
+    Retired,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::Paused => "paused",
+            Status::Retired => "retired",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum State {
+    Submitted,
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Canceled,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Submitted => "submitted",
+            State::Working => "working",
+            State::InputRequired => "input_required",
+            State::Completed => "completed",
+            State::Failed => "failed",
+            State::Canceled => "canceled",
+        }
+    }
+
+    pub fn a2a(self) -> &'static str {
+        match self {
+            State::Submitted => "TASK_STATE_SUBMITTED",
+            State::Working => "TASK_STATE_WORKING",
+            State::InputRequired => "TASK_STATE_INPUT_REQUIRED",
+            State::Completed => "TASK_STATE_COMPLETED",
+            State::Failed => "TASK_STATE_FAILED",
+            State::Canceled => "TASK_STATE_CANCELED",
+        }
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(self, State::Completed | State::Failed | State::Canceled)
+    }
+
+    pub const ALL: [State; 6] = [
+        State::Submitted,
+        State::Working,
+        State::InputRequired,
+        State::Completed,
+        State::Failed,
+        State::Canceled,
+    ];
+}
+
+/// How a task is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Rest,
+    JsonRpc,
+    HttpJson,
+}
+
+/// Who grants a binding: the admin (who speaks for every callee: approved at once) or the
+/// member who owns the caller (pending until the callee's side approves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Granter {
+    Admin,
+    Member,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Completed,
+    Failed,
+    Question,
+}
+
+/// Which tasks a search asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filter {
+    None,
+    State(State),
+    Agent(usize),
+    /// The one word only this task's opening message holds.
+    Word(usize),
+    /// The conversation this task opened.
+    Context(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Inbound,
+    Outbound,
+    Both,
+}
+
+/// One step of a history.
+#[derive(Debug, Clone)]
+pub enum Step {
+    Open {
+        tenant: usize,
+        caller: usize,
+        callee: usize,
+        via: Via,
+        /// A task whose call this open continues (`X-Parent-Call`).
+        parent: Option<usize>,
+    },
+    /// An open naming an agent of the other tenant, by id.
+    OpenAcross {
+        tenant: usize,
+        caller: usize,
+        other: usize,
+    },
+    Claim {
+        tenant: usize,
+        callee: usize,
+    },
+    Progress {
+        task: usize,
+    },
+    Result {
+        task: usize,
+        answer: Answer,
+    },
+    Reply {
+        task: usize,
+    },
+    Cancel {
+        task: usize,
+    },
+    Grant {
+        tenant: usize,
+        caller: usize,
+        callee: usize,
+        by: Granter,
+    },
+    Approve {
+        tenant: usize,
+        caller: usize,
+        callee: usize,
+    },
+    Revoke {
+        tenant: usize,
+        caller: usize,
+        callee: usize,
+    },
+    SetStatus {
+        tenant: usize,
+        agent: usize,
+        status: Status,
+    },
+    RotateKey {
+        tenant: usize,
+        agent: usize,
+    },
+    WordSearch {
+        tenant: usize,
+        on: bool,
+    },
+    // Reads, each held to the model.
+    ReadTask {
+        task: usize,
+    },
+    Search {
+        tenant: usize,
+        viewer: bool,
+        filter: Filter,
+    },
+    AgentSearch {
+        tenant: usize,
+        agent: usize,
+        direction: Direction,
+    },
+    ListTasks {
+        tenant: usize,
+        caller: usize,
+        callee: usize,
+    },
+    Audit {
+        tenant: usize,
+    },
+    CallTree {
+        task: usize,
+    },
+    Bindings {
+        tenant: usize,
+        agent: usize,
+    },
+    Cards {
+        tenant: usize,
+    },
+}
+
+impl Step {
+    pub fn is_read(&self) -> bool {
+        matches!(
+            self,
+            Step::ReadTask { .. }
+                | Step::Search { .. }
+                | Step::AgentSearch { .. }
+                | Step::ListTasks { .. }
+                | Step::Audit { .. }
+                | Step::CallTree { .. }
+                | Step::Bindings { .. }
+                | Step::Cards { .. }
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Binding {
+    pub approved: bool,
+    pub revoked: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Agent {
+    pub status: Status,
+    /// How many times its key was rotated.
+    pub rotations: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tenant {
+    pub agents: Vec<Agent>,
+    /// By (caller, callee).
+    pub bindings: BTreeMap<(usize, usize), Binding>,
+    pub word_search: bool,
+    /// Refused opens by (caller, target, reason): how many. The target is an agent of this
+    /// tenant, or `AGENTS + n` for agent n of the other tenant.
+    pub refusals: BTreeMap<(usize, usize, &'static str), u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub tenant: usize,
+    pub caller: usize,
+    pub callee: usize,
+    pub state: State,
+    /// On its callee's queue (a new task, or one its caller answered).
+    pub queued: bool,
+    pub parent: Option<usize>,
+    pub root: usize,
+    /// Its words were indexed (the tenant had word search on when it opened).
+    pub indexed: bool,
+}
+
+/// What the last step should have answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expect {
+    /// A read, or a step whose answer the system checks itself.
+    Read,
+    /// A new task, numbered.
+    Opened(usize),
+    /// The gate's one 403; the reason goes to the audit log.
+    Refused(&'static str),
+    /// The caller's key does not work: 403 for a paused agent, 401 for a retired one.
+    KeyRefused(u16),
+    /// A claim: the task it takes, or none (204).
+    Claimed(Option<usize>),
+    /// The task, now in this state.
+    Task(usize, State),
+    /// A plain status.
+    Status(u16),
+}
+
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub tenants: Vec<Tenant>,
+    pub tasks: Vec<Task>,
+    /// Each callee's queue, oldest first, by (tenant, callee).
+    pub queues: BTreeMap<(usize, usize), Vec<usize>>,
+    pub expect: Expect,
+}
+
+impl Model {
+    pub fn new() -> Model {
+        let tenant = Tenant {
+            agents: vec![
+                Agent {
+                    status: Status::Active,
+                    rotations: 0
+                };
+                AGENTS
+            ],
+            bindings: BTreeMap::new(),
+            word_search: true,
+            refusals: BTreeMap::new(),
+        };
+        Model {
+            tenants: vec![tenant; TENANTS],
+            tasks: Vec::new(),
+            queues: BTreeMap::new(),
+            expect: Expect::Read,
+        }
+    }
+
+    pub fn agent(&self, tenant: usize, agent: usize) -> &Agent {
+        &self.tenants[tenant].agents[agent]
+    }
+
+    /// The answer a key of `agent` gets before anything else: `None` while it is active.
+    fn key_refusal(&self, tenant: usize, agent: usize) -> Option<Expect> {
+        match self.agent(tenant, agent).status {
+            Status::Active => None,
+            Status::Paused => Some(Expect::KeyRefused(403)),
+            Status::Retired => Some(Expect::KeyRefused(401)),
+        }
+    }
+
+    /// Whether the task a claim of `callee` takes is known: a claim takes one of the oldest
+    /// queued tasks, not always the oldest (docs/design.md, "The claim"), so a history claims
+    /// only where at most one task waits.
+    pub fn claim_is_certain(&self, tenant: usize, callee: usize) -> bool {
+        self.queues.get(&(tenant, callee)).map_or(0, Vec::len) <= 1
+    }
+
+    /// The status a key of `agent` is refused with, while it is not active.
+    pub fn key_refusal_of(&self, tenant: usize, agent: usize) -> Option<u16> {
+        match self.key_refusal(tenant, agent) {
+            Some(Expect::KeyRefused(status)) => Some(status),
+            _ => None,
+        }
+    }
+
+    /// Why the gate refuses `caller` → `callee` now, as `domain::binding::admit` decides.
+    fn refusal(&self, tenant: usize, caller: usize, callee: usize) -> Option<&'static str> {
+        let binding = self.tenants[tenant].bindings.get(&(caller, callee));
+        match binding {
+            None => return Some("no_binding"),
+            Some(binding) if binding.revoked => return Some("binding_revoked"),
+            Some(binding) if !binding.approved => return Some("binding_pending"),
+            Some(_) => {}
+        }
+        match self.agent(tenant, callee).status {
+            Status::Active => None,
+            Status::Paused => Some("callee_paused"),
+            Status::Retired => Some("callee_retired"),
+        }
+    }
+
+    /// The tasks of `tenant`, newest first.
+    pub fn tasks_of(&self, tenant: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.tasks.len())
+            .rev()
+            .filter(move |index| self.tasks[*index].tenant == tenant)
+    }
+
+    fn dequeue(&mut self, task: usize) {
+        let Task { tenant, callee, .. } = self.tasks[task];
+        if let Some(queue) = self.queues.get_mut(&(tenant, callee)) {
+            queue.retain(|queued| *queued != task);
+        }
+        self.tasks[task].queued = false;
+    }
+
+    fn enqueue(&mut self, task: usize) {
+        let Task { tenant, callee, .. } = self.tasks[task];
+        self.queues.entry((tenant, callee)).or_default().push(task);
+        self.tasks[task].queued = true;
+    }
+
+    fn open(
+        &mut self,
+        tenant: usize,
+        caller: usize,
+        callee: usize,
+        parent: Option<usize>,
+    ) -> Expect {
+        if let Some(refused) = self.key_refusal(tenant, caller) {
+            return refused;
+        }
+        if let Some(reason) = self.refusal(tenant, caller, callee) {
+            *self.tenants[tenant]
+                .refusals
+                .entry((caller, callee, reason))
+                .or_default() += 1;
+            return Expect::Refused(reason);
+        }
+        let index = self.tasks.len();
+        let root = parent.map_or(index, |parent| self.tasks[parent].root);
+        self.tasks.push(Task {
+            tenant,
+            caller,
+            callee,
+            state: State::Submitted,
+            queued: false,
+            parent,
+            root,
+            indexed: self.tenants[tenant].word_search,
+        });
+        self.enqueue(index);
+        Expect::Opened(index)
+    }
+
+    fn claim(&mut self, tenant: usize, callee: usize) -> Expect {
+        if let Some(refused) = self.key_refusal(tenant, callee) {
+            return refused;
+        }
+        let next = self
+            .queues
+            .get(&(tenant, callee))
+            .and_then(|queue| queue.first().copied());
+        if let Some(task) = next {
+            self.dequeue(task);
+            self.tasks[task].state = State::Working;
+        }
+        Expect::Claimed(next)
+    }
+
+    /// A callee's write on a task it holds (`working`, claimed): `change` applied, or the 409.
+    fn held(&mut self, task: usize, change: impl FnOnce(&mut Model)) -> Expect {
+        let Task {
+            tenant,
+            callee,
+            state,
+            ..
+        } = self.tasks[task];
+        if let Some(refused) = self.key_refusal(tenant, callee) {
+            return refused;
+        }
+        if state != State::Working {
+            return Expect::Status(409);
+        }
+        change(self);
+        Expect::Task(task, self.tasks[task].state)
+    }
+
+    fn reply(&mut self, task: usize) -> Expect {
+        let Task {
+            tenant,
+            caller,
+            callee,
+            state,
+            ..
+        } = self.tasks[task];
+        if let Some(refused) = self.key_refusal(tenant, caller) {
+            return refused;
+        }
+        if state != State::InputRequired {
+            return Expect::Status(409);
+        }
+        if let Some(reason) = self.refusal(tenant, caller, callee) {
+            return Expect::Refused(reason);
+        }
+        self.tasks[task].state = State::Working;
+        self.enqueue(task);
+        Expect::Task(task, State::Working)
+    }
+
+    fn cancel(&mut self, task: usize) -> Expect {
+        let Task {
+            tenant,
+            caller,
+            state,
+            ..
+        } = self.tasks[task];
+        if let Some(refused) = self.key_refusal(tenant, caller) {
+            return refused;
+        }
+        if !state.is_final() {
+            self.dequeue(task);
+            self.tasks[task].state = State::Canceled;
+        }
+        Expect::Task(task, self.tasks[task].state)
+    }
+
+    fn grant(&mut self, tenant: usize, caller: usize, callee: usize, by: Granter) -> Expect {
+        let approve_now = by == Granter::Admin || callee == MEMBERS_AGENT;
+        let bindings = &mut self.tenants[tenant].bindings;
+        match bindings.get_mut(&(caller, callee)) {
+            None => {
+                bindings.insert(
+                    (caller, callee),
+                    Binding {
+                        approved: approve_now,
+                        revoked: false,
+                    },
+                );
+            }
+            Some(binding) if binding.revoked => {
+                binding.revoked = false;
+                binding.approved = approve_now;
+            }
+            Some(binding) if !binding.approved && approve_now => binding.approved = true,
+            Some(_) => {}
+        }
+        Expect::Status(200)
+    }
+
+    fn set_status(&mut self, tenant: usize, agent: usize, status: Status) -> Expect {
+        let current = &mut self.tenants[tenant].agents[agent].status;
+        if *current == Status::Retired && status != Status::Retired {
+            return Expect::Status(409);
+        }
+        *current = status;
+        Expect::Status(200)
+    }
+}
+
+fn select<T: Clone + std::fmt::Debug + 'static>(items: Vec<T>) -> BoxedStrategy<T> {
+    proptest::sample::select(items).boxed()
+}
+
+fn pair() -> BoxedStrategy<(usize, usize, usize)> {
+    (0..TENANTS, 0..AGENTS, 1..AGENTS)
+        .prop_map(|(tenant, caller, offset)| (tenant, caller, (caller + offset) % AGENTS))
+        .boxed()
+}
+
+fn via() -> BoxedStrategy<Via> {
+    select(vec![Via::Rest, Via::JsonRpc, Via::HttpJson])
+}
+
+/// The steps a history may take next from `state`, weighted; each drawn among the tasks,
+/// bindings and agents it can apply to, so generation rejects nothing.
+fn steps(state: &Model) -> BoxedStrategy<Step> {
+    let mut arms: Vec<(u32, BoxedStrategy<Step>)> = vec![
+        (
+            10,
+            (pair(), via())
+                .prop_map(|((tenant, caller, callee), via)| Step::Open {
+                    tenant,
+                    caller,
+                    callee,
+                    via,
+                    parent: None,
+                })
+                .boxed(),
+        ),
+        (
+            1,
+            (0..TENANTS, 0..AGENTS, 0..AGENTS)
+                .prop_map(|(tenant, caller, other)| Step::OpenAcross {
+                    tenant,
+                    caller,
+                    other,
+                })
+                .boxed(),
+        ),
+        (
+            3,
+            pair()
+                .prop_map(|(tenant, caller, callee)| Step::Grant {
+                    tenant,
+                    caller,
+                    callee,
+                    by: Granter::Admin,
+                })
+                .boxed(),
+        ),
+        (
+            2,
+            (0..TENANTS, 0..MEMBERS_AGENT)
+                .prop_map(|(tenant, callee)| Step::Grant {
+                    tenant,
+                    caller: MEMBERS_AGENT,
+                    callee,
+                    by: Granter::Member,
+                })
+                .boxed(),
+        ),
+        (
+            3,
+            (
+                0..TENANTS,
+                0..AGENTS,
+                select(vec![
+                    Status::Active,
+                    Status::Active,
+                    Status::Paused,
+                    Status::Retired,
+                ]),
+            )
+                .prop_map(|(tenant, agent, status)| Step::SetStatus {
+                    tenant,
+                    agent,
+                    status,
+                })
+                .boxed(),
+        ),
+        (
+            1,
+            (0..TENANTS, any::<bool>())
+                .prop_map(|(tenant, on)| Step::WordSearch { tenant, on })
+                .boxed(),
+        ),
+        (
+            3,
+            (
+                0..TENANTS,
+                any::<bool>(),
+                prop_oneof![
+                    Just(Filter::None),
+                    select(State::ALL.to_vec()).prop_map(Filter::State),
+                    (0..AGENTS).prop_map(Filter::Agent),
+                ],
+            )
+                .prop_map(|(tenant, viewer, filter)| Step::Search {
+                    tenant,
+                    viewer,
+                    filter,
+                })
+                .boxed(),
+        ),
+        (
+            2,
+            (
+                0..TENANTS,
+                0..AGENTS,
+                select(vec![
+                    Direction::Inbound,
+                    Direction::Outbound,
+                    Direction::Both,
+                ]),
+            )
+                .prop_map(|(tenant, agent, direction)| Step::AgentSearch {
+                    tenant,
+                    agent,
+                    direction,
+                })
+                .boxed(),
+        ),
+        (
+            1,
+            pair()
+                .prop_map(|(tenant, caller, callee)| Step::ListTasks {
+                    tenant,
+                    caller,
+                    callee,
+                })
+                .boxed(),
+        ),
+        (
+            1,
+            (0..TENANTS)
+                .prop_map(|tenant| Step::Audit { tenant })
+                .boxed(),
+        ),
+        (
+            1,
+            (0..TENANTS, 0..AGENTS)
+                .prop_map(|(tenant, agent)| Step::Bindings { tenant, agent })
+                .boxed(),
+        ),
+        (
+            1,
+            (0..TENANTS)
+                .prop_map(|tenant| Step::Cards { tenant })
+                .boxed(),
+        ),
+    ];
+    let claimable: Vec<(usize, usize)> = (0..TENANTS)
+        .flat_map(|tenant| (0..AGENTS).map(move |callee| (tenant, callee)))
+        .filter(|&(tenant, callee)| state.claim_is_certain(tenant, callee))
+        .collect();
+    if !claimable.is_empty() {
+        arms.push((
+            8,
+            select(claimable)
+                .prop_map(|(tenant, callee)| Step::Claim { tenant, callee })
+                .boxed(),
+        ));
+    }
+    let bindings: Vec<(usize, usize, usize, bool)> = (0..TENANTS)
+        .flat_map(|tenant| {
+            state.tenants[tenant]
+                .bindings
+                .iter()
+                .map(move |(&(caller, callee), binding)| (tenant, caller, callee, binding.revoked))
+        })
+        .collect();
+    let live: Vec<(usize, usize, usize)> = bindings
+        .iter()
+        .filter(|binding| !binding.3)
+        .map(|&(tenant, caller, callee, _)| (tenant, caller, callee))
+        .collect();
+    if !live.is_empty() {
+        arms.push((
+            2,
+            select(live)
+                .prop_map(|(tenant, caller, callee)| Step::Approve {
+                    tenant,
+                    caller,
+                    callee,
+                })
+                .boxed(),
+        ));
+    }
+    if !bindings.is_empty() {
+        let pairs = bindings
+            .iter()
+            .map(|&(tenant, caller, callee, _)| (tenant, caller, callee))
+            .collect();
+        arms.push((
+            2,
+            select(pairs)
+                .prop_map(|(tenant, caller, callee)| Step::Revoke {
+                    tenant,
+                    caller,
+                    callee,
+                })
+                .boxed(),
+        ));
+    }
+    let active: Vec<(usize, usize)> = (0..TENANTS)
+        .flat_map(|tenant| (0..AGENTS).map(move |agent| (tenant, agent)))
+        .filter(|&(tenant, agent)| state.agent(tenant, agent).status == Status::Active)
+        .collect();
+    if !active.is_empty() {
+        arms.push((
+            1,
+            select(active)
+                .prop_map(|(tenant, agent)| Step::RotateKey { tenant, agent })
+                .boxed(),
+        ));
+    }
+    let tasks = state.tasks.len();
+    if tasks > 0 {
+        let task = || (0..tasks).boxed();
+        let held: Vec<usize> = (0..tasks).filter(|task| is_held(state, *task)).collect();
+        if !held.is_empty() {
+            arms.push((
+                3,
+                select(held.clone())
+                    .prop_map(|task| Step::Progress { task })
+                    .boxed(),
+            ));
+            arms.push((
+                9,
+                (
+                    select(held),
+                    select(vec![Answer::Completed, Answer::Failed, Answer::Question]),
+                )
+                    .prop_map(|(task, answer)| Step::Result { task, answer })
+                    .boxed(),
+            ));
+        }
+        let not_held: Vec<usize> = (0..tasks)
+            .filter(|task| !is_held(state, *task) && !is_requeued(state, *task))
+            .collect();
+        if !not_held.is_empty() {
+            arms.push((
+                1,
+                select(not_held)
+                    .prop_map(|task| Step::Result {
+                        task,
+                        answer: Answer::Completed,
+                    })
+                    .boxed(),
+            ));
+        }
+        let asking: Vec<usize> = (0..tasks)
+            .filter(|task| state.tasks[*task].state == State::InputRequired)
+            .collect();
+        if !asking.is_empty() {
+            arms.push((
+                4,
+                select(asking).prop_map(|task| Step::Reply { task }).boxed(),
+            ));
+        }
+        arms.push((1, task().prop_map(|task| Step::Reply { task }).boxed()));
+        arms.push((2, task().prop_map(|task| Step::Cancel { task }).boxed()));
+        arms.push((2, task().prop_map(|task| Step::ReadTask { task }).boxed()));
+        arms.push((1, task().prop_map(|task| Step::CallTree { task }).boxed()));
+        let parents: Vec<(usize, usize, usize)> = (0..tasks)
+            .map(|task| (task, state.tasks[task].tenant, state.tasks[task].callee))
+            .collect();
+        arms.push((
+            4,
+            (select(parents), 1..AGENTS, via())
+                .prop_map(|((parent, tenant, caller), offset, via)| Step::Open {
+                    tenant,
+                    caller,
+                    callee: (caller + offset) % AGENTS,
+                    via,
+                    parent: Some(parent),
+                })
+                .boxed(),
+        ));
+        let words: Vec<(usize, usize)> = (0..tasks)
+            .map(|task| (task, state.tasks[task].tenant))
+            .collect();
+        arms.push((
+            2,
+            (select(words), 0..4usize)
+                .prop_map(|((task, tenant), kind)| Step::Search {
+                    tenant,
+                    viewer: kind == 3,
+                    filter: match kind {
+                        0 | 3 => Filter::Word(task),
+                        _ => Filter::Context(task),
+                    },
+                })
+                .boxed(),
+        ));
+    }
+    proptest::strategy::Union::new_weighted(arms).boxed()
+}
+
+/// A task its callee holds: claimed and `working`.
+fn is_held(state: &Model, task: usize) -> bool {
+    state.tasks[task].state == State::Working && !state.tasks[task].queued
+}
+
+/// A task waiting on its callee's queue again, `working`, after its caller's answer.
+fn is_requeued(state: &Model, task: usize) -> bool {
+    state.tasks[task].state == State::Working && state.tasks[task].queued
+}
+
+pub struct Reference;
+
+impl ReferenceStateMachine for Reference {
+    type State = Model;
+    type Transition = Step;
+
+    fn init_state() -> BoxedStrategy<Model> {
+        Just(Model::new()).boxed()
+    }
+
+    fn transitions(state: &Model) -> BoxedStrategy<Step> {
+        steps(state)
+    }
+
+    fn preconditions(state: &Model, step: &Step) -> bool {
+        let task_exists = |task: &usize| *task < state.tasks.len();
+        match step {
+            Step::Open {
+                tenant,
+                caller,
+                callee,
+                parent,
+                ..
+            } => {
+                caller != callee
+                    && parent.is_none_or(|parent| {
+                        task_exists(&parent)
+                            && state.tasks[parent].tenant == *tenant
+                            && state.tasks[parent].callee == *caller
+                    })
+            }
+            // A callee's writes on a task it holds, or (for a result) on one it does not, which
+            // is the seed's 409; not on a task waiting on the queue again after its caller's
+            // answer, which no callee holds.
+            Step::Progress { task } => task_exists(task) && is_held(state, *task),
+            Step::Result { task, .. } => task_exists(task) && !is_requeued(state, *task),
+            Step::Reply { task }
+            | Step::Cancel { task }
+            | Step::ReadTask { task }
+            | Step::CallTree { task } => task_exists(task),
+            Step::Search {
+                tenant,
+                filter: Filter::Word(task) | Filter::Context(task),
+                ..
+            } => task_exists(task) && state.tasks[*task].tenant == *tenant,
+            Step::Grant {
+                by: Granter::Member,
+                caller,
+                ..
+            } => *caller == MEMBERS_AGENT,
+            Step::Approve {
+                tenant,
+                caller,
+                callee,
+            } => state.tenants[*tenant]
+                .bindings
+                .get(&(*caller, *callee))
+                .is_some_and(|binding| !binding.revoked),
+            Step::Revoke {
+                tenant,
+                caller,
+                callee,
+            } => state.tenants[*tenant]
+                .bindings
+                .contains_key(&(*caller, *callee)),
+            Step::RotateKey { tenant, agent } => {
+                state.agent(*tenant, *agent).status == Status::Active
+            }
+            Step::Claim { tenant, callee } => state.claim_is_certain(*tenant, *callee),
+            Step::Grant { caller, callee, .. } => caller != callee,
+            _ => true,
+        }
+    }
+
+    fn apply(mut state: Model, step: &Step) -> Model {
+        state.expect = match *step {
+            Step::Open {
+                tenant,
+                caller,
+                callee,
+                parent,
+                ..
+            } => state.open(tenant, caller, callee, parent),
+            Step::OpenAcross {
+                tenant,
+                caller,
+                other,
+            } => match state.key_refusal(tenant, caller) {
+                Some(refused) => refused,
+                None => {
+                    *state.tenants[tenant]
+                        .refusals
+                        .entry((caller, AGENTS + other, "other_tenant"))
+                        .or_default() += 1;
+                    Expect::Refused("other_tenant")
+                }
+            },
+            Step::Claim { tenant, callee } => state.claim(tenant, callee),
+            Step::Progress { task } => state.held(task, |_| {}),
+            Step::Result { task, answer } => state.held(task, |model| {
+                model.tasks[task].state = match answer {
+                    Answer::Completed => State::Completed,
+                    Answer::Failed => State::Failed,
+                    Answer::Question => State::InputRequired,
+                }
+            }),
+            Step::Reply { task } => state.reply(task),
+            Step::Cancel { task } => state.cancel(task),
+            Step::Grant {
+                tenant,
+                caller,
+                callee,
+                by,
+            } => state.grant(tenant, caller, callee, by),
+            Step::Approve {
+                tenant,
+                caller,
+                callee,
+            } => {
+                if let Some(binding) = state.tenants[tenant].bindings.get_mut(&(caller, callee)) {
+                    binding.approved = true;
+                }
+                Expect::Status(200)
+            }
+            Step::Revoke {
+                tenant,
+                caller,
+                callee,
+            } => {
+                if let Some(binding) = state.tenants[tenant].bindings.get_mut(&(caller, callee)) {
+                    binding.revoked = true;
+                }
+                Expect::Status(200)
+            }
+            Step::SetStatus {
+                tenant,
+                agent,
+                status,
+            } => state.set_status(tenant, agent, status),
+            Step::RotateKey { tenant, agent } => {
+                state.tenants[tenant].agents[agent].rotations += 1;
+                Expect::Status(200)
+            }
+            Step::WordSearch { tenant, on } => {
+                state.tenants[tenant].word_search = on;
+                Expect::Status(200)
+            }
+            _ => Expect::Read,
+        };
+        state
+    }
+}
