@@ -1137,6 +1137,11 @@ impl Callee {
         self.received.lock().expect("log").clone()
     }
 
+    /// Forgets the requests received so far (a long run's receiver keeps no history).
+    pub fn forget(&self) {
+        self.received.lock().expect("log").clear();
+    }
+
     /// Waits until at least `count` requests arrived (or 15 s passed).
     pub async fn wait_for(&self, count: usize) -> Vec<Received> {
         for _ in 0..150 {

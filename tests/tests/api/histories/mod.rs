@@ -67,6 +67,13 @@ fn run_histories(label: &str, seed: u64, cases: u32) {
             Err(_) => "a disagreement (shrunk below)".to_owned(),
         }
     );
+    let by_step = run.by_step.lock().unwrap_or_else(|e| e.into_inner());
+    let kinds: Vec<String> = by_step
+        .iter()
+        .map(|(kind, (count, took))| format!("{kind} {count} ({} ms)", took.as_millis()))
+        .collect();
+    eprintln!("histories ({label}): steps by kind: {}", kinds.join(", "));
+    drop(by_step);
     if let Err(failure) = outcome {
         panic!("histories ({label}), seed {seed}: {failure}");
     }

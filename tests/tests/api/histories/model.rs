@@ -13,6 +13,8 @@ pub const TENANTS: usize = 2;
 pub const AGENTS: usize = 3;
 /// The agent the tenant's member owns (the others are the admin's).
 pub const MEMBERS_AGENT: usize = 2;
+/// The most push notification configs a task holds.
+pub const MAX_CONFIGS: usize = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -141,6 +143,31 @@ pub enum Step {
         tenant: usize,
         callee: usize,
     },
+    /// An open on a callee whose claim deadline is one second, claimed, then left past its
+    /// deadline: the task expires (failed).
+    OpenAndExpire {
+        tenant: usize,
+        caller: usize,
+        callee: usize,
+    },
+    /// The agent's push endpoint set (to the run's receiver, which answers `completed`) or
+    /// cleared.
+    SetEndpoint {
+        tenant: usize,
+        agent: usize,
+        on: bool,
+    },
+    /// An A2A push notification config of the task's caller: created, or replaced (the same id)
+    /// with another token.
+    PutConfig {
+        task: usize,
+        config: u8,
+        token: u8,
+    },
+    DeleteConfig {
+        task: usize,
+        config: u8,
+    },
     Progress {
         task: usize,
     },
@@ -215,6 +242,9 @@ pub enum Step {
     Cards {
         tenant: usize,
     },
+    ListConfigs {
+        task: usize,
+    },
 }
 
 impl Step {
@@ -229,6 +259,7 @@ impl Step {
                 | Step::CallTree { .. }
                 | Step::Bindings { .. }
                 | Step::Cards { .. }
+                | Step::ListConfigs { .. }
         )
     }
 }
@@ -242,6 +273,8 @@ pub struct Binding {
 #[derive(Debug, Clone)]
 pub struct Agent {
     pub status: Status,
+    /// Tasks opened on it are pushed to the run's receiver.
+    pub push: bool,
     /// How many times its key was rotated.
     pub rotations: usize,
 }
@@ -269,6 +302,9 @@ pub struct Task {
     pub root: usize,
     /// Its words were indexed (the tenant had word search on when it opened).
     pub indexed: bool,
+    pub push: bool,
+    /// Its caller's push notification configs: id → token.
+    pub configs: BTreeMap<u8, u8>,
 }
 
 /// What the last step should have answered.
@@ -305,6 +341,7 @@ impl Model {
             agents: vec![
                 Agent {
                     status: Status::Active,
+                    push: false,
                     rotations: 0
                 };
                 AGENTS
@@ -339,6 +376,17 @@ impl Model {
     /// only where at most one task waits.
     pub fn claim_is_certain(&self, tenant: usize, callee: usize) -> bool {
         self.queues.get(&(tenant, callee)).map_or(0, Vec::len) <= 1
+    }
+
+    /// Whether an open of `caller` on `callee` would be admitted and be the one task its
+    /// callee's claim takes (a pull callee with nothing queued), so that it can expire.
+    pub fn may_expire(&self, tenant: usize, caller: usize, callee: usize) -> bool {
+        caller != callee
+            && self.key_refusal(tenant, caller).is_none()
+            && self.key_refusal(tenant, callee).is_none()
+            && self.refusal(tenant, caller, callee).is_none()
+            && !self.agent(tenant, callee).push
+            && self.queues.get(&(tenant, callee)).is_none_or(Vec::is_empty)
     }
 
     /// The status a key of `agent` is refused with, while it is not active.
@@ -414,8 +462,15 @@ impl Model {
             parent,
             root,
             indexed: self.tenants[tenant].word_search,
+            push: self.agent(tenant, callee).push,
+            configs: BTreeMap::new(),
         });
-        self.enqueue(index);
+        if self.tasks[index].push {
+            // The receiver answers at once, and the step waits for its answer.
+            self.tasks[index].state = State::Completed;
+        } else {
+            self.enqueue(index);
+        }
         Expect::Opened(index)
     }
 
@@ -491,6 +546,39 @@ impl Model {
         Expect::Task(task, self.tasks[task].state)
     }
 
+    /// An open whose claim deadline passes: opened, claimed, failed.
+    fn open_and_expire(&mut self, tenant: usize, caller: usize, callee: usize) -> Expect {
+        let expect = self.open(tenant, caller, callee, None);
+        if let Expect::Opened(task) = expect {
+            self.dequeue(task);
+            self.tasks[task].state = State::Failed;
+        }
+        expect
+    }
+
+    fn put_config(&mut self, task: usize, config: u8, token: u8) -> Expect {
+        let Task { tenant, caller, .. } = self.tasks[task];
+        if let Some(refused) = self.key_refusal(tenant, caller) {
+            return refused;
+        }
+        let configs = &mut self.tasks[task].configs;
+        if !configs.contains_key(&config) && configs.len() >= MAX_CONFIGS {
+            return Expect::Status(400);
+        }
+        configs.insert(config, token);
+        Expect::Status(200)
+    }
+
+    fn delete_config(&mut self, task: usize, config: u8) -> Expect {
+        let Task { tenant, caller, .. } = self.tasks[task];
+        if let Some(refused) = self.key_refusal(tenant, caller) {
+            return refused;
+        }
+        // Deleting a config that is already gone succeeds (docs/a2a.md).
+        self.tasks[task].configs.remove(&config);
+        Expect::Status(200)
+    }
+
     fn grant(&mut self, tenant: usize, caller: usize, callee: usize, by: Granter) -> Expect {
         let approve_now = by == Granter::Admin || callee == MEMBERS_AGENT;
         let bindings = &mut self.tenants[tenant].bindings;
@@ -543,7 +631,7 @@ fn via() -> BoxedStrategy<Via> {
 fn steps(state: &Model) -> BoxedStrategy<Step> {
     let mut arms: Vec<(u32, BoxedStrategy<Step>)> = vec![
         (
-            10,
+            5,
             (pair(), via())
                 .prop_map(|((tenant, caller, callee), via)| Step::Open {
                     tenant,
@@ -609,6 +697,12 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
             1,
             (0..TENANTS, any::<bool>())
                 .prop_map(|(tenant, on)| Step::WordSearch { tenant, on })
+                .boxed(),
+        ),
+        (
+            1,
+            (0..TENANTS, 0..AGENTS, any::<bool>())
+                .prop_map(|(tenant, agent, on)| Step::SetEndpoint { tenant, agent, on })
                 .boxed(),
         ),
         (
@@ -680,6 +774,24 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
         .flat_map(|tenant| (0..AGENTS).map(move |callee| (tenant, callee)))
         .filter(|&(tenant, callee)| state.claim_is_certain(tenant, callee))
         .collect();
+    // Expiries wait out a one-second deadline: only the first tenant's first agent's tasks
+    // expire, which keeps them a few a history.
+    let expirable: Vec<(usize, usize, usize)> = (1..AGENTS)
+        .map(|caller| (0, caller, 0))
+        .filter(|&(tenant, caller, callee)| state.may_expire(tenant, caller, callee))
+        .collect();
+    if !expirable.is_empty() {
+        arms.push((
+            1,
+            select(expirable)
+                .prop_map(|(tenant, caller, callee)| Step::OpenAndExpire {
+                    tenant,
+                    caller,
+                    callee,
+                })
+                .boxed(),
+        ));
+    }
     if !claimable.is_empty() {
         arms.push((
             8,
@@ -696,6 +808,31 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
                 .map(move |(&(caller, callee), binding)| (tenant, caller, callee, binding.revoked))
         })
         .collect();
+    // Most opens go over a binding that admits them, so tasks live long enough to be claimed,
+    // asked, answered and canceled; the opens drawn at random above meet the refusals.
+    let admitted: Vec<(usize, usize, usize)> = (0..TENANTS)
+        .flat_map(|tenant| {
+            state.tenants[tenant]
+                .bindings
+                .iter()
+                .filter(|(_, binding)| binding.approved && !binding.revoked)
+                .map(move |(&(caller, callee), _)| (tenant, caller, callee))
+        })
+        .collect();
+    if !admitted.is_empty() {
+        arms.push((
+            10,
+            (select(admitted), via())
+                .prop_map(|((tenant, caller, callee), via)| Step::Open {
+                    tenant,
+                    caller,
+                    callee,
+                    via,
+                    parent: None,
+                })
+                .boxed(),
+        ));
+    }
     let live: Vec<(usize, usize, usize)> = bindings
         .iter()
         .filter(|binding| !binding.3)
@@ -789,6 +926,27 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
         arms.push((2, task().prop_map(|task| Step::Cancel { task }).boxed()));
         arms.push((2, task().prop_map(|task| Step::ReadTask { task }).boxed()));
         arms.push((1, task().prop_map(|task| Step::CallTree { task }).boxed()));
+        let config = (task(), 0..6u8, 0..3u8);
+        arms.push((
+            2,
+            config
+                .prop_map(|(task, config, token)| Step::PutConfig {
+                    task,
+                    config,
+                    token,
+                })
+                .boxed(),
+        ));
+        arms.push((
+            1,
+            (task(), 0..6u8)
+                .prop_map(|(task, config)| Step::DeleteConfig { task, config })
+                .boxed(),
+        ));
+        arms.push((
+            1,
+            task().prop_map(|task| Step::ListConfigs { task }).boxed(),
+        ));
         let parents: Vec<(usize, usize, usize)> = (0..tasks)
             .map(|task| (task, state.tasks[task].tenant, state.tasks[task].callee))
             .collect();
@@ -903,6 +1061,14 @@ impl ReferenceStateMachine for Reference {
                 state.agent(*tenant, *agent).status == Status::Active
             }
             Step::Claim { tenant, callee } => state.claim_is_certain(*tenant, *callee),
+            Step::OpenAndExpire {
+                tenant,
+                caller,
+                callee,
+            } => state.may_expire(*tenant, *caller, *callee),
+            Step::PutConfig { task, .. }
+            | Step::DeleteConfig { task, .. }
+            | Step::ListConfigs { task } => task_exists(task),
             Step::Grant { caller, callee, .. } => caller != callee,
             _ => true,
         }
@@ -932,6 +1098,21 @@ impl ReferenceStateMachine for Reference {
                 }
             },
             Step::Claim { tenant, callee } => state.claim(tenant, callee),
+            Step::OpenAndExpire {
+                tenant,
+                caller,
+                callee,
+            } => state.open_and_expire(tenant, caller, callee),
+            Step::SetEndpoint { tenant, agent, on } => {
+                state.tenants[tenant].agents[agent].push = on;
+                Expect::Status(200)
+            }
+            Step::PutConfig {
+                task,
+                config,
+                token,
+            } => state.put_config(task, config, token),
+            Step::DeleteConfig { task, config } => state.delete_config(task, config),
             Step::Progress { task } => state.held(task, |_| {}),
             Step::Result { task, answer } => state.held(task, |model| {
                 model.tasks[task].state = match answer {

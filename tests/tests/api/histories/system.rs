@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use forgebench_tests::{spawn_app_with, Options, Reply, TestApp};
+use forgebench_tests::{spawn_app_with, Callee, Options, Reply, TestApp};
 use proptest_state_machine::StateMachineTest;
 use serde_json::{json, Value};
 
@@ -19,12 +19,16 @@ use super::model::{
 pub struct Run {
     runtime: tokio::runtime::Runtime,
     app: TestApp,
+    /// Every push endpoint and notification config points here; it answers `completed`.
+    receiver: Callee,
     pub histories: AtomicUsize,
     pub steps: AtomicUsize,
     pub requests: AtomicUsize,
     pub server_errors: AtomicUsize,
     /// Tells the tasks of all histories apart in word search.
     words: AtomicUsize,
+    /// By kind of step: how many ran, and how long they took with their checks.
+    pub by_step: std::sync::Mutex<BTreeMap<String, (usize, std::time::Duration)>>,
 }
 
 pub fn run() -> &'static Run {
@@ -36,14 +40,19 @@ pub fn run() -> &'static Run {
             .build()
             .expect("runtime");
         let app = runtime.block_on(spawn_app_with(Options::local_push()));
+        let receiver = runtime.block_on(Callee::start(|_| {
+            forgebench_tests::Answer::json(200, json!({"state": "completed"}))
+        }));
         Run {
             runtime,
             app,
+            receiver,
             histories: AtomicUsize::new(0),
             steps: AtomicUsize::new(0),
             requests: AtomicUsize::new(0),
             server_errors: AtomicUsize::new(0),
             words: AtomicUsize::new(0),
+            by_step: std::sync::Mutex::new(BTreeMap::new()),
         }
     })
 }
@@ -264,20 +273,8 @@ impl World {
                         reply.status, reply.text
                     )
                 });
-                // Its call and conversation, as the admin reads the task.
-                let admin = &self.tenants[tenant].admin;
-                let read = self
-                    .run
-                    .get(format!("/v1/agents/{callee_id}/tasks/{id}"), admin);
-                expect_status(&read, 200, "the admin reads a task just opened");
-                assert_eq!(*index, self.tasks.len());
-                self.tasks.push(TaskIds {
-                    id: id.to_owned(),
-                    call_id: read.field("call_id"),
-                    context_id: read.field("context_id"),
-                    word,
-                });
-                self.check_task(model, *index, &read.body);
+                let id = id.to_owned();
+                self.opened(model, *index, &id, word);
             }
             Expect::Refused(_) => refused(&reply),
             Expect::KeyRefused(status) => key_refused(&reply, *status),
@@ -298,6 +295,60 @@ impl World {
             Expect::KeyRefused(status) => key_refused(&reply, status),
             ref other => panic!("an open across tenants expects {other:?}"),
         }
+    }
+
+    /// Task `index`, just opened as `id`: its call and conversation, as the admin reads the
+    /// task (once a push task's receiver has answered), kept beside the model's.
+    fn opened(&mut self, model: &Model, index: usize, id: &str, word: String) {
+        let task = &model.tasks[index];
+        let callee_id = &self.agent(task.tenant, task.callee).id;
+        let wait = if task.push { "?wait=10" } else { "" };
+        let read = self.run.get(
+            format!("/v1/agents/{callee_id}/tasks/{id}{wait}"),
+            &self.tenants[task.tenant].admin,
+        );
+        expect_status(&read, 200, "the admin reads a task just opened");
+        assert_eq!(index, self.tasks.len());
+        self.tasks.push(TaskIds {
+            id: id.to_owned(),
+            call_id: read.field("call_id"),
+            context_id: read.field("context_id"),
+            word,
+        });
+        self.check_task(model, index, &read.body);
+        let delivery = if task.push { "push" } else { "pull" };
+        assert_eq!(read.body["delivery"], delivery, "task {index}");
+    }
+
+    /// An open on a callee whose claim deadline is one second, claimed, then read past it.
+    fn open_and_expire(&mut self, model: &Model, tenant: usize, caller: usize, callee: usize) {
+        let Expect::Opened(index) = model.expect else {
+            panic!("an open to expire expects {:?}", model.expect);
+        };
+        let admin = self.tenants[tenant].admin.clone();
+        let callee_ids = self.agent(tenant, callee).clone();
+        let deadline = |seconds: u64| {
+            let path = format!("/v1/agents/{}", callee_ids.id);
+            let body = json!({"claim_timeout_seconds": seconds});
+            let reply = self.run.send(Call::new("PATCH", path, &admin).body(body));
+            expect_status(&reply, 200, "a claim deadline set");
+        };
+        deadline(1);
+        let word = format!("kw{}", self.run.words.fetch_add(1, Ordering::Relaxed));
+        let opened = self.run.post(
+            format!("/v1/agents/{}/tasks", callee_ids.id),
+            &self.agent(tenant, caller).key,
+            json!({"message": World::message(&word)}),
+        );
+        expect_status(&opened, 200, "an open to expire");
+        deadline(900);
+        let claimed = self
+            .run
+            .get("/v1/agents/me/tasks/next?wait=0".into(), &callee_ids.key);
+        expect_status(&claimed, 200, "the claim of a task to expire");
+        assert_eq!(claimed.field("id"), opened.field("id"));
+        std::thread::sleep(std::time::Duration::from_millis(1_100));
+        self.opened(model, index, &opened.field("id"), word);
     }
 
     /// The task as read against the model's: its state, agents and lineage.
@@ -446,6 +497,102 @@ fn key_refused(reply: &Reply, status: u16) {
 
 /// The management steps.
 impl World {
+    fn set_endpoint(&self, tenant: usize, agent: usize, on: bool) {
+        let ids = &self.tenants[tenant];
+        let url = on.then(|| self.run.receiver.url.clone());
+        let reply = self.run.send(
+            Call::new(
+                "PUT",
+                format!("/v1/agents/{}/endpoint", ids.agents[agent].id),
+                &ids.admin,
+            )
+            .body(json!({ "url": url })),
+        );
+        expect_status(&reply, 200, "an endpoint set or cleared");
+    }
+
+    /// A JSON-RPC call of a push notification config method, as the task's caller.
+    fn config_call(&self, model: &Model, index: usize, method: &str, params: Value) -> Reply {
+        let task = &model.tasks[index];
+        let call = Call::new(
+            "POST",
+            format!(
+                "/v1/agents/{}/a2a/jsonrpc",
+                self.agent(task.tenant, task.callee).id
+            ),
+            &self.agent(task.tenant, task.caller).key,
+        )
+        .header("a2a-version", "1.0".into())
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+        self.run.send(call)
+    }
+
+    fn put_config(&self, model: &Model, index: usize, config: u8, token: u8) {
+        let params = json!({"taskId": self.tasks[index].id, "id": format!("hook-{config}"),
+                            "url": self.run.receiver.url, "token": format!("tok-{token}")});
+        let reply = self.config_call(model, index, "CreateTaskPushNotificationConfig", params);
+        match model.expect {
+            Expect::Status(200) => {
+                let token = format!("tok-{token}");
+                assert_eq!(
+                    reply.body["result"]["token"],
+                    token.as_str(),
+                    "{}",
+                    reply.text
+                );
+            }
+            Expect::Status(_) => {
+                expect_status(&reply, 200, "a JSON-RPC error");
+                assert!(
+                    reply.body["error"].is_object(),
+                    "a sixth config: {}",
+                    reply.text
+                );
+            }
+            Expect::KeyRefused(status) => key_refused(&reply, status),
+            ref other => panic!("a config put expects {other:?}"),
+        }
+        self.list_configs(model, index);
+    }
+
+    fn delete_config(&self, model: &Model, index: usize, config: u8) {
+        let params = json!({"taskId": self.tasks[index].id, "id": format!("hook-{config}")});
+        let reply = self.config_call(model, index, "DeleteTaskPushNotificationConfig", params);
+        match model.expect {
+            Expect::Status(200) => assert!(reply.body.get("error").is_none(), "{}", reply.text),
+            Expect::Status(_) => assert!(reply.body["error"].is_object(), "{}", reply.text),
+            Expect::KeyRefused(status) => key_refused(&reply, status),
+            ref other => panic!("a config delete expects {other:?}"),
+        }
+        self.list_configs(model, index);
+    }
+
+    /// The task's configs, as its caller lists them: each id with its latest token.
+    fn list_configs(&self, model: &Model, index: usize) {
+        let task = &model.tasks[index];
+        let params = json!({"taskId": self.tasks[index].id});
+        let reply = self.config_call(model, index, "ListTaskPushNotificationConfigs", params);
+        if let Some(status) = model.key_refusal_of(task.tenant, task.caller) {
+            key_refused(&reply, status);
+            return;
+        }
+        let found: BTreeMap<String, String> = reply.body["result"]["configs"]
+            .as_array()
+            .unwrap_or_else(|| panic!("ListTaskPushNotificationConfigs: {}", reply.text))
+            .iter()
+            .map(|config| {
+                let id = config["id"].as_str().unwrap_or_default().to_owned();
+                (id, config["token"].as_str().unwrap_or_default().to_owned())
+            })
+            .collect();
+        let expected: BTreeMap<String, String> = task
+            .configs
+            .iter()
+            .map(|(config, token)| (format!("hook-{config}"), format!("tok-{token}")))
+            .collect();
+        assert_eq!(found, expected, "the configs of task {index}");
+    }
+
     fn grant(&mut self, tenant: usize, caller: usize, callee: usize, by: Granter) {
         let ids = &self.tenants[tenant];
         let key = match by {
@@ -840,6 +987,8 @@ fn tenant_of(model: &Model, step: &Step) -> usize {
         Step::Open { tenant, .. }
         | Step::OpenAcross { tenant, .. }
         | Step::Claim { tenant, .. }
+        | Step::OpenAndExpire { tenant, .. }
+        | Step::SetEndpoint { tenant, .. }
         | Step::Grant { tenant, .. }
         | Step::Approve { tenant, .. }
         | Step::Revoke { tenant, .. }
@@ -857,7 +1006,10 @@ fn tenant_of(model: &Model, step: &Step) -> usize {
         | Step::Reply { task }
         | Step::Cancel { task }
         | Step::ReadTask { task }
-        | Step::CallTree { task } => model.tasks[task].tenant,
+        | Step::CallTree { task }
+        | Step::PutConfig { task, .. }
+        | Step::DeleteConfig { task, .. }
+        | Step::ListConfigs { task } => model.tasks[task].tenant,
     }
 }
 
@@ -871,6 +1023,7 @@ impl StateMachineTest for Histories {
     fn init_test(_model: &Model) -> World {
         let run = run();
         run.histories.fetch_add(1, Ordering::Relaxed);
+        run.receiver.forget();
         World {
             run,
             tenants: (0..TENANTS).map(|_| new_tenant(run)).collect(),
@@ -880,6 +1033,11 @@ impl StateMachineTest for Histories {
 
     fn apply(mut world: World, model: &Model, step: Step) -> World {
         world.run.steps.fetch_add(1, Ordering::Relaxed);
+        let began = std::time::Instant::now();
+        let kind: String = format!("{step:?}")
+            .chars()
+            .take_while(char::is_ascii_alphabetic)
+            .collect();
         match step {
             Step::Open { .. } => world.open(model, &step),
             Step::OpenAcross {
@@ -941,10 +1099,28 @@ impl StateMachineTest for Histories {
             Step::CallTree { task } => world.call_tree(model, task),
             Step::Bindings { tenant, agent } => world.bindings(model, tenant, agent),
             Step::Cards { tenant } => world.cards(model, tenant),
+            Step::OpenAndExpire {
+                tenant,
+                caller,
+                callee,
+            } => world.open_and_expire(model, tenant, caller, callee),
+            Step::SetEndpoint { tenant, agent, on } => world.set_endpoint(tenant, agent, on),
+            Step::PutConfig {
+                task,
+                config,
+                token,
+            } => world.put_config(model, task, config, token),
+            Step::DeleteConfig { task, config } => world.delete_config(model, task, config),
+            Step::ListConfigs { task } => world.list_configs(model, task),
         }
         if !step.is_read() {
             world.tenant_page(model, tenant_of(model, &step));
         }
+        let mut by_step = world.run.by_step.lock().unwrap_or_else(|e| e.into_inner());
+        let tally = by_step.entry(kind).or_default();
+        tally.0 += 1;
+        tally.1 += began.elapsed();
+        drop(by_step);
         world
     }
 }
