@@ -377,10 +377,11 @@ pub async fn index_words(
     bodies: &Bodies,
     task_id: &TaskId,
 ) -> Result<(), IndexError> {
-    let (tasks, _) = store.get_tasks(std::slice::from_ref(task_id)).await?;
-    if let Some(task) = tasks.get(task_id) {
-        store.restore_opened(task).await?;
-        post_all_words(store, bodies, task).await?;
+    // Read strictly: a task that cannot be decoded fails its repair, which the sweeper sets
+    // aside and tries again, rather than being taken for gone and its flag cleared.
+    if let Some(task) = store.get_task(task_id).await? {
+        store.restore_opened(&task).await?;
+        post_all_words(store, bodies, &task).await?;
     }
     store.clear_words_due(task_id).await?;
     Ok(())

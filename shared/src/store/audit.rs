@@ -312,6 +312,13 @@ impl Store {
     pub async fn list_audit(&self, search: &AuditSearch<'_>) -> Result<AuditPage, StoreError> {
         let partition = format!("AUDIT#{}", search.tenant_id);
         let mut page = AuditPage::default();
+        if let (Some(after), Some(since)) = (search.after, search.since) {
+            // The log pages newest first: past a cursor at or before `since` nothing is newer
+            // than `since`, and the store refuses a start outside the key's range.
+            if after <= since_bound(since).as_str() {
+                return Ok(page);
+            }
+        }
         let mut start = search.after.map(|after| key(partition.clone(), after));
         loop {
             let wanted = search.limit - page.entries.len();
@@ -363,10 +370,9 @@ impl Store {
             .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total)
             .set_exclusive_start_key(start);
         query = match search.since {
-            // A sort key is `{at}#{id}`, and `~` sorts after every id: past `since` itself.
             Some(since) => query
                 .key_condition_expression("pk = :pk AND sk > :since")
-                .expression_attribute_values(":since", s(format!("{since}#~"))),
+                .expression_attribute_values(":since", s(since_bound(since))),
             None => query.key_condition_expression("pk = :pk"),
         };
         let mut filters = Vec::new();
@@ -403,6 +409,12 @@ impl Store {
         }
         query.limit(i32::try_from(size).unwrap_or(i32::MAX))
     }
+}
+
+/// The lowest sort key past every entry at `since`: a sort key is `{at}#{id}`, and `~` sorts
+/// after every id.
+fn since_bound(since: &str) -> String {
+    format!("{since}#~")
 }
 
 /// Whether entries may follow a read that filled the page: it found `kept` items where the page

@@ -294,10 +294,13 @@ impl Store {
             .await
             .map_err(classify)?;
         let now = crate::domain::clock::unix_now();
-        let tasks = super::page::decoded(output.items(), "words due", Task::try_from)
-            .into_iter()
-            .filter(|task| task.expires_at.is_none_or(|at| at > now))
-            .collect();
+        let mut tasks = Vec::new();
+        for item in output.items() {
+            let task = Task::try_from(item)?;
+            if task.expires_at.is_none_or(|at| at > now) {
+                tasks.push(task);
+            }
+        }
         Ok((tasks, output.last_evaluated_key))
     }
 
