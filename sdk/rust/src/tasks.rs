@@ -115,7 +115,7 @@ pub struct TaskSearch {
     pub agent: Option<String>,
     pub state: Option<TaskState>,
     pub context_id: Option<String>,
-    /// 1–8 words, every one of which must be in the task.
+    /// Words, every one of which must be in the task (the first 8 distinct ones are read).
     pub q: Option<String>,
     /// RFC 3339: tasks whose latest change is strictly after it.
     pub since: Option<String>,

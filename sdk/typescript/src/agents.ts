@@ -101,7 +101,7 @@ export interface TaskSearch {
   state?: TaskState;
   /** One conversation's tasks. */
   contextId?: string;
-  /** 1 to 8 words, every one of which must be in the task. */
+  /** Words, every one of which must be in the task (the first 8 distinct ones are read). */
   q?: string;
   /** Only tasks changed after this moment (a `Date`, or RFC 3339 text). */
   since?: Date | string;

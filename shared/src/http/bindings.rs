@@ -87,7 +87,9 @@ fn callee_references(body: &Map<String, Value>) -> Result<Vec<&str>, ApiError> {
     }
 }
 
-/// The agent `reference` names in the granter's tenant, other than the caller itself.
+/// The agent `reference` names in the granter's tenant, other than the caller itself: naming the
+/// caller is a `409 conflict`, since whether a name or id is the caller's depends on the
+/// tenant's agents, not on the request's shape, which the API document allows.
 async fn grantable_callee(
     app: &App,
     principal: &TenantPrincipal,
@@ -101,9 +103,9 @@ async fn grantable_callee(
         .filter(|callee| callee.tenant_id == principal.tenant_id)
         .ok_or_else(|| ApiError::NotFound(format!("no agent {reference:?} in this tenant")))?;
     if callee.id == caller.id {
-        return Err(ApiError::InvalidRequest(
-            "an agent cannot be bound to itself".into(),
-        ));
+        return Err(ApiError::Conflict(format!(
+            "{reference:?} is the caller itself: an agent cannot be bound to itself"
+        )));
     }
     Ok(callee)
 }

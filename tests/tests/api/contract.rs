@@ -741,3 +741,103 @@ async fn input_modes_and_raw_bytes_of_the_documents_shape_are_taken_and_no_other
         assert_eq!(raw.is_match(bytes), taken, "{bytes:?}");
     }
 }
+
+/// Whether a grant names the caller itself depends on the tenant's agents (a callee is named by
+/// name or id), not on the request's shape, which the document allows: so it is a `409
+/// conflict` with the documented error body, as the document lists for the operation, never a
+/// `400`; and the grant is all or nothing, so the other callee named beside it is not bound.
+#[tokio::test]
+async fn binding_an_agent_to_itself_is_a_conflict_not_bad_input() {
+    let app = spawn_app().await;
+    let tenant = app.create_tenant().await;
+    let caller = app.create_agent(&tenant.admin_key, "looper").await;
+    let other = app.create_agent(&tenant.admin_key, "bystander").await;
+    let document = served_document(&app).await;
+    let grant = &document["paths"]["/v1/agents/{agent}/agents"]["post"];
+    assert!(
+        !grant["responses"]["409"].is_null(),
+        "GrantBindings documents its 409"
+    );
+    for callees in [
+        vec![caller.name.as_str()],
+        vec![caller.id.as_str()],
+        vec![other.name.as_str(), caller.name.as_str()],
+    ] {
+        let reply = app.grant(&tenant.admin_key, &caller.id, &callees).await;
+        assert_eq!(reply.status, 409, "{callees:?}: {}", reply.text);
+        assert_eq!(reply.body["detail"]["code"], "conflict", "{}", reply.text);
+        let message = reply.body["detail"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("itself"), "{message}");
+    }
+    let bindings = app
+        .get(
+            &format!("/v1/agents/{}/agents", caller.id),
+            &tenant.admin_key,
+        )
+        .await;
+    assert_eq!(bindings.status, 200, "{}", bindings.text);
+    assert_eq!(bindings.body["outbound"], json!([]), "nothing was written");
+}
+
+/// `q` is any string the document's pattern admits (a letter or a digit somewhere), however many
+/// words it holds: a search reads its first 8 distinct words (each one a read per candidate task,
+/// so a search's cost stays bounded) and not the words after them, so a query of more words is
+/// served, never refused; one without a word is the `400` the pattern says.
+#[tokio::test]
+async fn a_query_of_any_number_of_words_is_served_by_its_first_eight_distinct_words() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let document = served_document(&app).await;
+    let schema = &parameter(&document, "/v1/tasks", "get", "q")["schema"];
+    assert_eq!(
+        schema.as_object().map(|schema| schema.len()),
+        Some(2),
+        "only a type and a pattern: {schema}"
+    );
+    let pattern = pattern_of(&document, "/v1/tasks", "q");
+    let opened = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("alpha bravo charlie delta echo foxtrot golf hotel"),
+            0,
+        )
+        .await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let task = opened.field("id");
+    let search = |q: &str| {
+        assert!(pattern.is_match(q), "{q:?} is valid by the document");
+        let app = &app;
+        let key = pair.caller.key.clone();
+        let path = format!("/v1/tasks?q={}", q.replace(' ', "%20"));
+        async move { app.get(&path, &key).await }
+    };
+    let found = |reply: &forgebench_tests::Reply| -> Vec<String> {
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.body["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|item| item["id"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let eight = "alpha bravo charlie delta echo foxtrot golf hotel";
+    assert_eq!(found(&search(eight).await), [task.as_str()]);
+    // The ninth distinct word and those after it are not read: the task lacks them.
+    let more = format!("{eight} india juliett kilo lima mike november oscar papa");
+    assert_eq!(found(&search(&more).await), [task.as_str()]);
+    // One of the first eight missing from the task: not found.
+    let missing_early = "india alpha bravo charlie delta echo foxtrot golf hotel";
+    assert_eq!(found(&search(missing_early).await), Vec::<String>::new());
+    // Repeats, in any case, are one word each.
+    let repeated = format!("{eight} ALPHA Bravo alpha {eight} india");
+    assert_eq!(found(&search(&repeated).await), [task.as_str()]);
+    let none = app.get("/v1/tasks?q=--%20...", &pair.caller.key).await;
+    assert!(!pattern.is_match("-- ..."));
+    assert_eq!(none.status, 400, "{}", none.text);
+    assert_eq!(
+        none.body["detail"]["code"], "invalid_request",
+        "{}",
+        none.text
+    );
+}
