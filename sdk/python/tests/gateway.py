@@ -25,6 +25,7 @@ class Principal:
 
     def __init__(self, base_url: str, key: str) -> None:
         self.base_url = base_url
+        self.key = key
         self._http = httpx.Client(
             base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=60.0
         )

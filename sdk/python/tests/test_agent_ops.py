@@ -249,6 +249,33 @@ def test_search_filters_by_state_and_q_and_pages_every_task_once(pair: Pair) -> 
     assert sorted(t.id for t in by_name) == sorted(ids)
 
 
+def test_iter_task_pages_over_full_pages_yields_no_empty_page(pair: Pair) -> None:
+    # An admin naming no agent searches every task of the tenant, a walk of its audit log: the
+    # log holds more than the 15 opens, so the full third page still carries a next_cursor, which
+    # leads to an empty page.
+    ids = [
+        str(pair.caller.open(CALLEE_NAME, {"parts": [{"text": f"Invoice {n}"}]})["id"])
+        for n in range(15)
+    ]
+    with Forgebench(api_key=pair.admin.key, base_url=pair.base_url) as client:
+        whole = client.agents.search_tasks(limit=15)
+        pages = list(client.agents.iter_task_pages(limit=5))
+        every = list(client.agents.iter_tasks(limit=5))
+        none = list(client.agents.iter_task_pages(q="albatross"))
+
+    assert len(whole.tasks) == 15 and whole.next_cursor is not None  # the gateway's answer
+    assert [len(page.tasks) for page in pages] == [5, 5, 5]
+    assert sorted(t.id for page in pages for t in page.tasks) == sorted(ids)
+    assert sorted(t.id for t in every) == sorted(ids)
+    assert none == []
+
+    async def run() -> list[int]:
+        async with AsyncForgebench(api_key=pair.admin.key, base_url=pair.base_url) as client:
+            return [len(page.tasks) async for page in client.agents.iter_task_pages(limit=5)]
+
+    assert asyncio.run(run()) == [5, 5, 5]
+
+
 def test_the_callee_finds_its_inbound_tasks(pair: Pair) -> None:
     task_id = claimed(pair, "Invoice about herons")
     with callee_client(pair) as client:

@@ -552,6 +552,63 @@ def test_the_async_client_retries_and_raises_like_the_sync_one() -> None:
     assert third["message"]["message_id"] != first["message"]["message_id"]
 
 
+# -- task search pages -----------------------------------------------------------------------
+
+
+def search_pages(*sizes: int) -> Recorder:
+    """Pages of a search as the gateway may answer them: each full page carries a next_cursor,
+    the last one too (the gateway cannot tell it is the last), which leads to an empty page."""
+    pages = []
+    for number, size in enumerate(sizes):
+        items = [task_body(id=f"t-{number}-{n}") for n in range(size)]
+        cursor = None if number == len(sizes) - 1 else f"cursor-{number}"
+        pages.append(answer(200, {"items": items, "next_cursor": cursor}))
+    return Recorder(*pages)
+
+
+def test_iter_task_pages_yields_no_empty_page_after_a_full_last_one() -> None:
+    gateway = search_pages(5, 5, 5, 0)
+    with gateway.client() as client:
+        pages = list(client.agents.iter_task_pages(limit=5))
+    assert [len(page.tasks) for page in pages] == [5, 5, 5]
+    assert len(gateway.requests) == 4  # the empty page was read, to know the search had ended
+    assert [request.url.params.get("cursor") for request in gateway.requests] == [
+        None,
+        "cursor-0",
+        "cursor-1",
+        "cursor-2",
+    ]
+
+
+def test_iter_task_pages_passes_over_an_empty_page_between_full_ones() -> None:
+    # A page cut short by the search's read budget may hold no task while next_cursor leads on.
+    with search_pages(5, 0, 2).client() as client:
+        pages = list(client.agents.iter_task_pages(limit=5))
+    with search_pages(5, 0, 2).client() as client:
+        tasks = list(client.agents.iter_tasks(limit=5))
+    assert [len(page.tasks) for page in pages] == [5, 2]
+    assert len(tasks) == 7
+
+
+def test_iter_task_pages_yields_nothing_for_a_search_that_finds_nothing() -> None:
+    with search_pages(0).client() as client:
+        assert list(client.agents.iter_task_pages(q="albatross")) == []
+
+
+def test_the_async_iter_task_pages_yields_no_empty_page() -> None:
+    gateway = search_pages(5, 5, 5, 0)
+
+    async def run() -> list[int]:
+        http = httpx.AsyncClient(transport=httpx.MockTransport(gateway))
+        async with AsyncForgebench(api_key=KEY, base_url=BASE, http_client=http) as client:
+            sizes = [len(page.tasks) async for page in client.agents.iter_task_pages(limit=5)]
+            await http.aclose()
+            return sizes
+
+    assert asyncio.run(run()) == [5, 5, 5]
+    assert len(gateway.requests) == 4
+
+
 # -- Task and TaskReply ----------------------------------------------------------------------
 
 

@@ -144,7 +144,7 @@ class AsyncAgents:
         limit: int | None = None,
         cursor: str | None = None,
     ) -> AsyncIterator[TaskPage]:
-        """Every page of a search (`async for`); see `Agents.iter_task_pages`."""
+        """Every page of a search that holds tasks (`async for`); see `Agents.iter_task_pages`."""
         while True:
             page = await self.search_tasks(
                 agent=agent,
@@ -156,7 +156,8 @@ class AsyncAgents:
                 limit=limit,
                 cursor=cursor,
             )
-            yield page
+            if page.tasks:
+                yield page
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor

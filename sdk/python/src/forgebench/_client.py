@@ -166,9 +166,10 @@ class Agents:
         """One page of the tasks this key may search: `GET /v1/tasks`.
 
         Every filter is optional: `agent` (a name or id; an agent key may name only itself),
-        `direction` (`inbound`, `outbound`, `both`), `state`, `context_id`, `q` (1-8 words,
-        all of which must be in the task), `since` (RFC 3339), `limit` (1-100, default 50) and
-        `cursor` (the `next_cursor` of the previous page of the same search).
+        `direction` (`inbound`, `outbound`, `both`), `state`, `context_id`, `q` (words, the
+        first 8 distinct of which must all be in the task; later ones are not read), `since`
+        (RFC 3339), `limit` (1-100, default 50) and `cursor` (the `next_cursor` of the previous
+        page of the same search).
         """
         request = requests.search_tasks(
             agent=agent,
@@ -194,7 +195,13 @@ class Agents:
         limit: int | None = None,
         cursor: str | None = None,
     ) -> Iterator[TaskPage]:
-        """Every page of a search, following `next_cursor`; see `search_tasks`."""
+        """Every page of a search that holds tasks, following `next_cursor`; see `search_tasks`.
+
+        An empty page is not yielded: the gateway gives a full last page a `next_cursor` (it
+        cannot know that no task follows), which leads to an empty page, and a page cut short by
+        the search's read budget may hold no task while `next_cursor` leads on. A search that
+        finds nothing yields no page.
+        """
         while True:
             page = self.search_tasks(
                 agent=agent,
@@ -206,7 +213,8 @@ class Agents:
                 limit=limit,
                 cursor=cursor,
             )
-            yield page
+            if page.tasks:
+                yield page
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
