@@ -8,13 +8,12 @@
 
 use lambda_http::Request;
 use serde_json::{json, Value};
-use unicode_segmentation::UnicodeSegmentation;
 
 use super::{full_task, ok, query_param, HandlerResult};
 use crate::app::App;
 use crate::domain::search::{Cursor, Direction, SearchFilters, DEFAULT_LIMIT, MAX_LIMIT};
 use crate::domain::task::{Shown, PAGE_BYTES};
-use crate::domain::words::{words_of_text, QueryWords, MAX_QUERY_WORDS};
+use crate::domain::words::QueryWords;
 use crate::domain::{clock, AgentId, AgentRef, Task, TaskState, TenantPrincipal};
 use crate::error::ApiError;
 
@@ -56,7 +55,7 @@ impl SearchParams {
             })
             .transpose()?;
         let words = param("q")
-            .map(|q| QueryWords::parse(first_query_words(&q)).map_err(invalid))
+            .map(|q| QueryWords::parse(&q).map_err(invalid))
             .transpose()?;
         let since = param("since")
             .map(|text| {
@@ -95,27 +94,6 @@ impl SearchParams {
                 .transpose()?,
         })
     }
-}
-
-/// `q` up to its first [`MAX_QUERY_WORDS`] distinct words: the text before the word that would
-/// be one more. A search checks each of its words on every candidate task, so the words after
-/// those are not read, which bounds what one search costs whatever `q` holds; a `q` of any length
-/// is served (the API document cannot count words as a search reads them, so it states no bound
-/// a request could break). The text is cut where a word starts, so it reads as the same words.
-fn first_query_words(q: &str) -> &str {
-    let mut seen: Vec<String> = Vec::new();
-    for (start, segment) in q.unicode_word_indices() {
-        for word in words_of_text(segment) {
-            if seen.contains(&word) {
-                continue;
-            }
-            if seen.len() == MAX_QUERY_WORDS {
-                return &q[..start];
-            }
-            seen.push(word);
-        }
-    }
-    q
 }
 
 /// Whose tasks the principal searches: an agent its own; an admin or viewer the agent it names,
@@ -239,43 +217,4 @@ pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
         "items": items,
         "next_cursor": next.map(|cursor| cursor.encode()),
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The first [`MAX_QUERY_WORDS`] distinct words of `q` as the words rule reads them.
-    fn first_distinct(q: &str) -> Vec<String> {
-        let mut words: Vec<String> = Vec::new();
-        for word in words_of_text(q) {
-            if !words.contains(&word) && words.len() < MAX_QUERY_WORDS {
-                words.push(word);
-            }
-        }
-        words
-    }
-
-    #[test]
-    fn a_query_is_read_as_its_first_eight_distinct_words() {
-        for q in [
-            "a b c d e f g h",
-            "a b c d e f g h i j",
-            "A a b B c d e f g h i",
-            "i a b c d e f g h",
-            "東京大阪名古屋福岡札幌",
-            "INV-2026-0912 refund can't 42.00 invoice_id Größe ÉCOLE naïve x",
-            "\"net 30\" -- ... net 30 a b c d e f g",
-            "x'y x'y' 1,000 1,000, a.b a.b. c d e f g h",
-            "🇳🇱🇳🇱 a b c d e f g h 🇧🇪 i",
-        ] {
-            let read = QueryWords::parse(first_query_words(q)).expect("q has words");
-            assert_eq!(read.all(), first_distinct(q), "{q:?}");
-        }
-        let long = format!("{}' b c d e f g h i", "x".repeat(70));
-        let read = QueryWords::parse(first_query_words(&long)).expect("q has words");
-        assert_eq!(read.all(), first_distinct(&long));
-        assert_eq!(first_query_words("a b c d e f g h i"), "a b c d e f g h ");
-        assert_eq!(first_query_words("-- ..."), "-- ...");
-    }
 }
