@@ -701,7 +701,7 @@ async function auditPage({ app, query }) {
   const q = (k) => query.get(k) || "";
   const actions = h("datalist", { id: "audit-actions" }, AUDIT_ACTIONS.map((a) => h("option", { value: a })));
   const form = filterForm(app, [
-    field("Agent", select("agent", agentOptions(app, "Any agent"), q("agent")), "actor or target"),
+    field("Agent", select("agent", agentOptions(app, "Any agent"), q("agent")), "acted, targeted, or caller or callee of a binding or task"),
     field("Action", input("action", q("action"), { list: "audit-actions" }), "a prefix, e.g. binding."),
     field("Outcome", select("outcome", [["", "Any outcome"], ["allowed", "Allowed"], ["refused", "Refused"]], q("outcome"))),
     field("Since", input("since", q("since"), { placeholder: "2026-12-01T00:00:00Z" }), "RFC 3339"),
@@ -722,7 +722,7 @@ async function auditPage({ app, query }) {
         : e.task_id ? h("code", { text: e.task_id }) : null;
       tbody.append(h("tr", { "data-audit": e.id, "data-action": e.action },
         h("td", null, when(e.at)),
-        h("td", null, e.actor?.kind ? `${e.actor.kind} ` : "", who(e.actor?.id)),
+        h("td", null, e.actor?.kind ? `${e.actor.kind} ` : "", e.actor?.name ? h("span", { title: e.actor.id, text: e.actor.name }) : who(e.actor?.id)),
         h("td", null, h("code", { text: e.action })),
         h("td", null, who(e.target)),
         h("td", null, badge(e.outcome)),
@@ -741,7 +741,8 @@ async function auditPage({ app, query }) {
       h("caption", { class: "sr-only", text: "Audit entries" }),
       h("thead", null, h("tr", null, ["At", "Actor", "Action", "Target", "Outcome", "Reason", "Count", "Task / call"].map((x) => h("th", { scope: "col", text: x })))),
       tbody)),
-    tbody.children.length ? null : h("p", { class: "empty", text: "No entry on this page (filters apply within each page: try More)." }),
+    // A filtered page reads on until it is full; one that stops at its read budget says so.
+    tbody.children.length ? null : h("p", { class: "empty", text: cursor ? "No matching entry in the part of the log this page read: More reads on." : "No matching entry." }),
     h("p", null, more),
   ];
 }

@@ -212,6 +212,10 @@ describe("console", () => {
       await page.locator('tr[data-action="binding.approve"]').first().waitFor();
       const others = await page.locator("tr[data-audit]:not([data-action='binding.approve'])").count();
       assert.equal(others, 0);
+      // A person who acted is shown by name, not by member id.
+      const actor = await page.locator('tr[data-action="binding.approve"] td:nth-child(2)').first().textContent();
+      assert.match(actor, /^admin \S/);
+      assert.doesNotMatch(actor, /[0-9a-f]{8}-[0-9a-f]{4}-/, "the actor is named, not an id");
       await shot(page, "audit");
     });
   });

@@ -104,7 +104,7 @@ export class Members {
   }
 }
 
-/** The filters of `GET /v1/audit`, every one optional; they apply within each page read. */
+/** The filters of `GET /v1/audit`, every one optional; a page reads on until it holds `limit` matching entries (or spends its read budget). */
 export interface AuditQuery {
   /** Entries whose actor or target is this agent. */
   agent?: string;
