@@ -206,6 +206,10 @@ pub enum Step {
         tenant: usize,
         agent: usize,
     },
+    /// The viewer's key rotated: a new one issued, the old one revoked.
+    RotateViewerKey {
+        tenant: usize,
+    },
     WordSearch {
         tenant: usize,
         on: bool,
@@ -870,6 +874,12 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
         .flat_map(|tenant| (0..AGENTS).map(move |agent| (tenant, agent)))
         .filter(|&(tenant, agent)| state.agent(tenant, agent).status == Status::Active)
         .collect();
+    arms.push((
+        1,
+        (0..TENANTS)
+            .prop_map(|tenant| Step::RotateViewerKey { tenant })
+            .boxed(),
+    ));
     if !active.is_empty() {
         arms.push((
             1,
@@ -1158,6 +1168,7 @@ impl ReferenceStateMachine for Reference {
                 state.tenants[tenant].agents[agent].rotations += 1;
                 Expect::Status(200)
             }
+            Step::RotateViewerKey { .. } => Expect::Status(200),
             Step::WordSearch { tenant, on } => {
                 state.tenants[tenant].word_search = on;
                 Expect::Status(200)

@@ -138,6 +138,9 @@ pub struct AgentIds {
 pub struct TenantIds {
     admin: String,
     viewer: String,
+    /// The viewer's member id, and the id of its key in use.
+    viewer_id: String,
+    viewer_key_id: String,
     member: String,
     agents: Vec<AgentIds>,
     /// By (caller, callee).
@@ -175,10 +178,14 @@ fn new_tenant(run: &Run) -> TenantIds {
             json!({"name": format!("{role}-pat"), "role": role}),
         );
         expect_status(&reply, 201, "a new member");
-        reply.field("key")
+        (
+            reply.field("member_id"),
+            reply.field("key_id"),
+            reply.field("key"),
+        )
     };
-    let viewer = member_key("viewer");
-    let member = member_key("member");
+    let (viewer_id, viewer_key_id, viewer) = member_key("viewer");
+    let (_, _, member) = member_key("member");
     let agents = (0..AGENTS)
         .map(|agent| {
             let creator = if agent == MEMBERS_AGENT {
@@ -203,6 +210,8 @@ fn new_tenant(run: &Run) -> TenantIds {
     TenantIds {
         admin,
         viewer,
+        viewer_id,
+        viewer_key_id,
         member,
         agents,
         bindings: BTreeMap::new(),
@@ -674,6 +683,24 @@ impl World {
         expect_status(&me, 200, "a new key");
     }
 
+    /// A person's key rotated: the old one no longer reads, the new one does.
+    fn rotate_viewer_key(&mut self, tenant: usize) {
+        let ids = self.tenants[tenant].clone();
+        let path = format!("/v1/members/{}/keys", ids.viewer_id);
+        let issued = self.run.post(path.clone(), &ids.admin, json!({}));
+        expect_status(&issued, 201, "a person's new key");
+        let old = format!("{path}/{}", ids.viewer_key_id);
+        let revoked = self.run.send(Call::new("DELETE", old, &ids.admin));
+        expect_status(&revoked, 200, "a person's key revoked");
+        let fresh = &mut self.tenants[tenant];
+        fresh.viewer = issued.field("key");
+        fresh.viewer_key_id = issued.field("key_id");
+        let old_key = self.run.get("/v1/tasks?limit=1".into(), &ids.viewer);
+        expect_status(&old_key, 401, "a person's revoked key");
+        let new_key = self.run.get("/v1/tasks?limit=1".into(), &fresh.viewer);
+        expect_status(&new_key, 200, "a person's new key");
+    }
+
     fn word_search(&self, tenant: usize, on: bool) {
         let reply = self.run.send(
             Call::new(
@@ -994,6 +1021,7 @@ fn tenant_of(model: &Model, step: &Step) -> usize {
         | Step::Revoke { tenant, .. }
         | Step::SetStatus { tenant, .. }
         | Step::RotateKey { tenant, .. }
+        | Step::RotateViewerKey { tenant }
         | Step::WordSearch { tenant, .. }
         | Step::Search { tenant, .. }
         | Step::AgentSearch { tenant, .. }
@@ -1078,6 +1106,7 @@ impl StateMachineTest for Histories {
                 status,
             } => world.set_status(model, tenant, agent, status.as_str()),
             Step::RotateKey { tenant, agent } => world.rotate_key(tenant, agent),
+            Step::RotateViewerKey { tenant } => world.rotate_viewer_key(tenant),
             Step::WordSearch { tenant, on } => world.word_search(tenant, on),
             Step::ReadTask { task } => world.read_back(model, task),
             Step::Search {
