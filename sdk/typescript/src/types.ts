@@ -321,7 +321,8 @@ export type AuditOutcome = "allowed" | "refused";
 export interface AuditEntry {
   id: string;
   at: string;
-  actor: { kind?: string; id?: string };
+  /** Who acted; `name` is the member's name for an entry a person made. */
+  actor: { kind?: string; id?: string; name?: string | null };
   /** `agent.create`, `binding.approve`, `task.open`, ... (docs/api.md, "Audit log"). */
   action: string;
   target: string;
@@ -333,6 +334,10 @@ export interface AuditEntry {
   /** The first call of its chain: a refused open is found in its tree by this. */
   root_call_id?: string | null;
   task_id?: string | null;
+  /** For an entry about a binding or a task: its caller. */
+  caller_agent_id?: string | null;
+  /** For an entry about a binding or a task: its callee. */
+  callee_agent_id?: string | null;
   /** How many times this happened in the entry's minute (refusals); 1 otherwise. */
   count?: number;
 }

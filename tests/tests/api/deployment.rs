@@ -488,6 +488,7 @@ fn emitted_metric_names() -> BTreeSet<String> {
             latency: Duration::ZERO,
         },
         Metric::PushFailed,
+        Metric::ItemSkipped,
         Metric::LongPollWait {
             route: "claim",
             waited: Duration::ZERO,

@@ -5,7 +5,7 @@
 //! is shrunk to a short history and printed with the seed that replays it.
 //!
 //! Two runs: one from a fixed seed, one from a fresh seed printed in the log. Each runs
-//! `FORGEBENCH_HISTORIES` histories (CI: the defaults below) of 30 to 45 steps;
+//! `FORGEBENCH_HISTORIES` histories (CI: 100 each) of 30 to 35 steps;
 //! `FORGEBENCH_HISTORY_SEED` replays a printed seed. `scripts/histories.sh` runs a long budget.
 
 mod model;
@@ -23,7 +23,7 @@ use system::{run, Histories};
 const FIXED_SEED: u64 = 0x5eed_0f11_73d1_f3a7;
 
 /// Steps per history.
-const STEPS: std::ops::RangeInclusive<usize> = 30..=45;
+const STEPS: std::ops::RangeInclusive<usize> = 30..=35;
 
 fn histories_wanted(default: u32) -> u32 {
     std::env::var("FORGEBENCH_HISTORIES")
@@ -90,7 +90,7 @@ fn histories_from_a_fixed_seed_agree_with_the_model() {
     run_histories(
         "fixed seed",
         seed_from_env().unwrap_or(FIXED_SEED),
-        histories_wanted(110),
+        histories_wanted(100),
     );
 }
 

@@ -252,18 +252,19 @@ pub enum Step {
 }
 
 impl Step {
-    pub fn is_read(&self) -> bool {
+    /// Whether the step may add a task, change one, or leave a refusal on the audit log, which
+    /// the tenant's task search walks.
+    pub fn changes_tasks(&self) -> bool {
         matches!(
             self,
-            Step::ReadTask { .. }
-                | Step::Search { .. }
-                | Step::AgentSearch { .. }
-                | Step::ListTasks { .. }
-                | Step::Audit { .. }
-                | Step::CallTree { .. }
-                | Step::Bindings { .. }
-                | Step::Cards { .. }
-                | Step::ListConfigs { .. }
+            Step::Open { .. }
+                | Step::OpenAcross { .. }
+                | Step::OpenAndExpire { .. }
+                | Step::Claim { .. }
+                | Step::Progress { .. }
+                | Step::Result { .. }
+                | Step::Reply { .. }
+                | Step::Cancel { .. }
         )
     }
 }
