@@ -127,7 +127,7 @@ const MODELS: Record<string, Model> = {
   ),
   AuditEntry: model<AuditEntry>(
     ["AuditEntry"],
-    { id: true, at: true, actor: true, action: true, target: true, outcome: true, reason: true, call_id: true, parent_call_id: true, root_call_id: true, task_id: true, count: true },
+    { id: true, at: true, actor: true, action: true, target: true, outcome: true, reason: true, call_id: true, parent_call_id: true, root_call_id: true, task_id: true, caller_agent_id: true, callee_agent_id: true, count: true },
     { id: true, at: true, actor: true, action: true, target: true, outcome: true },
   ),
   Call: model<Call>(
