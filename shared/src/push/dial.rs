@@ -69,6 +69,12 @@ pub enum DialError {
     Other,
 }
 
+/// How long a connection to an endpoint may idle and still carry the next delivery. Deliveries
+/// of one batch share connections; a retry, seconds later, opens its own, since by then the
+/// receiver may be closing the idle one (Node's and uvicorn's servers close after 5 s,
+/// gunicorn's after 2 s) and a POST sent as it closes is lost with an attempt.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// The two HTTP clients, one per address policy (private networks allowed or not).
 type Clients = Result<(reqwest::Client, reqwest::Client), String>;
 
@@ -108,6 +114,7 @@ impl Dialer {
                     .timeout(self.timeout)
                     .connect_timeout(self.timeout.min(Duration::from_secs(5)))
                     .user_agent("forgebench-push/1")
+                    .pool_idle_timeout(POOL_IDLE_TIMEOUT)
                     .dns_resolver(Arc::new(GuardedResolver {
                         policy: self.policy(allow_private),
                         resolver: self.resolver.clone(),

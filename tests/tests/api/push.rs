@@ -458,3 +458,139 @@ async fn a_secret_sealed_for_one_agent_never_opens_for_another_even_once_opened(
         );
     }
 }
+
+/// A receiver that, like many HTTP servers, drops a kept-alive connection once it has idled a
+/// few seconds: its first connection answers the first delivery with a 500 and keeps the
+/// connection open, then resets it when a second request comes over it. Every other connection
+/// answers `completed`. The count of requests per connection is kept.
+struct IdleClosingReceiver {
+    url: String,
+    requests_per_connection: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+}
+
+impl IdleClosingReceiver {
+    async fn start() -> IdleClosingReceiver {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/deliveries", listener.local_addr().unwrap());
+        let requests_per_connection: std::sync::Arc<std::sync::Mutex<Vec<usize>>> =
+            std::sync::Arc::default();
+        let counts = std::sync::Arc::clone(&requests_per_connection);
+        tokio::spawn(async move {
+            for connection in 0.. {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                counts.lock().unwrap().push(0);
+                tokio::spawn(Self::serve(
+                    stream,
+                    connection,
+                    std::sync::Arc::clone(&counts),
+                ));
+            }
+        });
+        IdleClosingReceiver {
+            url,
+            requests_per_connection,
+        }
+    }
+
+    async fn serve(
+        mut stream: tokio::net::TcpStream,
+        connection: usize,
+        counts: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+    ) {
+        use tokio::io::AsyncWriteExt;
+        while read_request(&mut stream).await {
+            let served = {
+                let mut counts = counts.lock().unwrap();
+                counts[connection] += 1;
+                counts[connection]
+            };
+            let (status, body) = match (connection, served) {
+                (0, 1) => ("500 Internal Server Error", "{}"),
+                (0, _) => {
+                    // Closed while idle: the request that came over it is reset unanswered.
+                    let _ = stream.set_zero_linger();
+                    return;
+                }
+                _ => ("200 OK", r#"{"state": "completed"}"#),
+            };
+            let response = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if stream.write_all(response.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Reads one HTTP/1.1 request (head and `content-length` body); false when the peer closed.
+async fn read_request(stream: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let Ok(read) = stream.read(&mut chunk).await else {
+            return false;
+        };
+        if read == 0 {
+            return false;
+        }
+        received.extend_from_slice(&chunk[..read]);
+        let text = String::from_utf8_lossy(&received);
+        let Some(head_end) = text.find("\r\n\r\n") else {
+            continue;
+        };
+        let length = text[..head_end]
+            .lines()
+            .filter_map(|line| line.split_once(':'))
+            .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, value)| value.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        if received.len() >= head_end + 4 + length {
+            return true;
+        }
+    }
+}
+
+/// A retry comes seconds after the failure it retries; by then a receiver may have closed the
+/// connection the failure came over (Node's and uvicorn's servers close idle connections after
+/// 5 s). The retry goes over a new connection, so the receiver's idle timeout never costs an
+/// attempt.
+#[tokio::test]
+async fn a_retry_never_goes_over_a_connection_the_receiver_may_have_closed_while_idle() {
+    let receiver = IdleClosingReceiver::start().await;
+    let app = spawn_app_with(Options {
+        retry_seconds: "2.5,2.5",
+        ..Options::local_push()
+    })
+    .await;
+    let pair = app.pair().await;
+    let saved = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({ "url": receiver.url }),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    let opened = open(&app, &pair, 0).await;
+    let task_id = opened.field("id");
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(settled.state(), "completed", "{}", settled.text);
+    let statuses: Vec<Value> = attempts(&app, &pair, &task_id)
+        .await
+        .iter()
+        .map(|attempt| attempt["status"].clone())
+        .collect();
+    assert_eq!(statuses, [json!(500), json!(200)]);
+    assert_eq!(
+        *receiver.requests_per_connection.lock().unwrap(),
+        [1, 1],
+        "the retry came over a connection of its own"
+    );
+}
