@@ -7,7 +7,6 @@ use std::time::Duration;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 
-use crate::auth::{KeyCache, SessionCache};
 use crate::bodies::Bodies;
 use crate::config::{Config, ConfigError};
 use crate::domain::signing::KeyPurpose;
@@ -17,6 +16,12 @@ use crate::sdk_http::TlsSetupError;
 use crate::signing::SigningCache;
 use crate::store::Store;
 use crate::vault::Vault;
+
+/// Remembers recent key lookups so a busy callee does not pay one read per request.
+pub(crate) type KeyCache = crate::cache::ExpiringCache<crate::domain::Principal>;
+
+/// Remembers recent console session lookups (by the session token's hash).
+pub(crate) type SessionCache = crate::cache::ExpiringCache<crate::store::SessionRecord>;
 
 pub struct App {
     pub store: Store,

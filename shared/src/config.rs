@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use crate::domain::keys;
 use crate::domain::pace::PollPace;
+use crate::domain::retry::RetrySchedule;
 use crate::push::ssrf::{Cidr, HostResolver};
-use crate::push::verdict::RetrySchedule;
 
 /// The longest `wait` any route accepts, per the API.
 pub const API_MAX_WAIT_SECONDS: u64 = 30;
@@ -99,16 +99,11 @@ pub const DEFAULT_TENANT_MAX_AGENTS: u64 = 1_000;
 /// The default of `FORGEBENCH_TENANT_MAX_CONFIGS`.
 pub const DEFAULT_TENANT_MAX_CONFIGS: u64 = 10_000;
 
-/// The default of `FORGEBENCH_INDEX_UNITS`: every word a task keeps
-/// ([`crate::domain::words::MAX_TASK_WORDS`]) at one unit a posting.
-pub const DEFAULT_INDEX_UNITS: u64 = crate::domain::words::MAX_TASK_WORDS as u64;
-
 /// The default of `FORGEBENCH_TENANT_MAX_WAITS`.
 pub const DEFAULT_TENANT_MAX_WAITS: u32 = 40;
 
-/// The shortest interval a long poll waits between reads of its queue, by default
-/// (`FORGEBENCH_CLAIM_POLL_MS`).
-pub const DEFAULT_CLAIM_POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// The store's defaults, which the settings below override.
+pub use crate::store::{DEFAULT_CLAIM_POLL_INTERVAL, DEFAULT_INDEX_UNITS};
 
 /// The default of `FORGEBENCH_STREAM_MAX_SECONDS`.
 pub const DEFAULT_STREAM_MAX_SECONDS: u64 = 840;

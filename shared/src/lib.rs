@@ -3,7 +3,6 @@
 
 pub mod a2a;
 pub mod app;
-pub mod auth;
 pub mod bodies;
 #[cfg(feature = "local-stack")]
 pub mod bootstrap;

@@ -7,7 +7,8 @@
 //! shapes here are the `pattern`s of `infra/openapi.yaml`: a request the document calls valid
 //! is never refused for its cursor.
 
-use super::search::Position;
+use serde::{Deserialize, Serialize};
+
 use super::TaskId;
 
 /// `2026-12-04T12:34:56.123456Z`: a moment as the store sorts it (digits where digits go).
@@ -57,6 +58,36 @@ pub fn parse_entry_cursor(text: &str) -> Option<(&str, &str)> {
 /// The `pattern` of an [`entry_cursor`] in the OpenAPI document.
 pub fn entry_cursor_pattern() -> String {
     format!("^{MOMENT_PATTERN}_{ID_PATTERN}$")
+}
+
+/// Where a task stands in a search: its creation, then its id; the greater comes
+/// first.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Position {
+    pub created_at: String,
+    pub task_id: TaskId,
+}
+
+/// Where the next page starts: below `after`, among the tasks created at or before `snapshot`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub snapshot: String,
+    pub after: Position,
+}
+
+impl Cursor {
+    /// The cursor as the API hands it out: the place it names, written out
+    /// ([`search_cursor`]).
+    pub fn encode(&self) -> String {
+        search_cursor(&self.snapshot, &self.after)
+    }
+
+    /// The place `text` names, if it has a cursor's shape. Any such place is one of the
+    /// search's order, whichever search issued it: the filters decide what a page holds.
+    pub fn decode(text: &str) -> Option<Cursor> {
+        let (snapshot, after) = parse_search_cursor(text)?;
+        Some(Cursor { snapshot, after })
+    }
 }
 
 /// Where a task search's next page starts: `{snapshot}_{created}_{task id}` (the id empty when

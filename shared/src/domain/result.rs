@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::content::{PackedBody, INLINE_BODY_BYTES};
 use super::message::{parse_parts, Message, Part, MAX_MESSAGE_BYTES};
-use super::task::TaskState;
+use super::state::TaskState;
 use super::Invalid;
 
 /// Most artifacts one result may carry.

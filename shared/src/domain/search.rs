@@ -7,11 +7,10 @@
 //! tasks change between pages. Each task is judged by the filters as it is when its page is
 //! read ([`SearchFilters::place_by_creation`]).
 
-use serde::{Deserialize, Serialize};
-
 use super::clock;
+pub use super::cursor::{Cursor, Position};
 use super::events::Change;
-use super::ids::{AgentId, TaskId, TenantId};
+use super::ids::{AgentId, TenantId};
 use super::task::{Task, TaskState};
 use super::words::QueryWords;
 
@@ -115,36 +114,6 @@ impl SearchFilters {
                 created_at: task.created_at.clone(),
                 task_id: task.id.clone(),
             })
-    }
-}
-
-/// Where a task stands in a search: its creation, then its id; the greater comes
-/// first.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Position {
-    pub created_at: String,
-    pub task_id: TaskId,
-}
-
-/// Where the next page starts: below `after`, among the tasks created at or before `snapshot`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor {
-    pub snapshot: String,
-    pub after: Position,
-}
-
-impl Cursor {
-    /// The cursor as the API hands it out: the place it names, written out
-    /// ([`super::cursor::search_cursor`]).
-    pub fn encode(&self) -> String {
-        super::cursor::search_cursor(&self.snapshot, &self.after)
-    }
-
-    /// The place `text` names, if it has a cursor's shape. Any such place is one of the
-    /// search's order, whichever search issued it: the filters decide what a page holds.
-    pub fn decode(text: &str) -> Option<Cursor> {
-        let (snapshot, after) = super::cursor::parse_search_cursor(text)?;
-        Some(Cursor { snapshot, after })
     }
 }
 

@@ -10,13 +10,12 @@ use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Request, Response};
 use serde_json::json;
 
-use super::router::Route;
 use super::{json_object, only_fields, path_param, text_field, HandlerResult};
 use crate::app::App;
-use crate::auth::session_token;
 use crate::domain::keys;
 use crate::domain::{clock, session, Principal, TenantPrincipal};
 use crate::error::{json_response, ApiError};
+use crate::http::auth::session_token;
 use crate::store::SessionRecord;
 
 /// How long a console session lasts from sign-in; then the page asks for the key again.
@@ -85,6 +84,16 @@ pub(crate) fn page(request: &Request) -> Response<Body> {
     console_file("text/html; charset=utf-8", PAGE)
 }
 
+/// The console's page, as its route serves it.
+pub(crate) async fn page_route(_: &App, request: Request) -> HandlerResult {
+    Ok(page(&request))
+}
+
+/// A console asset, as its route serves it.
+pub(crate) async fn asset_route(_: &App, request: Request) -> HandlerResult {
+    asset(&request)
+}
+
 /// `GET /console/{asset}`: one of the console's scripts or styles.
 pub(crate) fn asset(request: &Request) -> HandlerResult {
     let name = path_param(request, "asset")?;
@@ -96,9 +105,12 @@ pub(crate) fn asset(request: &Request) -> HandlerResult {
 }
 
 /// Refuses a change made with the session cookie that does not carry the session's CSRF token.
-/// Signing in is the exception: it carries a key, not the cookie.
-pub(crate) fn refuse_change_without_csrf(route: Route, request: &Request) -> Result<(), ApiError> {
-    if route == Route::CreateConsoleSession || !session::is_change(request.method().as_str()) {
+/// Signing in (`signs_in`) is the exception: it carries a key, not the cookie.
+pub(crate) fn refuse_change_without_csrf(
+    signs_in: bool,
+    request: &Request,
+) -> Result<(), ApiError> {
+    if signs_in || !session::is_change(request.method().as_str()) {
         return Ok(());
     }
     let Some(token) = session_token(request.headers()) else {

@@ -110,7 +110,7 @@ pub async fn stream(app: &Arc<App>, request: Request) -> Result<Reply, ApiError>
     };
     let follower = Follower {
         principal,
-        credentials: crate::auth::credentials_of(request.headers()),
+        credentials: crate::http::auth::credentials_of(request.headers()),
         segment,
     };
     let feed = Feed::open(app, follower, &task, task.event_count()).await?;

@@ -4,6 +4,7 @@
 mod a2a;
 mod agents;
 mod audit;
+pub mod auth;
 mod bindings;
 mod calls;
 mod cards;
@@ -17,6 +18,7 @@ mod open;
 mod pull;
 pub mod reply;
 pub mod router;
+pub mod routes;
 mod search;
 mod service;
 mod signing_keys;

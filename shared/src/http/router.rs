@@ -1,4 +1,4 @@
-//! The route table: every route of the API, its method and path template, and its handler.
+//! The router: matches a request to its route of the table (`routes.rs`) and serves it.
 //!
 //! A deployed function serves exactly one route (API Gateway has already matched it and passes
 //! the path parameters); the local gateway matches paths itself with [`Route::find`]. Literal
@@ -12,11 +12,9 @@ use lambda_http::http::Method;
 use lambda_http::Request;
 use tracing::Instrument;
 
+use super::console;
 use super::reply::{buffered, Reply};
-use super::{
-    a2a, agents, audit, bindings, calls, cards, console, endpoint, events, members, open, pull,
-    search, signing_keys, tasks, tenants, tools,
-};
+pub use super::routes::{Route, Serving};
 use crate::app::App;
 use crate::error::{cause_chain, ApiError};
 
@@ -30,265 +28,7 @@ pub enum RouteMiss {
     WrongMethod(Vec<Method>),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Route {
-    CreateTenant,
-    CreateMember,
-    CreateAgent,
-    ListAgents,
-    GetAgent,
-    UpdateAgent,
-    GetMe,
-    CreateAgentKey,
-    RevokeAgentKey,
-    GrantBindings,
-    ListBindings,
-    ApproveBinding,
-    RevokeBinding,
-    OpenTask,
-    GetTask,
-    CancelTask,
-    AddTaskMessage,
-    ClaimNextTask,
-    PostTaskResult,
-    ReportTaskProgress,
-    ListAudit,
-    SetEndpoint,
-    ListDeliveryAttempts,
-    GetAgentCard,
-    ListAgentCards,
-    GetSigningKeys,
-    RotateSigningKey,
-    RetireSigningKey,
-    PutTool,
-    DeleteTool,
-    ListTools,
-    ListCalls,
-    GetTenantSettings,
-    UpdateTenantSettings,
-    ListAgentKeys,
-    ListMembers,
-    CreateMemberKey,
-    RevokeMemberKey,
-    /// A2A 1.0, JSON-RPC binding.
-    A2aJsonRpc,
-    /// A2A 1.0, HTTP+JSON binding: `message:send`.
-    A2aSendMessage,
-    /// A2A 1.0, HTTP+JSON binding: `GetTask`.
-    A2aGetTask,
-    /// A2A 1.0, HTTP+JSON binding: `ListTasks`.
-    A2aListTasks,
-    /// A2A 1.0, HTTP+JSON binding: `tasks/{id}:cancel` and `tasks/{id}:subscribe`.
-    A2aTaskAction,
-    /// A2A 1.0, HTTP+JSON binding: `message:stream`.
-    A2aStreamMessage,
-    /// A task's updates as server-sent events.
-    TaskEvents,
-    /// A2A 1.0, HTTP+JSON binding: `CreateTaskPushNotificationConfig`.
-    A2aCreatePushConfig,
-    /// A2A 1.0, HTTP+JSON binding: `ListTaskPushNotificationConfigs`.
-    A2aListPushConfigs,
-    /// A2A 1.0, HTTP+JSON binding: `GetTaskPushNotificationConfig`.
-    A2aGetPushConfig,
-    /// A2A 1.0, HTTP+JSON binding: `DeleteTaskPushNotificationConfig`.
-    A2aDeletePushConfig,
-    /// `GET /v1/tasks`: task search.
-    SearchTasks,
-    /// `GET /console`: the console's page.
-    ConsolePage,
-    /// `GET /console/{asset}`: the console's scripts and styles.
-    ConsoleAsset,
-    /// `POST /console/session`: a member key exchanged for a console session.
-    CreateConsoleSession,
-    /// `GET /console/session`: the session the cookie holds.
-    GetConsoleSession,
-    /// `DELETE /console/session`: sign-out.
-    DeleteConsoleSession,
-}
-
 impl Route {
-    pub const ALL: [Route; 55] = [
-        Route::CreateTenant,
-        Route::CreateMember,
-        Route::CreateAgent,
-        Route::ListAgents,
-        Route::GetAgent,
-        Route::UpdateAgent,
-        Route::GetMe,
-        Route::CreateAgentKey,
-        Route::RevokeAgentKey,
-        Route::GrantBindings,
-        Route::ListBindings,
-        Route::ApproveBinding,
-        Route::RevokeBinding,
-        Route::OpenTask,
-        Route::GetTask,
-        Route::CancelTask,
-        Route::AddTaskMessage,
-        Route::ClaimNextTask,
-        Route::PostTaskResult,
-        Route::ReportTaskProgress,
-        Route::ListAudit,
-        Route::SetEndpoint,
-        Route::ListDeliveryAttempts,
-        Route::GetAgentCard,
-        Route::ListAgentCards,
-        Route::GetSigningKeys,
-        Route::RotateSigningKey,
-        Route::RetireSigningKey,
-        Route::PutTool,
-        Route::DeleteTool,
-        Route::ListTools,
-        Route::ListCalls,
-        Route::GetTenantSettings,
-        Route::UpdateTenantSettings,
-        Route::ListAgentKeys,
-        Route::ListMembers,
-        Route::CreateMemberKey,
-        Route::RevokeMemberKey,
-        Route::A2aJsonRpc,
-        Route::A2aSendMessage,
-        Route::A2aGetTask,
-        Route::A2aListTasks,
-        Route::A2aTaskAction,
-        Route::A2aStreamMessage,
-        Route::TaskEvents,
-        Route::A2aCreatePushConfig,
-        Route::A2aListPushConfigs,
-        Route::A2aGetPushConfig,
-        Route::A2aDeletePushConfig,
-        Route::SearchTasks,
-        Route::ConsolePage,
-        Route::ConsoleAsset,
-        Route::CreateConsoleSession,
-        Route::GetConsoleSession,
-        Route::DeleteConsoleSession,
-    ];
-
-    /// Method and path template, as in the API docs and the deployment template.
-    pub fn spec(self) -> (Method, &'static str) {
-        match self {
-            Route::CreateTenant => (Method::POST, "/v1/tenants"),
-            Route::CreateMember => (Method::POST, "/v1/members"),
-            Route::CreateAgent => (Method::POST, "/v1/agents"),
-            Route::ListAgents => (Method::GET, "/v1/agents"),
-            Route::GetAgent => (Method::GET, "/v1/agents/{agent}"),
-            Route::UpdateAgent => (Method::PATCH, "/v1/agents/{agent}"),
-            Route::GetMe => (Method::GET, "/v1/agents/me"),
-            Route::CreateAgentKey => (Method::POST, "/v1/agents/{agent}/keys"),
-            Route::RevokeAgentKey => (Method::DELETE, "/v1/agents/{agent}/keys/{key_id}"),
-            Route::GrantBindings => (Method::POST, "/v1/agents/{agent}/agents"),
-            Route::ListBindings => (Method::GET, "/v1/agents/{agent}/agents"),
-            Route::ApproveBinding => (
-                Method::POST,
-                "/v1/agents/{agent}/agents/{binding_id}/approve",
-            ),
-            Route::RevokeBinding => (Method::DELETE, "/v1/agents/{agent}/agents/{binding_id}"),
-            Route::OpenTask => (Method::POST, "/v1/agents/{agent}/tasks"),
-            Route::GetTask => (Method::GET, "/v1/agents/{agent}/tasks/{task_id}"),
-            Route::CancelTask => (Method::POST, "/v1/agents/{agent}/tasks/{task_id}/cancel"),
-            Route::AddTaskMessage => (Method::POST, "/v1/agents/{agent}/tasks/{task_id}/messages"),
-            Route::ClaimNextTask => (Method::GET, "/v1/agents/me/tasks/next"),
-            Route::PostTaskResult => (Method::POST, "/v1/agents/me/tasks/{task_id}/result"),
-            Route::ReportTaskProgress => (Method::POST, "/v1/agents/me/tasks/{task_id}/progress"),
-            Route::ListAudit => (Method::GET, "/v1/audit"),
-            Route::SetEndpoint => (Method::PUT, "/v1/agents/{agent}/endpoint"),
-            Route::GetAgentCard => (
-                Method::GET,
-                "/v1/agents/{agent}/.well-known/agent-card.json",
-            ),
-            Route::ListAgentCards => (Method::GET, "/v1/agents/cards"),
-            Route::GetSigningKeys => (Method::GET, "/v1/billing/export/pubkey"),
-            Route::RotateSigningKey => (Method::POST, "/v1/signing-keys/rotate"),
-            Route::RetireSigningKey => (Method::POST, "/v1/signing-keys/{kid}/retire"),
-            Route::PutTool => (Method::PUT, "/v1/agents/{agent}/tools/{tool}"),
-            Route::DeleteTool => (Method::DELETE, "/v1/agents/{agent}/tools/{tool}"),
-            Route::ListTools => (Method::GET, "/v1/agents/{agent}/tools"),
-            Route::ListCalls => (Method::GET, "/v1/calls"),
-            Route::GetTenantSettings => (Method::GET, "/v1/tenant/settings"),
-            Route::UpdateTenantSettings => (Method::PATCH, "/v1/tenant/settings"),
-            Route::SearchTasks => (Method::GET, "/v1/tasks"),
-            Route::ConsolePage => (Method::GET, "/console"),
-            Route::ConsoleAsset => (Method::GET, "/console/{asset}"),
-            Route::CreateConsoleSession => (Method::POST, "/console/session"),
-            Route::GetConsoleSession => (Method::GET, "/console/session"),
-            Route::DeleteConsoleSession => (Method::DELETE, "/console/session"),
-            Route::ListDeliveryAttempts => {
-                (Method::GET, "/v1/agents/{agent}/tasks/{task_id}/attempts")
-            }
-            Route::ListAgentKeys => (Method::GET, "/v1/agents/{agent}/keys"),
-            Route::ListMembers => (Method::GET, "/v1/members"),
-            Route::CreateMemberKey => (Method::POST, "/v1/members/{member_id}/keys"),
-            Route::RevokeMemberKey => (Method::DELETE, "/v1/members/{member_id}/keys/{key_id}"),
-            Route::A2aJsonRpc => (Method::POST, "/v1/agents/{agent}/a2a/jsonrpc"),
-            Route::A2aSendMessage => (Method::POST, "/v1/agents/{agent}/a2a/message:send"),
-            Route::A2aGetTask => (Method::GET, "/v1/agents/{agent}/a2a/tasks/{task}"),
-            Route::A2aListTasks => (Method::GET, "/v1/agents/{agent}/a2a/tasks"),
-            Route::A2aTaskAction => (Method::POST, "/v1/agents/{agent}/a2a/tasks/{task}"),
-            Route::A2aStreamMessage => (Method::POST, "/v1/agents/{agent}/a2a/message:stream"),
-            Route::TaskEvents => (Method::GET, "/v1/agents/{agent}/tasks/{task_id}/events"),
-            Route::A2aCreatePushConfig => (
-                Method::POST,
-                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs",
-            ),
-            Route::A2aListPushConfigs => (
-                Method::GET,
-                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs",
-            ),
-            Route::A2aGetPushConfig => (
-                Method::GET,
-                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}",
-            ),
-            Route::A2aDeletePushConfig => (
-                Method::DELETE,
-                "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}",
-            ),
-        }
-    }
-
-    /// Whether the route may answer with a stream of events: its function runs with Lambda
-    /// response streaming behind an API Gateway integration in `STREAM` mode, and its other
-    /// answers go through the same stream as one chunk.
-    pub fn streams(self) -> bool {
-        matches!(
-            self,
-            Route::TaskEvents
-                | Route::A2aJsonRpc
-                | Route::A2aStreamMessage
-                | Route::A2aGetTask
-                | Route::A2aTaskAction
-        )
-    }
-
-    /// Whether the route holds a request open for up to the API's whole `wait` (30 s): it is
-    /// served through a `STREAM` integration too, whose time limit is not the buffered 29 s,
-    /// and answers with one buffered body.
-    pub fn waits(self) -> bool {
-        matches!(
-            self,
-            Route::GetTask | Route::OpenTask | Route::ClaimNextTask | Route::A2aSendMessage
-        )
-    }
-
-    /// Whether the function runs with Lambda response streaming (its integration in `STREAM`
-    /// mode): the routes that stream and the routes that wait.
-    pub fn streamed(self) -> bool {
-        self.streams() || self.waits()
-    }
-
-    /// The function's name: kebab-case of the route (`open-task`), used for crates and logs.
-    pub fn name(self) -> String {
-        let debug = format!("{self:?}");
-        let mut name = String::new();
-        for (index, character) in debug.chars().enumerate() {
-            if character.is_ascii_uppercase() && index > 0 {
-                name.push('-');
-            }
-            name.push(character.to_ascii_lowercase());
-        }
-        name
-    }
-
     /// Matches a method and path against the table; returns the route and its path parameters.
     /// As in API Gateway's resource tree, the path's most literal template decides: a method
     /// only it lacks is a 405 (`PATCH /v1/agents/me` is not `PATCH /v1/agents/{agent}`).
@@ -344,7 +84,8 @@ impl Route {
         );
         async move {
             let started = Instant::now();
-            let outcome = match console::refuse_change_without_csrf(self, &request) {
+            let signs_in = self == Route::CreateConsoleSession;
+            let outcome = match console::refuse_change_without_csrf(signs_in, &request) {
                 Err(refusal) => Err(refusal),
                 // Boxed: every route's handler is one state machine, too deep to lay out inline.
                 Ok(()) => {
@@ -377,88 +118,6 @@ impl Route {
         .instrument(span)
         .await
     }
-
-    async fn dispatch(self, app: &Arc<App>, request: Request) -> Result<Reply, ApiError> {
-        match self {
-            Route::TaskEvents => return Box::pin(events::stream(app, request)).await,
-            Route::A2aJsonRpc => return Box::pin(a2a::jsonrpc(app, request)).await,
-            Route::A2aStreamMessage => return Box::pin(a2a::stream_message(app, request)).await,
-            Route::A2aGetTask => return Box::pin(a2a::get_task(app, request)).await,
-            Route::A2aTaskAction => return Box::pin(a2a::task_action(app, request)).await,
-            _ => {}
-        }
-        Box::pin(self.dispatch_buffered(app, request))
-            .await
-            .map(buffered)
-    }
-
-    async fn dispatch_buffered(self, app: &App, request: Request) -> super::HandlerResult {
-        match self {
-            Route::CreateTenant => tenants::create(app, request).await,
-            Route::CreateMember => members::create(app, request).await,
-            Route::CreateAgent => agents::create(app, request).await,
-            Route::ListAgents => agents::list(app, request).await,
-            Route::GetAgent => agents::get(app, request).await,
-            Route::UpdateAgent => agents::update(app, request).await,
-            Route::GetMe => agents::me(app, request).await,
-            Route::CreateAgentKey => agents::create_key(app, request).await,
-            Route::RevokeAgentKey => agents::revoke_key(app, request).await,
-            Route::GrantBindings => bindings::grant(app, request).await,
-            Route::ListBindings => bindings::list(app, request).await,
-            Route::ApproveBinding => bindings::approve(app, request).await,
-            Route::RevokeBinding => bindings::revoke(app, request).await,
-            Route::OpenTask => open::open(app, request).await,
-            Route::GetTask => tasks::get(app, request).await,
-            Route::CancelTask => tasks::cancel(app, request).await,
-            Route::AddTaskMessage => tasks::add_message(app, request).await,
-            Route::ClaimNextTask => pull::claim_next(app, request).await,
-            Route::PostTaskResult => pull::post_result(app, request).await,
-            Route::ReportTaskProgress => pull::report_progress(app, request).await,
-            Route::ListAudit => audit::list(app, request).await,
-            Route::SetEndpoint => endpoint::put(app, request).await,
-            Route::ListDeliveryAttempts => endpoint::attempts(app, request).await,
-            Route::GetAgentCard => cards::get_card(app, request).await,
-            Route::ListAgentCards => cards::list_cards(app, request).await,
-            Route::GetSigningKeys => signing_keys::pubkey(app, request).await,
-            Route::RotateSigningKey => signing_keys::rotate(app, request).await,
-            Route::RetireSigningKey => signing_keys::retire(app, request).await,
-            Route::PutTool => tools::put_tool(app, request).await,
-            Route::DeleteTool => tools::delete_tool(app, request).await,
-            Route::ListTools => tools::list_tools(app, request).await,
-            Route::ListCalls => calls::list_calls(app, request).await,
-            Route::GetTenantSettings => tenants::get_settings(app, request).await,
-            Route::UpdateTenantSettings => tenants::update_settings(app, request).await,
-            Route::SearchTasks => search::search_tasks(app, request).await,
-            Route::ConsolePage => Ok(console::page(&request)),
-            Route::ConsoleAsset => console::asset(&request),
-            Route::CreateConsoleSession => console::sign_in(app, request).await,
-            Route::GetConsoleSession => console::session(app, request).await,
-            Route::DeleteConsoleSession => console::sign_out(app, request).await,
-            Route::ListAgentKeys => agents::list_keys(app, request).await,
-            Route::ListMembers => members::list(app, request).await,
-            Route::CreateMemberKey => members::create_key(app, request).await,
-            Route::RevokeMemberKey => members::revoke_key(app, request).await,
-            Route::A2aSendMessage => a2a::send_message(app, request).await,
-            Route::A2aListTasks => a2a::list_tasks(app, request).await,
-            Route::A2aCreatePushConfig => a2a::create_push_config(app, request).await,
-            Route::A2aListPushConfigs => a2a::list_push_configs(app, request).await,
-            Route::A2aGetPushConfig => a2a::get_push_config(app, request).await,
-            Route::A2aDeletePushConfig => a2a::delete_push_config(app, request).await,
-            Route::TaskEvents
-            | Route::A2aJsonRpc
-            | Route::A2aStreamMessage
-            | Route::A2aGetTask
-            | Route::A2aTaskAction => unreachable_streaming(self),
-        }
-    }
-}
-
-/// A streaming route reached the buffered dispatch: a bug of the route table.
-fn unreachable_streaming(route: Route) -> super::HandlerResult {
-    Err(ApiError::internal(format!(
-        "route {} is served by the streaming dispatch",
-        route.name()
-    )))
 }
 
 /// Matches path segments to a template; returns how many literal segments matched and the

@@ -4,10 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use super::prepare::Prepared;
+use super::outcome::{JobOutcome, STORE_RETRY};
+use super::request::Prepared;
 use super::signature::{delivery_body, sign_delivery, Destination};
 use super::verdict::{judge, Verdict};
-use super::worker::{JobOutcome, Worker, STORE_RETRY};
+use super::worker::Worker;
 use crate::domain::content::MAX_TASK_CONTENT_BYTES;
 use crate::domain::task::{PackedResult, TaskResult};
 use crate::domain::{clock, Task};

@@ -13,8 +13,9 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 
 use std::time::Duration;
 
+use super::outcome::ANSWER_TIME;
 use super::queue::Job;
-use super::worker::{Worker, ANSWER_TIME};
+use super::worker::Worker;
 
 /// The jobs of an event's records, in order; a record without a message id is left out.
 pub fn jobs(records: Vec<SqsMessage>) -> Vec<Job> {
@@ -145,7 +146,7 @@ mod tests {
         let response = handle_event(
             &worker_with_the_store_down(),
             event,
-            crate::push::worker::INVOCATION_TIME,
+            crate::push::outcome::INVOCATION_TIME,
         )
         .await;
         let failed: Vec<_> = response

@@ -18,9 +18,10 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 
 use super::attempt::jitter;
 use super::breaker::{host_of, Gate};
+use super::outcome::{JobOutcome, LEASE_SECONDS, STORE_RETRY};
 use super::queue::Queue;
 use super::signature::sign_delivery;
-use super::worker::{JobOutcome, Worker, LEASE_SECONDS, STORE_RETRY};
+use super::worker::Worker;
 use crate::a2a::wire::stream_event_json;
 use crate::bodies::BodyError;
 use crate::domain::notify::NotifyConfig;

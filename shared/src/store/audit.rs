@@ -327,7 +327,7 @@ impl Store {
                 .send()
                 .await
                 .map_err(classify)?;
-            page.read_units += super::search::units(output.consumed_capacity());
+            page.read_units += super::item::units(output.consumed_capacity());
             let mut entries = super::page::decoded(output.items(), "audit", AuditEntry::try_from);
             let evaluated_last = output
                 .last_evaluated_key()

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, ConsumedCapacity, PutRequest, WriteRequest};
 
 use super::StoreError;
 
@@ -159,4 +159,22 @@ impl<'a> Reader<'a> {
             ))),
         }
     }
+}
+
+/// A builder's result, its error as the store's.
+pub(crate) fn build<T, E: std::fmt::Display>(built: Result<T, E>) -> Result<T, StoreError> {
+    built.map_err(|error| StoreError::Rejected(error.to_string()))
+}
+
+/// A batch write's request to put `item`.
+pub(crate) fn put_request(item: Item) -> Result<WriteRequest, StoreError> {
+    let put = build(PutRequest::builder().set_item(Some(item)).build())?;
+    Ok(WriteRequest::builder().put_request(put).build())
+}
+
+/// Read capacity as the store reports it (none when it does not).
+pub(crate) fn units(consumed: Option<&ConsumedCapacity>) -> f64 {
+    consumed
+        .and_then(ConsumedCapacity::capacity_units)
+        .unwrap_or(0.0)
 }

@@ -35,6 +35,7 @@ mod cards;
 mod claim;
 pub mod item;
 mod keys;
+mod layout;
 mod notify;
 mod open;
 mod page;
@@ -74,6 +75,14 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
 use crate::domain::TenantSettings;
 use item::Item;
+
+/// The default of `FORGEBENCH_INDEX_UNITS`: every word a task keeps
+/// ([`crate::domain::words::MAX_TASK_WORDS`]) at one unit a posting.
+pub const DEFAULT_INDEX_UNITS: u64 = crate::domain::words::MAX_TASK_WORDS as u64;
+
+/// The shortest interval a long poll waits between reads of its queue, by default
+/// (`FORGEBENCH_CLAIM_POLL_MS`).
+pub const DEFAULT_CLAIM_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The table and the client that reaches it.
 #[derive(Clone, Debug)]
@@ -404,13 +413,13 @@ impl Store {
         Store {
             client,
             table: table.into(),
-            claim_pages: claim::ClaimPages::new(crate::config::DEFAULT_CLAIM_POLL_INTERVAL),
+            claim_pages: claim::ClaimPages::new(DEFAULT_CLAIM_POLL_INTERVAL),
             recent_agents: Default::default(),
             recent_settings: Default::default(),
             settings_ttl: tenancy::SETTINGS_TTL,
             full_pools: Default::default(),
             held_slots: Default::default(),
-            index_units: crate::config::DEFAULT_INDEX_UNITS,
+            index_units: DEFAULT_INDEX_UNITS,
         }
     }
 

@@ -256,7 +256,7 @@ impl Store {
         self.put_if_absent(context_item(task)).await?;
         let puts = ledger_items(task)
             .into_iter()
-            .map(super::words::put_request)
+            .map(super::item::put_request)
             .collect::<Result<_, _>>()?;
         self.batch_write(puts).await
     }

@@ -18,11 +18,11 @@
 use std::collections::{HashMap, HashSet};
 
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
-use aws_sdk_dynamodb::types::{ConsumedCapacity, KeysAndAttributes, ReturnConsumedCapacity};
+use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnConsumedCapacity};
 
-use super::item::{s, Item, Reader};
+use super::item::{s, units, Item, Reader};
+use super::layout::posting_partition;
 use super::task_item::{stored_context, task_id_of, task_key};
-use super::words::posting_partition;
 use super::{classify, Store, StoreError};
 use crate::domain::search::{Direction, Position, Side};
 use crate::domain::{clock, AgentId, Task, TaskId, TaskState, TenantId};
@@ -140,13 +140,6 @@ pub struct IndexPage {
     pub next: Option<Item>,
     /// The read capacity the page cost, as the store reports it.
     pub read_units: f64,
-}
-
-/// Read capacity as the store reports it (none when it does not).
-pub(super) fn units(consumed: Option<&ConsumedCapacity>) -> f64 {
-    consumed
-        .and_then(ConsumedCapacity::capacity_units)
-        .unwrap_or(0.0)
 }
 
 /// Items a batch read found, and the read capacity it cost.

@@ -103,9 +103,7 @@ pub(crate) fn held_by_callee(
         .expression_attribute_values(":callee", s(callee_id))
 }
 
-pub(crate) fn build<T, E: std::fmt::Display>(built: Result<T, E>) -> Result<T, StoreError> {
-    built.map_err(|error| StoreError::Rejected(error.to_string()))
-}
+pub(crate) use super::item::build;
 
 impl Store {
     /// The task, unless it does not exist or is past its retention (the store's time to live

@@ -19,26 +19,16 @@
 //! `words_due` lists by `shard`, and the sweeper writes its postings again from its history.
 
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+use aws_sdk_dynamodb::types::WriteRequest;
 
-use super::item::{key, n, s, write_units, Item, Reader};
+use super::item::{key, n, put_request, s, write_units, Item, Reader};
+use super::layout::{posting_partition, posting_sort_key};
 use super::search::{read_newest_first, Batch, IndexPage, NewestFirst};
 use super::task_item::{search_shard, task_id_of, task_key, WORDS_ASIDE, WORDS_DUE};
-use super::tasks::build;
 use super::{classify, Store, StoreError};
 use crate::domain::search::{Direction, Position};
 use crate::domain::words::TaskWords;
-use crate::domain::{AgentId, Task, TaskId, TenantId};
-
-/// The partition of one tenant's postings of `word`.
-pub(crate) fn posting_partition(tenant: &TenantId, word: &str) -> String {
-    format!("WORDS#{tenant}#{word}")
-}
-
-/// A posting's sort key: the task's place in a search with words (its creation, then its id).
-pub(crate) fn posting_sort_key(created_at: &str, task_id: &TaskId) -> String {
-    format!("{created_at}#{task_id}")
-}
+use crate::domain::{AgentId, Task, TaskId};
 
 /// The task and place a posting stands for, from its sort key.
 pub(crate) fn posting_position(item: &Item) -> Result<Position, StoreError> {
@@ -335,11 +325,6 @@ impl Store {
     }
 }
 
-pub(crate) fn put_request(item: Item) -> Result<WriteRequest, StoreError> {
-    let put = build(PutRequest::builder().set_item(Some(item)).build())?;
-    Ok(WriteRequest::builder().put_request(put).build())
-}
-
 #[cfg(feature = "local-stack")]
 impl Store {
     /// Writes tasks as the gateway leaves them once their words are posted (the task item and
@@ -357,6 +342,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::TenantId;
     use crate::domain::task::{CallLineage, TaskOpening};
     use crate::domain::words::MAX_WORD_CHARS;
     use crate::domain::{Agent, Message, Part};

@@ -83,6 +83,25 @@ fn allowed_actions() -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
+/// The route table declares what each route's function may touch; its role in the template
+/// allows exactly that: no action more (least privilege), none less (the tour below sees each
+/// function's calls allowed).
+#[test]
+fn each_route_function_s_policy_allows_exactly_the_actions_its_table_line_declares() {
+    let allowed = allowed_actions();
+    for route in forgebench::Route::ALL {
+        let in_template: BTreeSet<String> = allowed
+            .get(&route.name())
+            .unwrap_or_else(|| panic!("{} has no function in the template", route.name()))
+            .iter()
+            .filter(|action| !action.contains('@'))
+            .cloned()
+            .collect();
+        let declared: BTreeSet<String> = route.touches().into_iter().collect();
+        assert_eq!(in_template, declared, "{}", route.name());
+    }
+}
+
 /// `binary -> (KMS action, purpose)` pairs its direct KMS grants allow.
 fn kms_grants() -> BTreeMap<String, BTreeSet<(String, String)>> {
     let mut grants: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();

@@ -117,7 +117,7 @@ impl<'a> A2aCall<'a> {
         Ok(A2aCall {
             app,
             principal,
-            credentials: crate::auth::credentials_of(request.headers()),
+            credentials: crate::http::auth::credentials_of(request.headers()),
             callee_segment: super::path_param(request, "agent")?,
             parent_call_id: parent_call(request)?,
         })

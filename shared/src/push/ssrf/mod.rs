@@ -23,11 +23,11 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, RwLock};
 
-use super::endpoint::PushUrl;
-
 mod address;
+pub mod url;
 
 pub use address::{canonical, classify, is_metadata, AddressClass, Cidr};
+pub use url::PushUrl;
 
 /// What a push endpoint may reach.
 #[derive(Debug, Clone, Default)]

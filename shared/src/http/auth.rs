@@ -7,16 +7,9 @@ use lambda_http::http::header::{AUTHORIZATION, COOKIE};
 use lambda_http::http::HeaderMap;
 
 use crate::app::App;
-use crate::cache::ExpiringCache;
 use crate::domain::{keys, session, Principal, PrincipalKind, TenantPrincipal};
 use crate::error::ApiError;
 use crate::store::{use_is_stale, SessionRecord};
-
-/// Remembers recent key lookups so a busy callee does not pay one read per request.
-pub(crate) type KeyCache = ExpiringCache<Principal>;
-
-/// Remembers recent console session lookups (by the session token's hash).
-pub(crate) type SessionCache = ExpiringCache<SessionRecord>;
 
 /// The console session token of a request that carries no `Authorization` header.
 pub fn session_token(headers: &HeaderMap) -> Option<String> {
