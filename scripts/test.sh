@@ -21,6 +21,7 @@ at_exit scripts/local-stack.sh stop
 step "install: the stack and the test tools" scripts/install.sh tests
 spawn local-stack scripts/local-stack.sh start
 step "format: cargo fmt --check" cargo fmt --all -- --check
+step "layers and sizes of shared/src (scripts/structure.py)" python3 scripts/structure_test.py
 # The lints run inside the builds below, on the workspace's own crates (scripts/lib/lint-build.sh).
 . scripts/lib/lint-build.sh
 if cargo nextest --version >/dev/null 2>&1; then

@@ -160,6 +160,110 @@ pub mod ranges {
 struct Env<'a>(&'a dyn Fn(&str) -> Option<String>);
 
 impl Env<'_> {
+    /// Caches, waits, polls and streams.
+    fn read_timings(&self, config: &mut Config) -> Result<(), ConfigError> {
+        let env = self;
+        config.key_cache_ttl = env.seconds(
+            "FORGEBENCH_KEY_CACHE_SECONDS",
+            10,
+            ranges::KEY_CACHE_SECONDS,
+        )?;
+        config.signing_key_lifetime = env.seconds(
+            "FORGEBENCH_SIGNING_KEY_CACHE_SECONDS",
+            crate::signing::DEFAULT_KEY_LIFETIME.as_secs(),
+            ranges::SIGNING_KEY_CACHE_SECONDS,
+        )?;
+        config.max_wait_seconds = env.bounded(
+            "FORGEBENCH_MAX_WAIT_SECONDS",
+            API_MAX_WAIT_SECONDS,
+            ranges::MAX_WAIT_SECONDS,
+        )?;
+        config.task_poll_interval = env.millis("FORGEBENCH_TASK_POLL_MS", 100, ranges::POLL_MS)?;
+        config.stream_max_seconds = env.bounded(
+            "FORGEBENCH_STREAM_MAX_SECONDS",
+            DEFAULT_STREAM_MAX_SECONDS,
+            ranges::STREAM_MAX_SECONDS,
+        )?;
+        config.stream_keepalive = env.seconds(
+            "FORGEBENCH_STREAM_KEEPALIVE_SECONDS",
+            15,
+            ranges::STREAM_KEEPALIVE_SECONDS,
+        )?;
+        config.claim_poll_interval = env.millis(
+            "FORGEBENCH_CLAIM_POLL_MS",
+            DEFAULT_CLAIM_POLL_INTERVAL.as_millis() as u64,
+            ranges::POLL_MS,
+        )?;
+        config.idle_poll_ceiling = env.millis("FORGEBENCH_IDLE_POLL_MS", 750, ranges::POLL_MS)?;
+        Ok(())
+    }
+
+    /// Push delivery: the queue, the key, the destinations allowed, the timeout and the retries.
+    fn read_push(&self, config: &mut Config) -> Result<(), ConfigError> {
+        let env = self;
+        config.push_queue_url = env.optional("FORGEBENCH_PUSH_QUEUE_URL");
+        config.kms_key_id = env.optional("FORGEBENCH_KMS_KEY_ID");
+        config.push_allowed_cidrs = match env.optional("FORGEBENCH_PUSH_ALLOWED_CIDRS") {
+            None => Vec::new(),
+            Some(text) => Cidr::parse_list(&text)
+                .map_err(|why| ConfigError::Invalid("FORGEBENCH_PUSH_ALLOWED_CIDRS", why))?,
+        };
+        config.push_resolve = match env.optional("FORGEBENCH_PUSH_RESOLVE") {
+            None => HostResolver::default(),
+            Some(text) => HostResolver::parse_overrides(&text)
+                .map_err(|error| ConfigError::Invalid("FORGEBENCH_PUSH_RESOLVE", error))?,
+        };
+        config.push_timeout = env.millis(
+            "FORGEBENCH_PUSH_TIMEOUT_MS",
+            10_000,
+            ranges::PUSH_TIMEOUT_MS,
+        )?;
+        config.retry_schedule = match env.optional("FORGEBENCH_PUSH_RETRY_SECONDS") {
+            None => RetrySchedule::default(),
+            Some(text) => RetrySchedule::parse(&text)
+                .map_err(|why| ConfigError::Invalid("FORGEBENCH_PUSH_RETRY_SECONDS", why))?,
+        };
+        Ok(())
+    }
+
+    /// Where the gateway is reached and stores bodies; how long tasks are kept; what one tenant may hold.
+    fn read_tenancy(&self, config: &mut Config) -> Result<(), ConfigError> {
+        let env = self;
+        config.public_url = env
+            .optional("FORGEBENCH_PUBLIC_URL")
+            .map(|text| public_url(&text))
+            .transpose()?;
+        config.region = env.optional("AWS_REGION");
+        config.body_bucket = env.optional("FORGEBENCH_BODY_BUCKET");
+        config.task_retention_days = env.bounded(
+            "FORGEBENCH_TASK_RETENTION_DAYS",
+            DEFAULT_TASK_RETENTION_DAYS,
+            ranges::TASK_RETENTION_DAYS,
+        )?;
+        config.tenant_max_waits = u32::try_from(env.bounded(
+            "FORGEBENCH_TENANT_MAX_WAITS",
+            u64::from(DEFAULT_TENANT_MAX_WAITS),
+            ranges::TENANT_MAX_WAITS,
+        )?)
+        .unwrap_or(DEFAULT_TENANT_MAX_WAITS);
+        config.tenant_max_agents = env.bounded(
+            "FORGEBENCH_TENANT_MAX_AGENTS",
+            DEFAULT_TENANT_MAX_AGENTS,
+            ranges::TENANT_MAX_AGENTS,
+        )?;
+        config.tenant_max_configs = env.bounded(
+            "FORGEBENCH_TENANT_MAX_CONFIGS",
+            DEFAULT_TENANT_MAX_CONFIGS,
+            ranges::TENANT_MAX_CONFIGS,
+        )?;
+        config.index_units = env.bounded(
+            "FORGEBENCH_INDEX_UNITS",
+            DEFAULT_INDEX_UNITS,
+            ranges::INDEX_UNITS,
+        )?;
+        Ok(())
+    }
+
     /// A set, non-blank value.
     fn optional(&self, name: &str) -> Option<String> {
         (self.0)(name).filter(|value| !value.trim().is_empty())
@@ -294,96 +398,12 @@ impl Config {
             env.optional("FORGEBENCH_OPERATOR_KEY_HASH").as_deref(),
             env.optional("FORGEBENCH_OPERATOR_KEY").as_deref(),
         )?;
-        Ok(Config {
-            table,
-            operator_key_hash,
-            key_cache_ttl: env.seconds(
-                "FORGEBENCH_KEY_CACHE_SECONDS",
-                10,
-                ranges::KEY_CACHE_SECONDS,
-            )?,
-            signing_key_lifetime: env.seconds(
-                "FORGEBENCH_SIGNING_KEY_CACHE_SECONDS",
-                crate::signing::DEFAULT_KEY_LIFETIME.as_secs(),
-                ranges::SIGNING_KEY_CACHE_SECONDS,
-            )?,
-            max_wait_seconds: env.bounded(
-                "FORGEBENCH_MAX_WAIT_SECONDS",
-                API_MAX_WAIT_SECONDS,
-                ranges::MAX_WAIT_SECONDS,
-            )?,
-            task_poll_interval: env.millis("FORGEBENCH_TASK_POLL_MS", 100, ranges::POLL_MS)?,
-            stream_max_seconds: env.bounded(
-                "FORGEBENCH_STREAM_MAX_SECONDS",
-                DEFAULT_STREAM_MAX_SECONDS,
-                ranges::STREAM_MAX_SECONDS,
-            )?,
-            stream_keepalive: env.seconds(
-                "FORGEBENCH_STREAM_KEEPALIVE_SECONDS",
-                15,
-                ranges::STREAM_KEEPALIVE_SECONDS,
-            )?,
-            claim_poll_interval: env.millis(
-                "FORGEBENCH_CLAIM_POLL_MS",
-                DEFAULT_CLAIM_POLL_INTERVAL.as_millis() as u64,
-                ranges::POLL_MS,
-            )?,
-            idle_poll_ceiling: env.millis("FORGEBENCH_IDLE_POLL_MS", 750, ranges::POLL_MS)?,
-            public_url: env
-                .optional("FORGEBENCH_PUBLIC_URL")
-                .map(|text| public_url(&text))
-                .transpose()?,
-            region: env.optional("AWS_REGION"),
-            push_queue_url: env.optional("FORGEBENCH_PUSH_QUEUE_URL"),
-            kms_key_id: env.optional("FORGEBENCH_KMS_KEY_ID"),
-            push_allowed_cidrs: match env.optional("FORGEBENCH_PUSH_ALLOWED_CIDRS") {
-                None => Vec::new(),
-                Some(text) => Cidr::parse_list(&text)
-                    .map_err(|why| ConfigError::Invalid("FORGEBENCH_PUSH_ALLOWED_CIDRS", why))?,
-            },
-            push_resolve: match env.optional("FORGEBENCH_PUSH_RESOLVE") {
-                None => HostResolver::default(),
-                Some(text) => HostResolver::parse_overrides(&text)
-                    .map_err(|error| ConfigError::Invalid("FORGEBENCH_PUSH_RESOLVE", error))?,
-            },
-            push_timeout: env.millis(
-                "FORGEBENCH_PUSH_TIMEOUT_MS",
-                10_000,
-                ranges::PUSH_TIMEOUT_MS,
-            )?,
-            retry_schedule: match env.optional("FORGEBENCH_PUSH_RETRY_SECONDS") {
-                None => RetrySchedule::default(),
-                Some(text) => RetrySchedule::parse(&text)
-                    .map_err(|why| ConfigError::Invalid("FORGEBENCH_PUSH_RETRY_SECONDS", why))?,
-            },
-            body_bucket: env.optional("FORGEBENCH_BODY_BUCKET"),
-            task_retention_days: env.bounded(
-                "FORGEBENCH_TASK_RETENTION_DAYS",
-                DEFAULT_TASK_RETENTION_DAYS,
-                ranges::TASK_RETENTION_DAYS,
-            )?,
-            tenant_max_waits: u32::try_from(env.bounded(
-                "FORGEBENCH_TENANT_MAX_WAITS",
-                u64::from(DEFAULT_TENANT_MAX_WAITS),
-                ranges::TENANT_MAX_WAITS,
-            )?)
-            .unwrap_or(DEFAULT_TENANT_MAX_WAITS),
-            tenant_max_agents: env.bounded(
-                "FORGEBENCH_TENANT_MAX_AGENTS",
-                DEFAULT_TENANT_MAX_AGENTS,
-                ranges::TENANT_MAX_AGENTS,
-            )?,
-            tenant_max_configs: env.bounded(
-                "FORGEBENCH_TENANT_MAX_CONFIGS",
-                DEFAULT_TENANT_MAX_CONFIGS,
-                ranges::TENANT_MAX_CONFIGS,
-            )?,
-            index_units: env.bounded(
-                "FORGEBENCH_INDEX_UNITS",
-                DEFAULT_INDEX_UNITS,
-                ranges::INDEX_UNITS,
-            )?,
-        })
+        let mut config = Config::for_table(table, None);
+        config.operator_key_hash = operator_key_hash;
+        env.read_timings(&mut config)?;
+        env.read_push(&mut config)?;
+        env.read_tenancy(&mut config)?;
+        Ok(config)
     }
 
     /// A configuration for `table` with every default, for tools and tests.

@@ -81,33 +81,7 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
         Some(value) => parse_claim_timeout(value)?,
     };
     let input_modes = parse_declared_modes(body.get("input_modes"))?;
-    let owner = match body.get("owner_member_id") {
-        None | Some(Value::Null) => creator,
-        Some(Value::String(owner)) if *owner == creator => creator,
-        Some(Value::String(owner)) if principal.is_admin() => {
-            if !app
-                .store
-                .member_exists(&principal.tenant_id, &MemberId::from(owner.as_str()))
-                .await?
-            {
-                // An unknown member is a missing resource, as an unknown callee is.
-                return Err(ApiError::NotFound(
-                    "owner_member_id names no member of this tenant".into(),
-                ));
-            }
-            owner.clone()
-        }
-        Some(Value::String(_)) => {
-            return Err(ApiError::Forbidden(
-                "only an admin may name another owner".into(),
-            ))
-        }
-        Some(_) => {
-            return Err(ApiError::InvalidRequest(
-                "owner_member_id must be a string".into(),
-            ))
-        }
-    };
+    let owner = owner_of(app, &principal, creator, body.get("owner_member_id")).await?;
     let now = clock::now();
     let agent = Agent {
         id: AgentId::generate(),
@@ -135,6 +109,38 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
         Err(AgentRefusal::TenantFull) => Err(ApiError::LimitReached(format!(
             "a tenant holds at most {max_agents} agents that are not retired; retire one first"
         ))),
+    }
+}
+
+/// The new agent's owner: its creator, or the member an admin names (`owner_member_id`).
+async fn owner_of(
+    app: &App,
+    principal: &TenantPrincipal,
+    creator: String,
+    owner_member_id: Option<&Value>,
+) -> Result<String, ApiError> {
+    match owner_member_id {
+        None | Some(Value::Null) => Ok(creator),
+        Some(Value::String(owner)) if *owner == creator => Ok(creator),
+        Some(Value::String(owner)) if principal.is_admin() => {
+            if !app
+                .store
+                .member_exists(&principal.tenant_id, &MemberId::from(owner.as_str()))
+                .await?
+            {
+                // An unknown member is a missing resource, as an unknown callee is.
+                return Err(ApiError::NotFound(
+                    "owner_member_id names no member of this tenant".into(),
+                ));
+            }
+            Ok(owner.clone())
+        }
+        Some(Value::String(_)) => Err(ApiError::Forbidden(
+            "only an admin may name another owner".into(),
+        )),
+        Some(_) => Err(ApiError::InvalidRequest(
+            "owner_member_id must be a string".into(),
+        )),
     }
 }
 

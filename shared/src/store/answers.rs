@@ -190,8 +190,44 @@ impl Store {
         let now = clock::now();
         let delivery_id =
             (task.delivery == Delivery::Push).then(|| uuid::Uuid::new_v4().to_string());
+        let update = self.reply_update(task, message, key, delivery_id.as_deref(), &now)?;
+        let binding = binding_id(&task.caller_agent_id, &task.callee_agent_id);
+        let items = vec![
+            (InputSlot::Task, update),
+            (InputSlot::Binding, self.live_binding_check(&binding)?),
+            (
+                InputSlot::Callee,
+                self.active_callee_check(&task.callee_agent_id)?,
+            ),
+            (InputSlot::Audit, self.put_new(audit.to_item())?),
+        ];
+        let Err(failed) = self.transact_slots(items).await? else {
+            return Ok(Ok(delivery_id));
+        };
+        Ok(Err(match failed.slot {
+            InputSlot::Task => InputRefusal::NotWaiting,
+            InputSlot::Binding => InputRefusal::BindingNotLive,
+            InputSlot::Callee => InputRefusal::CalleeNotActive,
+            InputSlot::Audit => {
+                return Err(StoreError::Rejected(
+                    "the answer's fresh audit key was taken".into(),
+                ))
+            }
+        }))
+    }
+
+    /// The answer's update of the task: back to `working` with the message, on the callee's
+    /// queue (pull) or with a new delivery (push, `delivery_id`).
+    fn reply_update(
+        &self,
+        task: &Task,
+        message: &PackedBody,
+        key: Option<&str>,
+        delivery_id: Option<&str>,
+        now: &str,
+    ) -> Result<TransactWriteItem, StoreError> {
         let (add_key, new_key) = remember_key(key);
-        let (queue, order) = queue_entry(task, &now);
+        let (queue, order) = queue_entry(task, now);
         let redelivery = match task.delivery {
             Delivery::Pull => "",
             Delivery::Push => {
@@ -216,7 +252,7 @@ impl Store {
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(":none", AttributeValue::Null(true))
-            .expression_attribute_values(":now", s(&now))
+            .expression_attribute_values(":now", s(now))
             .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))
             .expression_attribute_values(":queue", s(queue))
             .expression_attribute_values(":order", s(order))
@@ -231,7 +267,7 @@ impl Store {
             .expression_attribute_values(":no_changes", AttributeValue::L(Vec::new()))
             .expression_attribute_values(
                 ":changes",
-                change_entries(&[Change::state(TaskState::Working, true, &now)]),
+                change_entries(&[Change::state(TaskState::Working, true, now)]),
             );
         for (name, value) in state_values {
             update = update.expression_attribute_values(name, value);
@@ -244,40 +280,15 @@ impl Store {
                 )
                 .expression_attribute_values(":message_key", s(key));
         }
-        if let Some(delivery_id) = &delivery_id {
+        if let Some(delivery_id) = delivery_id {
             update = update
                 .expression_attribute_values(":zero", n(0))
                 .expression_attribute_values(":delivery", s(delivery_id))
                 .expression_attribute_values(":numbered", n(task.attempt_number));
         }
-        let binding = binding_id(&task.caller_agent_id, &task.callee_agent_id);
-        let items = vec![
-            (
-                InputSlot::Task,
-                TransactWriteItem::builder()
-                    .update(build(update.build())?)
-                    .build(),
-            ),
-            (InputSlot::Binding, self.live_binding_check(&binding)?),
-            (
-                InputSlot::Callee,
-                self.active_callee_check(&task.callee_agent_id)?,
-            ),
-            (InputSlot::Audit, self.put_new(audit.to_item())?),
-        ];
-        let Err(failed) = self.transact_slots(items).await? else {
-            return Ok(Ok(delivery_id));
-        };
-        Ok(Err(match failed.slot {
-            InputSlot::Task => InputRefusal::NotWaiting,
-            InputSlot::Binding => InputRefusal::BindingNotLive,
-            InputSlot::Callee => InputRefusal::CalleeNotActive,
-            InputSlot::Audit => {
-                return Err(StoreError::Rejected(
-                    "the answer's fresh audit key was taken".into(),
-                ))
-            }
-        }))
+        Ok(TransactWriteItem::builder()
+            .update(build(update.build())?)
+            .build())
     }
 }
 

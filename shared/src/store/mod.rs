@@ -37,6 +37,7 @@ pub mod item;
 mod keys;
 mod layout;
 mod notify;
+mod notify_sends;
 mod open;
 mod page;
 mod polls;

@@ -267,6 +267,18 @@ impl Store {
                 .opens_page(tenant, range.at_or_before, start, limit)
                 .await;
         }
+        self.secondary_index_page(index, range, start, limit).await
+    }
+
+    /// Up to `limit` entries of one of the table's secondary indexes (by agent, pair or state)
+    /// in `range`, newest first, from `start`.
+    async fn secondary_index_page(
+        &self,
+        index: SearchIndex<'_>,
+        range: Range<'_>,
+        start: Option<Item>,
+        limit: i32,
+    ) -> Result<IndexPage, StoreError> {
         let Some(index_name) = index.name() else {
             return Ok(IndexPage::default());
         };

@@ -342,9 +342,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::TenantId;
     use crate::domain::task::{CallLineage, TaskOpening};
     use crate::domain::words::MAX_WORD_CHARS;
+    use crate::domain::TenantId;
     use crate::domain::{Agent, Message, Part};
     use crate::store::item::item_size;
 

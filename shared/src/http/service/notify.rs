@@ -50,6 +50,22 @@ async fn seal_if_given(
     }
 }
 
+/// A task's configs are at their bound.
+fn task_full() -> ApiError {
+    ApiError::InvalidRequest(format!(
+        "a task holds at most {MAX_CONFIGS_PER_TASK} push notification configs; delete one first"
+    ))
+}
+
+/// The tenant's configs with updates still to send are at their bound.
+fn tenant_full(tenant_max: u64) -> ApiError {
+    ApiError::TooManyRequests(format!(
+        "the tenant holds {tenant_max} push notification configs with updates still to send; \
+         one frees its place when its task has finished and every update is sent, or when it is \
+         deleted"
+    ))
+}
+
 /// Stores `asked` as a config of `task` (replacing one of the same id), its credentials sealed.
 pub(crate) async fn save_config(
     app: &App,
@@ -107,19 +123,8 @@ pub(crate) async fn save_config(
                 }
                 return Ok(config);
             }
-            Err(NotifyRefusal::Full) => {
-                return Err(ApiError::InvalidRequest(format!(
-                    "a task holds at most {MAX_CONFIGS_PER_TASK} push notification configs; \
-                     delete one first"
-                )))
-            }
-            Err(NotifyRefusal::TenantFull) => {
-                return Err(ApiError::TooManyRequests(format!(
-                    "the tenant holds {tenant_max} push notification configs with updates still \
-                     to send; one frees its place when its task has finished and every update \
-                     is sent, or when it is deleted"
-                )))
-            }
+            Err(NotifyRefusal::Full) => return Err(task_full()),
+            Err(NotifyRefusal::TenantFull) => return Err(tenant_full(tenant_max)),
             Err(NotifyRefusal::Exists) => {
                 if app.store.replace_notify_config(&config).await? {
                     tracing::info!(task_id = %seen.id, config_id = %config.id, "push notification config replaced");

@@ -302,20 +302,7 @@ pub(crate) async fn answer_task(
     {
         Ok(delivery_id) => delivery_id,
         Err(InputRefusal::NotWaiting) => {
-            // Changed meanwhile (answered, canceled, another message): say what it is now.
-            let current = app
-                .store
-                .get_task(&task.id)
-                .await?
-                .ok_or(ApiError::TaskNotFound)?;
-            if current.has_message(key.as_deref()) {
-                return full_task(app, current, &[]).await;
-            }
-            not_waiting_for_input(&current)?;
-            if current.would_overflow(message.bytes) {
-                return Err(content_too_large());
-            }
-            return Err(ApiError::Unavailable);
+            return changed_before_the_answer(app, &task.id, key.as_deref(), message.bytes).await
         }
         Err(InputRefusal::BindingNotLive | InputRefusal::CalleeNotActive) => {
             let reason =
@@ -327,16 +314,44 @@ pub(crate) async fn answer_task(
     tracing::info!(task_id = %task.id, call_id = %task.call_id, "task question answered");
     crate::http::after_change(app, &task).await;
     if task.delivery == Delivery::Push {
-        // On the outbox already; if this enqueue is lost, the outbox sweep redoes it.
-        let redelivered = Task {
-            delivery_id,
-            ..task
-        };
-        if let Err(error) = app.queue.enqueue_delivery(&redelivered).await {
-            tracing::warn!(task_id = %redelivered.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
-        }
+        deliver_again(app, task, delivery_id).await;
     }
     Ok(shown.answered(Stored::Inline(answer), message.bytes, &clock::now()))
+}
+
+/// The task changed before the answer could be taken (answered, canceled, another message):
+/// the task when it holds this very answer already, else why it takes none now.
+async fn changed_before_the_answer(
+    app: &App,
+    task_id: &TaskId,
+    key: Option<&str>,
+    bytes: u64,
+) -> Result<Task, ApiError> {
+    let current = app
+        .store
+        .get_task(task_id)
+        .await?
+        .ok_or(ApiError::TaskNotFound)?;
+    if current.has_message(key) {
+        return full_task(app, current, &[]).await;
+    }
+    not_waiting_for_input(&current)?;
+    if current.would_overflow(bytes) {
+        return Err(content_too_large());
+    }
+    Err(ApiError::Unavailable)
+}
+
+/// Enqueues an answered push task's next delivery. It is on the outbox already: if this
+/// enqueue is lost, the outbox sweep redoes it.
+async fn deliver_again(app: &App, task: Task, delivery_id: Option<String>) {
+    let redelivered = Task {
+        delivery_id,
+        ..task
+    };
+    if let Err(error) = app.queue.enqueue_delivery(&redelivered).await {
+        tracing::warn!(task_id = %redelivered.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
+    }
 }
 
 /// The one 403 for an answer the gate refuses, with `reason` on the audit log.
