@@ -1,0 +1,157 @@
+//! The small tasks of the two modes, pull and push, driven one after another through the
+//! gateway, each request timed under its route and each step of a task's life charged its
+//! DynamoDB units.
+
+use std::time::{Duration, Instant};
+
+use forgebench_tests::{Answer, Callee, Options, Pair};
+use serde_json::{json, Value};
+
+use crate::gateway::{gateway, set_word_search, Gateway};
+use crate::run::Run;
+
+/// One HTTP request to the gateway, timed under its route.
+async fn timed<T>(
+    run: &mut Run,
+    route: &'static str,
+    request: impl std::future::Future<Output = T>,
+) -> T {
+    let started = Instant::now();
+    let reply = request.await;
+    run.routes.entry(route).or_default().push(started.elapsed());
+    reply
+}
+
+/// The small task of the cost targets: a two-part message of a dozen words and a small `data`
+/// part; with its answer, 14 distinct words (docs/benchmarks.md, "Cost per task").
+fn small_message() -> Value {
+    json!({"role": "user", "parts": [
+        {"text": "Please classify the attached invoice and flag anything unusual for review"},
+        {"data": {"invoice": 4182}},
+    ]})
+}
+
+/// The small task's answer: a one-part artifact.
+fn small_result() -> Value {
+    json!({"state": "completed", "artifacts": [
+        {"name": "invoice", "parts": [{"text": "routine, approved"}]},
+    ]})
+}
+
+async fn pull_task(gateway: &Gateway, pair: &Pair, run: &mut Run) {
+    let app = &gateway.app;
+    let opened = timed(
+        run,
+        "POST /v1/agents/{agent}/tasks (open)",
+        app.open_task(&pair.caller.key, &pair.callee.id, small_message(), 0),
+    )
+    .await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    run.step("open", &gateway.dynamodb);
+    let claimed = timed(
+        run,
+        "GET /v1/agents/me/tasks/next (claim)",
+        app.claim(&pair.callee.key, 0),
+    )
+    .await;
+    assert_eq!(claimed.status, 200, "{}", claimed.text);
+    run.step("claim", &gateway.dynamodb);
+    let done = timed(
+        run,
+        "POST /v1/agents/me/tasks/{id}/result",
+        app.post_result(&pair.callee.key, &opened.field("id"), small_result()),
+    )
+    .await;
+    assert_eq!(done.state(), "completed", "{}", done.text);
+    run.step("result", &gateway.dynamodb);
+    let read = timed(
+        run,
+        "GET /v1/agents/{agent}/tasks/{id} (read)",
+        app.get_task(&pair.caller.key, &pair.callee.id, &opened.field("id")),
+    )
+    .await;
+    assert_eq!(read.state(), "completed", "{}", read.text);
+    run.step("read", &gateway.dynamodb);
+}
+
+async fn push_task(gateway: &Gateway, pair: &Pair, callee: &Callee, run: &mut Run) {
+    let (app, moto) = (&gateway.app, &gateway.moto);
+    let (received, deleted) = (callee.received().len(), moto.count("DeleteMessage"));
+    let opened = timed(
+        run,
+        "POST /v1/agents/{agent}/tasks (open)",
+        app.open_task(&pair.caller.key, &pair.callee.id, small_message(), 0),
+    )
+    .await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    // Delivered, answered, and the worker done with its batch (its message deleted).
+    assert!(callee.wait_for(received + 1).await.len() > received);
+    for _ in 0..1500 {
+        if moto.count("DeleteMessage") > deleted {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    // The worker runs beside the open's answer: its writes and the open's are one step.
+    run.step("open and delivery", &gateway.dynamodb);
+    let read = timed(
+        run,
+        "GET /v1/agents/{agent}/tasks/{id} (read)",
+        app.get_task(&pair.caller.key, &pair.callee.id, &opened.field("id")),
+    )
+    .await;
+    assert_eq!(read.state(), "completed", "{}", read.text);
+    run.step("read", &gateway.dynamodb);
+}
+
+/// Small pull tasks one after another, in a tenant with word search on or off
+/// (`PATCH /v1/tenant/settings`).
+pub async fn pull(tasks: usize, word_search: bool) -> Run {
+    let gateway = gateway(Options {
+        push_worker: false,
+        ..Options::default()
+    })
+    .await;
+    let pair = gateway.app.pair().await;
+    let mode = match word_search {
+        true => "pull",
+        false => "pull, word search off",
+    };
+    if !word_search {
+        set_word_search(&gateway, &pair, false).await;
+    }
+    pull_task(&gateway, &pair, &mut Run::new("warm-up", 1)).await;
+    gateway.reset();
+    let mut run = Run::new(mode, tasks);
+    for _ in 0..tasks {
+        pull_task(&gateway, &pair, &mut run).await;
+    }
+    gateway.finish(&mut run);
+    run
+}
+
+pub async fn push(tasks: usize) -> Run {
+    let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
+    let gateway = gateway(Options {
+        ..Options::local_push()
+    })
+    .await;
+    let pair = gateway.app.pair().await;
+    let reply = gateway
+        .app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": callee.url, "auth": {"type": "bearer", "secret": "bench"}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    push_task(&gateway, &pair, &callee, &mut Run::new("warm-up", 1)).await;
+    gateway.reset();
+    let mut run = Run::new("push", tasks);
+    for _ in 0..tasks {
+        push_task(&gateway, &pair, &callee, &mut run).await;
+    }
+    gateway.finish(&mut run);
+    run
+}
