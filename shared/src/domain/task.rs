@@ -229,7 +229,7 @@ impl Task {
 
     /// Whether the claim deadline of a working task has passed at `now` (formatted time).
     pub fn is_overdue(&self, now: &str) -> bool {
-        self.state == TaskState::Working
+        super::transitions::Transition::Expire.starts_from(self.state)
             && self
                 .deadline_at
                 .as_deref()

@@ -1,7 +1,7 @@
 //! What may follow what in a task's life: every write that changes a task's state (or acts on a
 //! task in a state), with the states it may start from and those it may leave. The store builds
-//! each such write's condition on the state from this table (`store/transitions.rs`), so the
-//! state machine is written once.
+//! each such write's condition on the state, and the state it sets, from this table
+//! (`store/tasks.rs`: `conditioned` and `target`), so the state machine is written once.
 
 use super::TaskState;
 use TaskState::{Canceled, Completed, Failed, InputRequired, Submitted, Working};
@@ -89,6 +89,21 @@ impl Transition {
         }
     }
 
+    /// Whether the write may start from a task in `state`.
+    pub fn starts_from(self, state: TaskState) -> bool {
+        self.from().contains(&state)
+    }
+
+    /// The state the write leaves a task in: its one target, or `asked` (a callee's answer,
+    /// the state before an undone claim) when the table lets it leave the task there.
+    pub fn target(self, asked: Option<TaskState>) -> Option<TaskState> {
+        match (self.to(), asked) {
+            ([only], None) => Some(*only),
+            (targets, Some(asked)) if targets.contains(&asked) => Some(asked),
+            _ => None,
+        }
+    }
+
     /// Whether this write may move a task from `from` to `to`.
     pub fn allows(self, from: TaskState, to: TaskState) -> bool {
         self.from().contains(&from) && self.to().contains(&to)
@@ -105,6 +120,25 @@ pub fn may_follow(from: TaskState, to: TaskState) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_target_is_the_table_s_one_state_or_an_asked_state_the_table_allows() {
+        assert_eq!(Transition::Cancel.target(None), Some(Canceled));
+        assert_eq!(Transition::Claim.target(None), Some(Working));
+        assert_eq!(Transition::Expire.target(Some(Failed)), Some(Failed));
+        assert_eq!(
+            Transition::Answer.target(None),
+            None,
+            "an answer names its state"
+        );
+        assert_eq!(
+            Transition::Answer.target(Some(InputRequired)),
+            Some(InputRequired)
+        );
+        assert_eq!(Transition::Answer.target(Some(Canceled)), None);
+        assert_eq!(Transition::Expire.target(Some(Completed)), None);
+        assert_eq!(Transition::Unclaim.target(Some(Submitted)), Some(Submitted));
+    }
 
     #[test]
     fn the_state_machine_is_this_table() {

@@ -18,7 +18,8 @@ use crate::domain::message::Role;
 use crate::domain::task::{
     PackedResult, ResultRejection, TaskResult, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES,
 };
-use crate::domain::{clock, Message, Task, TaskState, TenantPrincipal};
+use crate::domain::transitions::Transition;
+use crate::domain::{clock, Message, Task, TenantPrincipal};
 use crate::error::ApiError;
 use crate::metrics::{self, Metric};
 use crate::store::{ClaimOutcome, TaskTransition};
@@ -271,7 +272,7 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
 fn held_in_time(task: &Task, tenant_id: &TenantId, agent_id: &AgentId) -> bool {
     task.tenant_id == tenant_id
         && task.callee_agent_id == agent_id
-        && task.state == TaskState::Working
+        && Transition::Answer.starts_from(task.state)
         && !task.is_overdue(&clock::now())
 }
 

@@ -26,7 +26,8 @@ use super::request::Prepared;
 use super::verdict::RetrySchedule;
 use crate::bodies::Bodies;
 use crate::domain::task::Delivery;
-use crate::domain::{AgentId, Task, TaskId, TaskState, TenantId};
+use crate::domain::transitions::Transition;
+use crate::domain::{AgentId, Task, TaskId, TenantId};
 use crate::signing::SigningCache;
 use crate::store::{Attempt, Store, StoreError, TaskTransition};
 use crate::vault::Vault;
@@ -313,7 +314,7 @@ impl Worker {
 /// Whether the task still waits for a push delivery: a push task, open, not yet accepted.
 fn awaits_delivery(task: &Task) -> bool {
     task.delivery == Delivery::Push
-        && matches!(task.state, TaskState::Submitted | TaskState::Working)
+        && Transition::Lease.starts_from(task.state)
         && task.delivered_at.is_none()
 }
 

@@ -11,7 +11,7 @@ use super::task_item::{
     body_text, change_entries, logging, queue_entry, remember_key, remembering, task_key,
     with_content_room, LOG_CHANGES, WITHIN_CONTENT_CAP,
 };
-use super::tasks::{build, from_states, held_by_callee, TaskTransition};
+use super::tasks::{build, from_states, held_by_callee, target, target_value, TaskTransition};
 use super::{Store, StoreError};
 use crate::domain::binding::binding_id;
 use crate::domain::content::{PackedBody, MAX_TASK_CONTENT_BYTES};
@@ -49,20 +49,22 @@ impl Store {
     /// `:room` this binds).
     pub(crate) fn answer_update(
         &self,
+        transition: Transition,
         task_id: &TaskId,
         result: &PackedResult,
-    ) -> UpdateItemFluentBuilder {
-        self.answer_update_keyed(task_id, result, None)
+    ) -> Result<UpdateItemFluentBuilder, StoreError> {
+        self.answer_update_keyed(transition, task_id, result, None)
     }
 
     /// [`Store::answer_update`], remembering the idempotency key `key` when there is one (the
     /// caller binds it with [`remembering`]).
     fn answer_update_keyed(
         &self,
+        transition: Transition,
         task_id: &TaskId,
         result: &PackedResult,
         key: Option<&str>,
-    ) -> UpdateItemFluentBuilder {
+    ) -> Result<UpdateItemFluentBuilder, StoreError> {
         let (add_key, _) = remember_key(key);
         let status_message = match &result.status_message {
             Some(message) => body_text(message),
@@ -73,7 +75,7 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression(format!(
-                "SET #state = :state, status_message = :status_message, status_timestamp = :now, \
+                "SET #state = :to, status_message = :status_message, status_timestamp = :now, \
                  updated_at = :now, #error = :error, history = list_append(history, :entry), \
                  {LOG_CHANGES}{} ADD content_bytes :added{add_key} \
                  REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
@@ -84,7 +86,6 @@ impl Store {
                 }
             ))
             .expression_attribute_names("#error", "error")
-            .expression_attribute_values(":state", s(result.state.as_str()))
             .expression_attribute_values(":status_message", status_message)
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":error", opt_s(result.error.as_deref()))
@@ -92,13 +93,14 @@ impl Store {
                 ":entry",
                 AttributeValue::L(vec![body_text(&result.history_entry)]),
             );
+        let update = target(update, transition, Some(result.state))?;
         let update = logging(with_content_room(update, result.content_bytes()), &changes);
-        match &result.artifacts {
+        Ok(match &result.artifacts {
             Some(artifacts) => {
                 update.expression_attribute_values(":artifacts", body_text(artifacts))
             }
             None => update,
-        }
+        })
     }
 
     /// Applies a callee's result to a task it holds: only a `working` task of this callee, in
@@ -111,7 +113,7 @@ impl Store {
         result: &PackedResult,
     ) -> Result<TaskTransition, StoreError> {
         let update = held_by_callee(
-            self.answer_update(task_id, result),
+            self.answer_update(Transition::Answer, task_id, result)?,
             Transition::Answer,
             WITHIN_CONTENT_CAP,
             tenant_id,
@@ -132,7 +134,7 @@ impl Store {
     ) -> Result<TaskTransition, StoreError> {
         let (_, new_key) = remember_key(Some(key));
         let update = held_by_callee(
-            self.answer_update_keyed(task_id, result, Some(key)),
+            self.answer_update_keyed(Transition::Answer, task_id, result, Some(key))?,
             Transition::Answer,
             &format!("{WITHIN_CONTENT_CAP}{new_key}"),
             tenant_id,
@@ -241,7 +243,7 @@ impl Store {
             .table_name(&self.table)
             .set_key(Some(task_key(&task.id)))
             .update_expression(format!(
-                "SET #state = :working, status_message = :none, status_timestamp = :now, \
+                "SET #state = :to, status_message = :none, status_timestamp = :now, \
                  updated_at = :now, history = list_append(history, :entry), {LOG_CHANGES}, \
                  gsi1pk = :queue, gsi1sk = :order{redelivery} ADD content_bytes :added{add_key}"
             ))
@@ -250,7 +252,7 @@ impl Store {
                  AND size(history) < :max{WITHIN_CONTENT_CAP}{new_key}"
             ))
             .expression_attribute_names("#state", "state")
-            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
+            .expression_attribute_values(":to", target_value(Transition::Reply, None)?)
             .expression_attribute_values(":none", AttributeValue::Null(true))
             .expression_attribute_values(":now", s(now))
             .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))

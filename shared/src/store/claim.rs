@@ -11,7 +11,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{n, s, Item, Reader};
 use super::task_item::{change_entries, deadline_shard, logging, queue_entry, LOG_CHANGES};
-use super::tasks::{conditioned, TaskTransition, CLAIM_CANDIDATES, UNCLAIMABLE_ERROR};
+use super::tasks::{
+    conditioned, target, target_value, TaskTransition, CLAIM_CANDIDATES, UNCLAIMABLE_ERROR,
+};
 use super::{classify, Store, StoreError};
 use crate::domain::events::Change;
 use crate::domain::transitions::Transition;
@@ -294,16 +296,16 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression(format!(
-                "SET #state = :working, status_timestamp = :now, updated_at = :now, \
+                "SET #state = :to, status_timestamp = :now, updated_at = :now, \
                  deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key, \
                  {LOG_CHANGES} REMOVE gsi1pk, gsi1sk",
             ))
-            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
             .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":deadline", s(&deadline))
             .expression_attribute_values(":shard", s(deadline_shard(task_id)))
             .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
+        let update = target(update, Transition::Claim, None)?;
         let update = conditioned(update, Transition::Claim, " AND gsi1pk = :queue");
         let claimed = Change::state(TaskState::Working, false, &now);
         match self.transition(logging(update, &[claimed])).await? {
@@ -326,12 +328,12 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression(format!(
-                "SET #state = :failed, #error = :error, status_timestamp = :now, \
+                "SET #state = :to, #error = :error, status_timestamp = :now, \
                  updated_at = :now, {LOG_CHANGES} REMOVE gsi1pk, gsi1sk",
             ))
             .condition_expression("gsi1pk = :queue")
             .expression_attribute_names("#error", "error")
-            .expression_attribute_values(":failed", s(TaskState::Failed.as_str()))
+            .expression_attribute_values(":to", target_value(Transition::FailUnclaimable, None)?)
             .expression_attribute_values(":error", s(UNCLAIMABLE_ERROR))
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")));
@@ -355,11 +357,14 @@ impl Store {
         let update = self
             .task_update(&task.id)
             .update_expression(format!(
-                "SET #state = :prior, gsi1pk = :queue, gsi1sk = :order, changed_at = :changed \
+                "SET #state = :to, gsi1pk = :queue, gsi1sk = :order, changed_at = :changed \
                  REMOVE deadline_at, gsi2pk, gsi2sk, events[{}]",
                 logged.saturating_sub(1)
             ))
-            .expression_attribute_values(":prior", s(task.state_before_latest_change().as_str()))
+            .expression_attribute_values(
+                ":to",
+                target_value(Transition::Unclaim, Some(task.state_before_latest_change()))?,
+            )
             .expression_attribute_values(":changed", s(task.changed_before_latest_change()))
             .expression_attribute_values(":logged", n(logged as u64))
             .expression_attribute_values(":queue", s(queue))

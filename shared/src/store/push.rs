@@ -18,7 +18,7 @@ use super::task_item::{
     deadline_shard, logging, outbox_shard, task_id_of, task_key, LOG_CHANGES, NOTIFY_OUTBOX,
     WITHIN_CONTENT_CAP,
 };
-use super::tasks::conditioned;
+use super::tasks::{conditioned, target_value};
 use super::{classify, committed, Store, StoreError, TaskTransition};
 use crate::domain::clock;
 use crate::domain::events::Change;
@@ -100,13 +100,13 @@ impl Store {
         let mut update = self
             .task_update(task_id)
             .update_expression(
-                "SET #state = :working, status_timestamp = :now, updated_at = :now, \
+                "SET #state = :to, status_timestamp = :now, updated_at = :now, \
                  lease_token = :token, lease_until = :until, gsi1pk = :outbox, gsi1sk = :due, \
                  attempt_number = if_not_exists(attempt_number, \
                      if_not_exists(delivery_attempts, :zero)) + :one \
                  ADD delivery_attempts :one",
             )
-            .expression_attribute_values(":working", s(TaskState::Working.as_str()))
+            .expression_attribute_values(":to", target_value(Transition::Lease, None)?)
             .expression_attribute_values(":push", s(Delivery::Push.as_str()))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":token", s(token))
@@ -183,7 +183,7 @@ impl Store {
         result: &PackedResult,
     ) -> Result<TaskTransition, StoreError> {
         let update = conditioned(
-            self.answer_update(task_id, result),
+            self.answer_update(Transition::Answer, task_id, result)?,
             Transition::Answer,
             &format!(" AND lease_token = :token{WITHIN_CONTENT_CAP}"),
         )
@@ -229,7 +229,8 @@ impl Store {
         let failure = TaskResult::Failed {
             error: error.to_owned(),
         };
-        let update = self.answer_update(task_id, &PackedResult::pack("", task_id, &failure));
+        let failed = PackedResult::pack("", task_id, &failure);
+        let update = self.answer_update(Transition::FailDelivery, task_id, &failed)?;
         let update = match token {
             Some(token) => conditioned(
                 update,

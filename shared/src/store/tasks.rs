@@ -68,6 +68,31 @@ pub(crate) fn from_states(transition: Transition) -> (String, Vec<(String, Attri
     (format!("#state IN ({})", names.join(", ")), values)
 }
 
+/// Binds `:to`, the state `transition` leaves the task in (`asked`, when the write names it),
+/// as the table has it (`domain/transitions.rs`); a write the table does not allow is refused
+/// before it is sent.
+pub(crate) fn target(
+    update: UpdateItemFluentBuilder,
+    transition: Transition,
+    asked: Option<TaskState>,
+) -> Result<UpdateItemFluentBuilder, StoreError> {
+    Ok(update.expression_attribute_values(":to", target_value(transition, asked)?))
+}
+
+/// The value of `:to` for [`target`], for writes built otherwise (a transaction's update).
+pub(crate) fn target_value(
+    transition: Transition,
+    asked: Option<TaskState>,
+) -> Result<AttributeValue, StoreError> {
+    let state = transition.target(asked).ok_or_else(|| {
+        StoreError::Rejected(format!(
+            "the state machine has no {transition:?} to {}",
+            asked.map_or("an unnamed state", TaskState::as_str)
+        ))
+    })?;
+    Ok(s(state.as_str()))
+}
+
 /// Conditions `update` on the task's state allowing `transition`, and `also`.
 pub(crate) fn conditioned(
     update: UpdateItemFluentBuilder,
@@ -162,16 +187,15 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression(format!(
-                "SET #state = :canceled, status_timestamp = :now, updated_at = :now, {LOG_CHANGES} \
+                "SET #state = :to, status_timestamp = :now, updated_at = :now, {LOG_CHANGES} \
                  REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
             ))
-            .expression_attribute_values(":canceled", s(TaskState::Canceled.as_str()))
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":tenant", s(tenant_id))
             .expression_attribute_values(":caller", s(caller_id))
             .expression_attribute_values(":callee", s(callee));
         let update = conditioned(
-            update,
+            target(update, Transition::Cancel, None)?,
             Transition::Cancel,
             " AND tenant_id = :tenant AND caller_agent_id = :caller \
              AND (callee_agent_id = :callee OR callee_name = :callee)",
@@ -192,7 +216,11 @@ impl Store {
             error: deadline_error(timeout_seconds),
         };
         let update = conditioned(
-            self.answer_update(task_id, &PackedResult::pack("", task_id, &failure)),
+            self.answer_update(
+                Transition::Expire,
+                task_id,
+                &PackedResult::pack("", task_id, &failure),
+            )?,
             Transition::Expire,
             &format!(" AND deadline_at = :deadline{WITHIN_CONTENT_CAP}"),
         )

@@ -10,9 +10,9 @@ use crate::app::App;
 use crate::domain::binding::RefusalReason;
 use crate::domain::content::Stored;
 use crate::domain::task::{Delivery, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
+use crate::domain::transitions::Transition;
 use crate::domain::{
-    clock, media, Agent, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TaskState,
-    TenantPrincipal,
+    clock, media, Agent, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TenantPrincipal,
 };
 use crate::error::ApiError;
 use crate::http::gate::{parse_uuid, refusal_now, refusal_reason, refuse_action};
@@ -376,7 +376,7 @@ async fn refused_answer(
 /// `Ok` for a task that waits for its caller's input with room in its history; otherwise the
 /// `409` that says why not.
 fn not_waiting_for_input(task: &Task) -> Result<(), ApiError> {
-    if task.state != TaskState::InputRequired {
+    if !Transition::Reply.starts_from(task.state) {
         return Err(ApiError::Conflict(format!(
             "the task is {}, not waiting for input",
             task.state.as_str()
