@@ -6,12 +6,13 @@ use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 
 use super::audit::AuditEntry;
+use super::item::build;
 use super::item::{key, n, opt_s, s};
 use super::task_item::{
     body_text, change_entries, logging, queue_entry, remember_key, remembering, task_key,
     with_content_room, LOG_CHANGES, WITHIN_CONTENT_CAP,
 };
-use super::tasks::{build, from_states, held_by_callee, target, target_value, TaskTransition};
+use super::tasks::{from_states, held_by_callee, target, target_value, TaskTransition};
 use super::{Store, StoreError};
 use crate::domain::binding::binding_id;
 use crate::domain::content::{PackedBody, MAX_TASK_CONTENT_BYTES};

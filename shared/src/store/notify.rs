@@ -6,9 +6,9 @@
 
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 
+use super::item::build;
 use super::item::{key, n, s, Item, Reader};
 use super::task_item::{notify_outbox_shard, task_key, OUTBOX_GRACE_SECONDS};
-use super::tasks::build;
 use super::tenancy::CountBound;
 use super::{classify, Store, StoreError};
 use crate::domain::notify::{NotifyConfig, MAX_CONFIGS_PER_TASK};

@@ -128,8 +128,6 @@ pub(crate) fn held_by_callee(
         .expression_attribute_values(":callee", s(callee_id))
 }
 
-pub(crate) use super::item::build;
-
 impl Store {
     /// The task, unless it does not exist or is past its retention (the store's time to live
     /// deletes such items some time later; until then they are already gone to every reader).
