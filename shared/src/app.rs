@@ -87,6 +87,11 @@ pub async fn sdk_config() -> Result<aws_config::SdkConfig, ConfigError> {
 }
 
 impl App {
+    /// The task layer over this process's store, body store and queue.
+    pub fn tasks(&self) -> crate::tasks::Tasks<'_> {
+        crate::tasks::Tasks::new(&self.store, &self.bodies, &self.queue)
+    }
+
     /// Assembles the app from its clients; the queue, the KMS key and the body bucket come from
     /// `config`.
     pub fn new(

@@ -21,6 +21,7 @@ pub mod search;
 pub mod signing;
 pub mod store;
 pub mod sweeper;
+pub mod tasks;
 pub mod vault;
 pub mod xray;
 

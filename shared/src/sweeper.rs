@@ -20,11 +20,12 @@ use serde::Serialize;
 use crate::bodies::Bodies;
 use crate::domain::clock;
 use crate::domain::ids::TaskId;
-use crate::push::{notify_changed, Queue};
-use crate::search::{index_changed, index_words};
+use crate::push::Queue;
+use crate::search::index_words;
 use crate::store::{
     OutboxEntry, OverdueEntry, Store, StoreError, TaskTransition, WordsLane, DEADLINE_SHARDS,
 };
+use crate::tasks::Tasks;
 
 /// Most entries read per page of a shard.
 const BATCH: i32 = 100;
@@ -270,19 +271,14 @@ async fn sweep_overdue_within(
 
 /// Fails one overdue task (unless it moved on), or sets its entry aside when that fails.
 async fn expire(store: &Store, queue: &Queue, bodies: &Bodies, entry: &OverdueEntry) -> Swept {
-    match store
-        .expire_task(&entry.task_id, &entry.deadline_at, entry.timeout_seconds)
+    match Tasks::new(store, bodies, queue)
+        .expire(&entry.task_id, &entry.deadline_at, entry.timeout_seconds)
         .await
     {
-        Ok(TaskTransition::Applied(task)) => {
-            tracing::info!(task_id = %entry.task_id, "claim deadline passed; task failed");
-            notify_changed(store, queue, &task).await;
-            index_changed(store, bodies, &task).await;
-            Swept {
-                done: 1,
-                skipped: 0,
-            }
-        }
+        Ok(TaskTransition::Applied(_)) => Swept {
+            done: 1,
+            skipped: 0,
+        },
         // Another writer moved it on: nothing to count, and the page still moved.
         Ok(TaskTransition::Refused(_)) => Swept::default(),
         Err(error) => {

@@ -16,6 +16,7 @@ use super::clock;
 use super::content::{BodyRef, Stored, MAX_TASK_CONTENT_BYTES};
 use super::ids::{AgentId, TaskId, TenantId};
 use super::message::{Message, Role};
+use super::transitions::Transition;
 pub use super::result::{
     parse_artifacts, Artifact, PackedResult, ResultRejection, TaskResult, MAX_ARTIFACTS,
     MAX_ERROR_CHARS,
@@ -164,14 +165,14 @@ impl Task {
     /// `now`: `working` again, the answer last in its history, no status message. The store
     /// makes the same change with a write conditioned on the task still waiting.
     pub fn answered(mut self, answer: Stored<Message>, bytes: u64, now: &str) -> Task {
+        let working = Transition::Reply.target(None).unwrap_or(TaskState::Working);
         self.history.push(answer);
-        self.state = TaskState::Working;
+        self.state = working;
         self.status_message = None;
         self.status_timestamp = now.to_owned();
         self.updated_at = now.to_owned();
         self.content_bytes += bytes;
-        self.changes
-            .push(Change::state(TaskState::Working, true, now));
+        self.changes.push(Change::state(working, true, now));
         self
     }
 

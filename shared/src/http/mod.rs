@@ -158,21 +158,6 @@ pub(crate) async fn full_task(
     Ok(task)
 }
 
-/// After a committed change of `task`: tells its push notification configs and brings its
-/// word index up to date. Neither can fail the change, which is in.
-pub(crate) async fn after_change(app: &App, task: &Task) {
-    tokio::join!(
-        crate::push::notify_changed(&app.store, &app.queue, task),
-        crate::search::index_changed(&app.store, &app.bodies, task),
-    );
-}
-
-/// [`after_change`] for a change that added no words (a claim): its word index needs nothing
-/// (see `store/task_item.rs`, `LOG_WORDLESS_CHANGES`).
-pub(crate) async fn after_wordless_change(app: &App, task: &Task) {
-    crate::push::notify_changed(&app.store, &app.queue, task).await;
-}
-
 /// A message packed for task `task_id` of `tenant_id`, not stored yet.
 pub(crate) fn pack_message(
     tenant_id: &TenantId,

@@ -11,7 +11,6 @@ use super::{
     pack_message, wait_param, with_poll_slot, HandlerResult,
 };
 use crate::app::App;
-use crate::bodies::BodyError;
 use crate::domain::content::{PackedBody, MAX_TASK_CONTENT_BYTES};
 use crate::domain::ids::{AgentId, TaskId, TenantId};
 use crate::domain::message::Role;
@@ -22,7 +21,8 @@ use crate::domain::transitions::Transition;
 use crate::domain::{clock, Message, Task, TenantPrincipal};
 use crate::error::ApiError;
 use crate::metrics::{self, Metric};
-use crate::store::{ClaimOutcome, TaskTransition};
+use crate::store::TaskTransition;
+use crate::tasks::claim::Claim;
 
 /// Claims in a row that may lose every candidate to other pollers before pausing one interval.
 const CONTENDED_RETRIES: u32 = 8;
@@ -102,25 +102,20 @@ async fn claim_ready(
 ) -> Result<Option<Task>, ApiError> {
     let mut contended = 0;
     loop {
-        let outcome = match look {
-            Look::First => app.store.claim_next(agent_id).await?,
-            Look::Again => app.store.claim_next_waiting(agent_id).await?,
-        };
-        match outcome {
-            ClaimOutcome::Claimed(task) => {
-                tracing::info!(task_id = %task.id, call_id = %task.call_id, "task claimed");
-                if let Some(task) = hand_over(app, *task, &principal.tenant_id, agent_id).await? {
-                    metrics::emit(Metric::TaskClaimed);
-                    // Independent writes after the claim committed: neither waits on the other.
-                    tokio::join!(
-                        super::after_wordless_change(app, &task),
-                        audit_task_action(app, principal, "task.claim", &task)
-                    );
-                    return Ok(Some(task));
-                }
+        let waiting = matches!(look, Look::Again);
+        let claim = app
+            .tasks()
+            .claim(&principal.tenant_id, agent_id, waiting)
+            .await?;
+        match claim {
+            Claim::Handed(task) => {
+                audit_task_action(app, principal, "task.claim", &task).await;
+                return Ok(Some(*task));
             }
-            ClaimOutcome::Contended if contended < CONTENDED_RETRIES => contended += 1,
-            ClaimOutcome::Contended | ClaimOutcome::Empty => return Ok(None),
+            Claim::Undone => return Err(ApiError::Unavailable),
+            Claim::Failed => {}
+            Claim::Contended if contended < CONTENDED_RETRIES => contended += 1,
+            Claim::Contended | Claim::Empty => return Ok(None),
         }
     }
 }
@@ -131,39 +126,6 @@ fn claim_waited(began: Instant) {
         route: "claim",
         waited: began.elapsed(),
     });
-}
-
-/// A claimed task in full, ready to hand to its callee. When its stored bodies cannot be read
-/// for now, the claim is undone (the task goes back on the queue) and the poll answers 503;
-/// when they are gone for good, the task fails and `None` tells the poll to take the next one.
-async fn hand_over(
-    app: &App,
-    mut task: Task,
-    tenant_id: &TenantId,
-    agent_id: &AgentId,
-) -> Result<Option<Task>, ApiError> {
-    let error = match app.bodies.resolve(&mut task, &[]).await {
-        Ok(()) => return Ok(Some(task)),
-        Err(error) => error,
-    };
-    if let BodyError::Unavailable(cause) = &error {
-        tracing::warn!(task_id = %task.id, cause = %cause, "body store unavailable; claim undone");
-        app.store.unclaim(&task).await?;
-        return Err(ApiError::Unavailable);
-    }
-    tracing::error!(task_id = %task.id, error = %error, "a claimed task's content cannot be read; failing it");
-    let failure = TaskResult::Failed {
-        error: "the task's content could not be read".into(),
-    };
-    let failure = PackedResult::pack(tenant_id, &task.id, &failure);
-    let failed = app
-        .store
-        .finish_task(&task.id, tenant_id, agent_id, &failure)
-        .await?;
-    if let TaskTransition::Applied(task) = &failed {
-        super::after_change(app, task).await;
-    }
-    Ok(None)
 }
 
 /// When a callee's answer carries bodies that must be stored outside the task item, whether the
@@ -231,26 +193,12 @@ pub async fn post_result(app: &App, request: Request) -> HandlerResult {
     {
         return repeated(app, task).await;
     }
-    let transition = match key {
-        Some(key) => {
-            app.store
-                .finish_task_keyed(&task_id, tenant_id, &agent_id, &result, key)
-                .await?
-        }
-        None => {
-            app.store
-                .finish_task(&task_id, tenant_id, &agent_id, &result)
-                .await?
-        }
-    };
+    let transition = app
+        .tasks()
+        .finish(&task_id, tenant_id, &agent_id, &result, key)
+        .await?;
     let current = match transition {
         TaskTransition::Applied(task) => {
-            tracing::info!(task_id = %task.id, state = task.state.as_str(), "task answered");
-            metrics::emit(Metric::TaskAnswered {
-                state: task.state,
-                delivery: task.delivery,
-            });
-            super::after_change(app, &task).await;
             let action = format!("task.result.{}", task.state.as_str());
             return audited_task_ok(app, &principal, &action, task, &result.bodies()).await;
         }
@@ -328,13 +276,11 @@ pub async fn report_progress(app: &App, request: Request) -> HandlerResult {
         return repeated(app, task).await;
     }
     let transition = app
-        .store
+        .tasks()
         .report_progress(&task_id, tenant_id, &agent_id, &message, key)
         .await?;
     let current = match transition {
         TaskTransition::Applied(task) => {
-            tracing::info!(task_id = %task.id, "task progress reported");
-            super::after_change(app, &task).await;
             return audited_task_ok(app, &principal, "task.progress", task, &[&message]).await;
         }
         TaskTransition::Refused(None) => return Err(ApiError::TaskNotFound),

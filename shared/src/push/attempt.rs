@@ -99,16 +99,16 @@ impl Worker {
         match verdict {
             Verdict::Answered(result) => self.apply_answer(task, token, &result).await,
             Verdict::Accepted => {
-                let accepted = self
-                    .store
+                self.tasks()
                     .accept_push(task_id, token, task.claim_timeout_seconds)
                     .await?;
-                self.notified_wordless(accepted).await;
                 tracing::info!("callee accepted the task to finish later");
                 Ok(JobOutcome::Done)
             }
             Verdict::Fail(reason) => {
-                self.fail_delivery(task_id, Some(token), &reason).await?;
+                self.tasks()
+                    .fail_delivery(task_id, Some(token), &reason)
+                    .await?;
                 Ok(JobOutcome::Done)
             }
             Verdict::Retry {
@@ -138,7 +138,9 @@ impl Worker {
             }
             None => {
                 let error = format!("delivery failed after {attempts} attempts: {reason}");
-                self.fail_delivery(&task.id, Some(token), &error).await?;
+                self.tasks()
+                    .fail_delivery(&task.id, Some(token), &error)
+                    .await?;
                 Ok(JobOutcome::Done)
             }
         }
@@ -158,7 +160,9 @@ impl Worker {
                 "answer too large: the task would hold more than {MAX_TASK_CONTENT_BYTES} \
                  bytes of messages and artifacts"
             );
-            self.fail_delivery(task_id, Some(token), &error).await?;
+            self.tasks()
+                .fail_delivery(task_id, Some(token), &error)
+                .await?;
             return Ok(JobOutcome::Done);
         }
         if let Err(error) = self.bodies.store(&result.bodies()).await {
@@ -169,10 +173,10 @@ impl Worker {
             return Ok(JobOutcome::RetryIn(STORE_RETRY));
         }
         let applied = self
-            .store
+            .tasks()
             .apply_push_answer(task_id, token, &result)
             .await?;
-        match self.notified(applied).await {
+        match applied {
             TaskTransition::Applied(task) => {
                 metrics::emit(Metric::TaskAnswered {
                     state: task.state,

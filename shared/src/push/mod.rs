@@ -16,7 +16,7 @@ pub mod ssrf;
 pub mod verdict;
 pub mod worker;
 
+pub use crate::tasks::notify_changed;
 pub use dial::Dialer;
-pub use notify::notify_changed;
 pub use queue::{Job, Queue};
 pub use worker::{JobOutcome, Worker};

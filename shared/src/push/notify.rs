@@ -1,6 +1,6 @@
 //! A2A push notifications: a task's caller-given webhooks receive the task's update events.
 //!
-//! After every committed change of a task that has configs, [`notify_changed`] puts one
+//! After every committed change of a task that has configs, [`crate::tasks::notify_changed`] (the task layer) puts one
 //! `{"task_id", "kind": "notify"}` message on the push queue. The worker, for such a message,
 //! reads the task (bodies resolved) and its configs, and sends each config, in order, every
 //! event numbered above its `delivered`: the event's A2A `StreamResponse`, signed like a task
@@ -19,34 +19,17 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use super::attempt::jitter;
 use super::breaker::{host_of, Gate};
 use super::outcome::{JobOutcome, LEASE_SECONDS, STORE_RETRY};
-use super::queue::Queue;
 use super::signature::sign_delivery;
 use super::worker::Worker;
 use crate::a2a::wire::stream_event_json;
 use crate::bodies::BodyError;
 use crate::domain::notify::NotifyConfig;
 use crate::domain::{Task, TaskId, TaskState};
-use crate::store::{Store, StoreError, TaskTransition};
+use crate::store::StoreError;
 use crate::vault::NotifySecret;
 
 /// The header that carries a config's token, as A2A receivers read it.
 pub const NOTIFICATION_TOKEN_HEADER: &str = "X-A2A-Notification-Token";
-
-/// After a committed change of `task`: asks the worker to notify its configs, if it has any. A
-/// failed enqueue is logged and never fails the change: the configs are made due on the outbox,
-/// for the next sweep to enqueue (and the next change enqueues again).
-pub async fn notify_changed(store: &Store, queue: &Queue, task: &Task) {
-    if task.notify_configs == 0 {
-        return;
-    }
-    let Err(error) = queue.enqueue_notify(&task.id).await else {
-        return;
-    };
-    tracing::warn!(task_id = %task.id, error = %error, "could not enqueue the task's push notifications; the sweeper will");
-    if let Err(error) = store.notify_configs_due_now(&task.id).await {
-        tracing::warn!(task_id = %task.id, error = %error, "could not make the task's configs due; their next sweep sends them");
-    }
-}
 
 /// A config's delivery lease, as one sender holds it: `held` until a write gives it back.
 struct Lease {
@@ -63,42 +46,6 @@ enum Round {
 }
 
 impl Worker {
-    /// Tells the task's configs of a change the worker committed (any [`TaskTransition`] it
-    /// applied), then hands the transition back.
-    pub(super) async fn notified(&self, transition: TaskTransition) -> TaskTransition {
-        if let TaskTransition::Applied(task) = &transition {
-            tokio::join!(
-                notify_changed(&self.store, &self.queue, task),
-                crate::search::index_changed(&self.store, &self.bodies, task),
-            );
-        }
-        transition
-    }
-
-    /// [`Self::notified`] for a change that added no words (the callee accepting): its word
-    /// index needs nothing (see `store/task_item.rs`, `LOG_WORDLESS_CHANGES`).
-    pub(super) async fn notified_wordless(&self, transition: TaskTransition) -> TaskTransition {
-        if let TaskTransition::Applied(task) = &transition {
-            notify_changed(&self.store, &self.queue, task).await;
-        }
-        transition
-    }
-
-    /// Fails the task's delivery (see [`crate::store::Store::fail_delivery`]) and tells its
-    /// configs.
-    pub(super) async fn fail_delivery(
-        &self,
-        task_id: &TaskId,
-        token: Option<&str>,
-        error: &str,
-    ) -> Result<TaskTransition, StoreError> {
-        let transition = self.store.fail_delivery(task_id, token, error).await?;
-        if matches!(transition, TaskTransition::Applied(_)) {
-            crate::metrics::emit(crate::metrics::Metric::PushFailed);
-        }
-        Ok(self.notified(transition).await)
-    }
-
     /// Handles a notify message: every config of the task gets the events it has not had.
     pub(super) async fn notify(&self, task_id: &TaskId) -> Result<JobOutcome, StoreError> {
         let Some(mut task) = self.store.get_task(task_id).await? else {

@@ -74,7 +74,7 @@ impl Worker {
             (Some(callee), Some(endpoint)) => Ok((callee, endpoint)),
             _ => {
                 let error = "delivery failed: the callee no longer has a push endpoint";
-                self.fail_delivery(task_id, None, error).await?;
+                self.tasks().fail_delivery(task_id, None, error).await?;
                 Err(Stop::With(JobOutcome::Done))
             }
         }
@@ -122,7 +122,7 @@ impl Worker {
             Err(error) => {
                 tracing::error!(error = %error, "the task's content cannot be read; failing it");
                 let error = "delivery failed: the task's content could not be read";
-                self.fail_delivery(&task.id, token, error).await?;
+                self.tasks().fail_delivery(&task.id, token, error).await?;
                 Err(Stop::With(JobOutcome::Done))
             }
         }

@@ -49,6 +49,11 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// The task layer over this worker's store, body store and queue.
+    pub(super) fn tasks(&self) -> crate::tasks::Tasks<'_> {
+        crate::tasks::Tasks::new(&self.store, &self.bodies, &self.queue)
+    }
+
     /// Handles a batch as the Lambda event source delivers it: each message on its own, all at
     /// once, each within `time` (what the invocation has left, less what answering takes); returns
     /// the ids of the messages to leave on the queue, their visibility already set. A job still
@@ -238,7 +243,9 @@ impl Worker {
                 "delivery failed after {} attempts",
                 current.delivery_attempts
             );
-            self.fail_delivery(&current.id, None, &error).await?;
+            self.tasks()
+                .fail_delivery(&current.id, None, &error)
+                .await?;
             return Ok(JobOutcome::Done);
         }
         // Another attempt holds the lease, or a new delivery began since this message read the

@@ -1167,3 +1167,35 @@ async fn a_search_past_its_read_budget_ends_short_and_the_cursor_goes_on() {
     }
     assert_eq!(found, [working]);
 }
+
+/// Every message of a task is found by its words, the caller's answer to a question too: the
+/// answer's change posts the answer's words, not the question's again.
+#[tokio::test]
+async fn the_callers_answer_to_a_question_is_found_by_its_words() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let task_id = app.asked(&pair).await;
+    let answer = json!({"message": {"role": "user", "parts": [{"text": "quokkaledger"}]}});
+    let answered = app
+        .post(
+            &format!("/v1/agents/{}/tasks/{task_id}/messages", pair.callee.name),
+            &pair.caller.key,
+            answer,
+        )
+        .await;
+    assert_eq!(answered.state(), "working", "{}", answered.text);
+    let found = search(
+        &app,
+        &pair.caller.key,
+        &format!("agent={}&q=quokkaledger", pair.caller.name),
+    )
+    .await;
+    assert_eq!(ids(&found), vec![task_id.clone()]);
+    let question = search(
+        &app,
+        &pair.caller.key,
+        &format!("agent={}&q=invoice", pair.caller.name),
+    )
+    .await;
+    assert_eq!(ids(&question), [task_id]);
+}

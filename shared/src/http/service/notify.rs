@@ -119,7 +119,7 @@ pub(crate) async fn save_config(
                 tracing::info!(task_id = %seen.id, config_id = %config.id, "push notification config added");
                 if start == Start::FromOpen && seen.event_count() > 0 {
                     seen.notify_configs += 1;
-                    crate::push::notify_changed(&app.store, &app.queue, &seen).await;
+                    app.tasks().changed_wordless(&seen).await;
                 }
                 return Ok(config);
             }

@@ -13,7 +13,7 @@ use crate::bodies::resolve_from_memory;
 use crate::domain::binding::RefusalReason;
 use crate::domain::content::{PackedBody, Stored};
 use crate::domain::notify::NotifyRequest;
-use crate::domain::task::{keyed_task_id, CallLineage, Delivery, TaskOpening};
+use crate::domain::task::{keyed_task_id, CallLineage, TaskOpening};
 use crate::domain::{clock, Agent, AgentId, AgentRef, Message, Task, TaskId, TenantPrincipal};
 use crate::error::ApiError;
 use crate::http::gate::{precheck_refusal, refuse};
@@ -175,7 +175,7 @@ async fn commit(
     let wait = after.wait;
     let task_id = &open.task.id;
     crate::http::note_task(&open.task);
-    let opened = match app.store.open_task(&open).await {
+    let opened = match app.tasks().open(&open).await {
         // A keyed open whose write failed may have met a concurrent repeat's write; once that
         // one commits, its task is this request's answer too.
         Err(StoreError::Unavailable(reason)) if keyed => {
@@ -210,16 +210,6 @@ async fn commit(
             ))
         }
     }
-    tracing::info!(task_id = %task_id, call_id = %open.task.call_id, callee_id = %callee.id, "task opened");
-    crate::metrics::emit(crate::metrics::Metric::TaskOpened {
-        delivery: open.task.delivery,
-    });
-    // Independent after the commit: the ledger items and word postings, and the push
-    // delivery's enqueue.
-    tokio::join!(
-        crate::search::record_opened(&app.store, &app.bodies, &open.task, open.context),
-        enqueue_push(app, &open.task)
-    );
     if let Some(asked) = after.notify {
         // The task is committed: a config that cannot be stored now is logged, never an error
         // that would invite the caller to send (and open) again.
@@ -228,17 +218,6 @@ async fn commit(
         }
     }
     opened_response(app, principal, open.task, wait, input).await
-}
-
-/// Queues a push task's delivery. The task is on the record already; if this enqueue is lost,
-/// the outbox sweep redoes it.
-async fn enqueue_push(app: &App, task: &Task) {
-    if task.delivery != Delivery::Push {
-        return;
-    }
-    if let Err(error) = app.queue.enqueue_delivery(task).await {
-        tracing::warn!(task_id = %task.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
-    }
 }
 
 /// The answer to an open repeated with the same `message_id`: the task the first one wrote, as

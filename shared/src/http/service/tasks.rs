@@ -8,8 +8,7 @@ use tokio::time::Instant;
 
 use crate::app::App;
 use crate::domain::binding::RefusalReason;
-use crate::domain::content::Stored;
-use crate::domain::task::{Delivery, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
+use crate::domain::task::{MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
 use crate::domain::transitions::Transition;
 use crate::domain::{
     clock, media, Agent, AgentId, AgentRef, Message, PrincipalKind, Task, TaskId, TenantPrincipal,
@@ -84,14 +83,12 @@ pub(crate) async fn expire_if_overdue(app: &App, task: Task) -> Result<Task, Api
     }
     let deadline = task.deadline_at.clone().unwrap_or_default();
     match app
-        .store
-        .expire_task(&task.id, &deadline, task.claim_timeout_seconds)
+        .tasks()
+        .expire(&task.id, &deadline, task.claim_timeout_seconds)
         .await?
     {
         TaskTransition::Applied(task) => {
-            tracing::info!(task_id = %task.id, "claim deadline passed; task failed");
             metrics::emit(Metric::TasksExpired { count: 1 });
-            crate::http::after_change(app, &task).await;
             Ok(task)
         }
         TaskTransition::Refused(Some(current)) => Ok(current),
@@ -217,13 +214,11 @@ pub(crate) async fn cancel_task(
         AgentRef::Unknown => return Err(ApiError::TaskNotFound),
     };
     match app
-        .store
-        .cancel_task(task_id, &principal.tenant_id, &caller_id, &callee)
+        .tasks()
+        .cancel(task_id, &principal.tenant_id, &caller_id, &callee)
         .await?
     {
         TaskTransition::Applied(task) => {
-            tracing::info!(task_id = %task.id, "task canceled");
-            crate::http::after_change(app, &task).await;
             let task = audited_task(app, principal, "task.cancel", task, &[]).await?;
             Ok(Canceled::Now(task))
         }
@@ -295,28 +290,22 @@ pub(crate) async fn answer_task(
     let mut audit = AuditEntry::new(principal, "task.message", &task.callee_agent_id);
     audit.call_id = Some(task.call_id.clone());
     audit.task_id = Some(task.id.clone());
-    let delivery_id = match app
-        .store
-        .answer_input(&task, &message, key.as_deref(), &audit)
+    match app
+        .tasks()
+        .reply(shown, answer, &message, key.as_deref(), &audit)
         .await?
     {
-        Ok(delivery_id) => delivery_id,
+        Ok(answered) => Ok(answered),
         Err(InputRefusal::NotWaiting) => {
-            return changed_before_the_answer(app, &task.id, key.as_deref(), message.bytes).await
+            changed_before_the_answer(app, &task.id, key.as_deref(), message.bytes).await
         }
         Err(InputRefusal::BindingNotLive | InputRefusal::CalleeNotActive) => {
             let reason =
                 refusal_reason(app, principal, &task.caller_agent_id, &task.callee_agent_id)
                     .await?;
-            return Err(refused_answer(app, principal, &task, reason).await);
+            Err(refused_answer(app, principal, &task, reason).await)
         }
-    };
-    tracing::info!(task_id = %task.id, call_id = %task.call_id, "task question answered");
-    crate::http::after_change(app, &task).await;
-    if task.delivery == Delivery::Push {
-        deliver_again(app, task, delivery_id).await;
     }
-    Ok(shown.answered(Stored::Inline(answer), message.bytes, &clock::now()))
 }
 
 /// The task changed before the answer could be taken (answered, canceled, another message):
@@ -340,18 +329,6 @@ async fn changed_before_the_answer(
         return Err(content_too_large());
     }
     Err(ApiError::Unavailable)
-}
-
-/// Enqueues an answered push task's next delivery. It is on the outbox already: if this
-/// enqueue is lost, the outbox sweep redoes it.
-async fn deliver_again(app: &App, task: Task, delivery_id: Option<String>) {
-    let redelivered = Task {
-        delivery_id,
-        ..task
-    };
-    if let Err(error) = app.queue.enqueue_delivery(&redelivered).await {
-        tracing::warn!(task_id = %redelivered.id, error = %error, "enqueue failed; the outbox sweep will deliver the task");
-    }
 }
 
 /// The one 403 for an answer the gate refuses, with `reason` on the audit log.
