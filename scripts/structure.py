@@ -5,7 +5,8 @@ Every file of `shared/src` belongs to one layer (LAYERS, from the ground up). A 
 files of its own layer or of layers below; an import up a layer is a break. No files may import
 each other in a loop, in any layer. No non-test function may run over MAX_FUNCTION_LINES code
 lines, and no file over MAX_FILE_LINES code lines (code lines: neither blank nor a comment, and
-outside `#[cfg(test)]` modules).
+outside `#[cfg(test)]` modules). A table key (a string starting `WORD#`, e.g. `"TASK#"` or
+`format!("CALL#{id}")`) is written only in KEYS_MODULE, outside tests.
 
 An import names a module path (`use crate::store::claim::Claimed`, `super::item::Item`, or such
 a path written inline); it is the file that defines the name it ends in (a re-export is followed
@@ -24,6 +25,8 @@ from pathlib import Path
 
 MAX_FUNCTION_LINES = 80
 MAX_FILE_LINES = 400
+KEYS_MODULE = "store/layout.rs"
+KEY_LITERAL = re.compile(r'"[A-Z][A-Z0-9_-]*#')
 
 # From the ground up: a file belongs to the first layer one of whose prefixes its path (relative
 # to shared/src, without `.rs`) starts with. Keep in step with docs/design.md.
@@ -126,9 +129,11 @@ class Crate:
     def __init__(self, src: Path) -> None:
         self.src = src
         self.files: dict[str, str] = {}
+        self.sources: dict[str, str] = {}  # without tests, strings and comments kept
         for path in sorted(src.rglob("*.rs")):
             rel = path.relative_to(src).as_posix()
-            self.files[rel] = strip_comments_and_strings(strip_tests(path.read_text()))
+            self.sources[rel] = strip_tests(path.read_text())
+            self.files[rel] = strip_comments_and_strings(self.sources[rel])
 
     def module_of(self, rel: str) -> list[str]:
         parts = rel[:-3].split("/")
@@ -332,16 +337,21 @@ def main() -> int:
     files = [f"{rel}: {len(code_lines(text))} code lines"
              for rel, text in sorted(crate.files.items())
              if len(code_lines(text)) > MAX_FILE_LINES]
+    keys = [f"{rel}:{number}: {line.strip()}"
+            for rel, text in sorted(crate.sources.items()) if rel != KEYS_MODULE
+            for number, line in enumerate(text.splitlines(), 1)
+            if KEY_LITERAL.search(line) and not line.strip().startswith("//")]
     for title, items in (("imports up a layer", breaks),
                          ("loops", [" -> ".join(c) for c in circles]),
                          (f"functions over {MAX_FUNCTION_LINES} code lines", functions),
-                         (f"files over {MAX_FILE_LINES} code lines", files)):
+                         (f"files over {MAX_FILE_LINES} code lines", files),
+                         (f"table keys written outside {KEYS_MODULE}", keys)):
         print(f"== {title}: {len(items)}")
         for item in items:
             print(f"  {item}")
     if args.table:
-        print(f"| {len(breaks)} | {len(circles)} | {len(functions)} | {len(files)} |")
-    return 1 if breaks or circles or functions or files else 0
+        print(f"| {len(breaks)} | {len(circles)} | {len(functions)} | {len(files)} | {len(keys)} |")
+    return 1 if breaks or circles or functions or files or keys else 0
 
 
 if __name__ == "__main__":

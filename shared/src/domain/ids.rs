@@ -118,7 +118,7 @@ mod tests {
             id
         );
         assert_eq!(&*id, "t-1");
-        assert_eq!(format!("TASK#{id}"), "TASK#t-1");
+        assert_eq!(id.to_string(), "t-1");
     }
 
     #[test]

@@ -4,16 +4,20 @@ use crate::domain::ids::{AgentId, TenantId};
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 
 use super::item::{json, key, n, opt_s, s, Item, Reader};
+use super::layout::{
+    agent_name_of_sort_key, agent_name_sort_key, agent_partition, tenant_partition,
+    AGENT_NAME_SORT_PREFIX, AGENT_SORT_KEY,
+};
 use super::tenancy::CountBound;
 use super::{classify, AuditEntry, Store, StoreError};
 use crate::domain::{Agent, AgentRef, AgentStatus};
 
 fn id_key(agent_id: &AgentId) -> Item {
-    key(format!("AGENT#{agent_id}"), "AGENT")
+    key(agent_partition(agent_id), AGENT_SORT_KEY)
 }
 
 fn name_key(tenant_id: &TenantId, name: &str) -> Item {
-    key(format!("TENANT#{tenant_id}"), format!("AGENT#{name}"))
+    key(tenant_partition(tenant_id), agent_name_sort_key(name))
 }
 
 fn attributes(agent: &Agent) -> Item {
@@ -267,31 +271,31 @@ impl Store {
         after: Option<&str>,
         limit: i32,
     ) -> Result<(Vec<Agent>, Option<String>), StoreError> {
-        let pk = format!("TENANT#{tenant_id}");
+        let pk = tenant_partition(tenant_id);
         let mut query = self
             .client
             .query()
             .table_name(&self.table)
             .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
             .expression_attribute_values(":pk", s(&pk))
-            .expression_attribute_values(":prefix", s("AGENT#"))
+            .expression_attribute_values(":prefix", s(AGENT_NAME_SORT_PREFIX))
             .consistent_read(true)
             .limit(limit);
         if let Some(after) = after {
-            query = query.set_exclusive_start_key(Some(key(pk, format!("AGENT#{after}"))));
+            query = query.set_exclusive_start_key(Some(key(pk, agent_name_sort_key(after))));
         }
         let output = query.send().await.map_err(classify)?;
         let agents = super::page::decoded(output.items(), "agents", Agent::try_from);
         let next = output
             .last_evaluated_key()
             .and_then(|last| Reader(last).s("sk").ok())
-            .and_then(|sk| sk.strip_prefix("AGENT#").map(str::to_owned));
+            .and_then(|sk| agent_name_of_sort_key(&sk).map(str::to_owned));
         Ok((agents, next))
     }
 
     pub async fn list_agents(&self, tenant_id: &TenantId) -> Result<Vec<Agent>, StoreError> {
         let items = self
-            .query_prefix(format!("TENANT#{tenant_id}"), "AGENT#")
+            .query_prefix(tenant_partition(tenant_id), AGENT_NAME_SORT_PREFIX)
             .await?;
         items.iter().map(Agent::try_from).collect()
     }

@@ -8,6 +8,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem,
 use super::audit::AuditEntry;
 use super::item::build;
 use super::item::{key, n, opt_s, s};
+use super::layout::{agent_partition, binding_partition, AGENT_SORT_KEY, BINDING_SORT_KEY};
 use super::task_item::{
     body_text, change_entries, logging, queue_entry, remember_key, remembering, task_key,
     with_content_room, LOG_CHANGES, WITHIN_CONTENT_CAP,
@@ -304,7 +305,7 @@ impl Store {
         let check = build(
             ConditionCheck::builder()
                 .table_name(&self.table)
-                .set_key(Some(key(format!("BINDING#{binding_id}"), "BINDING")))
+                .set_key(Some(key(binding_partition(binding_id), BINDING_SORT_KEY)))
                 .condition_expression("revoked = :false AND approved = :true")
                 .expression_attribute_values(":false", AttributeValue::Bool(false))
                 .expression_attribute_values(":true", AttributeValue::Bool(true))
@@ -321,7 +322,7 @@ impl Store {
         let check = build(
             ConditionCheck::builder()
                 .table_name(&self.table)
-                .set_key(Some(key(format!("AGENT#{callee_id}"), "AGENT")))
+                .set_key(Some(key(agent_partition(callee_id), AGENT_SORT_KEY)))
                 .condition_expression("#status = :active")
                 .expression_attribute_names("#status", "status")
                 .expression_attribute_values(":active", s("active"))

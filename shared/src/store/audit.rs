@@ -3,6 +3,7 @@
 use serde_json::{json, Value};
 
 use super::item::{key, n, opt_s, s, Item, Reader};
+use super::layout::{audit_partition, audit_sort_key, audit_sort_key_past};
 use super::{classify, Store, StoreError};
 use crate::domain::task::CallLineage;
 use crate::domain::{clock, AgentId, Binding, Task, TaskId, TenantId, TenantPrincipal};
@@ -138,7 +139,7 @@ impl AuditEntry {
 
     /// Where the entry sorts in its tenant's log: `{at}#{id}`.
     pub fn sort_key(&self) -> String {
-        format!("{}#{}", self.at, self.id)
+        audit_sort_key(&self.at, &self.id)
     }
 
     pub fn refused(mut self, reason: &str) -> AuditEntry {
@@ -148,7 +149,7 @@ impl AuditEntry {
     }
 
     pub fn to_item(&self) -> Item {
-        let mut item = key(format!("AUDIT#{}", self.tenant_id), self.sort_key());
+        let mut item = key(audit_partition(&self.tenant_id), self.sort_key());
         item.insert("kind".into(), s("audit"));
         item.insert("id".into(), s(&self.id));
         item.insert("tenant_id".into(), s(&self.tenant_id));
@@ -282,8 +283,8 @@ impl Store {
             .client
             .update_item()
             .table_name(&self.table)
-            .key("pk", s(format!("AUDIT#{}", entry.tenant_id)))
-            .key("sk", s(format!("{window}#{id}")));
+            .key("pk", s(audit_partition(&entry.tenant_id)))
+            .key("sk", s(audit_sort_key(&window, &id)));
         for (index, (name, value)) in item
             .into_iter()
             .filter(|(name, _)| !matches!(name.as_str(), "pk" | "sk" | "count"))
@@ -310,12 +311,12 @@ impl Store {
     /// from when more may follow: the last entry's when the page is full, else the last one the
     /// reads evaluated, so paging never skips or repeats an entry.
     pub async fn list_audit(&self, search: &AuditSearch<'_>) -> Result<AuditPage, StoreError> {
-        let partition = format!("AUDIT#{}", search.tenant_id);
+        let partition = audit_partition(search.tenant_id);
         let mut page = AuditPage::default();
         if let (Some(after), Some(since)) = (search.after, search.since) {
             // The log pages newest first: past a cursor at or before `since` nothing is newer
             // than `since`, and the store refuses a start outside the key's range.
-            if after <= since_bound(since).as_str() {
+            if after <= audit_sort_key_past(since).as_str() {
                 return Ok(page);
             }
         }
@@ -372,7 +373,7 @@ impl Store {
         query = match search.since {
             Some(since) => query
                 .key_condition_expression("pk = :pk AND sk > :since")
-                .expression_attribute_values(":since", s(since_bound(since))),
+                .expression_attribute_values(":since", s(audit_sort_key_past(since))),
             None => query.key_condition_expression("pk = :pk"),
         };
         let mut filters = Vec::new();
@@ -409,12 +410,6 @@ impl Store {
         }
         query.limit(i32::try_from(size).unwrap_or(i32::MAX))
     }
-}
-
-/// The lowest sort key past every entry at `since`: a sort key is `{at}#{id}`, and `~` sorts
-/// after every id.
-fn since_bound(since: &str) -> String {
-    format!("{since}#~")
 }
 
 /// Whether entries may follow a read that filled the page: it found `kept` items where the page

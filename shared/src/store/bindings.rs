@@ -5,11 +5,14 @@ use crate::domain::ids::AgentId;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 
 use super::item::{key, opt_s, s, Item, Reader};
+use super::layout::{
+    binding_partition, inbound_bindings_partition, outbound_bindings_partition, BINDING_SORT_KEY,
+};
 use super::{AuditEntry, Store, StoreError};
 use crate::domain::Binding;
 
 fn binding_key(binding_id: &str) -> Item {
-    key(format!("BINDING#{binding_id}"), "BINDING")
+    key(binding_partition(binding_id), BINDING_SORT_KEY)
 }
 
 fn to_item(binding: &Binding) -> Item {
@@ -30,12 +33,12 @@ fn to_item(binding: &Binding) -> Item {
     item.insert("updated_at".into(), s(&binding.updated_at));
     item.insert(
         "gsi1pk".into(),
-        s(format!("BOUT#{}", binding.caller_agent_id)),
+        s(outbound_bindings_partition(&binding.caller_agent_id)),
     );
     item.insert("gsi1sk".into(), s(&binding.callee_agent_id));
     item.insert(
         "gsi2pk".into(),
-        s(format!("BIN#{}", binding.callee_agent_id)),
+        s(inbound_bindings_partition(&binding.callee_agent_id)),
     );
     item.insert("gsi2sk".into(), s(&binding.caller_agent_id));
     item
@@ -108,9 +111,9 @@ impl Store {
         outbound: bool,
     ) -> Result<Vec<Binding>, StoreError> {
         let (index, pk) = if outbound {
-            ("gsi1", format!("BOUT#{agent_id}"))
+            ("gsi1", outbound_bindings_partition(agent_id))
         } else {
-            ("gsi2", format!("BIN#{agent_id}"))
+            ("gsi2", inbound_bindings_partition(agent_id))
         };
         let items = self.query_index_all(index, pk).await?;
         Ok(super::page::decoded(&items, "bindings", Binding::try_from))

@@ -7,6 +7,10 @@ use crate::domain::Task;
 use serde_json::{json, Value};
 
 use super::item::{key, opt_s, s, Item, Reader};
+use super::layout::{
+    call_partition, call_tree_partition, call_tree_sort_key, older_call_tree_partition,
+    CALL_SORT_KEY,
+};
 use super::{Store, StoreError};
 
 impl Store {
@@ -16,7 +20,9 @@ impl Store {
         tenant_id: &TenantId,
         call_id: &str,
     ) -> Result<Option<String>, StoreError> {
-        let output = self.get(key(format!("CALL#{call_id}"), "CALL")).await?;
+        let output = self
+            .get(key(call_partition(call_id), CALL_SORT_KEY))
+            .await?;
         match output.as_ref() {
             Some(item) if Reader(item).id::<TenantId>("tenant_id")? == tenant_id => {
                 Ok(Some(Reader(item).s("root_call_id")?))
@@ -33,8 +39,8 @@ impl Store {
     ) -> Result<Vec<Value>, StoreError> {
         // Calls written before trees had a partition per tenant share one per root: read both.
         let (items, older) = tokio::try_join!(
-            self.query_index_all("gsi1", tree_partition(tenant_id, root_call_id)),
-            self.query_index_all("gsi1", format!("ROOT#{root_call_id}")),
+            self.query_index_all("gsi1", call_tree_partition(tenant_id, root_call_id)),
+            self.query_index_all("gsi1", older_call_tree_partition(root_call_id)),
         )?;
         let mut items: Vec<Item> = items
             .into_iter()
@@ -62,7 +68,7 @@ impl Store {
 
 /// The ledger's record of the task's call, indexed by the root of its call tree.
 pub(crate) fn call_item(task: &Task) -> Item {
-    let mut call = key(format!("CALL#{}", task.call_id), "CALL");
+    let mut call = key(call_partition(&task.call_id), CALL_SORT_KEY);
     call.insert("kind".into(), s("call"));
     call.insert("tenant_id".into(), s(&task.tenant_id));
     call.insert("call_id".into(), s(&task.call_id));
@@ -77,17 +83,11 @@ pub(crate) fn call_item(task: &Task) -> Item {
     call.insert("at".into(), s(&task.created_at));
     call.insert(
         "gsi1pk".into(),
-        s(tree_partition(&task.tenant_id, &task.root_call_id)),
+        s(call_tree_partition(&task.tenant_id, &task.root_call_id)),
     );
     call.insert(
         "gsi1sk".into(),
-        s(format!("{}#{}", task.created_at, task.call_id)),
+        s(call_tree_sort_key(&task.created_at, &task.call_id)),
     );
     call
-}
-
-/// The index partition of one tenant's call tree: the tenant in the key, so that a caller of
-/// another tenant naming this tree's root in `X-Parent-Call` starts a tree of its own tenant.
-fn tree_partition(tenant_id: &TenantId, root_call_id: &str) -> String {
-    format!("ROOT#{tenant_id}#{root_call_id}")
 }

@@ -6,6 +6,10 @@ use crate::domain::ids::AgentId;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 
 use super::item::{key, s, Item, Reader};
+use super::layout::{
+    agent_partition, signing_key_sort_key, signing_partition, tool_sort_key,
+    ACTIVE_SIGNING_SORT_KEY, SIGNING_KEY_SORT_PREFIX, TOOL_COUNT_SORT_KEY, TOOL_SORT_PREFIX,
+};
 use super::{AuditEntry, Store, StoreError};
 use crate::domain::card::Tool;
 use crate::domain::clock;
@@ -22,15 +26,6 @@ pub struct SigningKeyRecord {
     pub created_at: String,
     /// When the operator retired it: no longer published, never active again.
     pub retired_at: Option<String>,
-}
-
-/// The partition of one purpose's keys and its `ACTIVE` pointer. Card keys keep the partition
-/// they had before purposes existed.
-fn signing_pk(purpose: KeyPurpose) -> &'static str {
-    match purpose {
-        KeyPurpose::Cards => "SIGNING#KEYS",
-        KeyPurpose::Webhooks => "SIGNING#WEBHOOK-KEYS",
-    }
 }
 
 fn signing_record(item: &Item) -> Result<SigningKeyRecord, StoreError> {
@@ -56,7 +51,7 @@ impl Store {
     ) -> Result<TransactWriteItem, StoreError> {
         let update = Update::builder()
             .table_name(&self.table)
-            .set_key(Some(key(format!("AGENT#{agent_id}"), "TOOLCOUNT")))
+            .set_key(Some(key(agent_partition(agent_id), TOOL_COUNT_SORT_KEY)))
             .update_expression("SET n = :next")
             .condition_expression("attribute_not_exists(n) OR n = :seen")
             .expression_attribute_values(":next", AttributeValue::N(next.to_string()))
@@ -76,7 +71,7 @@ impl Store {
         existing: &[Tool],
         audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
-        let mut item = key(format!("AGENT#{agent_id}"), format!("TOOL#{}", tool.name));
+        let mut item = key(agent_partition(agent_id), tool_sort_key(&tool.name));
         item.insert("kind".into(), s("tool"));
         item.insert("name".into(), s(&tool.name));
         item.insert("description".into(), s(&tool.description));
@@ -116,10 +111,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let delete = aws_sdk_dynamodb::types::Delete::builder()
             .table_name(&self.table)
-            .set_key(Some(key(
-                format!("AGENT#{agent_id}"),
-                format!("TOOL#{tool}"),
-            )))
+            .set_key(Some(key(agent_partition(agent_id), tool_sort_key(tool))))
             .condition_expression("attribute_exists(pk)")
             .build()
             .map_err(|error| StoreError::Rejected(error.to_string()))?;
@@ -135,7 +127,7 @@ impl Store {
     /// An agent's tool bindings, by name.
     pub async fn list_tools(&self, agent_id: &AgentId) -> Result<Vec<Tool>, StoreError> {
         let items = self
-            .query_prefix(format!("AGENT#{agent_id}"), "TOOL#")
+            .query_prefix(agent_partition(agent_id), TOOL_SORT_PREFIX)
             .await?;
         items
             .iter()
@@ -162,7 +154,9 @@ impl Store {
         &self,
         purpose: KeyPurpose,
     ) -> Result<Option<String>, StoreError> {
-        let output = self.get(key(signing_pk(purpose), "ACTIVE")).await?;
+        let output = self
+            .get(key(signing_partition(purpose), ACTIVE_SIGNING_SORT_KEY))
+            .await?;
         output
             .as_ref()
             .map(|item| Reader(item).s("kid"))
@@ -176,13 +170,16 @@ impl Store {
         kid: &str,
     ) -> Result<Option<SigningKeyRecord>, StoreError> {
         let item = self
-            .get(key(signing_pk(purpose), format!("KID#{kid}")))
+            .get(key(signing_partition(purpose), signing_key_sort_key(kid)))
             .await?;
         item.as_ref().map(signing_record).transpose()
     }
 
     fn signing_item(purpose: KeyPurpose, record: &SigningKeyRecord) -> Item {
-        let mut item = key(signing_pk(purpose), format!("KID#{}", record.kid));
+        let mut item = key(
+            signing_partition(purpose),
+            signing_key_sort_key(&record.kid),
+        );
         item.insert("kind".into(), s("signing-key"));
         item.insert("kid".into(), s(&record.kid));
         item.insert("public_x".into(), s(&record.public_x));
@@ -202,7 +199,10 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let mut active = Update::builder()
             .table_name(&self.table)
-            .set_key(Some(key(signing_pk(purpose), "ACTIVE")))
+            .set_key(Some(key(
+                signing_partition(purpose),
+                ACTIVE_SIGNING_SORT_KEY,
+            )))
             .update_expression("SET kid = :kid, updated_at = :now")
             .expression_attribute_values(":kid", s(&record.kid))
             .expression_attribute_values(":now", s(clock::now()));
@@ -228,7 +228,10 @@ impl Store {
         purpose: KeyPurpose,
     ) -> Result<Vec<SigningKeyRecord>, StoreError> {
         let items = self
-            .query_prefix(signing_pk(purpose).to_owned(), "KID#")
+            .query_prefix(
+                signing_partition(purpose).to_owned(),
+                SIGNING_KEY_SORT_PREFIX,
+            )
             .await?;
         let mut records = items
             .iter()
@@ -247,7 +250,10 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let retire = Update::builder()
             .table_name(&self.table)
-            .set_key(Some(key(signing_pk(purpose), format!("KID#{kid}"))))
+            .set_key(Some(key(
+                signing_partition(purpose),
+                signing_key_sort_key(kid),
+            )))
             .update_expression("SET retired_at = :now")
             .condition_expression("attribute_exists(pk) AND attribute_not_exists(retired_at)")
             .expression_attribute_values(":now", s(clock::now()))
@@ -255,7 +261,10 @@ impl Store {
             .map_err(|error| StoreError::Rejected(error.to_string()))?;
         let not_active = ConditionCheck::builder()
             .table_name(&self.table)
-            .set_key(Some(key(signing_pk(purpose), "ACTIVE")))
+            .set_key(Some(key(
+                signing_partition(purpose),
+                ACTIVE_SIGNING_SORT_KEY,
+            )))
             .condition_expression("kid <> :kid")
             .expression_attribute_values(":kid", s(kid))
             .build()

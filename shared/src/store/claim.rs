@@ -10,7 +10,8 @@ use crate::domain::ids::{AgentId, TaskId};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{n, s, Item, Reader};
-use super::task_item::{change_entries, deadline_shard, logging, queue_entry, LOG_CHANGES};
+use super::layout::{deadline_shard_partition, due_sort_key, queue_partition, task_shard};
+use super::task_item::{change_entries, logging, queue_entry, LOG_CHANGES};
 use super::tasks::{
     conditioned, target, target_value, TaskTransition, CLAIM_CANDIDATES, UNCLAIMABLE_ERROR,
 };
@@ -268,7 +269,7 @@ impl Store {
             .table_name(&self.table)
             .index_name("gsi1")
             .key_condition_expression("gsi1pk = :queue")
-            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
+            .expression_attribute_values(":queue", s(queue_partition(callee_id)))
             .limit(CLAIM_CANDIDATES)
             .send()
             .await
@@ -300,11 +301,11 @@ impl Store {
                  deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key, \
                  {LOG_CHANGES} REMOVE gsi1pk, gsi1sk",
             ))
-            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")))
+            .expression_attribute_values(":queue", s(queue_partition(callee_id)))
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":deadline", s(&deadline))
-            .expression_attribute_values(":shard", s(deadline_shard(task_id)))
-            .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
+            .expression_attribute_values(":shard", s(deadline_shard_partition(task_shard(task_id))))
+            .expression_attribute_values(":deadline_key", s(due_sort_key(&deadline, task_id)));
         let update = target(update, Transition::Claim, None)?;
         let update = conditioned(update, Transition::Claim, " AND gsi1pk = :queue");
         let claimed = Change::state(TaskState::Working, false, &now);
@@ -336,7 +337,7 @@ impl Store {
             .expression_attribute_values(":to", target_value(Transition::FailUnclaimable, None)?)
             .expression_attribute_values(":error", s(UNCLAIMABLE_ERROR))
             .expression_attribute_values(":now", s(&now))
-            .expression_attribute_values(":queue", s(format!("QUEUE#{callee_id}")));
+            .expression_attribute_values(":queue", s(queue_partition(callee_id)));
         update
             .expression_attribute_values(":no_changes", AttributeValue::L(Vec::new()))
             .expression_attribute_values(":changes", change_entries(&[failed]))

@@ -12,6 +12,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update}
 use serde_json::{json, Value};
 
 use super::item::{key, opt_s, s, Reader};
+use super::layout::{
+    agent_partition, key_hash_partition, key_id_of_sort_key, key_sort_key, member_partition,
+    KEY_SORT_KEY, KEY_SORT_PREFIX,
+};
 use super::{classify, AuditEntry, Store, StoreError, TransactError};
 use crate::domain::{clock, Agent, AgentStatus};
 
@@ -43,8 +47,8 @@ pub enum KeyOwner<'a> {
 impl KeyOwner<'_> {
     fn partition(self) -> String {
         match self {
-            KeyOwner::Agent(id) => format!("AGENT#{id}"),
-            KeyOwner::Member(id) => format!("MEMBER#{id}"),
+            KeyOwner::Agent(id) => agent_partition(id),
+            KeyOwner::Member(id) => member_partition(id),
         }
     }
 }
@@ -99,7 +103,7 @@ impl Store {
     pub(crate) fn new_key_items(&self, new: &NewKey) -> Result<Vec<TransactWriteItem>, StoreError> {
         let record = &new.record;
         let now = clock::now();
-        let mut by_hash = key(format!("KEY#{}", new.hash), "KEY");
+        let mut by_hash = key(key_hash_partition(&new.hash), KEY_SORT_KEY);
         by_hash.insert("tenant_id".into(), s(&record.tenant_id));
         by_hash.insert("principal_kind".into(), s(&record.principal_kind));
         by_hash.insert("principal_id".into(), s(&record.principal_id));
@@ -112,7 +116,7 @@ impl Store {
             "agent" => KeyOwner::Agent(&AgentId::from(record.principal_id.as_str())).partition(),
             _ => KeyOwner::Member(&MemberId::from(record.principal_id.as_str())).partition(),
         };
-        let mut pointer = key(partition, format!("KEY#{}", record.key_id));
+        let mut pointer = key(partition, key_sort_key(&record.key_id));
         pointer.insert("key_hash".into(), s(&new.hash));
         pointer.insert("created_at".into(), s(&now));
         Ok(vec![self.put_new(by_hash)?, self.put_new(pointer)?])
@@ -120,7 +124,9 @@ impl Store {
 
     /// The principal behind a key hash, if the key exists and is not revoked.
     pub async fn lookup_key(&self, hash: &str) -> Result<Option<KeyRecord>, StoreError> {
-        let output = self.get(key(format!("KEY#{hash}"), "KEY")).await?;
+        let output = self
+            .get(key(key_hash_partition(hash), KEY_SORT_KEY))
+            .await?;
         let Some(item) = output.as_ref() else {
             return Ok(None);
         };
@@ -141,7 +147,7 @@ impl Store {
         self.client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(key(format!("KEY#{hash}"), "KEY")))
+            .set_key(Some(key(key_hash_partition(hash), KEY_SORT_KEY)))
             .update_expression("SET last_used_at = :now")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_values(":now", s(clock::now()))
@@ -193,7 +199,9 @@ impl Store {
 
     /// Every key an owner ever held, live and revoked, with when each was last used.
     pub async fn owner_keys(&self, owner: KeyOwner<'_>) -> Result<Vec<KeyInfo>, StoreError> {
-        let pointers = self.query_prefix(owner.partition(), "KEY#").await?;
+        let pointers = self
+            .query_prefix(owner.partition(), KEY_SORT_PREFIX)
+            .await?;
         let keys = pointers.iter().map(|item| {
             let read = Reader(item);
             async move {
@@ -207,7 +215,7 @@ impl Store {
                     },
                 };
                 Ok::<_, StoreError>(KeyInfo {
-                    key_id: KeyId::from(read.s("sk")?.trim_start_matches("KEY#")),
+                    key_id: key_id_of_sort_key(&read.s("sk")?),
                     hash,
                     created_at: read.s("created_at")?,
                     last_used_at,
@@ -270,13 +278,13 @@ impl Store {
         let delete = build(
             Delete::builder()
                 .table_name(&self.table)
-                .set_key(Some(key(format!("KEY#{}", info.hash), "KEY")))
+                .set_key(Some(key(key_hash_partition(&info.hash), KEY_SORT_KEY)))
                 .build(),
         )?;
         let mark = build(
             Update::builder()
                 .table_name(&self.table)
-                .set_key(Some(key(owner.partition(), format!("KEY#{}", info.key_id))))
+                .set_key(Some(key(owner.partition(), key_sort_key(&info.key_id))))
                 .update_expression("SET revoked_at = :now, last_used_at = :last_used")
                 .condition_expression("attribute_not_exists(revoked_at)")
                 .expression_attribute_values(":now", s(clock::now()))
@@ -298,7 +306,7 @@ impl Store {
     ) -> Result<TransactWriteItem, StoreError> {
         let update = Update::builder()
             .table_name(&self.table)
-            .set_key(Some(key(format!("KEY#{}", info.hash), "KEY")))
+            .set_key(Some(key(key_hash_partition(&info.hash), KEY_SORT_KEY)))
             .condition_expression("attribute_exists(pk)");
         let update = if suspended {
             update

@@ -19,6 +19,9 @@
 //! | long-poll slot (`store/polls.rs`) | `POLLS#{agent}` | `SLOT#{n}` | | |
 //! | word posting (`store/words.rs`) | `WORDS#{tenant}#{word}` | `{created}#{task}` | | |
 //!
+//! Every one of these keys is built, and read back, by `store/layout.rs`, whose table lists
+//! every kind of item.
+//!
 //! Task search reads three more indexes, keyed by attributes the task items have anyway (the
 //! task's agents, conversation and creation), listed in `store/search.rs`; A2A `ListTasks` reads
 //! the caller's side of them (a caller's tasks on one callee); the sweeper reads `words_due`.

@@ -8,16 +8,18 @@ use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 
 use super::item::build;
 use super::item::{key, n, s, Item, Reader};
-use super::task_item::{notify_outbox_shard, task_key, OUTBOX_GRACE_SECONDS};
+use super::layout::{
+    due_sort_key, notify_config_sort_key, notify_outbox_shard_partition, task_partition,
+    task_shard, NOTIFY_CONFIG_SORT_PREFIX,
+};
+use super::task_item::{task_key, OUTBOX_GRACE_SECONDS};
 use super::tenancy::CountBound;
 use super::{classify, Store, StoreError};
 use crate::domain::notify::{NotifyConfig, MAX_CONFIGS_PER_TASK};
 use crate::domain::{clock, Task, TaskId, TenantId};
 
-const PREFIX: &str = "NOTIFY#";
-
 pub(crate) fn config_key(task_id: &TaskId, config_id: &str) -> Item {
-    key(format!("TASK#{task_id}"), format!("{PREFIX}{config_id}"))
+    key(task_partition(task_id), notify_config_sort_key(config_id))
 }
 
 /// Why a new config was not added.
@@ -68,13 +70,15 @@ fn to_item(config: &NotifyConfig) -> Item {
     }
     // On the configs' outbox until the task's last event is delivered: a notification whose
     // enqueue was lost is sent again by the sweeper (see `sweeper::sweep_outbox`).
-    item.insert("gsi1pk".into(), s(notify_outbox_shard(&config.task_id)));
+    item.insert(
+        "gsi1pk".into(),
+        s(notify_outbox_shard_partition(task_shard(&config.task_id))),
+    );
     item.insert(
         "gsi1sk".into(),
-        s(format!(
-            "{}#{}",
-            clock::after(OUTBOX_GRACE_SECONDS),
-            config.task_id
+        s(due_sort_key(
+            &clock::after(OUTBOX_GRACE_SECONDS),
+            &config.task_id,
         )),
     );
     item
@@ -233,7 +237,9 @@ impl Store {
         &self,
         task_id: &TaskId,
     ) -> Result<Vec<NotifyConfig>, StoreError> {
-        let items = self.query_prefix(format!("TASK#{task_id}"), PREFIX).await?;
+        let items = self
+            .query_prefix(task_partition(task_id), NOTIFY_CONFIG_SORT_PREFIX)
+            .await?;
         let now = clock::unix_now();
         Ok(
             super::page::decoded(&items, "notification configs", NotifyConfig::try_from)

@@ -4,6 +4,7 @@
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use super::item::{build, n, s, Reader};
+use super::layout::due_sort_key;
 use super::notify::{conditional, config_key, is_condition_failure, LIVE_CONFIGS};
 use super::task_item::OUTBOX_GRACE_SECONDS;
 use super::tenancy::CountBound;
@@ -33,10 +34,9 @@ impl Store {
             .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(
                 ":due",
-                s(format!(
-                    "{}#{}",
-                    clock::after(OUTBOX_GRACE_SECONDS),
-                    config.task_id
+                s(due_sort_key(
+                    &clock::after(OUTBOX_GRACE_SECONDS),
+                    &config.task_id,
                 )),
             );
         conditional(update.send().await)
@@ -46,7 +46,7 @@ impl Store {
     /// failed, and the next sweep must send what it did not.
     pub async fn notify_configs_due_now(&self, task_id: &TaskId) -> Result<(), StoreError> {
         let configs = self.list_notify_configs(task_id).await?;
-        let due = s(format!("{}#{task_id}", clock::now()));
+        let due = s(due_sort_key(&clock::now(), task_id));
         let updates = configs.iter().map(|config| {
             self.client()
                 .update_item()

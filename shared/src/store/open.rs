@@ -12,7 +12,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use super::audit::AuditEntry;
 use super::calls::call_item;
 use super::item::{key, n, s, Item, Reader};
-use super::task_item::{stored_context, to_item};
+use super::layout::{context_partition, stored_context, CONTEXT_SORT_KEY};
+use super::task_item::to_item;
 use super::tasks::MAX_TASKS_PER_CONTEXT;
 use super::{classify, committed, Store, StoreError};
 use crate::domain::{AgentId, Task, TenantId};
@@ -49,7 +50,7 @@ pub enum OpenRefusal {
 /// The key of a task's conversation item (a named one's within its tenant).
 fn context_key(task: &Task) -> Item {
     let stored = stored_context(&task.tenant_id, &task.context_id, task.context_named);
-    key(format!("CONTEXT#{stored}"), "CONTEXT")
+    key(context_partition(&stored), CONTEXT_SORT_KEY)
 }
 
 /// What joining a conversation found.
@@ -163,7 +164,7 @@ impl Store {
             .client()
             .get_item()
             .table_name(self.table())
-            .set_key(Some(key(format!("CONTEXT#{context_id}"), "CONTEXT")))
+            .set_key(Some(key(context_partition(context_id), CONTEXT_SORT_KEY)))
             .consistent_read(true)
             .send()
             .await

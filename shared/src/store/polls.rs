@@ -17,6 +17,10 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 
 use super::item::{key, n, s, Reader};
+use super::layout::{
+    holder_polls_partition, slot_of_sort_key, slot_sort_key, tenant_polls_partition,
+    SLOT_SORT_PREFIX,
+};
 use super::{classify, Store, StoreError};
 use crate::domain::clock;
 use crate::domain::ids::TenantId;
@@ -47,7 +51,7 @@ impl SlotPool {
     /// The [`MAX_POLLS_PER_AGENT`] slots of one key holder (an agent or a member).
     pub fn of_holder(holder_id: &str) -> SlotPool {
         SlotPool {
-            pk: format!("POLLS#{holder_id}"),
+            pk: holder_polls_partition(holder_id),
             size: MAX_POLLS_PER_AGENT,
         }
     }
@@ -55,7 +59,7 @@ impl SlotPool {
     /// The `size` slots every key holder of `tenant` shares.
     pub fn of_tenant(tenant: &TenantId, size: u32) -> SlotPool {
         SlotPool {
-            pk: format!("TPOLLS#{tenant}"),
+            pk: tenant_polls_partition(tenant),
             size: size.max(1),
         }
     }
@@ -169,20 +173,13 @@ impl Store {
 
     /// The slots of `pool` nobody holds at `now`, from a random one on.
     async fn free_slots(&self, pool: &SlotPool, now: u64) -> Result<Vec<u32>, StoreError> {
-        let items = self.query_prefix(pool.pk.clone(), "SLOT#").await?;
+        let items = self.query_prefix(pool.pk.clone(), SLOT_SORT_PREFIX).await?;
         let mut held: Vec<u32> = self.held_slots.of(&pool.pk, now);
         held.extend(
             items
                 .iter()
                 .filter(|item| Reader(item).n("expires_at").is_ok_and(|at| at >= now))
-                .filter_map(|item| {
-                    Reader(item)
-                        .s("sk")
-                        .ok()?
-                        .strip_prefix("SLOT#")?
-                        .parse::<u32>()
-                        .ok()
-                }),
+                .filter_map(|item| slot_of_sort_key(&Reader(item).s("sk").ok()?)),
         );
         let start = random_slot(pool.size);
         Ok((0..pool.size)
@@ -223,7 +220,7 @@ impl Store {
         now: u64,
         until: u64,
     ) -> Result<bool, StoreError> {
-        let mut item = key(pk, format!("SLOT#{slot}"));
+        let mut item = key(pk, slot_sort_key(slot));
         item.insert("holder".into(), s(holder));
         item.insert("expires_at".into(), n(until));
         let taken = self
@@ -255,7 +252,7 @@ impl Store {
             .client
             .delete_item()
             .table_name(&self.table)
-            .set_key(Some(key(&slot.pk, format!("SLOT#{}", slot.slot))))
+            .set_key(Some(key(&slot.pk, slot_sort_key(slot.slot))))
             .condition_expression("holder = :holder")
             .expression_attribute_values(":holder", s(&slot.holder))
             .send()

@@ -13,11 +13,13 @@ use serde_json::{json, Value};
 
 use super::item::Item;
 use super::item::{key, n, opt_s, s, Reader};
-use super::notify::config_key;
-use super::task_item::{
-    deadline_shard, logging, outbox_shard, task_id_of, task_key, LOG_CHANGES, NOTIFY_OUTBOX,
-    WITHIN_CONTENT_CAP,
+use super::layout::{
+    attempt_sort_key, config_id_of_sort_key, deadline_shard_partition, due_sort_key,
+    notify_outbox_shard_partition, outbox_shard_partition, task_partition, task_shard,
+    ATTEMPT_SORT_PREFIX,
 };
+use super::notify::config_key;
+use super::task_item::{logging, task_id_of, task_key, LOG_CHANGES, WITHIN_CONTENT_CAP};
 use super::tasks::{conditioned, target_value};
 use super::{classify, committed, Store, StoreError, TaskTransition};
 use crate::domain::clock;
@@ -65,7 +67,7 @@ fn outbox_entry(item: &Item) -> Result<OutboxEntry, StoreError> {
     let sk = read.s("sk")?;
     Ok(OutboxEntry {
         task_id: task_id_of(item, "outbox entry")?,
-        config_id: sk.strip_prefix("NOTIFY#").map(str::to_owned),
+        config_id: config_id_of_sort_key(&sk).map(str::to_owned),
         seen: read.s("gsi1sk")?,
         idle_rounds: match item.get("idle_rounds") {
             Some(_) => read.n("idle_rounds")?,
@@ -111,8 +113,8 @@ impl Store {
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":until", s(until))
-            .expression_attribute_values(":outbox", s(outbox_shard(task_id)))
-            .expression_attribute_values(":due", s(format!("{due}#{task_id}")))
+            .expression_attribute_values(":outbox", s(outbox_shard_partition(task_shard(task_id))))
+            .expression_attribute_values(":due", s(due_sort_key(&due, task_id)))
             .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":max", n(max_attempts));
@@ -170,7 +172,7 @@ impl Store {
             .update_expression("SET lease_until = :now, updated_at = :now, gsi1sk = :due")
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":now", s(clock::now()))
-            .expression_attribute_values(":due", s(format!("{due}#{task_id}")));
+            .expression_attribute_values(":due", s(due_sort_key(&due, task_id)));
         let update = conditioned(update, Transition::Release, " AND lease_token = :token");
         self.transition(update).await
     }
@@ -212,8 +214,8 @@ impl Store {
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":deadline", s(&deadline))
-            .expression_attribute_values(":shard", s(deadline_shard(task_id)))
-            .expression_attribute_values(":deadline_key", s(format!("{deadline}#{task_id}")));
+            .expression_attribute_values(":shard", s(deadline_shard_partition(task_shard(task_id))))
+            .expression_attribute_values(":deadline_key", s(due_sort_key(&deadline, task_id)));
         let update = conditioned(update, Transition::Accept, " AND lease_token = :token");
         self.transition(logging(update, &[accepted])).await
     }
@@ -258,10 +260,7 @@ impl Store {
         attempt: &Attempt,
         expires_at: Option<u64>,
     ) -> Result<(), StoreError> {
-        let mut item = key(
-            format!("TASK#{task_id}"),
-            format!("ATTEMPT#{:04}", attempt.number),
-        );
+        let mut item = key(task_partition(task_id), attempt_sort_key(attempt.number));
         item.insert("kind".into(), s("attempt"));
         item.insert("attempt".into(), n(attempt.number));
         item.insert("at".into(), s(&attempt.at));
@@ -290,7 +289,7 @@ impl Store {
     /// Every recorded attempt of a task, in order.
     pub async fn list_attempts(&self, task_id: &TaskId) -> Result<Vec<Attempt>, StoreError> {
         let items = self
-            .query_prefix(format!("TASK#{task_id}"), "ATTEMPT#")
+            .query_prefix(task_partition(task_id), ATTEMPT_SORT_PREFIX)
             .await?;
         items
             .iter()
@@ -318,7 +317,7 @@ impl Store {
         now: &str,
         limit: i32,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.entries_due(format!("OUTBOX#{shard}"), now, limit)
+        self.entries_due(outbox_shard_partition(shard), now, limit)
             .await
     }
 
@@ -331,7 +330,7 @@ impl Store {
         now: &str,
         limit: i32,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.entries_due(format!("{NOTIFY_OUTBOX}{shard}"), now, limit)
+        self.entries_due(notify_outbox_shard_partition(shard), now, limit)
             .await
     }
 
@@ -422,7 +421,7 @@ impl Store {
             .update_expression("SET #sk = :due")
             .condition_expression("#sk = :seen")
             .expression_attribute_names("#sk", format!("{index}sk"))
-            .expression_attribute_values(":due", s(format!("{due}#{task_id}")))
+            .expression_attribute_values(":due", s(due_sort_key(due, task_id)))
             .expression_attribute_values(":seen", s(seen))
     }
 }

@@ -21,8 +21,11 @@ use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnConsumedCapacity};
 
 use super::item::{s, units, Item, Reader};
-use super::layout::posting_partition;
-use super::task_item::{stored_context, task_id_of, task_key};
+use super::layout::{
+    audit_partition, moment_of_sort_key, moment_sort_key_bound, posting_partition, stored_context,
+    TASK_SORT_KEY,
+};
+use super::task_item::{task_id_of, task_key};
 use super::{classify, Store, StoreError};
 use crate::domain::search::{Direction, Position, Side};
 use crate::domain::{clock, AgentId, Task, TaskId, TaskState, TenantId};
@@ -109,7 +112,7 @@ impl SearchIndex<'_> {
             SearchIndex::Word { tenant, word, .. } => {
                 vec![("pk", posting_partition(tenant, word))]
             }
-            SearchIndex::Opens { tenant } => vec![("pk", format!("AUDIT#{tenant}"))],
+            SearchIndex::Opens { tenant } => vec![("pk", audit_partition(tenant))],
         }
     }
 
@@ -158,7 +161,7 @@ fn entry_position(item: &Item) -> Result<Position, StoreError> {
 
 /// Whether an index entry is a task's (the pair's binding has the side indexes' keys too).
 fn is_task_entry(item: &Item) -> bool {
-    Reader(item).s("sk").is_ok_and(|sk| sk == "TASK")
+    Reader(item).s("sk").is_ok_and(|sk| sk == TASK_SORT_KEY)
 }
 
 /// A read of one partition of the table's own items whose sort keys start with a moment
@@ -182,8 +185,7 @@ pub(super) async fn read_newest_first(
     let reached = match &output.last_evaluated_key {
         Some(key) => {
             let sort_key = Reader(key).s("sk")?;
-            let (moment, _) = sort_key
-                .split_once('#')
+            let moment = moment_of_sort_key(&sort_key)
                 .ok_or_else(|| StoreError::Corrupt(format!("sort key {sort_key}")))?;
             Some(moment.to_owned())
         }
@@ -219,7 +221,7 @@ impl Store {
             // `$` sorts after `#`: every item at the top moment is below.
             Some(top) => query
                 .key_condition_expression("pk = :pk AND sk < :below")
-                .expression_attribute_values(":below", s(format!("{top}$"))),
+                .expression_attribute_values(":below", s(moment_sort_key_bound(top))),
             None => query.key_condition_expression("pk = :pk"),
         }
     }
@@ -348,7 +350,7 @@ impl Store {
         limit: i32,
     ) -> Result<IndexPage, StoreError> {
         let page = NewestFirst {
-            partition: format!("AUDIT#{tenant}"),
+            partition: audit_partition(tenant),
             top,
             start,
             limit,

@@ -10,6 +10,7 @@
 //! time after it ends; reads treat it as gone from that second on.
 
 use super::item::{key, n, s, Reader};
+use super::layout::{session_partition, SESSION_SORT_KEY};
 use super::{classify, Store, StoreError};
 use crate::domain::clock;
 
@@ -23,7 +24,7 @@ pub struct SessionRecord {
 }
 
 fn session_key(hash: &str) -> super::item::Item {
-    key(format!("SESSION#{hash}"), "SESSION")
+    key(session_partition(hash), SESSION_SORT_KEY)
 }
 
 impl Store {

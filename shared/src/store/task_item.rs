@@ -9,6 +9,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::item::{json, key, n, s, Item, Reader};
+use super::layout::{
+    due_sort_key, outbox_shard_partition, queue_partition, queue_sort_key, shown_context,
+    stored_context, task_id_of_partition, task_partition, task_shard, TASK_SORT_KEY,
+};
 use super::StoreError;
 use crate::domain::content::{PackedBody, Stored, MAX_TASK_CONTENT_BYTES};
 use crate::domain::events::Change;
@@ -16,41 +20,18 @@ use crate::domain::task::Delivery;
 use crate::domain::{clock, Task, TaskState};
 
 pub(crate) fn task_key(task_id: &TaskId) -> Item {
-    key(format!("TASK#{task_id}"), "TASK")
+    key(task_partition(task_id), TASK_SORT_KEY)
 }
 
 /// The task an item under a task's partition belongs to, from its `pk` (`TASK#{id}`), as an index
 /// entry of keys only carries it; an item under another partition is a corrupt `what`.
 pub(crate) fn task_id_of(item: &Item, what: &str) -> Result<TaskId, StoreError> {
     let pk = Reader(item).s("pk")?;
-    pk.strip_prefix("TASK#")
-        .map(|id| TaskId::from(id.to_owned()))
-        .ok_or_else(|| StoreError::Corrupt(format!("{what} {pk}")))
+    task_id_of_partition(&pk).ok_or_else(|| StoreError::Corrupt(format!("{what} {pk}")))
 }
 
 /// How long a push task may wait for its first delivery attempt before the sweeper re-enqueues it.
 pub const OUTBOX_GRACE_SECONDS: u64 = 60;
-
-pub(crate) fn outbox_shard(task_id: &TaskId) -> String {
-    format!("OUTBOX#{}", task_id.chars().next().unwrap_or('0'))
-}
-
-/// The prefix of the notification configs' own outbox shards (`gsi1pk`).
-pub(crate) const NOTIFY_OUTBOX: &str = "NOTIFY-OUTBOX#";
-
-/// The shard of the configs' outbox a config of `task_id` waits on.
-pub(crate) fn notify_outbox_shard(task_id: &TaskId) -> String {
-    format!("{NOTIFY_OUTBOX}{}", task_id.chars().next().unwrap_or('0'))
-}
-
-/// The task's shard of the word postings' due list (`words_due`): the first hex digit of its id.
-pub(crate) fn search_shard(task_id: &TaskId) -> String {
-    task_id.chars().next().unwrap_or('0').to_string()
-}
-
-pub(crate) fn deadline_shard(task_id: &TaskId) -> String {
-    format!("DEADLINE#{}", task_id.chars().next().unwrap_or('0'))
-}
 
 /// Every shard of the deadline index, for the sweeper.
 pub const DEADLINE_SHARDS: [char; 16] = [
@@ -144,29 +125,6 @@ fn read_changes(item: &Item) -> Vec<Change> {
     }
 }
 
-/// How a task's conversation is stored: an id the gate issued as it is; a name an A2A client
-/// gave, within its tenant (`named:{tenant}:{name}`), so that the same name in two tenants is
-/// two conversations, and no tenant's names share an index partition with another's.
-pub(crate) fn stored_context(tenant: &TenantId, context_id: &str, named: bool) -> String {
-    match named {
-        true => format!("named:{tenant}:{context_id}"),
-        false => context_id.to_owned(),
-    }
-}
-
-/// The conversation of a stored `context_id` attribute: its id as the API shows it, and whether
-/// a client named it.
-fn shown_context(tenant: &TenantId, stored: String) -> (String, bool) {
-    let name = stored
-        .strip_prefix("named:")
-        .and_then(|rest| rest.strip_prefix(tenant.as_str()))
-        .and_then(|rest| rest.strip_prefix(':'));
-    match name {
-        Some(name) => (name.to_owned(), true),
-        None => (stored, false),
-    }
-}
-
 /// The item of a task as opened. The claim deadline and the delivery bookkeeping (attempts,
 /// delivered-at, lease) are set later by the writes that change them, never from here.
 pub(crate) fn to_item(task: &Task) -> Item {
@@ -247,12 +205,12 @@ pub(crate) const PAIR_INDEX: &str = "outbound_tasks";
 pub(crate) fn queue_entry(task: &Task, since: &str) -> (String, String) {
     match task.delivery {
         Delivery::Pull => (
-            format!("QUEUE#{}", task.callee_agent_id),
-            format!("{since}#{}", task.id),
+            queue_partition(&task.callee_agent_id),
+            queue_sort_key(since, &task.id),
         ),
         Delivery::Push => (
-            outbox_shard(&task.id),
-            format!("{}#{}", clock::after(OUTBOX_GRACE_SECONDS), task.id),
+            outbox_shard_partition(task_shard(&task.id)),
+            due_sort_key(&clock::after(OUTBOX_GRACE_SECONDS), &task.id),
         ),
     }
 }
@@ -364,6 +322,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::store::item::item_size;
+    use crate::store::layout::deadline_shard_partition;
 
     /// A body of exactly `bytes` bytes serialized, the largest that still stays inline.
     fn inline_body(bytes: usize) -> Value {
@@ -466,8 +425,8 @@ mod tests {
             ("delivered_at", clock::now()),
             ("lease_until", clock::now()),
             ("lease_token", uuid.to_owned()),
-            ("gsi2pk", "DEADLINE#f".to_owned()),
-            ("gsi2sk", format!("{}#{uuid}", clock::now())),
+            ("gsi2pk", deadline_shard_partition('f')),
+            ("gsi2sk", due_sort_key(&clock::now(), &uuid.into())),
         ] {
             item.insert(name.into(), s(value));
         }

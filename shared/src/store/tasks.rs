@@ -16,6 +16,10 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{key, s, Item, Reader};
+use super::layout::{
+    binding_id_of_partition, binding_partition, deadline_shard_partition, BINDING_SORT_KEY,
+    TASK_SORT_KEY,
+};
 use super::task_item::{
     logging, task_id_of, task_key, LOG_CHANGES, PAIR_INDEX, WITHIN_CONTENT_CAP,
 };
@@ -235,7 +239,7 @@ impl Store {
         limit: i32,
     ) -> Result<Vec<OverdueEntry>, StoreError> {
         let items = self
-            .query_due("gsi2", format!("DEADLINE#{shard}"), now, limit)
+            .query_due("gsi2", deadline_shard_partition(shard), now, limit)
             .await?;
         Ok(items
             .iter()
@@ -267,7 +271,7 @@ impl PairCursor {
         let read = Reader(key);
         let created_at = read.s("created_at")?;
         Ok(PairCursor(match read.s("sk")?.as_str() {
-            "TASK" => format!("{created_at}#{}", task_id_of(key, "pair index key")?),
+            TASK_SORT_KEY => format!("{created_at}#{}", task_id_of(key, "pair index key")?),
             sk => format!("{created_at}#~{}~{sk}", read.s("pk")?),
         }))
     }
@@ -276,8 +280,12 @@ impl PairCursor {
     /// `{createdAt}_binding-{bindingId}` after the pair's binding, which the index also holds.
     pub fn to_token(&self) -> Option<String> {
         let (created_at, entry) = self.0.split_once('#')?;
-        let id = match entry.strip_prefix("~BINDING#") {
-            Some(binding) => format!("binding-{}", binding.strip_suffix("~BINDING")?),
+        let binding = entry.strip_prefix('~').and_then(binding_id_of_partition);
+        let id = match binding {
+            Some(binding) => format!(
+                "binding-{}",
+                binding.strip_suffix(BINDING_SORT_KEY)?.strip_suffix('~')?
+            ),
             None => entry.to_owned(),
         };
         Some(cursor::entry_cursor(created_at, &id))
@@ -292,7 +300,8 @@ impl PairCursor {
         }
         match id.strip_prefix("binding-") {
             Some(binding) if cursor::is_id(binding) => Some(PairCursor(format!(
-                "{created_at}#~BINDING#{binding}~BINDING"
+                "{created_at}#~{}~{BINDING_SORT_KEY}",
+                binding_partition(binding)
             ))),
             None if cursor::is_id(id) => Some(PairCursor(format!("{created_at}#{id}"))),
             _ => None,
@@ -358,7 +367,7 @@ impl Store {
         let task_entries = output
             .items()
             .iter()
-            .filter(|entry| Reader(entry).s("sk").is_ok_and(|sk| sk == "TASK"));
+            .filter(|entry| Reader(entry).s("sk").is_ok_and(|sk| sk == TASK_SORT_KEY));
         let ids: Vec<TaskId> = super::page::decoded(task_entries, "pair index", |entry| {
             task_id_of(entry, "pair index entry")
         });
@@ -396,10 +405,13 @@ mod tests {
             )
         );
 
-        let mut binding = key("BINDING#b1", "BINDING");
+        let mut binding = key(binding_partition("b1"), BINDING_SORT_KEY);
         binding.insert("created_at".into(), s(created));
         let cursor = PairCursor::after_entry(&binding).unwrap();
-        assert_eq!(cursor.place(), (created, key("BINDING#b1", "BINDING")));
+        assert_eq!(
+            cursor.place(),
+            (created, key(binding_partition("b1"), BINDING_SORT_KEY))
+        );
     }
 
     #[test]
@@ -407,8 +419,8 @@ mod tests {
         let created = "2026-12-04T10:00:00.000001Z";
         let id = "9f0c7a9e-1111-4222-8333-444455556666";
         for entry in [
-            key(format!("TASK#{id}"), "TASK"),
-            key(format!("BINDING#{id}"), "BINDING"),
+            task_key(&TaskId::from(id)),
+            key(binding_partition(id), BINDING_SORT_KEY),
         ] {
             let mut entry = entry;
             entry.insert("created_at".into(), s(created));

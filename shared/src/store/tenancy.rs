@@ -5,6 +5,10 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use super::item::{key, n, s, Item, Reader};
 use super::keys::NewKey;
+use super::layout::{
+    member_partition, member_sort_key, tenant_partition, MEMBER_SORT_KEY, MEMBER_SORT_PREFIX,
+    TENANT_SORT_KEY,
+};
 use super::{AuditEntry, Store, StoreError};
 use crate::domain::{clock, TenantSettings};
 
@@ -19,15 +23,15 @@ pub struct MemberRecord {
 }
 
 fn member_items(tenant_id: &TenantId, member: &MemberRecord) -> [Item; 2] {
-    let mut by_id = key(format!("MEMBER#{}", member.member_id), "MEMBER");
+    let mut by_id = key(member_partition(&member.member_id), MEMBER_SORT_KEY);
     by_id.insert("tenant_id".into(), s(tenant_id));
     by_id.insert("member_id".into(), s(&member.member_id));
     by_id.insert("name".into(), s(&member.name));
     by_id.insert("role".into(), s(&member.role));
     by_id.insert("created_at".into(), s(&member.created_at));
     let mut in_tenant = by_id.clone();
-    in_tenant.insert("pk".into(), s(format!("TENANT#{tenant_id}")));
-    in_tenant.insert("sk".into(), s(format!("MEMBER#{}", member.member_id)));
+    in_tenant.insert("pk".into(), s(tenant_partition(tenant_id)));
+    in_tenant.insert("sk".into(), s(member_sort_key(&member.member_id)));
     [by_id, in_tenant]
 }
 
@@ -56,7 +60,7 @@ impl Store {
         admin_key: &NewKey,
         audit: &AuditEntry,
     ) -> Result<(), StoreError> {
-        let mut tenant = key(format!("TENANT#{tenant_id}"), "TENANT");
+        let mut tenant = tenant_key(tenant_id);
         tenant.insert("name".into(), s(name));
         tenant.insert("created_at".into(), s(clock::now()));
         tenant.insert("admin_keys".into(), n(1));
@@ -155,7 +159,7 @@ impl Store {
         member_id: &MemberId,
     ) -> Result<Option<MemberRecord>, StoreError> {
         let output = self
-            .get(key(format!("MEMBER#{member_id}"), "MEMBER"))
+            .get(key(member_partition(member_id), MEMBER_SORT_KEY))
             .await?;
         match output.as_ref() {
             Some(item) if Reader(item).id::<TenantId>("tenant_id")? == tenant_id => {
@@ -175,7 +179,7 @@ impl Store {
         tenant_id: &TenantId,
     ) -> Result<Vec<MemberRecord>, StoreError> {
         let items = self
-            .query_prefix(format!("TENANT#{tenant_id}"), "MEMBER#")
+            .query_prefix(tenant_partition(tenant_id), MEMBER_SORT_PREFIX)
             .await?;
         Ok(super::page::decoded(
             &items,
@@ -271,5 +275,5 @@ impl Store {
 }
 
 fn tenant_key(tenant_id: &TenantId) -> Item {
-    key(format!("TENANT#{tenant_id}"), "TENANT")
+    key(tenant_partition(tenant_id), TENANT_SORT_KEY)
 }

@@ -22,9 +22,11 @@ use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::WriteRequest;
 
 use super::item::{key, n, put_request, s, write_units, Item, Reader};
-use super::layout::{posting_partition, posting_sort_key};
+use super::layout::{
+    posting_partition, posting_place, posting_sort_key, search_shard, TASK_SORT_KEY,
+};
 use super::search::{read_newest_first, Batch, IndexPage, NewestFirst};
-use super::task_item::{search_shard, task_id_of, task_key, WORDS_ASIDE, WORDS_DUE};
+use super::task_item::{task_id_of, task_key, WORDS_ASIDE, WORDS_DUE};
 use super::{classify, Store, StoreError};
 use crate::domain::search::{Direction, Position};
 use crate::domain::words::TaskWords;
@@ -33,9 +35,8 @@ use crate::domain::{AgentId, Task, TaskId};
 /// The task and place a posting stands for, from its sort key.
 pub(crate) fn posting_position(item: &Item) -> Result<Position, StoreError> {
     let sk = Reader(item).s("sk")?;
-    let (created_at, task_id) = sk
-        .split_once('#')
-        .ok_or_else(|| StoreError::Corrupt(format!("posting {sk}")))?;
+    let (created_at, task_id) =
+        posting_place(&sk).ok_or_else(|| StoreError::Corrupt(format!("posting {sk}")))?;
     Ok(Position {
         created_at: created_at.to_owned(),
         task_id: TaskId::from(task_id.to_owned()),
@@ -278,7 +279,7 @@ impl Store {
             .segment(segment)
             .total_segments(segments)
             .filter_expression("sk = :task")
-            .expression_attribute_values(":task", s("TASK"))
+            .expression_attribute_values(":task", s(TASK_SORT_KEY))
             .set_exclusive_start_key(start)
             .send()
             .await
@@ -397,11 +398,10 @@ mod tests {
             .map(|put| Reader(posted_item(put)).s("pk").unwrap())
             .collect();
         assert_eq!(
-            kept[0],
-            format!("WORDS#{UUID}#w49"),
+            kept[0], "WORDS#9f0c7a9e-1111-4222-8333-444455556666#w49",
             "the first word written first"
         );
-        assert_eq!(kept[19], format!("WORDS#{UUID}#w30"));
+        assert_eq!(kept[19], "WORDS#9f0c7a9e-1111-4222-8333-444455556666#w30");
         assert_eq!(posting_puts(&task(), &words, 1_000).unwrap().len(), 50);
     }
 
@@ -411,11 +411,15 @@ mod tests {
         let early = posting_sort_key("2026-01-01T00:00:00.000001Z", &id);
         let late = posting_sort_key("2026-01-01T00:00:00.000002Z", &id);
         assert!(early < late);
-        let item = key("WORDS#tenant#word", late.clone());
+        let item = key(
+            posting_partition(&TenantId::from("tenant"), "word"),
+            late.clone(),
+        );
         let place = posting_position(&item).unwrap();
         assert_eq!(place.created_at, "2026-01-01T00:00:00.000002Z");
         assert_eq!(place.task_id, id);
-        assert!(posting_position(&key("WORDS#t#w", "no-separator")).is_err());
+        let partition = posting_partition(&TenantId::from("t"), "w");
+        assert!(posting_position(&key(partition, "no-separator")).is_err());
         assert_ne!(
             posting_partition(&TenantId::from("a"), "w"),
             posting_partition(&TenantId::from("b"), "w")
