@@ -67,7 +67,7 @@ impl Annotations {
     pub fn of(task: &crate::domain::Task) -> Annotations {
         Annotations {
             task_id: Some(task.id.as_str().to_owned()),
-            call_id: Some(task.call_id.clone()),
+            call_id: Some(task.call_id.to_string()),
             caller_agent_id: Some(task.caller_agent_id.as_str().to_owned()),
             callee_agent_id: Some(task.callee_agent_id.as_str().to_owned()),
         }

@@ -28,15 +28,15 @@ pub fn seeded_task(
         id: forgebench::domain::TaskId::generate(),
         caller_agent_id: caller.id.clone(),
         callee,
-        context_id,
+        context_id: context_id.into(),
         input: forgebench::domain::content::Stored::Inline(
             serde_json::from_value(message.clone()).expect("a message"),
         ),
         input_bytes: message.to_string().len() as u64,
         lineage: task::CallLineage {
-            call_id: uuid::Uuid::new_v4().to_string(),
+            call_id: forgebench::domain::CallId::generate(),
             parent_call_id: None,
-            root_call_id: uuid::Uuid::new_v4().to_string(),
+            root_call_id: forgebench::domain::CallId::generate(),
         },
         now: moment(opened_ms),
         expires_at: clock::unix_now() + 86_400,

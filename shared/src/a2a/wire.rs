@@ -17,6 +17,7 @@ use crate::domain::events::TaskEvent;
 use crate::domain::media;
 use crate::domain::message::Role;
 use crate::domain::task::{Artifact, Shown};
+use crate::domain::ContextId;
 use crate::domain::{Message, Part, Task, TaskState};
 
 /// The A2A name of a task state.
@@ -401,7 +402,7 @@ pub struct IncomingMessage {
     /// The task it answers in place, if any.
     pub task_id: Option<String>,
     /// The conversation it continues, if any.
-    pub context_id: Option<String>,
+    pub context_id: Option<ContextId>,
 }
 
 /// Reads `value` (the request's `message`) as an incoming A2A message.
@@ -454,7 +455,7 @@ pub fn incoming_message(value: &Value) -> Result<IncomingMessage, A2aError> {
     Ok(IncomingMessage {
         message,
         task_id: text_id("taskId")?,
-        context_id,
+        context_id: context_id.map(ContextId::from),
     })
 }
 

@@ -97,6 +97,14 @@ id_type!(
     TaskId
 );
 id_type!(
+    /// A call: one task's place in a call tree (its parent's and root's are call ids too).
+    CallId
+);
+id_type!(
+    /// A conversation between one caller and one callee (A2A's `contextId`).
+    ContextId
+);
+id_type!(
     /// A member (a person) of a tenant.
     MemberId
 );

@@ -31,7 +31,7 @@ pub mod words;
 
 pub use agent::{Agent, AgentName, AgentRef, AgentStatus};
 pub use binding::{Binding, RefusalReason};
-pub use ids::{AgentId, KeyId, MemberId, TaskId, TenantId};
+pub use ids::{AgentId, CallId, ContextId, KeyId, MemberId, TaskId, TenantId};
 pub use message::{Message, Part};
 pub use principal::{Principal, PrincipalKind, TenantPrincipal};
 pub use task::{Task, TaskState};

@@ -10,7 +10,7 @@
 use super::clock;
 pub use super::cursor::{Cursor, Position};
 use super::events::Change;
-use super::ids::{AgentId, TenantId};
+use super::ids::{AgentId, ContextId, TenantId};
 use super::task::{Task, TaskState};
 use super::words::QueryWords;
 
@@ -72,7 +72,7 @@ pub struct SearchFilters {
     pub agent: Option<AgentId>,
     pub direction: Direction,
     pub state: Option<TaskState>,
-    pub context_id: Option<String>,
+    pub context_id: Option<ContextId>,
     pub words: Option<QueryWords>,
     /// Only tasks whose position is after this moment (formatted).
     pub since: Option<String>,

@@ -14,14 +14,14 @@ use serde_json::{json, Value};
 use super::change::Change;
 use super::clock;
 use super::content::{BodyRef, Stored, MAX_TASK_CONTENT_BYTES};
-use super::ids::{AgentId, TaskId, TenantId};
+use super::ids::{AgentId, CallId, ContextId, TaskId, TenantId};
 use super::message::{Message, Role};
-use super::transitions::Transition;
 pub use super::result::{
     parse_artifacts, Artifact, PackedResult, ResultRejection, TaskResult, MAX_ARTIFACTS,
     MAX_ERROR_CHARS,
 };
 pub use super::state::{Delivery, TaskState, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
+use super::transitions::Transition;
 use super::Agent;
 
 /// A task as stored and as every task route returns it.
@@ -29,7 +29,7 @@ use super::Agent;
 pub struct Task {
     pub id: TaskId,
     pub tenant_id: TenantId,
-    pub context_id: String,
+    pub context_id: ContextId,
     /// Whether an A2A client named the conversation (`context_id` is its name, which the store
     /// keeps within the tenant), rather than the gate issuing its id.
     pub context_named: bool,
@@ -47,9 +47,9 @@ pub struct Task {
     /// Every message of the exchange, oldest first: the opening message, progress reports,
     /// questions and answers, and the final answer.
     pub history: Vec<Stored<Message>>,
-    pub call_id: String,
-    pub parent_call_id: Option<String>,
-    pub root_call_id: String,
+    pub call_id: CallId,
+    pub parent_call_id: Option<CallId>,
+    pub root_call_id: CallId,
     pub delivery: Delivery,
     pub claim_timeout_seconds: u64,
     /// When a claimed task fails for want of an answer; set while `working`.
@@ -88,9 +88,9 @@ pub struct Task {
 /// `X-Parent-Call`), and the first call of the chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallLineage {
-    pub call_id: String,
-    pub parent_call_id: Option<String>,
-    pub root_call_id: String,
+    pub call_id: CallId,
+    pub parent_call_id: Option<CallId>,
+    pub root_call_id: CallId,
 }
 
 /// What a caller's open decides about a new task; everything else about it follows.
@@ -100,7 +100,7 @@ pub struct TaskOpening<'a> {
     pub caller_agent_id: AgentId,
     /// The callee as read for this open (it decides delivery and the claim timeout).
     pub callee: &'a Agent,
-    pub context_id: String,
+    pub context_id: ContextId,
     /// The opening message, inline or packed to the body store, and its size.
     pub input: Stored<Message>,
     pub input_bytes: u64,

@@ -9,7 +9,7 @@ use super::service::open::{open_task, OpenRequest};
 use super::service::tasks::caller_message;
 use super::{json_object, only_fields, path_param, wait_param, HandlerResult};
 use crate::app::App;
-use crate::domain::headers;
+use crate::domain::{headers, CallId};
 use crate::error::{json_response, ApiError};
 
 impl OpenRequest {
@@ -24,7 +24,8 @@ impl OpenRequest {
             Some(Value::String(id)) => Some(
                 uuid::Uuid::parse_str(id)
                     .map_err(|_| ApiError::InvalidRequest("context_id must be a UUID".into()))?
-                    .to_string(),
+                    .to_string()
+                    .into(),
             ),
             Some(_) => {
                 return Err(ApiError::InvalidRequest(
@@ -59,14 +60,14 @@ pub async fn open(app: &App, request: Request) -> HandlerResult {
 
 /// `X-Parent-Call`, when sent: a call id (UUID). Lineage is bookkeeping, never a gate, but a
 /// value that cannot be a call id is malformed input.
-pub(crate) fn parent_call(request: &Request) -> Result<Option<String>, ApiError> {
+pub(crate) fn parent_call(request: &Request) -> Result<Option<CallId>, ApiError> {
     match request.headers().get(headers::PARENT_CALL) {
         None => Ok(None),
         Some(value) => value
             .to_str()
             .ok()
             .and_then(|text| uuid::Uuid::parse_str(text.trim()).ok())
-            .map(|id| Some(id.to_string()))
+            .map(|id| Some(CallId::from(id.to_string())))
             .ok_or_else(|| {
                 ApiError::InvalidRequest("X-Parent-Call must be a call_id (a UUID)".into())
             }),

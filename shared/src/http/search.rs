@@ -14,7 +14,7 @@ use crate::app::App;
 use crate::domain::search::{Cursor, Direction, SearchFilters, DEFAULT_LIMIT, MAX_LIMIT};
 use crate::domain::task::{Shown, PAGE_BYTES};
 use crate::domain::words::QueryWords;
-use crate::domain::{clock, AgentId, AgentRef, Task, TaskState, TenantPrincipal};
+use crate::domain::{clock, AgentId, AgentRef, ContextId, Task, TaskState, TenantPrincipal};
 use crate::error::ApiError;
 
 /// The query string, read and checked.
@@ -194,7 +194,7 @@ pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
         agent,
         direction: params.direction,
         state: params.state,
-        context_id: params.context_id,
+        context_id: params.context_id.map(ContextId::from),
         words: params.words,
         since: params.since,
     };

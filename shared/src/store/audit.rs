@@ -6,7 +6,7 @@ use super::item::{key, n, opt_s, s, Item, Reader};
 use super::layout::{audit_partition, audit_sort_key, audit_sort_key_past};
 use super::{classify, Store, StoreError};
 use crate::domain::task::CallLineage;
-use crate::domain::{clock, AgentId, Binding, Task, TaskId, TenantId, TenantPrincipal};
+use crate::domain::{clock, AgentId, Binding, CallId, Task, TaskId, TenantId, TenantPrincipal};
 
 /// The action of a task's open: one entry per task, at the task's creation.
 pub const TASK_OPENED: &str = "task.open";
@@ -25,11 +25,11 @@ pub struct AuditEntry {
     /// `allowed` or `refused`.
     pub outcome: String,
     pub reason: Option<String>,
-    pub call_id: Option<String>,
+    pub call_id: Option<CallId>,
     /// The call that caused this one (`X-Parent-Call`) and the first call of its chain, for an
     /// open and a caller's answer, allowed or refused: where the call sits in its tree.
-    pub parent_call_id: Option<String>,
-    pub root_call_id: Option<String>,
+    pub parent_call_id: Option<CallId>,
+    pub root_call_id: Option<CallId>,
     pub task_id: Option<TaskId>,
     /// The two agents the entry concerns, where its target alone does not name both: a
     /// binding's caller and callee, a task's. An agent's trail (`agent=`) finds the entry by
@@ -215,9 +215,9 @@ impl TryFrom<&Item> for AuditEntry {
             target: read.s("target")?,
             outcome: read.s("outcome")?,
             reason: read.opt_s("reason")?,
-            call_id: read.opt_s("call_id")?,
-            parent_call_id: read.opt_s("parent_call_id")?,
-            root_call_id: read.opt_s("root_call_id")?,
+            call_id: read.opt_id("call_id")?,
+            parent_call_id: read.opt_id("parent_call_id")?,
+            root_call_id: read.opt_id("root_call_id")?,
             task_id: read.opt_id("task_id")?,
             caller_agent_id: read.opt_id("caller_agent_id")?,
             callee_agent_id: read.opt_id("callee_agent_id")?,

@@ -1,7 +1,7 @@
 //! Call lineage: each governed call's parent and root, read back by call or by tree. A call's
 //! item is built here and written by the open transaction (`open.rs`) with its task.
 
-use crate::domain::ids::TenantId;
+use crate::domain::ids::{CallId, TenantId};
 use crate::domain::Task;
 
 use serde_json::{json, Value};
@@ -19,13 +19,13 @@ impl Store {
         &self,
         tenant_id: &TenantId,
         call_id: &str,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<CallId>, StoreError> {
         let output = self
             .get(key(call_partition(call_id), CALL_SORT_KEY))
             .await?;
         match output.as_ref() {
             Some(item) if Reader(item).id::<TenantId>("tenant_id")? == tenant_id => {
-                Ok(Some(Reader(item).s("root_call_id")?))
+                Ok(Some(Reader(item).id("root_call_id")?))
             }
             _ => Ok(None),
         }

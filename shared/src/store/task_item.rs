@@ -243,7 +243,7 @@ impl TryFrom<&Item> for Task {
         Ok(Task {
             id: read.id("id")?,
             tenant_id,
-            context_id,
+            context_id: context_id.into(),
             context_named,
             caller_agent_id: read.id("caller_agent_id")?,
             callee_agent_id: read.id("callee_agent_id")?,
@@ -272,9 +272,9 @@ impl TryFrom<&Item> for Task {
                 .iter()
                 .map(|value| stored("history", value))
                 .collect::<Result<_, _>>()?,
-            call_id: read.s("call_id")?,
-            parent_call_id: read.opt_s("parent_call_id")?,
-            root_call_id: read.s("root_call_id")?,
+            call_id: read.id("call_id")?,
+            parent_call_id: read.opt_id("parent_call_id")?,
+            root_call_id: read.id("root_call_id")?,
             delivery,
             claim_timeout_seconds: read.n("claim_timeout_seconds")?,
             deadline_at: read.opt_s("deadline_at")?,

@@ -7,7 +7,7 @@ use super::{history_length, object, optional_bool, A2aCall, Failure};
 use crate::a2a::wire::{parse_state, task_json, TaskView};
 use crate::a2a::A2aError;
 use crate::domain::task::PAGE_BYTES;
-use crate::domain::{clock, AgentRef, Task, TaskState};
+use crate::domain::{clock, AgentRef, ContextId, Task, TaskState};
 use crate::error::ApiError;
 use crate::http::service::tasks::agent_principal;
 use crate::store::PairCursor;
@@ -104,7 +104,7 @@ const MAX_PAGE_SIZE: usize = 100;
 
 /// A `ListTasks` request's filters and view.
 struct TaskQuery {
-    context_id: Option<String>,
+    context_id: Option<ContextId>,
     state: Option<Option<TaskState>>,
     after: Option<String>,
     page_size: usize,
@@ -137,7 +137,7 @@ impl TaskQuery {
             })?)),
         };
         Ok(TaskQuery {
-            context_id: text("contextId")?,
+            context_id: text("contextId")?.map(ContextId::from),
             state: text("status")?.map(|name| parse_state(&name)).transpose()?,
             after,
             page_size,

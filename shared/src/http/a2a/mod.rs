@@ -32,7 +32,7 @@ use crate::a2a::jsonrpc::{check_version, Method, VERSION_HEADER};
 use crate::a2a::wire::{incoming_message, task_json, TaskView};
 use crate::a2a::{A2aError, A2aErrorKind};
 use crate::app::App;
-use crate::domain::{TaskId, TenantPrincipal};
+use crate::domain::{CallId, TaskId, TenantPrincipal};
 use crate::error::{cause_chain, ApiError};
 
 /// The media type of HTTP+JSON bodies (A2A 1.0 §11.1: it SHOULD be used for requests and
@@ -101,7 +101,7 @@ pub(super) struct A2aCall<'a> {
     /// The credentials the caller sent: a stream authenticates them again as it goes.
     pub credentials: lambda_http::http::HeaderMap,
     pub callee_segment: String,
-    pub parent_call_id: Option<String>,
+    pub parent_call_id: Option<CallId>,
 }
 
 impl<'a> A2aCall<'a> {

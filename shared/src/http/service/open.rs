@@ -14,7 +14,9 @@ use crate::domain::binding::RefusalReason;
 use crate::domain::content::{PackedBody, Stored};
 use crate::domain::notify::NotifyRequest;
 use crate::domain::task::{keyed_task_id, CallLineage, TaskOpening};
-use crate::domain::{clock, Agent, AgentId, AgentRef, Message, Task, TaskId, TenantPrincipal};
+use crate::domain::{
+    clock, Agent, AgentId, AgentRef, CallId, ContextId, Message, Task, TaskId, TenantPrincipal,
+};
 use crate::error::ApiError;
 use crate::http::gate::{precheck_refusal, refuse};
 use crate::http::{full_task, pack_message, poll_slot, WaitSlots};
@@ -27,12 +29,12 @@ pub(crate) struct OpenRequest {
     pub wait: Duration,
     pub message: Message,
     /// The conversation to continue; `None` starts a new one.
-    pub context_id: Option<String>,
+    pub context_id: Option<ContextId>,
     /// Whether the client may name a conversation (A2A): a `context_id` the gate did not issue
     /// to these two agents is then the name of their conversation in the tenant, joined or
     /// started. Else (REST) it must be one they have.
     pub context_named: bool,
-    pub parent_call_id: Option<String>,
+    pub parent_call_id: Option<CallId>,
     /// A2A: a push notification config to store for the task once it is open (checked and its
     /// URL vetted already).
     pub notify: Option<NotifyRequest>,
@@ -52,7 +54,7 @@ pub(crate) async fn open_task(
     asked: OpenRequest,
 ) -> Result<Task, ApiError> {
     let caller_id = agent_principal(principal, "opening a task")?;
-    let call_id = uuid::Uuid::new_v4().to_string();
+    let call_id = CallId::generate();
     let lineage = lineage(app, principal, call_id, asked.parent_call_id.clone()).await?;
     let callee = callee_in_tenant(app, principal, &asked.callee_segment, &lineage).await?;
     let task_id = match &asked.message.message_id {
@@ -70,7 +72,7 @@ pub(crate) async fn open_task(
         app.bodies.store(&[&input]).await?;
     }
     let (context_id, context) = match asked.context_id.clone() {
-        None => (uuid::Uuid::new_v4().to_string(), ContextJoin::Start),
+        None => (ContextId::generate(), ContextJoin::Start),
         Some(id) if !asked.context_named => (id, ContextJoin::Continue),
         Some(id) => {
             let issued = uuid::Uuid::parse_str(&id).is_ok()
@@ -143,8 +145,8 @@ async fn callee_in_tenant(
 async fn lineage(
     app: &App,
     principal: &TenantPrincipal,
-    call_id: String,
-    parent_call_id: Option<String>,
+    call_id: CallId,
+    parent_call_id: Option<CallId>,
 ) -> Result<CallLineage, ApiError> {
     let root_call_id = match &parent_call_id {
         None => call_id.clone(),
