@@ -285,7 +285,7 @@ async fn main() {
             agent: Some(callee.id.clone()),
             direction: Direction::Inbound,
             state,
-            context_id,
+            context_id: context_id.map(Into::into),
             words: q.map(|q| QueryWords::parse(q).unwrap()),
             since: None,
         };

@@ -13,6 +13,7 @@
 //! round that spends [`MAX_READ_UNITS`], and a page either cuts short still carries the cursor
 //! to go on.
 
+use crate::domain::clock::Timestamp;
 use std::collections::HashMap;
 
 use crate::bodies::{Bodies, BodyError};
@@ -277,7 +278,7 @@ fn complete_above(walks: &[Walk<'_>]) -> Option<String> {
 }
 
 /// The `limit` newest final placements, and the cursor after them when more may follow.
-fn page(found: Found<'_>, reached: Option<String>, limit: usize, moment: String) -> SearchPage {
+fn page(found: Found<'_>, reached: Option<String>, limit: usize, moment: Timestamp) -> SearchPage {
     let read_units = found.read_units;
     let mut placed: Vec<(Position, Task)> = found
         .placed
@@ -294,7 +295,7 @@ fn page(found: Found<'_>, reached: Option<String>, limit: usize, moment: String)
     let next = match (placed.len() == limit, more_placed || reached.is_some()) {
         (true, true) => placed.last().map(|(position, _)| position.clone()),
         (false, _) => reached.map(|created_at| Position {
-            created_at,
+            created_at: created_at.into(),
             task_id: TaskId::from(String::new()),
         }),
         (true, false) => None,
@@ -304,7 +305,7 @@ fn page(found: Found<'_>, reached: Option<String>, limit: usize, moment: String)
         read_units,
         tasks,
         positions,
-        snapshot: moment.clone(),
+        snapshot: moment.to_string(),
         next: next.map(|after| Cursor {
             snapshot: moment,
             after,

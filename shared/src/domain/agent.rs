@@ -1,5 +1,6 @@
 //! Agents: their names, how routes refer to them, their lifecycle status.
 
+use super::clock::Timestamp;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -139,8 +140,8 @@ pub struct Agent {
     /// [`media::DEFAULT_INPUT_MODES`](super::media::DEFAULT_INPUT_MODES) unless it declared its
     /// own.
     pub input_modes: Vec<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     /// Optimistic-concurrency counter for management writes; not part of the API.
     #[serde(skip)]
     pub version: u64,
@@ -188,8 +189,8 @@ impl Agent {
             sealed_secret: None,
             claim_timeout_seconds: 900,
             input_modes: super::media::default_input_modes(),
-            created_at: String::new(),
-            updated_at: String::new(),
+            created_at: crate::domain::clock::Timestamp::default(),
+            updated_at: crate::domain::clock::Timestamp::default(),
             version: 1,
         }
     }

@@ -1,6 +1,7 @@
 //! Bindings: the one permission on the agent-to-agent edge ("may this caller open a task on this
 //! callee"), and the precise reasons a task open is refused.
 
+use super::clock::Timestamp;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -32,9 +33,9 @@ pub struct Binding {
     pub source: String,
     pub revoked: bool,
     /// When the callee's side approved; `null` while pending.
-    pub approved_at: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub approved_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 impl Binding {
@@ -53,7 +54,7 @@ impl Binding {
         approve_now: bool,
         now: &str,
     ) -> Option<Binding> {
-        let approved_at = approve_now.then(|| now.to_owned());
+        let approved_at = approve_now.then(|| Timestamp::from(now));
         let Some(mut binding) = existing else {
             return Some(Binding {
                 id: binding_id(&caller.id, &callee.id),
@@ -63,8 +64,8 @@ impl Binding {
                 source: "api".into(),
                 revoked: false,
                 approved_at,
-                created_at: now.to_owned(),
-                updated_at: now.to_owned(),
+                created_at: now.into(),
+                updated_at: now.into(),
             });
         };
         if binding.revoked {
@@ -75,7 +76,7 @@ impl Binding {
         } else {
             return None;
         }
-        binding.updated_at = now.to_owned();
+        binding.updated_at = now.into();
         Some(binding)
     }
 }
@@ -152,8 +153,8 @@ mod tests {
             source: "api".into(),
             revoked,
             approved_at: approved.then(|| "2026-01-01T00:00:00.000000Z".into()),
-            created_at: String::new(),
-            updated_at: String::new(),
+            created_at: crate::domain::clock::Timestamp::default(),
+            updated_at: crate::domain::clock::Timestamp::default(),
         }
     }
 

@@ -1,17 +1,85 @@
 //! Timestamps. Every stored time is RFC 3339 UTC with exactly six fractional digits, so that the
 //! strings sort in time order (sort keys and index keys rely on that).
 
+use std::fmt;
+use std::ops::Deref;
+
+use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::OffsetDateTime;
 
+/// A moment as the gateway stores and shows it: fixed-width RFC 3339 UTC
+/// (`2026-11-29T20:06:15.123456Z`), so timestamps compare (and sort) in time order as text. Made
+/// by [`format`] and the functions below; read back from the store as the text it wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Timestamp(String);
+
+impl Timestamp {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Timestamp {
+    fn from(stored: String) -> Timestamp {
+        Timestamp(stored)
+    }
+}
+
+impl From<&str> for Timestamp {
+    fn from(stored: &str) -> Timestamp {
+        Timestamp(stored.to_owned())
+    }
+}
+
+impl From<Timestamp> for String {
+    fn from(at: Timestamp) -> String {
+        at.0
+    }
+}
+
+impl Deref for Timestamp {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Timestamp {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl PartialEq<str> for Timestamp {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Timestamp {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
 /// Formats a moment as fixed-width RFC 3339 (`2026-11-29T20:06:15.123456Z`).
-pub fn format(at: OffsetDateTime) -> String {
+pub fn format(at: OffsetDateTime) -> Timestamp {
     let fixed =
         format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z");
-    at.to_offset(time::UtcOffset::UTC)
-        .format(&fixed)
-        .unwrap_or_else(|_| at.unix_timestamp().to_string())
+    Timestamp(
+        at.to_offset(time::UtcOffset::UTC)
+            .format(&fixed)
+            .unwrap_or_else(|_| at.unix_timestamp().to_string()),
+    )
 }
 
 /// A stored moment as an HTTP date (RFC 9110's IMF-fixdate: `Fri, 04 Dec 2026 14:15:00 GMT`).
@@ -26,7 +94,7 @@ pub fn http_date(text: &str) -> Option<String> {
 }
 
 /// The current moment, formatted.
-pub fn now() -> String {
+pub fn now() -> Timestamp {
     format(OffsetDateTime::now_utc())
 }
 
@@ -49,18 +117,19 @@ pub fn unix_now() -> u64 {
 }
 
 /// A moment in seconds since the Unix epoch, formatted.
-pub fn from_unix(seconds: u64) -> String {
+pub fn from_unix(seconds: u64) -> Timestamp {
     let seconds = i64::try_from(seconds).unwrap_or(i64::MAX);
-    OffsetDateTime::from_unix_timestamp(seconds).map_or_else(|_| seconds.to_string(), format)
+    OffsetDateTime::from_unix_timestamp(seconds)
+        .map_or_else(|_| Timestamp(seconds.to_string()), format)
 }
 
 /// The moment `seconds` ago, formatted.
-pub fn ago(seconds: u64) -> String {
+pub fn ago(seconds: u64) -> Timestamp {
     format(OffsetDateTime::now_utc() - time::Duration::seconds(seconds as i64))
 }
 
 /// The moment `seconds` from now, formatted.
-pub fn after(seconds: u64) -> String {
+pub fn after(seconds: u64) -> Timestamp {
     format(OffsetDateTime::now_utc() + time::Duration::seconds(seconds as i64))
 }
 

@@ -7,6 +7,7 @@
 //! shapes here are the `pattern`s of `infra/openapi.yaml`: a request the document calls valid
 //! is never refused for its cursor.
 
+use super::clock::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::TaskId;
@@ -64,14 +65,14 @@ pub fn entry_cursor_pattern() -> String {
 /// first.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Position {
-    pub created_at: String,
+    pub created_at: Timestamp,
     pub task_id: TaskId,
 }
 
 /// Where the next page starts: below `after`, among the tasks created at or before `snapshot`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {
-    pub snapshot: String,
+    pub snapshot: Timestamp,
     pub after: Position,
 }
 
@@ -86,7 +87,10 @@ impl Cursor {
     /// search's order, whichever search issued it: the filters decide what a page holds.
     pub fn decode(text: &str) -> Option<Cursor> {
         let (snapshot, after) = parse_search_cursor(text)?;
-        Some(Cursor { snapshot, after })
+        Some(Cursor {
+            snapshot: snapshot.into(),
+            after,
+        })
     }
 }
 
@@ -106,7 +110,7 @@ pub fn parse_search_cursor(text: &str) -> Option<(String, Position)> {
         (
             snapshot.to_owned(),
             Position {
-                created_at: created_at.to_owned(),
+                created_at: created_at.into(),
                 task_id: TaskId::from(task_id.to_owned()),
             },
         )

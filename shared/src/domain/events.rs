@@ -137,7 +137,7 @@ impl Task {
             state,
             timestamp: at
                 .map(format_micros)
-                .unwrap_or_else(|| self.status_timestamp.clone()),
+                .unwrap_or_else(|| self.status_timestamp.to_string()),
             message,
             artifact,
             error: (kind == EventKind::Final && state == TaskState::Failed)
@@ -149,7 +149,7 @@ impl Task {
 
 fn format_micros(at: u64) -> String {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(at) * 1_000)
-        .map(clock::format)
+        .map(|at| clock::format(at).into())
         .unwrap_or_default()
 }
 

@@ -5,6 +5,7 @@
 //! credentials are a secret: they are sealed before they are stored, and no answer or log line
 //! ever shows them (a config is shown with its authentication scheme only).
 
+use super::clock::Timestamp;
 use serde_json::{json, Map, Value};
 
 use super::ids::{TaskId, TenantId};
@@ -43,7 +44,7 @@ pub struct NotifyConfig {
     pub sealed_token: Option<String>,
     pub scheme: Option<String>,
     pub sealed_credentials: Option<String>,
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// The number of the last task event delivered (or skipped); the next to send is the one
     /// after it. Starts at the task's event count when the config is made.
     pub delivered: u64,
@@ -307,7 +308,7 @@ mod tests {
             sealed_token: Some("sealed-tok".into()),
             scheme: Some("Bearer".into()),
             sealed_credentials: Some("sealed".into()),
-            created_at: String::new(),
+            created_at: crate::domain::clock::Timestamp::default(),
             delivered: 3,
             attempts: 0,
             expires_at: None,

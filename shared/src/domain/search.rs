@@ -7,7 +7,7 @@
 //! tasks change between pages. Each task is judged by the filters as it is when its page is
 //! read ([`SearchFilters::place_by_creation`]).
 
-use super::clock;
+use super::clock::{self, Timestamp};
 pub use super::cursor::{Cursor, Position};
 use super::events::Change;
 use super::ids::{AgentId, ContextId, TenantId};
@@ -75,7 +75,7 @@ pub struct SearchFilters {
     pub context_id: Option<ContextId>,
     pub words: Option<QueryWords>,
     /// Only tasks whose position is after this moment (formatted).
-    pub since: Option<String>,
+    pub since: Option<Timestamp>,
 }
 
 impl SearchFilters {
@@ -118,7 +118,7 @@ impl SearchFilters {
 }
 
 /// The moment (formatted) of a logged change, from its microseconds.
-fn moment_of(at: u64) -> String {
+fn moment_of(at: u64) -> Timestamp {
     let nanos = i128::from(at) * 1_000;
     time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
         .map(clock::format)
@@ -128,7 +128,7 @@ fn moment_of(at: u64) -> String {
 impl Task {
     /// The moment of the task's latest logged change, or its opening: its place in searches
     /// (the item's `changed_at`, which the indexes sort by, is always this).
-    pub fn changed_at(&self) -> String {
+    pub fn changed_at(&self) -> Timestamp {
         self.changes
             .iter()
             .rev()
@@ -141,7 +141,7 @@ impl Task {
 
     /// [`Task::changed_at`] as it was before the latest logged change, which a claim that could
     /// not hand the task over takes back.
-    pub fn changed_before_latest_change(&self) -> String {
+    pub fn changed_before_latest_change(&self) -> Timestamp {
         let mut earlier = self.clone();
         earlier.changes.pop();
         earlier.changed_at()

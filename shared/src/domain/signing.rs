@@ -65,7 +65,7 @@ pub fn may_retire(
     let until = replaced_at + lifetime + CLOCK_MARGIN;
     if now < until {
         return Err(RetireRefusal::StillCached {
-            until: clock::format(until),
+            until: clock::format(until).into(),
         });
     }
     Ok(())

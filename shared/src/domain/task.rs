@@ -9,6 +9,7 @@
 //! `completed`, `failed` and `canceled` are final; `input_required` waits for the caller's
 //! answer on the same task (or a new task in the same conversation).
 
+use super::clock::Timestamp;
 use serde_json::{json, Value};
 
 use super::change::Change;
@@ -39,7 +40,7 @@ pub struct Task {
     pub callee_name: String,
     pub state: TaskState,
     pub status_message: Option<Stored<Message>>,
-    pub status_timestamp: String,
+    pub status_timestamp: Timestamp,
     /// The opening message.
     pub input: Stored<Message>,
     pub artifacts: Stored<Vec<Artifact>>,
@@ -53,7 +54,7 @@ pub struct Task {
     pub delivery: Delivery,
     pub claim_timeout_seconds: u64,
     /// When a claimed task fails for want of an answer; set while `working`.
-    pub deadline_at: Option<String>,
+    pub deadline_at: Option<Timestamp>,
     /// Push only: attempts made for the current delivery, the retry budget's count. It starts
     /// again when the caller's answer to a question begins a new delivery.
     pub delivery_attempts: u64,
@@ -64,14 +65,14 @@ pub struct Task {
     /// one delivery, new for each delivery. `None` on tasks stored before deliveries had ids.
     pub delivery_id: Option<String>,
     /// Push only: when the callee accepted the task to finish later.
-    pub delivered_at: Option<String>,
+    pub delivered_at: Option<Timestamp>,
     /// Bytes of message and artifact bodies the task holds, against [`MAX_TASK_CONTENT_BYTES`].
     pub content_bytes: u64,
     /// When the task (and every body stored for it) expires, in seconds since the epoch; `None`
     /// for tasks written before retention was set.
     pub expires_at: Option<u64>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     /// The task's change log, oldest first: where its update events come from
     /// ([`super::events`]).
     pub changes: Vec<Change>,
@@ -105,7 +106,7 @@ pub struct TaskOpening<'a> {
     pub input: Stored<Message>,
     pub input_bytes: u64,
     pub lineage: CallLineage,
-    pub now: String,
+    pub now: Timestamp,
     /// When the task expires, in seconds since the epoch.
     pub expires_at: u64,
 }
@@ -169,8 +170,8 @@ impl Task {
         self.history.push(answer);
         self.state = working;
         self.status_message = None;
-        self.status_timestamp = now.to_owned();
-        self.updated_at = now.to_owned();
+        self.status_timestamp = now.into();
+        self.updated_at = now.into();
         self.content_bytes += bytes;
         self.changes.push(Change::state(working, true, now));
         self
@@ -348,7 +349,7 @@ mod tests {
             callee_name: "b".into(),
             state: TaskState::Working,
             status_message: None,
-            status_timestamp: String::new(),
+            status_timestamp: crate::domain::clock::Timestamp::default(),
             input: Stored::Inline(Message::agent(vec![Part::Text("hi".into())])),
             artifacts: Stored::Inline(Vec::new()),
             error: None,
@@ -365,8 +366,8 @@ mod tests {
             delivered_at: None,
             content_bytes: 0,
             expires_at: None,
-            created_at: String::new(),
-            updated_at: String::new(),
+            created_at: crate::domain::clock::Timestamp::default(),
+            updated_at: crate::domain::clock::Timestamp::default(),
             changes: Vec::new(),
             message_keys: Vec::new(),
             notify_configs: 0,

@@ -11,6 +11,7 @@
 //! so a revoked key or a lost right ends the stream within the time a revoked key keeps working
 //! anywhere else.
 
+use crate::domain::clock::Timestamp;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,7 +70,7 @@ pub(crate) struct Feed {
     /// The number of the last event sent.
     seen: u64,
     /// When the task last changed, as last read (its `updated_at`): what paces the next read.
-    changed_at: String,
+    changed_at: Timestamp,
     ends: Instant,
     slot: Option<WaitSlots>,
 }

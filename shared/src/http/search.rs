@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::{full_task, ok, query_param, HandlerResult};
 use crate::app::App;
+use crate::domain::clock::Timestamp;
 use crate::domain::search::{Cursor, Direction, SearchFilters, DEFAULT_LIMIT, MAX_LIMIT};
 use crate::domain::task::{Shown, PAGE_BYTES};
 use crate::domain::words::QueryWords;
@@ -24,7 +25,7 @@ struct SearchParams {
     state: Option<TaskState>,
     context_id: Option<String>,
     words: Option<QueryWords>,
-    since: Option<String>,
+    since: Option<Timestamp>,
     limit: usize,
     cursor: Option<Cursor>,
 }
@@ -205,7 +206,7 @@ pub async fn search_tasks(app: &App, request: Request) -> HandlerResult {
     let next = if shown < page.tasks.len() {
         page.tasks.truncate(shown);
         page.positions.get(shown - 1).map(|after| Cursor {
-            snapshot: page.snapshot.clone(),
+            snapshot: page.snapshot.clone().into(),
             after: after.clone(),
         })
     } else {

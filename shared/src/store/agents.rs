@@ -78,8 +78,8 @@ impl TryFrom<&Item> for Agent {
             sealed_secret: read.opt_s("endpoint_secret")?,
             claim_timeout_seconds: read.n("claim_timeout_seconds")?,
             input_modes: read_input_modes(&read)?,
-            created_at: read.s("created_at")?,
-            updated_at: read.s("updated_at")?,
+            created_at: read.at("created_at")?,
+            updated_at: read.at("updated_at")?,
             version: read.n("version")?,
         })
     }

@@ -1,5 +1,6 @@
 //! The audit log: one item per governed decision, newest first per tenant.
 
+use crate::domain::clock::Timestamp;
 use serde_json::{json, Value};
 
 use super::item::{key, n, opt_s, s, Item, Reader};
@@ -17,7 +18,7 @@ pub const TASK_OPENED: &str = "task.open";
 pub struct AuditEntry {
     pub id: String,
     pub tenant_id: TenantId,
-    pub at: String,
+    pub at: Timestamp,
     pub actor_kind: String,
     pub actor_id: String,
     pub action: String,
@@ -208,7 +209,7 @@ impl TryFrom<&Item> for AuditEntry {
         Ok(AuditEntry {
             id: read.s("id")?,
             tenant_id: read.id("tenant_id")?,
-            at: read.s("at")?,
+            at: read.at("at")?,
             actor_kind: read.s("actor_kind")?,
             actor_id: read.s("actor_id")?,
             action: read.s("action")?,
@@ -234,16 +235,15 @@ const REFUSAL_NAMESPACE: uuid::Uuid =
     uuid::Uuid::from_u128(0x6f1d_2a90_5b3c_4e7d_9a18_c2e4_7b05_f3a1);
 
 /// The start of the minute `at` (a formatted moment) falls in, formatted the same way.
-fn refusal_window(at: &str) -> String {
+fn refusal_window(at: &str) -> Timestamp {
     match clock::parse(at) {
         Some(moment) => {
             let seconds = moment.unix_timestamp();
             let start = seconds - seconds.rem_euclid(REFUSAL_WINDOW_SECONDS);
             time::OffsetDateTime::from_unix_timestamp(start)
-                .map(clock::format)
-                .unwrap_or_else(|_| at.to_owned())
+                .map_or_else(|_| at.into(), clock::format)
         }
-        None => at.to_owned(),
+        None => at.into(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Bindings: one row per (caller, callee) pair for its whole history, listed from either side
 //! through the sparse indexes.
 
+use crate::domain::clock::Timestamp;
 use crate::domain::ids::AgentId;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 
@@ -56,9 +57,9 @@ impl TryFrom<&Item> for Binding {
             callee_agent_id: read.id("callee_agent_id")?,
             source: read.s("source")?,
             revoked: read.bool("revoked")?,
-            approved_at: read.opt_s("approved_at")?,
-            created_at: read.s("created_at")?,
-            updated_at: read.s("updated_at")?,
+            approved_at: read.opt_at("approved_at")?,
+            created_at: read.at("created_at")?,
+            updated_at: read.at("updated_at")?,
         })
     }
 }
@@ -66,7 +67,7 @@ impl TryFrom<&Item> for Binding {
 /// A binding to write, and the `updated_at` it had when read (`None` for a new row).
 pub struct BindingWrite {
     pub binding: Binding,
-    pub previous_updated_at: Option<String>,
+    pub previous_updated_at: Option<Timestamp>,
 }
 
 impl Store {

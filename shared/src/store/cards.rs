@@ -2,6 +2,7 @@
 //! deliveries (public half in clear, private seed sealed by KMS), and the call records lineage
 //! queries read.
 
+use crate::domain::clock::Timestamp;
 use crate::domain::ids::AgentId;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 
@@ -23,9 +24,9 @@ pub struct SigningKeyRecord {
     pub public_x: String,
     /// The 32-byte seed, sealed by KMS for this kid and purpose.
     pub sealed_seed: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When the operator retired it: no longer published, never active again.
-    pub retired_at: Option<String>,
+    pub retired_at: Option<Timestamp>,
 }
 
 fn signing_record(item: &Item) -> Result<SigningKeyRecord, StoreError> {
@@ -34,8 +35,8 @@ fn signing_record(item: &Item) -> Result<SigningKeyRecord, StoreError> {
         kid: read.s("kid")?,
         public_x: read.s("public_x")?,
         sealed_seed: read.s("sealed_seed")?,
-        created_at: read.s("created_at")?,
-        retired_at: read.opt_s("retired_at")?,
+        created_at: read.at("created_at")?,
+        retired_at: read.opt_at("retired_at")?,
     })
 }
 

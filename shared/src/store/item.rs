@@ -1,5 +1,6 @@
 //! Small helpers to build DynamoDB items and read them back with clear errors.
 
+use crate::domain::clock::Timestamp;
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, ConsumedCapacity, PutRequest, WriteRequest};
@@ -92,6 +93,16 @@ impl<'a> Reader<'a> {
     /// A string-or-null attribute holding a typed id.
     pub fn opt_id<T: From<String>>(&self, name: &str) -> Result<Option<T>, StoreError> {
         Ok(self.opt_s(name)?.map(T::from))
+    }
+
+    /// A string attribute holding a moment the store wrote.
+    pub fn at(&self, name: &str) -> Result<Timestamp, StoreError> {
+        self.s(name).map(Timestamp::from)
+    }
+
+    /// A string-or-null attribute holding a moment the store wrote.
+    pub fn opt_at(&self, name: &str) -> Result<Option<Timestamp>, StoreError> {
+        Ok(self.opt_s(name)?.map(Timestamp::from))
     }
 
     pub fn opt_s(&self, name: &str) -> Result<Option<String>, StoreError> {

@@ -6,6 +6,7 @@
 //! | key (hash → principal) | `KEY#{sha256}` | `KEY` |
 //! | the owner's record of a key | `AGENT#{id}` or `MEMBER#{id}` | `KEY#{key_id}` |
 
+use crate::domain::clock::Timestamp;
 use crate::domain::ids::KeyId;
 use crate::domain::ids::{AgentId, MemberId, TenantId};
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
@@ -34,7 +35,7 @@ pub struct KeyRecord {
     pub key_id: KeyId,
     /// Set while the key's agent is paused: the key authenticates nothing until it is active.
     pub suspended: bool,
-    pub last_used_at: Option<String>,
+    pub last_used_at: Option<Timestamp>,
 }
 
 /// Who holds a key: the partition its owner's record of the key lives in.
@@ -65,9 +66,9 @@ pub struct NewKey {
 pub struct KeyInfo {
     pub key_id: KeyId,
     pub hash: String,
-    pub created_at: String,
-    pub last_used_at: Option<String>,
-    pub revoked_at: Option<String>,
+    pub created_at: Timestamp,
+    pub last_used_at: Option<Timestamp>,
+    pub revoked_at: Option<Timestamp>,
 }
 
 impl KeyInfo {
@@ -137,7 +138,7 @@ impl Store {
             principal_id: read.s("principal_id")?,
             key_id: read.id("key_id")?,
             suspended: matches!(item.get("suspended"), Some(AttributeValue::Bool(true))),
-            last_used_at: read.opt_s("last_used_at")?,
+            last_used_at: read.opt_at("last_used_at")?,
         }))
     }
 
@@ -206,9 +207,9 @@ impl Store {
             let read = Reader(item);
             async move {
                 let hash: String = read.s("key_hash")?;
-                let revoked_at = read.opt_s("revoked_at")?;
+                let revoked_at = read.opt_at("revoked_at")?;
                 let last_used_at = match revoked_at {
-                    Some(_) => read.opt_s("last_used_at")?,
+                    Some(_) => read.opt_at("last_used_at")?,
                     None => match self.lookup_key(&hash).await? {
                         Some(record) => record.last_used_at,
                         None => None,
@@ -217,7 +218,7 @@ impl Store {
                 Ok::<_, StoreError>(KeyInfo {
                     key_id: key_id_of_sort_key(&read.s("sk")?),
                     hash,
-                    created_at: read.s("created_at")?,
+                    created_at: read.at("created_at")?,
                     last_used_at,
                     revoked_at,
                 })

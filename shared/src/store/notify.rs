@@ -102,7 +102,7 @@ impl TryFrom<&Item> for NotifyConfig {
             sealed_token: read.opt_s("sealed_token")?,
             scheme: read.opt_s("scheme")?,
             sealed_credentials: read.opt_s("sealed_credentials")?,
-            created_at: read.s("created_at")?,
+            created_at: read.at("created_at")?,
             delivered: number("delivered")?,
             attempts: number("attempts")?,
             expires_at: match item.get("expires_at") {

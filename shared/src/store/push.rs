@@ -5,6 +5,7 @@
 //! copies of one SQS message never POST the same task at once, and every write that follows is
 //! conditioned on still holding that lease: an answer that arrives after a cancel is discarded.
 
+use crate::domain::clock::Timestamp;
 use crate::domain::ids::TaskId;
 use crate::domain::transitions::Transition;
 use crate::domain::TaskState;
@@ -30,7 +31,7 @@ use crate::domain::task::{Delivery, PackedResult, TaskResult};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attempt {
     pub number: u64,
-    pub at: String,
+    pub at: Timestamp,
     pub status: Option<u16>,
     pub latency_ms: u64,
     pub error: Option<String>,
@@ -297,7 +298,7 @@ impl Store {
                 let read = Reader(item);
                 Ok(Attempt {
                     number: read.n("attempt")?,
-                    at: read.s("at")?,
+                    at: read.at("at")?,
                     status: match item.get("status") {
                         Some(AttributeValue::N(_)) => Some(read.n("status")? as u16),
                         _ => None,

@@ -15,6 +15,7 @@
 //! finds in one batch. The pair's binding has the side indexes' key attributes too: its entry is
 //! passed over.
 
+use crate::domain::clock::Timestamp;
 use std::collections::{HashMap, HashSet};
 
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
@@ -154,7 +155,7 @@ pub(super) struct Batch {
 /// The task an index entry stands for, and its position there (its creation).
 fn entry_position(item: &Item) -> Result<Position, StoreError> {
     Ok(Position {
-        created_at: Reader(item).s("created_at")?,
+        created_at: Reader(item).at("created_at")?,
         task_id: task_id_of(item, "search index entry")?,
     })
 }
@@ -189,7 +190,7 @@ pub(super) async fn read_newest_first(
                 .ok_or_else(|| StoreError::Corrupt(format!("sort key {sort_key}")))?;
             Some(moment.to_owned())
         }
-        None => entries.last().map(|entry| entry.created_at.clone()),
+        None => entries.last().map(|entry| entry.created_at.to_string()),
     };
     Ok(IndexPage {
         reached,
@@ -328,7 +329,7 @@ impl Store {
         // Read down to the last entry evaluated, which a filter may have left out.
         let reached = match &output.last_evaluated_key {
             Some(key) => Some(Reader(key).s("created_at")?),
-            None => entries.last().map(|entry| entry.created_at.clone()),
+            None => entries.last().map(|entry| entry.created_at.to_string()),
         };
         Ok(IndexPage {
             entries,
@@ -365,7 +366,7 @@ impl Store {
             .expression_attribute_values(":allowed", s("allowed"));
         let open_position = |item: &Item| {
             Ok(Position {
-                created_at: Reader(item).s("at")?,
+                created_at: Reader(item).at("at")?,
                 task_id: Reader(item).id("task_id")?,
             })
         };
@@ -394,7 +395,7 @@ impl Store {
             read_units += units(output.consumed_capacity());
             for item in output.items() {
                 entries.push(Position {
-                    created_at: String::new(),
+                    created_at: Timestamp::default(),
                     task_id: task_id_of(item, "conversation entry")?,
                 });
             }

@@ -254,7 +254,7 @@ impl TryFrom<&Item> for Task {
                 .opt_json("status_message")?
                 .map(|value| stored("status_message", &value))
                 .transpose()?,
-            status_timestamp: read.s("status_timestamp")?,
+            status_timestamp: read.at("status_timestamp")?,
             input: match item.get("input") {
                 // Stored before 2026-12-04, beside the history that holds it too.
                 Some(_) => stored("input", &read.json("input")?)?,
@@ -277,7 +277,7 @@ impl TryFrom<&Item> for Task {
             root_call_id: read.id("root_call_id")?,
             delivery,
             claim_timeout_seconds: read.n("claim_timeout_seconds")?,
-            deadline_at: read.opt_s("deadline_at")?,
+            deadline_at: read.opt_at("deadline_at")?,
             delivery_attempts,
             // Stored before attempts were numbered across deliveries: the task's only delivery
             // so far has records 1 to `delivery_attempts`.
@@ -286,7 +286,7 @@ impl TryFrom<&Item> for Task {
                 None => delivery_attempts,
             },
             delivery_id: read.opt_s("delivery_id")?,
-            delivered_at: read.opt_s("delivered_at")?,
+            delivered_at: read.opt_at("delivered_at")?,
             content_bytes: match item.get("content_bytes") {
                 Some(_) => read.n("content_bytes")?,
                 None => 0,
@@ -295,8 +295,8 @@ impl TryFrom<&Item> for Task {
                 Some(_) => Some(read.n("expires_at")?),
                 None => None,
             },
-            created_at: read.s("created_at")?,
-            updated_at: read.s("updated_at")?,
+            created_at: read.at("created_at")?,
+            updated_at: read.at("updated_at")?,
             changes: read_changes(item),
             notify_configs: match item.get("notify_configs") {
                 Some(_) => read.n("notify_configs")?,
@@ -421,9 +421,9 @@ mod tests {
         let mut item = to_item(&task);
         // Every bookkeeping attribute a later write may set, at its longest.
         for (name, value) in [
-            ("deadline_at", clock::now()),
-            ("delivered_at", clock::now()),
-            ("lease_until", clock::now()),
+            ("deadline_at", clock::now().into()),
+            ("delivered_at", clock::now().into()),
+            ("lease_until", clock::now().into()),
             ("lease_token", uuid.to_owned()),
             ("gsi2pk", deadline_shard_partition('f')),
             ("gsi2sk", due_sort_key(&clock::now(), &uuid.into())),

@@ -7,6 +7,7 @@
 //! caller answered a question), a result only lands on a `working` task of that callee before its
 //! deadline, a cancel only moves an open task.
 
+use crate::domain::clock::Timestamp;
 use crate::domain::cursor;
 use crate::domain::ids::{AgentId, TaskId, TenantId};
 use crate::domain::transitions::Transition;
@@ -40,7 +41,7 @@ pub(crate) const CLAIM_CANDIDATES: i32 = 16;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OverdueEntry {
     pub task_id: TaskId,
-    pub deadline_at: String,
+    pub deadline_at: Timestamp,
     pub timeout_seconds: u64,
     /// The entry's sort key on the index, to move it aside if it cannot be handled.
     pub index_key: String,
@@ -248,7 +249,7 @@ impl Store {
                 let task_id = read.id("id").ok()?;
                 Some(OverdueEntry {
                     index_key: read.s("gsi2sk").unwrap_or_default(),
-                    deadline_at: read.s("deadline_at").unwrap_or_default(),
+                    deadline_at: read.at("deadline_at").unwrap_or_default(),
                     timeout_seconds: read.n("claim_timeout_seconds").unwrap_or_default(),
                     task_id,
                 })
@@ -269,7 +270,7 @@ impl PairCursor {
     /// The cursor after the entry of this index key (a page's `LastEvaluatedKey`).
     fn after_entry(key: &Item) -> Result<PairCursor, StoreError> {
         let read = Reader(key);
-        let created_at = read.s("created_at")?;
+        let created_at = read.at("created_at")?;
         Ok(PairCursor(match read.s("sk")?.as_str() {
             TASK_SORT_KEY => format!("{created_at}#{}", task_id_of(key, "pair index key")?),
             sk => format!("{created_at}#~{}~{sk}", read.s("pk")?),

@@ -1,5 +1,6 @@
 //! Tenants and their members (the people behind admin, member and viewer keys).
 
+use crate::domain::clock::Timestamp;
 use crate::domain::ids::{MemberId, TenantId};
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
@@ -19,7 +20,7 @@ pub struct MemberRecord {
     pub name: String,
     /// `admin`, `member` or `viewer`.
     pub role: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 fn member_items(tenant_id: &TenantId, member: &MemberRecord) -> [Item; 2] {
@@ -44,7 +45,7 @@ impl TryFrom<&Item> for MemberRecord {
             member_id: read.id("member_id")?,
             name: read.s("name")?,
             role: read.s("role")?,
-            created_at: read.s("created_at")?,
+            created_at: read.at("created_at")?,
         })
     }
 }

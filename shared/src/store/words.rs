@@ -38,7 +38,7 @@ pub(crate) fn posting_position(item: &Item) -> Result<Position, StoreError> {
     let (created_at, task_id) =
         posting_place(&sk).ok_or_else(|| StoreError::Corrupt(format!("posting {sk}")))?;
     Ok(Position {
-        created_at: created_at.to_owned(),
+        created_at: created_at.into(),
         task_id: TaskId::from(task_id.to_owned()),
     })
 }

@@ -6,6 +6,7 @@ use serde_json::{json, Map, Value};
 use super::{history_length, object, optional_bool, A2aCall, Failure};
 use crate::a2a::wire::{parse_state, task_json, TaskView};
 use crate::a2a::A2aError;
+use crate::domain::clock::Timestamp;
 use crate::domain::task::PAGE_BYTES;
 use crate::domain::{clock, AgentRef, ContextId, Task, TaskState};
 use crate::error::ApiError;
@@ -106,7 +107,7 @@ const MAX_PAGE_SIZE: usize = 100;
 struct TaskQuery {
     context_id: Option<ContextId>,
     state: Option<Option<TaskState>>,
-    after: Option<String>,
+    after: Option<Timestamp>,
     page_size: usize,
     page_token: Option<String>,
     view: TaskView,
