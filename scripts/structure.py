@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     # Protocol shapes and telemetry formats.
     ("wire", ["a2a/", "metrics", "xray", "sdk_http"]),
     # One adapter per backing service or remote peer, each with its own error type.
-    ("adapters", ["store/", "bodies", "vault", "signing", "push/queue", "push/ssrf/",
+    ("adapters", ["store/", "bodies", "vault", "signing", "oidc/", "push/queue", "push/ssrf/",
                   "push/dial", "push/signature", "push/endpoint", "push/request"]),
     # The process's settings, read once from the environment.
     ("config", ["config", "bootstrap"]),

@@ -20,6 +20,12 @@ use crate::vault::Vault;
 /// Remembers recent key lookups so a busy callee does not pay one read per request.
 pub(crate) type KeyCache = crate::cache::ExpiringCache<crate::domain::Principal>;
 
+/// Remembers tokens already checked (by the token's hash), each with its `exp`.
+pub(crate) type TokenCache = crate::cache::ExpiringCache<(crate::domain::Principal, u64)>;
+
+/// Remembers which tenant trusts an (issuer, audience) pair, and which pairs none does.
+pub(crate) type TrustCache = crate::cache::ExpiringCache<Option<crate::store::TrustClaim>>;
+
 /// Remembers recent console session lookups (by the session token's hash).
 pub(crate) type SessionCache = crate::cache::ExpiringCache<crate::store::SessionRecord>;
 
@@ -35,6 +41,12 @@ pub struct App {
     /// The key that signs push deliveries, apart from the card key (its own KMS purpose).
     pub webhook_signing: Arc<SigningCache>,
     pub(crate) key_cache: KeyCache,
+    /// Hashes of keys found to be no key ([`crate::http::auth::UNKNOWN_KEY_TTL`]).
+    pub(crate) unknown_keys: crate::cache::ExpiringCache<()>,
+    pub(crate) token_cache: TokenCache,
+    pub(crate) trust_cache: TrustCache,
+    /// The OpenID Connect issuers' keys this process read.
+    pub oidc: crate::oidc::Oidc,
     pub(crate) session_cache: SessionCache,
     /// The push worker's notification breakers, kept across its batches.
     pub(crate) notify_breakers: Arc<crate::push::breaker::Breakers>,
@@ -123,8 +135,16 @@ impl App {
                 KeyPurpose::Webhooks,
                 config.signing_key_lifetime,
             )),
+            oidc: crate::oidc::Oidc::new(Dialer::new(
+                config.push_allowed_cidrs.clone(),
+                config.push_resolve.clone(),
+                crate::oidc::FETCH_TIMEOUT,
+            )),
             config,
             key_cache: KeyCache::default(),
+            unknown_keys: Default::default(),
+            token_cache: TokenCache::default(),
+            trust_cache: TrustCache::default(),
             session_cache: SessionCache::default(),
             notify_breakers: Arc::default(),
         })

@@ -41,6 +41,13 @@ impl<V: Clone> ExpiringCache<V> {
         }
     }
 
+    /// Drops everything it holds.
+    pub(crate) fn clear(&self) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.clear();
+        }
+    }
+
     /// Drops what is known of `key`.
     pub(crate) fn forget(&self, key: &str) {
         if let Ok(mut entries) = self.entries.lock() {

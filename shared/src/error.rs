@@ -21,6 +21,12 @@ pub enum ApiError {
     InvalidRequest(String),
     #[error("unauthenticated")]
     Unauthenticated,
+    /// An `Authorization` header not in the one form taken: `Bearer <credential>`.
+    #[error("unauthenticated: the Authorization header is not `Bearer <credential>`")]
+    CredentialForm,
+    /// A bearer token that was not taken; why is logged, never told.
+    #[error("unauthenticated: invalid token")]
+    InvalidToken,
     /// Every reason a caller may be refused on the A2A edge; the reason goes to the audit log.
     #[error("not permitted")]
     NotPermitted,
@@ -159,7 +165,9 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::InvalidRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthenticated | ApiError::CredentialForm | ApiError::InvalidToken => {
+                StatusCode::UNAUTHORIZED
+            }
             ApiError::NotPermitted | ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::TaskNotFound | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::TaskNotWorking(_) | ApiError::Conflict(_) | ApiError::LimitReached(_) => {
@@ -178,7 +186,9 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::InvalidRequest(_) => "invalid_request",
-            ApiError::Unauthenticated => "unauthenticated",
+            ApiError::Unauthenticated | ApiError::CredentialForm | ApiError::InvalidToken => {
+                "unauthenticated"
+            }
             ApiError::NotPermitted => "not_permitted",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::TaskNotFound | ApiError::NotFound(_) => "not_found",
@@ -218,6 +228,10 @@ impl ApiError {
             ApiError::Unauthenticated => {
                 detail("a valid API key is required: Authorization: Bearer <key>")
             }
+            ApiError::CredentialForm => {
+                detail("the Authorization header must be exactly: Bearer <credential>")
+            }
+            ApiError::InvalidToken => detail("invalid token"),
             ApiError::Unavailable => {
                 detail("a backing service is unavailable; nothing was changed, retry later")
             }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod function;
 pub mod http;
 pub mod metrics;
+pub mod oidc;
 pub mod on_first_use;
 pub mod push;
 pub mod runtime;

@@ -13,6 +13,7 @@ mod callee;
 mod emulators;
 pub mod faults;
 mod logs;
+pub mod oidc;
 mod proxy;
 mod recorder;
 mod requests;
@@ -30,6 +31,7 @@ pub use emulators::{
     sqs_and_kms_recorded,
 };
 pub use logs::LogCapture;
+pub use oidc::OidcProvider;
 pub use proxy::Proxy;
 pub use recorder::Recorder;
 pub use requests::Reply;

@@ -656,6 +656,56 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     ],
   },
   {
+    id: "ListIssuers",
+    route: "list-issuers",
+    description: "GET /v1/issuers",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem"),
+    ],
+  },
+  {
+    id: "TrustIssuer",
+    route: "trust-issuer",
+    description: "POST /v1/issuers",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem"),
+    ],
+  },
+  {
+    id: "UpdateIssuer",
+    route: "update-issuer",
+    description: "PATCH /v1/issuers/{issuer_id}",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem"),
+    ],
+  },
+  {
+    id: "DistrustIssuer",
+    route: "distrust-issuer",
+    description: "DELETE /v1/issuers/{issuer_id}",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem", "DeleteItem"),
+    ],
+  },
+  {
+    id: "GetGatewayResourceMetadata",
+    route: "get-gateway-resource-metadata",
+    description: "GET /.well-known/oauth-protected-resource (the gateway's metadata; no AWS access)",
+    grants: [],
+  },
+  {
+    id: "GetAgentResourceMetadata",
+    route: "get-agent-resource-metadata",
+    description: "GET /v1/agents/{agent}/.well-known/oauth-protected-resource",
+    grants: [
+      onTable("GetItem"),
+    ],
+  },
+  {
     id: "ConsolePage",
     route: "console-page",
     description: "GET /console (the console's page; no AWS access)",

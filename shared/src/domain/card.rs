@@ -3,6 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::issuer::TrustedIssuer;
 use super::jcs::canonicalize;
 use super::{Agent, Invalid};
 
@@ -155,6 +156,35 @@ pub fn card(agent: &Agent, tools: &[Tool], base_url: &str) -> Value {
         "securityRequirements": [{"schemes": {SECURITY_SCHEME: {"list": []}}}],
         "skills": skills,
     })
+}
+
+/// The name of the card's scheme for tokens of a trusted issuer: `openIdConnect-` and the first
+/// eight characters of the issuer's id (stable while the tenant trusts it).
+pub fn issuer_scheme_name(issuer: &TrustedIssuer) -> String {
+    let short: String = issuer.id.chars().take(8).collect();
+    format!("openIdConnect-{short}")
+}
+
+/// Declares on `card` every other way a caller may sign in: one A2A `openIdConnect` scheme per
+/// issuer the agent's tenant trusts (its discovery URL; the audience to ask for in its
+/// description), each a security requirement of its own beside the key's, so any one of them
+/// satisfies the card.
+pub fn declare_sign_in(card: &mut Value, issuers: &[TrustedIssuer]) {
+    for issuer in issuers {
+        let name = issuer_scheme_name(issuer);
+        card["securitySchemes"][&name] = json!({
+            "openIdConnectSecurityScheme": {
+                "openIdConnectUrl": issuer.discovery_url(),
+                "description": format!(
+                    "A token of {} for audience {:?}, whose subject the tenant lists for the calling agent; the call needs a binding to this agent",
+                    issuer.issuer, issuer.audience
+                ),
+            }
+        });
+        if let Some(requirements) = card["securityRequirements"].as_array_mut() {
+            requirements.push(json!({"schemes": {name: {"list": []}}}));
+        }
+    }
 }
 
 /// The shape of a field of the A2A 1.0 schema (`lf.a2a.v1`), by its JSON (camelCase) name.

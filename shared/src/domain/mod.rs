@@ -11,6 +11,7 @@ pub mod cursor;
 pub mod events;
 pub mod headers;
 pub mod ids;
+pub mod issuer;
 pub mod jcs;
 pub mod keys;
 pub mod media;
@@ -33,7 +34,7 @@ pub use agent::{Agent, AgentName, AgentRef, AgentStatus};
 pub use binding::{Binding, RefusalReason};
 pub use ids::{AgentId, CallId, ContextId, KeyId, MemberId, TaskId, TenantId};
 pub use message::{Message, Part};
-pub use principal::{Principal, PrincipalKind, TenantPrincipal};
+pub use principal::{Principal, PrincipalKind, SignedInWith, TenantPrincipal};
 pub use task::{Task, TaskState};
 pub use tenant::TenantSettings;
 

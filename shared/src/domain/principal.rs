@@ -47,6 +47,15 @@ pub enum PrincipalKind {
 pub struct TenantPrincipal {
     pub tenant_id: TenantId,
     pub kind: PrincipalKind,
+    /// The OpenID Connect identity it signed in with, when it used a token and not a key.
+    pub signed_in_with: Option<SignedInWith>,
+}
+
+/// The issuer and subject of the token a principal signed in with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedInWith {
+    pub issuer: String,
+    pub subject: String,
 }
 
 impl TenantPrincipal {
@@ -144,6 +153,7 @@ mod tests {
         TenantPrincipal {
             tenant_id: tenant.into(),
             kind,
+            signed_in_with: None,
         }
     }
 

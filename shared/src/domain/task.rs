@@ -17,6 +17,7 @@ use super::clock;
 use super::content::{BodyRef, Stored, MAX_TASK_CONTENT_BYTES};
 use super::ids::{AgentId, CallId, ContextId, TaskId, TenantId};
 use super::message::{Message, Role};
+use super::principal::SignedInWith;
 pub use super::result::{
     parse_artifacts, Artifact, PackedResult, ResultRejection, TaskResult, MAX_ARTIFACTS,
     MAX_ERROR_CHARS,
@@ -35,6 +36,8 @@ pub struct Task {
     /// keeps within the tenant), rather than the gate issuing its id.
     pub context_named: bool,
     pub caller_agent_id: AgentId,
+    /// The OpenID Connect identity the caller opened the task with, when it used a token.
+    pub caller_signed_in_with: Option<SignedInWith>,
     pub callee_agent_id: AgentId,
     /// The callee's name, so a route naming the callee by name needs no agent lookup.
     pub callee_name: String,
@@ -132,6 +135,7 @@ impl Task {
             tenant_id: callee.tenant_id.clone(),
             context_id,
             caller_agent_id,
+            caller_signed_in_with: None,
             callee_agent_id: callee.id.clone(),
             callee_name: callee.name.clone(),
             state: TaskState::Submitted,
@@ -345,6 +349,7 @@ mod tests {
             tenant_id: "x".into(),
             context_id: "c".into(),
             caller_agent_id: "a".into(),
+            caller_signed_in_with: None,
             callee_agent_id: "b".into(),
             callee_name: "b".into(),
             state: TaskState::Working,

@@ -223,6 +223,10 @@ pub async fn update(app: &App, request: Request) -> HandlerResult {
         ));
     };
     touched.iter().for_each(|hash| app.forget_key(hash));
+    if changed_status.is_some() {
+        // Tokens that sign in as the agent are checked again, as its keys are.
+        app.forget_tokens();
+    }
     ok(&json!(agent))
 }
 

@@ -1,4 +1,5 @@
-//! Authentication: the `Authorization: Bearer <key>` header, or else the console's session
+//! Authentication: the `Authorization: Bearer <credential>` header (a key, or an OpenID Connect
+//! token: `sign_in.rs`), or else the console's session
 //! cookie, to the principal behind the key, through short-lived per-process caches of key and
 //! session lookups (revocation and sign-out drop the entry here and reach other processes within
 //! the cache's lifetime).
@@ -9,6 +10,7 @@ use lambda_http::http::HeaderMap;
 use crate::app::App;
 use crate::domain::{keys, session, Principal, PrincipalKind, TenantPrincipal};
 use crate::error::ApiError;
+use crate::oidc::token::looks_like_jwt;
 use crate::store::{use_is_stale, SessionRecord};
 
 /// The console session token of a request that carries no `Authorization` header.
@@ -41,13 +43,24 @@ pub fn credentials_of(headers: &HeaderMap) -> HeaderMap {
 pub const OPERATOR_OUTSIDE_TENANTS: &str =
     "the operator key creates tenants and manages signing keys; use a key of the tenant";
 
-/// The credential of an `Authorization: Bearer <key>` value; the scheme is matched in any case
-/// (RFC 9110 §11.1), the key exactly.
-fn bearer_credential(value: &str) -> Option<&str> {
-    let (scheme, credential) = value.trim().split_once(char::is_whitespace)?;
-    let credential = credential.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !credential.is_empty()).then_some(credential)
+/// The credential of an `Authorization` value in the one form taken: the scheme `Bearer`, one
+/// space, then a credential in RFC 6750's `b64token` grammar, with nothing before or after. Any
+/// other form is refused rather than read leniently, so that one credential has one header
+/// value: the value the WAF counts per key is the credential itself (docs/security.md).
+pub fn bearer_credential(value: &str) -> Option<&str> {
+    let credential = value.strip_prefix("Bearer ")?;
+    let body = credential.trim_end_matches('=');
+    let b64token = !body.is_empty()
+        && body
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-._~+/".contains(&byte));
+    b64token.then_some(credential)
 }
+
+/// How long a key found to be no key is remembered as unknown, so a flood of made-up keys costs
+/// one lookup per key and process. A key the gateway issues is a fresh random value that was
+/// never looked up before, so a new key is never taken for an unknown one.
+pub const UNKNOWN_KEY_TTL: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl App {
     /// Authenticates the `Authorization: Bearer <key>` header or, without one, the console's
@@ -55,12 +68,15 @@ impl App {
     /// ends its sessions).
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
         if headers.contains_key(AUTHORIZATION) {
-            let key = headers
+            let credential = headers
                 .get(AUTHORIZATION)
                 .and_then(|value| value.to_str().ok())
                 .and_then(bearer_credential)
-                .ok_or(ApiError::Unauthenticated)?;
-            return self.principal_of_hash(keys::hash(key)).await;
+                .ok_or(ApiError::CredentialForm)?;
+            if looks_like_jwt(credential) {
+                return self.principal_of_token(credential).await;
+            }
+            return self.principal_of_hash(keys::hash(credential)).await;
         }
         let token = session_token(headers).ok_or(ApiError::Unauthenticated)?;
         let session = self
@@ -109,11 +125,13 @@ impl App {
         if let Some(principal) = self.key_cache.get(&hash, ttl) {
             return Ok(principal);
         }
-        let record = self
-            .store
-            .lookup_key(&hash)
-            .await?
-            .ok_or(ApiError::Unauthenticated)?;
+        if self.unknown_keys.get(&hash, UNKNOWN_KEY_TTL).is_some() {
+            return Err(ApiError::Unauthenticated);
+        }
+        let Some(record) = self.store.lookup_key(&hash).await? else {
+            self.unknown_keys.put(hash, ());
+            return Err(ApiError::Unauthenticated);
+        };
         if record.suspended {
             return Err(ApiError::Forbidden(
                 "this key's agent is paused; its keys work again when it is active".into(),
@@ -149,6 +167,7 @@ impl App {
         let principal = Principal::Tenant(TenantPrincipal {
             tenant_id: record.tenant_id,
             kind,
+            signed_in_with: None,
         });
         if !ttl.is_zero() {
             self.key_cache.put(hash, principal.clone());
@@ -185,19 +204,32 @@ mod tests {
     use super::bearer_credential;
 
     #[test]
-    fn the_bearer_scheme_is_matched_in_any_case_and_the_key_exactly() {
+    fn only_the_canonical_bearer_form_is_taken() {
+        for (value, credential) in [
+            ("Bearer k1", "k1"),
+            ("Bearer fb_agt_0123abc", "fb_agt_0123abc"),
+            ("Bearer a.b-c_d~e+f/g==", "a.b-c_d~e+f/g=="),
+            ("Bearer K1", "K1"),
+        ] {
+            assert_eq!(bearer_credential(value), Some(credential), "{value:?}");
+        }
         for value in [
-            "Bearer k1",
             "bearer k1",
             "BEARER k1",
-            "BeArEr   k1 ",
+            "Bearer  k1",
             "Bearer\tk1",
+            " Bearer k1",
+            "Bearer k1 ",
+            "Bearer k1 k2",
+            "Bearer a=b",
+            "Bearer =",
+            "Basic k1",
+            "Bearer",
+            "Bearer ",
+            "Bearerk1",
+            "k1",
         ] {
-            assert_eq!(bearer_credential(value), Some("k1"), "{value:?}");
-        }
-        for value in ["Basic k1", "Bearer", "Bearer   ", "Bearerk1", "k1"] {
             assert_eq!(bearer_credential(value), None, "{value:?}");
         }
-        assert_eq!(bearer_credential("Bearer K1"), Some("K1"));
     }
 }

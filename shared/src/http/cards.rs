@@ -10,7 +10,8 @@ use sha2::{Digest, Sha256};
 use super::{path_param, query_param, HandlerResult};
 use crate::app::App;
 use crate::config::Config;
-use crate::domain::card::{card, execute_api_url, sign};
+use crate::domain::card::{card, declare_sign_in, execute_api_url, sign};
+use crate::domain::issuer::TrustedIssuer;
 use crate::domain::jcs::canonicalize;
 use crate::domain::{Agent, AgentName, AgentRef, AgentStatus, Principal, TenantPrincipal};
 use crate::error::{json_response, ApiError};
@@ -21,7 +22,7 @@ use crate::error::{json_response, ApiError};
 /// those, and a signed card naming a host the client chose would send its readers there.
 /// Neither configured nor behind API Gateway (a local gateway without the setting): a 500, and
 /// the logs say what to set.
-fn base_url(config: &Config, request: &Request) -> Result<String, ApiError> {
+pub(crate) fn base_url(config: &Config, request: &Request) -> Result<String, ApiError> {
     if let Some(url) = &config.public_url {
         return Ok(url.clone());
     }
@@ -48,11 +49,20 @@ async fn card_reader(app: &App, request: &Request) -> Result<TenantPrincipal, Ap
     }
 }
 
-async fn signed_card(app: &App, request: &Request, agent: &Agent) -> Result<Value, ApiError> {
+/// The agent's signed card, which declares how a caller signs in: with a key, or with a token
+/// of an issuer of `issuers` (its tenant's).
+async fn signed_card(
+    app: &App,
+    request: &Request,
+    agent: &Agent,
+    issuers: &[TrustedIssuer],
+) -> Result<Value, ApiError> {
     let tools = app.store.list_tools(&agent.id).await?;
     let base = base_url(&app.config, request)?;
     let (kid, key) = app.signing.active(&app.store, &app.vault).await?;
-    Ok(sign(card(agent, &tools, &base), &kid, &key))
+    let mut unsigned = card(agent, &tools, &base);
+    declare_sign_in(&mut unsigned, issuers);
+    Ok(sign(unsigned, &kid, &key))
 }
 
 /// A JSON response with a strong ETag over the canonical body, answering a matching
@@ -106,7 +116,8 @@ pub async fn get_card(app: &App, request: Request) -> HandlerResult {
             agent.tenant_id == principal.tenant_id && agent.status != AgentStatus::Retired
         })
         .ok_or_else(|| ApiError::NotFound("agent not found".into()))?;
-    let card = signed_card(app, &request, &agent).await?;
+    let issuers = app.store.tenant_issuers(&agent.tenant_id).await?.issuers;
+    let card = signed_card(app, &request, &agent, &issuers).await?;
     let mut response = cacheable(&request, &card);
     // When the agent last changed (A2A 1.0 §8.6.1: MAY): what a card shows follows the agent;
     // revalidation goes by the ETag, which also follows the signature.
@@ -165,6 +176,11 @@ pub async fn list_cards(app: &App, request: Request) -> HandlerResult {
         .store
         .list_agents_page(&principal.tenant_id, after.as_deref(), limit)
         .await?;
+    let issuers = app
+        .store
+        .tenant_issuers(&principal.tenant_id)
+        .await?
+        .issuers;
     let mut cards = Vec::new();
     let mut bytes = 0;
     let mut next = more;
@@ -172,7 +188,7 @@ pub async fn list_cards(app: &App, request: Request) -> HandlerResult {
         if agent.status == AgentStatus::Retired {
             continue;
         }
-        let card = signed_card(app, &request, agent).await?;
+        let card = signed_card(app, &request, agent, &issuers).await?;
         let size = card.to_string().len();
         if !cards.is_empty() && bytes + size > MAX_PAGE_BYTES {
             // The page is full: the next one starts after the last card on this one.

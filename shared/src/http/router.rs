@@ -12,9 +12,9 @@ use lambda_http::http::Method;
 use lambda_http::Request;
 use tracing::Instrument;
 
-use super::console;
 use super::reply::{buffered, Reply};
 pub use super::routes::{Route, Serving};
+use super::{console, protected_resource};
 use crate::app::App;
 use crate::error::{cause_chain, ApiError};
 
@@ -85,6 +85,7 @@ impl Route {
         async move {
             let started = Instant::now();
             let signs_in = self == Route::CreateConsoleSession;
+            let metadata = protected_resource::metadata_url(&app.config, &request);
             let outcome = match console::refuse_change_without_csrf(signs_in, &request) {
                 Err(refusal) => Err(refusal),
                 // Boxed: every route's handler is one state machine, too deep to lay out inline.
@@ -103,10 +104,17 @@ impl Route {
                     }
                     _ => {}
                 }
-                buffered(error.into_response_for(crate::error::RequestRef {
+                let invalid_token = matches!(error, ApiError::InvalidToken);
+                let mut response = error.into_response_for(crate::error::RequestRef {
                     request_id: ids.request_id.as_deref(),
                     trace_id: ids.trace_id.as_deref(),
-                }))
+                });
+                protected_resource::add_challenge(
+                    &mut response,
+                    metadata.as_deref(),
+                    invalid_token,
+                );
+                buffered(response)
             });
             tracing::info!(
                 status = response.status().as_u16(),

@@ -16,8 +16,8 @@ use lambda_http::Request;
 
 use super::reply::{buffered, Reply};
 use super::{
-    a2a, agents, audit, bindings, calls, cards, console, endpoint, events, members, open, pull,
-    search, signing_keys, tasks, tenants, tools,
+    a2a, agents, audit, bindings, calls, cards, console, endpoint, events, issuers, members, open,
+    protected_resource, pull, search, signing_keys, tasks, tenants, tools,
 };
 use crate::app::App;
 use crate::error::ApiError;
@@ -164,6 +164,18 @@ route_table! {
     A2aDeletePushConfig: DELETE "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}", Buffered a2a::delete_push_config, "dynamodb:DeleteItem,GetItem,UpdateItem";
     /// `GET /v1/tasks`: task search.
     SearchTasks: GET "/v1/tasks", Buffered search::search_tasks, "dynamodb:BatchGetItem,GetItem,Query,UpdateItem kms:Decrypt s3:GetObject";
+    /// `GET /v1/issuers`: the OpenID Connect issuers the tenant trusts.
+    ListIssuers: GET "/v1/issuers", Buffered issuers::list, "dynamodb:GetItem,UpdateItem";
+    /// `POST /v1/issuers`: trust an issuer for an audience.
+    TrustIssuer: POST "/v1/issuers", Buffered issuers::create, "dynamodb:GetItem,PutItem,UpdateItem";
+    /// `PATCH /v1/issuers/{issuer_id}`: the subjects an issuer lists.
+    UpdateIssuer: PATCH "/v1/issuers/{issuer_id}", Buffered issuers::update, "dynamodb:GetItem,PutItem,UpdateItem";
+    /// `DELETE /v1/issuers/{issuer_id}`: trust an issuer no more.
+    DistrustIssuer: DELETE "/v1/issuers/{issuer_id}", Buffered issuers::delete, "dynamodb:DeleteItem,GetItem,PutItem,UpdateItem";
+    /// The gateway's OAuth 2.0 Protected Resource Metadata (RFC 9728).
+    GetGatewayResourceMetadata: GET "/.well-known/oauth-protected-resource", Buffered protected_resource::gateway, "";
+    /// An agent's OAuth 2.0 Protected Resource Metadata (RFC 9728).
+    GetAgentResourceMetadata: GET "/v1/agents/{agent}/.well-known/oauth-protected-resource", Buffered protected_resource::agent, "dynamodb:GetItem";
     /// `GET /console`: the console's page.
     ConsolePage: GET "/console", Buffered console::page_route, "";
     /// `GET /console/{asset}`: the console's scripts and styles.

@@ -193,33 +193,54 @@ impl Dialer {
             .send()
             .await
             .map_err(|error| classify(&error))?;
-        let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        let mut body = Vec::new();
-        let mut response = response;
-        while let Some(chunk) = response.chunk().await.map_err(|error| classify(&error))? {
-            if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                return Err(DialError::TooLarge);
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(EndpointResponse {
-            status,
-            content_type,
-            retry_after,
-            body,
-        })
+        read_response(response, MAX_RESPONSE_BYTES).await
     }
+
+    /// GETs `url` (never a private address), the guard applied to this very dial, reading at
+    /// most `max_bytes` of the body: how the gateway reads an OpenID Connect issuer's documents.
+    pub async fn get(&self, url: &str, max_bytes: usize) -> Result<EndpointResponse, DialError> {
+        let parsed = self.vet(url, false).await.map_err(DialError::Refused)?;
+        let response = self
+            .client(false)?
+            .get(parsed.url)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|error| classify(&error))?;
+        read_response(response, max_bytes).await
+    }
+}
+
+/// The status, the headers that matter and at most `max_bytes` of the body of `response`.
+async fn read_response(
+    mut response: reqwest::Response,
+    max_bytes: usize,
+) -> Result<EndpointResponse, DialError> {
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|error| classify(&error))? {
+        if body.len() + chunk.len() > max_bytes {
+            return Err(DialError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(EndpointResponse {
+        status,
+        content_type,
+        retry_after,
+        body,
+    })
 }
 
 fn classify(error: &reqwest::Error) -> DialError {

@@ -7,7 +7,9 @@ use super::item::{key, n, opt_s, s, Item, Reader};
 use super::layout::{audit_partition, audit_sort_key, audit_sort_key_past};
 use super::{classify, Store, StoreError};
 use crate::domain::task::CallLineage;
-use crate::domain::{clock, AgentId, Binding, CallId, Task, TaskId, TenantId, TenantPrincipal};
+use crate::domain::{
+    clock, AgentId, Binding, CallId, SignedInWith, Task, TaskId, TenantId, TenantPrincipal,
+};
 
 /// The action of a task's open: one entry per task, at the task's creation.
 pub const TASK_OPENED: &str = "task.open";
@@ -40,6 +42,8 @@ pub struct AuditEntry {
     /// How many times the same refusal happened in this entry's minute (refusals are recorded
     /// once a minute per caller, target and reason, so one caller cannot flood the log).
     pub count: u64,
+    /// The OpenID Connect issuer and subject the actor signed in with, when it used a token.
+    pub signed_in_with: Option<SignedInWith>,
 }
 
 /// The length of the window in which repeated refusals share one audit entry.
@@ -48,13 +52,15 @@ pub const REFUSAL_WINDOW_SECONDS: i64 = 60;
 impl AuditEntry {
     /// An entry for `actor` doing `action` on `target` now.
     pub fn new(actor: &TenantPrincipal, action: &str, target: &str) -> AuditEntry {
-        AuditEntry::entry(
+        let mut entry = AuditEntry::entry(
             actor.tenant_id.clone(),
             actor.kind_name(),
             actor.id(),
             action,
             target,
-        )
+        );
+        entry.signed_in_with.clone_from(&actor.signed_in_with);
+        entry
     }
 
     /// An entry for the operator doing `action` on `target` in the tenant `tenant_id`.
@@ -86,6 +92,7 @@ impl AuditEntry {
             caller_agent_id: None,
             callee_agent_id: None,
             count: 1,
+            signed_in_with: None,
         }
     }
 
@@ -135,6 +142,7 @@ impl AuditEntry {
         )
         .to_string();
         entry.at = task.created_at.clone();
+        entry.signed_in_with.clone_from(&task.caller_signed_in_with);
         entry.about(task)
     }
 
@@ -177,15 +185,23 @@ impl AuditEntry {
         if let Some(callee) = &self.callee_agent_id {
             item.insert("callee_agent_id".into(), s(callee));
         }
+        if let Some(token) = &self.signed_in_with {
+            item.insert("token_issuer".into(), s(&token.issuer));
+            item.insert("token_subject".into(), s(&token.subject));
+        }
         item
     }
 
     /// The API view of the entry; `actor_name` is the actor's name where one is known.
     pub fn to_json(&self, actor_name: Option<&str>) -> Value {
+        let mut actor = json!({"kind": self.actor_kind, "id": self.actor_id, "name": actor_name});
+        if let Some(token) = &self.signed_in_with {
+            actor["signed_in_with"] = json!({"issuer": token.issuer, "subject": token.subject});
+        }
         json!({
             "id": self.id,
             "at": self.at,
-            "actor": {"kind": self.actor_kind, "id": self.actor_id, "name": actor_name},
+            "actor": actor,
             "action": self.action,
             "target": self.target,
             "outcome": self.outcome,
@@ -225,6 +241,10 @@ impl TryFrom<&Item> for AuditEntry {
             count: match item.get("count") {
                 Some(_) => read.n("count")?,
                 None => 1,
+            },
+            signed_in_with: match (read.opt_s("token_issuer")?, read.opt_s("token_subject")?) {
+                (Some(issuer), Some(subject)) => Some(SignedInWith { issuer, subject }),
+                _ => None,
             },
         })
     }

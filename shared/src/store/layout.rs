@@ -28,6 +28,8 @@
 //! | a tenant's long-poll slot | `TPOLLS#{tenant}` | `SLOT#{n}` | | |
 //! | word posting | `WORDS#{tenant}#{word}` | `{created}#{task}` | | |
 //! | console session | `SESSION#{sha256}` | `SESSION` | | |
+//! | a tenant's trusted issuers | `TENANT#{tenant}` | `ISSUERS` | | |
+//! | an (issuer, audience) pair's tenant | `TRUST#{sha256(issuer, audience)}` | `TRUST` | | |
 //! | signing key of a purpose | `SIGNING#KEYS` (cards) or `SIGNING#WEBHOOK-KEYS` | `KID#{kid}` | | |
 //! | a purpose's active signing key | the same | `ACTIVE` | | |
 //!
@@ -57,6 +59,10 @@ pub(crate) const TASK_SORT_KEY: &str = "TASK";
 pub(crate) const CONTEXT_SORT_KEY: &str = "CONTEXT";
 /// The sort key of a call's item.
 pub(crate) const CALL_SORT_KEY: &str = "CALL";
+/// The sort key of a tenant's trusted issuers.
+pub(crate) const ISSUERS_SORT_KEY: &str = "ISSUERS";
+/// The sort key of an (issuer, audience) pair's claim.
+pub(crate) const TRUST_SORT_KEY: &str = "TRUST";
 /// The sort key of a console session's item.
 pub(crate) const SESSION_SORT_KEY: &str = "SESSION";
 /// The sort key of a signing purpose's pointer to its active key.
@@ -89,6 +95,18 @@ const NAMED_CONTEXT_PREFIX: &str = "named:";
 /// The partition of a tenant's item, its members and its agents by name.
 pub(crate) fn tenant_partition(tenant_id: &TenantId) -> String {
     format!("TENANT#{tenant_id}")
+}
+
+/// The partition of the claim of an (issuer, audience) pair by one tenant: the hash of both,
+/// each length-prefixed so no two pairs share it.
+pub(crate) fn trust_partition(issuer: &str, audience: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for part in [issuer, audience] {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    format!("TRUST#{}", hex::encode(hash.finalize()))
 }
 
 /// The partition of a member's item under its id, and of its records of its keys.

@@ -2,6 +2,7 @@
 //! shards, and the size rules every write that adds bodies keeps.
 
 use crate::domain::ids::{TaskId, TenantId};
+use crate::domain::SignedInWith;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::de::DeserializeOwned;
@@ -187,6 +188,10 @@ pub(crate) fn to_item(task: &Task) -> Item {
     if !task.changes.is_empty() {
         item.insert("events".into(), change_entries(&task.changes));
     }
+    if let Some(token) = &task.caller_signed_in_with {
+        item.insert("caller_token_issuer".into(), s(&token.issuer));
+        item.insert("caller_token_subject".into(), s(&token.subject));
+    }
     if task.state == TaskState::Submitted {
         let (queue, order) = queue_entry(task, &task.created_at);
         item.insert("gsi1pk".into(), s(queue));
@@ -306,6 +311,13 @@ impl TryFrom<&Item> for Task {
                 Some(AttributeValue::Ss(keys)) => keys.clone(),
                 _ => Vec::new(),
             },
+            caller_signed_in_with: match (
+                read.opt_s("caller_token_issuer")?,
+                read.opt_s("caller_token_subject")?,
+            ) {
+                (Some(issuer), Some(subject)) => Some(SignedInWith { issuer, subject }),
+                _ => None,
+            },
         })
     }
 }
@@ -382,6 +394,7 @@ mod tests {
             tenant_id: uuid.into(),
             context_id: uuid.into(),
             caller_agent_id: uuid.into(),
+            caller_signed_in_with: None,
             callee_agent_id: uuid.into(),
             callee_name: "n".repeat(63),
             state: TaskState::Submitted,
@@ -456,6 +469,7 @@ mod tests {
             tenant_id: "tenant".into(),
             context_id: "context".into(),
             caller_agent_id: "caller".into(),
+            caller_signed_in_with: None,
             callee_agent_id: "callee".into(),
             callee_name: "callee-name".into(),
             state: TaskState::InputRequired,

@@ -28,6 +28,7 @@ mod lived_in;
 mod long_polls;
 mod management;
 mod observability;
+mod oidc;
 mod outage;
 mod permissions;
 mod progress;

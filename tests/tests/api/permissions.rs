@@ -1067,6 +1067,55 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         .await,
         r,
     );
+    // Trusted issuers, a token's sign-in (its reads are those of the route it signs in on) and
+    // the protected resource metadata.
+    let provider = forgebench_tests::OidcProvider::start().await;
+    recorder.take();
+    let subjects = json!([{"subject": "svc-callee", "agent": "callee"}]);
+    let trusted = note(
+        "trust-issuer",
+        app.post(
+            "/v1/issuers",
+            &admin,
+            json!({"issuer": provider.issuer, "audience": "tour", "subjects": subjects}),
+        )
+        .await,
+        r,
+    );
+    assert_eq!(trusted.status, 201, "{}", trusted.text);
+    let issuer = format!("/v1/issuers/{}", trusted.field("id"));
+    note("list-issuers", app.get("/v1/issuers", &admin).await, r);
+    let patch = json!({ "subjects": subjects });
+    note(
+        "update-issuer",
+        app.send("PATCH", &issuer, Some(&admin), Some(patch)).await,
+        r,
+    );
+    let token = provider.client_credentials("svc-callee", "tour").await;
+    recorder.take();
+    let me = note("get-me", app.get("/v1/agents/me", &token).await, r);
+    assert_eq!(me.status, 200, "{}", me.text);
+    let callee_id = me.field("id");
+    let metadata = format!(
+        "{}/v1/agents/{callee_id}/.well-known/oauth-protected-resource",
+        app.base
+    );
+    note(
+        "get-agent-resource-metadata",
+        app.finish(app.http.get(metadata)).await,
+        r,
+    );
+    let gateway = format!("{}/.well-known/oauth-protected-resource", app.base);
+    note(
+        "get-gateway-resource-metadata",
+        app.finish(app.http.get(gateway)).await,
+        r,
+    );
+    note(
+        "distrust-issuer",
+        app.send("DELETE", &issuer, Some(&admin), None).await,
+        r,
+    );
     let cold = spawn_app_with(Options {
         recorder: Some(recorder.clone()),
         push_worker: false,

@@ -77,6 +77,8 @@ impl From<ApiError> for Failure {
                 protocol(Internal, "internal error".into())
             }
             transport @ (ApiError::Unauthenticated
+            | ApiError::CredentialForm
+            | ApiError::InvalidToken
             | ApiError::NotPermitted
             | ApiError::Forbidden(_)
             | ApiError::TooManyRequests(_)

@@ -102,6 +102,8 @@ pub(crate) async fn open_task(
         expires_at: app.config.task_expiry(),
     });
     task.context_named = context == ContextJoin::Name;
+    task.caller_signed_in_with
+        .clone_from(&principal.signed_in_with);
     let open = OpenTask { task, context };
     let keyed = asked.message.message_id.is_some();
     let after = AfterOpen {
