@@ -10,7 +10,8 @@
 #                                    .local/venv: Python cryptography + rfc8785 (card signatures
 #                                    checked by an implementation other than the gateway's) and
 #                                    the official A2A Python SDK (a2a-sdk with `signing`), the
-#                                    official A2A JavaScript SDK (tests/a2a-js, npm); and
+#                                    official A2A JavaScript SDK (tests/a2a-js, npm); an OpenID
+#                                    Connect provider (tests/oidc-provider, npm); and
 #                                    Debian's Chromium for the console's browser tests
 #   scripts/install.sh schemathesis  schemathesis (in .local/venv) and the OpenAPI example
 #                                    checker's jsonschema and PyYAML (a virtualenv of its own)
@@ -132,6 +133,12 @@ sys.exit(m.version("a2a-sdk") != sys.argv[1])' "$A2A_SDK_VERSION" 2>/dev/null
     echo "install: @a2a-js/sdk (tests/a2a-js, from its lockfile)" >&2
     npm ci --silent --no-audit --no-fund --prefix "$root/tests/a2a-js" >/dev/null
     cp "$root/tests/a2a-js/package-lock.json" "$root/tests/a2a-js/node_modules/.package-lock.json.installed"
+  fi
+  # A real OpenID Connect provider (oauth2-mock-server), for tests/oidc-provider/provider.mjs.
+  if ! cmp -s "$root/tests/oidc-provider/package-lock.json" "$root/tests/oidc-provider/node_modules/.package-lock.json.installed"; then
+    echo "install: oauth2-mock-server (tests/oidc-provider, from its lockfile)" >&2
+    npm ci --silent --no-audit --no-fund --prefix "$root/tests/oidc-provider" >/dev/null
+    cp "$root/tests/oidc-provider/package-lock.json" "$root/tests/oidc-provider/node_modules/.package-lock.json.installed"
   fi
   if ! "$venv/bin/python" -c 'import cryptography, rfc8785' 2>/dev/null || ! a2a_sdk_ready; then
     echo "install: cryptography, rfc8785 (independent card signature check)," \
