@@ -93,12 +93,22 @@ export interface ForgebenchGatewayProps {
    */
   readonly configureApiGatewayLogging?: boolean | IResolvable;
   /**
-   * Requests a minute one API key may make (counted by its Authorization header), and one address
-   * may make without one, before a WAF web ACL on the stage answers 429; 0 deploys no web ACL. At
-   * least 10 when set. A token (a parameter) makes the web ACL conditional on it not being '0'.
+   * Requests a minute one API key may make (counted by its Authorization header) before a WAF web
+   * ACL on the stage answers 429; 0 deploys no web ACL. At least 10 when set. A token (a
+   * parameter) makes the web ACL conditional on it not being '0'. The web ACL also refuses (401)
+   * an Authorization header that is not exactly `Bearer <credential>`, and limits each address
+   * (`addressRequestRateLimit`).
    * @default 0
    */
   readonly keyRequestRateLimit?: number | string;
+  /**
+   * Requests a minute one source address may make, with a key or without, before the web ACL
+   * answers 429: the backstop against a flood that sends a new key with every request, or none.
+   * Only with `keyRequestRateLimit` set (which deploys the web ACL). Keep it well above
+   * `keyRequestRateLimit`: many keys may share one address. 10 to 2,000,000,000 (WAF's range).
+   * @default 6000
+   */
+  readonly addressRequestRateLimit?: number;
   /** The CloudWatch namespace of the functions' business metrics (EMF). @default `Forgebench/<stack name>` */
   readonly metricsNamespace?: string;
 }
@@ -108,6 +118,14 @@ const DEFAULT_TIMEOUT = 29;
 const DEFAULT_MEMORY = 256;
 /** The cargo binary every function runs, and its directory under target/lambda-arm64. */
 const GATEWAY_BINARY = 'gateway';
+/** Requests a minute per source address, the web ACL's backstop (the SAM template's `AddressRequestRateLimit` default). */
+const DEFAULT_ADDRESS_REQUEST_RATE_LIMIT = 6000;
+/**
+ * The only `Authorization` value the gateway accepts: the scheme exactly `Bearer`, one space, a
+ * credential in RFC 6750's b64token grammar, nothing else. WAF's regex is PCRE's (case-sensitive;
+ * its `$` also matches before a final newline, which no header value can hold).
+ */
+export const CANONICAL_AUTHORIZATION = '^Bearer [A-Za-z0-9._~+/-]+=*$';
 
 /** The directory holding `infra/openapi.yaml`, found upward from this file (lib/ or dist/lib/). */
 export function repositoryRoot(from: string = __dirname): string {
@@ -448,7 +466,7 @@ export class ForgebenchGateway extends Construct {
       });
     }
     this.url = Fn.sub('https://${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}/prod', { Api: this.api.restApiId });
-    this.limitKeyRequestRates(props.keyRequestRateLimit ?? 0);
+    this.limitKeyRequestRates(props.keyRequestRateLimit ?? 0, props.addressRequestRateLimit ?? DEFAULT_ADDRESS_REQUEST_RATE_LIMIT);
 
     // Operations (docs/operations.md): the topic every alarm notifies, the alarms, a dashboard.
     this.alarmTopic = new sns.CfnTopic(this, 'AlarmTopic', { kmsMasterKeyId: 'alias/aws/sns' });
@@ -627,11 +645,19 @@ export class ForgebenchGateway extends Construct {
 
   /**
    * Per-key request rates (docs/reliability.md, "Limits per tenant"): the stage's throttle is
-   * shared by every key and by requests without one, so one key holder, or an anonymous flood,
-   * could spend it for everyone. WAF counts each Authorization header, and each address of the
-   * requests that carry none, over a minute, and answers 429 past the limit.
+   * shared by every key and by requests without one, so one key holder, or a flood, could spend it
+   * for everyone. WAF evaluates, in order:
+   * - non-canonical-authorization: an Authorization header that is not exactly
+   *   `Bearer <credential>` (RFC 6750's b64token) is refused with 401, as the gateway would refuse
+   *   it, so the per-key count below sees each key under one spelling only (otherwise one key
+   *   could dodge its limit by writing "bearer", "BEARER" or two spaces);
+   * - per-key: each Authorization header's requests over a minute, 429 past the key limit;
+   * - per-address: each source address's requests over a minute, with a key or without, 429 past
+   *   the address limit: a new random key per request is a counter of its own each time, and only
+   *   this rule bounds such a flood.
+   * A request without the header is counted per address only.
    */
-  private limitKeyRequestRates(limit: number | string): void {
+  private limitKeyRequestRates(limit: number | string, addressLimit: number): void {
     const token = Token.isUnresolved(limit);
     if (!token) {
       const value = Number(limit);
@@ -640,45 +666,77 @@ export class ForgebenchGateway extends Construct {
         throw new Error(`keyRequestRateLimit must be 0 or a whole number from 10 to 999,999,999, not ${limit}`);
       }
     }
+    if (!Token.isUnresolved(addressLimit) && (!Number.isInteger(addressLimit) || addressLimit < 10 || addressLimit > 2000000000)) {
+      throw new Error(`addressRequestRateLimit must be a whole number from 10 to 2,000,000,000, not ${addressLimit}`);
+    }
     const condition = token
       ? new CfnCondition(this, 'LimitsKeyRequestRate', { expression: Fn.conditionNot(Fn.conditionEquals(limit, '0')) })
       : undefined;
-    const block: wafv2.CfnWebACL.RuleActionProperty = {
+    const tooMany = (body: string): wafv2.CfnWebACL.RuleActionProperty => ({
       block: {
         customResponse: {
           responseCode: 429,
-          customResponseBodyKey: 'too_many_requests',
+          customResponseBodyKey: body,
           responseHeaders: [{ name: 'Retry-After', value: '60' }],
         },
       },
-    };
+    });
     const visibility = (metric: string): wafv2.CfnWebACL.VisibilityConfigProperty => ({
       sampledRequestsEnabled: false,
       cloudWatchMetricsEnabled: true,
       metricName: Fn.sub(`\${AWS::StackName}-${metric}`),
     });
     const asIs = [{ priority: 0, type: 'NONE' }];
-    const rateLimit = Token.asNumber(limit);
+    // CfnWebACL passes `singleHeader` through untyped: its key is CloudFormation's own `Name`.
+    const authorization = { singleHeader: { Name: 'authorization' } };
     const acl = new wafv2.CfnWebACL(this, 'KeyRequestRateLimits', {
       scope: 'REGIONAL',
-      description: 'Requests a minute per API key, and per address without a key.',
+      description: 'Only canonical bearer headers, and requests a minute per API key and per address.',
       defaultAction: { allow: {} },
       visibilityConfig: visibility('key-rates'),
       customResponseBodies: {
+        unauthenticated: {
+          contentType: 'APPLICATION_JSON',
+          content: '{"detail": {"code": "unauthenticated", "message": "the Authorization header must be exactly: Bearer <credential>"}}',
+        },
         too_many_requests: {
           contentType: 'APPLICATION_JSON',
           content: '{"detail": {"code": "too_many_requests", "message": "this key\'s request rate is at its limit; retry later"}}',
         },
+        too_many_requests_from_address: {
+          contentType: 'APPLICATION_JSON',
+          content: '{"detail": {"code": "too_many_requests", "message": "this address\'s request rate is at its limit; retry later"}}',
+        },
       },
       rules: [
         {
-          name: 'per-key',
+          name: 'non-canonical-authorization',
           priority: 0,
-          action: block,
+          action: { block: { customResponse: { responseCode: 401, customResponseBodyKey: 'unauthenticated' } } },
+          visibilityConfig: visibility('non-canonical-authorization'),
+          statement: {
+            andStatement: {
+              statements: [
+                { sizeConstraintStatement: { fieldToMatch: authorization, comparisonOperator: 'GT', size: 0, textTransformations: asIs } },
+                {
+                  notStatement: {
+                    statement: {
+                      regexMatchStatement: { fieldToMatch: authorization, regexString: CANONICAL_AUTHORIZATION, textTransformations: asIs },
+                    },
+                  },
+                },
+              ],
+            },
+          },
+        },
+        {
+          name: 'per-key',
+          priority: 1,
+          action: tooMany('too_many_requests'),
           visibilityConfig: visibility('per-key'),
           statement: {
             rateBasedStatement: {
-              limit: rateLimit,
+              limit: Token.asNumber(limit),
               evaluationWindowSec: 60,
               aggregateKeyType: 'CUSTOM_KEYS',
               customKeys: [{ header: { name: 'authorization', textTransformations: asIs } }],
@@ -686,28 +744,12 @@ export class ForgebenchGateway extends Construct {
           },
         },
         {
-          name: 'per-address-without-key',
-          priority: 1,
-          action: block,
+          name: 'per-address',
+          priority: 2,
+          action: tooMany('too_many_requests_from_address'),
           visibilityConfig: visibility('per-address'),
           statement: {
-            rateBasedStatement: {
-              limit: rateLimit,
-              evaluationWindowSec: 60,
-              aggregateKeyType: 'IP',
-              scopeDownStatement: {
-                notStatement: {
-                  statement: {
-                    sizeConstraintStatement: {
-                      fieldToMatch: { singleHeader: { Name: 'authorization' } },
-                      comparisonOperator: 'GT',
-                      size: 0,
-                      textTransformations: asIs,
-                    },
-                  },
-                },
-              },
-            },
+            rateBasedStatement: { limit: addressLimit, evaluationWindowSec: 60, aggregateKeyType: 'IP' },
           },
         },
       ],

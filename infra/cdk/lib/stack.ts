@@ -130,9 +130,21 @@ export class ForgebenchStack extends Stack {
       default: '0',
       allowedPattern: '^(0|[1-9][0-9]{1,8})$',
       description:
-        'Requests a minute one API key may make (counted by its Authorization header), and one address may make ' +
-        'without one, before a WAF web ACL on the stage answers 429; 0 (the default) deploys no web ACL. At least 10 ' +
-        "when set (WAF's own minimum).",
+        'Requests a minute one API key may make (counted by its Authorization header) before a WAF web ACL on the ' +
+        "stage answers 429; 0 (the default) deploys no web ACL. At least 10 when set (WAF's own minimum). The web ACL " +
+        'also refuses (401) an Authorization header that is not exactly "Bearer <credential>", and limits each address ' +
+        '(AddressRequestRateLimit).',
+    });
+    const addressRequestRateLimit = new CfnParameter(this, 'AddressRequestRateLimit', {
+      type: 'Number',
+      default: 6000,
+      minValue: 10,
+      maxValue: 2000000000,
+      description:
+        'Requests a minute one source address may make, with a key or without, before the web ACL answers 429: the ' +
+        'backstop against a flood that sends a new key with every request, or none. Only with KeyRequestRateLimit set ' +
+        '(which deploys the web ACL). Keep it well above KeyRequestRateLimit: many keys may share one address (a NAT, ' +
+        "a proxy). At least 10 (WAF's own minimum).",
     });
     const configureApiGatewayLogging = new CfnParameter(this, 'ConfigureApiGatewayLogging', {
       type: 'String',
@@ -162,6 +174,7 @@ export class ForgebenchStack extends Stack {
       alarmEmail: alarmEmail.valueAsString,
       configureApiGatewayLogging: Token.asAny(configureApiGatewayLogging.valueAsString),
       keyRequestRateLimit: keyRequestRateLimit.valueAsString,
+      addressRequestRateLimit: addressRequestRateLimit.valueAsNumber,
     });
 
     new CfnOutput(this, 'AlarmTopic', { description: 'The SNS topic every alarm notifies; subscribe to it', value: this.gateway.alarmTopic.ref });

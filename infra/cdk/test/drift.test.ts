@@ -3,8 +3,8 @@
 // binary, named by the FORGEBENCH_ROUTE it serves) and their settings (tracing), environment,
 // every policy's actions on every resource with its conditions, managed policies (as SAM's own
 // transform attaches them), triggers, table and indexes, queues and their policy, key, bucket,
-// topic, alarms, dashboard, the API Gateway logging role and account, parameters, conditions and
-// outputs. Run after `cdk synth` (scripts/cdk-check.sh):
+// topic, alarms, dashboard, the API Gateway logging role and account, the optional web ACL,
+// parameters, conditions and outputs. Run after `cdk synth` (scripts/cdk-check.sh):
 //   FORGEBENCH_SAM_TEMPLATE (default ../template.yaml) and FORGEBENCH_CDK_TEMPLATE (default
 //   cdk.out/forgebench-cdk.template.json) choose the two sides.
 import * as assert from 'node:assert/strict';
@@ -12,8 +12,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { FUNCTIONS } from '../lib/functions';
-import { repositoryRoot } from '../lib/gateway';
-import { cdkModel, differences, Model, Partition, samModel } from './model';
+import { CANONICAL_AUTHORIZATION, repositoryRoot } from '../lib/gateway';
+import { cdkModel, differences, Json, Model, Partition, samModel } from './model';
 
 const root = repositoryRoot();
 const samPath = process.env.FORGEBENCH_SAM_TEMPLATE ?? path.join(root, 'infra', 'template.yaml');
@@ -79,6 +79,18 @@ for (const partition of ['aws-cn', 'aws-us-gov'] as Partition[]) {
   });
 }
 
+test('both deploy the same web ACL: the canonical Authorization form first, then a rate per key and per address', () => {
+  const acl = sam.resources.KeyRequestRateLimits;
+  assert.ok(acl, 'no KeyRequestRateLimits read from the SAM side');
+  const rules = (m: Model) => m.resources.KeyRequestRateLimits.Properties.Rules.map((r: Json) => `${r.Priority} ${r.Name}`);
+  assert.deepEqual(rules(sam), ['0 non-canonical-authorization', '1 per-key', '2 per-address']);
+  assert.deepEqual(rules(cdk), rules(sam));
+  assert.equal(cdk.resources.KeyRequestRateLimits.Properties.Rules[0].Statement.AndStatement.Statements[1].NotStatement.Statement.RegexMatchStatement.RegexString, CANONICAL_AUTHORIZATION);
+  assert.deepEqual(sam.parameters.AddressRequestRateLimit, { Type: 'Number', Default: '6000', MinValue: '10', MaxValue: '2000000000' });
+  const d = differences(sam, cdk).filter((x) => /^(KeyRequestRateLimits|parameters|parameter (Key|Address)RequestRateLimit|conditions|condition LimitsKeyRequestRate)/.test(x));
+  assert.deepEqual(d, [], report(d));
+});
+
 test('the table keeps its keys, indexes (multi-attribute ones included), TTL, billing and PITR', () => {
   const table = cdk.resources.Table.Properties;
   assert.equal(table.BillingMode, 'PAY_PER_REQUEST');
@@ -138,4 +150,11 @@ test('the comparison fails when one side adds a route, a function or a permissio
   assert.match(dashboard.join('\n'), /^Dashboard: \/Properties\/DashboardBody\/widgets\/5\/properties\/stat: SAM "Average" but CDK "Maximum"/m);
   const condition = perturbed((m) => delete m.resources.AlarmEmailSubscription.Condition);
   assert.match(condition.join('\n'), /^AlarmEmailSubscription: \/Condition only in CDK/m);
+  const acl = (m: Model) => m.resources.KeyRequestRateLimits.Properties.Rules;
+  const regex = perturbed((m) => (acl(m)[0].Statement.AndStatement.Statements[1].NotStatement.Statement.RegexMatchStatement.RegexString = '(?i)^Bearer [A-Za-z0-9._~+/-]+=*$'));
+  assert.match(regex.join('\n'), /^KeyRequestRateLimits: \/Properties\/Rules\/0\/Statement\/AndStatement\/Statements\/1\/NotStatement\/Statement\/RegexMatchStatement\/RegexString: SAM /m);
+  const scoped = perturbed((m) => (acl(m)[2].Statement.RateBasedStatement.ScopeDownStatement = structuredClone(acl(m)[0].Statement.AndStatement.Statements[0])));
+  assert.match(scoped.join('\n'), /^KeyRequestRateLimits: \/Properties\/Rules\/2\/Statement\/RateBasedStatement\/ScopeDownStatement only in SAM/m);
+  const addressLimit = perturbed((m) => (m.parameters.AddressRequestRateLimit.Default = '600'));
+  assert.match(addressLimit.join('\n'), /^parameter AddressRequestRateLimit: SAM .*"Default":"600"/m);
 });

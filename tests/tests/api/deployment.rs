@@ -679,3 +679,261 @@ fn every_setting_the_code_reads_is_in_the_operations_table() {
         );
     }
 }
+
+/// The optional web ACL on the stage (`KeyRequestRateLimits`, deployed when `KeyRequestRateLimit`
+/// is set): its rules in the order WAF evaluates them, and its custom response bodies.
+struct WebAcl {
+    rules: Vec<serde_norway::Value>,
+    bodies: serde_norway::Value,
+}
+
+impl WebAcl {
+    fn of_template() -> WebAcl {
+        let document = template();
+        let acl = &document["Resources"]["KeyRequestRateLimits"];
+        assert_eq!(acl["Type"], "AWS::WAFv2::WebACL");
+        let mut rules = acl["Properties"]["Rules"]
+            .as_sequence()
+            .expect("the web ACL's rules")
+            .clone();
+        rules.sort_by_key(|rule| rule["Priority"].as_u64().expect("a priority"));
+        WebAcl {
+            rules,
+            bodies: acl["Properties"]["CustomResponseBodies"].clone(),
+        }
+    }
+
+    fn rule(&self, name: &str) -> &serde_norway::Value {
+        self.rules
+            .iter()
+            .find(|rule| rule["Name"] == name)
+            .unwrap_or_else(|| panic!("the web ACL has no rule {name}"))
+    }
+
+    /// The status and the JSON body a blocking rule answers.
+    fn answer(&self, rule: &str) -> (u16, serde_json::Value) {
+        let response = &self.rule(rule)["Action"]["Block"]["CustomResponse"];
+        let status = response["ResponseCode"].as_u64().expect("a status");
+        let key = response["CustomResponseBodyKey"]
+            .as_str()
+            .expect("a custom body");
+        let body = &self.bodies[key];
+        assert_eq!(body["ContentType"], "APPLICATION_JSON", "{rule}");
+        let content = body["Content"].as_str().expect("the body's content");
+        let json = serde_json::from_str(content)
+            .unwrap_or_else(|error| panic!("{rule}: the body is not JSON ({error}): {content}"));
+        (u16::try_from(status).expect("a status"), json)
+    }
+
+    /// The regex of the rule that refuses a non-canonical `Authorization` header, after checking
+    /// that the rule matches exactly the requests that carry the header and fail the regex.
+    fn canonical_authorization(&self) -> String {
+        let rule = self.rule("non-canonical-authorization");
+        let statements = rule["Statement"]["AndStatement"]["Statements"]
+            .as_sequence()
+            .expect("an AND of two statements");
+        assert_eq!(statements.len(), 2, "{statements:?}");
+        let as_is = |statement: &serde_norway::Value| {
+            assert_eq!(
+                statement["FieldToMatch"]["SingleHeader"]["Name"], "authorization",
+                "{statement:?}"
+            );
+            // A transformation (LOWERCASE, COMPRESS_WHITE_SPACE) would let "BEARER x" or
+            // "Bearer  x" through.
+            let transformations = statement["TextTransformations"]
+                .as_sequence()
+                .expect("transformations");
+            assert_eq!(transformations.len(), 1, "{statement:?}");
+            assert_eq!(transformations[0]["Type"], "NONE", "{statement:?}");
+        };
+        // The header is there...
+        let present = &statements[0]["SizeConstraintStatement"];
+        as_is(present);
+        assert_eq!(present["ComparisonOperator"], "GT");
+        assert_eq!(present["Size"].as_u64(), Some(0));
+        // ...and its whole value does not match the canonical form.
+        let canonical = &statements[1]["NotStatement"]["Statement"]["RegexMatchStatement"];
+        as_is(canonical);
+        canonical["RegexString"]
+            .as_str()
+            .expect("a regex string")
+            .to_owned()
+    }
+}
+
+/// `Authorization` values the gateway accepts: the scheme exactly `Bearer`, one space, a
+/// credential in RFC 6750's b64token grammar.
+const CANONICAL_AUTHORIZATIONS: [&str; 4] = [
+    "Bearer fb_agt_abc123",
+    "Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln",
+    "Bearer abc+/=",
+    "Bearer abc==",
+];
+
+/// `Authorization` values the gateway refuses with 401, and the web ACL before it.
+const NON_CANONICAL_AUTHORIZATIONS: [&str; 15] = [
+    "bearer fb_agt_x",
+    "BEARER x",
+    "Bearer  x",
+    "Bearer\tx",
+    " Bearer x",
+    "Bearer x ",
+    "Bearer x y",
+    "Basic x",
+    "Bearer",
+    "Bearer ",
+    "Bearer a=b",
+    "Bearer =",
+    "Bearer x,y",
+    "Bearer\u{a0}x",
+    "Bearer x\u{e9}",
+];
+
+#[test]
+fn the_web_acl_refuses_every_authorization_header_but_the_canonical_bearer_form() {
+    let acl = WebAcl::of_template();
+    assert_eq!(
+        acl.rules[0]["Name"], "non-canonical-authorization",
+        "evaluated first, so the rate rules count each key under one spelling only"
+    );
+    // Answered as the gateway answers a request without a valid key.
+    let (status, body) = acl.answer("non-canonical-authorization");
+    let unauthenticated = forgebench::error::ApiError::Unauthenticated;
+    assert_eq!(status, unauthenticated.status().as_u16());
+    assert_eq!(body["detail"]["code"], unauthenticated.code());
+    assert_eq!(
+        body,
+        serde_json::json!({"detail": {"code": "unauthenticated",
+            "message": "the Authorization header must be exactly: Bearer <credential>"}})
+    );
+
+    let pattern = acl.canonical_authorization();
+    // WAF's own bound on a RegexMatchStatement's RegexString.
+    assert!(pattern.len() <= 512, "{} characters", pattern.len());
+    // WAF supports no capturing group (nor backreference); anchored at both ends, so only a
+    // whole value matches.
+    assert!(!pattern.contains('('), "{pattern}");
+    assert!(
+        pattern.starts_with('^') && pattern.ends_with('$'),
+        "{pattern}"
+    );
+    // WAF's regexes are PCRE's; this one reads the same in both engines, but for PCRE's `$`, which
+    // also matches before a final newline: no header value can hold one (RFC 9110, 5.5).
+    let canonical = regex_lite::Regex::new(&pattern).expect("the regex compiles");
+    for value in CANONICAL_AUTHORIZATIONS {
+        assert!(canonical.is_match(value), "{pattern} refuses {value:?}");
+    }
+    for value in NON_CANONICAL_AUTHORIZATIONS {
+        assert!(!canonical.is_match(value), "{pattern} accepts {value:?}");
+    }
+    // Every key the gateway issues passes.
+    use forgebench::domain::keys::{generate, KeyKind};
+    for kind in [
+        KeyKind::Operator,
+        KeyKind::Admin,
+        KeyKind::Member,
+        KeyKind::Viewer,
+        KeyKind::Agent,
+    ] {
+        let value = format!("Bearer {}", generate(kind).expect("a key"));
+        assert!(canonical.is_match(&value), "{pattern} refuses {value:?}");
+    }
+}
+
+/// Whether `value` is `!Ref name`.
+fn is_ref(value: &serde_norway::Value, name: &str) -> bool {
+    matches!(value, serde_norway::Value::Tagged(t) if t.tag == "Ref" && t.value == name)
+}
+
+#[test]
+fn the_web_acl_limits_each_key_and_each_address_with_a_key_or_without() {
+    let acl = WebAcl::of_template();
+    let names: Vec<&str> = acl
+        .rules
+        .iter()
+        .map(|rule| rule["Name"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(
+        names,
+        ["non-canonical-authorization", "per-key", "per-address"]
+    );
+    let many = forgebench::error::ApiError::TooManyRequests(String::new());
+    for (rule, parameter) in [
+        ("per-key", "KeyRequestRateLimit"),
+        ("per-address", "AddressRequestRateLimit"),
+    ] {
+        let (status, body) = acl.answer(rule);
+        assert_eq!(status, many.status().as_u16(), "{rule}");
+        assert_eq!(body["detail"]["code"], many.code(), "{rule}");
+        let response = &acl.rule(rule)["Action"]["Block"]["CustomResponse"];
+        assert_eq!(
+            response["ResponseHeaders"][0]["Name"], "Retry-After",
+            "{rule}"
+        );
+        assert_eq!(response["ResponseHeaders"][0]["Value"], "60", "{rule}");
+        let rate = &acl.rule(rule)["Statement"]["RateBasedStatement"];
+        assert!(is_ref(&rate["Limit"], parameter), "{rule}: {rate:?}");
+        assert_eq!(rate["EvaluationWindowSec"].as_u64(), Some(60), "{rule}");
+        // Each counts every request that reaches it: a scope-down statement on the address rule
+        // once left out every request with a key, so a new random key per request was never
+        // limited.
+        assert!(rate.get("ScopeDownStatement").is_none(), "{rule}: {rate:?}");
+    }
+    let per_key = &acl.rule("per-key")["Statement"]["RateBasedStatement"];
+    assert_eq!(per_key["AggregateKeyType"], "CUSTOM_KEYS");
+    let keys = per_key["CustomKeys"].as_sequence().expect("custom keys");
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0]["Header"]["Name"], "authorization");
+    assert_eq!(keys[0]["Header"]["TextTransformations"][0]["Type"], "NONE");
+    let per_address = &acl.rule("per-address")["Statement"]["RateBasedStatement"];
+    assert_eq!(per_address["AggregateKeyType"], "IP");
+
+    let document = template();
+    let address = &document["Parameters"]["AddressRequestRateLimit"];
+    assert_eq!(address["Type"], "Number");
+    // WAF's range of a rate-based rule's limit.
+    assert_eq!(address["MinValue"].as_u64(), Some(10));
+    assert_eq!(address["MaxValue"].as_u64(), Some(2_000_000_000));
+    assert_eq!(address["Default"].as_u64(), Some(6000));
+    let key = regex_lite::Regex::new(
+        document["Parameters"]["KeyRequestRateLimit"]["AllowedPattern"]
+            .as_str()
+            .expect("a pattern"),
+    )
+    .expect("the pattern compiles");
+    for (value, allowed) in [("0", true), ("9", false), ("10", true), ("999999999", true)] {
+        assert_eq!(key.is_match(value), allowed, "KeyRequestRateLimit {value}");
+    }
+    // The web ACL and its association with the stage only when a key limit is set.
+    for resource in ["KeyRequestRateLimits", "KeyRequestRateLimitsOnStage"] {
+        assert_eq!(
+            document["Resources"][resource]["Condition"], "LimitsKeyRequestRate",
+            "{resource}"
+        );
+    }
+}
+
+#[test]
+fn the_cdk_app_deploys_the_same_canonical_form_and_answers() {
+    // The drift test (infra/cdk/test) compares the two web ACLs whole once the CDK app is
+    // synthesized; this holds the regex and the answers checked above to the CDK app's source
+    // without it.
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../infra/cdk/lib/gateway.ts"),
+    )
+    .expect("infra/cdk/lib/gateway.ts");
+    let acl = WebAcl::of_template();
+    let pattern = acl.canonical_authorization();
+    assert!(
+        source.contains(&format!("CANONICAL_AUTHORIZATION = '{pattern}';")),
+        "the CDK app's regex is not {pattern}"
+    );
+    for (key, body) in acl.bodies.as_mapping().expect("bodies") {
+        let content = body["Content"].as_str().expect("content");
+        let literal = format!("'{}'", content.replace('\'', "\\'"));
+        assert!(
+            source.contains(&literal),
+            "the CDK app's body {key:?} is not {content}"
+        );
+    }
+}
