@@ -527,3 +527,107 @@ async fn an_unknown_key_is_looked_up_once_then_remembered_as_unknown() {
         assert_eq!(reads, expected, "round {round}");
     }
 }
+
+/// The official `a2a-sdk` (`tests/a2a_oidc_client.py`) finds how to sign in from the gate's 401
+/// alone (the protected resource metadata, the issuer's discovery), gets a client-credentials
+/// token from the provider, and calls over both bindings with the card's openIdConnect scheme.
+#[tokio::test]
+async fn the_official_a2a_sdk_signs_in_with_a_token_the_card_declares() {
+    let (app, provider) = tokio::join!(app(), OidcProvider::start());
+    let pair = app.pair().await;
+    let (audience, issuer_id) = trust(&app, &provider, &pair).await;
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var("FORGEBENCH_TEST_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| root.join("../.local/venv/bin/python"));
+    let args = [
+        app.base.clone(),
+        pair.callee.id.clone(),
+        "svc-caller".to_owned(),
+        audience,
+    ];
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&python)
+            .arg(root.join("a2a_oidc_client.py"))
+            .args(args)
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("run the A2A SDK client; scripts/install.sh installs it");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        printed["scheme"],
+        format!("openIdConnect-{}", &issuer_id[..8])
+    );
+    let tasks = printed["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2, "{printed}");
+    for task in tasks {
+        let id = task["id"].as_str().unwrap();
+        let read = app.get_task(&pair.caller.key, &pair.callee.name, id).await;
+        assert_eq!(read.status, 200, "{}", read.text);
+        assert_eq!(read.body["caller_agent_id"], pair.caller.id);
+    }
+}
+
+/// The official A2A JavaScript SDK (`tests/a2a-js/client.mjs`, as `a2a.rs` runs it with keys)
+/// with client-credentials tokens for the caller and the stranger in place of their keys: both
+/// bindings, a send, a read, a listing, and the one refusal for a caller without a binding.
+#[tokio::test]
+async fn the_official_a2a_js_sdk_calls_with_tokens_in_place_of_keys() {
+    let (app, provider) = tokio::join!(app(), OidcProvider::start());
+    let pair = app.pair().await;
+    let stranger = app.create_agent(&pair.tenant.admin_key, "stranger").await;
+    let audience = format!("gate-{}", uuid::Uuid::new_v4().simple());
+    let trusted = app
+        .post(
+            "/v1/issuers",
+            &pair.tenant.admin_key,
+            json!({"issuer": provider.issuer, "audience": audience, "subjects": [
+                {"subject": "svc-caller", "agent": pair.caller.name},
+                {"subject": "svc-stranger", "agent": stranger.name},
+            ]}),
+        )
+        .await;
+    assert_eq!(trusted.status, 201, "{}", trusted.text);
+    let caller_token = provider.client_credentials("svc-caller", &audience).await;
+    let stranger_token = provider.client_credentials("svc-stranger", &audience).await;
+    let folder = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("a2a-js");
+    let args = [
+        app.base.clone(),
+        pair.callee.id.clone(),
+        caller_token,
+        pair.callee.key.clone(),
+        stranger_token,
+    ];
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("node")
+            .current_dir(&folder)
+            .arg("client.mjs")
+            .args(args)
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("run node; scripts/install.sh tests installs the client's packages");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("all passed"), "{text}");
+    let audit = app.audit(&pair.tenant.admin_key).await;
+    assert!(
+        audit
+            .iter()
+            .any(|entry| entry["actor"]["signed_in_with"]["subject"] == "svc-stranger"),
+        "the stranger's refusal names its token's subject"
+    );
+}
