@@ -5,7 +5,8 @@
 //
 // For the refusal tests it also signs tokens that a provider would never issue, at POST
 // /test/token {kid?, claims?, drop?, expires_in?, forge?}: claims changed or dropped, an
-// unpublished key, `alg: none`, or HS256 keyed with the RSA key's public half.
+// unpublished key, `alg: none`, or HS256 keyed with the RSA key's public half. POST /test/keys
+// {alg, kid} adds a key to the JWKS, as a provider rotating its keys does.
 //
 // Prints one line, {"issuer": "http://127.0.0.1:PORT"}, once it listens; ends with its stdin.
 import { OAuth2Server } from 'oauth2-mock-server';
@@ -55,6 +56,13 @@ async function forged(forge, payload) {
   }
   throw new Error(`unknown forgery ${forge}`);
 }
+
+// A key added to the JWKS, as a provider rotating its keys does: POST /test/keys {alg, kid}.
+server.service.requestHandler.post('/test/keys', async (req, res) => {
+  const { alg, kid } = req.body ?? {};
+  await server.issuer.keys.generate(alg, alg === 'EdDSA' ? { kid, crv: 'Ed25519' } : { kid });
+  res.json({ kid });
+});
 
 server.service.requestHandler.post('/test/token', async (req, res) => {
   try {

@@ -86,6 +86,18 @@ impl OidcProvider {
             .await
     }
 
+    /// Adds a key `kid` of `alg` to the provider's JWKS, as a provider rotating its keys does.
+    pub async fn add_key(&self, alg: &str, kid: &str) {
+        let response = self
+            .http
+            .post(format!("{}/test/keys", self.issuer))
+            .json(&json!({"alg": alg, "kid": kid}))
+            .send()
+            .await
+            .expect("the provider's test endpoint");
+        assert_eq!(response.status(), 200, "the provider adds the key");
+    }
+
     async fn test_token(&self, request: Value) -> String {
         let response = self
             .http

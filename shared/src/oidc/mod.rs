@@ -152,6 +152,7 @@ impl Oidc {
     }
 
     async fn read_keys(&self, issuer: &str) -> Result<Vec<Jwk>, OidcError> {
+        tracing::info!(issuer, "reading an issuer's keys");
         let discovery = self.discover(issuer).await?;
         let set: serde_json::Value = self.read_json(&discovery.jwks_uri).await?;
         let keys = set

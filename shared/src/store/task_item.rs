@@ -311,15 +311,22 @@ impl TryFrom<&Item> for Task {
                 Some(AttributeValue::Ss(keys)) => keys.clone(),
                 _ => Vec::new(),
             },
-            caller_signed_in_with: match (
-                read.opt_s("caller_token_issuer")?,
-                read.opt_s("caller_token_subject")?,
-            ) {
-                (Some(issuer), Some(subject)) => Some(SignedInWith { issuer, subject }),
-                _ => None,
-            },
+            caller_signed_in_with: caller_signed_in_with(&read)?,
         })
     }
+}
+
+/// The OpenID Connect identity the caller opened the task with, when it used a token.
+fn caller_signed_in_with(read: &Reader<'_>) -> Result<Option<SignedInWith>, StoreError> {
+    Ok(
+        match (
+            read.opt_s("caller_token_issuer")?,
+            read.opt_s("caller_token_subject")?,
+        ) {
+            (Some(issuer), Some(subject)) => Some(SignedInWith { issuer, subject }),
+            _ => None,
+        },
+    )
 }
 
 #[cfg(test)]

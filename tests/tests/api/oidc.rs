@@ -262,6 +262,10 @@ async fn every_bad_token_is_a_401_with_its_reason_in_the_log_only() {
             .a2a_rpc(&pair.callee.id, token, "GetTask", json!({"id": "t"}))
             .await;
         assert_refused_token(&rpc, reason);
+        let rest = app
+            .a2a_rest("GET", &pair.callee.id, "/tasks/t", token, None)
+            .await;
+        assert_refused_token(&rest, reason);
     }
     assert_eq!(tasks_of_tenant(&app, &pair).await, 0);
     let logs = captured.text();
@@ -483,6 +487,8 @@ async fn only_the_canonical_bearer_form_is_taken_and_a_401_says_what_is() {
         format!("Bearer  {key}"),
         format!("Bearer\t{key}"),
         format!("Bearer {key} {key}"),
+        format!("Basic {key}"),
+        format!("bEaReR {key}"),
     ] {
         let reply = app
             .finish(
@@ -630,4 +636,141 @@ async fn the_official_a2a_js_sdk_calls_with_tokens_in_place_of_keys() {
             .any(|entry| entry["actor"]["signed_in_with"]["subject"] == "svc-stranger"),
         "the stranger's refusal names its token's subject"
     );
+}
+
+/// A tenant that has lived with tokens: opens allowed and refused (a revoked binding, a paused
+/// callee), a rotated key, a token and a key of one agent side by side. Its reads all answer,
+/// with a token as with a key, and the audit trail of the agent holds both sign-ins.
+#[tokio::test]
+async fn a_tenant_that_lived_with_tokens_reads_as_one_that_did_not() {
+    let (app, provider) = tokio::join!(app(), OidcProvider::start());
+    let pair = app.pair().await;
+    let (audience, _) = trust(&app, &provider, &pair).await;
+    let token = provider.client_credentials("svc-caller", &audience).await;
+    let admin = &pair.tenant.admin_key;
+
+    let by_token = app
+        .open_task(&token, &pair.callee.name, text_message("by token"), 0)
+        .await;
+    assert_eq!(by_token.status, 200, "{}", by_token.text);
+    let by_key = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("by key"),
+            0,
+        )
+        .await;
+    assert_eq!(by_key.status, 200, "{}", by_key.text);
+    assert_eq!(app.revoke_binding(&pair).await.status, 200);
+    let refused = app
+        .open_task(&token, &pair.callee.name, text_message("refused"), 0)
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    let regranted = app
+        .grant(admin, &pair.caller.id, &[&pair.callee.name])
+        .await;
+    assert_eq!(regranted.status, 200, "{}", regranted.text);
+    let paused = app
+        .send(
+            "PATCH",
+            &format!("/v1/agents/{}", pair.callee.id),
+            Some(admin),
+            Some(json!({"status": "paused"})),
+        )
+        .await;
+    assert_eq!(paused.status, 200, "{}", paused.text);
+    let refused = app
+        .open_task(&token, &pair.callee.name, text_message("paused"), 0)
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    let rotated = app.issue_key(admin, &pair.caller.name).await;
+
+    for key in [admin.as_str(), &token, &rotated] {
+        let found = app.get("/v1/tasks?direction=both", key).await;
+        assert_eq!(found.status, 200, "{}", found.text);
+        assert_eq!(
+            found.body["items"].as_array().unwrap().len(),
+            2,
+            "{}",
+            found.text
+        );
+        let read = app
+            .get_task(key, &pair.callee.name, &by_token.field("id"))
+            .await;
+        assert_eq!(read.status, 200, "{}", read.text);
+    }
+    let listed = app
+        .a2a_rest("GET", &pair.callee.id, "/tasks", &token, None)
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let cards = app.get("/v1/agents/cards", &token).await;
+    assert_eq!(cards.status, 200, "{}", cards.text);
+    let calls = app
+        .get(
+            &format!("/v1/calls?root_call_id={}", by_token.field("call_id")),
+            admin,
+        )
+        .await;
+    assert_eq!(calls.status, 200, "{}", calls.text);
+    let trail = app
+        .get(
+            &format!("/v1/audit?agent={}&limit=100", pair.caller.name),
+            admin,
+        )
+        .await;
+    assert_eq!(trail.status, 200, "{}", trail.text);
+    let entries = trail.body["items"].as_array().unwrap();
+    let signed = |entry: &&Value| entry["actor"]["signed_in_with"]["subject"] == "svc-caller";
+    let by_token_entries: Vec<&Value> = entries.iter().filter(signed).collect();
+    assert!(
+        by_token_entries
+            .iter()
+            .any(|entry| entry["outcome"] == "refused")
+            && by_token_entries
+                .iter()
+                .any(|entry| entry["action"] == "task.open"),
+        "{}",
+        trail.text
+    );
+    assert!(
+        entries.iter().any(|entry| entry["action"] == "task.open"
+            && entry["actor"].get("signed_in_with").is_none()),
+        "the key's open is the key's: {}",
+        trail.text
+    );
+}
+
+/// The issuer's keys are read once and kept: a key it adds later is read when a token names
+/// it, but made-up key ids read the keys again at most once per interval, whatever their number.
+#[tokio::test]
+async fn keys_are_read_again_for_a_new_key_id_at_a_bounded_rate() {
+    let captured = LogCapture::install().expect("the first subscriber of this process");
+    let (app, provider) = tokio::join!(app(), OidcProvider::start());
+    let pair = app.pair().await;
+    let (audience, _) = trust(&app, &provider, &pair).await;
+    let reads = || captured.text().matches("reading an issuer's keys").count();
+    let claims = json!({"sub": "svc-caller", "aud": audience});
+    let signed = provider.signed("rs", claims.clone(), &[]).await;
+    assert_eq!(app.get("/v1/agents/me", &signed).await.status, 200);
+    assert_eq!(reads(), 1);
+    for _ in 0..20 {
+        let forged = provider.forged("unpublished-key", claims.clone()).await;
+        assert_eq!(app.get("/v1/agents/me", &forged).await.status, 401);
+    }
+    assert_eq!(
+        reads(),
+        1,
+        "made-up key ids within the interval read nothing"
+    );
+    provider.add_key("ES256", "es-next").await;
+    let next = provider.signed("es-next", claims.clone(), &[]).await;
+    tokio::time::sleep(forgebench::oidc::REFETCH_AT_MOST_EVERY).await;
+    assert_eq!(app.get("/v1/agents/me", &next).await.status, 200);
+    assert_eq!(reads(), 2, "a new key id reads the keys again");
+    for _ in 0..20 {
+        let forged = provider.forged("unpublished-key", claims.clone()).await;
+        assert_eq!(app.get("/v1/agents/me", &forged).await.status, 401);
+    }
+    assert_eq!(reads(), 2);
 }

@@ -102,30 +102,6 @@ fn the_operator_key_is_deployed_as_its_hash_only() {
     );
 }
 
-#[tokio::test]
-async fn the_authorization_scheme_is_matched_in_any_case() {
-    let app = spawn_app().await;
-    let pair = app.pair().await;
-    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
-        let reply = app
-            .http
-            .get(format!("{}/v1/agents/me", app.base))
-            .header("authorization", format!("{scheme} {}", pair.caller.key))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(reply.status(), 200, "{scheme}");
-    }
-    let reply = app
-        .http
-        .get(format!("{}/v1/agents/me", app.base))
-        .header("authorization", format!("Basic {}", pair.caller.key))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(reply.status(), 401);
-}
-
 async fn set_status(app: &forgebench_tests::TestApp, admin: &str, agent: &str, status: &str) {
     let reply = app
         .send(
