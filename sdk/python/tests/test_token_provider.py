@@ -20,7 +20,10 @@ from forgebench import _auth
 from forgebench._auth import REFRESH_MARGIN_SECONDS, held_token, jwt_expiry
 
 BASE = "http://gateway.test"
-INVALID_TOKEN = 'Bearer error="invalid_token", resource_metadata="http://gateway.test/.well-known/oauth-protected-resource"'
+INVALID_TOKEN = (
+    'Bearer error="invalid_token", '
+    'resource_metadata="http://gateway.test/.well-known/oauth-protected-resource"'
+)
 
 
 def jwt(claims: dict[str, Any]) -> str:
@@ -245,7 +248,8 @@ def test_api_key_and_token_provider_are_exclusive(
     with pytest.raises(ValueError, match="api_key or a token_provider is required"):
         client_class(base_url=BASE)
     with pytest.raises(TypeError, match="callable"):
-        client_class(base_url=BASE, token_provider="a token, not a provider")  # type: ignore[arg-type]
+        not_callable: Any = "a token, not a provider"
+        client_class(base_url=BASE, token_provider=not_callable)
 
 
 def test_the_key_variable_is_not_read_with_a_provider(monkeypatch: pytest.MonkeyPatch) -> None:
