@@ -5,7 +5,8 @@
 #
 # Makes a venv in .local/sdk-python-venv (at the repository's root) when there is none, installs
 # this package with its `test` extra (pytest, and mypy at the version pyproject.toml pins) into
-# it, type-checks the package and its tests with `mypy --strict` (the package ships py.typed),
+# it, installs the tests' OpenID Connect provider (tests/oidc-provider, npm) when missing,
+# type-checks the package and its tests with `mypy --strict` (the package ships py.typed),
 # then runs pytest; a type error fails the run before any test, else the exit code is pytest's.
 # The tests make their own tenant, agents, bindings and keys with the operator key, so they can
 # share a gateway.
@@ -27,6 +28,15 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$sdk_dir[test]"
+
+# The real OpenID Connect provider tests/test_oidc.py signs agents in with (oauth2-mock-server,
+# from its lockfile, as scripts/install.sh installs it).
+provider="$repo_root/tests/oidc-provider"
+if ! cmp -s "$provider/package-lock.json" "$provider/node_modules/.package-lock.json.installed"; then
+  echo "test.sh: npm ci in tests/oidc-provider" >&2
+  npm ci --silent --no-audit --no-fund --prefix "$provider" >/dev/null
+  cp "$provider/package-lock.json" "$provider/node_modules/.package-lock.json.installed"
+fi
 
 cd "$sdk_dir"
 echo "test.sh: mypy --strict over src/ and tests/" >&2

@@ -12,6 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from gateway import Pair, create_pair  # noqa: E402
+from oidc_provider import OidcProvider  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -43,3 +44,11 @@ def unbound_pair(gateway: tuple[str, str]) -> Iterator[Pair]:
     created = create_pair(*gateway, bound=False)
     yield created
     created.close()
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(gateway: tuple[str, str]) -> Iterator[OidcProvider]:
+    """A real OpenID Connect provider on a loopback port, one per test process."""
+    provider = OidcProvider()
+    yield provider
+    provider.stop()

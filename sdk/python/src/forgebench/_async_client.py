@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 
 from . import _requests as requests
-from ._client import resolve_settings
+from ._auth import AsyncTokenProvider, AsyncTokenSource, StaticKey
+from ._client import resolve_sign_in
 from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, AsyncTransport
 from ._models import AuditPage, CreatedMember, CreatedTenant, EventParser, IssuedKey, TaskEvent
 from ._pages import CardPage, TaskPage
@@ -36,6 +37,7 @@ from ._types import (
     DeliveryAttempt,
     Direction,
     EndpointAuth,
+    IssuerRemoved,
     Jwks,
     KeyInfo,
     Member,
@@ -47,9 +49,11 @@ from ._types import (
     Role,
     SigningKey,
     SigningPurpose,
+    SubjectGrantIn,
     TaskState,
     TenantSettings,
     Tool,
+    TrustedIssuer,
 )
 
 
@@ -615,10 +619,48 @@ class AsyncSettings:
         return body
 
 
+class AsyncIssuers:
+    """The trusted OpenID Connect issuers (read: admin, member, viewer; change: admin);
+    `Issuers`, awaited."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+
+    async def list(self) -> builtins.list[TrustedIssuer]:
+        """Every issuer the tenant trusts, with its subjects: `GET /v1/issuers`."""
+        body = await self._transport.send(requests.list_issuers())
+        items: builtins.list[TrustedIssuer] = body["items"]
+        return items
+
+    async def trust(
+        self,
+        issuer: str,
+        audience: str,
+        subjects: Sequence[SubjectGrantIn] | None = None,
+    ) -> TrustedIssuer:
+        """Trust `issuer` for `audience`: `POST /v1/issuers`; see `Issuers.trust`."""
+        request = requests.trust_issuer(issuer, audience, subjects)
+        body: TrustedIssuer = await self._transport.send(request)
+        return body
+
+    async def update(self, issuer_id: str, subjects: Sequence[SubjectGrantIn]) -> TrustedIssuer:
+        """Replace the subjects the issuer lists: `PATCH /v1/issuers/{issuer_id}`; audited."""
+        request = requests.update_issuer(issuer_id, subjects)
+        body: TrustedIssuer = await self._transport.send(request)
+        return body
+
+    async def distrust(self, issuer_id: str) -> IssuerRemoved:
+        """Trust an issuer no more: `DELETE /v1/issuers/{issuer_id}`; audited."""
+        body: IssuerRemoved = await self._transport.send(requests.distrust_issuer(issuer_id))
+        return body
+
+
 class AsyncForgebench:
     """The async client: `AsyncForgebench(api_key=..., base_url=...)`; `await client.agents.*`.
 
-    The same namespaces as `Forgebench`, awaited.
+    The same namespaces as `Forgebench`, awaited. `token_provider` (instead of `api_key`) is
+    as `Forgebench`'s, and may also be a coroutine function; a plain function runs on the
+    event loop, so it should not block for long.
     """
 
     def __init__(
@@ -626,12 +668,16 @@ class AsyncForgebench:
         api_key: str | None = None,
         base_url: str | None = None,
         *,
+        token_provider: AsyncTokenProvider | None = None,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         max_retries: int = DEFAULT_MAX_RETRIES,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        key, url = resolve_settings(api_key, base_url)
-        self._transport = AsyncTransport(key, url, timeout, max_retries, http_client)
+        key, url = resolve_sign_in(api_key, token_provider, base_url)
+        credential: StaticKey | AsyncTokenSource = (
+            AsyncTokenSource(token_provider) if token_provider is not None else StaticKey(key or "")
+        )
+        self._transport = AsyncTransport(credential, url, timeout, max_retries, http_client)
         self.agents = AsyncAgents(self._transport)
         self.tenants = AsyncTenants(self._transport)
         self.members = AsyncMembers(self._transport)
@@ -639,6 +685,7 @@ class AsyncForgebench:
         self.calls = AsyncCalls(self._transport)
         self.signing_keys = AsyncSigningKeys(self._transport)
         self.settings = AsyncSettings(self._transport)
+        self.issuers = AsyncIssuers(self._transport)
 
     @property
     def base_url(self) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from . import _requests as requests
+from ._auth import StaticKey, SyncTokenSource, TokenProvider
 from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, HOSTED_URL, SyncTransport
 from ._models import AuditPage, CreatedMember, CreatedTenant, EventParser, IssuedKey, TaskEvent
 from ._pages import CardPage, TaskPage
@@ -30,6 +31,7 @@ from ._types import (
     DeliveryAttempt,
     Direction,
     EndpointAuth,
+    IssuerRemoved,
     Jwks,
     KeyInfo,
     Member,
@@ -41,9 +43,11 @@ from ._types import (
     Role,
     SigningKey,
     SigningPurpose,
+    SubjectGrantIn,
     TaskState,
     TenantSettings,
     Tool,
+    TrustedIssuer,
 )
 
 
@@ -61,11 +65,38 @@ def resolve_settings(api_key: str | None, base_url: str | None) -> tuple[str, st
     """
     key = api_key if api_key is not None else os.environ.get(API_KEY_VARIABLE, "")
     url = base_url if base_url is not None else _url_from_environment()
+    return key, _required_url(url)
+
+
+def _required_url(url: str) -> str:
     if not url:
         raise ValueError(
             f"a base_url is required (or set {URL_VARIABLE}): the gateway to send the key to, "
             f'e.g. base_url="{HOSTED_URL}" for the hosted service'
         )
+    return url
+
+
+def resolve_sign_in(
+    api_key: str | None, token_provider: object | None, base_url: str | None
+) -> tuple[str | None, str]:
+    """The key (None when the client signs in with `token_provider`'s tokens) and base URL.
+
+    `api_key` and `token_provider` are exclusive. Without a provider the key is `api_key`, else
+    `FORGEBENCH_API_KEY`, and one is required; with a provider `FORGEBENCH_API_KEY` is not
+    read. The URL is resolved as by `resolve_settings`. Raises `ValueError` before any request.
+    """
+    key: str | None = None
+    if token_provider is None:
+        key = api_key if api_key is not None else os.environ.get(API_KEY_VARIABLE, "")
+    elif api_key is not None:
+        raise ValueError("give either api_key or token_provider, not both")
+    elif not callable(token_provider):
+        raise TypeError("token_provider must be a callable that returns an access token")
+    # read here, not through resolve_settings: the deprecation warning's stacklevel counts frames
+    url = _required_url(base_url if base_url is not None else _url_from_environment())
+    if token_provider is None and not key:
+        raise ValueError(f"an api_key or a token_provider is required (or set {API_KEY_VARIABLE})")
     return key, url
 
 
@@ -687,11 +718,64 @@ class Settings:
         return body
 
 
+class Issuers:
+    """The OpenID Connect issuers the tenant trusts: read (admin, member, viewer), change (admin).
+
+    A token of a trusted issuer whose `aud` is the audience and whose `sub` the issuer lists
+    signs in as the agent or member that subject names, exactly as its key would.
+    """
+
+    def __init__(self, transport: SyncTransport) -> None:
+        self._transport = transport
+
+    def list(self) -> builtins.list[TrustedIssuer]:
+        """Every issuer the tenant trusts, with its subjects: `GET /v1/issuers`."""
+        body = self._transport.send(requests.list_issuers())
+        items: builtins.list[TrustedIssuer] = body["items"]
+        return items
+
+    def trust(
+        self,
+        issuer: str,
+        audience: str,
+        subjects: Sequence[SubjectGrantIn] | None = None,
+    ) -> TrustedIssuer:
+        """Trust `issuer` for `audience`: `POST /v1/issuers`; audited.
+
+        `issuer` is an https URL exactly as tokens carry it in `iss` (plain http only on a
+        loopback host); its discovery document is read and must name it. `subjects` (at most
+        50) are `{"subject": sub, "agent": name_or_id}` or `{"subject": sub, "member_id": id}`.
+        A pair already trusted (by any tenant) is a `ConflictError`, an unknown agent or member
+        a `NotFoundError`. Not retried after a lost answer: list the issuers to know.
+        """
+        request = requests.trust_issuer(issuer, audience, subjects)
+        body: TrustedIssuer = self._transport.send(request)
+        return body
+
+    def update(self, issuer_id: str, subjects: Sequence[SubjectGrantIn]) -> TrustedIssuer:
+        """Replace the subjects the issuer lists: `PATCH /v1/issuers/{issuer_id}`; audited."""
+        body: TrustedIssuer = self._transport.send(requests.update_issuer(issuer_id, subjects))
+        return body
+
+    def distrust(self, issuer_id: str) -> IssuerRemoved:
+        """Trust an issuer no more: `DELETE /v1/issuers/{issuer_id}`; its tokens sign in no
+        more (within the gateway's caches' lifetime). Audited."""
+        body: IssuerRemoved = self._transport.send(requests.distrust_issuer(issuer_id))
+        return body
+
+
 class Forgebench:
     """The sync client: `Forgebench(api_key=..., base_url=...)`, then `client.agents.*`.
 
     The management namespaces (`tenants`, `members`, `audit`, `calls`, `signing_keys`,
-    `settings`) take a person's key or the operator key as `api_key`.
+    `settings`, `issuers`) take a person's key or the operator key as `api_key`.
+
+    Instead of `api_key`, `token_provider` signs in with OpenID Connect access tokens: a
+    callable of no argument that returns a fresh token, as a `str` or a pair `(token,
+    expires_in_seconds)`. A token is used until 60 s before it expires (`expires_in`, else the
+    JWT's `exp`; when neither is known the provider is called for every request); a token the
+    gateway refuses as invalid is replaced once and the request sent again. Give one of
+    `api_key` and `token_provider`.
     """
 
     def __init__(
@@ -699,12 +783,16 @@ class Forgebench:
         api_key: str | None = None,
         base_url: str | None = None,
         *,
+        token_provider: TokenProvider | None = None,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         max_retries: int = DEFAULT_MAX_RETRIES,
         http_client: httpx.Client | None = None,
     ) -> None:
-        key, url = resolve_settings(api_key, base_url)
-        self._transport = SyncTransport(key, url, timeout, max_retries, http_client)
+        key, url = resolve_sign_in(api_key, token_provider, base_url)
+        credential: StaticKey | SyncTokenSource = (
+            SyncTokenSource(token_provider) if token_provider is not None else StaticKey(key or "")
+        )
+        self._transport = SyncTransport(credential, url, timeout, max_retries, http_client)
         self.agents = Agents(self._transport)
         self.tenants = Tenants(self._transport)
         self.members = Members(self._transport)
@@ -712,6 +800,7 @@ class Forgebench:
         self.calls = Calls(self._transport)
         self.signing_keys = SigningKeys(self._transport)
         self.settings = Settings(self._transport)
+        self.issuers = Issuers(self._transport)
 
     @property
     def base_url(self) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from ._auth import Credential, StaticKey, is_invalid_token
 from ._errors import APIConnectionError, APITimeoutError, error_for_response
 from ._requests import Request
 from ._retry import delay_after_error, delay_after_response
@@ -23,14 +24,17 @@ USER_AGENT = f"forgebench-python/{__version__}"
 
 
 class _TransportSettings:
-    """What both transports share: where, who, and how patiently."""
+    """What both transports share: where, who (a key, or a token provider's tokens), and how
+    patiently."""
 
-    def __init__(self, api_key: str, base_url: str, timeout: float, max_retries: int) -> None:
-        if not api_key:
-            raise ValueError("an api_key is required (or set FORGEBENCH_API_KEY)")
+    def __init__(
+        self, credential: str | Credential, base_url: str, timeout: float, max_retries: int
+    ) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be 0 or more")
-        self._api_key = api_key
+        self._credential = (
+            StaticKey(credential) if isinstance(credential, str) else credential
+        )
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.max_retries = max_retries
@@ -38,10 +42,22 @@ class _TransportSettings:
     def __repr__(self) -> str:  # never the key
         return f"{type(self).__name__}(base_url={self.base_url!r})"
 
-    def request_arguments(self, request: Request) -> dict[str, Any]:
-        """The keyword arguments of `httpx.Client.request` for `request`."""
+    def refreshed_after(self, response: httpx.Response, token: str, refreshed: bool) -> bool:
+        """Whether to send the request again with a new token: a provider's token was refused
+        as invalid (`401`, `error="invalid_token"`) and none was asked for yet for this request.
+
+        The refused token is forgotten, so the next one comes from the provider. Nothing was
+        done by a refused request, so it is sent again whatever it is.
+        """
+        if refreshed or not self._credential.refreshes or not is_invalid_token(response):
+            return False
+        self._credential.forget(token)
+        return True
+
+    def request_arguments(self, request: Request, token: str) -> dict[str, Any]:
+        """The keyword arguments of `httpx.Client.request` for `request`, signed in with `token`."""
         headers = {
-            "Authorization": f"Bearer {self._api_key}",
+            "Authorization": f"Bearer {token}",
             "Accept": "application/json",
             "User-Agent": USER_AGENT,
             **request.headers,
@@ -89,27 +105,32 @@ class SyncTransport(_TransportSettings):
 
     def __init__(
         self,
-        api_key: str,
+        credential: str | Credential,
         base_url: str,
         timeout: float,
         max_retries: int,
         http_client: httpx.Client | None,
     ) -> None:
-        super().__init__(api_key, base_url, timeout, max_retries)
+        super().__init__(credential, base_url, timeout, max_retries)
         self._owns_client = http_client is None
         self._client = http_client if http_client is not None else httpx.Client()
 
     def send(self, request: Request) -> Any:
         """The response body of `request`, retrying what is safe to retry."""
-        attempt = 0
+        attempt, refreshed = 0, False
         while True:
+            token = self._credential.token()
             try:
-                response = self._client.request(**self.request_arguments(request))
+                response = self._client.request(**self.request_arguments(request, token))
             except httpx.TransportError as error:
                 delay = self.delay_before_retry(request, attempt, error)
                 if delay is None:
                     raise _connection_error(error) from error
             else:
+                if self.refreshed_after(response, token, refreshed):
+                    response.close()
+                    refreshed = True
+                    continue
                 delay = self.delay_before_retry(request, attempt, response)
                 if delay is None:
                     return _body_of(request, response)
@@ -123,16 +144,21 @@ class SyncTransport(_TransportSettings):
 
         Retries happen only until a success comes; a refusal raises its typed error.
         """
-        attempt = 0
+        attempt, refreshed = 0, False
         while True:
+            token = self._credential.token()
             try:
-                built = self._client.build_request(**self.request_arguments(request))
+                built = self._client.build_request(**self.request_arguments(request, token))
                 response = self._client.send(built, stream=True)
             except httpx.TransportError as error:
                 delay = self.delay_before_retry(request, attempt, error)
                 if delay is None:
                     raise _connection_error(error) from error
             else:
+                if self.refreshed_after(response, token, refreshed):
+                    response.close()
+                    refreshed = True
+                    continue
                 delay = self.delay_before_retry(request, attempt, response)
                 if delay is None:
                     break
@@ -159,27 +185,32 @@ class AsyncTransport(_TransportSettings):
 
     def __init__(
         self,
-        api_key: str,
+        credential: str | Credential,
         base_url: str,
         timeout: float,
         max_retries: int,
         http_client: httpx.AsyncClient | None,
     ) -> None:
-        super().__init__(api_key, base_url, timeout, max_retries)
+        super().__init__(credential, base_url, timeout, max_retries)
         self._owns_client = http_client is None
         self._client = http_client if http_client is not None else httpx.AsyncClient()
 
     async def send(self, request: Request) -> Any:
         """The response body of `request`, retrying what is safe to retry."""
-        attempt = 0
+        attempt, refreshed = 0, False
         while True:
+            token = await self._credential.token_async()
             try:
-                response = await self._client.request(**self.request_arguments(request))
+                response = await self._client.request(**self.request_arguments(request, token))
             except httpx.TransportError as error:
                 delay = self.delay_before_retry(request, attempt, error)
                 if delay is None:
                     raise _connection_error(error) from error
             else:
+                if self.refreshed_after(response, token, refreshed):
+                    await response.aclose()
+                    refreshed = True
+                    continue
                 delay = self.delay_before_retry(request, attempt, response)
                 if delay is None:
                     return _body_of(request, response)
@@ -190,16 +221,21 @@ class AsyncTransport(_TransportSettings):
     @asynccontextmanager
     async def stream(self, request: Request) -> AsyncIterator[httpx.Response]:
         """The response of `request` with its body unread (a stream); see `SyncTransport.stream`."""
-        attempt = 0
+        attempt, refreshed = 0, False
         while True:
+            token = await self._credential.token_async()
             try:
-                built = self._client.build_request(**self.request_arguments(request))
+                built = self._client.build_request(**self.request_arguments(request, token))
                 response = await self._client.send(built, stream=True)
             except httpx.TransportError as error:
                 delay = self.delay_before_retry(request, attempt, error)
                 if delay is None:
                     raise _connection_error(error) from error
             else:
+                if self.refreshed_after(response, token, refreshed):
+                    await response.aclose()
+                    refreshed = True
+                    continue
                 delay = self.delay_before_retry(request, attempt, response)
                 if delay is None:
                     break

@@ -14,6 +14,7 @@ from ._types import (
     Message,
     NotGiven,
     Part,
+    SubjectGrantIn,
     TaskResultIn,
     TaskState,
 )
@@ -489,3 +490,39 @@ def update_tenant_settings(*, word_search: bool | NotGiven) -> Request:
     """`PATCH /v1/tenant/settings` (admin): only the fields given."""
     body = _drop_not_given({"word_search": word_search})
     return Request("PATCH", "/v1/tenant/settings", json=body, repeatable=False)
+
+
+def _subjects(subjects: Sequence[SubjectGrantIn]) -> list[SubjectGrantIn]:
+    if isinstance(subjects, Mapping | str):
+        raise TypeError("subjects must be a list of {'subject', 'agent' | 'member_id'} dicts")
+    return list(subjects)
+
+
+def list_issuers() -> Request:
+    """`GET /v1/issuers` (admin, member, viewer)."""
+    return Request("GET", "/v1/issuers")
+
+
+def trust_issuer(
+    issuer: str, audience: str, subjects: Sequence[SubjectGrantIn] | None
+) -> Request:
+    """`POST /v1/issuers` (admin): a second trust of the same pair is a 409, so not repeatable."""
+    body: dict[str, Any] = {"issuer": issuer, "audience": audience}
+    if subjects is not None:
+        body["subjects"] = _subjects(subjects)
+    return Request("POST", "/v1/issuers", json=body, repeatable=False)
+
+
+def update_issuer(issuer_id: str, subjects: Sequence[SubjectGrantIn]) -> Request:
+    """`PATCH /v1/issuers/{issuer_id}` (admin): replaces the subjects; a PATCH, not repeated."""
+    return Request(
+        "PATCH",
+        f"/v1/issuers/{_name('issuer_id', issuer_id)}",
+        json={"subjects": _subjects(subjects)},
+        repeatable=False,
+    )
+
+
+def distrust_issuer(issuer_id: str) -> Request:
+    """`DELETE /v1/issuers/{issuer_id}` (admin)."""
+    return Request("DELETE", f"/v1/issuers/{_name('issuer_id', issuer_id)}")

@@ -255,3 +255,40 @@ class RetiredSigningKey(TypedDict):
     kid: str
     purpose: SigningPurpose
     retired: bool
+
+
+class SubjectGrant(TypedDict):
+    """`SubjectGrant`: a token subject a trusted issuer lists, and whom it signs in as: an agent
+    (`agent_id`) or a member (`member_id`)."""
+
+    subject: str
+    agent_id: NotRequired[str]
+    member_id: NotRequired[str]
+
+
+class SubjectGrantIn(TypedDict):
+    """`SubjectGrantIn`: a subject to list: the token's `sub` exactly, and exactly one of
+    `agent` (the agent's name or id) and `member_id`."""
+
+    subject: str
+    agent: NotRequired[str]
+    member_id: NotRequired[str]
+
+
+class TrustedIssuer(TypedDict):
+    """`TrustedIssuer`: an OpenID Connect issuer the tenant trusts for one audience."""
+
+    id: str
+    issuer: str
+    audience: str
+    discovery_url: str
+    subjects: list[SubjectGrant]
+    created_at: str
+    updated_at: str
+
+
+class IssuerRemoved(TypedDict):
+    """`IssuerRemoved`: the answer to an issuer's distrust."""
+
+    id: str
+    removed: bool
