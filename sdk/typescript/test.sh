@@ -16,6 +16,8 @@ if ! curl -s -o /dev/null --max-time 5 "$FORGEBENCH_URL/openapi.json"; then
 fi
 
 [ -d node_modules ] || npm ci --no-audit --no-fund
+# the real OpenID Connect provider test/oidc.test.ts signs agents in with (oauth2-mock-server)
+[ -d ../../tests/oidc-provider/node_modules ] || npm ci --prefix ../../tests/oidc-provider --no-audit --no-fund
 npm run --silent build
 echo "test.sh: the samples type-check with tsc --noEmit --strict"
 npx tsc -p samples/tsconfig.json --noEmit --strict

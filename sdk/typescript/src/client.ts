@@ -1,10 +1,12 @@
 /**
- * The client: `new Forgebench({ baseUrl, apiKey })`, with its `agents` API and the management
- * APIs (`tenants`, `members`, `audit`, `calls`, `signingKeys`, `settings`).
+ * The client: `new Forgebench({ baseUrl, apiKey })` (or `tokenProvider` in place of the key), with
+ * its `agents` API and the management APIs (`tenants`, `members`, `audit`, `calls`,
+ * `signingKeys`, `settings`, `issuers`).
  */
 
 import { Agents } from "./agents.js";
-import { Audit, Calls, Members, Settings, SigningKeys, Tenants } from "./manage.js";
+import { KeyCredential, TokenCredential, type Credential, type TokenProvider } from "./auth.js";
+import { Audit, Calls, Issuers, Members, Settings, SigningKeys, Tenants } from "./manage.js";
 import { Transport } from "./transport.js";
 
 /**
@@ -15,7 +17,7 @@ export const HOSTED_URL = "https://api.forgebench.ai";
 
 /** The variable read for the gateway's URL when the options give no `baseUrl`. */
 export const URL_VARIABLE = "FORGEBENCH_URL";
-/** The variable read for the agent key when the options give no `apiKey`. */
+/** The variable read for the agent key when the options give neither `apiKey` nor `tokenProvider`. */
 export const API_KEY_VARIABLE = "FORGEBENCH_API_KEY";
 
 /** Retries of one request when `maxRetries` is not given; the same in every Forgebench SDK. */
@@ -29,9 +31,20 @@ export interface ForgebenchOptions {
   /**
    * The key the client sends; else `FORGEBENCH_API_KEY`. An agent key (`fb_agt_...`) to act as
    * that agent; a person's key (`fb_adm_...`, `fb_mem_...`, `fb_view_...`) to manage the tenant;
-   * the operator key (`fb_op_...`) for `tenants.create` and changing `signingKeys`.
+   * the operator key (`fb_op_...`) for `tenants.create` and changing `signingKeys`. Not with
+   * `tokenProvider`.
    */
   apiKey?: string;
+  /**
+   * Sign in with OpenID Connect access tokens instead of a key: a function (may be async) that
+   * returns a fresh access token of an issuer the tenant trusts, as a string (its JWT `exp` says
+   * when it expires) or `{ token, expiresIn }` (seconds, a token endpoint's `expires_in`). A
+   * token is kept until 60 s before it expires, then the provider is called again; one whose
+   * expiry is unknown is asked for before every request. A token the gateway refuses as
+   * `invalid_token` is replaced once and the request sent again. Not with `apiKey`; with a
+   * provider, `FORGEBENCH_API_KEY` is not read.
+   */
+  tokenProvider?: TokenProvider;
   /**
    * Retries of one request (default 2): after a 429 or 503 always; after no response, a 502 or
    * a 504 only when the request is safe to repeat (docs/sdks.md).
@@ -56,6 +69,8 @@ export class Forgebench {
   readonly signingKeys: SigningKeys;
   /** The tenant's settings (an admin key to change them). */
   readonly settings: Settings;
+  /** The OpenID Connect issuers the tenant trusts, and who their tokens sign in as (an admin key to change them). */
+  readonly issuers: Issuers;
 
   /** An option always wins over its environment variable; nothing is sent while constructing. */
   constructor(options: ForgebenchOptions = {}) {
@@ -66,15 +81,12 @@ export class Forgebench {
           `e.g. baseUrl: "${HOSTED_URL}" for the hosted service`,
       );
     }
-    const apiKey = options.apiKey ?? environment(API_KEY_VARIABLE);
-    if (typeof apiKey !== "string" || apiKey.length === 0) {
-      throw new TypeError(`Forgebench needs an apiKey (an agent key; or set ${API_KEY_VARIABLE})`);
-    }
+    const credential = credentialOf(options);
     const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new RangeError("maxRetries must be 0 or more");
     if (!(timeoutMs > 0)) throw new RangeError("timeoutMs must be more than 0");
-    const transport = new Transport({ baseUrl, apiKey, maxRetries, timeoutMs });
+    const transport = new Transport({ baseUrl, credential, maxRetries, timeoutMs });
     this.agents = new Agents(transport);
     this.tenants = new Tenants(transport);
     this.members = new Members(transport);
@@ -82,7 +94,26 @@ export class Forgebench {
     this.calls = new Calls(transport);
     this.signingKeys = new SigningKeys(transport);
     this.settings = new Settings(transport);
+    this.issuers = new Issuers(transport);
   }
+}
+
+/** The key, or the token provider: exactly one (the key may come from the environment). */
+function credentialOf(options: ForgebenchOptions): Credential {
+  if (options.tokenProvider !== undefined) {
+    if (options.apiKey !== undefined) {
+      throw new TypeError("Forgebench takes an apiKey or a tokenProvider, not both");
+    }
+    if (typeof options.tokenProvider !== "function") {
+      throw new TypeError("tokenProvider must be a function that returns an access token");
+    }
+    return new TokenCredential(options.tokenProvider);
+  }
+  const apiKey = options.apiKey ?? environment(API_KEY_VARIABLE);
+  if (typeof apiKey !== "string" || apiKey.length === 0) {
+    throw new TypeError(`Forgebench needs an apiKey (an agent key; or set ${API_KEY_VARIABLE}) or a tokenProvider`);
+  }
+  return new KeyCredential(apiKey);
 }
 
 /** A variable of `process.env` where the runtime has one (Node.js, Bun); else undefined. */

@@ -1,6 +1,6 @@
 /**
  * The tenant's management APIs beside `agents`: `tenants` (operator key), `members`, `audit`,
- * `calls`, `signingKeys` (operator key to change them) and `settings`. Who may call what is in
+ * `calls`, `signingKeys` (operator key to change them), `settings` and `issuers`. Who may call what is in
  * docs/api.md; a key that may not is refused with `PermissionDeniedError` (403).
  */
 
@@ -9,6 +9,7 @@ import type {
   AuditEntry,
   AuditOutcome,
   Call,
+  IssuerRemoved,
   KeyCreated,
   KeyRevoked,
   Member,
@@ -17,9 +18,12 @@ import type {
   RetiredSigningKey,
   SigningKeyId,
   SigningKeyPurpose,
+  SubjectGrantIn,
   TenantCreated,
   TenantSettings,
   TenantSettingsPatch,
+  TrustedIssuer,
+  TrustedIssuerIn,
 } from "./types.js";
 // Types only: webhooks.ts verifies with node:crypto, which this module must not load (edge runtimes).
 import type { Jwks } from "./webhooks.js";
@@ -270,5 +274,71 @@ export class Settings {
       signal: options.signal,
     });
     return objectOf<TenantSettings>(response, ["tenant_id", "word_search"], "the tenant's settings");
+  }
+}
+
+const TRUSTED_ISSUER_FIELDS = ["id", "issuer", "audience", "discovery_url", "subjects"] as const;
+
+/**
+ * `forgebench.issuers`: the OpenID Connect issuers the tenant trusts, each for one audience, and
+ * the subjects whose tokens sign in as an agent or a member (reading: admin, member, viewer;
+ * changing: admin). Such a token then acts exactly as that agent's or member's key would.
+ */
+export class Issuers {
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
+
+  /** Every issuer the tenant trusts (`GET /v1/issuers`). */
+  async list(options: RequestOptions = {}): Promise<TrustedIssuer[]> {
+    return itemsOf<TrustedIssuer>(
+      await this.#transport.request({ method: "GET", path: "/v1/issuers", signal: options.signal }),
+      "a list of trusted issuers",
+    );
+  }
+
+  /**
+   * Trusts `issuer` (an https URL exactly as its tokens carry it in `iss`; plain http only on a
+   * loopback host) for tokens whose `aud` is `audience` (`POST /v1/issuers`); `subjects` lists
+   * who they sign in as. The gateway reads the issuer's discovery document first: one it cannot
+   * read is a `BadRequestError`; a pair any tenant already trusts, a `ConflictError`; an
+   * unknown agent or member, a `NotFoundError`. Not retried after a lost answer.
+   */
+  async trust(
+    issuer: string,
+    audience: string,
+    subjects?: readonly SubjectGrantIn[],
+    options: RequestOptions = {},
+  ): Promise<TrustedIssuer> {
+    const body: TrustedIssuerIn = { issuer, audience };
+    if (subjects !== undefined) body.subjects = [...subjects];
+    const response = await this.#transport.request({ method: "POST", path: "/v1/issuers", body, signal: options.signal });
+    return objectOf<TrustedIssuer>(response, TRUSTED_ISSUER_FIELDS, "a trusted issuer");
+  }
+
+  /**
+   * Replaces the subjects an issuer lists (`PATCH /v1/issuers/{issuerId}`); an empty list signs
+   * no one in. Not retried after a lost answer, like every `PATCH`.
+   */
+  async update(issuerId: string, subjects: readonly SubjectGrantIn[], options: RequestOptions = {}): Promise<TrustedIssuer> {
+    const response = await this.#transport.request({
+      method: "PATCH",
+      path: `/v1/issuers/${segment(issuerId)}`,
+      body: { subjects: [...subjects] },
+      signal: options.signal,
+    });
+    return objectOf<TrustedIssuer>(response, TRUSTED_ISSUER_FIELDS, "a trusted issuer");
+  }
+
+  /** Trusts an issuer no more (`DELETE /v1/issuers/{issuerId}`): its tokens sign in no more. */
+  async distrust(issuerId: string, options: RequestOptions = {}): Promise<IssuerRemoved> {
+    const response = await this.#transport.request({
+      method: "DELETE",
+      path: `/v1/issuers/${segment(issuerId)}`,
+      signal: options.signal,
+    });
+    return objectOf<IssuerRemoved>(response, ["id", "removed"], "a removed issuer");
   }
 }

@@ -9,17 +9,23 @@
  *   only a request that is safe to repeat goes again (`repeatable`: a GET, PUT or DELETE, a
  *   cancel, or a POST whose message carries a `message_id`). A connection that never opened is
  *   retried for any request.
+ * - A 401 whose `WWW-Authenticate` says `error="invalid_token"`, for a client that signs in with
+ *   a token provider: the provider is asked for a new token and the request sent once more (a
+ *   refused request did nothing), not counted against `maxRetries`.
  * - Anything else (4xx, 500) is thrown at once.
  */
 
 import { ConnectionError, ForgebenchError, errorForResponse, REQUEST_ID_HEADERS } from "./errors.js";
 import { abortableSleep, backoffDelayMs } from "./backoff.js";
+import { KeyCredential, saysInvalidToken, type Credential } from "./auth.js";
 
 export const SDK_VERSION = "0.1.0";
 
 export interface TransportSettings {
   baseUrl: string;
-  apiKey: string;
+  /** A key, or where each request's credential comes from (a token provider's tokens). */
+  apiKey?: string;
+  credential?: Credential;
   /** Attempts after the first one, for a request that got no response or a retryable status. */
   maxRetries: number;
   /** How long one attempt may take, on top of the seconds the gateway may hold a long poll. */
@@ -78,6 +84,9 @@ type Attempt =
       body: unknown;
       retryAfterSeconds: number | undefined;
       requestId: string | undefined;
+      /** The credential this attempt sent, and whether the gateway refused it as an invalid token. */
+      credential: string;
+      invalidToken: boolean;
     }
   | { kind: "no-response"; error: unknown };
 
@@ -88,10 +97,14 @@ export interface ApiStream {
 }
 
 export class Transport {
-  readonly #settings: TransportSettings;
+  readonly #settings: Omit<TransportSettings, "apiKey" | "credential">;
+  readonly #credential: Credential;
 
   constructor(settings: TransportSettings) {
-    this.#settings = { ...settings, baseUrl: settings.baseUrl.replace(/\/+$/, "") };
+    const { apiKey, credential, ...rest } = settings;
+    if ((apiKey === undefined) === (credential === undefined)) throw new TypeError("a transport needs either a key or a credential");
+    this.#credential = credential ?? new KeyCredential(apiKey as string);
+    this.#settings = { ...rest, baseUrl: settings.baseUrl.replace(/\/+$/, "") };
   }
 
   /** Sends the request, retrying as described above; a refusal throws its typed error. */
@@ -118,6 +131,7 @@ export class Transport {
     streaming: boolean,
   ): Promise<Extract<Attempt, { kind: "accepted" | "streaming" }>> {
     const repeatable = spec.repeatable ?? (spec.method === "GET" || spec.method === "PUT" || spec.method === "DELETE");
+    let renewed = false;
     for (let retry = 0; ; retry++) {
       const attempt = await this.#attempt(spec, streaming);
       const last = retry >= this.#settings.maxRetries;
@@ -128,6 +142,12 @@ export class Transport {
         continue;
       }
       if (attempt.kind === "accepted" || attempt.kind === "streaming") return attempt;
+      // a refused token did nothing: once, a new one, and the same request again
+      if (attempt.invalidToken && !renewed && this.#credential.refused(attempt.credential)) {
+        renewed = true;
+        retry--;
+        continue;
+      }
       const error = errorForResponse(attempt.status, attempt.body, attempt.retryAfterSeconds, attempt.requestId);
       const delay = last ? undefined : retryDelayMs(attempt.status, retry, attempt.retryAfterSeconds, repeatable);
       if (delay === undefined) throw error;
@@ -136,6 +156,9 @@ export class Transport {
   }
 
   async #attempt(spec: RequestSpec, streaming: boolean): Promise<Attempt> {
+    // before the attempt's timeout starts; what a token provider throws reaches the caller as it is
+    const credential = await this.#credential.current();
+    spec.signal?.throwIfAborted();
     const limitMs = this.#settings.timeoutMs + (spec.waitSeconds ?? 0) * 1000;
     // A stream's timeout ends once its head has come: the stream itself may last minutes.
     const timeout = new AbortController();
@@ -144,7 +167,7 @@ export class Transport {
     try {
       const response = await fetch(this.#url(spec), {
         method: spec.method,
-        headers: this.#headers(spec, streaming),
+        headers: this.#headers(spec, streaming, credential),
         body: spec.body === undefined ? null : JSON.stringify(spec.body),
         signal,
       });
@@ -161,6 +184,8 @@ export class Transport {
             body,
             retryAfterSeconds: retryAfterSeconds(response.headers.get("retry-after")),
             requestId: requestIdOf(response.headers),
+            credential,
+            invalidToken: response.status === 401 && saysInvalidToken(response.headers.get("www-authenticate")),
           };
     } catch (error) {
       spec.signal?.throwIfAborted();
@@ -178,9 +203,9 @@ export class Transport {
     return url.toString();
   }
 
-  #headers(spec: RequestSpec, streaming: boolean): Record<string, string> {
+  #headers(spec: RequestSpec, streaming: boolean, credential: string): Record<string, string> {
     const headers: Record<string, string> = {
-      Authorization: `Bearer ${this.#settings.apiKey}`,
+      Authorization: `Bearer ${credential}`,
       Accept: streaming ? "text/event-stream" : "application/json",
       "User-Agent": `forgebench-sdk-typescript/${SDK_VERSION}`,
       ...spec.headers,

@@ -381,6 +381,55 @@ export interface TenantSettingsPatch {
   word_search?: boolean;
 }
 
+/**
+ * Who a subject of a trusted issuer signs in as (`SubjectGrant`): an agent (`agent_id`) or a
+ * member (`member_id`), never both.
+ */
+export type SubjectGrant =
+  | { subject: string; agent_id: string; member_id?: never }
+  | { subject: string; member_id: string; agent_id?: never };
+
+/**
+ * A subject to list on a trusted issuer (`SubjectGrantIn`): the token's `sub`, exactly, and the
+ * agent (its name or id) or the member (`member_id`) it signs in as; exactly one of the two.
+ */
+export type SubjectGrantIn =
+  | { subject: string; agent: string; member_id?: never }
+  | { subject: string; member_id: string; agent?: never };
+
+/** An OpenID Connect issuer the tenant trusts for one audience (`TrustedIssuer`). */
+export interface TrustedIssuer {
+  id: string;
+  /** The issuer exactly as its tokens carry it in `iss`. */
+  issuer: string;
+  /** The `aud` its tokens must name. */
+  audience: string;
+  /** Where the gateway reads the issuer's discovery document (and from it, its JWKS). */
+  discovery_url: string;
+  /** The subjects whose tokens sign in, and as whom. */
+  subjects: SubjectGrant[];
+  created_at: string;
+  updated_at: string;
+}
+
+/** `POST /v1/issuers` (`TrustedIssuerIn`). */
+export interface TrustedIssuerIn {
+  issuer: string;
+  audience: string;
+  subjects?: SubjectGrantIn[];
+}
+
+/** `PATCH /v1/issuers/{issuer_id}` (`TrustedIssuerPatch`): the new list, replacing the old. */
+export interface TrustedIssuerPatch {
+  subjects: SubjectGrantIn[];
+}
+
+/** The answer of `DELETE /v1/issuers/{issuer_id}` (`IssuerRemoved`). */
+export interface IssuerRemoved {
+  id: string;
+  removed: boolean;
+}
+
 /** The kinds of change a task's event stream carries after its first `task` event. */
 export type TaskChangeKind = "status" | "progress" | "question" | "answer" | "artifact" | "final";
 

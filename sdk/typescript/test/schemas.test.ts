@@ -20,6 +20,7 @@ import type {
   Call,
   DeliveryAttempt,
   EndpointIn,
+  IssuerRemoved,
   KeyCreated,
   KeyInfo,
   KeyRevoked,
@@ -27,18 +28,25 @@ import type {
   MemberCreated,
   RetiredSigningKey,
   SigningKeyId,
+  SubjectGrant,
+  SubjectGrantIn,
   TenantCreated,
   TenantSettings,
   TenantSettingsPatch,
   Tool,
   ToolIn,
   ToolRemoved,
+  TrustedIssuer,
+  TrustedIssuerIn,
+  TrustedIssuerPatch,
 } from "@seedlinglabs/forgebench-sdk";
 
 import { baseUrl, noGateway } from "./support/gateway.js";
 
-/** The keys of `T` that are not optional. */
-type RequiredKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? never : K }[keyof T];
+/** The keys of `T` that are not optional (of a union: not optional in any of its members). */
+type RequiredKeys<T> = { [K in keyof T & string]: RequiredIn<T, K> extends "required" ? K : never }[keyof T & string];
+/** Whether `K` is required in `T`, member by member of a union. */
+type RequiredIn<T, K extends keyof T> = T extends unknown ? (object extends Pick<T, K> ? "optional" : "required") : never;
 
 interface Model {
   /** Where the schema is: a component name, then array properties whose items' schema it is. */
@@ -143,6 +151,21 @@ const MODELS: Record<string, Model> = {
   ),
   TenantSettings: model<TenantSettings>(["TenantSettings"], { tenant_id: true, word_search: true }, { tenant_id: true, word_search: true }),
   TenantSettingsPatch: model<TenantSettingsPatch>(["TenantSettingsPatch"], { word_search: true }, {}),
+  TrustedIssuer: model<TrustedIssuer>(
+    ["TrustedIssuer"],
+    { id: true, issuer: true, audience: true, discovery_url: true, subjects: true, created_at: true, updated_at: true },
+    { id: true, issuer: true, audience: true, discovery_url: true, subjects: true, created_at: true, updated_at: true },
+  ),
+  TrustedIssuerIn: model<TrustedIssuerIn>(["TrustedIssuerIn"], { issuer: true, audience: true, subjects: true }, { issuer: true, audience: true }),
+  TrustedIssuerPatch: model<TrustedIssuerPatch>(["TrustedIssuerPatch"], { subjects: true }, { subjects: true }),
+  TrustedIssuerListItem: model<TrustedIssuer>(
+    ["TrustedIssuerList", "items"],
+    { id: true, issuer: true, audience: true, discovery_url: true, subjects: true, created_at: true, updated_at: true },
+  ),
+  // a union (an agent's subject or a member's): every property of either, `subject` in both
+  SubjectGrant: model<SubjectGrant>(["SubjectGrant"], { subject: true, agent_id: true, member_id: true }, { subject: true }),
+  SubjectGrantIn: model<SubjectGrantIn>(["SubjectGrantIn"], { subject: true, agent: true, member_id: true }, { subject: true }),
+  IssuerRemoved: model<IssuerRemoved>(["IssuerRemoved"], { id: true, removed: true }, { id: true, removed: true }),
 };
 
 type Schema = { $ref?: string; properties?: Record<string, Schema>; required?: string[]; items?: Schema };
