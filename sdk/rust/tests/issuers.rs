@@ -189,6 +189,12 @@ async fn an_issuer_is_trusted_listed_updated_and_distrusted_and_its_tokens_sign_
         .await
         .unwrap_err();
     assert!(matches!(unknown, Error::NotFound(_)), "{unknown:?}");
+    // Nothing listens there: no discovery document, no trust.
+    let unreadable = admin
+        .trust_issuer("http://127.0.0.1:1", &fresh_audience(), &[])
+        .await
+        .unwrap_err();
+    assert!(matches!(unreadable, Error::BadRequest(_)), "{unreadable:?}");
 
     // The subject now signs in as the helper (by id), and the member's subject no more.
     let updated = admin
