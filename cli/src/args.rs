@@ -1,6 +1,7 @@
 //! The command line, as clap reads it.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use forgebench_sdk::SubjectGrantIn;
 
 /// The Forgebench A2A gateway from the command line: manage a tenant, open tasks on agents,
 /// serve an agent's tasks with any command.
@@ -18,6 +19,17 @@ pub struct Cli {
         global = true
     )]
     pub key: Option<String>,
+    /// Sign in with OpenID Connect access tokens instead of a key: a shell command whose
+    /// stdout is the token (or the token endpoint's JSON, with access_token and expires_in),
+    /// run again when the token nears its expiry or is refused.
+    #[arg(
+        long,
+        env = "FORGEBENCH_TOKEN_COMMAND",
+        value_name = "CMD",
+        hide_env_values = true,
+        global = true
+    )]
+    pub token_command: Option<String>,
     /// Print the gateway's JSON on stdout, for scripts.
     #[arg(long, global = true)]
     pub json: bool,
@@ -55,6 +67,63 @@ pub enum Command {
     Cards(CardCommand),
     /// Serve this agent's tasks with a command: the task on its stdin, its stdout the reply.
     Serve(ServeArgs),
+    /// OpenID Connect issuers the tenant trusts: whose tokens sign in as which agent or member.
+    #[command(subcommand)]
+    Issuers(IssuerCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IssuerCommand {
+    /// List the issuers the tenant trusts (admin, member or viewer key).
+    List,
+    /// Trust an issuer for one audience (admin key); the gateway reads its discovery document.
+    Trust {
+        /// The issuer, exactly as its tokens carry it in `iss` (https; http on loopback only).
+        #[arg(long)]
+        issuer: String,
+        /// The `aud` its tokens must name.
+        #[arg(long)]
+        audience: String,
+        /// A token subject and whom it signs in as; repeat for each.
+        #[arg(long = "subject", value_name = SUBJECT_FORM, value_parser = parse_subject)]
+        subjects: Vec<SubjectGrantIn>,
+    },
+    /// Replace the subjects an issuer lists (admin key).
+    Update {
+        issuer_id: String,
+        /// A token subject and whom it signs in as; repeat for each. The list replaces the old.
+        #[arg(
+            long = "subject",
+            value_name = SUBJECT_FORM,
+            value_parser = parse_subject,
+            required_unless_present = "clear"
+        )]
+        subjects: Vec<SubjectGrantIn>,
+        /// List no subject at all (the issuer stays trusted).
+        #[arg(long, conflicts_with = "subjects")]
+        clear: bool,
+    },
+    /// Trust an issuer no more (admin key): its tokens sign in no more.
+    Distrust { issuer_id: String },
+}
+
+const SUBJECT_FORM: &str = "SUB=agent:NAME|member:ID";
+
+/// `SUB=agent:NAME_OR_ID` or `SUB=member:MEMBER_ID` (the subject may hold `=`: the last one
+/// splits).
+pub fn parse_subject(value: &str) -> Result<SubjectGrantIn, String> {
+    let wrong = || format!("expected {SUBJECT_FORM}, e.g. svc-invoices=agent:invoice-classifier");
+    let (subject, principal) = value.rsplit_once('=').ok_or_else(wrong)?;
+    if subject.is_empty() {
+        return Err(wrong());
+    }
+    match principal.split_once(':') {
+        Some(("agent", agent)) if !agent.is_empty() => Ok(SubjectGrantIn::agent(subject, agent)),
+        Some(("member", member)) if !member.is_empty() => {
+            Ok(SubjectGrantIn::member(subject, member))
+        }
+        _ => Err(wrong()),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -301,4 +370,24 @@ pub struct ServeArgs {
     /// Seconds each claim waits (0–30).
     #[arg(long, default_value_t = forgebench_sdk::DEFAULT_SERVE_WAIT_SECONDS)]
     pub wait: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subject_names_an_agent_or_a_member() {
+        assert_eq!(
+            parse_subject("svc=agent:invoice-classifier"),
+            Ok(SubjectGrantIn::agent("svc", "invoice-classifier"))
+        );
+        assert_eq!(
+            parse_subject("repo:acme/app:ref=main=member:m-1"),
+            Ok(SubjectGrantIn::member("repo:acme/app:ref=main", "m-1"))
+        );
+        for wrong in ["svc", "=agent:a", "svc=agent:", "svc=team:a", "svc=a"] {
+            assert!(parse_subject(wrong).is_err(), "{wrong}");
+        }
+    }
 }

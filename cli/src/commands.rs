@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 
 use crate::args::{
     AgentCommand, BindingCommand, CallArgs, CardCommand, Command, DirectionArg, EndpointCommand,
-    KeyCommand, MemberCommand, SearchArgs, ServeArgs, StateArg, TaskCommand, TenantCommand,
+    IssuerCommand, KeyCommand, MemberCommand, SearchArgs, ServeArgs, StateArg, TaskCommand,
+    TenantCommand,
 };
 use crate::exec::answer_with_command;
 use crate::exit;
@@ -30,9 +31,9 @@ impl CommandError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CommandError::Gateway(forgebench_sdk::Error::PermissionDenied(_)) => exit::REFUSED,
-            CommandError::Gateway(forgebench_sdk::Error::Unauthenticated(_)) => {
-                exit::UNAUTHENTICATED
-            }
+            CommandError::Gateway(
+                forgebench_sdk::Error::Unauthenticated(_) | forgebench_sdk::Error::TokenProvider(_),
+            ) => exit::UNAUTHENTICATED,
             CommandError::Gateway(_) => exit::ERROR,
             CommandError::Usage(_) => exit::USAGE,
         }
@@ -54,7 +55,42 @@ pub async fn run(client: &Client, printer: Printer, command: Command) -> Outcome
         Command::Tasks(command) => tasks(client, printer, command).await,
         Command::Cards(command) => cards(client, printer, command).await,
         Command::Serve(args) => serve(client, printer, args).await,
+        Command::Issuers(command) => issuers(client, printer, command).await,
     }
+}
+
+async fn issuers(client: &Client, printer: Printer, command: IssuerCommand) -> Outcome {
+    let trusted = match command {
+        IssuerCommand::List => {
+            let listed = client.list_issuers().await?;
+            printer.print(&listed, || {
+                listed
+                    .items
+                    .iter()
+                    .map(output::issuer_lines)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+            return Ok(exit::SUCCESS);
+        }
+        IssuerCommand::Trust {
+            issuer,
+            audience,
+            subjects,
+        } => client.trust_issuer(&issuer, &audience, &subjects).await?,
+        IssuerCommand::Update {
+            issuer_id,
+            subjects,
+            clear: _,
+        } => client.update_issuer(&issuer_id, &subjects).await?,
+        IssuerCommand::Distrust { issuer_id } => {
+            let removed = client.distrust_issuer(&issuer_id).await?;
+            printer.print(&removed, || format!("issuer {} distrusted", removed.id));
+            return Ok(exit::SUCCESS);
+        }
+    };
+    printer.print(&trusted, || output::issuer_lines(&trusted));
+    Ok(exit::SUCCESS)
 }
 
 async fn tenants(client: &Client, printer: Printer, command: TenantCommand) -> Outcome {

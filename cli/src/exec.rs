@@ -7,6 +7,8 @@
 use std::process::Stdio;
 
 use forgebench_sdk::{Task, TaskReply, API_KEY_VARIABLE};
+
+use crate::token::TOKEN_COMMAND_VARIABLE;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
@@ -28,8 +30,10 @@ async fn run(command: &str, task: &Task) -> std::io::Result<std::process::Output
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
-        // The serving agent's key is not the command's to use or leak.
+        // The serving agent's key, or the way to its tokens, is not the command's to use or
+        // leak.
         .env_remove(API_KEY_VARIABLE)
+        .env_remove(TOKEN_COMMAND_VARIABLE)
         .env("FORGEBENCH_TASK_ID", &task.id)
         .env("FORGEBENCH_CONTEXT_ID", &task.context_id)
         .env("FORGEBENCH_CALL_ID", task.call_id().unwrap_or_default())

@@ -18,7 +18,8 @@ pub const CANCELED: u8 = 5;
 pub const STILL_WORKING: u8 = 6;
 /// Refused: `403` (`not_permitted`: no live binding to that callee; or `forbidden`).
 pub const REFUSED: u8 = 7;
-/// The key is missing, unknown or revoked (`401`).
+/// The key is missing, unknown or revoked, or the token was refused (`401`); or the token
+/// command gave no token.
 pub const UNAUTHENTICATED: u8 = 8;
 
 /// The exit code of a task in `state`.

@@ -5,6 +5,7 @@ mod commands;
 mod exec;
 mod exit;
 mod output;
+mod token;
 
 use std::process::ExitCode;
 
@@ -14,6 +15,7 @@ use forgebench_sdk::{Client, HOSTED_URL};
 
 use crate::args::Cli;
 use crate::output::Printer;
+use crate::token::CommandTokens;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -37,14 +39,24 @@ async fn main() -> ExitCode {
             )
             .exit();
     };
-    let client = match Client::builder()
-        .api_key(cli.key.unwrap_or_default())
-        .base_url(url)
-        .build()
+    // A key, or a command that prints tokens: one of them (an empty one counts as none).
+    let mut builder = Client::builder().base_url(url);
+    if let Some(key) = cli.key.filter(|key| !key.is_empty()) {
+        builder = builder.api_key(key);
+    }
+    if let Some(command) = cli
+        .token_command
+        .filter(|command| !command.trim().is_empty())
     {
+        builder = builder.token_provider(CommandTokens::new(command));
+    }
+    let client = match builder.build() {
         Ok(client) => client,
         Err(error) => {
-            eprintln!("forgebench: {error} (--key or FORGEBENCH_API_KEY)");
+            eprintln!(
+                "forgebench: {error} (--key or FORGEBENCH_API_KEY, or --token-command or \
+                 FORGEBENCH_TOKEN_COMMAND)"
+            );
             return ExitCode::from(exit::USAGE);
         }
     };

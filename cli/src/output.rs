@@ -1,7 +1,7 @@
 //! What the commands print: the gateway's JSON with `--json`, short human lines otherwise.
 //! Results go to stdout; progress and errors to stderr.
 
-use forgebench_sdk::{Agent, Binding, Part, Task, TaskState};
+use forgebench_sdk::{Agent, Binding, Part, Task, TaskState, TrustedIssuer};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -86,6 +86,23 @@ pub fn binding_line(binding: &Binding) -> String {
         "{}  {} -> {}  {state}",
         binding.id, binding.caller_agent_id, binding.callee_agent_id
     )
+}
+
+/// A trusted issuer for people: its id, issuer and audience, then one line per subject.
+pub fn issuer_lines(trusted: &TrustedIssuer) -> String {
+    let head = format!("{}  {}  {}", trusted.id, trusted.issuer, trusted.audience);
+    let subjects = trusted.subjects.iter().map(|grant| {
+        let signs_in_as = match (&grant.agent_id, &grant.member_id) {
+            (Some(agent), _) => format!("agent {agent}"),
+            (None, Some(member)) => format!("member {member}"),
+            (None, None) => "-".to_owned(),
+        };
+        format!("  {} -> {signs_in_as}", grant.subject)
+    });
+    std::iter::once(head)
+        .chain(subjects)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// One line per item of a JSON list, the named fields side by side.

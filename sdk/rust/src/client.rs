@@ -1,5 +1,5 @@
-//! The client: where the gateway is, the key, and how one request is sent (authentication,
-//! timeouts, retries, typed errors).
+//! The client: where the gateway is, the key (or the token provider), and how one request is
+//! sent (authentication, timeouts, retries, typed errors).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::retry::{Backoff, MAX_RETRY_AFTER};
+use crate::token::{says_invalid_token, TokenProvider, Tokens};
 
 /// The hosted service's URL, to pass as the base URL when that is the gateway you mean. The SDK
 /// never uses it on its own: there is no default gateway.
@@ -26,9 +27,10 @@ pub const URL_VARIABLE: &str = "FORGEBENCH_URL";
 
 const USER_AGENT: &str = concat!("forgebench-rust/", env!("CARGO_PKG_VERSION"));
 
-/// A client of one gateway with one key. Cloning is cheap and shares the connection pool.
+/// A client of one gateway with one key, or with the access tokens of a [`TokenProvider`].
+/// Cloning is cheap and shares the connection pool (and the current token).
 ///
-/// Its `Debug` never shows the key, and the SDK never logs it.
+/// Its `Debug` never shows the key or a token, and the SDK never logs them.
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -37,15 +39,26 @@ pub struct Client {
 struct Inner {
     http: reqwest::Client,
     base_url: String,
-    api_key: String,
+    credential: Credential,
     timeout: Duration,
     max_retries: u32,
 }
 
+/// How the client signs in: one key, or a provider's access tokens.
+enum Credential {
+    Key(String),
+    Tokens(Tokens),
+}
+
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let signs_in_with = match self.inner.credential {
+            Credential::Key(_) => "key",
+            Credential::Tokens(_) => "token provider",
+        };
         f.debug_struct("Client")
             .field("base_url", &self.inner.base_url)
+            .field("signs_in_with", &signs_in_with)
             .finish_non_exhaustive()
     }
 }
@@ -54,6 +67,7 @@ impl std::fmt::Debug for Client {
 #[derive(Default)]
 pub struct ClientBuilder {
     api_key: Option<String>,
+    token_provider: Option<Arc<dyn TokenProvider>>,
     base_url: Option<String>,
     timeout: Option<Duration>,
     max_retries: Option<u32>,
@@ -61,8 +75,19 @@ pub struct ClientBuilder {
 }
 
 impl ClientBuilder {
+    /// The key to act with (or [`ClientBuilder::token_provider`], not both).
     pub fn api_key(mut self, key: impl Into<String>) -> ClientBuilder {
         self.api_key = Some(key.into());
+        self
+    }
+
+    /// Signs in with OpenID Connect access tokens instead of a key (not both): tokens of an
+    /// issuer the tenant trusts, whose subject it lists (`Client::trust_issuer`). The client
+    /// keeps the current token until 60 s before it expires (its lifetime as the provider gave
+    /// it, else the JWT's `exp`; unknown, it asks before every request), and when the gateway
+    /// refuses a token as `invalid_token` it asks once more and sends the request again, once.
+    pub fn token_provider(mut self, provider: impl TokenProvider + 'static) -> ClientBuilder {
+        self.token_provider = Some(Arc::new(provider));
         self
     }
 
@@ -91,8 +116,9 @@ impl ClientBuilder {
         self
     }
 
-    /// The client; an [`Error::InvalidArgument`] when the key or the base URL is missing or
-    /// empty (nothing is sent).
+    /// The client; an [`Error::InvalidArgument`] when the base URL is missing or empty, when
+    /// neither a key nor a token provider is given (an empty key counts as none), or when both
+    /// are (nothing is sent).
     pub fn build(self) -> Result<Client> {
         let base_url = self.base_url.filter(|url| !url.is_empty()).ok_or_else(|| {
             Error::InvalidArgument(format!(
@@ -100,11 +126,21 @@ impl ClientBuilder {
                  send the key to, e.g. {HOSTED_URL} for the hosted service"
             ))
         })?;
-        let api_key = self.api_key.filter(|key| !key.is_empty()).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "an API key is required (or set {API_KEY_VARIABLE})"
-            ))
-        })?;
+        let api_key = self.api_key.filter(|key| !key.is_empty());
+        let credential = match (api_key, self.token_provider) {
+            (Some(key), None) => Credential::Key(key),
+            (None, Some(provider)) => Credential::Tokens(Tokens::new(provider)),
+            (Some(_), Some(_)) => {
+                return Err(Error::InvalidArgument(
+                    "an API key and a token provider are mutually exclusive: give one".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(Error::InvalidArgument(format!(
+                    "an API key is required (or set {API_KEY_VARIABLE}), or a token provider"
+                )))
+            }
+        };
         let http = match self.http {
             Some(http) => http,
             None => reqwest::Client::builder()
@@ -116,7 +152,7 @@ impl ClientBuilder {
             inner: Arc::new(Inner {
                 http,
                 base_url: base_url.trim_end_matches('/').to_owned(),
-                api_key,
+                credential,
                 timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
                 max_retries: self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
             }),
@@ -207,8 +243,61 @@ impl Client {
         }
     }
 
-    /// `request` ready to send: its URL, the key, the `accept` header and the request's own.
-    fn prepared(&self, request: &Request, accept: &str) -> reqwest::RequestBuilder {
+    /// The key, or the token to send now.
+    async fn credential(&self) -> Result<String> {
+        match &self.inner.credential {
+            Credential::Key(key) => Ok(key.clone()),
+            Credential::Tokens(tokens) => tokens.token().await,
+        }
+    }
+
+    /// Sends `request` signed in; a token the gateway refuses as `invalid_token` is replaced
+    /// by a new one from the provider and the request sent again, once (nothing was done: the
+    /// refusal came before the route).
+    async fn send_signed_in(
+        &self,
+        request: &Request,
+        accept: &str,
+        timeout: Option<Duration>,
+    ) -> Result<reqwest::Response> {
+        let credential = self.credential().await?;
+        let response = self
+            .send_with(request, accept, timeout, &credential)
+            .await?;
+        let Credential::Tokens(tokens) = &self.inner.credential else {
+            return Ok(response);
+        };
+        if !refuses_token(&response) {
+            return Ok(response);
+        }
+        tracing::debug!(path = %request.path, "forgebench: token refused; asking for a new one");
+        tokens.refused(&credential).await;
+        let credential = tokens.token().await?;
+        self.send_with(request, accept, timeout, &credential).await
+    }
+
+    async fn send_with(
+        &self,
+        request: &Request,
+        accept: &str,
+        timeout: Option<Duration>,
+        credential: &str,
+    ) -> Result<reqwest::Response> {
+        let mut builder = self.prepared(request, accept, credential);
+        if let Some(timeout) = timeout {
+            builder = builder.timeout(timeout);
+        }
+        builder.send().await.map_err(Error::Connection)
+    }
+
+    /// `request` ready to send: its URL, the credential, the `accept` header and the request's
+    /// own.
+    fn prepared(
+        &self,
+        request: &Request,
+        accept: &str,
+        credential: &str,
+    ) -> reqwest::RequestBuilder {
         let inner = &self.inner;
         let url = format!(
             "{}{}{}",
@@ -219,7 +308,7 @@ impl Client {
         let mut builder = inner
             .http
             .request(request.method.clone(), url)
-            .bearer_auth(&inner.api_key)
+            .bearer_auth(credential)
             .header("accept", accept);
         for (name, value) in &request.headers {
             builder = builder.header(*name, value);
@@ -233,20 +322,15 @@ impl Client {
     async fn send_once(&self, request: &Request) -> Result<Option<Value>> {
         let timeout = self.inner.timeout + Duration::from_secs(u64::from(request.wait));
         let response = self
-            .prepared(request, "application/json")
-            .timeout(timeout)
-            .send()
-            .await
-            .map_err(Error::Connection)?;
+            .send_signed_in(request, "application/json", Some(timeout))
+            .await?;
         read_response(response, request.no_content_ok).await
     }
 
     async fn open_stream_once(&self, request: &Request) -> Result<reqwest::Response> {
         let response = self
-            .prepared(request, "text/event-stream")
-            .send()
-            .await
-            .map_err(Error::Connection)?;
+            .send_signed_in(request, "text/event-stream", None)
+            .await?;
         if response.status().is_success() {
             return Ok(response);
         }
@@ -255,6 +339,18 @@ impl Client {
         read_response(response, false).await?;
         Err(Error::Decode(format!("a stream answered {status}")))
     }
+}
+
+/// Whether `response` is a `401` refusing the token sent (`WWW-Authenticate: Bearer
+/// error="invalid_token"`).
+fn refuses_token(response: &reqwest::Response) -> bool {
+    response.status() == StatusCode::UNAUTHORIZED
+        && response
+            .headers()
+            .get_all("www-authenticate")
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .any(says_invalid_token)
 }
 
 /// The body of a success; the typed error of anything else.
@@ -460,6 +556,32 @@ mod tests {
             Client::builder().build(),
             Err(Error::InvalidArgument(_))
         ));
+    }
+
+    #[test]
+    fn a_key_and_a_token_provider_are_mutually_exclusive() {
+        let provider =
+            || async { Ok::<_, crate::TokenError>(crate::AccessToken::new("eyJ.secret.sig")) };
+        let both = Client::builder()
+            .base_url("http://127.0.0.1:1")
+            .api_key("fb_agt_secret")
+            .token_provider(provider)
+            .build()
+            .unwrap_err();
+        assert!(matches!(both, Error::InvalidArgument(_)), "{both:?}");
+        assert!(both.to_string().contains("mutually exclusive"), "{both}");
+        let none = Client::builder()
+            .base_url("http://127.0.0.1:1")
+            .build()
+            .unwrap_err();
+        assert!(none.to_string().contains("token provider"), "{none}");
+        let tokens = Client::builder()
+            .base_url("http://127.0.0.1:1")
+            .api_key("")
+            .token_provider(provider)
+            .build()
+            .expect("an empty key counts as none");
+        assert!(format!("{tokens:?}").contains("token provider"));
     }
 
     #[test]

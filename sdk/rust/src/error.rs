@@ -83,7 +83,8 @@ pub enum Error {
     /// 400 `invalid_request`: the request was malformed.
     #[error("bad request: {0}")]
     BadRequest(ErrorBody),
-    /// 401 `unauthenticated`: the key is missing, unknown or revoked.
+    /// 401 `unauthenticated`: the key is missing, unknown or revoked, or the token was refused
+    /// (`invalid token`; a client with a token provider asked it for a new token first).
     #[error("unauthenticated: {0}")]
     Unauthenticated(ErrorBody),
     /// 403 `not_permitted` (no live binding to that callee, for every reason) or `forbidden`.
@@ -124,6 +125,10 @@ pub enum Error {
     /// An argument the SDK refuses before sending anything (an empty callee, no message parts).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The client's [`crate::TokenProvider`] gave no token (its error, or an empty token);
+    /// nothing was sent.
+    #[error("the token provider gave no token: {0}")]
+    TokenProvider(#[source] crate::token::TokenError),
 }
 
 impl Error {
@@ -167,7 +172,10 @@ impl Error {
             | Error::RateLimited { body, .. }
             | Error::Server(body)
             | Error::Status(body) => Some(body),
-            Error::Connection(_) | Error::Decode(_) | Error::InvalidArgument(_) => None,
+            Error::Connection(_)
+            | Error::Decode(_)
+            | Error::InvalidArgument(_)
+            | Error::TokenProvider(_) => None,
         }
     }
 

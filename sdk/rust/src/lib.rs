@@ -3,7 +3,8 @@
 //! [`Client::next_task`], [`Client::reply`]; pushed to an endpoint, with the same handler:
 //! [`PushEndpoint`]), follow a task's events ([`Client::events`]), and
 //! manage a tenant (members, agents, keys, bindings, push endpoints, tools, cards, the audit log,
-//! call lineage, settings, signing keys).
+//! call lineage, settings, signing keys, trusted OpenID Connect issuers). A client signs in with
+//! a key, or with the access tokens of a [`TokenProvider`].
 //!
 //! Every refusal is a typed [`Error`] carrying the gateway's documented body ([`ErrorBody`]).
 
@@ -11,12 +12,14 @@ mod admin;
 mod client;
 mod error;
 mod events;
+mod issuers;
 mod manage;
 pub mod push;
 mod retry;
 mod serve;
 mod task;
 mod tasks;
+mod token;
 pub mod webhooks;
 
 pub use admin::{
@@ -31,6 +34,7 @@ pub use error::{Error, ErrorBody, Result};
 pub use events::TaskEvent;
 /// The `http` crate whose `Request` and `Response` [`PushEndpoint::handle`] takes and returns.
 pub use http;
+pub use issuers::{IssuerRemoved, SignsInAs, SubjectGrant, SubjectGrantIn, TrustedIssuer};
 pub use manage::{
     Agent, AgentEndpoint, Binding, Bindings, CreatedMember, CreatedTenant, EndpointAuth,
     EndpointAuthInfo, EndpointConfig, IssuedKey, Items, KeyInfo, KeyRevoked, Member, SecretKey,
@@ -46,6 +50,7 @@ pub use task::{
     TaskReply, TaskState, TaskStatus, RESPONSE_ARTIFACT_NAME,
 };
 pub use tasks::{CallOptions, DeliveryAttempt, Direction, TaskPage, TaskSearch, MAX_WAIT_SECONDS};
+pub use token::{AccessToken, TokenError, TokenFuture, TokenProvider, TOKEN_REFRESH_MARGIN};
 pub use webhooks::{
     fetch_jwks, verify_delivery, Expected, ReplayCache, WebhookCheck, WebhookError,
 };
