@@ -11,7 +11,7 @@ const AUDIT_ACTIONS = [
   "binding.grant", "binding.grant.pending", "binding.approve", "binding.revoke", "agent.endpoint.set",
   "agent.endpoint.clear", "agent.tool.grant", "agent.tool.revoke", "task.open", "task.message", "task.claim",
   "task.progress", "task.result.", "task.cancel", "tenant.create", "member.key.issue", "member.key.revoke",
-  "tenant.word_search.",
+  "tenant.word_search.", "issuer.trust", "issuer.subjects", "issuer.distrust",
 ];
 
 // --- shared pieces --------------------------------------------------------------------------
@@ -722,7 +722,8 @@ async function auditPage({ app, query }) {
         : e.task_id ? h("code", { text: e.task_id }) : null;
       tbody.append(h("tr", { "data-audit": e.id, "data-action": e.action },
         h("td", null, when(e.at)),
-        h("td", null, e.actor?.kind ? `${e.actor.kind} ` : "", e.actor?.name ? h("span", { title: e.actor.id, text: e.actor.name }) : who(e.actor?.id)),
+        h("td", null, e.actor?.kind ? `${e.actor.kind} ` : "", e.actor?.name ? h("span", { title: e.actor.id, text: e.actor.name }) : who(e.actor?.id),
+          signedInWith(e.actor?.signed_in_with)),
         h("td", null, h("code", { text: e.action })),
         h("td", null, who(e.target)),
         h("td", null, badge(e.outcome)),
@@ -745,6 +746,14 @@ async function auditPage({ app, query }) {
     tbody.children.length ? null : h("p", { class: "empty", text: cursor ? "No matching entry in the part of the log this page read: More reads on." : "No matching entry." }),
     h("p", null, more),
   ];
+}
+
+/** How an actor signed in, when it was with a token: the issuer and the token's subject. */
+function signedInWith(token) {
+  if (!token || typeof token !== "object" || !token.issuer) return null;
+  return h("span", { class: "hint signed-in-with" },
+    " signed in with ", h("code", null, longText(token.issuer, 80)),
+    " as ", h("code", null, longText(token.subject ?? "—", 80)));
 }
 
 // --- members -------------------------------------------------------------------------------
