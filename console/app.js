@@ -69,6 +69,7 @@ const NAV = [
   ["#/calls", "Calls", ["admin", "viewer"]],
   ["#/audit", "Audit log", ["admin", "viewer"]],
   ["#/members", "Members", ["admin"]],
+  ["#/issuers", "Trusted issuers", ["admin", "member", "viewer"]],
   ["#/settings", "Settings", ["admin", "viewer"]],
 ];
 

@@ -11,7 +11,7 @@ const AUDIT_ACTIONS = [
   "binding.grant", "binding.grant.pending", "binding.approve", "binding.revoke", "agent.endpoint.set",
   "agent.endpoint.clear", "agent.tool.grant", "agent.tool.revoke", "task.open", "task.message", "task.claim",
   "task.progress", "task.result.", "task.cancel", "tenant.create", "member.key.issue", "member.key.revoke",
-  "tenant.word_search.",
+  "tenant.word_search.", "issuer.trust", "issuer.subjects", "issuer.distrust",
 ];
 
 // --- shared pieces --------------------------------------------------------------------------
@@ -722,7 +722,8 @@ async function auditPage({ app, query }) {
         : e.task_id ? h("code", { text: e.task_id }) : null;
       tbody.append(h("tr", { "data-audit": e.id, "data-action": e.action },
         h("td", null, when(e.at)),
-        h("td", null, e.actor?.kind ? `${e.actor.kind} ` : "", e.actor?.name ? h("span", { title: e.actor.id, text: e.actor.name }) : who(e.actor?.id)),
+        h("td", null, e.actor?.kind ? `${e.actor.kind} ` : "", e.actor?.name ? h("span", { title: e.actor.id, text: e.actor.name }) : who(e.actor?.id),
+          signedInWith(e.actor?.signed_in_with)),
         h("td", null, h("code", { text: e.action })),
         h("td", null, who(e.target)),
         h("td", null, badge(e.outcome)),
@@ -745,6 +746,14 @@ async function auditPage({ app, query }) {
     tbody.children.length ? null : h("p", { class: "empty", text: cursor ? "No matching entry in the part of the log this page read: More reads on." : "No matching entry." }),
     h("p", null, more),
   ];
+}
+
+/** How an actor signed in, when it was with a token: the issuer and the token's subject. */
+function signedInWith(token) {
+  if (!token || typeof token !== "object" || !token.issuer) return null;
+  return h("span", { class: "hint signed-in-with" },
+    " signed in with ", h("code", null, longText(token.issuer, 80)),
+    " as ", h("code", null, longText(token.subject ?? "—", 80)));
 }
 
 // --- members -------------------------------------------------------------------------------
@@ -796,6 +805,172 @@ async function membersPage({ app }) {
   return nodes;
 }
 
+// --- trusted issuers -----------------------------------------------------------------------
+
+/**
+ * The rows of an issuer's subjects to edit: each a token subject (`sub`, exactly) and the agent
+ * or member it signs in as. `value()` is the list as the API takes it.
+ */
+function subjectsEditor(app, members, initial, legend = "Subjects") {
+  const rows = h("div", { class: "subject-rows" });
+  const empty = h("p", { class: "empty", text: "No subjects: the issuer's tokens sign no one in until one is added." });
+  const choices = (current) => {
+    const agents = app.agents.map((a) => [`agent:${a.id}`, a.status === "retired" ? `${a.name} (retired)` : a.name]);
+    const people = members.map((m) => [`member:${m.member_id}`, `${m.name} (${m.role})`]);
+    // A principal the lists no longer hold keeps its place, by its id.
+    if (current && ![...agents, ...people].some(([v]) => v === current)) {
+      const [kind, id] = current.split(/:(.*)/s);
+      (kind === "agent" ? agents : people).push([current, `${kind} ${id}`]);
+    }
+    const group = (label, options) =>
+      options.length ? h("optgroup", { label }, options.map(([value, text]) => h("option", { value, text, selected: value === current }))) : null;
+    return h("select", { name: "signs_in_as", required: true }, group("Agents", agents), group("Members", people));
+  };
+  const renumber = () => {
+    const all = [...rows.querySelectorAll(".subject-row")];
+    all.forEach((row, i) => {
+      row.querySelector("button.remove-subject").setAttribute("aria-label", `Remove subject ${i + 1}`);
+    });
+    empty.hidden = all.length > 0;
+  };
+  const add = (grant) => {
+    const subject = input("subject", grant?.subject ?? "", { required: true, maxlength: "255" });
+    const current = grant ? (grant.agent_id ? `agent:${grant.agent_id}` : `member:${grant.member_id}`) : app.agents[0] ? `agent:${app.agents[0].id}` : "";
+    const who = choices(current);
+    const row = h("div", { class: "subject-row inline-form" },
+      field("Subject", subject),
+      field("Signs in as", who),
+      h("div", { class: "field submit" }, h("button", { type: "button", class: "remove-subject", text: "Remove subject" })));
+    row.querySelector("button.remove-subject").addEventListener("click", () => {
+      row.remove();
+      renumber();
+    });
+    rows.append(row);
+    renumber();
+    return subject;
+  };
+  for (const grant of initial || []) add(grant);
+  renumber();
+  const more = button("Add a subject", () => add(null).focus());
+  return {
+    node: h("fieldset", { class: "subjects" }, h("legend", { text: legend }),
+      h("p", { class: "hint", text: "Each subject is a token's sub, exactly, and signs in as the agent or member chosen beside it." }),
+      empty, rows, h("p", null, more)),
+    value() {
+      return [...rows.querySelectorAll(".subject-row")].map((row) => {
+        const subject = row.querySelector("input[name=subject]").value.trim();
+        const [kind, id] = row.querySelector("select[name=signs_in_as]").value.split(/:(.*)/s);
+        return kind === "member" ? { subject, member_id: id } : { subject, agent: id };
+      });
+    },
+  };
+}
+
+/** Who a subject signs in as: an agent by name, a member by name when the page knows it. */
+function signsInAs(app, members, grant) {
+  if (grant.agent_id) return h("span", null, "agent ", agentLink(app, grant.agent_id));
+  const m = members.find((x) => x.member_id === grant.member_id);
+  return m
+    ? h("span", { title: grant.member_id }, "member ", h("span", { class: "name" }, longText(m.name, 80)), " ", badge(m.role))
+    : h("span", null, "member ", h("code", null, longText(grant.member_id ?? "—", 60)));
+}
+
+function issuerCard(app, members, issuer, admin, index) {
+  const titleId = `issuer-${index}-title`;
+  const subjectsBox = h("div");
+  const discovery = String(issuer.discovery_url || "");
+  const drawSubjects = () => {
+    clear(subjectsBox);
+    subjectsBox.append(table(`Subjects of ${issuer.issuer}`, ["Subject", "Signs in as"], (issuer.subjects || []).map((g) => [
+      h("code", null, longText(g.subject, 120)), signsInAs(app, members, g),
+    ]), "No subjects: its tokens sign no one in."));
+    if (admin) subjectsBox.append(h("p", null, button("Edit subjects", edit)));
+  };
+  const edit = () => {
+    app.clearError();
+    const editor = subjectsEditor(app, members, issuer.subjects, "The new list of subjects");
+    const save = h("button", { type: "submit", text: "Save subjects" });
+    const cancel = button("Cancel", () => drawSubjects());
+    const form = h("form", { class: "subjects-form", "aria-label": `Subjects of ${clip(issuer.issuer, 80)}` },
+      editor.node, h("p", { class: "hint", text: "Saving replaces the whole list: a subject left out signs in no more." }),
+      h("div", { class: "row" }, save, cancel));
+    form.addEventListener("submit", act(app, save, async () => {
+      await api("PATCH", `/v1/issuers/${seg(issuer.id)}`, { subjects: editor.value() });
+      app.reload();
+    }));
+    clear(subjectsBox);
+    subjectsBox.append(form);
+    const first = form.querySelector("input, select, button");
+    if (first) first.focus();
+  };
+  drawSubjects();
+  const remove = admin
+    ? confirmButton("Remove", `Stop trusting ${clip(issuer.issuer, 60)}? Its tokens sign in no more.`, async (b) => {
+        app.clearError();
+        b.disabled = true;
+        try {
+          await api("DELETE", `/v1/issuers/${seg(issuer.id)}`);
+          app.reload();
+        } catch (error) {
+          app.showError(error);
+          b.disabled = false;
+        }
+      })
+    : null;
+  return h("section", { class: "card", "aria-labelledby": titleId, "data-issuer": issuer.id },
+    h("h2", { id: titleId, class: "name" }, longText(issuer.issuer, 120)),
+    dl([
+      ["Audience", h("code", null, longText(issuer.audience, 200))],
+      ["Discovery", /^https?:\/\//i.test(discovery)
+        ? h("a", { href: discovery, rel: "noopener noreferrer nofollow", target: "_blank" }, longText(discovery, 200))
+        : longText(discovery || "—", 200)],
+      ["Id", h("code", { text: issuer.id })],
+      ["Trusted", when(issuer.created_at)],
+      ["Updated", when(issuer.updated_at)],
+    ]),
+    h("h3", { text: "Subjects" }),
+    subjectsBox,
+    remove ? h("p", null, remove) : null);
+}
+
+async function issuersPage({ app }) {
+  const admin = app.role() === "admin";
+  const [page, members] = await Promise.all([
+    api("GET", "/v1/issuers"),
+    // Members' names are an admin's to read; the others see a member subject by its id.
+    admin ? api("GET", "/v1/members").then((p) => p.items || []) : Promise.resolve([]),
+    app.loadAgents(),
+  ]);
+  const issuers = page.items || [];
+  const nodes = [
+    h("h1", { text: "Trusted issuers" }),
+    h("p", { class: "hint", text: "OpenID Connect providers whose tokens sign this tenant's agents and members in, each for one audience. A token's subject signs in as the agent or member listed for it, exactly as that one's key would." }),
+  ];
+  if (admin) {
+    const issuer = input("issuer", "", { required: true, maxlength: "512", inputmode: "url", placeholder: "https://token.actions.githubusercontent.com" });
+    const audience = input("audience", "", { required: true, maxlength: "512" });
+    const editor = subjectsEditor(app, members, []);
+    const submit = h("button", { type: "submit", text: "Trust issuer" });
+    const form = h("form", { "aria-label": "Trust an issuer" },
+      h("div", { class: "inline-form" },
+        field("Issuer URL", issuer, "exactly as its tokens carry it in iss"),
+        field("Audience", audience, "the aud its tokens carry for this tenant")),
+      editor.node,
+      h("div", { class: "row" }, submit));
+    form.addEventListener("submit", act(app, submit, async () => {
+      await api("POST", "/v1/issuers", { issuer: issuer.value.trim(), audience: audience.value.trim(), subjects: editor.value() });
+      app.reload();
+    }));
+    nodes.push(h("section", { class: "card", "aria-labelledby": "trust-title" },
+      h("h2", { id: "trust-title", text: "Trust an issuer" }),
+      h("p", { class: "hint", text: "The gateway reads the issuer's discovery document first: it must answer, and name this issuer." }),
+      form));
+  }
+  if (!issuers.length) nodes.push(h("p", { class: "empty", text: "This tenant trusts no issuer: its agents and members sign in with keys only." }));
+  issuers.forEach((x, i) => nodes.push(issuerCard(app, members, x, admin, i)));
+  return nodes;
+}
+
 // --- settings ------------------------------------------------------------------------------
 
 async function settingsPage({ app }) {
@@ -821,5 +996,6 @@ export const pages = {
   calls: callsPage,
   audit: auditPage,
   members: membersPage,
+  issuers: issuersPage,
   settings: settingsPage,
 };

@@ -2,7 +2,8 @@
 # Runs the console's end-to-end tests in headless Chromium (Debian's chromium; no browser
 # download) against a gateway that serves the console at /console:
 #   FORGEBENCH_URL=http://127.0.0.1:8140 FORGEBENCH_OPERATOR_KEY=... console/test.sh
-# The tests make their own tenants (with the operator key), agents, bindings, members and keys.
+# The tests make their own tenants (with the operator key), agents, bindings, members and keys,
+# and start an OpenID Connect provider of their own (tests/oidc-provider, node).
 # CHROMIUM names another browser binary (default /usr/bin/chromium). Screenshots of each page
 # land in console/test/screenshots/.
 set -euo pipefail
@@ -23,4 +24,6 @@ if [ ! -x "$chromium_bin" ]; then
 fi
 
 [ -d node_modules ] || npm ci --no-audit --no-fund
+# The trusted-issuers test starts a real OpenID Connect provider (tests/oidc-provider).
+[ -d ../tests/oidc-provider/node_modules ] || npm ci --no-audit --no-fund --prefix ../tests/oidc-provider
 node --test --test-concurrency=1 test/*.test.mjs

@@ -4,7 +4,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
   CONSOLE, call, claim, createTenant, cspViolations, launch, newPage, ok, openTask, openTaskWithSdk, shot, signIn,
-  untrustedConsole,
+  startProvider, untrustedConsole,
 } from "./helpers.mjs";
 
 let chrome;
@@ -269,8 +269,8 @@ describe("console", () => {
       await signIn(page, viewerKey);
       const navs = await page.locator("#nav a").allTextContents();
       assert.ok(!navs.includes("Members"));
-      const changing = /^(Pause|Resume|Retire|Approve|Revoke|Grant|Issue a key|Create agent|Create member|Save)$/;
-      for (const route of ["#/agents", "#/agents/invoice-classifier", "#/bindings", "#/audit", "#/settings", "#/tasks"]) {
+      const changing = /^(Pause|Resume|Retire|Approve|Revoke|Grant|Issue a key|Create agent|Create member|Save|Trust issuer|Edit subjects|Remove)$/;
+      for (const route of ["#/agents", "#/agents/invoice-classifier", "#/bindings", "#/audit", "#/settings", "#/tasks", "#/issuers"]) {
         await page.goto(CONSOLE + route);
         await page.locator("main h1").waitFor();
         await page.waitForFunction(() => !document.querySelector("main .loading"));
@@ -390,7 +390,7 @@ describe("console", () => {
       await withPage(async (page) => {
         await signIn(page, t.admin);
         const wide = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-        for (const route of ["#/agents", `#/agents/${longName}`, "#/members", "#/bindings", `#/tasks/${longName}/${big.id}`]) {
+        for (const route of ["#/agents", `#/agents/${longName}`, "#/members", "#/bindings", "#/issuers", `#/tasks/${longName}/${big.id}`]) {
           await page.goto(CONSOLE + route);
           await page.locator("main h1").waitFor();
           await page.waitForFunction(() => !document.querySelector("main .loading"));
@@ -544,5 +544,118 @@ describe("console", () => {
       assert.equal(await page.locator(`tr[data-task="${opened.id}"]`).count(), 1, "the tenant's task is listed");
     });
   });
-});
+  test("an admin trusts an OpenID Connect issuer through the page, edits its subjects and removes it; members and viewers only read", async () => {
+    const w = await createTenant();
+    const vic = (await ok(w.admin, "GET", "/v1/members")).items.find((m) => m.name === "Vic Viewer");
+    const provider = await startProvider();
+    const audience = `forgebench-console-${w.tenant_id}`;
+    const changing = /^(Trust issuer|Edit subjects|Remove|Add a subject|Remove subject|Save subjects)$/;
+    try {
+      await withPage(async (page) => {
+        await signIn(page, w.admin);
+        await page.getByRole("link", { name: "Trusted issuers" }).click();
+        await page.getByRole("heading", { name: "Trusted issuers", level: 1 }).waitFor();
+        await page.getByText("This tenant trusts no issuer").waitFor();
 
+        // A URL whose discovery document the gateway cannot read: its 400, on the error line.
+        await page.getByLabel("Issuer URL").fill(`${provider.issuer}/no-such-issuer`);
+        await page.getByLabel("Audience").fill(audience);
+        await page.getByRole("button", { name: "Trust issuer" }).click();
+        await page.locator("#error").filter({ hasText: "HTTP 400" }).waitFor();
+        assert.match(await page.locator("#error").textContent(), /discovery document/);
+        assert.deepEqual((await ok(w.admin, "GET", "/v1/issuers")).items, [], "nothing trusted");
+
+        // The provider itself, with a subject that signs in as billing-orchestrator.
+        await page.getByLabel("Issuer URL").fill(provider.issuer);
+        await page.getByRole("button", { name: "Add a subject" }).click();
+        await page.getByLabel("Subject", { exact: true }).fill("wl-billing");
+        await page.getByLabel("Signs in as").selectOption({ label: "billing-orchestrator" });
+        await page.getByRole("button", { name: "Trust issuer" }).click();
+        const card = page.locator("section[data-issuer]");
+        await card.waitFor();
+        assert.equal(await page.locator("#error").isHidden(), true, `no error: ${await page.locator("#error").textContent()}`);
+        const [trusted] = (await ok(w.admin, "GET", "/v1/issuers")).items;
+        assert.equal(trusted.issuer, provider.issuer);
+        assert.equal(trusted.audience, audience);
+        assert.deepEqual(trusted.subjects, [{ subject: "wl-billing", agent_id: w.agents["billing-orchestrator"].id }]);
+        assert.equal(await card.getAttribute("data-issuer"), trusted.id);
+        await card.getByRole("heading", { name: provider.issuer }).waitFor();
+        await card.getByText(audience, { exact: true }).waitFor();
+        await card.getByRole("link", { name: trusted.discovery_url }).waitFor();
+        const row = card.locator("tbody tr", { hasText: "wl-billing" });
+        await row.getByRole("link", { name: "billing-orchestrator" }).waitFor();
+        await shot(page, "issuers");
+
+        // Its token now acts as billing-orchestrator's key: the task it opens is audited with it.
+        const billing = await provider.token("wl-billing", audience);
+        const me = await call(billing, "GET", "/v1/agents/me");
+        assert.equal(me.status, 200);
+        assert.equal(me.json.name, "billing-orchestrator");
+        const opened = await openTask(billing, "invoice-classifier", "Opened with a token from a trusted issuer.");
+
+        // Edit: drop wl-billing, add wl-vic for the viewer.
+        await card.getByRole("button", { name: "Edit subjects" }).click();
+        await card.getByRole("button", { name: "Add a subject" }).click();
+        await card.getByLabel("Subject", { exact: true }).last().fill("wl-vic");
+        await card.getByLabel("Signs in as").last().selectOption({ label: "Vic Viewer (viewer)" });
+        await card.getByRole("button", { name: "Remove subject 1" }).click();
+        await card.getByRole("button", { name: "Save subjects" }).click();
+        await card.locator("tbody tr", { hasText: "wl-vic" }).waitFor();
+        assert.equal(await card.locator("tbody tr", { hasText: "wl-billing" }).count(), 0);
+        await card.locator("tbody tr", { hasText: "wl-vic" }).getByText("Vic Viewer").waitFor();
+        const [edited] = (await ok(w.admin, "GET", "/v1/issuers")).items;
+        assert.deepEqual(edited.subjects, [{ subject: "wl-vic", member_id: vic.member_id }]);
+        assert.equal((await call(billing, "GET", "/v1/agents/me")).status, 401, "a subject left out signs in no more");
+        const vicToken = await provider.token("wl-vic", audience);
+        assert.equal((await call(vicToken, "GET", "/v1/issuers")).status, 200, "the new subject signs in as the viewer");
+
+        // A gateway refusal while editing is told as the others are: the same subject twice.
+        await card.getByRole("button", { name: "Edit subjects" }).click();
+        await card.getByRole("button", { name: "Add a subject" }).click();
+        await card.getByLabel("Subject", { exact: true }).last().fill("wl-vic");
+        await card.getByRole("button", { name: "Save subjects" }).click();
+        await page.locator("#error").filter({ hasText: "HTTP 400" }).waitFor();
+        assert.match(await page.locator("#error").textContent(), /twice|more than once|duplicate|already/i);
+        await card.getByRole("button", { name: "Cancel" }).click();
+        assert.deepEqual((await ok(w.admin, "GET", "/v1/issuers")).items[0].subjects, edited.subjects, "unchanged");
+
+        // The audit log names the issuer and subject a token signed in with.
+        await page.goto(`${CONSOLE}#/audit?action=task.open`);
+        const audited = page.locator(`tr[data-action="task.open"]`, { has: page.locator(".signed-in-with") });
+        await audited.first().waitFor();
+        const how = await audited.first().locator(".signed-in-with").textContent();
+        assert.equal(how.trim(), `signed in with ${provider.issuer} as wl-billing`);
+        assert.ok(opened.id);
+      });
+
+      // A member and a viewer read the issuer, with no control that changes it.
+      for (const key of [w.memberKey, w.viewerKey]) {
+        await withPage(async (page) => {
+          await signIn(page, key);
+          await page.getByRole("link", { name: "Trusted issuers" }).click();
+          const card = page.locator("section[data-issuer]");
+          await card.locator("tbody tr", { hasText: "wl-vic" }).waitFor();
+          await card.getByRole("heading", { name: provider.issuer }).waitFor();
+          assert.equal(await page.getByRole("heading", { name: "Trust an issuer" }).count(), 0);
+          const buttons = (await page.locator("main button").allTextContents()).filter((b) => changing.test(b.trim()));
+          assert.deepEqual(buttons, [], "no control that changes the issuers");
+        });
+      }
+
+      // Removed through the page: its tokens sign in no more.
+      await withPage(async (page) => {
+        await signIn(page, w.admin);
+        await page.goto(`${CONSOLE}#/issuers`);
+        const card = page.locator("section[data-issuer]");
+        await card.getByRole("button", { name: "Remove", exact: true }).click();
+        await card.getByRole("button", { name: "Yes, remove" }).click();
+        await page.getByText("This tenant trusts no issuer").waitFor();
+        assert.equal(await card.count(), 0);
+        assert.deepEqual((await ok(w.admin, "GET", "/v1/issuers")).items, []);
+        assert.equal((await call(await provider.token("wl-vic", audience), "GET", "/v1/issuers")).status, 401);
+      });
+    } finally {
+      await provider.stop();
+    }
+  });
+});

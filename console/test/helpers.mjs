@@ -1,5 +1,5 @@
 // Plain-fetch setup of a tenant (with the operator key) and a Chromium driven by playwright-core.
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { promisify } from "node:util";
 import path from "node:path";
@@ -166,4 +166,49 @@ export async function signIn(page, key) {
 
 export async function shot(page, name) {
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: false });
+}
+
+/**
+ * A real OpenID Connect provider (oauth2-mock-server, tests/oidc-provider/provider.mjs, whose
+ * packages console/test.sh installs): its discovery document, JWKS and client-credentials
+ * tokens, whose subject is the client's id. `stop()` closes its stdin, which ends it.
+ */
+export async function startProvider() {
+  const folder = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "tests", "oidc-provider");
+  const child = spawn(process.execPath, ["provider.mjs"], { cwd: folder, stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const first = await new Promise((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error("the OIDC provider did not start within 30 s")), 30_000);
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`the OIDC provider exited (${code}) before it listened`)));
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      const end = out.indexOf("\n");
+      if (end >= 0) {
+        clearTimeout(timer);
+        resolve(out.slice(0, end));
+      }
+    });
+  });
+  const { issuer } = JSON.parse(first);
+  return {
+    issuer,
+    /** An access token by the client-credentials grant: subject `clientId`, audience `audience`. */
+    async token(clientId, audience) {
+      const res = await fetch(`${issuer}/token`, {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ grant_type: "client_credentials", client_id: clientId, aud: audience }),
+      });
+      if (res.status !== 200) throw new Error(`the provider's token endpoint answered ${res.status}`);
+      return (await res.json()).access_token;
+    },
+    async stop() {
+      child.stdin.end();
+      const timer = setTimeout(() => child.kill(), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
 }
