@@ -5,6 +5,7 @@
 use lambda_http::Request;
 use serde_json::{json, Map, Value};
 
+use super::members::require_admin;
 use super::{created, json_object, ok, only_fields, path_param, HandlerResult};
 use crate::app::App;
 use crate::domain::issuer::{
@@ -41,16 +42,6 @@ pub(crate) fn issuer_json(issuer: &TrustedIssuer) -> Value {
     })
 }
 
-fn require_admin(principal: &TenantPrincipal) -> Result<(), ApiError> {
-    if principal.is_admin() {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(
-            "only an admin may change the trusted issuers".into(),
-        ))
-    }
-}
-
 /// `GET /v1/issuers`: the tenant's trusted issuers (any member; not agents).
 pub async fn list(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
@@ -67,7 +58,7 @@ pub async fn list(app: &App, request: Request) -> HandlerResult {
 /// audience, once its discovery document has been read and names it.
 pub async fn create(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
-    require_admin(&principal)?;
+    require_admin(&principal, "change the trusted issuers")?;
     let body = json_object(&request)?;
     only_fields(&body, &["issuer", "audience", "subjects"])?;
     let issuer = parse_issuer(required_text(&body, "issuer")?)?;
@@ -135,7 +126,7 @@ async fn refuse_to_add(
 /// `PATCH /v1/issuers/{issuer_id}` `{subjects}` (admin): replaces the subjects it lists.
 pub async fn update(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
-    require_admin(&principal)?;
+    require_admin(&principal, "change the trusted issuers")?;
     let id = path_param(&request, "issuer_id")?;
     let body = json_object(&request)?;
     only_fields(&body, &["subjects"])?;
@@ -175,7 +166,7 @@ pub async fn update(app: &App, request: Request) -> HandlerResult {
 /// `DELETE /v1/issuers/{issuer_id}` (admin): its tokens sign in no more.
 pub async fn delete(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
-    require_admin(&principal)?;
+    require_admin(&principal, "change the trusted issuers")?;
     let id = path_param(&request, "issuer_id")?;
     let audit = AuditEntry::new(&principal, "issuer.distrust", &id);
     for _ in 0..WRITE_ATTEMPTS {

@@ -13,7 +13,7 @@ use crate::domain::{clock, TenantPrincipal};
 use crate::error::ApiError;
 use crate::store::{AuditEntry, KeyInfo, KeyOwner, KeyRecord, MemberRecord, NewKey, RevokeRefusal};
 
-fn require_admin(principal: &TenantPrincipal, what: &str) -> Result<(), ApiError> {
+pub(super) fn require_admin(principal: &TenantPrincipal, what: &str) -> Result<(), ApiError> {
     if principal.is_admin() {
         Ok(())
     } else {
