@@ -80,10 +80,11 @@ pub fn discovery_url(issuer: &str) -> String {
 pub fn parse_issuer(text: &str) -> Result<String, Invalid> {
     let invalid = || {
         Invalid::new(format!(
-            "issuer must be an https URL of at most {MAX_URL_CHARS} characters, without query or fragment"
+            "issuer must be an https URL of at most {MAX_URL_CHARS} printable ASCII characters, without query or fragment"
         ))
     };
-    if text.is_empty() || text.chars().count() > MAX_URL_CHARS || text.trim() != text {
+    if text.is_empty() || text.len() > MAX_URL_CHARS || !text.chars().all(|c| c.is_ascii_graphic())
+    {
         return Err(invalid());
     }
     let url = url::Url::parse(text).map_err(|_| invalid())?;
@@ -166,6 +167,9 @@ mod tests {
             " https://login.example.com",
             "login.example.com",
             "ftp://login.example.com",
+            "https://login.example.com/a\nb",
+            "https://login.example.com/a b",
+            "https://login.exämple.com",
         ] {
             assert!(parse_issuer(bad).is_err(), "{bad}");
         }

@@ -14,6 +14,7 @@ use crate::domain::issuer::{
 };
 use crate::domain::{clock, AgentRef, TenantPrincipal};
 use crate::error::ApiError;
+use crate::oidc::{Discovery, OidcError};
 use crate::store::{AuditEntry, IssuerChange, TenantIssuers};
 
 /// How often a change reads the issuers again after losing to a concurrent one.
@@ -55,7 +56,9 @@ pub async fn list(app: &App, request: Request) -> HandlerResult {
 }
 
 /// `POST /v1/issuers` `{issuer, audience, subjects?}` (admin): trusts an issuer for an
-/// audience, once its discovery document has been read and names it.
+/// audience. Its discovery document is read at once and the answer says how that went; one that
+/// cannot be read now does not stop the trust (the provider may come up later, as a push URL's
+/// host may resolve later), an address the outbound guard refuses does.
 pub async fn create(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
     require_admin(&principal, "change the trusted issuers")?;
@@ -64,11 +67,7 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
     let issuer = parse_issuer(required_text(&body, "issuer")?)?;
     let audience = parse_audience(required_text(&body, "audience")?)?;
     let subjects = subjects_of(app, &principal, body.get("subjects")).await?;
-    if let Err(error) = app.oidc.discover(&issuer).await {
-        return Err(ApiError::InvalidRequest(format!(
-            "the issuer's discovery document could not be used: {error}"
-        )));
-    }
+    let discovery = discovery_json(app.oidc.discover(&issuer).await)?;
     let now = clock::now();
     let trusted = TrustedIssuer {
         id: uuid::Uuid::new_v4().to_string(),
@@ -90,10 +89,26 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
             .save_issuers(&principal.tenant_id, &seen, &next, change, &audit)
             .await?
         {
-            return created(&issuer_json(&trusted));
+            let mut answer = issuer_json(&trusted);
+            answer["discovery"] = discovery;
+            return created(&answer);
         }
     }
     Err(issuers_changed())
+}
+
+/// What reading the issuer's discovery document at trust time found (`discovery` of the
+/// answer), or the refusal of an issuer whose address the outbound guard never dials.
+fn discovery_json(read: Result<Discovery, OidcError>) -> Result<Value, ApiError> {
+    match read {
+        Ok(_) => Ok(json!({"read": true})),
+        Err(OidcError::Refused) => Err(ApiError::Forbidden(
+            "issuer refused: the gateway reads no issuer at a private, loopback or metadata \
+             address (unless the operator allows the range)"
+                .into(),
+        )),
+        Err(problem) => Ok(json!({"read": false, "problem": problem.to_string()})),
+    }
 }
 
 /// Why `trusted` cannot join the issuers `seen`: the tenant's bound, or its pair already
@@ -210,7 +225,7 @@ async fn subjects_of(
     listed: Option<&Value>,
 ) -> Result<Vec<SubjectGrant>, ApiError> {
     let listed = match listed {
-        None | Some(Value::Null) => return Ok(Vec::new()),
+        None => return Ok(Vec::new()),
         Some(Value::Array(listed)) => listed,
         Some(_) => {
             return Err(ApiError::InvalidRequest(

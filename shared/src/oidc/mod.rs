@@ -18,6 +18,7 @@ use serde::Deserialize;
 
 use crate::domain::issuer::discovery_url;
 use crate::push::dial::{DialError, Dialer};
+use crate::push::ssrf::Refusal;
 
 /// How long fetched keys are used before they are read again.
 pub const KEYS_FRESH_FOR: Duration = Duration::from_secs(15 * 60);
@@ -35,6 +36,10 @@ pub enum OidcError {
     Unreachable(String),
     #[error("the issuer's document is not usable: {0}")]
     BadDocument(String),
+    /// The outbound guard refuses the issuer's address (private, loopback, metadata): no later
+    /// read will reach it either.
+    #[error("the outbound guard refuses the issuer's address")]
+    Refused,
 }
 
 /// What the gateway reads of a discovery document.
@@ -174,7 +179,7 @@ impl Oidc {
             .dialer
             .get(url, MAX_DOCUMENT_BYTES)
             .await
-            .map_err(|error| OidcError::Unreachable(describe(&error)))?;
+            .map_err(|error| unreadable(url, error))?;
         if response.status != 200 {
             return Err(OidcError::Unreachable(format!(
                 "{url} answered {}",
@@ -183,6 +188,25 @@ impl Oidc {
         }
         serde_json::from_slice(&response.body)
             .map_err(|error| OidcError::BadDocument(format!("{url}: {error}")))
+    }
+}
+
+/// Why `url` could not be read: a host that resolves to nothing may yet, an address the guard
+/// refuses never will (what it is goes to the log, never to the caller).
+fn unreadable(url: &str, error: DialError) -> OidcError {
+    match error {
+        DialError::Refused(Refusal::Unresolvable) => {
+            OidcError::Unreachable(format!("{url}: its host resolves to no address"))
+        }
+        DialError::Refused(refusal) => {
+            tracing::info!(
+                url,
+                ?refusal,
+                "the outbound guard refused an issuer's address"
+            );
+            OidcError::Refused
+        }
+        other => OidcError::Unreachable(format!("{url}: {other}")),
     }
 }
 
@@ -195,12 +219,5 @@ fn pick(keys: &[Jwk], key_id: Option<&str>) -> Option<Jwk> {
             .cloned(),
         None if keys.len() == 1 => keys.first().cloned(),
         None => None,
-    }
-}
-
-fn describe(error: &DialError) -> String {
-    match error {
-        DialError::Refused(refusal) => format!("the outbound guard refused it ({refusal})"),
-        other => other.to_string(),
     }
 }
