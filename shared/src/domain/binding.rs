@@ -92,6 +92,14 @@ pub enum RefusalReason {
     BindingRevoked,
     CalleePaused,
     CalleeRetired,
+    /// The call would be deeper in its tree than the tenant's `max_call_depth`.
+    DepthExceeded,
+    /// The call would reach an agent already on its own path to the root (`refuse_cycles`).
+    Cycle,
+    /// Its parent call has opened `max_fan_out` tasks already.
+    FanOutExceeded,
+    /// Its tree holds `max_open_in_tree` open tasks already.
+    TreeOpenLimit,
 }
 
 impl RefusalReason {
@@ -104,6 +112,10 @@ impl RefusalReason {
             RefusalReason::BindingRevoked => "binding_revoked",
             RefusalReason::CalleePaused => "callee_paused",
             RefusalReason::CalleeRetired => "callee_retired",
+            RefusalReason::DepthExceeded => "depth_exceeded",
+            RefusalReason::Cycle => "cycle",
+            RefusalReason::FanOutExceeded => "fan_out_exceeded",
+            RefusalReason::TreeOpenLimit => "tree_open_limit",
         }
     }
 }

@@ -116,6 +116,16 @@ pub fn unix_now() -> u64 {
     OffsetDateTime::now_utc().unix_timestamp().max(0) as u64
 }
 
+/// Milliseconds since the Unix epoch now.
+pub fn unix_now_ms() -> u64 {
+    u64::try_from(OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000).unwrap_or(0)
+}
+
+/// A stored moment in milliseconds since the Unix epoch; `None` for text that is not a moment.
+pub fn unix_ms(text: &str) -> Option<u64> {
+    parse(text).and_then(|at| u64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok())
+}
+
 /// A moment in seconds since the Unix epoch, formatted.
 pub fn from_unix(seconds: u64) -> Timestamp {
     let seconds = i64::try_from(seconds).unwrap_or(i64::MAX);

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod binding;
+pub mod call_tree;
 pub mod card;
 pub mod change;
 pub mod clock;

@@ -61,6 +61,11 @@ impl TaskState {
         TaskState::InputRequired,
     ];
 
+    /// Whether the task is still open: not completed, failed or canceled.
+    pub fn is_open(self) -> bool {
+        TaskState::OPEN.contains(&self)
+    }
+
     /// Whether a caller waiting on the task should keep waiting.
     pub fn is_pending(self) -> bool {
         matches!(self, TaskState::Submitted | TaskState::Working)

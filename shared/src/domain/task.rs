@@ -12,6 +12,7 @@
 use super::clock::Timestamp;
 use serde_json::{json, Value};
 
+use super::call_tree::TreePlace;
 use super::change::Change;
 use super::clock;
 use super::content::{BodyRef, Stored, MAX_TASK_CONTENT_BYTES};
@@ -54,6 +55,12 @@ pub struct Task {
     pub call_id: CallId,
     pub parent_call_id: Option<CallId>,
     pub root_call_id: CallId,
+    /// Where the call sits in its tree as its open placed it: written to the call's item, not
+    /// the task's, so `None` on a task read back from the store.
+    pub tree_place: Option<TreePlace>,
+    /// Whether the task is counted among its tree's open tasks (`max_open_in_tree`), so that
+    /// its finish takes it off the count.
+    pub counted_in_tree: bool,
     pub delivery: Delivery,
     pub claim_timeout_seconds: u64,
     /// When a claimed task fails for want of an answer; set while `working`.
@@ -148,6 +155,8 @@ impl Task {
             call_id: lineage.call_id,
             parent_call_id: lineage.parent_call_id,
             root_call_id: lineage.root_call_id,
+            tree_place: None,
+            counted_in_tree: false,
             delivery: if push { Delivery::Push } else { Delivery::Pull },
             claim_timeout_seconds: callee.claim_timeout_seconds,
             deadline_at: None,
@@ -362,6 +371,8 @@ mod tests {
             call_id: "c1".into(),
             parent_call_id: None,
             root_call_id: "c1".into(),
+            tree_place: None,
+            counted_in_tree: false,
             delivery: Delivery::Pull,
             claim_timeout_seconds: 5,
             deadline_at: Some("2026-01-01T00:00:05.000000Z".into()),

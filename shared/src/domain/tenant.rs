@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use super::call_tree::CallTreeLimits;
+
 /// The settings of one tenant; a tenant that never changed them has the defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TenantSettings {
@@ -9,10 +11,15 @@ pub struct TenantSettings {
     /// docs/api.md "Task search"). On by default; a tenant that does not want its message words
     /// copied into an index, or paid for, turns it off.
     pub word_search: bool,
+    /// The limits on its trees of calls (docs/api.md "Governance").
+    pub call_tree: CallTreeLimits,
 }
 
 impl Default for TenantSettings {
     fn default() -> Self {
-        TenantSettings { word_search: true }
+        TenantSettings {
+            word_search: true,
+            call_tree: CallTreeLimits::default(),
+        }
     }
 }

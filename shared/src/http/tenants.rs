@@ -2,10 +2,11 @@
 //! /v1/tenant/settings`: the caller's tenant's settings.
 
 use lambda_http::Request;
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
 use super::{created, json_object, ok, only_fields, text_field, HandlerResult};
 use crate::app::App;
+use crate::domain::call_tree::{MAX_CALL_DEPTH_CEILING, MAX_COUNT_LIMIT};
 use crate::domain::ids::{KeyId, MemberId};
 use crate::domain::keys::{self, KeyKind};
 use crate::domain::{clock, Principal, TenantId, TenantSettings};
@@ -66,8 +67,10 @@ pub async fn get_settings(app: &App, request: Request) -> HandlerResult {
     ok(&settings_view(&principal.tenant_id, settings))
 }
 
-/// `PATCH /v1/tenant/settings` (admin) `{word_search}`: changes the caller's tenant's settings,
-/// with an audit entry of the change (`tenant.word_search.on` or `.off`).
+/// `PATCH /v1/tenant/settings` (admin) `{word_search?, max_call_depth?, refuse_cycles?,
+/// max_fan_out?, max_open_in_tree?}`: changes the caller's tenant's settings, with an audit
+/// entry of each change (`tenant.word_search.on` or `.off`, `tenant.call_tree`), in one
+/// transaction.
 pub async fn update_settings(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
     if !principal.is_admin() {
@@ -76,30 +79,117 @@ pub async fn update_settings(app: &App, request: Request) -> HandlerResult {
         ));
     }
     let body = json_object(&request)?;
-    only_fields(&body, &["word_search"])?;
-    let mut settings = app
+    only_fields(&body, SETTINGS_FIELDS)?;
+    let seen = app
         .store
         .tenant_settings(&principal.tenant_id)
         .await?
         .unwrap_or_default();
-    let Some(word_search) = body.get("word_search") else {
+    let settings = changed_settings(seen, &body)?;
+    let mut audit = Vec::new();
+    if settings.word_search != seen.word_search {
+        let action = match settings.word_search {
+            true => "tenant.word_search.on",
+            false => "tenant.word_search.off",
+        };
+        audit.push(AuditEntry::new(&principal, action, &principal.tenant_id));
+    }
+    if settings.call_tree != seen.call_tree {
+        audit.push(AuditEntry::new(
+            &principal,
+            "tenant.call_tree",
+            &principal.tenant_id,
+        ));
+    }
+    if audit.is_empty() {
         return ok(&settings_view(&principal.tenant_id, settings));
-    };
-    settings.word_search = word_search
-        .as_bool()
-        .ok_or_else(|| ApiError::InvalidRequest("word_search must be true or false".into()))?;
-    let action = match settings.word_search {
-        true => "tenant.word_search.on",
-        false => "tenant.word_search.off",
-    };
-    let audit = AuditEntry::new(&principal, action, &principal.tenant_id);
+    }
     app.store
         .save_tenant_settings(&principal.tenant_id, settings, &audit)
         .await?;
-    tracing::info!(tenant_id = %principal.tenant_id, action, "tenant settings changed");
+    tracing::info!(tenant_id = %principal.tenant_id, changes = audit.len(), "tenant settings changed");
     ok(&settings_view(&principal.tenant_id, settings))
 }
 
-fn settings_view(tenant_id: &TenantId, settings: TenantSettings) -> serde_json::Value {
-    json!({"tenant_id": tenant_id, "word_search": settings.word_search})
+const SETTINGS_FIELDS: &[&str] = &[
+    "word_search",
+    "max_call_depth",
+    "refuse_cycles",
+    "max_fan_out",
+    "max_open_in_tree",
+];
+
+/// `seen` with the changes `body` asks for, each checked.
+fn changed_settings(
+    seen: TenantSettings,
+    body: &Map<String, Value>,
+) -> Result<TenantSettings, ApiError> {
+    let mut settings = seen;
+    if let Some(value) = body.get("word_search") {
+        settings.word_search = flag(value, "word_search")?;
+    }
+    let mut next = seen.call_tree;
+    let limits = &mut next;
+    if let Some(value) = body.get("max_call_depth") {
+        limits.max_call_depth = bounded(value, "max_call_depth", MAX_CALL_DEPTH_CEILING)?;
+    }
+    if let Some(value) = body.get("refuse_cycles") {
+        limits.refuse_cycles = flag(value, "refuse_cycles")?;
+    }
+    if let Some(value) = body.get("max_fan_out") {
+        limits.max_fan_out = optional_bound(value, "max_fan_out")?;
+    }
+    if let Some(value) = body.get("max_open_in_tree") {
+        limits.max_open_in_tree = optional_bound(value, "max_open_in_tree")?;
+    }
+    settings.call_tree = seen.call_tree.changed_to(next, clock::unix_now_ms());
+    Ok(settings)
+}
+
+fn flag(value: &Value, name: &str) -> Result<bool, ApiError> {
+    value
+        .as_bool()
+        .ok_or_else(|| ApiError::InvalidRequest(format!("{name} must be true or false")))
+}
+
+fn bounded(value: &Value, name: &str, max: u32) -> Result<u32, ApiError> {
+    // JSON does not tell 3 from 3.0, and neither does an integer schema.
+    let whole = value.as_u64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|number| number.fract() == 0.0 && (0.0..=f64::from(max)).contains(number))
+            .map(|number| number as u64)
+    });
+    whole
+        .and_then(|number| u32::try_from(number).ok())
+        .filter(|number| (1..=max).contains(number))
+        .ok_or_else(|| {
+            ApiError::InvalidRequest(format!("{name} must be an integer from 1 to {max}"))
+        })
+}
+
+/// A count limit: `null` for none, else 1 to [`MAX_COUNT_LIMIT`].
+fn optional_bound(value: &Value, name: &str) -> Result<Option<u32>, ApiError> {
+    match value {
+        Value::Null => Ok(None),
+        value => bounded(value, name, MAX_COUNT_LIMIT)
+            .map(Some)
+            .map_err(|_| {
+                ApiError::InvalidRequest(format!(
+                    "{name} must be null (no limit) or an integer from 1 to {MAX_COUNT_LIMIT}"
+                ))
+            }),
+    }
+}
+
+fn settings_view(tenant_id: &TenantId, settings: TenantSettings) -> Value {
+    let limits = settings.call_tree;
+    json!({
+        "tenant_id": tenant_id,
+        "word_search": settings.word_search,
+        "max_call_depth": limits.max_call_depth,
+        "refuse_cycles": limits.refuse_cycles,
+        "max_fan_out": limits.max_fan_out,
+        "max_open_in_tree": limits.max_open_in_tree,
+    })
 }

@@ -1,12 +1,14 @@
 //! Call lineage: each governed call's parent and root, read back by call or by tree. A call's
 //! item is built here and written by the open transaction (`open.rs`) with its task.
 
-use crate::domain::ids::{CallId, TenantId};
+use crate::domain::ids::TenantId;
 use crate::domain::Task;
 
 use serde_json::{json, Value};
 
-use super::item::{key, opt_s, s, Item, Reader};
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::item::{key, n, opt_s, s, Item, Reader};
 use super::layout::{
     call_partition, call_tree_partition, call_tree_sort_key, older_call_tree_partition,
     CALL_SORT_KEY,
@@ -14,23 +16,6 @@ use super::layout::{
 use super::{Store, StoreError};
 
 impl Store {
-    /// The root of a call, if the call is on this ledger in this tenant.
-    pub async fn call_root(
-        &self,
-        tenant_id: &TenantId,
-        call_id: &str,
-    ) -> Result<Option<CallId>, StoreError> {
-        let output = self
-            .get(key(call_partition(call_id), CALL_SORT_KEY))
-            .await?;
-        match output.as_ref() {
-            Some(item) if Reader(item).id::<TenantId>("tenant_id")? == tenant_id => {
-                Ok(Some(Reader(item).id("root_call_id")?))
-            }
-            _ => Ok(None),
-        }
-    }
-
     /// Every call of one lineage tree in a tenant, oldest first.
     pub async fn calls_of_root(
         &self,
@@ -81,6 +66,20 @@ pub(crate) fn call_item(task: &Task) -> Item {
     call.insert("caller_agent_id".into(), s(&task.caller_agent_id));
     call.insert("callee_agent_id".into(), s(&task.callee_agent_id));
     call.insert("at".into(), s(&task.created_at));
+    // A root call says nothing: a call without a parent is depth 1 (`store/call_tree.rs`).
+    if let Some(place) = task.tree_place.as_ref().filter(|place| place.depth > 1) {
+        call.insert("depth".into(), n(u64::from(place.depth)));
+    }
+    if let Some(path) = task
+        .tree_place
+        .as_ref()
+        .and_then(|place| place.path.as_ref())
+    {
+        call.insert(
+            "path".into(),
+            AttributeValue::L(path.iter().map(s).collect()),
+        );
+    }
     call.insert(
         "gsi1pk".into(),
         s(call_tree_partition(&task.tenant_id, &task.root_call_id)),

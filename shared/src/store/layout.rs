@@ -23,6 +23,8 @@
 //! | push notification config of a task | `TASK#{id}` | `NOTIFY#{config}` | `NOTIFY-OUTBOX#{shard}` / `{due}#{task}` (older configs: `OUTBOX#{shard}`), until its task is finished and delivered | |
 //! | conversation | `CONTEXT#{id}` | `CONTEXT` | | |
 //! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{tenant}#{root}` / `{at}#{id}` (older calls: `ROOT#{root}`) | |
+//! | the tasks a call opened (`max_fan_out`) | `CALL#{id}` | `CHILDREN` | | |
+//! | the open tasks of a tenant's tree (`max_open_in_tree`) | `TREE#{tenant}#{root}` | `OPEN` | | |
 //! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
 //! | a key holder's long-poll slot | `POLLS#{agent or member}` | `SLOT#{n}` | | |
 //! | a tenant's long-poll slot | `TPOLLS#{tenant}` | `SLOT#{n}` | | |
@@ -38,6 +40,7 @@
 //! (the `conversation` index's partition) and its conversation item's key. The `words_due`
 //! index is keyed by attributes of the task item: `words_due`, `shard` / `changed_at`.
 
+use super::item::{key, Item};
 use crate::domain::signing::KeyPurpose;
 use crate::domain::{AgentId, KeyId, MemberId, TaskId, TenantId};
 
@@ -273,6 +276,16 @@ pub(crate) fn context_partition(stored_context: &str) -> String {
 /// The partition of a call's item.
 pub(crate) fn call_partition(call_id: &str) -> String {
     format!("CALL#{call_id}")
+}
+
+/// The count of the tasks call `call_id` opened.
+pub(crate) fn call_children_key(call_id: &str) -> Item {
+    key(call_partition(call_id), "CHILDREN")
+}
+
+/// The count of the open tasks of the tenant's tree `root_call_id`.
+pub(crate) fn tree_open_key(tenant_id: &TenantId, root_call_id: &str) -> Item {
+    key(format!("TREE#{tenant_id}#{root_call_id}"), "OPEN")
 }
 
 /// The index partition of one tenant's call tree: the tenant in the key, so that a caller of

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::item::{json, key, n, s, Item, Reader};
+use super::item::{b, json, key, n, s, Item, Reader};
 use super::layout::{
     due_sort_key, outbox_shard_partition, queue_partition, queue_sort_key, shown_context,
     stored_context, task_id_of_partition, task_partition, task_shard, TASK_SORT_KEY,
@@ -170,6 +170,9 @@ pub(crate) fn to_item(task: &Task) -> Item {
         item.insert("parent_call_id".into(), s(parent));
     }
     item.insert("root_call_id".into(), s(&task.root_call_id));
+    if task.counted_in_tree {
+        item.insert("tree_counted".into(), b(true));
+    }
     item.insert("delivery".into(), s(task.delivery.as_str()));
     item.insert(
         "claim_timeout_seconds".into(),
@@ -280,6 +283,8 @@ impl TryFrom<&Item> for Task {
             call_id: read.id("call_id")?,
             parent_call_id: read.opt_id("parent_call_id")?,
             root_call_id: read.id("root_call_id")?,
+            tree_place: None,
+            counted_in_tree: item.contains_key("tree_counted"),
             delivery,
             claim_timeout_seconds: read.n("claim_timeout_seconds")?,
             deadline_at: read.opt_at("deadline_at")?,
@@ -414,6 +419,8 @@ mod tests {
             call_id: uuid.into(),
             parent_call_id: Some(uuid.into()),
             root_call_id: uuid.into(),
+            tree_place: None,
+            counted_in_tree: false,
             delivery: Delivery::Push,
             claim_timeout_seconds: 86_400,
             deadline_at: None,
@@ -489,6 +496,8 @@ mod tests {
             call_id: "call".into(),
             parent_call_id: Some("parent".into()),
             root_call_id: "root".into(),
+            tree_place: None,
+            counted_in_tree: false,
             delivery: Delivery::Push,
             claim_timeout_seconds: 900,
             // Claims and deliveries set these with their own writes, never through `to_item`.

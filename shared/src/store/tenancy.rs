@@ -4,13 +4,16 @@ use crate::domain::clock::Timestamp;
 use crate::domain::ids::{MemberId, TenantId};
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
-use super::item::{key, n, s, Item, Reader};
+use std::collections::HashMap;
+
+use super::item::{b, key, n, s, Item, Reader};
 use super::keys::NewKey;
 use super::layout::{
     member_partition, member_sort_key, tenant_partition, MEMBER_SORT_KEY, MEMBER_SORT_PREFIX,
     TENANT_SORT_KEY,
 };
 use super::{AuditEntry, Store, StoreError};
+use crate::domain::call_tree::CallTreeLimits;
 use crate::domain::{clock, TenantSettings};
 
 /// A member as the tenant's listing shows it.
@@ -220,11 +223,7 @@ impl Store {
         let Some(item) = self.get(tenant_key(tenant_id)).await? else {
             return Ok(None);
         };
-        let word_search = match item.get("word_search") {
-            None => TenantSettings::default().word_search,
-            Some(_) => Reader(&item).bool("word_search")?,
-        };
-        Ok(Some(TenantSettings { word_search }))
+        Ok(Some(settings_of(&item)?))
     }
 
     /// The tenant's settings as this process read them less than the settings' TTL ago, or read
@@ -246,33 +245,89 @@ impl Store {
         Ok(settings)
     }
 
-    /// Saves the tenant's settings with the audit entry of the change, in one transaction.
+    /// Saves the tenant's settings with the audit entries of the change, in one transaction.
     pub async fn save_tenant_settings(
         &self,
         tenant_id: &TenantId,
         settings: TenantSettings,
-        audit: &AuditEntry,
+        audit: &[AuditEntry],
     ) -> Result<(), StoreError> {
+        let limits = settings.call_tree;
+        let mut values = HashMap::from([
+            (":word_search".to_owned(), b(settings.word_search)),
+            (":refuse_cycles".to_owned(), b(limits.refuse_cycles)),
+        ]);
+        let mut set = vec![
+            "word_search = :word_search".to_owned(),
+            "refuse_cycles = :refuse_cycles".to_owned(),
+        ];
+        let mut remove = Vec::new();
+        for (name, limit) in [
+            ("max_call_depth", Some(u64::from(limits.max_call_depth))),
+            ("call_tree_counts_since", Some(limits.counts_since)),
+            ("max_fan_out", limits.max_fan_out.map(u64::from)),
+            ("max_open_in_tree", limits.max_open_in_tree.map(u64::from)),
+        ] {
+            match limit {
+                Some(limit) => {
+                    set.push(format!("{name} = :{name}"));
+                    values.insert(format!(":{name}"), n(limit));
+                }
+                None => remove.push(name),
+            }
+        }
+        let mut expression = format!("SET {}", set.join(", "));
+        if !remove.is_empty() {
+            expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
+        }
         let update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(tenant_key(tenant_id)))
-            .update_expression("SET word_search = :word_search")
+            .update_expression(expression)
             .condition_expression("attribute_exists(pk)")
-            .expression_attribute_values(
-                ":word_search",
-                aws_sdk_dynamodb::types::AttributeValue::Bool(settings.word_search),
-            )
+            .set_expression_attribute_values(Some(values))
             .build()
             .map_err(|error| StoreError::Rejected(error.to_string()))?;
-        self.transact(vec![
-            TransactWriteItem::builder().update(update).build(),
-            self.put_new(audit.to_item())?,
-        ])
-        .await?;
+        let mut writes = vec![TransactWriteItem::builder().update(update).build()];
+        for entry in audit {
+            writes.push(self.put_new(entry.to_item())?);
+        }
+        self.transact(writes).await?;
         self.recent_settings
             .put(tenant_id.as_str().to_owned(), settings);
         Ok(())
     }
+}
+
+/// A tenant's settings as its item holds them; a setting never changed has its default.
+fn settings_of(item: &Item) -> Result<TenantSettings, StoreError> {
+    let read = Reader(item);
+    let defaults = TenantSettings::default();
+    let limit = |name: &str| -> Result<Option<u32>, StoreError> {
+        match item.get(name) {
+            None => Ok(None),
+            Some(_) => Ok(Some(u32::try_from(read.n(name)?).unwrap_or(u32::MAX))),
+        }
+    };
+    Ok(TenantSettings {
+        word_search: match item.get("word_search") {
+            None => defaults.word_search,
+            Some(_) => read.bool("word_search")?,
+        },
+        call_tree: CallTreeLimits {
+            max_call_depth: limit("max_call_depth")?.unwrap_or(defaults.call_tree.max_call_depth),
+            refuse_cycles: match item.get("refuse_cycles") {
+                None => defaults.call_tree.refuse_cycles,
+                Some(_) => read.bool("refuse_cycles")?,
+            },
+            max_fan_out: limit("max_fan_out")?,
+            max_open_in_tree: limit("max_open_in_tree")?,
+            counts_since: match item.get("call_tree_counts_since") {
+                None => 0,
+                Some(_) => read.n("call_tree_counts_since")?,
+            },
+        },
+    })
 }
 
 fn tenant_key(tenant_id: &TenantId) -> Item {

@@ -10,6 +10,7 @@
 
 mod caller;
 pub mod claim;
+pub mod tree;
 
 use crate::bodies::Bodies;
 use crate::domain::content::PackedBody;
@@ -56,6 +57,7 @@ impl<'a> Tasks<'a> {
     pub async fn handed_on(&self, transition: TaskTransition) -> TaskTransition {
         if let TaskTransition::Applied(task) = &transition {
             self.changed(task).await;
+            self.left_its_tree(task).await;
         }
         transition
     }

@@ -19,6 +19,7 @@ mod contract;
 mod deployment;
 mod errors;
 mod events;
+mod governance;
 mod histories;
 mod idempotency;
 mod input;

@@ -11,6 +11,7 @@ use super::tasks::{accepted_by, agent_principal, expire_if_overdue, wait_for_ans
 use crate::app::App;
 use crate::bodies::resolve_from_memory;
 use crate::domain::binding::RefusalReason;
+use crate::domain::call_tree::Parent;
 use crate::domain::content::{PackedBody, Stored};
 use crate::domain::notify::NotifyRequest;
 use crate::domain::task::{keyed_task_id, CallLineage, TaskOpening};
@@ -21,6 +22,7 @@ use crate::error::ApiError;
 use crate::http::gate::{precheck_refusal, refuse};
 use crate::http::{full_task, pack_message, poll_slot, WaitSlots};
 use crate::store::{ContextJoin, OpenRefusal, OpenTask, StoreError};
+use crate::tasks::tree::{TreeAdmission, TreeCall};
 
 /// An open request as read from the wire (REST or A2A), before the gate looks at it.
 pub(crate) struct OpenRequest {
@@ -55,7 +57,7 @@ pub(crate) async fn open_task(
 ) -> Result<Task, ApiError> {
     let caller_id = agent_principal(principal, "opening a task")?;
     let call_id = CallId::generate();
-    let lineage = lineage(app, principal, call_id, asked.parent_call_id.clone()).await?;
+    let (lineage, parent) = lineage(app, principal, call_id, asked.parent_call_id.clone()).await?;
     let callee = callee_in_tenant(app, principal, &asked.callee_segment, &lineage).await?;
     let task_id = match &asked.message.message_id {
         Some(message_id) => keyed_task_id(&caller_id, &callee.id, message_id),
@@ -68,17 +70,75 @@ pub(crate) async fn open_task(
         return Err(refuse(app, principal, &callee.id, reason, &lineage).await);
     }
     accepted_by(&callee, &asked.message)?;
+    let (context_id, context) = conversation(app, principal, &asked, &caller_id, &callee).await?;
+    let expires_at = app.config.task_expiry();
+    let tree = match enter_tree(
+        app, principal, &caller_id, &callee, &lineage, &parent, expires_at,
+    )
+    .await?
+    {
+        Ok(tree) => tree,
+        Err(reason) => {
+            let refused = RefusedOpen {
+                task_id: &task_id,
+                callee: &callee,
+                reason,
+                lineage: &lineage,
+            };
+            return refuse_or_replay(app, principal, &asked, refused, &input).await;
+        }
+    };
     if input.offload.is_some() {
-        app.bodies.store(&[&input]).await?;
+        if let Err(error) = app.bodies.store(&[&input]).await {
+            app.tasks().leave_tree_unopened(&tree).await;
+            return Err(error.into());
+        }
     }
-    let (context_id, context) = match asked.context_id.clone() {
+    let mut task = Task::open(TaskOpening {
+        id: task_id,
+        caller_agent_id: caller_id,
+        callee: &callee,
+        context_id,
+        input: Stored::packed(&input, asked.message.clone()),
+        input_bytes: input.bytes,
+        lineage,
+        now: clock::now(),
+        expires_at,
+    });
+    task.context_named = context == ContextJoin::Name;
+    task.counted_in_tree = tree.counted_in_tree();
+    task.tree_place = Some(tree.place.clone());
+    task.caller_signed_in_with
+        .clone_from(&principal.signed_in_with);
+    let open = OpenTask { task, context };
+    let keyed = asked.message.message_id.is_some();
+    let after = AfterOpen {
+        wait: asked.wait,
+        notify: asked.notify,
+    };
+    let committed = commit(app, principal, &callee, open, keyed, after, &input).await;
+    if !matches!(committed, Ok(Opened::New(_))) {
+        app.tasks().leave_tree_unopened(&tree).await;
+    }
+    committed.map(Opened::into_task)
+}
+
+/// The conversation the open continues, names or starts.
+async fn conversation(
+    app: &App,
+    principal: &TenantPrincipal,
+    asked: &OpenRequest,
+    caller_id: &AgentId,
+    callee: &Agent,
+) -> Result<(ContextId, ContextJoin), ApiError> {
+    Ok(match asked.context_id.clone() {
         None => (ContextId::generate(), ContextJoin::Start),
         Some(id) if !asked.context_named => (id, ContextJoin::Continue),
         Some(id) => {
             let issued = uuid::Uuid::parse_str(&id).is_ok()
                 && app
                     .store
-                    .is_conversation_of(&principal.tenant_id, &id, [&caller_id, &callee.id])
+                    .is_conversation_of(&principal.tenant_id, &id, [caller_id, &callee.id])
                     .await?;
             (
                 id,
@@ -89,28 +149,76 @@ pub(crate) async fn open_task(
                 },
             )
         }
-    };
-    let mut task = Task::open(TaskOpening {
-        id: task_id,
-        caller_agent_id: caller_id,
-        callee: &callee,
-        context_id,
-        input: Stored::packed(&input, asked.message.clone()),
-        input_bytes: input.bytes,
+    })
+}
+
+/// An open the call-tree limits refuse.
+struct RefusedOpen<'a> {
+    task_id: &'a TaskId,
+    callee: &'a Agent,
+    reason: RefusalReason,
+    lineage: &'a CallLineage,
+}
+
+/// The gate's one refusal for an open the limits refuse, unless it repeats an open with the
+/// same `message_id`: that one answers with the task the first wrote, whatever the limits say
+/// now.
+async fn refuse_or_replay(
+    app: &App,
+    principal: &TenantPrincipal,
+    asked: &OpenRequest,
+    refused: RefusedOpen<'_>,
+    input: &PackedBody,
+) -> Result<Task, ApiError> {
+    if asked.message.message_id.is_some() {
+        if let Some(existing) = app.store.get_task(refused.task_id).await? {
+            let (callee_id, wait) = (&refused.callee.id, asked.wait);
+            return replay_open(app, principal, callee_id, existing, wait, input).await;
+        }
+    }
+    let callee_id = &refused.callee.id;
+    Err(refuse(app, principal, callee_id, refused.reason, refused.lineage).await)
+}
+
+/// Places the call in its tree under the tenant's call-tree limits, or the reason they refuse
+/// it.
+async fn enter_tree(
+    app: &App,
+    principal: &TenantPrincipal,
+    caller_id: &AgentId,
+    callee: &Agent,
+    lineage: &CallLineage,
+    parent: &Parent,
+    expires_at: u64,
+) -> Result<Result<TreeAdmission, RefusalReason>, ApiError> {
+    let settings = app
+        .store
+        .recent_tenant_settings(&principal.tenant_id)
+        .await?;
+    let call = TreeCall {
+        tenant_id: &principal.tenant_id,
+        caller_id,
+        callee_id: &callee.id,
         lineage,
-        now: clock::now(),
-        expires_at: app.config.task_expiry(),
-    });
-    task.context_named = context == ContextJoin::Name;
-    task.caller_signed_in_with
-        .clone_from(&principal.signed_in_with);
-    let open = OpenTask { task, context };
-    let keyed = asked.message.message_id.is_some();
-    let after = AfterOpen {
-        wait: asked.wait,
-        notify: asked.notify,
+        parent,
+        expires_at,
     };
-    commit(app, principal, &callee, open, keyed, after, &input).await
+    Ok(app.tasks().enter_tree(&settings.call_tree, &call).await?)
+}
+
+/// What a committed open answers with: a task this open wrote, or the one an open repeated with
+/// the same `message_id` wrote before.
+enum Opened {
+    New(Task),
+    Repeated(Task),
+}
+
+impl Opened {
+    fn into_task(self) -> Task {
+        match self {
+            Opened::New(task) | Opened::Repeated(task) => task,
+        }
+    }
 }
 
 /// The callee the path names, if it is an agent of the caller's tenant; anything else is the
@@ -143,26 +251,37 @@ async fn callee_in_tenant(
 }
 
 /// The new call's place in the ledger: a call with no parent is its own root; a parent from
-/// this tenant's ledger passes its root on; an unknown parent is taken as the root.
+/// this tenant's ledger passes its root on; an unknown parent is taken as the root. With it, the
+/// parent as the call-tree limits see it.
 async fn lineage(
     app: &App,
     principal: &TenantPrincipal,
     call_id: CallId,
     parent_call_id: Option<CallId>,
-) -> Result<CallLineage, ApiError> {
-    let root_call_id = match &parent_call_id {
-        None => call_id.clone(),
-        Some(parent) => app
+) -> Result<(CallLineage, Parent), ApiError> {
+    let (root_call_id, parent) = match &parent_call_id {
+        None => (call_id.clone(), Parent::None),
+        Some(parent_id) => match app
             .store
-            .call_root(&principal.tenant_id, parent)
+            .parent_call(&principal.tenant_id, parent_id)
             .await?
-            .unwrap_or_else(|| parent.clone()),
+        {
+            Some(known) => (
+                known.root_call_id,
+                Parent::Known {
+                    place: known.place,
+                    opened_at: known.opened_at,
+                },
+            ),
+            None => (parent_id.clone(), Parent::Unknown),
+        },
     };
-    Ok(CallLineage {
+    let lineage = CallLineage {
         call_id,
         parent_call_id,
         root_call_id,
-    })
+    };
+    Ok((lineage, parent))
 }
 
 /// Writes the task and answers: the new task, the task a repeated open already wrote, or the
@@ -175,7 +294,7 @@ async fn commit(
     keyed: bool,
     after: AfterOpen,
     input: &PackedBody,
-) -> Result<Task, ApiError> {
+) -> Result<Opened, ApiError> {
     let wait = after.wait;
     let task_id = &open.task.id;
     crate::http::note_task(&open.task);
@@ -185,9 +304,9 @@ async fn commit(
         Err(StoreError::Unavailable(reason)) if keyed => {
             tokio::time::sleep(Duration::from_millis(50)).await;
             return match app.store.get_task(task_id).await? {
-                Some(existing) => {
-                    replay_open(app, principal, &callee.id, existing, wait, input).await
-                }
+                Some(existing) => replay_open(app, principal, &callee.id, existing, wait, input)
+                    .await
+                    .map(Opened::Repeated),
                 None => Err(StoreError::Unavailable(reason).into()),
             };
         }
@@ -201,7 +320,9 @@ async fn commit(
                     "task {task_id} vanished after its open was refused as a repeat"
                 ))
             })?;
-            return replay_open(app, principal, &callee.id, existing, wait, input).await;
+            return replay_open(app, principal, &callee.id, existing, wait, input)
+                .await
+                .map(Opened::Repeated);
         }
         Err(OpenRefusal::UnknownContext) => {
             return Err(ApiError::NotFound(
@@ -221,7 +342,9 @@ async fn commit(
             tracing::warn!(task_id = %task_id, error = %error, "the push notification config sent with the task could not be stored");
         }
     }
-    opened_response(app, principal, open.task, wait, input).await
+    opened_response(app, principal, open.task, wait, input)
+        .await
+        .map(Opened::New)
 }
 
 /// The answer to an open repeated with the same `message_id`: the task the first one wrote, as

@@ -1,0 +1,205 @@
+//! Call-tree limits: how deep a chain of calls may go, whether it may come back to an agent
+//! already on it, how many tasks one call may open and how many of a tree may be open at once.
+//! The gate holds every call's parent and root (`CallLineage`); these rules read the parent's
+//! place in its tree and decide the new call's, before anything is written for it.
+
+use serde::Serialize;
+
+use super::binding::RefusalReason;
+use super::clock::Timestamp;
+use super::ids::AgentId;
+
+/// The depth limit of a tenant that never set one.
+pub const DEFAULT_MAX_CALL_DEPTH: u32 = 16;
+/// The deepest limit a tenant may set: a path of agents this long still fits a call's item.
+pub const MAX_CALL_DEPTH_CEILING: u32 = 64;
+/// The largest fan-out and open-in-tree limits a tenant may set.
+pub const MAX_COUNT_LIMIT: u32 = 10_000;
+
+/// A tenant's call-tree limits. `None` is no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CallTreeLimits {
+    /// The most calls on one path from the root, the root call counted as 1.
+    pub max_call_depth: u32,
+    /// Whether a call to an agent already on its own path to the root is refused.
+    pub refuse_cycles: bool,
+    /// The most tasks one call (a task) may open below it.
+    pub max_fan_out: Option<u32>,
+    /// The most tasks of one tree open (not finished) at once.
+    pub max_open_in_tree: Option<u32>,
+    /// When counting began (milliseconds since the epoch): the last time a count limit was set
+    /// where there was none. Counts made before it missed the tasks opened while nothing was
+    /// counted, so they are made again from the ledger before they are used.
+    pub counts_since: u64,
+}
+
+impl Default for CallTreeLimits {
+    fn default() -> Self {
+        CallTreeLimits {
+            max_call_depth: DEFAULT_MAX_CALL_DEPTH,
+            refuse_cycles: false,
+            max_fan_out: None,
+            max_open_in_tree: None,
+            counts_since: 0,
+        }
+    }
+}
+
+/// Where a call sits in its tree: its depth (a root call is 1) and, when the tenant refuses
+/// cycles, every agent on its path from the root's caller to its callee.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TreePlace {
+    pub depth: u32,
+    pub path: Option<Vec<AgentId>>,
+}
+
+/// The parent of a new call as the ledger knows it: its place, when the parent is a call of this
+/// tenant's ledger; a parent the ledger does not know is taken as the root (depth 1), with no
+/// path known beyond it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parent {
+    None,
+    Unknown,
+    Known {
+        place: TreePlace,
+        /// When the parent call was opened.
+        opened_at: Timestamp,
+    },
+}
+
+impl CallTreeLimits {
+    /// These limits as changed to `next` at `now_ms`: counting begins again when a count limit
+    /// is set where there was none.
+    pub fn changed_to(&self, mut next: CallTreeLimits, now_ms: u64) -> CallTreeLimits {
+        let starts = (self.max_fan_out.is_none() && next.max_fan_out.is_some())
+            || (self.max_open_in_tree.is_none() && next.max_open_in_tree.is_some());
+        next.counts_since = if starts { now_ms } else { self.counts_since };
+        next
+    }
+
+    /// The new call's place below `parent`, from `caller` to `callee`, or the reason the limits
+    /// refuse it: deeper than `max_call_depth` (`depth_exceeded`), or back to an agent on its
+    /// path when cycles are refused (`cycle`). A parent whose path is not known (written before
+    /// cycles were refused) gives a path from the caller on.
+    pub fn place(
+        &self,
+        parent: &Parent,
+        caller: &AgentId,
+        callee: &AgentId,
+    ) -> Result<TreePlace, RefusalReason> {
+        let (parent_depth, parent_path) = match parent {
+            Parent::None => (0, None),
+            Parent::Unknown => (1, None),
+            Parent::Known { place, .. } => (place.depth, place.path.clone()),
+        };
+        let depth = parent_depth.saturating_add(1);
+        if depth > self.max_call_depth {
+            return Err(RefusalReason::DepthExceeded);
+        }
+        if !self.refuse_cycles {
+            return Ok(TreePlace { depth, path: None });
+        }
+        let mut path = parent_path.unwrap_or_default();
+        if path.last() != Some(caller) {
+            path.push(caller.clone());
+        }
+        if path.contains(callee) {
+            return Err(RefusalReason::Cycle);
+        }
+        path.push(callee.clone());
+        Ok(TreePlace {
+            depth,
+            path: Some(path),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(name: &str) -> AgentId {
+        AgentId::from(name.to_owned())
+    }
+
+    fn known(place: TreePlace) -> Parent {
+        Parent::Known {
+            place,
+            opened_at: Timestamp::default(),
+        }
+    }
+
+    fn limits(depth: u32, cycles: bool) -> CallTreeLimits {
+        CallTreeLimits {
+            max_call_depth: depth,
+            refuse_cycles: cycles,
+            ..CallTreeLimits::default()
+        }
+    }
+
+    #[test]
+    fn a_root_call_is_depth_one_and_each_call_below_one_deeper() {
+        let limits = limits(3, false);
+        let (a, b) = (agent("a"), agent("b"));
+        let root = limits.place(&Parent::None, &a, &b).unwrap();
+        assert_eq!(root.depth, 1);
+        let second = limits.place(&known(root), &b, &a).unwrap();
+        assert_eq!(second.depth, 2);
+        let third = limits.place(&known(second), &a, &b).unwrap();
+        assert_eq!(third.depth, 3);
+        assert_eq!(
+            limits.place(&known(third), &b, &a),
+            Err(RefusalReason::DepthExceeded)
+        );
+        // A parent from outside the ledger is the root: its child is depth 2.
+        assert_eq!(limits.place(&Parent::Unknown, &a, &b).unwrap().depth, 2);
+    }
+
+    #[test]
+    fn a_call_back_to_an_agent_on_its_path_is_a_cycle_only_when_cycles_are_refused() {
+        let (a, b, c) = (agent("a"), agent("b"), agent("c"));
+        let open = limits(16, false);
+        let root = open.place(&Parent::None, &a, &b).unwrap();
+        assert_eq!(root.path, None);
+        assert!(open.place(&known(root), &b, &a).is_ok());
+
+        let closed = limits(16, true);
+        let root = closed.place(&Parent::None, &a, &b).unwrap();
+        assert_eq!(root.path, Some(vec![a.clone(), b.clone()]));
+        let down = closed.place(&known(root.clone()), &b, &c).unwrap();
+        assert_eq!(down.path, Some(vec![a.clone(), b.clone(), c.clone()]));
+        assert_eq!(
+            closed.place(&known(down.clone()), &c, &a),
+            Err(RefusalReason::Cycle)
+        );
+        assert_eq!(
+            closed.place(&known(down), &c, &b),
+            Err(RefusalReason::Cycle)
+        );
+        // Calling oneself is the shortest cycle.
+        assert_eq!(
+            closed.place(&Parent::None, &a, &a),
+            Err(RefusalReason::Cycle)
+        );
+        // A caller that is not its parent's callee joins the path before its callee.
+        let aside = closed.place(&known(root), &c, &a);
+        assert_eq!(aside, Err(RefusalReason::Cycle));
+    }
+
+    #[test]
+    fn a_parent_without_a_known_path_starts_the_path_at_the_caller() {
+        let (a, b) = (agent("a"), agent("b"));
+        let closed = limits(16, true);
+        let old = TreePlace {
+            depth: 4,
+            path: None,
+        };
+        let place = closed.place(&known(old), &a, &b).unwrap();
+        assert_eq!(place.depth, 5);
+        assert_eq!(place.path, Some(vec![a.clone(), b.clone()]));
+        assert_eq!(
+            closed.place(&known(place), &b, &a),
+            Err(RefusalReason::Cycle)
+        );
+    }
+}

@@ -1,0 +1,148 @@
+//! A new task's place in its call tree, under the tenant's call-tree limits: its depth and path
+//! decided by the domain (`domain/call_tree.rs`), its parent's count of tasks opened
+//! (`max_fan_out`) and its tree's count of open tasks (`max_open_in_tree`) moved here, before
+//! the task is written. A finished task leaves its tree's count ([`Tasks::left_its_tree`]).
+
+use super::Tasks;
+use crate::domain::binding::RefusalReason;
+use crate::domain::call_tree::{CallTreeLimits, Parent, TreePlace};
+use crate::domain::clock::unix_ms;
+use crate::domain::task::CallLineage;
+use crate::domain::{AgentId, Task, TenantId};
+use crate::store::{CountLimit, Counter, StoreError};
+
+/// Who opens what, where: the facts the limits judge a new call by.
+pub struct TreeCall<'a> {
+    pub tenant_id: &'a TenantId,
+    pub caller_id: &'a AgentId,
+    pub callee_id: &'a AgentId,
+    pub lineage: &'a CallLineage,
+    pub parent: &'a Parent,
+    /// When the task (and so its counts) expire, in seconds since the epoch.
+    pub expires_at: u64,
+}
+
+/// A call the limits admitted: its place, and the counts it took (given back by
+/// [`Tasks::leave_tree_unopened`] if its task is not written after all).
+#[derive(Debug, Default)]
+pub struct TreeAdmission {
+    pub place: TreePlace,
+    counted: Vec<Counter>,
+}
+
+impl TreeAdmission {
+    /// Whether the task counts among its tree's open tasks.
+    pub fn counted_in_tree(&self) -> bool {
+        self.counted
+            .iter()
+            .any(|counter| matches!(counter, Counter::OpenInTree { .. }))
+    }
+}
+
+impl Tasks<'_> {
+    /// Places `call` in its tree under `limits`, taking its counts, or the reason the limits
+    /// refuse it (nothing stays counted for a refused call).
+    pub async fn enter_tree(
+        &self,
+        limits: &CallTreeLimits,
+        call: &TreeCall<'_>,
+    ) -> Result<Result<TreeAdmission, RefusalReason>, StoreError> {
+        let place = match limits.place(call.parent, call.caller_id, call.callee_id) {
+            Ok(place) => place,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        let mut admission = TreeAdmission {
+            place,
+            counted: Vec::new(),
+        };
+        for (counter, limit, refusal) in counts_of(limits, call) {
+            match self.store.count_within(&counter, limit).await {
+                Ok(true) => admission.counted.push(counter),
+                Ok(false) => {
+                    self.leave_tree_unopened(&admission).await;
+                    return Ok(Err(refusal));
+                }
+                Err(error) => {
+                    self.leave_tree_unopened(&admission).await;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(Ok(admission))
+    }
+
+    /// Gives back the counts an admitted call took, when its task was not written after all (a
+    /// failed write, or an open repeated with the same `message_id`). A count not given back
+    /// errs on the side of refusing, and is made again from the ledger before it refuses.
+    pub async fn leave_tree_unopened(&self, admission: &TreeAdmission) {
+        for counter in &admission.counted {
+            if let Err(error) = self.store.count_down(counter).await {
+                tracing::warn!(counter = ?counter, error = %error, "could not give back a call-tree count");
+            }
+        }
+    }
+
+    /// Takes a task that just finished off its tree's count of open tasks, if it was on it.
+    pub(super) async fn left_its_tree(&self, task: &Task) {
+        if !task.counted_in_tree || task.state.is_open() {
+            return;
+        }
+        let counter = Counter::OpenInTree {
+            tenant_id: task.tenant_id.clone(),
+            root_call_id: task.root_call_id.clone(),
+        };
+        if let Err(error) = self.store.count_down(&counter).await {
+            tracing::warn!(task_id = %task.id, error = %error, "could not take a finished task off its tree's count; it is counted again at its limit");
+        }
+    }
+}
+
+/// The counts a call must take under `limits`: its parent's tasks opened (a parent from outside
+/// the ledger opened nothing here), and its tree's open tasks.
+fn counts_of(
+    limits: &CallTreeLimits,
+    call: &TreeCall<'_>,
+) -> Vec<(Counter, CountLimit, RefusalReason)> {
+    let mut counts = Vec::new();
+    let epoch = limits.counts_since;
+    let root_call_id = &call.lineage.root_call_id;
+    let known_parent = match (call.parent, &call.lineage.parent_call_id) {
+        (Parent::Known { opened_at, .. }, Some(parent_id)) => Some((parent_id, opened_at)),
+        _ => None,
+    };
+    if let (Some(max), Some((parent_id, opened_at))) = (limits.max_fan_out, known_parent) {
+        // A parent opened since counting began has had every task it opened counted.
+        let opened_since = unix_ms(opened_at).is_some_and(|at| at >= epoch);
+        counts.push((
+            Counter::Children {
+                tenant_id: call.tenant_id.clone(),
+                root_call_id: root_call_id.clone(),
+                parent_call_id: parent_id.clone(),
+            },
+            CountLimit {
+                max,
+                epoch,
+                absent_is_zero: opened_since,
+                expires_at: call.expires_at,
+            },
+            RefusalReason::FanOutExceeded,
+        ));
+    }
+    if let Some(max) = limits.max_open_in_tree {
+        counts.push((
+            Counter::OpenInTree {
+                tenant_id: call.tenant_id.clone(),
+                root_call_id: root_call_id.clone(),
+            },
+            CountLimit {
+                max,
+                epoch,
+                // A root call starts its tree: nothing of it was opened before.
+                absent_is_zero: matches!(call.parent, Parent::None),
+                expires_at: call.expires_at,
+            },
+            RefusalReason::TreeOpenLimit,
+        ));
+    }
+    counts
+}
