@@ -11,6 +11,7 @@
 mod model;
 mod system;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use proptest::test_runner::{Config, RngSeed, TestRunner};
@@ -33,7 +34,7 @@ fn histories_wanted(default: u32) -> u32 {
 }
 
 /// Runs `cases` histories from `seed`; panics with the shrunk history on a disagreement.
-fn run_histories(label: &str, seed: u64, cases: u32) {
+fn run_histories(label: &str, seed: u64, cases: u32) -> BTreeMap<&'static str, usize> {
     let config = Config {
         cases,
         rng_seed: RngSeed::Fixed(seed),
@@ -74,9 +75,16 @@ fn run_histories(label: &str, seed: u64, cases: u32) {
         .collect();
     eprintln!("histories ({label}): steps by kind: {}", kinds.join(", "));
     drop(by_step);
+    let refusals = run
+        .refusals
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    eprintln!("histories ({label}): opens refused, by reason: {refusals:?}");
     if let Err(failure) = outcome {
         panic!("histories ({label}), seed {seed}: {failure}");
     }
+    refusals
 }
 
 fn seed_from_env() -> Option<u64> {
@@ -85,13 +93,28 @@ fn seed_from_env() -> Option<u64> {
         .and_then(|text| text.parse().ok())
 }
 
+/// The fixed seed's histories reach every refusal of the call-tree limits, so their agreement
+/// with the model says something about each.
 #[test]
 fn histories_from_a_fixed_seed_agree_with_the_model() {
-    run_histories(
+    let refusals = run_histories(
         "fixed seed",
         seed_from_env().unwrap_or(FIXED_SEED),
         histories_wanted(100),
     );
+    if seed_from_env().is_none() && histories_wanted(100) >= 100 {
+        for reason in [
+            "depth_exceeded",
+            "cycle",
+            "fan_out_exceeded",
+            "tree_open_limit",
+        ] {
+            assert!(
+                refusals.contains_key(reason),
+                "no history was refused {reason}: {refusals:?}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -44,6 +44,14 @@ pub enum State {
 }
 
 impl State {
+    /// Not completed, failed or canceled: it counts among its tree's open tasks.
+    pub fn is_open(self) -> bool {
+        matches!(
+            self,
+            State::Submitted | State::Working | State::InputRequired
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             State::Submitted => "submitted",
@@ -214,6 +222,11 @@ pub enum Step {
         tenant: usize,
         on: bool,
     },
+    /// The tenant's call-tree limits set (`PATCH /v1/tenant/settings`).
+    Limits {
+        tenant: usize,
+        limits: Limits,
+    },
     // Reads, each held to the model.
     ReadTask {
         task: usize,
@@ -290,9 +303,28 @@ pub struct Tenant {
     /// By (caller, callee).
     pub bindings: BTreeMap<(usize, usize), Binding>,
     pub word_search: bool,
+    pub limits: Limits,
     /// Refused opens by (caller, target, reason): how many. The target is an agent of this
     /// tenant, or `AGENTS + n` for agent n of the other tenant.
     pub refusals: BTreeMap<(usize, usize, &'static str), u64>,
+}
+
+/// A tenant's call-tree limits (docs/api.md, "Governance").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_call_depth: u32,
+    pub refuse_cycles: bool,
+    pub max_fan_out: Option<u32>,
+    pub max_open_in_tree: Option<u32>,
+}
+
+impl Limits {
+    pub const DEFAULT: Limits = Limits {
+        max_call_depth: 16,
+        refuse_cycles: false,
+        max_fan_out: None,
+        max_open_in_tree: None,
+    };
 }
 
 #[derive(Debug, Clone)]
@@ -305,6 +337,10 @@ pub struct Task {
     pub queued: bool,
     pub parent: Option<usize>,
     pub root: usize,
+    /// Its call's depth in its tree, the root's being 1.
+    pub depth: u32,
+    /// The agents on its call's path from the root's caller, kept while cycles are refused.
+    pub path: Option<Vec<usize>>,
     /// Its words were indexed (the tenant had word search on when it opened).
     pub indexed: bool,
     pub push: bool,
@@ -353,6 +389,7 @@ impl Model {
             ],
             bindings: BTreeMap::new(),
             word_search: true,
+            limits: Limits::DEFAULT,
             refusals: BTreeMap::new(),
         };
         Model {
@@ -418,6 +455,55 @@ impl Model {
         }
     }
 
+    /// The place of a call from `caller` to `callee` below `parent` under the tenant's
+    /// call-tree limits (its depth and path), or the limit that refuses it.
+    fn tree_place(
+        &self,
+        tenant: usize,
+        caller: usize,
+        callee: usize,
+        parent: Option<usize>,
+    ) -> Result<(u32, Option<Vec<usize>>), &'static str> {
+        let limits = self.tenants[tenant].limits;
+        let above = parent.map(|parent| &self.tasks[parent]);
+        let depth = above.map_or(0, |parent| parent.depth) + 1;
+        if depth > limits.max_call_depth {
+            return Err("depth_exceeded");
+        }
+        let path = match limits.refuse_cycles {
+            false => None,
+            true => {
+                let mut path = above
+                    .and_then(|parent| parent.path.clone())
+                    .unwrap_or_default();
+                if path.last() != Some(&caller) {
+                    path.push(caller);
+                }
+                if path.contains(&callee) {
+                    return Err("cycle");
+                }
+                path.push(callee);
+                Some(path)
+            }
+        };
+        if let (Some(max), Some(parent)) = (limits.max_fan_out, parent) {
+            let opened = self.tasks.iter().filter(|task| task.parent == Some(parent));
+            if opened.count() >= max as usize {
+                return Err("fan_out_exceeded");
+            }
+        }
+        if let (Some(max), Some(parent)) = (limits.max_open_in_tree, above) {
+            let open = self
+                .tasks
+                .iter()
+                .filter(|task| task.root == parent.root && task.state.is_open());
+            if open.count() >= max as usize {
+                return Err("tree_open_limit");
+            }
+        }
+        Ok((depth, path))
+    }
+
     /// The tasks of `tenant`, newest first.
     pub fn tasks_of(&self, tenant: usize) -> impl Iterator<Item = usize> + '_ {
         (0..self.tasks.len())
@@ -449,13 +535,20 @@ impl Model {
         if let Some(refused) = self.key_refusal(tenant, caller) {
             return refused;
         }
-        if let Some(reason) = self.refusal(tenant, caller, callee) {
-            *self.tenants[tenant]
-                .refusals
-                .entry((caller, callee, reason))
-                .or_default() += 1;
-            return Expect::Refused(reason);
-        }
+        let place = match self.refusal(tenant, caller, callee) {
+            Some(reason) => Err(reason),
+            None => self.tree_place(tenant, caller, callee, parent),
+        };
+        let (depth, path) = match place {
+            Ok(place) => place,
+            Err(reason) => {
+                *self.tenants[tenant]
+                    .refusals
+                    .entry((caller, callee, reason))
+                    .or_default() += 1;
+                return Expect::Refused(reason);
+            }
+        };
         let index = self.tasks.len();
         let root = parent.map_or(index, |parent| self.tasks[parent].root);
         self.tasks.push(Task {
@@ -466,6 +559,8 @@ impl Model {
             queued: false,
             parent,
             root,
+            depth,
+            path,
             indexed: self.tenants[tenant].word_search,
             push: self.agent(tenant, callee).push,
             configs: BTreeMap::new(),
@@ -702,6 +797,27 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
             1,
             (0..TENANTS, any::<bool>())
                 .prop_map(|(tenant, on)| Step::WordSearch { tenant, on })
+                .boxed(),
+        ),
+        // Tight limits, so that histories of a few dozen steps reach each of them.
+        (
+            2,
+            (
+                0..TENANTS,
+                1..=3u32,
+                any::<bool>(),
+                proptest::option::of(1..=2u32),
+                proptest::option::of(1..=3u32),
+            )
+                .prop_map(|(tenant, depth, cycles, fan_out, open)| Step::Limits {
+                    tenant,
+                    limits: Limits {
+                        max_call_depth: depth,
+                        refuse_cycles: cycles,
+                        max_fan_out: fan_out,
+                        max_open_in_tree: open,
+                    },
+                })
                 .boxed(),
         ),
         (
@@ -973,6 +1089,34 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
                 })
                 .boxed(),
         ));
+        // Calls down a tree along bindings that admit them, so that trees grow deep and wide
+        // enough for the call-tree limits to be reached.
+        let bound: Vec<(usize, usize, usize, usize)> = (0..tasks)
+            .flat_map(|task| {
+                let Task { tenant, callee, .. } = state.tasks[task];
+                state.tenants[tenant]
+                    .bindings
+                    .iter()
+                    .filter(move |((caller, _), binding)| {
+                        *caller == callee && binding.approved && !binding.revoked
+                    })
+                    .map(move |((caller, next), _)| (task, tenant, *caller, *next))
+            })
+            .collect();
+        if !bound.is_empty() {
+            arms.push((
+                4,
+                (select(bound), via())
+                    .prop_map(|((parent, tenant, caller, callee), via)| Step::Open {
+                        tenant,
+                        caller,
+                        callee,
+                        via,
+                        parent: Some(parent),
+                    })
+                    .boxed(),
+            ));
+        }
         let words: Vec<(usize, usize)> = (0..tasks)
             .map(|task| (task, state.tasks[task].tenant))
             .collect();
@@ -1009,8 +1153,36 @@ impl ReferenceStateMachine for Reference {
     type State = Model;
     type Transition = Step;
 
+    /// Tenant 0 starts bare, with the default limits; tenant 1 with every agent bound to every
+    /// other (approved) and tight call-tree limits, so that every history has a tenant whose
+    /// trees grow and reach them.
     fn init_state() -> BoxedStrategy<Model> {
-        Just(Model::new()).boxed()
+        (
+            2..=3u32,
+            any::<bool>(),
+            proptest::option::of(1..=2u32),
+            proptest::option::of(2..=3u32),
+        )
+            .prop_map(|(depth, cycles, fan_out, open)| {
+                let mut model = Model::new();
+                for caller in 0..AGENTS {
+                    for callee in (0..AGENTS).filter(|callee| *callee != caller) {
+                        let live = Binding {
+                            approved: true,
+                            revoked: false,
+                        };
+                        model.tenants[1].bindings.insert((caller, callee), live);
+                    }
+                }
+                model.tenants[1].limits = Limits {
+                    max_call_depth: depth,
+                    refuse_cycles: cycles,
+                    max_fan_out: fan_out,
+                    max_open_in_tree: open,
+                };
+                model
+            })
+            .boxed()
     }
 
     fn transitions(state: &Model) -> BoxedStrategy<Step> {
@@ -1172,6 +1344,10 @@ impl ReferenceStateMachine for Reference {
             Step::RotateViewerKey { .. } => Expect::Status(200),
             Step::WordSearch { tenant, on } => {
                 state.tenants[tenant].word_search = on;
+                Expect::Status(200)
+            }
+            Step::Limits { tenant, limits } => {
+                state.tenants[tenant].limits = limits;
                 Expect::Status(200)
             }
             _ => Expect::Read,

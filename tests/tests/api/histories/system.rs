@@ -11,8 +11,8 @@ use proptest_state_machine::StateMachineTest;
 use serde_json::{json, Value};
 
 use super::model::{
-    Answer, Direction, Expect, Filter, Granter, Model, Reference, Status, Step, Via, AGENTS,
-    MEMBERS_AGENT, TENANTS,
+    Answer, Direction, Expect, Filter, Granter, Limits, Model, Reference, Status, Step, Via,
+    AGENTS, MEMBERS_AGENT, TENANTS,
 };
 
 /// One gateway for every history of a process, and what they sent it.
@@ -29,6 +29,9 @@ pub struct Run {
     words: AtomicUsize,
     /// By kind of step: how many ran, and how long they took with their checks.
     pub by_step: std::sync::Mutex<BTreeMap<String, (usize, std::time::Duration)>>,
+    /// The refusals the model expected of opens (each one held to the gate's answer), by
+    /// reason; and how many opens below a call were opened and refused.
+    pub refusals: std::sync::Mutex<BTreeMap<&'static str, usize>>,
 }
 
 pub fn run() -> &'static Run {
@@ -53,6 +56,7 @@ pub fn run() -> &'static Run {
             server_errors: AtomicUsize::new(0),
             words: AtomicUsize::new(0),
             by_step: std::sync::Mutex::new(BTreeMap::new()),
+            refusals: std::sync::Mutex::new(BTreeMap::new()),
         }
     })
 }
@@ -247,6 +251,14 @@ impl World {
         let key = self.agent(tenant, caller).key.clone();
         let callee_id = self.agent(tenant, callee).id.clone();
         let parent_call = parent.map(|parent| self.tasks[parent].call_id.clone());
+        if parent.is_some() {
+            let outcome = match model.expect {
+                Expect::Opened(_) => "below a call: opened",
+                _ => "below a call: refused",
+            };
+            let mut refusals = self.run.refusals.lock().unwrap_or_else(|e| e.into_inner());
+            *refusals.entry(outcome).or_default() += 1;
+        }
         let (path, body) = match via {
             Via::Rest => (
                 format!("/v1/agents/{callee_id}/tasks"),
@@ -286,7 +298,11 @@ impl World {
                 let answered = (via == Via::Rest).then_some(&reply);
                 self.opened(model, *index, &id, word, answered);
             }
-            Expect::Refused(_) => refused(&reply),
+            Expect::Refused(reason) => {
+                refused(&reply);
+                let mut refusals = self.run.refusals.lock().unwrap_or_else(|e| e.into_inner());
+                *refusals.entry(reason).or_default() += 1;
+            }
             Expect::KeyRefused(status) => key_refused(&reply, *status),
             other => panic!("an open expects {other:?}"),
         }
@@ -729,6 +745,24 @@ impl World {
         );
         expect_status(&reply, 200, "word search turned on or off");
     }
+
+    fn limits(&self, tenant: usize, limits: Limits) {
+        let body = json!({
+            "max_call_depth": limits.max_call_depth,
+            "refuse_cycles": limits.refuse_cycles,
+            "max_fan_out": limits.max_fan_out,
+            "max_open_in_tree": limits.max_open_in_tree,
+        });
+        let reply = self.run.send(
+            Call::new(
+                "PATCH",
+                "/v1/tenant/settings".into(),
+                &self.tenants[tenant].admin,
+            )
+            .body(body),
+        );
+        expect_status(&reply, 200, "call-tree limits set");
+    }
 }
 
 /// The reads, each held to the model.
@@ -1040,6 +1074,7 @@ fn tenant_of(model: &Model, step: &Step) -> usize {
         | Step::RotateKey { tenant, .. }
         | Step::RotateViewerKey { tenant }
         | Step::WordSearch { tenant, .. }
+        | Step::Limits { tenant, .. }
         | Step::Search { tenant, .. }
         | Step::AgentSearch { tenant, .. }
         | Step::ListTasks { tenant, .. }
@@ -1065,15 +1100,24 @@ impl StateMachineTest for Histories {
     type SystemUnderTest = World;
     type Reference = Reference;
 
-    fn init_test(_model: &Model) -> World {
+    fn init_test(model: &Model) -> World {
         let run = run();
         run.histories.fetch_add(1, Ordering::Relaxed);
         run.receiver.forget();
-        World {
+        let mut world = World {
             run,
             tenants: (0..TENANTS).map(|_| new_tenant(run)).collect(),
             tasks: Vec::new(),
+        };
+        for (tenant, state) in model.tenants.iter().enumerate() {
+            for &(caller, callee) in state.bindings.keys() {
+                world.grant(tenant, caller, callee, Granter::Admin);
+            }
+            if state.limits != Limits::DEFAULT {
+                world.limits(tenant, state.limits);
+            }
         }
+        world
     }
 
     fn apply(mut world: World, model: &Model, step: Step) -> World {
@@ -1125,6 +1169,7 @@ impl StateMachineTest for Histories {
             Step::RotateKey { tenant, agent } => world.rotate_key(tenant, agent),
             Step::RotateViewerKey { tenant } => world.rotate_viewer_key(tenant),
             Step::WordSearch { tenant, on } => world.word_search(tenant, on),
+            Step::Limits { tenant, limits } => world.limits(tenant, limits),
             Step::ReadTask { task } => world.read_back(model, task),
             Step::Search {
                 tenant,
