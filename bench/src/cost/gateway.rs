@@ -52,13 +52,18 @@ impl Gateway {
 
 /// Turns word search on or off for `pair`'s tenant (`PATCH /v1/tenant/settings`).
 pub async fn set_word_search(gateway: &Gateway, pair: &Pair, on: bool) {
+    set_settings(gateway, pair, json!({ "word_search": on })).await;
+}
+
+/// Changes `pair`'s tenant's settings (`PATCH /v1/tenant/settings`).
+pub async fn set_settings(gateway: &Gateway, pair: &Pair, settings: serde_json::Value) {
     let reply = gateway
         .app
         .send(
             "PATCH",
             "/v1/tenant/settings",
             Some(&pair.tenant.admin_key),
-            Some(json!({ "word_search": on })),
+            Some(settings),
         )
         .await;
     assert_eq!(reply.status, 200, "{}", reply.text);

@@ -6,7 +6,10 @@
 //!
 //! - pull: open (`wait=0`), claim (`wait=0`), result, then the caller reads the task once;
 //! - push: open (`wait=0`) to a callee whose endpoint is a local HTTP server answering
-//!   `completed`; the push worker (SQS) delivers it; then the caller reads the task once.
+//!   `completed`; the push worker (SQS) delivers it; then the caller reads the task once;
+//! - pull below a call: the pull task opened below one call of its caller's tree
+//!   (`X-Parent-Call`), in a tenant without call-tree limits and in one with every limit set,
+//!   so that what the limits cost a task is their difference, measured in one run.
 //!
 //! What is counted, and how:
 //!
@@ -52,11 +55,11 @@ mod sweeper;
 mod tasks;
 mod template;
 
-use gate::gate;
+use gate::{gate, gate_limits};
 use large_open::large_open;
 use report::report;
 use sweeper::sweeper;
-use tasks::{pull, push};
+use tasks::{pull, pull_below_a_call, push};
 use template::template;
 
 #[tokio::main]
@@ -81,6 +84,10 @@ async fn main() {
     let without_words_total = report(&without_words, &template);
     let push_run = push(tasks).await;
     let push_total = report(&push_run, &template);
+    let below = pull_below_a_call(tasks, false).await;
+    report(&below, &template);
+    let below_limited = pull_below_a_call(tasks, true).await;
+    report(&below_limited, &template);
     sweeper(&template).await;
     println!(
         "\nPer million small tasks: pull ${pull_total:.2} (word search off: \
@@ -88,7 +95,8 @@ async fn main() {
         push_total / pull_total
     );
     let large_postings = large_open().await;
-    let mut failures = gate(&[&pull_run, &without_words, &push_run]);
+    let mut failures = gate(&[&pull_run, &without_words, &push_run, &below]);
+    failures.extend(gate_limits(&below, &below_limited));
     let index_units = forgebench::config::DEFAULT_INDEX_UNITS as f64;
     if large_postings > index_units + 1e-9 {
         failures.push(format!(

@@ -4,10 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use forgebench_tests::{Answer, Callee, Options, Pair};
+use forgebench_tests::{Answer, Callee, Options, Pair, Reply};
 use serde_json::{json, Value};
 
-use crate::gateway::{gateway, set_word_search, Gateway};
+use crate::gateway::{gateway, set_settings, set_word_search, Gateway};
 use crate::run::Run;
 
 /// One HTTP request to the gateway, timed under its route.
@@ -38,12 +38,30 @@ fn small_result() -> Value {
     ]})
 }
 
-async fn pull_task(gateway: &Gateway, pair: &Pair, run: &mut Run) {
+/// Opens the small task on the pair's callee, below `parent` when there is one
+/// (`X-Parent-Call`).
+async fn open_small(gateway: &Gateway, pair: &Pair, parent: Option<&str>) -> Reply {
+    let app = &gateway.app;
+    let mut request = app
+        .http
+        .post(format!(
+            "{}/v1/agents/{}/tasks?wait=0",
+            app.base, pair.callee.id
+        ))
+        .bearer_auth(&pair.caller.key)
+        .json(&json!({ "message": small_message() }));
+    if let Some(parent) = parent {
+        request = request.header("X-Parent-Call", parent);
+    }
+    app.finish(request).await
+}
+
+async fn pull_task(gateway: &Gateway, pair: &Pair, parent: Option<&str>, run: &mut Run) {
     let app = &gateway.app;
     let opened = timed(
         run,
         "POST /v1/agents/{agent}/tasks (open)",
-        app.open_task(&pair.caller.key, &pair.callee.id, small_message(), 0),
+        open_small(gateway, pair, parent),
     )
     .await;
     assert_eq!(opened.status, 200, "{}", opened.text);
@@ -120,11 +138,59 @@ pub async fn pull(tasks: usize, word_search: bool) -> Run {
     if !word_search {
         set_word_search(&gateway, &pair, false).await;
     }
-    pull_task(&gateway, &pair, &mut Run::new("warm-up", 1)).await;
+    pull_task(&gateway, &pair, None, &mut Run::new("warm-up", 1)).await;
     gateway.reset();
     let mut run = Run::new(mode, tasks);
     for _ in 0..tasks {
-        pull_task(&gateway, &pair, &mut run).await;
+        pull_task(&gateway, &pair, None, &mut run).await;
+    }
+    gateway.finish(&mut run);
+    run
+}
+
+/// Small pull tasks each opened below one call (`X-Parent-Call`) by that call's callee, in a
+/// tenant with no call-tree limit but the default depth, or with every limit set (cycles
+/// refused, a fan-out and an open-in-tree limit no task reaches): what the limits cost a task.
+pub async fn pull_below_a_call(tasks: usize, limits: bool) -> Run {
+    let gateway = gateway(Options {
+        push_worker: false,
+        ..Options::default()
+    })
+    .await;
+    let pair = gateway.app.pair().await;
+    let mode = match limits {
+        true => "pull below a call, every limit set",
+        false => "pull below a call",
+    };
+    if limits {
+        let limits = json!({"max_call_depth": 16, "refuse_cycles": true,
+                            "max_fan_out": 10_000, "max_open_in_tree": 10_000});
+        set_settings(&gateway, &pair, limits).await;
+    }
+    // The root call, from the pair's caller to its callee; the tasks measured are the callee's
+    // calls below it to a third agent, as a workflow's second hop.
+    let root = open_small(&gateway, &pair, None).await;
+    assert_eq!(root.status, 200, "{}", root.text);
+    let root = root.field("call_id");
+    let app = &gateway.app;
+    let third = app
+        .create_agent(&pair.tenant.admin_key, "invoice-archiver")
+        .await;
+    let granted = app
+        .grant(&pair.tenant.admin_key, &pair.callee.id, &[&third.name])
+        .await;
+    assert_eq!(granted.status, 200, "{}", granted.text);
+    let pair = Pair {
+        binding_id: granted.body[0]["id"].as_str().unwrap().to_owned(),
+        tenant: pair.tenant.clone(),
+        caller: pair.callee.clone(),
+        callee: third,
+    };
+    pull_task(&gateway, &pair, Some(&root), &mut Run::new("warm-up", 1)).await;
+    gateway.reset();
+    let mut run = Run::new(mode, tasks);
+    for _ in 0..tasks {
+        pull_task(&gateway, &pair, Some(&root), &mut run).await;
     }
     gateway.finish(&mut run);
     run
