@@ -11,7 +11,7 @@ const AUDIT_ACTIONS = [
   "binding.grant", "binding.grant.pending", "binding.approve", "binding.revoke", "agent.endpoint.set",
   "agent.endpoint.clear", "agent.tool.grant", "agent.tool.revoke", "task.open", "task.message", "task.claim",
   "task.progress", "task.result.", "task.cancel", "tenant.create", "member.key.issue", "member.key.revoke",
-  "tenant.word_search.", "issuer.trust", "issuer.subjects", "issuer.distrust",
+  "tenant.word_search.", "tenant.call_tree", "issuer.trust", "issuer.subjects", "issuer.distrust",
 ];
 
 // --- shared pieces --------------------------------------------------------------------------
@@ -933,8 +933,25 @@ function issuerCard(app, members, issuer, admin, index) {
     remove ? h("p", null, remove) : null);
 }
 
+/**
+ * An issuer just trusted whose discovery document the gateway could not read (`discovery.read`
+ * false in the trust's answer), told on the next drawing of the page and then forgotten: the
+ * list the page draws from does not say it.
+ */
+let unreadDiscovery = null;
+
+/** The notice of a trusted issuer whose discovery document could not be read. */
+function unreadDiscoveryNotice(unread) {
+  return h("p", { class: "notice discovery-notice", role: "status", "data-issuer": unread.id },
+    "Trusted ", h("code", null, longText(unread.issuer, 120)),
+    ", but the gateway could not read its discovery document: ", longText(unread.problem || "no reason given", 400),
+    ". Its tokens are refused until the document can be read; check the URL, or remove the issuer if it is wrong.");
+}
+
 async function issuersPage({ app }) {
   const admin = app.role() === "admin";
+  const unread = unreadDiscovery;
+  unreadDiscovery = null;
   const [page, members] = await Promise.all([
     api("GET", "/v1/issuers"),
     // Members' names are an admin's to read; the others see a member subject by its id.
@@ -946,6 +963,7 @@ async function issuersPage({ app }) {
     h("h1", { text: "Trusted issuers" }),
     h("p", { class: "hint", text: "OpenID Connect providers whose tokens sign this tenant's agents and members in, each for one audience. A token's subject signs in as the agent or member listed for it, exactly as that one's key would." }),
   ];
+  if (unread && issuers.some((x) => x.id === unread.id)) nodes.push(unreadDiscoveryNotice(unread));
   if (admin) {
     const issuer = input("issuer", "", { required: true, maxlength: "512", inputmode: "url", placeholder: "https://token.actions.githubusercontent.com" });
     const audience = input("audience", "", { required: true, maxlength: "512" });
@@ -958,12 +976,14 @@ async function issuersPage({ app }) {
       editor.node,
       h("div", { class: "row" }, submit));
     form.addEventListener("submit", act(app, submit, async () => {
-      await api("POST", "/v1/issuers", { issuer: issuer.value.trim(), audience: audience.value.trim(), subjects: editor.value() });
+      const trusted = await api("POST", "/v1/issuers", { issuer: issuer.value.trim(), audience: audience.value.trim(), subjects: editor.value() });
+      const found = trusted?.discovery;
+      if (found && found.read === false) unreadDiscovery = { id: trusted.id, issuer: trusted.issuer, problem: found.problem };
       app.reload();
     }));
     nodes.push(h("section", { class: "card", "aria-labelledby": "trust-title" },
       h("h2", { id: "trust-title", text: "Trust an issuer" }),
-      h("p", { class: "hint", text: "The gateway reads the issuer's discovery document first: it must answer, and name this issuer." }),
+      h("p", { class: "hint", text: "The gateway reads the issuer's discovery document at once (it must name this issuer). One it cannot read yet does not stop the trust: the page says so, and the issuer's tokens are refused until it can be read." }),
       form));
   }
   if (!issuers.length) nodes.push(h("p", { class: "empty", text: "This tenant trusts no issuer: its agents and members sign in with keys only." }));
@@ -973,10 +993,61 @@ async function issuersPage({ app }) {
 
 // --- settings ------------------------------------------------------------------------------
 
+/** A count limit as shown: its number, or "no limit" for null. */
+function countLimit(value) {
+  return value === null || value === undefined ? "no limit" : String(value);
+}
+
+/** The call-tree limits: shown to every reader, changed by an admin (one PATCH of what changed). */
+function callTreeLimits(app, settings, admin) {
+  const shown = dl([
+    ["Most calls on one path", String(settings.max_call_depth)],
+    ["Calls back into their own path", settings.refuse_cycles ? "refused" : "allowed"],
+    ["Most tasks one call opens", countLimit(settings.max_fan_out)],
+    ["Most open tasks in one tree", countLimit(settings.max_open_in_tree)],
+  ]);
+  const sec = h("section", { class: "card", "aria-labelledby": "limits-title" },
+    h("h2", { id: "limits-title", text: "Call-tree limits" }),
+    h("p", { class: "hint", text: "How far a chain of calls may go (each open names the call that made it). A call past a limit is refused as a missing binding is, and its audit entry (task.open, refused) names the limit." }),
+    shown);
+  if (!admin) return sec;
+  const number = (name, value, max, required) =>
+    input(name, value ?? "", { type: "number", min: "1", max: String(max), step: "1", inputmode: "numeric", required, placeholder: required ? null : "no limit" });
+  const depth = number("max_call_depth", settings.max_call_depth, 64, true);
+  const fanOut = number("max_fan_out", settings.max_fan_out, 10000, false);
+  const openInTree = number("max_open_in_tree", settings.max_open_in_tree, 10000, false);
+  const cycles = h("input", { type: "checkbox", name: "refuse_cycles", checked: !!settings.refuse_cycles });
+  const submit = h("button", { type: "submit", text: "Save limits" });
+  const form = h("form", { "aria-label": "Call-tree limits" },
+    h("div", { class: "inline-form" },
+      field("Most calls on one path", depth, "1–64; the root call is 1"),
+      field("Most tasks one call opens", fanOut, "1–10,000; empty: no limit"),
+      field("Most open tasks in one tree", openInTree, "1–10,000; empty: no limit")),
+    h("div", { class: "inline-form" },
+      h("div", { class: "field check" }, cycles, h("label", { for: (cycles.id = "refuse-cycles"), text: "Refuse a call to an agent already on its path to the root" })),
+      h("div", { class: "field submit" }, submit)));
+  form.addEventListener("submit", act(app, submit, async () => {
+    const count = (box) => (box.value.trim() === "" ? null : Number(box.value));
+    const wanted = {
+      max_call_depth: Number(depth.value),
+      refuse_cycles: cycles.checked,
+      max_fan_out: count(fanOut),
+      max_open_in_tree: count(openInTree),
+    };
+    // Only what changed: a limit another admin changed meanwhile is not put back.
+    const patch = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => v !== (settings[k] ?? null)));
+    await api("PATCH", "/v1/tenant/settings", patch);
+    app.reload();
+  }));
+  sec.append(form);
+  return sec;
+}
+
 async function settingsPage({ app }) {
   const settings = await api("GET", "/v1/tenant/settings");
+  const admin = app.role() === "admin";
   const nodes = [h("h1", { text: "Settings" }), dl([["Tenant", h("code", { text: settings.tenant_id })], ["Word search", settings.word_search ? "on" : "off"]])];
-  if (app.role() === "admin") {
+  if (admin) {
     const box = h("input", { type: "checkbox", name: "word_search", checked: !!settings.word_search });
     const submit = h("button", { type: "submit", text: "Save" });
     const form = h("form", { class: "inline-form" }, h("div", { class: "field check" }, box, h("label", { for: (box.id = "word-search"), text: "Index the words of task messages (search with q)" })), h("div", { class: "field submit" }, submit));
@@ -986,6 +1057,7 @@ async function settingsPage({ app }) {
     }));
     nodes.push(form);
   }
+  nodes.push(callTreeLimits(app, settings, admin));
   return nodes;
 }
 

@@ -116,6 +116,16 @@ def test_the_management_requests_send_only_what_is_given() -> None:
         agent=None, action="agent.", outcome="refused", since=None, limit=2, cursor=None
     )
     assert dict(audit.params) == {"action": "agent.", "outcome": "refused", "limit": 2}
+    settings = requests.update_tenant_settings(
+        word_search=NOT_GIVEN,
+        max_call_depth=8,
+        refuse_cycles=NOT_GIVEN,
+        max_fan_out=None,
+        max_open_in_tree=NOT_GIVEN,
+    )
+    assert (settings.method, settings.path) == ("PATCH", "/v1/tenant/settings")
+    assert settings.json == {"max_call_depth": 8, "max_fan_out": None}  # None clears: a null
+    assert not settings.repeatable
     events = requests.task_events("c", "t", last_event_id=7)
     assert events.headers["Last-Event-ID"] == "7"
     assert events.headers["Accept"] == "text/event-stream"
@@ -493,6 +503,70 @@ def test_settings_update_reads_back_and_is_audited(tenant: Tenant) -> None:
     assert admin.settings.update(word_search=True)["word_search"] is True
     actions = [entry["action"] for entry in admin.audit.iter(action="tenant.word_search")]
     assert actions == ["tenant.word_search.on", "tenant.word_search.off"]
+    assert list(admin.audit.iter(action="tenant.call_tree")) == []  # no limit changed
+
+
+DEFAULT_LIMITS = {
+    "max_call_depth": 16,
+    "refuse_cycles": False,
+    "max_fan_out": None,
+    "max_open_in_tree": None,
+}
+
+
+def test_call_tree_limits_round_trip_clear_and_are_audited(tenant: Tenant) -> None:
+    admin = tenant.admin
+    caller_key, _ = bound_pair(tenant)
+    tenant_id = tenant.created.tenant_id
+    assert admin.settings.get() == {"tenant_id": tenant_id, "word_search": True, **DEFAULT_LIMITS}
+
+    limits = {
+        "max_call_depth": 8,
+        "refuse_cycles": True,
+        "max_fan_out": 20,
+        "max_open_in_tree": 100,
+    }
+    changed = admin.settings.update(
+        max_call_depth=8, refuse_cycles=True, max_fan_out=20, max_open_in_tree=100
+    )
+    assert changed == {"tenant_id": tenant_id, "word_search": True, **limits}
+    assert admin.settings.get() == changed
+    # None clears a count limit; a setting left out keeps its value
+    cleared = admin.settings.update(max_fan_out=None)
+    assert cleared == {**changed, "max_fan_out": None}
+    assert admin.settings.get() == cleared
+    assert admin.settings.update(max_call_depth=8, max_open_in_tree=100) == cleared  # no change
+    for depth in (0, 65):
+        with pytest.raises(BadRequestError):
+            admin.settings.update(max_call_depth=depth)
+    with pytest.raises(BadRequestError):
+        admin.settings.update(max_fan_out=0)
+    with pytest.raises(BadRequestError):
+        admin.settings.update(max_open_in_tree=10_001)
+    assert admin.settings.get() == cleared  # a refused patch changes nothing
+
+    # two changes, two entries: the patch that changed nothing wrote none
+    audited = list(admin.audit.iter(action="tenant.call_tree"))
+    assert [(entry["action"], entry["outcome"]) for entry in audited] == [
+        ("tenant.call_tree", "allowed"),
+        ("tenant.call_tree", "allowed"),
+    ]
+    assert all(entry["actor"].get("kind") == "admin" for entry in audited)
+    assert list(admin.audit.iter(action="tenant.word_search")) == []
+
+    # the limits govern: at depth 1 a root call opens and its child is refused, with the reason
+    admin.settings.update(max_call_depth=1)
+    with tenant.client(caller_key) as caller:
+        root = caller.agents.call(CALLEE, text="Month-end billing")
+        assert root.call_id is not None
+        with pytest.raises(PermissionDeniedError):
+            caller.agents.call(CALLEE, text="Classify INV-2", parent_call_id=root.call_id)
+    [refused] = admin.audit.iter(action="task.open", outcome="refused")
+    assert (refused.get("reason"), refused.get("parent_call_id"), refused.get("root_call_id")) == (
+        "depth_exceeded",
+        root.call_id,
+        root.call_id,
+    )
 
 
 # -- signing keys ------------------------------------------------------------------------------

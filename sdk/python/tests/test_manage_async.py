@@ -135,6 +135,16 @@ async def settings_audit_and_calls(admin: AsyncForgebench, tenant_id: str) -> No
     assert (await admin.settings.update(word_search=False))["tenant_id"] == tenant_id
     assert (await admin.settings.get())["word_search"] is False
     await admin.settings.update(word_search=True)
+    limited = await admin.settings.update(max_fan_out=5, refuse_cycles=True)
+    assert (limited["max_fan_out"], limited["refuse_cycles"], limited["max_call_depth"]) == (
+        5,
+        True,
+        16,
+    )
+    assert (await admin.settings.update(max_fan_out=None))["max_fan_out"] is None
+    assert (await admin.settings.get())["refuse_cycles"] is True
+    tree = [e["action"] async for e in admin.audit.iter(action="tenant.call_tree")]
+    assert tree == ["tenant.call_tree", "tenant.call_tree"]
 
     page = await admin.audit.list(action="tenant.word_search", limit=100)
     assert [e["action"] for e in page.entries] == [

@@ -46,9 +46,18 @@ def test_issuers_through_the_sync_client_and_agents_signed_in_with_provider_toke
             f"{oidc_provider.issuer}/.well-known/openid-configuration"
         )
         assert trusted["subjects"] == [{"subject": "svc-caller", "agent_id": pair.caller_id}]
-        assert [issuer["id"] for issuer in admin.issuers.list()] == [trusted["id"]]
+        assert trusted.get("discovery") == {"read": True}  # the provider's document was read
+        [listed] = admin.issuers.list()
+        assert listed["id"] == trusted["id"] and "discovery" not in listed  # only in the answer
         with pytest.raises(ConflictError):
             admin.issuers.trust(oidc_provider.issuer, audience)
+        # Nothing listens there yet: trusted all the same, and the answer says why not read.
+        unreadable = admin.issuers.trust("http://127.0.0.1:1", fresh_audience())
+        found = unreadable.get("discovery")
+        assert found is not None and found["read"] is False and found.get("problem"), found
+        admin.issuers.distrust(unreadable["id"])
+        with pytest.raises(PermissionDeniedError):  # the outbound guard never reads this one
+            admin.issuers.trust("https://169.254.169.254", fresh_audience())
 
         fetched: list[str] = []
 

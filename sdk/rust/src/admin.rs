@@ -193,19 +193,44 @@ pub struct RetiredSigningKey {
     pub retired: bool,
 }
 
-/// The caller's tenant's settings.
+/// The caller's tenant's settings: word search and the call-tree limits (docs/api.md,
+/// "Governance").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TenantSettings {
     pub tenant_id: String,
     /// Whether task message words are indexed for `q` searches (default true).
     pub word_search: bool,
+    /// The most calls on one path of a call tree, its root counted as 1: 1 to 64 (default 16).
+    pub max_call_depth: u32,
+    /// Whether a call to an agent already on its own path to the root is refused (default
+    /// false).
+    pub refuse_cycles: bool,
+    /// The most tasks one call may open, 1 to 10,000; `None` is no limit (the default).
+    pub max_fan_out: Option<u32>,
+    /// The most tasks of one call tree open at once, 1 to 10,000; `None` is no limit (the
+    /// default).
+    pub max_open_in_tree: Option<u32>,
 }
 
-/// What [`Client::update_tenant_settings`] changes; a field left `None` stays as it is.
+/// What [`Client::update_tenant_settings`] changes; a field left `None` stays as it is. The
+/// count limits tell the two apart: `max_fan_out: Some(None)` is sent as `null` and clears the
+/// limit, `None` leaves it out. A change of the call-tree limits is audited as
+/// `tenant.call_tree`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct TenantSettingsPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub word_search: Option<bool>,
+    /// 1 to 64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_call_depth: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refuse_cycles: Option<bool>,
+    /// `Some(Some(n))` sets the limit (1 to 10,000), `Some(None)` clears it (`null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_fan_out: Option<Option<u32>>,
+    /// `Some(Some(n))` sets the limit (1 to 10,000), `Some(None)` clears it (`null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_open_in_tree: Option<Option<u32>>,
 }
 
 impl Client {
@@ -287,8 +312,9 @@ impl Client {
             .await
     }
 
-    /// Changes the caller's tenant's settings (admin; audited) and returns them:
-    /// `PATCH /v1/tenant/settings`.
+    /// Changes the caller's tenant's settings (admin; audited: `tenant.word_search.on`/`.off`,
+    /// `tenant.call_tree`) and returns them: `PATCH /v1/tenant/settings`. A value out of its
+    /// range is `Error::BadRequest`; a patch that changes nothing writes no audit entry.
     pub async fn update_tenant_settings(
         &self,
         patch: &TenantSettingsPatch,
@@ -330,6 +356,55 @@ mod tests {
         assert_eq!(
             serde_json::to_value(TenantSettingsPatch::default()).unwrap_or_default(),
             json!({})
+        );
+    }
+
+    #[test]
+    fn a_settings_patch_leaves_out_what_is_none_and_sends_null_to_clear_a_limit() {
+        let patch = |patch: TenantSettingsPatch| serde_json::to_value(patch).unwrap_or_default();
+        assert_eq!(
+            patch(TenantSettingsPatch {
+                max_call_depth: Some(8),
+                refuse_cycles: Some(true),
+                max_fan_out: Some(Some(20)),
+                max_open_in_tree: Some(Some(100)),
+                ..TenantSettingsPatch::default()
+            }),
+            json!({"max_call_depth": 8, "refuse_cycles": true, "max_fan_out": 20, "max_open_in_tree": 100})
+        );
+        assert_eq!(
+            patch(TenantSettingsPatch {
+                max_fan_out: Some(None),
+                ..TenantSettingsPatch::default()
+            }),
+            json!({"max_fan_out": null}),
+            "Some(None) clears the limit; the other fields are left out"
+        );
+        assert_eq!(
+            patch(TenantSettingsPatch {
+                word_search: Some(false),
+                max_open_in_tree: Some(None),
+                ..TenantSettingsPatch::default()
+            }),
+            json!({"word_search": false, "max_open_in_tree": null})
+        );
+    }
+
+    #[test]
+    fn settings_read_with_and_without_count_limits() {
+        let read: TenantSettings = serde_json::from_value(json!({
+            "tenant_id": "t", "word_search": true, "max_call_depth": 16,
+            "refuse_cycles": false, "max_fan_out": null, "max_open_in_tree": 250
+        }))
+        .unwrap();
+        assert_eq!(
+            (
+                read.max_call_depth,
+                read.refuse_cycles,
+                read.max_fan_out,
+                read.max_open_in_tree
+            ),
+            (16, false, None, Some(250))
         );
     }
 }

@@ -22,8 +22,22 @@ pub struct TrustedIssuer {
     pub subjects: Vec<SubjectGrant>,
     pub created_at: String,
     pub updated_at: String,
+    /// Only in the answer to [`Client::trust_issuer`]: what reading the issuer's discovery
+    /// document then found. One that could not be read does not stop the trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<IssuerDiscovery>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// What reading a trusted issuer's discovery document found (`TrustedIssuer.discovery`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuerDiscovery {
+    /// Whether the document was read and names the issuer.
+    pub read: bool,
+    /// Why it could not be used, when `read` is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 /// A subject a trusted issuer lists, as the gateway shows it (`SubjectGrant`): the token's `sub`
@@ -101,9 +115,12 @@ impl Client {
 
     /// Trusts `issuer` for `audience` (admin; audited): its tokens whose `aud` names `audience`
     /// then sign in as the agent or member each of `subjects` names. The gateway reads the
-    /// issuer's discovery document first (`400` when it cannot, or when it names another
-    /// issuer); a pair already trusted is `409`, an unknown agent or member `404`. Not retried
-    /// after a broken connection (a repeat would be a `409`): `POST /v1/issuers`.
+    /// issuer's discovery document at once and the answer's `discovery` says how that went: one
+    /// it cannot read (or that names another issuer) does not stop the trust (`read: false` and
+    /// the `problem`). An address the outbound guard refuses is `403`
+    /// ([`Error::PermissionDenied`]); a pair already trusted is `409`, an unknown agent or
+    /// member `404`. Not retried after a broken connection (a repeat would be a `409`):
+    /// `POST /v1/issuers`.
     pub async fn trust_issuer(
         &self,
         issuer: &str,

@@ -34,7 +34,9 @@ pub use error::{Error, ErrorBody, Result};
 pub use events::TaskEvent;
 /// The `http` crate whose `Request` and `Response` [`PushEndpoint::handle`] takes and returns.
 pub use http;
-pub use issuers::{IssuerRemoved, SignsInAs, SubjectGrant, SubjectGrantIn, TrustedIssuer};
+pub use issuers::{
+    IssuerDiscovery, IssuerRemoved, SignsInAs, SubjectGrant, SubjectGrantIn, TrustedIssuer,
+};
 pub use manage::{
     Agent, AgentEndpoint, Binding, Bindings, CreatedMember, CreatedTenant, EndpointAuth,
     EndpointAuthInfo, EndpointConfig, IssuedKey, Items, KeyInfo, KeyRevoked, Member, SecretKey,

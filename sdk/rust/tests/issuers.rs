@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use forgebench_sdk::{AccessToken, Client, Error, SubjectGrantIn, TokenError};
+use forgebench_sdk::{AccessToken, Client, Error, SubjectGrantIn, TokenError, TrustedIssuer};
 use forgebench_tests::{spawn_app_with, OidcProvider, Options, TestApp};
 use serde_json::Value;
 
@@ -141,7 +141,15 @@ async fn an_issuer_is_trusted_listed_updated_and_distrusted_and_its_tokens_sign_
         .list_issuers()
         .await
         .unwrap();
-    assert_eq!(listed.items, vec![trusted.clone()]);
+    assert_eq!(
+        trusted.discovery.as_ref().map(|found| found.read),
+        Some(true)
+    );
+    let as_listed = TrustedIssuer {
+        discovery: None,
+        ..trusted.clone()
+    };
+    assert_eq!(listed.items, vec![as_listed]);
 
     // The worker's subject signs in as the worker; the token is kept for the next request.
     let (as_worker, asked) = token_client(&app, &provider.issuer, "svc-worker", &[&audience]);
@@ -189,12 +197,22 @@ async fn an_issuer_is_trusted_listed_updated_and_distrusted_and_its_tokens_sign_
         .await
         .unwrap_err();
     assert!(matches!(unknown, Error::NotFound(_)), "{unknown:?}");
-    // Nothing listens there: no discovery document, no trust.
+    // Nothing listens there yet: trusted all the same, and the answer says so.
     let unreadable = admin
         .trust_issuer("http://127.0.0.1:1", &fresh_audience(), &[])
         .await
+        .unwrap();
+    let found = unreadable
+        .discovery
+        .expect("what reading the document found");
+    assert!(!found.read && found.problem.is_some(), "{found:?}");
+    admin.distrust_issuer(&unreadable.id).await.unwrap();
+    // An address the outbound guard never reads is refused.
+    let guarded = admin
+        .trust_issuer("https://169.254.169.254", &fresh_audience(), &[])
+        .await
         .unwrap_err();
-    assert!(matches!(unreadable, Error::BadRequest(_)), "{unreadable:?}");
+    assert!(matches!(guarded, Error::PermissionDenied(_)), "{guarded:?}");
 
     // The subject now signs in as the helper (by id), and the member's subject no more.
     let updated = admin

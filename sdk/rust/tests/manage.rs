@@ -202,8 +202,20 @@ async fn settings_update_reads_back_and_the_audit_log_pages_through_the_changes(
     assert_eq!(settings.tenant_id, tenant.tenant_id);
     assert!(settings.word_search, "on by default");
 
+    assert_eq!(
+        (
+            settings.max_call_depth,
+            settings.refuse_cycles,
+            settings.max_fan_out,
+            settings.max_open_in_tree
+        ),
+        (16, false, None, None),
+        "the call-tree limits' defaults"
+    );
+
     let off = TenantSettingsPatch {
         word_search: Some(false),
+        ..TenantSettingsPatch::default()
     };
     let updated = admin.update_tenant_settings(&off).await.unwrap();
     assert!(!updated.word_search);
@@ -215,6 +227,7 @@ async fn settings_update_reads_back_and_the_audit_log_pages_through_the_changes(
     assert!(!unchanged.word_search, "an empty patch changes nothing");
     let on = TenantSettingsPatch {
         word_search: Some(true),
+        ..TenantSettingsPatch::default()
     };
     assert!(admin.update_tenant_settings(&on).await.unwrap().word_search);
 
@@ -278,6 +291,137 @@ async fn settings_update_reads_back_and_the_audit_log_pages_through_the_changes(
         .await
         .unwrap_err();
     assert!(matches!(bad_cursor, Error::BadRequest(_)), "{bad_cursor:?}");
+}
+
+#[tokio::test]
+async fn the_call_tree_limits_are_set_cleared_audited_and_govern_opens() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = client(&app, &pair.tenant.admin_key);
+    let set = admin
+        .update_tenant_settings(&TenantSettingsPatch {
+            max_call_depth: Some(8),
+            refuse_cycles: Some(true),
+            max_fan_out: Some(Some(20)),
+            max_open_in_tree: Some(Some(100)),
+            ..TenantSettingsPatch::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            set.word_search,
+            set.max_call_depth,
+            set.refuse_cycles,
+            set.max_fan_out,
+            set.max_open_in_tree
+        ),
+        (true, 8, true, Some(20), Some(100))
+    );
+    assert_eq!(admin.tenant_settings().await.unwrap(), set);
+
+    // Some(None) clears a count limit; what the patch leaves out keeps its value.
+    let cleared = admin
+        .update_tenant_settings(&TenantSettingsPatch {
+            max_fan_out: Some(None),
+            ..TenantSettingsPatch::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        cleared,
+        forgebench_sdk::TenantSettings {
+            max_fan_out: None,
+            ..set.clone()
+        }
+    );
+    assert_eq!(admin.tenant_settings().await.unwrap(), cleared);
+    // A patch that changes nothing writes no entry; one out of range is refused.
+    let same = TenantSettingsPatch {
+        max_call_depth: Some(8),
+        max_fan_out: Some(None),
+        ..TenantSettingsPatch::default()
+    };
+    assert_eq!(admin.update_tenant_settings(&same).await.unwrap(), cleared);
+    for wrong in [
+        TenantSettingsPatch {
+            max_call_depth: Some(65),
+            ..TenantSettingsPatch::default()
+        },
+        TenantSettingsPatch {
+            max_open_in_tree: Some(Some(0)),
+            ..TenantSettingsPatch::default()
+        },
+    ] {
+        let refused = admin.update_tenant_settings(&wrong).await.unwrap_err();
+        assert!(matches!(refused, Error::BadRequest(_)), "{refused:?}");
+    }
+    assert_eq!(admin.tenant_settings().await.unwrap(), cleared);
+    let audited = admin
+        .audit(&AuditQuery {
+            action: Some("tenant.call_tree".into()),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    let actions: Vec<(&str, AuditOutcome)> = audited
+        .items
+        .iter()
+        .map(|entry| (entry.action.as_str(), entry.outcome))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("tenant.call_tree", AuditOutcome::Allowed),
+            ("tenant.call_tree", AuditOutcome::Allowed)
+        ],
+        "two changes, two entries"
+    );
+
+    // At depth 1 a root call opens and its child is refused, the reason on the audit log.
+    admin
+        .update_tenant_settings(&TenantSettingsPatch {
+            max_call_depth: Some(1),
+            ..TenantSettingsPatch::default()
+        })
+        .await
+        .unwrap();
+    let caller = client(&app, &pair.caller.key);
+    let root = caller
+        .call(
+            &pair.callee.name,
+            CallOptions::new().text("Month-end billing"),
+        )
+        .await
+        .unwrap();
+    let root_call = root.call_id().unwrap().to_owned();
+    let child = caller
+        .call(
+            &pair.callee.name,
+            CallOptions::new()
+                .text("Classify INV-2")
+                .parent_call_id(&root_call),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(child, Error::PermissionDenied(_)), "{child:?}");
+    let refusals = admin
+        .audit(&AuditQuery {
+            action: Some("task.open".into()),
+            outcome: Some(AuditOutcome::Refused),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    let reasons: Vec<(Option<&str>, Option<&str>)> = refusals
+        .items
+        .iter()
+        .map(|entry| (entry.reason.as_deref(), entry.root_call_id.as_deref()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [(Some("depth_exceeded"), Some(root_call.as_str()))]
+    );
 }
 
 #[tokio::test]

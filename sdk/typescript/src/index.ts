@@ -95,6 +95,7 @@ export type {
   DeliveryAttempt,
   EndpointAuth,
   EndpointIn,
+  IssuerDiscovery,
   IssuerRemoved,
   KeyCreated,
   KeyInfo,

@@ -251,6 +251,15 @@ export class SigningKeys {
   }
 }
 
+const TENANT_SETTINGS_FIELDS = [
+  "tenant_id",
+  "word_search",
+  "max_call_depth",
+  "refuse_cycles",
+  "max_fan_out",
+  "max_open_in_tree",
+] as const;
+
 /** `forgebench.settings`: the tenant's settings (reading: admin or viewer; changing: admin). */
 export class Settings {
   readonly #transport: Transport;
@@ -262,7 +271,7 @@ export class Settings {
   /** The tenant's settings (`GET /v1/tenant/settings`). */
   async get(options: RequestOptions = {}): Promise<TenantSettings> {
     const response = await this.#transport.request({ method: "GET", path: "/v1/tenant/settings", signal: options.signal });
-    return objectOf<TenantSettings>(response, ["tenant_id", "word_search"], "the tenant's settings");
+    return objectOf<TenantSettings>(response, TENANT_SETTINGS_FIELDS, "the tenant's settings");
   }
 
   /** Changes the tenant's settings and answers with them (`PATCH /v1/tenant/settings`); audited. */
@@ -273,7 +282,7 @@ export class Settings {
       body: patch,
       signal: options.signal,
     });
-    return objectOf<TenantSettings>(response, ["tenant_id", "word_search"], "the tenant's settings");
+    return objectOf<TenantSettings>(response, TENANT_SETTINGS_FIELDS, "the tenant's settings");
   }
 }
 
@@ -302,9 +311,12 @@ export class Issuers {
   /**
    * Trusts `issuer` (an https URL exactly as its tokens carry it in `iss`; plain http only on a
    * loopback host) for tokens whose `aud` is `audience` (`POST /v1/issuers`); `subjects` lists
-   * who they sign in as. The gateway reads the issuer's discovery document first: one it cannot
-   * read is a `BadRequestError`; a pair any tenant already trusts, a `ConflictError`; an
-   * unknown agent or member, a `NotFoundError`. Not retried after a lost answer.
+   * who they sign in as. The gateway reads the issuer's discovery document: the answer's
+   * `discovery` says whether it could (`read`), and if not, why (`problem`); one it cannot read
+   * does not stop the trust. An address the gateway's outbound guard refuses (a metadata or
+   * private address) is a `PermissionDeniedError`; a pair any tenant already trusts, a
+   * `ConflictError`; an unknown agent or member, a `NotFoundError`. Not retried after a lost
+   * answer.
    */
   async trust(
     issuer: string,

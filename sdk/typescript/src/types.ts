@@ -374,11 +374,27 @@ export interface TenantSettings {
   tenant_id: string;
   /** Whether task message words are indexed for `q` searches (default true). */
   word_search: boolean;
+  /** The most calls on one path of a call tree, its root counted as 1: 1 to 64 (default 16). */
+  max_call_depth: number;
+  /** Whether a call to an agent already on its own path to the root is refused (default false). */
+  refuse_cycles: boolean;
+  /** The most tasks one call may open, 1 to 10,000; `null` is no limit (the default). */
+  max_fan_out: number | null;
+  /** The most tasks of one call tree open at once, 1 to 10,000; `null` is no limit (the default). */
+  max_open_in_tree: number | null;
 }
 
-/** A change of the tenant's settings (`TenantSettingsPatch`); an empty one changes nothing. */
+/**
+ * A change of the tenant's settings (`TenantSettingsPatch`); an empty one changes nothing. A
+ * field left out keeps its value; `null` clears `max_fan_out` or `max_open_in_tree` (no limit).
+ * A change of the call-tree limits is audited as `tenant.call_tree`.
+ */
 export interface TenantSettingsPatch {
   word_search?: boolean;
+  max_call_depth?: number;
+  refuse_cycles?: boolean;
+  max_fan_out?: number | null;
+  max_open_in_tree?: number | null;
 }
 
 /**
@@ -410,6 +426,19 @@ export interface TrustedIssuer {
   subjects: SubjectGrant[];
   created_at: string;
   updated_at: string;
+  /**
+   * Only in the answer to `issuers.trust`: what reading the issuer's discovery document then
+   * found. One that could not be read (`read: false`, and the `problem`) does not stop the trust.
+   */
+  discovery?: IssuerDiscovery;
+}
+
+/** What reading a trusted issuer's discovery document found (`TrustedIssuer.discovery`). */
+export interface IssuerDiscovery {
+  /** Whether the document was read and names the issuer. */
+  read: boolean;
+  /** Why it could not be used, when `read` is false. */
+  problem?: string;
 }
 
 /** `POST /v1/issuers` (`TrustedIssuerIn`). */

@@ -13,6 +13,7 @@ import { describe, test } from "node:test";
 
 import {
   AuthenticationError,
+  BadRequestError,
   ConflictError,
   Forgebench,
   NotFoundError,
@@ -32,6 +33,9 @@ import {
   textResult,
 } from "./support/gateway.js";
 import { delay, rejection } from "./support/util.js";
+
+/** The call-tree limits of a tenant that never set them. */
+const DEFAULT_LIMITS = { max_call_depth: 16, refuse_cycles: false, max_fan_out: null, max_open_in_tree: null } as const;
 
 function client(apiKey: string): Forgebench {
   return new Forgebench({ baseUrl: baseUrl(), apiKey });
@@ -358,7 +362,7 @@ describe("audit, calls and settings", { skip: noGateway }, () => {
     const before = await admin.settings.get();
     assert.equal(before.word_search, true);
     const off = await admin.settings.update({ word_search: false });
-    assert.deepEqual(off, { tenant_id: before.tenant_id, word_search: false });
+    assert.deepEqual(off, { ...DEFAULT_LIMITS, tenant_id: before.tenant_id, word_search: false });
     assert.equal((await admin.settings.get()).word_search, false);
     const search = client(world.callerKey).agents.searchTasks({ q: "invoice" });
     assert.ok((await rejection(search)) instanceof ConflictError, "a word search while it is off");
@@ -367,6 +371,53 @@ describe("audit, calls and settings", { skip: noGateway }, () => {
     const audited = await admin.audit.list({ action: "tenant.word_search" });
     assert.deepEqual(audited.entries.map((entry) => entry.action), ["tenant.word_search.on", "tenant.word_search.off"]);
     assert.ok((await rejection(client(world.callerKey).settings.update({ word_search: false }))) instanceof PermissionDeniedError);
+  });
+
+  test("settings.update sets and clears the call-tree limits; each change is audited as tenant.call_tree", async () => {
+    const world = await newWorld();
+    const admin = client(world.adminKey);
+    const before = await admin.settings.get();
+    assert.deepEqual(before, { ...DEFAULT_LIMITS, tenant_id: before.tenant_id, word_search: true });
+
+    const limits = { max_call_depth: 8, refuse_cycles: true, max_fan_out: 20, max_open_in_tree: 100 };
+    const set = await admin.settings.update(limits);
+    assert.deepEqual(set, { ...limits, tenant_id: before.tenant_id, word_search: true });
+    assert.deepEqual(await admin.settings.get(), set);
+    // a viewer reads them, and may not change them
+    const viewer = client((await admin.members.create("Vera Okafor", "viewer")).key);
+    assert.deepEqual(await viewer.settings.get(), set);
+    assert.ok((await rejection(viewer.settings.update({ max_fan_out: null }))) instanceof PermissionDeniedError);
+
+    // null clears a count limit; what the patch leaves out keeps its value
+    const cleared = await admin.settings.update({ max_fan_out: null });
+    assert.deepEqual(cleared, { ...set, max_fan_out: null });
+    assert.deepEqual(await admin.settings.get(), cleared);
+    // a patch that changes nothing writes no audit entry; out of range is a 400 and changes nothing
+    assert.deepEqual(await admin.settings.update({ max_call_depth: 8, max_fan_out: null }), cleared);
+    for (const wrong of [{ max_call_depth: 0 }, { max_call_depth: 65 }, { max_fan_out: 0 }, { max_open_in_tree: 10_001 }]) {
+      const refused = await rejection(admin.settings.update(wrong));
+      assert.ok(refused instanceof BadRequestError, `${JSON.stringify(wrong)}: ${String(refused)}`);
+    }
+    assert.deepEqual(await admin.settings.get(), cleared);
+    const audited = await admin.audit.list({ action: "tenant.call_tree" });
+    assert.deepEqual(audited.entries.map((entry) => [entry.action, entry.outcome]), [
+      ["tenant.call_tree", "allowed"],
+      ["tenant.call_tree", "allowed"],
+    ]);
+    assert.deepEqual((await admin.audit.list({ action: "tenant.word_search" })).entries, [], "word_search never changed");
+
+    // the depth limit governs: at 1, a root call opens and its child is refused, audited with the reason
+    await admin.settings.update({ max_call_depth: 1 });
+    const caller = client(world.callerKey).agents;
+    const root = await caller.call(CALLEE_NAME, { text: "Month-end billing" });
+    assert.ok(root.call_id !== null);
+    const child = await rejection(caller.call(CALLEE_NAME, { text: "Classify INV-2", parentCallId: root.call_id }));
+    assert.ok(child instanceof PermissionDeniedError, String(child));
+    const refusals = await admin.audit.list({ action: "task.open", outcome: "refused" });
+    assert.deepEqual(
+      refusals.entries.map((entry) => [entry.reason, entry.parent_call_id, entry.root_call_id]),
+      [["depth_exceeded", root.call_id, root.call_id]],
+    );
   });
 });
 

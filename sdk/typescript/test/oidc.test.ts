@@ -69,7 +69,10 @@ describe("OpenID Connect sign-in through the SDK", { skip: noGateway }, () => {
     assert.equal(trusted.discovery_url, `${provider.issuer}/.well-known/openid-configuration`);
     assert.deepEqual(trusted.subjects, [{ subject: "workload-callee", agent_id: world.calleeId }]);
     assert.equal(typeof trusted.created_at, "string");
-    assert.deepEqual(await admin.issuers.list(), [trusted]);
+    assert.deepEqual(trusted.discovery, { read: true }, "the provider's discovery document was read");
+    // the list shows the issuer as trusted, without what reading its document found then
+    const { discovery: _found, ...asListed } = trusted;
+    assert.deepEqual(await admin.issuers.list(), [asListed]);
 
     // a client-credentials token of the listed subject acts as the callee agent
     const callee = tokenClient(() => provider.clientCredentials("workload-callee", audience));
@@ -100,11 +103,24 @@ describe("OpenID Connect sign-in through the SDK", { skip: noGateway }, () => {
     assert.equal((await client(dana.key).issuers.list()).length, 1);
     assert.ok((await rejection(client(dana.key).issuers.distrust(trusted.id))) instanceof PermissionDeniedError);
 
-    // the pair is trusted already; an unknown agent; a provider that does not answer
+    // the pair is trusted already; an unknown agent
     assert.ok((await rejection(admin.issuers.trust(provider.issuer, audience))) instanceof ConflictError);
     const unknown = await rejection(admin.issuers.trust(provider.issuer, `${audience}-2`, [{ subject: "x", agent: "no-such-agent" }]));
     assert.ok(unknown instanceof NotFoundError, String(unknown));
-    assert.ok((await rejection(admin.issuers.trust("http://127.0.0.1:1", audience))) instanceof BadRequestError);
+    // a provider that does not answer (yet) is trusted all the same, and the answer says why its
+    // document could not be read
+    const unreadable = await admin.issuers.trust("http://127.0.0.1:1", audience);
+    assert.equal(unreadable.issuer, "http://127.0.0.1:1");
+    assert.equal(unreadable.discovery?.read, false, inspect(unreadable.discovery));
+    assert.ok((unreadable.discovery?.problem ?? "").length > 0, "a problem is named");
+    assert.ok((await admin.issuers.list()).some((issuer) => issuer.id === unreadable.id), "it is trusted");
+    assert.deepEqual(await admin.issuers.distrust(unreadable.id), { id: unreadable.id, removed: true });
+    // an address the outbound guard never reads (the cloud metadata address) is refused
+    const guarded = await rejection(admin.issuers.trust("https://169.254.169.254", `${audience}-3`));
+    assert.ok(guarded instanceof PermissionDeniedError, String(guarded));
+    // an issuer that is not printable ASCII is no issuer at all
+    const unprintable = await rejection(admin.issuers.trust("https://login.ex\u00e4mple.com", `${audience}-4`));
+    assert.ok(unprintable instanceof BadRequestError, String(unprintable));
 
     const removed = await admin.issuers.distrust(trusted.id);
     assert.deepEqual(removed, { id: trusted.id, removed: true });

@@ -149,18 +149,27 @@ const MODELS: Record<string, Model> = {
     { kid: true, purpose: true, retired: true },
     { kid: true, purpose: true, retired: true },
   ),
-  TenantSettings: model<TenantSettings>(["TenantSettings"], { tenant_id: true, word_search: true }, { tenant_id: true, word_search: true }),
-  TenantSettingsPatch: model<TenantSettingsPatch>(["TenantSettingsPatch"], { word_search: true }, {}),
+  TenantSettings: model<TenantSettings>(
+    ["TenantSettings"],
+    { tenant_id: true, word_search: true, max_call_depth: true, refuse_cycles: true, max_fan_out: true, max_open_in_tree: true },
+    { tenant_id: true, word_search: true, max_call_depth: true, refuse_cycles: true, max_fan_out: true, max_open_in_tree: true },
+  ),
+  TenantSettingsPatch: model<TenantSettingsPatch>(
+    ["TenantSettingsPatch"],
+    { word_search: true, max_call_depth: true, refuse_cycles: true, max_fan_out: true, max_open_in_tree: true },
+    {},
+  ),
   TrustedIssuer: model<TrustedIssuer>(
     ["TrustedIssuer"],
-    { id: true, issuer: true, audience: true, discovery_url: true, subjects: true, created_at: true, updated_at: true },
+    { id: true, issuer: true, audience: true, discovery_url: true, subjects: true, created_at: true, updated_at: true, discovery: true },
     { id: true, issuer: true, audience: true, discovery_url: true, subjects: true, created_at: true, updated_at: true },
   ),
   TrustedIssuerIn: model<TrustedIssuerIn>(["TrustedIssuerIn"], { issuer: true, audience: true, subjects: true }, { issuer: true, audience: true }),
   TrustedIssuerPatch: model<TrustedIssuerPatch>(["TrustedIssuerPatch"], { subjects: true }, { subjects: true }),
+  // the list's items are the schema `TrustedIssuer`, whose `discovery` only the trust's answer holds
   TrustedIssuerListItem: model<TrustedIssuer>(
     ["TrustedIssuerList", "items"],
-    { id: true, issuer: true, audience: true, discovery_url: true, subjects: true, created_at: true, updated_at: true },
+    { id: true, issuer: true, audience: true, discovery_url: true, subjects: true, created_at: true, updated_at: true, discovery: true },
   ),
   // a union (an agent's subject or a member's): every property of either, `subject` in both
   SubjectGrant: model<SubjectGrant>(["SubjectGrant"], { subject: true, agent_id: true, member_id: true }, { subject: true }),

@@ -608,13 +608,30 @@ class AsyncSettings:
         body: TenantSettings = await self._transport.send(requests.get_tenant_settings())
         return body
 
-    async def update(self, *, word_search: bool | NotGiven = NOT_GIVEN) -> TenantSettings:
+    async def update(
+        self,
+        *,
+        word_search: bool | NotGiven = NOT_GIVEN,
+        max_call_depth: int | NotGiven = NOT_GIVEN,
+        refuse_cycles: bool | NotGiven = NOT_GIVEN,
+        max_fan_out: int | None | NotGiven = NOT_GIVEN,
+        max_open_in_tree: int | None | NotGiven = NOT_GIVEN,
+    ) -> TenantSettings:
         """Change the settings given: `PATCH /v1/tenant/settings`; audited.
 
         `word_search=False` stops indexing the tenant's message words (a search with `q` is
-        then refused).
+        then refused). The call-tree limits (docs/api.md, "Governance"): `max_call_depth` (1 to
+        64), `refuse_cycles`, `max_fan_out` and `max_open_in_tree` (1 to 10,000; `None` clears
+        the limit); a change of any of them is audited as `tenant.call_tree`. A value out of
+        range is a `BadRequestError`; a setting left out keeps its value.
         """
-        request = requests.update_tenant_settings(word_search=word_search)
+        request = requests.update_tenant_settings(
+            word_search=word_search,
+            max_call_depth=max_call_depth,
+            refuse_cycles=refuse_cycles,
+            max_fan_out=max_fan_out,
+            max_open_in_tree=max_open_in_tree,
+        )
         body: TenantSettings = await self._transport.send(request)
         return body
 

@@ -707,13 +707,30 @@ class Settings:
         body: TenantSettings = self._transport.send(requests.get_tenant_settings())
         return body
 
-    def update(self, *, word_search: bool | NotGiven = NOT_GIVEN) -> TenantSettings:
+    def update(
+        self,
+        *,
+        word_search: bool | NotGiven = NOT_GIVEN,
+        max_call_depth: int | NotGiven = NOT_GIVEN,
+        refuse_cycles: bool | NotGiven = NOT_GIVEN,
+        max_fan_out: int | None | NotGiven = NOT_GIVEN,
+        max_open_in_tree: int | None | NotGiven = NOT_GIVEN,
+    ) -> TenantSettings:
         """Change the settings given: `PATCH /v1/tenant/settings`; audited.
 
         `word_search=False` stops indexing the tenant's message words (a search with `q` is
-        then refused).
+        then refused). The call-tree limits (docs/api.md, "Governance"): `max_call_depth` (1 to
+        64), `refuse_cycles`, `max_fan_out` and `max_open_in_tree` (1 to 10,000; `None` clears
+        the limit); a change of any of them is audited as `tenant.call_tree`. A value out of
+        range is a `BadRequestError`; a setting left out keeps its value.
         """
-        request = requests.update_tenant_settings(word_search=word_search)
+        request = requests.update_tenant_settings(
+            word_search=word_search,
+            max_call_depth=max_call_depth,
+            refuse_cycles=refuse_cycles,
+            max_fan_out=max_fan_out,
+            max_open_in_tree=max_open_in_tree,
+        )
         body: TenantSettings = self._transport.send(request)
         return body
 
@@ -743,10 +760,14 @@ class Issuers:
         """Trust `issuer` for `audience`: `POST /v1/issuers`; audited.
 
         `issuer` is an https URL exactly as tokens carry it in `iss` (plain http only on a
-        loopback host); its discovery document is read and must name it. `subjects` (at most
-        50) are `{"subject": sub, "agent": name_or_id}` or `{"subject": sub, "member_id": id}`.
-        A pair already trusted (by any tenant) is a `ConflictError`, an unknown agent or member
-        a `NotFoundError`. Not retried after a lost answer: list the issuers to know.
+        loopback host). Its discovery document is read at once: the answer's `discovery` says
+        whether it could be used (`{"read": True}`) or why not (`{"read": False, "problem":
+        ...}`); one that cannot be read now does not stop the trust. An address the gateway's
+        outbound guard refuses (a metadata or private address) is a `PermissionDeniedError`.
+        `subjects` (at most 50) are `{"subject": sub, "agent": name_or_id}` or
+        `{"subject": sub, "member_id": id}`. A pair already trusted (by any tenant) is a
+        `ConflictError`, an unknown agent or member a `NotFoundError`. Not retried after a lost
+        answer: list the issuers to know.
         """
         request = requests.trust_issuer(issuer, audience, subjects)
         body: TrustedIssuer = self._transport.send(request)

@@ -486,9 +486,25 @@ def get_tenant_settings() -> Request:
     return Request("GET", "/v1/tenant/settings")
 
 
-def update_tenant_settings(*, word_search: bool | NotGiven) -> Request:
-    """`PATCH /v1/tenant/settings` (admin): only the fields given."""
-    body = _drop_not_given({"word_search": word_search})
+def update_tenant_settings(
+    *,
+    word_search: bool | NotGiven,
+    max_call_depth: int | NotGiven,
+    refuse_cycles: bool | NotGiven,
+    max_fan_out: int | None | NotGiven,
+    max_open_in_tree: int | None | NotGiven,
+) -> Request:
+    """`PATCH /v1/tenant/settings` (admin): only the fields given; `None` for `max_fan_out` or
+    `max_open_in_tree` is sent as `null` (no limit)."""
+    body = _drop_not_given(
+        {
+            "word_search": word_search,
+            "max_call_depth": max_call_depth,
+            "refuse_cycles": refuse_cycles,
+            "max_fan_out": max_fan_out,
+            "max_open_in_tree": max_open_in_tree,
+        }
+    )
     return Request("PATCH", "/v1/tenant/settings", json=body, repeatable=False)
 
 

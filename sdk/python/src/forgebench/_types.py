@@ -218,10 +218,19 @@ class Call(TypedDict):
 
 
 class TenantSettings(TypedDict):
-    """`TenantSettings`: the caller's tenant's settings."""
+    """`TenantSettings`: the caller's tenant's settings.
+
+    The call-tree limits (docs/api.md, "Governance"): `max_call_depth` (1 to 64, default 16),
+    `refuse_cycles` (default False), `max_fan_out` and `max_open_in_tree` (1 to 10,000, or
+    None for no limit, the default).
+    """
 
     tenant_id: str
     word_search: bool
+    max_call_depth: int
+    refuse_cycles: bool
+    max_fan_out: int | None
+    max_open_in_tree: int | None
 
 
 class Jwk(TypedDict):
@@ -275,8 +284,20 @@ class SubjectGrantIn(TypedDict):
     member_id: NotRequired[str]
 
 
+class IssuerDiscovery(TypedDict):
+    """What reading a trusted issuer's discovery document found (`TrustedIssuer.discovery`)."""
+
+    read: bool
+    problem: NotRequired[str]
+    """Why the document could not be used, when `read` is false."""
+
+
 class TrustedIssuer(TypedDict):
-    """`TrustedIssuer`: an OpenID Connect issuer the tenant trusts for one audience."""
+    """`TrustedIssuer`: an OpenID Connect issuer the tenant trusts for one audience.
+
+    `discovery` is only in the answer to `issuers.trust`: whether the issuer's discovery
+    document could be read then; one that could not does not stop the trust.
+    """
 
     id: str
     issuer: str
@@ -285,6 +306,7 @@ class TrustedIssuer(TypedDict):
     subjects: list[SubjectGrant]
     created_at: str
     updated_at: str
+    discovery: NotRequired[IssuerDiscovery]
 
 
 class IssuerRemoved(TypedDict):
