@@ -18,7 +18,7 @@ use super::StoreError;
 use crate::domain::content::{PackedBody, Stored, MAX_TASK_CONTENT_BYTES};
 use crate::domain::events::Change;
 use crate::domain::task::Delivery;
-use crate::domain::{clock, Task, TaskState};
+use crate::domain::{clock, Message, Task, TaskState};
 
 pub(crate) fn task_key(task_id: &TaskId) -> Item {
     key(task_partition(task_id), TASK_SORT_KEY)
@@ -263,16 +263,7 @@ impl TryFrom<&Item> for Task {
                 .map(|value| stored("status_message", &value))
                 .transpose()?,
             status_timestamp: read.at("status_timestamp")?,
-            input: match item.get("input") {
-                // Stored before 2026-12-04, beside the history that holds it too.
-                Some(_) => stored("input", &read.json("input")?)?,
-                None => stored(
-                    "input",
-                    &read.json_list("history")?.first().cloned().ok_or_else(|| {
-                        StoreError::Corrupt("a task without its opening message".into())
-                    })?,
-                )?,
-            },
+            input: opening_message(item)?,
             artifacts: stored("artifacts", &read.json("artifacts")?)?,
             error: read.opt_s("error")?,
             history: read
@@ -319,6 +310,19 @@ impl TryFrom<&Item> for Task {
             caller_signed_in_with: caller_signed_in_with(&read)?,
         })
     }
+}
+
+/// The task's opening message: the first of its history (or, stored before 2026-12-04, its own
+/// attribute beside the history that holds it too).
+fn opening_message(item: &Item) -> Result<Stored<Message>, StoreError> {
+    let read = Reader(item);
+    if item.contains_key("input") {
+        return stored("input", &read.json("input")?);
+    }
+    let first = read.json_list("history")?.first().cloned();
+    let first =
+        first.ok_or_else(|| StoreError::Corrupt("a task without its opening message".into()))?;
+    stored("input", &first)
 }
 
 /// The OpenID Connect identity the caller opened the task with, when it used a token.
