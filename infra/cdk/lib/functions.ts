@@ -82,6 +82,16 @@ export const LONG_POLL_SLOTS: Grant = {
   leadingKeys: ['POLLS#*'],
 };
 
+/**
+ * The functions that open tasks count a tree's calls again from the ledger (`ROOT#` partitions
+ * of gsi1) when a call-tree limit needs it (docs/api.md, "Governance").
+ */
+export const CALL_TREES: Grant = {
+  sid: 'CallTrees',
+  actions: ['dynamodb:Query'],
+  on: ['index/gsi1'],
+};
+
 const onTable = (...a: string[]): Grant => ({ actions: prefixed('dynamodb', a), on: ['table'] });
 const onTableAndIndexes = (...a: string[]): Grant => ({ actions: prefixed('dynamodb', a), on: ['table', 'indexes'] });
 const onIndex = (index: string, ...a: string[]): Grant => ({ actions: prefixed('dynamodb', a), on: [`index/${index}`] });
@@ -362,6 +372,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
       onBodies("PutObject", "GetObject"),
       keyViaS3("GenerateDataKey", "Decrypt"),
       onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "ConditionCheckItem", "DeleteItem"),
+      CALL_TREES,
       onQueue("SendMessage"),
     ],
   },
@@ -379,6 +390,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
       onBodies("PutObject", "GetObject"),
       keyViaS3("GenerateDataKey", "Decrypt"),
       onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "ConditionCheckItem", "DeleteItem"),
+      CALL_TREES,
       onQueue("SendMessage"),
     ],
   },
@@ -411,6 +423,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
       onBodies("PutObject", "GetObject"),
       keyViaS3("GenerateDataKey", "Decrypt"),
       onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "ConditionCheckItem", "DeleteItem"),
+      CALL_TREES,
       onQueue("SendMessage"),
       sealing(["notify-credentials", "notify-token"], "Encrypt"),
     ],
@@ -427,6 +440,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
       onBodies("PutObject", "GetObject"),
       keyViaS3("GenerateDataKey", "Decrypt"),
       onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "ConditionCheckItem", "DeleteItem"),
+      CALL_TREES,
       onIndex("pairs", "Query"),
       onQueue("SendMessage"),
       sealing(["notify-credentials", "notify-token"], "Encrypt"),

@@ -1116,6 +1116,39 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         app.send("DELETE", &issuer, Some(&admin), None).await,
         r,
     );
+    // Call-tree limits set on a tenant whose first tree predates them: an open below its root
+    // counts the root's tasks and the tree's open tasks again from the ledger (the tree's calls
+    // on gsi1, their tasks), then counts itself; a cancel takes a task off its tree's count.
+    let limits = json!({"refuse_cycles": true, "max_fan_out": 100, "max_open_in_tree": 100});
+    note(
+        "update-tenant-settings",
+        app.send("PATCH", "/v1/tenant/settings", Some(&admin), Some(limits))
+            .await,
+        r,
+    );
+    let below = app
+        .http
+        .post(format!("{}/v1/agents/callee/tasks", app.base))
+        .bearer_auth(&keys["caller"])
+        .header("X-Parent-Call", "00000000-0000-4000-8000-000000000000")
+        .json(&json!({"message": text_message("below another system's call")}));
+    let below = note("open-task", app.finish(below).await, r);
+    let child = app
+        .http
+        .post(format!("{}/v1/agents/callee/tasks", app.base))
+        .bearer_auth(&keys["caller"])
+        .header("X-Parent-Call", task.field("call_id"))
+        .json(&json!({"message": text_message("below the first task")}));
+    let child = note("open-task", app.finish(child).await, r);
+    for opened in [&below, &child] {
+        assert_eq!(opened.status, 200, "{}", opened.text);
+        note(
+            "cancel-task",
+            app.cancel(&keys["caller"], "callee", &opened.field("id"))
+                .await,
+            r,
+        );
+    }
     let cold = spawn_app_with(Options {
         recorder: Some(recorder.clone()),
         push_worker: false,
