@@ -10,7 +10,7 @@ use super::item::{key, n, Item, Reader};
 use super::layout::{call_children_key, call_partition, tree_open_key, CALL_SORT_KEY};
 use super::{committed, Store, StoreError};
 use crate::domain::call_tree::{TreePlace, MAX_CALL_DEPTH_CEILING};
-use crate::domain::clock::Timestamp;
+use crate::domain::clock::{unix_now, Timestamp};
 use crate::domain::ids::{AgentId, CallId, TaskId, TenantId};
 
 /// A parent call of this tenant's ledger: its tree's root and its place there.
@@ -28,6 +28,10 @@ const COUNT_ATTEMPTS: usize = 4;
 const RECOUNT_READS_AT_ONCE: usize = 16;
 /// The most calls a recount reads the tasks of; a bigger tree keeps its count.
 const RECOUNT_MAX_CALLS: usize = 2_000;
+/// A tree of up to this many calls is counted again whenever its count stands at its limit;
+/// a bigger one at most every [`RECOUNT_BIG_TREE_EVERY_SECONDS`].
+const RECOUNT_FREELY_UP_TO: u64 = 100;
+const RECOUNT_BIG_TREE_EVERY_SECONDS: u64 = 30;
 
 impl Store {
     /// `parent_call_id` as this tenant's ledger holds it, `None` when it holds no such call.
@@ -124,17 +128,26 @@ impl Store {
             {
                 continue; // another writer moved it meanwhile
             }
-            let exact = match (counter, current) {
+            let recounted = match (counter, current) {
                 // A call's children never leave its count: a current count is exact.
                 (Counter::Children { .. }, true) => return Ok(false),
+                // A big tree at its limit is counted again at most every so often.
+                (_, true) if seen.as_ref().is_some_and(Count::recounted_lately) => {
+                    return Ok(false)
+                }
                 _ => self.recount(counter).await?,
             };
-            let Some(exact) = exact else {
+            let Some((exact, calls)) = recounted else {
                 return Ok(false);
             };
             let admitted = exact < u64::from(limit.max);
-            let next = exact + u64::from(admitted);
-            if self.set_count(counter, seen.as_ref(), next, limit).await? {
+            let next = Count {
+                count: exact + u64::from(admitted),
+                epoch: limit.epoch,
+                recounted_at: unix_now(),
+                calls,
+            };
+            if self.set_count(counter, seen.as_ref(), &next, limit).await? {
                 tracing::info!(counter = ?counter, exact, admitted, "a call-tree count was counted again");
                 return Ok(admitted);
             }
@@ -193,21 +206,24 @@ impl Store {
             return Ok(None);
         };
         let read = Reader(&item);
+        let number = |name: &str| match item.get(name) {
+            Some(_) => read.n(name),
+            None => Ok(0),
+        };
         Ok(Some(Count {
             count: read.n("count")?,
-            epoch: match item.get("epoch") {
-                Some(_) => read.n("epoch")?,
-                None => 0,
-            },
+            epoch: number("epoch")?,
+            recounted_at: number("recounted_at")?,
+            calls: number("calls")?,
         }))
     }
 
-    /// Sets `counter` to `count` in `limit`'s epoch, if it still stands as `seen`.
+    /// Sets `counter` to `next`, if it still stands as `seen`.
     async fn set_count(
         &self,
         counter: &Counter,
         seen: Option<&Count>,
-        count: u64,
+        next: &Count,
         limit: CountLimit,
     ) -> Result<bool, StoreError> {
         let request = self
@@ -215,11 +231,18 @@ impl Store {
             .update_item()
             .table_name(&self.table)
             .set_key(Some(counter.key()))
-            .update_expression("SET #count = :count, #epoch = :epoch, expires_at = :expires_at")
+            .update_expression(
+                "SET #count = :count, #epoch = :epoch, #recounted_at = :recounted_at, \
+                 #calls = :calls, expires_at = :expires_at",
+            )
             .expression_attribute_names("#count", "count")
             .expression_attribute_names("#epoch", "epoch")
-            .expression_attribute_values(":count", n(count))
-            .expression_attribute_values(":epoch", n(limit.epoch))
+            .expression_attribute_names("#recounted_at", "recounted_at")
+            .expression_attribute_names("#calls", "calls")
+            .expression_attribute_values(":count", n(next.count))
+            .expression_attribute_values(":epoch", n(next.epoch))
+            .expression_attribute_values(":recounted_at", n(next.recounted_at))
+            .expression_attribute_values(":calls", n(next.calls))
             .expression_attribute_values(":expires_at", n(limit.expires_at));
         let request = match seen {
             None => request.condition_expression("attribute_not_exists(pk)"),
@@ -232,8 +255,9 @@ impl Store {
     }
 
     /// What `counter` counts, read from the ledger: the calls whose parent is the call, or the
-    /// open tasks of the tree. `None` for a tree too big to count again.
-    async fn recount(&self, counter: &Counter) -> Result<Option<u64>, StoreError> {
+    /// open tasks of the tree; with the calls the tree holds. `None` for a tree too big to count
+    /// again.
+    async fn recount(&self, counter: &Counter) -> Result<Option<(u64, u64)>, StoreError> {
         let (tenant_id, root_call_id) = match counter {
             Counter::Children {
                 tenant_id,
@@ -249,12 +273,13 @@ impl Store {
         if calls.len() > RECOUNT_MAX_CALLS {
             return Ok(None);
         }
+        let in_tree = calls.len() as u64;
         if let Counter::Children { parent_call_id, .. } = counter {
             let children = calls
                 .iter()
                 .filter(|call| call["parent_call_id"].as_str() == Some(parent_call_id.as_str()))
                 .count();
-            return Ok(Some(children as u64));
+            return Ok(Some((children as u64, in_tree)));
         }
         let task_ids: Vec<TaskId> = calls
             .iter()
@@ -268,7 +293,7 @@ impl Store {
                 Ok(open + u64::from(task.is_some_and(|task| task.state.is_open())))
             })
             .await?;
-        Ok(Some(open))
+        Ok(Some((open, in_tree)))
     }
 }
 
@@ -313,9 +338,20 @@ pub struct CountLimit {
     pub expires_at: u64,
 }
 
-/// A count as stored.
+/// A count as stored, and its last recount: when, and how many calls the tree held then.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Count {
     count: u64,
     epoch: u64,
+    recounted_at: u64,
+    calls: u64,
+}
+
+impl Count {
+    /// Whether this is a big tree's count, counted again a moment ago: a refusal at its limit
+    /// then costs one read, not a read of every task of the tree, however often it comes.
+    fn recounted_lately(&self) -> bool {
+        self.calls > RECOUNT_FREELY_UP_TO
+            && unix_now().saturating_sub(self.recounted_at) < RECOUNT_BIG_TREE_EVERY_SECONDS
+    }
 }

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use forgebench_tests::{spawn_app, text_message, Reply, Tenant, TestAgent, TestApp};
+use forgebench_tests::{
+    spawn_app, spawn_app_with, text_message, Options, Recorder, Reply, Tenant, TestAgent, TestApp,
+};
 use serde_json::{json, Value};
 
 /// The three ways a caller opens a task.
@@ -132,11 +134,15 @@ async fn agents_with_bindings(
 }
 
 /// The tenant's refused opens: (reason, parent_call_id, root_call_id) of each, each as many
-/// times as its entry counts it (the log keeps one entry a minute per caller, callee and reason).
+/// times as its entry counts it (the log keeps one entry a minute per caller, callee and
+/// reason, placed at its first refusal: among many other entries, found by its filters).
 async fn refusals(app: &TestApp, tenant: &Tenant) -> Vec<(String, String, String)> {
-    let mut entries: Vec<(String, String, String)> = app
-        .audit(&tenant.admin_key)
-        .await
+    let path = "/v1/audit?action=task.open&outcome=refused&limit=100";
+    let page = app.get(path, &tenant.admin_key).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    let mut entries: Vec<(String, String, String)> = page.body["items"]
+        .as_array()
+        .unwrap()
         .iter()
         .filter(|entry| entry["action"] == "task.open" && entry["outcome"] == "refused")
         .flat_map(|entry| {
@@ -472,4 +478,50 @@ async fn limits_set_on_a_lived_in_tenant_hold_its_older_trees_too() {
         reasons,
         ["depth_exceeded", "fan_out_exceeded", "tree_open_limit"]
     );
+}
+
+/// A refusal at a big tree's open limit is cheap: the tree's tasks are counted again when its
+/// count first stands at the limit, and for a tree of more than 100 calls not again for 30 s,
+/// so a caller that keeps knocking costs a read each time, not a read of every task.
+#[tokio::test]
+async fn a_big_tree_at_its_open_limit_is_counted_again_at_most_every_so_often() {
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        ..Options::default()
+    })
+    .await;
+    let (tenant, agents) = agents_with_bindings(&app, &[("a", "b"), ("b", "c")]).await;
+    let (b, c) = (&agents["b"], &agents["c"]);
+    let root = open_call(&app, &agents["a"].key, &b.name, None).await;
+    // 101 calls below the root, each canceled: a tree of 102 calls, one task open.
+    for _ in 0..101 {
+        let opened = open_via(&app, Binding::Rest, &b.key, &c.name, Some(&root)).await;
+        assert_eq!(opened.status, 200, "{}", opened.text);
+        let canceled = app.cancel(&b.key, &c.name, &opened.field("id")).await;
+        assert_eq!(canceled.status, 200, "{}", canceled.text);
+    }
+    set_limits(&app, &tenant, json!({"max_open_in_tree": 2})).await;
+    let tree_reads = |recorder: &Recorder| {
+        recorder
+            .take_dynamodb_round_trips()
+            .into_iter()
+            .filter(|(operation, _)| operation == "Query gsi1")
+            .count()
+    };
+    recorder.take_dynamodb_round_trips();
+    // The first count under the limit is made from the ledger: one open task, so one more.
+    admitted(&app, Binding::Rest, &b.key, &c.name, &root).await;
+    assert!(tree_reads(&recorder) >= 1, "the tree's calls read");
+    // Full now: the count was just made, so the refusals read no tree.
+    for binding in BINDINGS {
+        refused(&app, binding, &b.key, &c.name, &root).await;
+    }
+    assert_eq!(tree_reads(&recorder), 0, "no tree read again within 30 s");
+    let reasons: Vec<String> = refusals(&app, &tenant)
+        .await
+        .into_iter()
+        .map(|(reason, _, _)| reason)
+        .collect();
+    assert_eq!(reasons, vec!["tree_open_limit".to_owned(); 3]);
 }
