@@ -45,8 +45,8 @@ impl Store {
             return Ok(None);
         };
         let read = Reader(&item);
-        let depth = match item.get("depth") {
-            Some(_) => u32::try_from(read.n("depth")?).unwrap_or(u32::MAX),
+        let depth = match stored_depth(&item)? {
+            Some(depth) => depth,
             None => self.depth_by_walking(tenant_id, &item).await?,
         };
         let path = match item.get("path") {
@@ -95,8 +95,7 @@ impl Store {
             let Some(item) = self.call_of_tenant(tenant_id, &parent_id).await? else {
                 break;
             };
-            if item.contains_key("depth") {
-                let known = u32::try_from(Reader(&item).n("depth")?).unwrap_or(u32::MAX);
+            if let Some(known) = stored_depth(&item)? {
                 return Ok(known.saturating_add(depth - 1));
             }
             parent = Reader(&item).opt_s("parent_call_id")?;
@@ -206,15 +205,11 @@ impl Store {
             return Ok(None);
         };
         let read = Reader(&item);
-        let number = |name: &str| match item.get(name) {
-            Some(_) => read.n(name),
-            None => Ok(0),
-        };
         Ok(Some(Count {
             count: read.n("count")?,
-            epoch: number("epoch")?,
-            recounted_at: number("recounted_at")?,
-            calls: number("calls")?,
+            epoch: read.n_or("epoch", 0)?,
+            recounted_at: read.n_or("recounted_at", 0)?,
+            calls: read.n_or("calls", 0)?,
         }))
     }
 
@@ -354,4 +349,11 @@ impl Count {
         self.calls > RECOUNT_FREELY_UP_TO
             && unix_now().saturating_sub(self.recounted_at) < RECOUNT_BIG_TREE_EVERY_SECONDS
     }
+}
+
+/// The depth a call item keeps, if it was written after calls kept theirs.
+fn stored_depth(call: &Item) -> Result<Option<u32>, StoreError> {
+    Ok(Reader(call)
+        .opt_n("depth")?
+        .map(|depth| u32::try_from(depth).unwrap_or(u32::MAX)))
 }

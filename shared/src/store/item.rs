@@ -126,6 +126,27 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A number attribute an item may lack: items written before it existed.
+    pub fn opt_n(&self, name: &str) -> Result<Option<u64>, StoreError> {
+        match self.0.get(name) {
+            None => Ok(None),
+            Some(_) => self.n(name).map(Some),
+        }
+    }
+
+    /// A number attribute an item may lack, read as `default` when absent.
+    pub fn n_or(&self, name: &str, default: u64) -> Result<u64, StoreError> {
+        Ok(self.opt_n(name)?.unwrap_or(default))
+    }
+
+    /// A boolean attribute an item may lack, read as `default` when absent.
+    pub fn bool_or(&self, name: &str, default: bool) -> Result<bool, StoreError> {
+        match self.0.get(name) {
+            None => Ok(default),
+            Some(_) => self.bool(name),
+        }
+    }
+
     pub fn bool(&self, name: &str) -> Result<bool, StoreError> {
         match self.0.get(name) {
             Some(AttributeValue::Bool(value)) => Ok(*value),

@@ -242,10 +242,7 @@ impl TryFrom<&Item> for Task {
             "push" => Delivery::Push,
             _ => Delivery::Pull,
         };
-        let delivery_attempts = match item.get("delivery_attempts") {
-            Some(_) => read.n("delivery_attempts")?,
-            None => 0,
-        };
+        let delivery_attempts = read.n_or("delivery_attempts", 0)?;
         let tenant_id: TenantId = read.id("tenant_id")?;
         let (context_id, context_named) = shown_context(&tenant_id, read.s("context_id")?);
         Ok(Task {
@@ -282,27 +279,15 @@ impl TryFrom<&Item> for Task {
             delivery_attempts,
             // Stored before attempts were numbered across deliveries: the task's only delivery
             // so far has records 1 to `delivery_attempts`.
-            attempt_number: match item.get("attempt_number") {
-                Some(_) => read.n("attempt_number")?,
-                None => delivery_attempts,
-            },
+            attempt_number: read.n_or("attempt_number", delivery_attempts)?,
             delivery_id: read.opt_s("delivery_id")?,
             delivered_at: read.opt_at("delivered_at")?,
-            content_bytes: match item.get("content_bytes") {
-                Some(_) => read.n("content_bytes")?,
-                None => 0,
-            },
-            expires_at: match item.get("expires_at") {
-                Some(_) => Some(read.n("expires_at")?),
-                None => None,
-            },
+            content_bytes: read.n_or("content_bytes", 0)?,
+            expires_at: read.opt_n("expires_at")?,
             created_at: read.at("created_at")?,
             updated_at: read.at("updated_at")?,
             changes: read_changes(item),
-            notify_configs: match item.get("notify_configs") {
-                Some(_) => read.n("notify_configs")?,
-                None => 0,
-            },
+            notify_configs: read.n_or("notify_configs", 0)?,
             message_keys: match item.get("message_keys") {
                 Some(AttributeValue::Ss(keys)) => keys.clone(),
                 _ => Vec::new(),

@@ -304,28 +304,18 @@ fn settings_of(item: &Item) -> Result<TenantSettings, StoreError> {
     let read = Reader(item);
     let defaults = TenantSettings::default();
     let limit = |name: &str| -> Result<Option<u32>, StoreError> {
-        match item.get(name) {
-            None => Ok(None),
-            Some(_) => Ok(Some(u32::try_from(read.n(name)?).unwrap_or(u32::MAX))),
-        }
+        Ok(read
+            .opt_n(name)?
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
     };
     Ok(TenantSettings {
-        word_search: match item.get("word_search") {
-            None => defaults.word_search,
-            Some(_) => read.bool("word_search")?,
-        },
+        word_search: read.bool_or("word_search", defaults.word_search)?,
         call_tree: CallTreeLimits {
             max_call_depth: limit("max_call_depth")?.unwrap_or(defaults.call_tree.max_call_depth),
-            refuse_cycles: match item.get("refuse_cycles") {
-                None => defaults.call_tree.refuse_cycles,
-                Some(_) => read.bool("refuse_cycles")?,
-            },
+            refuse_cycles: read.bool_or("refuse_cycles", defaults.call_tree.refuse_cycles)?,
             max_fan_out: limit("max_fan_out")?,
             max_open_in_tree: limit("max_open_in_tree")?,
-            counts_since: match item.get("call_tree_counts_since") {
-                None => 0,
-                Some(_) => read.n("call_tree_counts_since")?,
-            },
+            counts_since: read.n_or("call_tree_counts_since", 0)?,
         },
     })
 }
