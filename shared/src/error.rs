@@ -53,6 +53,13 @@ pub enum ApiError {
     /// The agent holds as many long polls as it may at once.
     #[error("too many requests: {0}")]
     TooManyRequests(String),
+    /// A binding's contract: its rate, concurrency or daily quota is reached; the caller may
+    /// try again after `retry_after_seconds`.
+    #[error("quota exceeded: {message}")]
+    QuotaExceeded {
+        message: String,
+        retry_after_seconds: u64,
+    },
     #[error("backing service unavailable")]
     Unavailable,
     /// Anything unexpected: its cause is logged (with its chain) where the 500 is rendered and
@@ -176,7 +183,9 @@ impl ApiError {
             ApiError::PullResultWorking => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooManyRequests(_) | ApiError::QuotaExceeded { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -199,6 +208,7 @@ impl ApiError {
             ApiError::TooLarge(_) => "too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::TooManyRequests(_) => "too_many_requests",
+            ApiError::QuotaExceeded { .. } => "quota_exceeded",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal(_) => "internal",
         }
@@ -224,7 +234,8 @@ impl ApiError {
             | ApiError::LimitReached(message)
             | ApiError::TooLarge(message)
             | ApiError::UnsupportedMediaType(message)
-            | ApiError::TooManyRequests(message) => detail(message),
+            | ApiError::TooManyRequests(message)
+            | ApiError::QuotaExceeded { message, .. } => detail(message),
             ApiError::Unauthenticated => {
                 detail("a valid API key is required: Authorization: Bearer <key>")
             }
@@ -273,13 +284,25 @@ impl ApiError {
             }
         }
         let mut response = json_response(self.status(), &body);
-        if matches!(self, ApiError::Unavailable | ApiError::TooManyRequests(_)) {
+        if let Some(seconds) = self.retry_after_seconds() {
             response.headers_mut().insert(
                 lambda_http::http::header::RETRY_AFTER,
-                lambda_http::http::HeaderValue::from_static("1"),
+                lambda_http::http::HeaderValue::from(seconds),
             );
         }
         response
+    }
+
+    /// The `Retry-After` of an answer that asks the caller to come back later.
+    pub fn retry_after_seconds(&self) -> Option<u64> {
+        match self {
+            ApiError::Unavailable | ApiError::TooManyRequests(_) => Some(1),
+            ApiError::QuotaExceeded {
+                retry_after_seconds,
+                ..
+            } => Some(*retry_after_seconds),
+            _ => None,
+        }
     }
 }
 

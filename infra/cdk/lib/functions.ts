@@ -529,6 +529,15 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     ],
   },
   {
+    id: "UpdateBinding",
+    route: "update-binding",
+    description: "PATCH /v1/agents/{agent}/agents/{binding_id}",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem", "UpdateItem"),
+    ],
+  },
+  {
     id: "SweepDeadlines",
     route: "sweep-deadlines",
     description: "Fails claimed tasks whose callee missed its claim deadline, re-enqueues lost push deliveries and notifications, and indexes the words of tasks whose indexing failed.",

@@ -2,6 +2,7 @@
 //! tasks and refusals. The routes that speak it sit in `http/`.
 
 pub mod error;
+pub mod incoming;
 pub mod jsonrpc;
 pub mod names;
 pub mod wire;

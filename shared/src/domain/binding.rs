@@ -5,7 +5,9 @@ use super::clock::Timestamp;
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::contract::{BindingLimits, Contract};
 use super::ids::{AgentId, TenantId};
+pub use super::refusal::RefusalReason;
 use super::{Agent, AgentStatus};
 
 /// Namespace for binding ids. A binding's id is derived from its (caller, callee) pair, so the
@@ -34,6 +36,10 @@ pub struct Binding {
     pub revoked: bool,
     /// When the callee's side approved; `null` while pending.
     pub approved_at: Option<Timestamp>,
+    /// The call-tree limits of calls made through it, in place of the tenant's.
+    pub limits: BindingLimits,
+    /// What the caller may do on the callee through it.
+    pub contract: Contract,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -64,6 +70,8 @@ impl Binding {
                 source: "api".into(),
                 revoked: false,
                 approved_at,
+                limits: BindingLimits::default(),
+                contract: Contract::default(),
                 created_at: now.into(),
                 updated_at: now.into(),
             });
@@ -78,45 +86,6 @@ impl Binding {
         }
         binding.updated_at = now.into();
         Some(binding)
-    }
-}
-
-/// Why a task open was refused. The caller only ever sees `403 not_permitted`; this goes to the
-/// audit log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RefusalReason {
-    UnknownCallee,
-    OtherTenant,
-    NoBinding,
-    BindingPending,
-    BindingRevoked,
-    CalleePaused,
-    CalleeRetired,
-    /// The call would be deeper in its tree than the tenant's `max_call_depth`.
-    DepthExceeded,
-    /// The call would reach an agent already on its own path to the root (`refuse_cycles`).
-    Cycle,
-    /// Its parent call has opened `max_fan_out` tasks already.
-    FanOutExceeded,
-    /// Its tree holds `max_open_in_tree` open tasks already.
-    TreeOpenLimit,
-}
-
-impl RefusalReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RefusalReason::UnknownCallee => "unknown_callee",
-            RefusalReason::OtherTenant => "other_tenant",
-            RefusalReason::NoBinding => "no_binding",
-            RefusalReason::BindingPending => "binding_pending",
-            RefusalReason::BindingRevoked => "binding_revoked",
-            RefusalReason::CalleePaused => "callee_paused",
-            RefusalReason::CalleeRetired => "callee_retired",
-            RefusalReason::DepthExceeded => "depth_exceeded",
-            RefusalReason::Cycle => "cycle",
-            RefusalReason::FanOutExceeded => "fan_out_exceeded",
-            RefusalReason::TreeOpenLimit => "tree_open_limit",
-        }
     }
 }
 
@@ -165,6 +134,8 @@ mod tests {
             source: "api".into(),
             revoked,
             approved_at: approved.then(|| "2026-01-01T00:00:00.000000Z".into()),
+            limits: BindingLimits::default(),
+            contract: Contract::default(),
             created_at: crate::domain::clock::Timestamp::default(),
             updated_at: crate::domain::clock::Timestamp::default(),
         }

@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
-use super::binding::RefusalReason;
 use super::clock::Timestamp;
 use super::ids::AgentId;
+use super::refusal::RefusalReason;
 
 /// The depth limit of a tenant that never set one.
 pub const DEFAULT_MAX_CALL_DEPTH: u32 = 16;
@@ -31,6 +31,11 @@ pub struct CallTreeLimits {
     /// where there was none. Counts made before it missed the tasks opened while nothing was
     /// counted, so they are made again from the ledger before they are used.
     pub counts_since: u64,
+    /// Whether a binding of the tenant has limits of its own that need every call tracked
+    /// (`BindingLimits::needs_tracking`): then every call keeps its path and every open is
+    /// counted, limited or not.
+    #[serde(skip)]
+    pub tracked_by_bindings: bool,
 }
 
 impl Default for CallTreeLimits {
@@ -41,6 +46,7 @@ impl Default for CallTreeLimits {
             max_fan_out: None,
             max_open_in_tree: None,
             counts_since: 0,
+            tracked_by_bindings: false,
         }
     }
 }
@@ -71,6 +77,7 @@ impl CallTreeLimits {
     /// These limits as changed to `next` at `now_ms`: counting begins again when a count limit
     /// is set where there was none.
     pub fn changed_to(&self, mut next: CallTreeLimits, now_ms: u64) -> CallTreeLimits {
+        next.tracked_by_bindings = self.tracked_by_bindings;
         let starts = (self.max_fan_out.is_none() && next.max_fan_out.is_some())
             || (self.max_open_in_tree.is_none() && next.max_open_in_tree.is_some());
         next.counts_since = if starts { now_ms } else { self.counts_since };
@@ -96,14 +103,14 @@ impl CallTreeLimits {
         if depth > self.max_call_depth {
             return Err(RefusalReason::DepthExceeded);
         }
-        if !self.refuse_cycles {
+        if !self.refuse_cycles && !self.tracked_by_bindings {
             return Ok(TreePlace { depth, path: None });
         }
         let mut path = parent_path.unwrap_or_default();
         if path.last() != Some(caller) {
             path.push(caller.clone());
         }
-        if path.contains(callee) {
+        if self.refuse_cycles && path.contains(callee) {
             return Err(RefusalReason::Cycle);
         }
         path.push(callee.clone());

@@ -61,6 +61,11 @@ pub struct Task {
     /// Whether the task is counted among its tree's open tasks (`max_open_in_tree`), so that
     /// its finish takes it off the count.
     pub counted_in_tree: bool,
+    /// Whether the task is counted among its binding's open tasks (a contract's
+    /// `max_concurrent`), so that its finish takes it off the count.
+    pub counted_on_binding: bool,
+    /// The callee's skill the open named (REST body `skill`, A2A `message.metadata.skill`).
+    pub skill: Option<String>,
     pub delivery: Delivery,
     pub claim_timeout_seconds: u64,
     /// When a claimed task fails for want of an answer; set while `working`.
@@ -157,6 +162,8 @@ impl Task {
             root_call_id: lineage.root_call_id,
             tree_place: None,
             counted_in_tree: false,
+            counted_on_binding: false,
+            skill: None,
             delivery: if push { Delivery::Push } else { Delivery::Pull },
             claim_timeout_seconds: callee.claim_timeout_seconds,
             deadline_at: None,
@@ -236,6 +243,7 @@ impl Task {
             "call_id": self.call_id,
             "parent_call_id": self.parent_call_id,
             "root_call_id": self.root_call_id,
+            "skill": self.skill,
             "delivery": self.delivery,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
@@ -373,6 +381,8 @@ mod tests {
             root_call_id: "c1".into(),
             tree_place: None,
             counted_in_tree: false,
+            counted_on_binding: false,
+            skill: None,
             delivery: Delivery::Pull,
             claim_timeout_seconds: 5,
             deadline_at: Some("2026-01-01T00:00:05.000000Z".into()),

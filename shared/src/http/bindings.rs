@@ -9,6 +9,7 @@ use super::agents::{managed_agent, visible_agent};
 use super::{json_object, ok, only_fields, path_param, HandlerResult};
 use crate::app::App;
 use crate::domain::binding::binding_id;
+use crate::domain::contract::UseWindows;
 use crate::domain::ids::AgentId;
 use crate::domain::{clock, Agent, AgentRef, Binding, TenantPrincipal};
 use crate::error::ApiError;
@@ -17,7 +18,7 @@ use crate::store::{AuditEntry, BindingWrite};
 /// Most callees one grant may name.
 pub const MAX_CALLEES_PER_GRANT: usize = 25;
 
-fn changed_concurrently() -> ApiError {
+pub(super) fn changed_concurrently() -> ApiError {
     ApiError::Conflict("the binding changed while this request was applied; retry".into())
 }
 
@@ -116,11 +117,19 @@ pub async fn list(app: &App, request: Request) -> HandlerResult {
     let agent = visible_agent(app, &principal, &path_param(&request, "agent")?).await?;
     let outbound = app.store.list_bindings(&agent.id, true).await?;
     let inbound = app.store.list_bindings(&agent.id, false).await?;
-    ok(&json!({"outbound": outbound, "inbound": inbound}))
+    ok(&json!({
+        "outbound": all_with_usage(app, &outbound).await?,
+        "inbound": all_with_usage(app, &inbound).await?,
+    }))
+}
+
+/// Each binding with its use against its contract, read at once.
+async fn all_with_usage(app: &App, bindings: &[Binding]) -> Result<Vec<Value>, ApiError> {
+    futures::future::try_join_all(bindings.iter().map(|binding| with_usage(app, binding))).await
 }
 
 /// The binding `{binding_id}` if it involves the route's agent on the given side(s).
-async fn binding_of(
+pub(super) async fn binding_of(
     app: &App,
     request: &Request,
     agent_id: &AgentId,
@@ -189,4 +198,23 @@ pub async fn revoke(app: &App, request: Request) -> HandlerResult {
         return Err(changed_concurrently());
     }
     ok(&json!(binding))
+}
+
+/// The binding as answered with its use against its contract (`usage`).
+pub(super) async fn with_usage(app: &App, binding: &Binding) -> Result<Value, ApiError> {
+    let mut answer = json!(binding);
+    let counted = if binding.contract.counts_use() {
+        app.store.binding_use(&binding.id).await?
+    } else {
+        None
+    };
+    let now = UseWindows::at(clock::unix_now_ms());
+    let current = counted.unwrap_or_default().in_windows(now);
+    let counts_use = binding.contract.counts_use();
+    answer["usage"] = json!({
+        "minute": counts_use.then_some(current.minute_count),
+        "day": counts_use.then_some(current.day_count),
+        "open": binding.contract.counts_open().then_some(current.open),
+    });
+    Ok(answer)
 }

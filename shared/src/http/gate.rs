@@ -3,8 +3,9 @@
 
 use crate::app::App;
 use crate::domain::binding::{admit, binding_id, RefusalReason};
+use crate::domain::contract::QuotaExceeded;
 use crate::domain::task::CallLineage;
-use crate::domain::{Agent, AgentId, AgentRef, TaskId, TenantPrincipal};
+use crate::domain::{Agent, AgentId, AgentRef, Binding, TaskId, TenantPrincipal};
 use crate::error::ApiError;
 use crate::store::AuditEntry;
 
@@ -75,19 +76,48 @@ pub(super) async fn refusal_now(
     Ok(admit(&principal.tenant_id, callee.as_ref(), binding.as_ref()).err())
 }
 
-/// Why the gate would refuse this caller now, read before anything is stored for it; the open
-/// transaction checks the same again at the instant it writes.
-pub(super) async fn precheck_refusal(
+/// The binding that admits this caller now, or why the gate refuses it, read before anything is
+/// stored for it; the open transaction checks the same again at the instant it writes.
+pub(super) async fn admitting_binding(
     app: &App,
     principal: &TenantPrincipal,
     caller_id: &AgentId,
     callee: &Agent,
-) -> Result<Option<RefusalReason>, ApiError> {
+) -> Result<Result<Binding, RefusalReason>, ApiError> {
     let binding = app
         .store
         .get_binding(&binding_id(caller_id, &callee.id))
         .await?;
-    Ok(admit(&principal.tenant_id, Some(callee), binding.as_ref()).err())
+    Ok(
+        match admit(&principal.tenant_id, Some(callee), binding.as_ref()) {
+            Err(reason) => Err(reason),
+            Ok(()) => binding.ok_or(RefusalReason::NoBinding),
+        },
+    )
+}
+
+/// Refuses a task open past its binding's rate, concurrency or daily quota: the reason to the
+/// audit log, and a `429` saying which bound and when to come back.
+pub(super) async fn refuse_over_quota(
+    app: &App,
+    principal: &TenantPrincipal,
+    target: &str,
+    exceeded: QuotaExceeded,
+    lineage: &CallLineage,
+) -> ApiError {
+    let reason = RefusalReason::QuotaExceeded;
+    let entry = AuditEntry::new(principal, "task.open", target)
+        .refused(reason.as_str())
+        .of_call(lineage);
+    tracing::info!(reason = reason.as_str(), quota = ?exceeded, "call over its binding's contract");
+    crate::metrics::emit(crate::metrics::Metric::Refused { reason });
+    match app.store.record_refusal(&entry).await {
+        Ok(()) => ApiError::QuotaExceeded {
+            message: exceeded.message(),
+            retry_after_seconds: exceeded.retry_after_seconds(crate::domain::clock::unix_now_ms()),
+        },
+        Err(error) => error.into(),
+    }
 }
 
 pub(super) fn parse_uuid(text: &str) -> Result<uuid::Uuid, ApiError> {

@@ -5,6 +5,7 @@ mod a2a;
 mod agents;
 mod audit;
 pub mod auth;
+mod binding_terms;
 mod bindings;
 mod calls;
 mod cards;

@@ -9,6 +9,7 @@ use super::service::open::{open_task, OpenRequest};
 use super::service::tasks::caller_message;
 use super::{json_object, only_fields, path_param, wait_param, HandlerResult};
 use crate::app::App;
+use crate::domain::contract::{self, MAX_SKILL_CHARS};
 use crate::domain::{headers, CallId};
 use crate::error::{json_response, ApiError};
 
@@ -17,7 +18,7 @@ impl OpenRequest {
         let callee_segment = path_param(request, "agent")?;
         let wait = wait_param(request, app)?;
         let body = json_object(request)?;
-        only_fields(&body, &["message", "context_id"])?;
+        only_fields(&body, &["message", "context_id", "skill"])?;
         let message = caller_message(&body, "opening a task")?;
         let context_id = match body.get("context_id") {
             None | Some(Value::Null) => None,
@@ -40,9 +41,19 @@ impl OpenRequest {
             context_id,
             context_named: false,
             parent_call_id: parent_call(request)?,
+            skill: skill_of(&body)?,
             notify: None,
         })
     }
+}
+
+/// The body's `skill`: the callee's skill (its card's `skills[].id`) the open is for.
+fn skill_of(body: &serde_json::Map<String, Value>) -> Result<Option<String>, ApiError> {
+    contract::named_skill(body.get("skill")).map_err(|contract::NotASkillId| {
+        ApiError::InvalidRequest(format!(
+            "skill must be a skill id of 1 to {MAX_SKILL_CHARS} characters"
+        ))
+    })
 }
 
 /// `POST /v1/agents/{callee}/tasks?wait=N` with `{"message": Message, "context_id"?}`: `200`

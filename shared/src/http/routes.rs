@@ -16,8 +16,8 @@ use lambda_http::Request;
 
 use super::reply::{buffered, Reply};
 use super::{
-    a2a, agents, audit, bindings, calls, cards, console, endpoint, events, issuers, members, open,
-    protected_resource, pull, search, signing_keys, tasks, tenants, tools,
+    a2a, agents, audit, binding_terms, bindings, calls, cards, console, endpoint, events, issuers,
+    members, open, protected_resource, pull, search, signing_keys, tasks, tenants, tools,
 };
 use crate::app::App;
 use crate::error::ApiError;
@@ -115,6 +115,7 @@ route_table! {
     ListBindings: GET "/v1/agents/{agent}/agents", Buffered bindings::list, "dynamodb:GetItem,Query,UpdateItem";
     ApproveBinding: POST "/v1/agents/{agent}/agents/{binding_id}/approve", Buffered bindings::approve, "dynamodb:GetItem,PutItem,UpdateItem";
     RevokeBinding: DELETE "/v1/agents/{agent}/agents/{binding_id}", Buffered bindings::revoke, "dynamodb:GetItem,PutItem,UpdateItem";
+    UpdateBinding: PATCH "/v1/agents/{agent}/agents/{binding_id}", Buffered binding_terms::update, "dynamodb:GetItem,PutItem,UpdateItem";
     OpenTask: POST "/v1/agents/{agent}/tasks", Waits open::open, "dynamodb:BatchGetItem,BatchWriteItem,ConditionCheckItem,DeleteItem,GetItem,PutItem,Query,UpdateItem kms:Decrypt,GenerateDataKey s3:GetObject,PutObject sqs:SendMessage";
     GetTask: GET "/v1/agents/{agent}/tasks/{task_id}", Waits tasks::get, "dynamodb:BatchGetItem,BatchWriteItem,DeleteItem,GetItem,PutItem,Query,UpdateItem kms:Decrypt s3:GetObject sqs:SendMessage";
     CancelTask: POST "/v1/agents/{agent}/tasks/{task_id}/cancel", Buffered tasks::cancel, "dynamodb:BatchGetItem,BatchWriteItem,GetItem,PutItem,UpdateItem kms:Decrypt s3:GetObject sqs:SendMessage";

@@ -146,13 +146,13 @@ fn changed_settings(
     Ok(settings)
 }
 
-fn flag(value: &Value, name: &str) -> Result<bool, ApiError> {
+pub(super) fn flag(value: &Value, name: &str) -> Result<bool, ApiError> {
     value
         .as_bool()
         .ok_or_else(|| ApiError::InvalidRequest(format!("{name} must be true or false")))
 }
 
-fn bounded(value: &Value, name: &str, max: u32) -> Result<u32, ApiError> {
+pub(super) fn bounded(value: &Value, name: &str, max: u32) -> Result<u32, ApiError> {
     // JSON does not tell 3 from 3.0, and neither does an integer schema.
     let whole = value.as_u64().or_else(|| {
         value

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::outcome::{JobOutcome, STORE_RETRY};
 use super::request::Prepared;
-use super::signature::{delivery_body, sign_delivery, Destination};
+use super::signature::{delivery_body, sign_delivery, Delivered, Destination};
 use super::verdict::{judge, Verdict};
 use super::worker::Worker;
 use crate::domain::content::MAX_TASK_CONTENT_BYTES;
@@ -36,7 +36,12 @@ impl Worker {
             agent_id: &task.callee_agent_id,
             url: &endpoint.url,
         };
-        let body = delivery_body(&task.id, &task.call_id, &message, destination);
+        let delivered = Delivered {
+            task_id: &task.id,
+            call_id: &task.call_id,
+            skill: task.skill.as_deref(),
+        };
+        let body = delivery_body(delivered, &message, destination);
         let timestamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|since| since.as_secs())

@@ -26,25 +26,32 @@ pub struct Destination<'a> {
     pub url: &'a str,
 }
 
-/// The JSON body of a delivery: the task, the caller's newest message, and the destination,
-/// which the signature covers with the rest of the body.
-pub fn delivery_body(
-    task_id: &str,
-    call_id: &str,
-    message: &Value,
-    destination: Destination<'_>,
-) -> String {
-    json!({
-        "task_id": task_id,
-        "call_id": call_id,
+/// The task a delivery carries: its id, its call and the skill its open named.
+#[derive(Debug, Clone, Copy)]
+pub struct Delivered<'a> {
+    pub task_id: &'a str,
+    pub call_id: &'a str,
+    pub skill: Option<&'a str>,
+}
+
+/// The JSON body of a delivery: the task, the caller's newest message, the skill the open named
+/// (only when it named one), and the destination, which the signature covers with the rest of
+/// the body.
+pub fn delivery_body(task: Delivered<'_>, message: &Value, destination: Destination<'_>) -> String {
+    let mut body = json!({
+        "task_id": task.task_id,
+        "call_id": task.call_id,
         "message": message,
         "destination": {
             "tenant_id": destination.tenant_id,
             "agent_id": destination.agent_id,
             "url": destination.url,
         },
-    })
-    .to_string()
+    });
+    if let Some(skill) = task.skill {
+        body["skill"] = Value::from(skill);
+    }
+    body.to_string()
 }
 
 /// What is signed.
@@ -108,7 +115,12 @@ mod tests {
             agent_id: "agent-a",
             url: "https://a.example/hook",
         };
-        let body = delivery_body("t", "c", &json!({"role": "user"}), destination);
+        let task = Delivered {
+            task_id: "t",
+            call_id: "c",
+            skill: None,
+        };
+        let body = delivery_body(task, &json!({"role": "user"}), destination);
         let parsed: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(
             parsed,

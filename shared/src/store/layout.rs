@@ -18,6 +18,7 @@
 //! | an agent's tool binding | `AGENT#{id}` | `TOOL#{name}` | | |
 //! | an agent's count of tools | `AGENT#{id}` | `TOOLCOUNT` | | |
 //! | binding | `BINDING#{id}` | `BINDING` | `BOUT#{caller}` / callee | `BIN#{callee}` / caller |
+//! | a binding's use against its contract | `BINDING#{id}` | `USE` | | |
 //! | task | `TASK#{id}` | `TASK` | pull: `QUEUE#{callee}` / `{since}#{id}`, while claimable; push: `OUTBOX#{shard}` / `{due}#{id}`, until delivered | `DEADLINE#{shard}` / `{deadline}#{id}`, while working |
 //! | delivery attempt of a push task | `TASK#{id}` | `ATTEMPT#{n:04}` | | |
 //! | push notification config of a task | `TASK#{id}` | `NOTIFY#{config}` | `NOTIFY-OUTBOX#{shard}` / `{due}#{task}` (older configs: `OUTBOX#{shard}`), until its task is finished and delivered | |
@@ -160,6 +161,11 @@ pub(crate) fn tool_sort_key(tool: &str) -> String {
 /// The partition of a binding's item.
 pub(crate) fn binding_partition(binding_id: &str) -> String {
     format!("{BINDING_PREFIX}{binding_id}")
+}
+
+/// The key of a binding's use against its contract.
+pub(crate) fn binding_use_key(binding_id: &str) -> Item {
+    key(binding_partition(binding_id), "USE")
 }
 
 /// The binding a partition is of, when it is a binding's.

@@ -32,6 +32,7 @@
 mod agents;
 mod answers;
 mod audit;
+mod binding_use;
 mod bindings;
 mod call_tree;
 mod calls;
@@ -59,7 +60,8 @@ mod words;
 pub use agents::AgentRefusal;
 pub use answers::InputRefusal;
 pub use audit::{AuditEntry, AuditPage, AuditSearch, AUDIT_READ_UNITS};
-pub use bindings::BindingWrite;
+pub use binding_use::UseTaken;
+pub use bindings::{BindingWrite, TrackingChange};
 pub use call_tree::{CountLimit, Counter, ParentCall};
 pub use cards::SigningKeyRecord;
 pub use claim::ClaimOutcome;

@@ -1,7 +1,7 @@
 //! A task's item: how a [`Task`] is written to and read from the table, its keys and index
 //! shards, and the size rules every write that adds bodies keeps.
 
-use crate::domain::ids::{TaskId, TenantId};
+use crate::domain::ids::{CallId, TaskId, TenantId};
 use crate::domain::SignedInWith;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::item::{b, json, key, n, s, Item, Reader};
+use super::item::{json, key, n, s, Item, Reader};
 use super::layout::{
     due_sort_key, outbox_shard_partition, queue_partition, queue_sort_key, shown_context,
     stored_context, task_id_of_partition, task_partition, task_shard, TASK_SORT_KEY,
@@ -126,6 +126,29 @@ fn read_changes(item: &Item) -> Vec<Change> {
     }
 }
 
+/// The root call a task item without `root_call_id` has: its parent's (a second hop, the most
+/// common below a root), else its own (a root call). Items written before kept it always.
+fn assumed_root<'a>(call_id: &'a CallId, parent_call_id: Option<&'a CallId>) -> &'a CallId {
+    parent_call_id.unwrap_or(call_id)
+}
+
+/// Bits of a task item's `counted`: the open counts its finish must give back. One small
+/// number rather than a flag each keeps the item within its write unit (its attribute names
+/// count). Items written before had `tree_counted`, which still reads as the first bit.
+const COUNTED_IN_TREE: u64 = 1;
+const COUNTED_ON_BINDING: u64 = 2;
+
+fn counted_bits(task: &Task) -> u64 {
+    let mut bits = 0;
+    if task.counted_in_tree {
+        bits |= COUNTED_IN_TREE;
+    }
+    if task.counted_on_binding {
+        bits |= COUNTED_ON_BINDING;
+    }
+    bits
+}
+
 /// The item of a task as opened. The claim deadline and the delivery bookkeeping (attempts,
 /// delivered-at, lease) are set later by the writes that change them, never from here.
 pub(crate) fn to_item(task: &Task) -> Item {
@@ -169,11 +192,20 @@ pub(crate) fn to_item(task: &Task) -> Item {
     if let Some(parent) = &task.parent_call_id {
         item.insert("parent_call_id".into(), s(parent));
     }
-    item.insert("root_call_id".into(), s(&task.root_call_id));
-    if task.counted_in_tree {
-        item.insert("tree_counted".into(), b(true));
+    // The root is left out where it is the one a reader assumes: the parent's, else its own.
+    if task.root_call_id != *assumed_root(&task.call_id, task.parent_call_id.as_ref()) {
+        item.insert("root_call_id".into(), s(&task.root_call_id));
     }
-    item.insert("delivery".into(), s(task.delivery.as_str()));
+    let counted = counted_bits(task);
+    if counted != 0 {
+        item.insert("counted".into(), n(counted));
+    }
+    if let Some(skill) = &task.skill {
+        item.insert("skill".into(), s(skill));
+    }
+    if task.delivery == Delivery::Push {
+        item.insert("delivery".into(), s(task.delivery.as_str()));
+    }
     item.insert(
         "claim_timeout_seconds".into(),
         n(task.claim_timeout_seconds),
@@ -238,9 +270,16 @@ impl TryFrom<&Item> for Task {
     fn try_from(item: &Item) -> Result<Task, StoreError> {
         let read = Reader(item);
         let state = read.s("state")?;
-        let delivery = match read.s("delivery")?.as_str() {
-            "push" => Delivery::Push,
+        // Only a push task's item says how it is delivered; older pull items say `pull`.
+        let delivery = match read.opt_s("delivery")?.as_deref() {
+            Some("push") => Delivery::Push,
             _ => Delivery::Pull,
+        };
+        let call_id: CallId = read.id("call_id")?;
+        let parent_call_id: Option<CallId> = read.opt_id("parent_call_id")?;
+        let root_call_id = match read.opt_id("root_call_id")? {
+            Some(root) => root,
+            None => assumed_root(&call_id, parent_call_id.as_ref()).clone(),
         };
         let delivery_attempts = read.n_or("delivery_attempts", 0)?;
         let tenant_id: TenantId = read.id("tenant_id")?;
@@ -268,11 +307,14 @@ impl TryFrom<&Item> for Task {
                 .iter()
                 .map(|value| stored("history", value))
                 .collect::<Result<_, _>>()?,
-            call_id: read.id("call_id")?,
-            parent_call_id: read.opt_id("parent_call_id")?,
-            root_call_id: read.id("root_call_id")?,
+            call_id,
+            parent_call_id,
+            root_call_id,
             tree_place: None,
-            counted_in_tree: item.contains_key("tree_counted"),
+            counted_in_tree: item.contains_key("tree_counted")
+                || read.n_or("counted", 0)? & COUNTED_IN_TREE != 0,
+            counted_on_binding: read.n_or("counted", 0)? & COUNTED_ON_BINDING != 0,
+            skill: read.opt_s("skill")?,
             delivery,
             claim_timeout_seconds: read.n("claim_timeout_seconds")?,
             deadline_at: read.opt_at("deadline_at")?,
@@ -410,6 +452,8 @@ mod tests {
             root_call_id: uuid.into(),
             tree_place: None,
             counted_in_tree: false,
+            counted_on_binding: false,
+            skill: None,
             delivery: Delivery::Push,
             claim_timeout_seconds: 86_400,
             deadline_at: None,
@@ -487,6 +531,8 @@ mod tests {
             root_call_id: "root".into(),
             tree_place: None,
             counted_in_tree: false,
+            counted_on_binding: false,
+            skill: None,
             delivery: Delivery::Push,
             claim_timeout_seconds: 900,
             // Claims and deliveries set these with their own writes, never through `to_item`.
@@ -515,5 +561,34 @@ mod tests {
         assert_eq!(task.input.role(), Some(crate::domain::message::Role::Agent));
         let item = to_item(&task);
         assert_eq!(Task::try_from(&item).unwrap(), task);
+        for (in_tree, on_binding) in [(true, false), (false, true), (true, true)] {
+            let counted = Task {
+                counted_in_tree: in_tree,
+                counted_on_binding: on_binding,
+                skill: Some("classify".into()),
+                ..task.clone()
+            };
+            assert_eq!(Task::try_from(&to_item(&counted)).unwrap(), counted);
+        }
+        // A root call and a second hop leave their root out; a pull task its delivery.
+        for (parent, root) in [(None, "call"), (Some("parent"), "parent")] {
+            let shorter = Task {
+                parent_call_id: parent.map(Into::into),
+                root_call_id: root.into(),
+                delivery: Delivery::Pull,
+                ..task.clone()
+            };
+            let written = to_item(&shorter);
+            assert!(!written.contains_key("root_call_id") && !written.contains_key("delivery"));
+            assert_eq!(Task::try_from(&written).unwrap(), shorter);
+            let mut as_before = written;
+            as_before.insert("root_call_id".into(), s(root));
+            as_before.insert("delivery".into(), s("pull"));
+            assert_eq!(Task::try_from(&as_before).unwrap(), shorter);
+        }
+        let mut written_before = item;
+        written_before.insert("tree_counted".into(), AttributeValue::Bool(true));
+        let read = Task::try_from(&written_before).unwrap();
+        assert!(read.counted_in_tree && !read.counted_on_binding);
     }
 }

@@ -316,6 +316,7 @@ fn settings_of(item: &Item) -> Result<TenantSettings, StoreError> {
             max_fan_out: limit("max_fan_out")?,
             max_open_in_tree: limit("max_open_in_tree")?,
             counts_since: read.n_or("call_tree_counts_since", 0)?,
+            tracked_by_bindings: read.n_or(super::bindings::TRACKING_ATTRIBUTE, 0)? > 0,
         },
     })
 }

@@ -10,6 +10,7 @@
 
 mod caller;
 pub mod claim;
+pub mod contract;
 pub mod tree;
 
 use crate::bodies::Bodies;
@@ -58,6 +59,7 @@ impl<'a> Tasks<'a> {
         if let TaskTransition::Applied(task) = &transition {
             self.changed(task).await;
             self.left_its_tree(task).await;
+            self.left_its_binding(task).await;
         }
         transition
     }

@@ -110,7 +110,10 @@ fn counts_of(
         (Parent::Known { opened_at, .. }, Some(parent_id)) => Some((parent_id, opened_at)),
         _ => None,
     };
-    if let (Some(max), Some((parent_id, opened_at))) = (limits.max_fan_out, known_parent) {
+    // While a binding's limits track every call, an open with no limit of its own is counted
+    // all the same (under no bound), so that the counts stay whole for the binding's.
+    let tracked = |limit: Option<u32>| limit.or(limits.tracked_by_bindings.then_some(u32::MAX));
+    if let (Some(max), Some((parent_id, opened_at))) = (tracked(limits.max_fan_out), known_parent) {
         // A parent opened since counting began has had every task it opened counted.
         let opened_since = unix_ms(opened_at).is_some_and(|at| at >= epoch);
         counts.push((
@@ -128,7 +131,7 @@ fn counts_of(
             RefusalReason::FanOutExceeded,
         ));
     }
-    if let Some(max) = limits.max_open_in_tree {
+    if let Some(max) = tracked(limits.max_open_in_tree) {
         counts.push((
             Counter::OpenInTree {
                 tenant_id: call.tenant_id.clone(),

@@ -731,13 +731,13 @@ async fn input_modes_and_raw_bytes_of_the_documents_shape_are_taken_and_no_other
         .iter()
         .find_map(|variant| variant["properties"]["raw"]["pattern"].as_str())
         .unwrap();
-    assert_eq!(raw, forgebench::a2a::wire::RAW_PATTERN);
+    assert_eq!(raw, forgebench::a2a::incoming::RAW_PATTERN);
     let raw = regex_lite::Regex::new(raw).unwrap();
     for bytes in [
         "dGNr", "dGM", "dGM=", "dA", "dA==", "dA=", "d", "dGNr=", "dGNrdA==", "+/+/", "-_-_", "+_",
         "AB", "AB==", "A===", "dG Nr", "dGNr\n", "//8", "__8=",
     ] {
-        let taken = forgebench::a2a::wire::decode_proto_bytes(bytes).is_some();
+        let taken = forgebench::a2a::incoming::decode_proto_bytes(bytes).is_some();
         assert_eq!(raw.is_match(bytes), taken, "{bytes:?}");
     }
 }

@@ -14,13 +14,13 @@ use serde_json::{json, Value};
 
 /// The three ways a caller opens a task.
 #[derive(Debug, Clone, Copy)]
-enum Binding {
+pub(crate) enum Binding {
     Rest,
     JsonRpc,
     HttpJson,
 }
 
-const BINDINGS: [Binding; 3] = [Binding::Rest, Binding::JsonRpc, Binding::HttpJson];
+pub(crate) const BINDINGS: [Binding; 3] = [Binding::Rest, Binding::JsonRpc, Binding::HttpJson];
 
 /// Opens a task on `callee` through `binding`, its parent call named in `X-Parent-Call`.
 async fn open_via(
@@ -30,14 +30,31 @@ async fn open_via(
     callee: &str,
     parent: Option<&str>,
 ) -> Reply {
+    open_naming(app, binding, key, callee, parent, None).await
+}
+
+/// [`open_via`], naming a skill of the callee (REST body `skill`, A2A `metadata.skill`).
+pub(crate) async fn open_naming(
+    app: &TestApp,
+    binding: Binding,
+    key: &str,
+    callee: &str,
+    parent: Option<&str>,
+    skill: Option<&str>,
+) -> Reply {
     let message_id = uuid::Uuid::new_v4().to_string();
-    let a2a_message =
+    let mut a2a_message =
         json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "hop"}]});
+    let mut rest_body = json!({"message": text_message("hop")});
+    if let Some(skill) = skill {
+        a2a_message["metadata"] = json!({ "skill": skill });
+        rest_body["skill"] = json!(skill);
+    }
     let request = match binding {
         Binding::Rest => app
             .http
             .post(format!("{}/v1/agents/{callee}/tasks", app.base))
-            .json(&json!({"message": text_message("hop")})),
+            .json(&rest_body),
         Binding::JsonRpc => app
             .http
             .post(format!("{}/v1/agents/{callee}/a2a/jsonrpc", app.base))
@@ -67,7 +84,12 @@ async fn open_via(
 }
 
 /// A REST open that must be admitted; its call id.
-async fn open_call(app: &TestApp, key: &str, callee: &str, parent: Option<&str>) -> String {
+pub(crate) async fn open_call(
+    app: &TestApp,
+    key: &str,
+    callee: &str,
+    parent: Option<&str>,
+) -> String {
     let opened = open_via(app, Binding::Rest, key, callee, parent).await;
     assert_eq!(opened.status, 200, "{}", opened.text);
     opened.field("call_id")
@@ -94,7 +116,7 @@ async fn refused(app: &TestApp, binding: Binding, key: &str, callee: &str, paren
     );
 }
 
-async fn set_limits(app: &TestApp, tenant: &Tenant, limits: Value) -> Reply {
+pub(crate) async fn set_limits(app: &TestApp, tenant: &Tenant, limits: Value) -> Reply {
     let reply = app
         .send(
             "PATCH",
@@ -108,7 +130,7 @@ async fn set_limits(app: &TestApp, tenant: &Tenant, limits: Value) -> Reply {
 }
 
 /// A tenant with agents `a` to `d` and the bindings `edges` names (caller, callee), approved.
-async fn agents_with_bindings(
+pub(crate) async fn agents_with_bindings(
     app: &TestApp,
     edges: &[(&str, &str)],
 ) -> (Tenant, BTreeMap<String, TestAgent>) {
@@ -136,7 +158,7 @@ async fn agents_with_bindings(
 /// The tenant's refused opens: (reason, parent_call_id, root_call_id) of each, each as many
 /// times as its entry counts it (the log keeps one entry a minute per caller, callee and
 /// reason, placed at its first refusal: among many other entries, found by its filters).
-async fn refusals(app: &TestApp, tenant: &Tenant) -> Vec<(String, String, String)> {
+pub(crate) async fn refusals(app: &TestApp, tenant: &Tenant) -> Vec<(String, String, String)> {
     let path = "/v1/audit?action=task.open&outcome=refused&limit=100";
     let page = app.get(path, &tenant.admin_key).await;
     assert_eq!(page.status, 200, "{}", page.text);

@@ -11,6 +11,7 @@ mod a2a;
 mod a2a_push_configs;
 mod a2a_streams;
 mod bad_input;
+mod binding_terms;
 mod bindings;
 mod cards;
 mod concurrency;

@@ -399,11 +399,12 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         r,
     );
     note("get-me", app.get("/v1/agents/me", &keys["caller"]).await, r);
-    note(
+    let granted = note(
         "grant-bindings",
         app.grant(&admin, "caller", &["callee", "pushee"]).await,
         r,
     );
+    let to_callee = granted.body[0]["id"].as_str().unwrap().to_owned();
     let pending = note(
         "grant-bindings",
         app.grant(&member_key, "mine", &["callee"]).await,
@@ -1124,6 +1125,26 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         "update-tenant-settings",
         app.send("PATCH", "/v1/tenant/settings", Some(&admin), Some(limits))
             .await,
+        r,
+    );
+    // A contract and a binding's own count limit: the binding's use counted at each open and
+    // given back at each finish, every open of the tenant counted for the binding's limit.
+    let terms = json!({"limits": {"max_fan_out": 50},
+                       "contract": {"max_concurrent": 50, "rate_per_minute": 100, "daily_quota": 1000}});
+    note(
+        "update-binding",
+        app.send(
+            "PATCH",
+            &format!("/v1/agents/caller/agents/{to_callee}"),
+            Some(&admin),
+            Some(terms),
+        )
+        .await,
+        r,
+    );
+    note(
+        "list-bindings",
+        app.get("/v1/agents/callee/agents", &admin).await,
         r,
     );
     let below = app

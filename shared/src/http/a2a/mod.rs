@@ -28,8 +28,9 @@ use super::open::parent_call;
 use super::service::notify::{save_config, vetted_request, Start};
 use super::service::open::{open_task, OpenRequest};
 use super::service::tasks::{answer_task, cancel_task, read_task, readable_task, settle, Canceled};
+use crate::a2a::incoming::incoming_message;
 use crate::a2a::jsonrpc::{check_version, Method, VERSION_HEADER};
-use crate::a2a::wire::{incoming_message, task_json, TaskView};
+use crate::a2a::wire::{task_json, TaskView};
 use crate::a2a::{A2aError, A2aErrorKind};
 use crate::app::App;
 use crate::domain::{CallId, TaskId, TenantPrincipal};
@@ -82,6 +83,7 @@ impl From<ApiError> for Failure {
             | ApiError::NotPermitted
             | ApiError::Forbidden(_)
             | ApiError::TooManyRequests(_)
+            | ApiError::QuotaExceeded { .. }
             | ApiError::Unavailable) => Failure::Transport(transport),
         }
     }
@@ -207,6 +209,7 @@ impl<'a> A2aCall<'a> {
                     context_id: incoming.context_id,
                     context_named: true,
                     parent_call_id: self.parent_call_id.clone(),
+                    skill: incoming.skill,
                     notify,
                 };
                 Box::pin(open_task(self.app, &self.principal, asked)).await?

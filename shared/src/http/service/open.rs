@@ -13,15 +13,18 @@ use crate::bodies::resolve_from_memory;
 use crate::domain::binding::RefusalReason;
 use crate::domain::call_tree::Parent;
 use crate::domain::content::{PackedBody, Stored};
+use crate::domain::contract::QuotaExceeded;
 use crate::domain::notify::NotifyRequest;
 use crate::domain::task::{keyed_task_id, CallLineage, TaskOpening};
 use crate::domain::{
-    clock, Agent, AgentId, AgentRef, CallId, ContextId, Message, Task, TaskId, TenantPrincipal,
+    clock, Agent, AgentId, AgentRef, Binding, CallId, ContextId, Message, Task, TaskId,
+    TenantPrincipal,
 };
 use crate::error::ApiError;
-use crate::http::gate::{precheck_refusal, refuse};
+use crate::http::gate::{admitting_binding, refuse, refuse_over_quota};
 use crate::http::{full_task, pack_message, poll_slot, WaitSlots};
 use crate::store::{ContextJoin, OpenRefusal, OpenTask, StoreError};
+use crate::tasks::contract::ContractAdmission;
 use crate::tasks::tree::{TreeAdmission, TreeCall};
 
 /// An open request as read from the wire (REST or A2A), before the gate looks at it.
@@ -37,6 +40,9 @@ pub(crate) struct OpenRequest {
     /// started. Else (REST) it must be one they have.
     pub context_named: bool,
     pub parent_call_id: Option<CallId>,
+    /// The callee's skill the open names (REST body `skill`, A2A `message.metadata.skill`),
+    /// which a binding's contract may bound.
+    pub skill: Option<String>,
     /// A2A: a push notification config to store for the task once it is open (checked and its
     /// URL vetted already).
     pub notify: Option<NotifyRequest>,
@@ -64,25 +70,25 @@ pub(crate) async fn open_task(
         None => TaskId::generate(),
     };
     let input = pack_message(&principal.tenant_id, &task_id, &asked.message)?;
-    // The binding and the callee as they stand now (strongly consistent reads) admit the open;
-    // nothing is stored for a caller the gate refuses.
-    if let Some(reason) = precheck_refusal(app, principal, &caller_id, &callee).await? {
-        return Err(refuse(app, principal, &callee.id, reason, &lineage).await);
-    }
+    let binding = admitted_binding(app, principal, &caller_id, &callee, &asked, &lineage).await?;
     accepted_by(&callee, &asked.message)?;
     let (context_id, context) = conversation(app, principal, &asked, &caller_id, &callee).await?;
     let expires_at = app.config.task_expiry();
-    let tree = match enter_tree(
-        app, principal, &caller_id, &callee, &lineage, &parent, expires_at,
-    )
-    .await?
-    {
-        Ok(tree) => tree,
-        Err(reason) => {
+    let call = TreeCall {
+        tenant_id: &principal.tenant_id,
+        caller_id: &caller_id,
+        callee_id: &callee.id,
+        lineage: &lineage,
+        parent: &parent,
+        expires_at,
+    };
+    let admission = match enter_counts(app, &binding, &call).await? {
+        Ok(admission) => admission,
+        Err(refusal) => {
             let refused = RefusedOpen {
                 task_id: &task_id,
                 callee: &callee,
-                reason,
+                refusal,
                 lineage: &lineage,
             };
             return refuse_or_replay(app, principal, &asked, refused, &input).await;
@@ -90,7 +96,7 @@ pub(crate) async fn open_task(
     };
     if input.offload.is_some() {
         if let Err(error) = app.bodies.store(&[&input]).await {
-            app.tasks().leave_tree_unopened(&tree).await;
+            admission.give_back(app).await;
             return Err(error.into());
         }
     }
@@ -106,8 +112,10 @@ pub(crate) async fn open_task(
         expires_at,
     });
     task.context_named = context == ContextJoin::Name;
-    task.counted_in_tree = tree.counted_in_tree();
-    task.tree_place = Some(tree.place.clone());
+    task.counted_in_tree = admission.tree.counted_in_tree();
+    task.counted_on_binding = admission.contract.counted_open();
+    task.tree_place = Some(admission.tree.place.clone());
+    task.skill.clone_from(&asked.skill);
     task.caller_signed_in_with
         .clone_from(&principal.signed_in_with);
     let open = OpenTask { task, context };
@@ -118,7 +126,7 @@ pub(crate) async fn open_task(
     };
     let committed = commit(app, principal, &callee, open, keyed, after, &input).await;
     if !matches!(committed, Ok(Opened::New(_))) {
-        app.tasks().leave_tree_unopened(&tree).await;
+        admission.give_back(app).await;
     }
     committed.map(Opened::into_task)
 }
@@ -152,17 +160,24 @@ async fn conversation(
     })
 }
 
-/// An open the call-tree limits refuse.
+/// Why the gate refuses an open after its binding admitted it: a call-tree limit or a skill (the
+/// one `403`), or a bound of the binding's contract (a `429`).
+enum Refusal {
+    Gate(RefusalReason),
+    Quota(QuotaExceeded),
+}
+
+/// An open refused after its binding admitted it.
 struct RefusedOpen<'a> {
     task_id: &'a TaskId,
     callee: &'a Agent,
-    reason: RefusalReason,
+    refusal: Refusal,
     lineage: &'a CallLineage,
 }
 
-/// The gate's one refusal for an open the limits refuse, unless it repeats an open with the
-/// same `message_id`: that one answers with the task the first wrote, whatever the limits say
-/// now.
+/// The gate's refusal for an open the limits or the contract refuse, unless it repeats an open
+/// with the same `message_id`: that one answers with the task the first wrote, whatever the
+/// limits say now.
 async fn refuse_or_replay(
     app: &App,
     principal: &TenantPrincipal,
@@ -176,34 +191,82 @@ async fn refuse_or_replay(
             return replay_open(app, principal, callee_id, existing, wait, input).await;
         }
     }
-    let callee_id = &refused.callee.id;
-    Err(refuse(app, principal, callee_id, refused.reason, refused.lineage).await)
+    let (callee_id, lineage) = (&refused.callee.id, refused.lineage);
+    Err(match refused.refusal {
+        Refusal::Gate(reason) => refuse(app, principal, callee_id, reason, lineage).await,
+        Refusal::Quota(exceeded) => {
+            refuse_over_quota(app, principal, callee_id, exceeded, lineage).await
+        }
+    })
 }
 
-/// Places the call in its tree under the tenant's call-tree limits, or the reason they refuse
-/// it.
-async fn enter_tree(
+/// The live binding from the caller to the callee, if it admits this open (the skill it names
+/// included); anything else is the gate's one refusal.
+async fn admitted_binding(
     app: &App,
     principal: &TenantPrincipal,
     caller_id: &AgentId,
     callee: &Agent,
+    asked: &OpenRequest,
     lineage: &CallLineage,
-    parent: &Parent,
-    expires_at: u64,
-) -> Result<Result<TreeAdmission, RefusalReason>, ApiError> {
-    let settings = app
-        .store
-        .recent_tenant_settings(&principal.tenant_id)
-        .await?;
-    let call = TreeCall {
-        tenant_id: &principal.tenant_id,
-        caller_id,
-        callee_id: &callee.id,
-        lineage,
-        parent,
-        expires_at,
+) -> Result<Binding, ApiError> {
+    // The binding and the callee as they stand now (strongly consistent reads) admit the open;
+    // nothing is stored for a caller the gate refuses.
+    let reason = match admitting_binding(app, principal, caller_id, callee).await? {
+        Ok(binding) if binding.contract.allows_skill(asked.skill.as_deref()) => return Ok(binding),
+        Ok(_) => RefusalReason::SkillNotAllowed,
+        Err(reason) => reason,
     };
-    Ok(app.tasks().enter_tree(&settings.call_tree, &call).await?)
+    Err(refuse(app, principal, &callee.id, reason, lineage).await)
+}
+
+/// What an admitted open took: its place in its tree and the counts there, and its use of the
+/// binding's contract.
+struct Admission {
+    tree: TreeAdmission,
+    contract: ContractAdmission,
+}
+
+impl Admission {
+    /// Gives back the counts, when the task was not written after all.
+    async fn give_back(&self, app: &App) {
+        let tasks = app.tasks();
+        tasks.leave_tree_unopened(&self.tree).await;
+        tasks.leave_contract_unopened(&self.contract).await;
+    }
+}
+
+/// Places the call in its tree under the tenant's call-tree limits (the binding's in their
+/// place), then counts it against the binding's contract; or the refusal (nothing stays
+/// counted for it).
+async fn enter_counts(
+    app: &App,
+    binding: &Binding,
+    call: &TreeCall<'_>,
+) -> Result<Result<Admission, Refusal>, ApiError> {
+    let settings = app.store.recent_tenant_settings(call.tenant_id).await?;
+    let limits = binding.limits.applied_to(&settings.call_tree);
+    let tasks = app.tasks();
+    let tree = match tasks.enter_tree(&limits, call).await? {
+        Ok(tree) => tree,
+        Err(reason) => return Ok(Err(Refusal::Gate(reason))),
+    };
+    let now_ms = clock::unix_now_ms();
+    let contract = match tasks
+        .enter_contract(&binding.id, &binding.contract, now_ms)
+        .await
+    {
+        Ok(Ok(contract)) => contract,
+        Ok(Err(exceeded)) => {
+            tasks.leave_tree_unopened(&tree).await;
+            return Ok(Err(Refusal::Quota(exceeded)));
+        }
+        Err(error) => {
+            tasks.leave_tree_unopened(&tree).await;
+            return Err(error.into());
+        }
+    };
+    Ok(Ok(Admission { tree, contract }))
 }
 
 /// What a committed open answers with: a task this open wrote, or the one an open repeated with

@@ -1,6 +1,7 @@
 //! Histories: random sequences of the API's operations in two long-lived tenants (refusals,
 //! revoked and re-granted bindings, paused and retired agents, rotated keys, questions and
-//! answers, cancels, word search off and on, opens over REST and both A2A bindings), every
+//! answers, cancels, word search off and on, call-tree limits, bindings' own limits and
+//! contracts, opens over REST and both A2A bindings), every
 //! read held to a reference model ([`model`]) kept by the test, never by the product. A failure
 //! is shrunk to a short history and printed with the seed that replays it.
 //!
@@ -93,8 +94,8 @@ fn seed_from_env() -> Option<u64> {
         .and_then(|text| text.parse().ok())
 }
 
-/// The fixed seed's histories reach every refusal of the call-tree limits, so their agreement
-/// with the model says something about each.
+/// The fixed seed's histories reach every refusal of the call-tree limits and of a binding's
+/// contract, so their agreement with the model says something about each.
 #[test]
 fn histories_from_a_fixed_seed_agree_with_the_model() {
     let refusals = run_histories(
@@ -108,6 +109,8 @@ fn histories_from_a_fixed_seed_agree_with_the_model() {
             "cycle",
             "fan_out_exceeded",
             "tree_open_limit",
+            "skill_not_allowed",
+            "quota_exceeded",
         ] {
             assert!(
                 refusals.contains_key(reason),

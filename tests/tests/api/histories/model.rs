@@ -140,6 +140,8 @@ pub enum Step {
         via: Via,
         /// A task whose call this open continues (`X-Parent-Call`).
         parent: Option<usize>,
+        /// The callee's skill it names (`s0` to `s2`), which a binding's contract may bound.
+        skill: Option<u8>,
     },
     /// An open naming an agent of the other tenant, by id.
     OpenAcross {
@@ -227,6 +229,14 @@ pub enum Step {
         tenant: usize,
         limits: Limits,
     },
+    /// A binding's own limits and its contract set, every field
+    /// (`PATCH /v1/agents/{agent}/agents/{binding_id}`).
+    Terms {
+        tenant: usize,
+        caller: usize,
+        callee: usize,
+        terms: Terms,
+    },
     // Reads, each held to the model.
     ReadTask {
         task: usize,
@@ -286,6 +296,48 @@ impl Step {
 pub struct Binding {
     pub approved: bool,
     pub revoked: bool,
+    /// Its own limits and its contract: kept through revokes and grants, as its row is.
+    pub terms: Terms,
+}
+
+/// A binding's own call-tree limits (each `None` the tenant's) and the deterministic parts of
+/// its contract: the skills it allows (bits of `s0` to `s2`; `None` any) and its concurrency.
+/// (Its rate and daily quota depend on the clock; tests/api/binding_terms.rs holds them.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Terms {
+    pub max_call_depth: Option<u32>,
+    pub refuse_cycles: Option<bool>,
+    pub max_fan_out: Option<u32>,
+    pub max_open_in_tree: Option<u32>,
+    pub skills: Option<u8>,
+    pub max_concurrent: Option<u32>,
+}
+
+impl Terms {
+    /// Whether these limits need every call of the tenant tracked (paths kept, opens counted).
+    pub fn tracks(&self) -> bool {
+        self.refuse_cycles == Some(true)
+            || self.max_fan_out.is_some()
+            || self.max_open_in_tree.is_some()
+    }
+
+    /// The tenant's limits with these in their place.
+    fn applied_to(&self, tenant: Limits) -> Limits {
+        Limits {
+            max_call_depth: self.max_call_depth.unwrap_or(tenant.max_call_depth),
+            refuse_cycles: self.refuse_cycles.unwrap_or(tenant.refuse_cycles),
+            max_fan_out: self.max_fan_out.or(tenant.max_fan_out),
+            max_open_in_tree: self.max_open_in_tree.or(tenant.max_open_in_tree),
+        }
+    }
+
+    fn allows(&self, skill: Option<u8>) -> bool {
+        match (self.skills, skill) {
+            (None, _) => true,
+            (Some(allowed), Some(skill)) => allowed & (1 << skill) != 0,
+            (Some(_), None) => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -346,6 +398,9 @@ pub struct Task {
     pub push: bool,
     /// Its caller's push notification configs: id → token.
     pub configs: BTreeMap<u8, u8>,
+    /// Counted among its binding's open tasks (the contract had a concurrency at its open).
+    pub counted: bool,
+    pub skill: Option<u8>,
 }
 
 /// What the last step should have answered.
@@ -357,6 +412,8 @@ pub enum Expect {
     Opened(usize),
     /// The gate's one 403; the reason goes to the audit log.
     Refused(&'static str),
+    /// A binding's contract passed: 429 `quota_exceeded`, the reason on the audit log.
+    OverQuota,
     /// The caller's key does not work: 403 for a paused agent, 401 for a retired one.
     KeyRefused(u16),
     /// A claim: the task it takes, or none (204).
@@ -427,6 +484,8 @@ impl Model {
             && self.key_refusal(tenant, caller).is_none()
             && self.key_refusal(tenant, callee).is_none()
             && self.refusal(tenant, caller, callee).is_none()
+            && self.terms(tenant, caller, callee).allows(None)
+            && !self.at_concurrency(tenant, caller, callee)
             && !self.agent(tenant, callee).push
             && self.queues.get(&(tenant, callee)).is_none_or(Vec::is_empty)
     }
@@ -455,8 +514,26 @@ impl Model {
         }
     }
 
+    /// Whether a binding of the tenant has limits that need every call tracked.
+    fn tracked(&self, tenant: usize) -> bool {
+        self.tenants[tenant]
+            .bindings
+            .values()
+            .any(|binding| binding.terms.tracks())
+    }
+
+    /// The terms of the binding from `caller` to `callee` (none when there is no binding).
+    fn terms(&self, tenant: usize, caller: usize, callee: usize) -> Terms {
+        self.tenants[tenant]
+            .bindings
+            .get(&(caller, callee))
+            .map(|binding| binding.terms)
+            .unwrap_or_default()
+    }
+
     /// The place of a call from `caller` to `callee` below `parent` under the tenant's
-    /// call-tree limits (its depth and path), or the limit that refuses it.
+    /// call-tree limits with the binding's in their place (its depth and path), or the limit
+    /// that refuses it. The path is kept while cycles are refused or a binding tracks calls.
     fn tree_place(
         &self,
         tenant: usize,
@@ -464,13 +541,14 @@ impl Model {
         callee: usize,
         parent: Option<usize>,
     ) -> Result<(u32, Option<Vec<usize>>), &'static str> {
-        let limits = self.tenants[tenant].limits;
+        let terms = self.terms(tenant, caller, callee);
+        let limits = terms.applied_to(self.tenants[tenant].limits);
         let above = parent.map(|parent| &self.tasks[parent]);
         let depth = above.map_or(0, |parent| parent.depth) + 1;
         if depth > limits.max_call_depth {
             return Err("depth_exceeded");
         }
-        let path = match limits.refuse_cycles {
+        let path = match limits.refuse_cycles || self.tracked(tenant) {
             false => None,
             true => {
                 let mut path = above
@@ -479,7 +557,7 @@ impl Model {
                 if path.last() != Some(&caller) {
                     path.push(caller);
                 }
-                if path.contains(&callee) {
+                if limits.refuse_cycles && path.contains(&callee) {
                     return Err("cycle");
                 }
                 path.push(callee);
@@ -502,6 +580,26 @@ impl Model {
             }
         }
         Ok((depth, path))
+    }
+
+    /// Whether the binding's contract is at its concurrency: its counted tasks still open.
+    fn at_concurrency(&self, tenant: usize, caller: usize, callee: usize) -> bool {
+        let Some(max) = self.terms(tenant, caller, callee).max_concurrent else {
+            return false;
+        };
+        self.counted_open(tenant, caller, callee) >= max as usize
+    }
+
+    /// The binding's open tasks as its contract counts them.
+    pub fn counted_open(&self, tenant: usize, caller: usize, callee: usize) -> usize {
+        self.tasks
+            .iter()
+            .filter(|task| {
+                (task.tenant, task.caller, task.callee) == (tenant, caller, callee)
+                    && task.counted
+                    && task.state.is_open()
+            })
+            .count()
     }
 
     /// The tasks of `tenant`, newest first.
@@ -531,14 +629,21 @@ impl Model {
         caller: usize,
         callee: usize,
         parent: Option<usize>,
+        skill: Option<u8>,
     ) -> Expect {
         if let Some(refused) = self.key_refusal(tenant, caller) {
             return refused;
         }
+        let terms = self.terms(tenant, caller, callee);
         let place = match self.refusal(tenant, caller, callee) {
             Some(reason) => Err(reason),
+            None if !terms.allows(skill) => Err("skill_not_allowed"),
             None => self.tree_place(tenant, caller, callee, parent),
         };
+        let place = place.and_then(|place| match self.at_concurrency(tenant, caller, callee) {
+            true => Err("quota_exceeded"),
+            false => Ok(place),
+        });
         let (depth, path) = match place {
             Ok(place) => place,
             Err(reason) => {
@@ -546,7 +651,10 @@ impl Model {
                     .refusals
                     .entry((caller, callee, reason))
                     .or_default() += 1;
-                return Expect::Refused(reason);
+                return match reason {
+                    "quota_exceeded" => Expect::OverQuota,
+                    reason => Expect::Refused(reason),
+                };
             }
         };
         let index = self.tasks.len();
@@ -564,6 +672,8 @@ impl Model {
             indexed: self.tenants[tenant].word_search,
             push: self.agent(tenant, callee).push,
             configs: BTreeMap::new(),
+            counted: terms.max_concurrent.is_some(),
+            skill,
         });
         if self.tasks[index].push {
             // The receiver answers at once, and the step waits for its answer.
@@ -648,7 +758,7 @@ impl Model {
 
     /// An open whose claim deadline passes: opened, claimed, failed.
     fn open_and_expire(&mut self, tenant: usize, caller: usize, callee: usize) -> Expect {
-        let expect = self.open(tenant, caller, callee, None);
+        let expect = self.open(tenant, caller, callee, None, None);
         if let Expect::Opened(task) = expect {
             self.dequeue(task);
             self.tasks[task].state = State::Failed;
@@ -689,6 +799,7 @@ impl Model {
                     Binding {
                         approved: approve_now,
                         revoked: false,
+                        terms: Terms::default(),
                     },
                 );
             }
@@ -722,6 +833,37 @@ fn pair() -> BoxedStrategy<(usize, usize, usize)> {
         .boxed()
 }
 
+/// A binding's terms, tight, so that histories reach them: each limit and the skills set about
+/// half the time, the concurrency most of the time (the limits are judged first, so a contract's
+/// count is reached only by the opens they let through).
+fn terms() -> BoxedStrategy<Terms> {
+    fn some<S: Strategy>(strategy: S) -> impl Strategy<Value = Option<S::Value>> {
+        proptest::option::weighted(0.5, strategy)
+    }
+    (
+        some(1..=3u32),
+        some(any::<bool>()),
+        some(1..=2u32),
+        some(1..=3u32),
+        some(1..8u8),
+        proptest::option::weighted(0.85, 1..=2u32),
+    )
+        .prop_map(|(depth, cycles, fan_out, open, skills, concurrent)| Terms {
+            max_call_depth: depth,
+            refuse_cycles: cycles,
+            max_fan_out: fan_out,
+            max_open_in_tree: open,
+            skills,
+            max_concurrent: concurrent,
+        })
+        .boxed()
+}
+
+/// The skill an open names: mostly one of `s0` to `s2`, sometimes none.
+fn skill() -> BoxedStrategy<Option<u8>> {
+    proptest::option::weighted(0.8, 0..3u8).boxed()
+}
+
 fn via() -> BoxedStrategy<Via> {
     select(vec![Via::Rest, Via::JsonRpc, Via::HttpJson])
 }
@@ -732,13 +874,14 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
     let mut arms: Vec<(u32, BoxedStrategy<Step>)> = vec![
         (
             5,
-            (pair(), via())
-                .prop_map(|((tenant, caller, callee), via)| Step::Open {
+            (pair(), via(), skill())
+                .prop_map(|((tenant, caller, callee), via, skill)| Step::Open {
                     tenant,
                     caller,
                     callee,
                     via,
                     parent: None,
+                    skill,
                 })
                 .boxed(),
         ),
@@ -929,6 +1072,23 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
                 .map(move |(&(caller, callee), binding)| (tenant, caller, callee, binding.revoked))
         })
         .collect();
+    if !bindings.is_empty() {
+        let all: Vec<(usize, usize, usize)> = bindings
+            .iter()
+            .map(|&(tenant, caller, callee, _)| (tenant, caller, callee))
+            .collect();
+        arms.push((
+            2,
+            (select(all), terms())
+                .prop_map(|((tenant, caller, callee), terms)| Step::Terms {
+                    tenant,
+                    caller,
+                    callee,
+                    terms,
+                })
+                .boxed(),
+        ));
+    }
     // Most opens go over a binding that admits them, so tasks live long enough to be claimed,
     // asked, answered and canceled; the opens drawn at random above meet the refusals.
     let admitted: Vec<(usize, usize, usize)> = (0..TENANTS)
@@ -943,13 +1103,14 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
     if !admitted.is_empty() {
         arms.push((
             10,
-            (select(admitted), via())
-                .prop_map(|((tenant, caller, callee), via)| Step::Open {
+            (select(admitted), via(), skill())
+                .prop_map(|((tenant, caller, callee), via, skill)| Step::Open {
                     tenant,
                     caller,
                     callee,
                     via,
                     parent: None,
+                    skill,
                 })
                 .boxed(),
         ));
@@ -1079,14 +1240,17 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
             .collect();
         arms.push((
             4,
-            (select(parents), 1..AGENTS, via())
-                .prop_map(|((parent, tenant, caller), offset, via)| Step::Open {
-                    tenant,
-                    caller,
-                    callee: (caller + offset) % AGENTS,
-                    via,
-                    parent: Some(parent),
-                })
+            (select(parents), 1..AGENTS, via(), skill())
+                .prop_map(
+                    |((parent, tenant, caller), offset, via, skill)| Step::Open {
+                        tenant,
+                        caller,
+                        callee: (caller + offset) % AGENTS,
+                        via,
+                        parent: Some(parent),
+                        skill,
+                    },
+                )
                 .boxed(),
         ));
         // Calls down a tree along bindings that admit them, so that trees grow deep and wide
@@ -1106,14 +1270,17 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
         if !bound.is_empty() {
             arms.push((
                 4,
-                (select(bound), via())
-                    .prop_map(|((parent, tenant, caller, callee), via)| Step::Open {
-                        tenant,
-                        caller,
-                        callee,
-                        via,
-                        parent: Some(parent),
-                    })
+                (select(bound), via(), skill())
+                    .prop_map(
+                        |((parent, tenant, caller, callee), via, skill)| Step::Open {
+                            tenant,
+                            caller,
+                            callee,
+                            via,
+                            parent: Some(parent),
+                            skill,
+                        },
+                    )
                     .boxed(),
             ));
         }
@@ -1170,6 +1337,7 @@ impl ReferenceStateMachine for Reference {
                         let live = Binding {
                             approved: true,
                             revoked: false,
+                            terms: Terms::default(),
                         };
                         model.tenants[1].bindings.insert((caller, callee), live);
                     }
@@ -1237,6 +1405,12 @@ impl ReferenceStateMachine for Reference {
                 tenant,
                 caller,
                 callee,
+            }
+            | Step::Terms {
+                tenant,
+                caller,
+                callee,
+                ..
             } => state.tenants[*tenant]
                 .bindings
                 .contains_key(&(*caller, *callee)),
@@ -1264,8 +1438,9 @@ impl ReferenceStateMachine for Reference {
                 caller,
                 callee,
                 parent,
+                skill,
                 ..
-            } => state.open(tenant, caller, callee, parent),
+            } => state.open(tenant, caller, callee, parent, skill),
             Step::OpenAcross {
                 tenant,
                 caller,
@@ -1348,6 +1523,17 @@ impl ReferenceStateMachine for Reference {
             }
             Step::Limits { tenant, limits } => {
                 state.tenants[tenant].limits = limits;
+                Expect::Status(200)
+            }
+            Step::Terms {
+                tenant,
+                caller,
+                callee,
+                terms,
+            } => {
+                if let Some(binding) = state.tenants[tenant].bindings.get_mut(&(caller, callee)) {
+                    binding.terms = terms;
+                }
                 Expect::Status(200)
             }
             _ => Expect::Read,

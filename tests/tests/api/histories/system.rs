@@ -11,7 +11,7 @@ use proptest_state_machine::StateMachineTest;
 use serde_json::{json, Value};
 
 use super::model::{
-    Answer, Direction, Expect, Filter, Granter, Limits, Model, Reference, Status, Step, Via,
+    Answer, Direction, Expect, Filter, Granter, Limits, Model, Reference, Status, Step, Terms, Via,
     AGENTS, MEMBERS_AGENT, TENANTS,
 };
 
@@ -243,10 +243,12 @@ impl World {
             callee,
             via,
             parent,
+            skill,
         } = *step
         else {
             return;
         };
+        let skill = skill.map(|skill| format!("s{skill}"));
         let word = format!("kw{}", self.run.words.fetch_add(1, Ordering::Relaxed));
         let key = self.agent(tenant, caller).key.clone();
         let callee_id = self.agent(tenant, callee).id.clone();
@@ -262,15 +264,16 @@ impl World {
         let (path, body) = match via {
             Via::Rest => (
                 format!("/v1/agents/{callee_id}/tasks"),
-                json!({"message": World::message(&word)}),
+                json!({"message": World::message(&word), "skill": skill}),
             ),
             Via::JsonRpc => (
                 format!("/v1/agents/{callee_id}/a2a/jsonrpc"),
-                json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": a2a_send(&word)}),
+                json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                       "params": a2a_send(&word, skill.as_deref())}),
             ),
             Via::HttpJson => (
                 format!("/v1/agents/{callee_id}/a2a/message:send"),
-                a2a_send(&word),
+                a2a_send(&word, skill.as_deref()),
             ),
         };
         let mut call = Call::new("POST", path, &key).body(body);
@@ -302,6 +305,11 @@ impl World {
                 refused(&reply);
                 let mut refusals = self.run.refusals.lock().unwrap_or_else(|e| e.into_inner());
                 *refusals.entry(reason).or_default() += 1;
+            }
+            Expect::OverQuota => {
+                over_quota(&reply);
+                let mut refusals = self.run.refusals.lock().unwrap_or_else(|e| e.into_inner());
+                *refusals.entry("quota_exceeded").or_default() += 1;
             }
             Expect::KeyRefused(status) => key_refused(&reply, *status),
             other => panic!("an open expects {other:?}"),
@@ -429,6 +437,8 @@ impl World {
         );
         let root = &self.tasks[task.root].call_id;
         assert_eq!(read["root_call_id"], root.as_str(), "{what}: root call");
+        let skill = task.skill.map(|skill| format!("s{skill}"));
+        assert_eq!(read["skill"].as_str(), skill.as_deref(), "{what}: skill");
     }
 
     /// Reads task `index` as its tenant's admin and holds it to the model.
@@ -517,12 +527,54 @@ impl World {
 }
 
 /// A2A `SendMessage` params that return at once.
-fn a2a_send(word: &str) -> Value {
-    json!({
+fn a2a_send(word: &str, skill: Option<&str>) -> Value {
+    let mut send = json!({
         "message": {"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER",
                     "parts": [{"text": format!("please classify {word}")}]},
         "configuration": {"returnImmediately": true},
+    });
+    if let Some(skill) = skill {
+        send["message"]["metadata"] = json!({ "skill": skill });
+    }
+    send
+}
+
+/// A binding's terms as the list shows them, with its open tasks as its contract counts them
+/// (`null` without a concurrency).
+fn terms_shown(terms: &Terms, open: usize) -> Value {
+    let skills = terms.skills.map(|mask| {
+        (0..3u8)
+            .filter(|skill| mask & (1 << skill) != 0)
+            .map(|skill| format!("s{skill}"))
+            .collect::<Vec<_>>()
+    });
+    json!({
+        "limits": {
+            "max_call_depth": terms.max_call_depth,
+            "refuse_cycles": terms.refuse_cycles,
+            "max_fan_out": terms.max_fan_out,
+            "max_open_in_tree": terms.max_open_in_tree,
+        },
+        "contract": {"skills": skills, "rate_per_minute": null,
+                     "max_concurrent": terms.max_concurrent, "daily_quota": null},
+        "open": terms.max_concurrent.map(|_| open),
     })
+}
+
+/// A binding's contract passed: 429 `quota_exceeded` with a `Retry-After`, on every binding
+/// alike (a transport error on A2A).
+fn over_quota(reply: &Reply) {
+    expect_status(reply, 429, "an open past its binding's contract");
+    assert_eq!(
+        reply.body["detail"]["code"], "quota_exceeded",
+        "{}",
+        reply.text
+    );
+    assert!(
+        reply.headers.contains_key("retry-after"),
+        "{:?}",
+        reply.headers
+    );
 }
 
 /// The gate's one refusal: the seed's 403 `not_permitted`, on every binding alike (a refusal is
@@ -763,6 +815,25 @@ impl World {
         );
         expect_status(&reply, 200, "call-tree limits set");
     }
+
+    /// Sets every field of a binding's terms, from its caller's side.
+    fn terms(&self, tenant: usize, caller: usize, callee: usize, terms: Terms) {
+        let (caller_id, callee_id) = (
+            &self.agent(tenant, caller).id,
+            &self.agent(tenant, callee).id,
+        );
+        let binding = forgebench::domain::binding::binding_id(caller_id, callee_id);
+        let shown = terms_shown(&terms, 0);
+        let body = json!({
+            "limits": shown["limits"],
+            "contract": {"skills": shown["contract"]["skills"], "max_concurrent": terms.max_concurrent},
+        });
+        let path = format!("/v1/agents/{caller_id}/agents/{binding}");
+        let reply = self
+            .run
+            .send(Call::new("PATCH", path, &self.tenants[tenant].admin).body(body));
+        expect_status(&reply, 200, "a binding's terms set");
+    }
 }
 
 /// The reads, each held to the model.
@@ -992,19 +1063,22 @@ impl World {
         let path = format!("/v1/agents/{}/agents", ids.agents[agent].id);
         let reply = self.run.get(path, &ids.viewer);
         expect_status(&reply, 200, "an agent's bindings");
-        let side = |name: &str, other: &str| -> BTreeSet<(String, bool, bool)> {
+        let side = |name: &str, other: &str| -> BTreeSet<(String, bool, bool, String)> {
             items(&reply, name)
                 .iter()
                 .map(|binding| {
+                    let terms = json!({"limits": binding["limits"], "contract": binding["contract"],
+                                       "open": binding["usage"]["open"]});
                     (
                         binding[other].as_str().unwrap_or_default().to_owned(),
                         !binding["approved_at"].is_null(),
                         binding["revoked"].as_bool().unwrap_or(false),
+                        terms.to_string(),
                     )
                 })
                 .collect()
         };
-        let expected = |outbound: bool| -> BTreeSet<(String, bool, bool)> {
+        let expected = |outbound: bool| -> BTreeSet<(String, bool, bool, String)> {
             model.tenants[tenant]
                 .bindings
                 .iter()
@@ -1014,7 +1088,9 @@ impl World {
                         false => (callee == agent).then_some(caller),
                     }?;
                     let id = ids.agents[other].id.clone();
-                    Some((id, binding.approved, binding.revoked))
+                    let open = model.counted_open(tenant, caller, callee);
+                    let terms = terms_shown(&binding.terms, open);
+                    Some((id, binding.approved, binding.revoked, terms.to_string()))
                 })
                 .collect()
         };
@@ -1075,6 +1151,7 @@ fn tenant_of(model: &Model, step: &Step) -> usize {
         | Step::RotateViewerKey { tenant }
         | Step::WordSearch { tenant, .. }
         | Step::Limits { tenant, .. }
+        | Step::Terms { tenant, .. }
         | Step::Search { tenant, .. }
         | Step::AgentSearch { tenant, .. }
         | Step::ListTasks { tenant, .. }
@@ -1170,6 +1247,12 @@ impl StateMachineTest for Histories {
             Step::RotateViewerKey { tenant } => world.rotate_viewer_key(tenant),
             Step::WordSearch { tenant, on } => world.word_search(tenant, on),
             Step::Limits { tenant, limits } => world.limits(tenant, limits),
+            Step::Terms {
+                tenant,
+                caller,
+                callee,
+                terms,
+            } => world.terms(tenant, caller, callee, terms),
             Step::ReadTask { task } => world.read_back(model, task),
             Step::Search {
                 tenant,
