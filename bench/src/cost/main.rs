@@ -8,8 +8,9 @@
 //! - push: open (`wait=0`) to a callee whose endpoint is a local HTTP server answering
 //!   `completed`; the push worker (SQS) delivers it; then the caller reads the task once;
 //! - pull below a call: the pull task opened below one call of its caller's tree
-//!   (`X-Parent-Call`), in a tenant without call-tree limits and in one with every limit set,
-//!   so that what the limits cost a task is their difference, measured in one run.
+//!   (`X-Parent-Call`), in a tenant without call-tree limits, in one with every limit set, and
+//!   there with a contract on the task's binding (skills, rate, concurrency, daily quota), so
+//!   that what the limits and the contract cost a task is their difference, measured in one run.
 //!
 //! What is counted, and how:
 //!
@@ -59,7 +60,7 @@ use gate::{gate, gate_limits};
 use large_open::large_open;
 use report::report;
 use sweeper::sweeper;
-use tasks::{pull, pull_below_a_call, push};
+use tasks::{pull, pull_below_a_call, push, Terms};
 use template::template;
 
 #[tokio::main]
@@ -84,10 +85,14 @@ async fn main() {
     let without_words_total = report(&without_words, &template);
     let push_run = push(tasks).await;
     let push_total = report(&push_run, &template);
-    let below = pull_below_a_call(tasks, false).await;
+    let below = pull_below_a_call(tasks, Terms::None).await;
     report(&below, &template);
-    let below_limited = pull_below_a_call(tasks, true).await;
+    let below_limited = pull_below_a_call(tasks, Terms::Limits).await;
     report(&below_limited, &template);
+    let below_contract = pull_below_a_call(tasks, Terms::Contract).await;
+    report(&below_contract, &template);
+    let below_all_terms = pull_below_a_call(tasks, Terms::LimitsAndContract).await;
+    report(&below_all_terms, &template);
     sweeper(&template).await;
     println!(
         "\nPer million small tasks: pull ${pull_total:.2} (word search off: \
@@ -96,7 +101,10 @@ async fn main() {
     );
     let large_postings = large_open().await;
     let mut failures = gate(&[&pull_run, &without_words, &push_run, &below]);
-    failures.extend(gate_limits(&below, &below_limited));
+    failures.extend(gate_limits(
+        &below,
+        [&below_limited, &below_contract, &below_all_terms],
+    ));
     let index_units = forgebench::config::DEFAULT_INDEX_UNITS as f64;
     if large_postings > index_units + 1e-9 {
         failures.push(format!(

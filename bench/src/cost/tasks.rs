@@ -38,10 +38,17 @@ fn small_result() -> Value {
     ]})
 }
 
+/// The skill the small task names when its binding has a contract: one of the contract's.
+const SMALL_SKILL: &str = "classify";
+
 /// Opens the small task on the pair's callee, below `parent` when there is one
-/// (`X-Parent-Call`).
-async fn open_small(gateway: &Gateway, pair: &Pair, parent: Option<&str>) -> Reply {
+/// (`X-Parent-Call`), naming [`SMALL_SKILL`] when `skill`.
+async fn open_small(gateway: &Gateway, pair: &Pair, parent: Option<&str>, skill: bool) -> Reply {
     let app = &gateway.app;
+    let mut body = json!({ "message": small_message() });
+    if skill {
+        body["skill"] = json!(SMALL_SKILL);
+    }
     let mut request = app
         .http
         .post(format!(
@@ -49,19 +56,31 @@ async fn open_small(gateway: &Gateway, pair: &Pair, parent: Option<&str>) -> Rep
             app.base, pair.callee.id
         ))
         .bearer_auth(&pair.caller.key)
-        .json(&json!({ "message": small_message() }));
+        .json(&body);
     if let Some(parent) = parent {
         request = request.header("X-Parent-Call", parent);
     }
     app.finish(request).await
 }
 
-async fn pull_task(gateway: &Gateway, pair: &Pair, parent: Option<&str>, run: &mut Run) {
+/// Where a pull task is opened: below which call, and whether it names a skill.
+#[derive(Clone, Copy)]
+struct Opening<'a> {
+    parent: Option<&'a str>,
+    skill: bool,
+}
+
+const AT_A_ROOT: Opening<'static> = Opening {
+    parent: None,
+    skill: false,
+};
+
+async fn pull_task(gateway: &Gateway, pair: &Pair, opening: Opening<'_>, run: &mut Run) {
     let app = &gateway.app;
     let opened = timed(
         run,
         "POST /v1/agents/{agent}/tasks (open)",
-        open_small(gateway, pair, parent),
+        open_small(gateway, pair, opening.parent, opening.skill),
     )
     .await;
     assert_eq!(opened.status, 200, "{}", opened.text);
@@ -138,40 +157,93 @@ pub async fn pull(tasks: usize, word_search: bool) -> Run {
     if !word_search {
         set_word_search(&gateway, &pair, false).await;
     }
-    pull_task(&gateway, &pair, None, &mut Run::new("warm-up", 1)).await;
+    pull_task(&gateway, &pair, AT_A_ROOT, &mut Run::new("warm-up", 1)).await;
     gateway.reset();
     let mut run = Run::new(mode, tasks);
     for _ in 0..tasks {
-        pull_task(&gateway, &pair, None, &mut run).await;
+        pull_task(&gateway, &pair, AT_A_ROOT, &mut run).await;
     }
     gateway.finish(&mut run);
     run
 }
 
-/// Small pull tasks each opened below one call (`X-Parent-Call`) by that call's callee, in a
-/// tenant with no call-tree limit but the default depth, or with every limit set (cycles
-/// refused, a fan-out and an open-in-tree limit no task reaches): what the limits cost a task.
-pub async fn pull_below_a_call(tasks: usize, limits: bool) -> Run {
+/// What governs the tasks of [`pull_below_a_call`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Terms {
+    /// No call-tree limit but the default depth, no contract.
+    None,
+    /// Every call-tree limit set in the tenant: cycles refused, a fan-out and an open-in-tree
+    /// limit no task reaches.
+    Limits,
+    /// No call-tree limit, and a contract on the task's binding as below.
+    Contract,
+    /// Those limits, and a contract on the task's binding that lists the skill each open names
+    /// and bounds the rate, the concurrency and the day's quota (bounds no task reaches).
+    LimitsAndContract,
+}
+
+impl Terms {
+    fn mode(self) -> &'static str {
+        match self {
+            Terms::None => "pull below a call",
+            Terms::Limits => "pull below a call, every limit set",
+            Terms::Contract => "pull below a call, a contract",
+            Terms::LimitsAndContract => "pull below a call, every limit and a contract",
+        }
+    }
+}
+
+/// Puts a contract no small task reaches on the pair's binding, naming [`SMALL_SKILL`].
+async fn set_contract(gateway: &Gateway, pair: &Pair) {
+    let contract = json!({"contract": {"skills": [SMALL_SKILL, "summarize"],
+        "rate_per_minute": 10_000, "max_concurrent": 10_000, "daily_quota": 1_000_000}});
+    let path = format!("/v1/agents/{}/agents/{}", pair.caller.id, pair.binding_id);
+    let reply = gateway
+        .app
+        .send("PATCH", &path, Some(&pair.tenant.admin_key), Some(contract))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
+
+/// Small pull tasks each opened below one call (`X-Parent-Call`) by that call's callee, under
+/// `terms`: what the limits and a contract cost a task, against the same tasks without.
+pub async fn pull_below_a_call(tasks: usize, terms: Terms) -> Run {
     let gateway = gateway(Options {
         push_worker: false,
         ..Options::default()
     })
     .await;
     let pair = gateway.app.pair().await;
-    let mode = match limits {
-        true => "pull below a call, every limit set",
-        false => "pull below a call",
-    };
-    if limits {
+    if matches!(terms, Terms::Limits | Terms::LimitsAndContract) {
         let limits = json!({"max_call_depth": 16, "refuse_cycles": true,
                             "max_fan_out": 10_000, "max_open_in_tree": 10_000});
         set_settings(&gateway, &pair, limits).await;
     }
     // The root call, from the pair's caller to its callee; the tasks measured are the callee's
     // calls below it to a third agent, as a workflow's second hop.
-    let root = open_small(&gateway, &pair, None).await;
+    let root = open_small(&gateway, &pair, None, false).await;
     assert_eq!(root.status, 200, "{}", root.text);
     let root = root.field("call_id");
+    let pair = second_hop(&gateway, pair).await;
+    let opening = Opening {
+        parent: Some(&root),
+        skill: matches!(terms, Terms::Contract | Terms::LimitsAndContract),
+    };
+    if opening.skill {
+        set_contract(&gateway, &pair).await;
+    }
+    pull_task(&gateway, &pair, opening, &mut Run::new("warm-up", 1)).await;
+    gateway.reset();
+    let mut run = Run::new(terms.mode(), tasks);
+    for _ in 0..tasks {
+        pull_task(&gateway, &pair, opening, &mut run).await;
+    }
+    gateway.finish(&mut run);
+    run
+}
+
+/// The pair's callee as the caller of a third agent, bound to it.
+async fn second_hop(gateway: &Gateway, pair: Pair) -> Pair {
     let app = &gateway.app;
     let third = app
         .create_agent(&pair.tenant.admin_key, "invoice-archiver")
@@ -180,20 +252,12 @@ pub async fn pull_below_a_call(tasks: usize, limits: bool) -> Run {
         .grant(&pair.tenant.admin_key, &pair.callee.id, &[&third.name])
         .await;
     assert_eq!(granted.status, 200, "{}", granted.text);
-    let pair = Pair {
+    Pair {
         binding_id: granted.body[0]["id"].as_str().unwrap().to_owned(),
         tenant: pair.tenant.clone(),
         caller: pair.callee.clone(),
         callee: third,
-    };
-    pull_task(&gateway, &pair, Some(&root), &mut Run::new("warm-up", 1)).await;
-    gateway.reset();
-    let mut run = Run::new(mode, tasks);
-    for _ in 0..tasks {
-        pull_task(&gateway, &pair, Some(&root), &mut run).await;
     }
-    gateway.finish(&mut run);
-    run
 }
 
 pub async fn push(tasks: usize) -> Run {

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem,
 
 use super::audit::AuditEntry;
 use super::item::build;
-use super::item::{key, n, opt_s, s};
+use super::item::{key, n, s};
 use super::layout::{agent_partition, binding_partition, AGENT_SORT_KEY, BINDING_SORT_KEY};
 use super::task_item::{
     body_text, change_entries, logging, queue_entry, remember_key, remembering, task_key,
@@ -68,41 +68,31 @@ impl Store {
         key: Option<&str>,
     ) -> Result<UpdateItemFluentBuilder, StoreError> {
         let (add_key, _) = remember_key(key);
-        let status_message = match &result.status_message {
-            Some(message) => body_text(message),
-            None => AttributeValue::Null(true),
-        };
         let now = clock::now();
         let changes = Change::answer(result.state, result.artifact_count, &now);
-        let update = self
+        let mut update = self
             .task_update(task_id)
-            .update_expression(format!(
-                "SET #state = :to, status_message = :status_message, status_timestamp = :now, \
-                 updated_at = :now, #error = :error, history = list_append(history, :entry), \
-                 {LOG_CHANGES}{} ADD content_bytes :added{add_key} \
-                 REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
-                if result.artifacts.is_some() {
-                    ", artifacts = :artifacts"
-                } else {
-                    ""
-                }
-            ))
+            .update_expression(answer_expression(result, add_key))
             .expression_attribute_names("#error", "error")
-            .expression_attribute_values(":status_message", status_message)
             .expression_attribute_values(":now", s(&now))
-            .expression_attribute_values(":error", opt_s(result.error.as_deref()))
             .expression_attribute_values(
                 ":entry",
                 AttributeValue::L(vec![body_text(&result.history_entry)]),
             );
+        if let Some(message) = &result.status_message {
+            update = update.expression_attribute_values(":status_message", body_text(message));
+        }
+        if let Some(error) = &result.error {
+            update = update.expression_attribute_values(":error", s(error));
+        }
+        if let Some(artifacts) = &result.artifacts {
+            update = update.expression_attribute_values(":artifacts", body_text(artifacts));
+        }
         let update = target(update, transition, Some(result.state))?;
-        let update = logging(with_content_room(update, result.content_bytes()), &changes);
-        Ok(match &result.artifacts {
-            Some(artifacts) => {
-                update.expression_attribute_values(":artifacts", body_text(artifacts))
-            }
-            None => update,
-        })
+        Ok(logging(
+            with_content_room(update, result.content_bytes()),
+            &changes,
+        ))
     }
 
     /// Applies a callee's result to a task it holds: only a `working` task of this callee, in
@@ -233,11 +223,11 @@ impl Store {
         let (add_key, new_key) = remember_key(key);
         let (queue, order) = queue_entry(task, now);
         let redelivery = match task.delivery {
-            Delivery::Pull => "",
+            Delivery::Pull => " REMOVE status_message",
             Delivery::Push => {
                 ", delivery_attempts = :zero, delivery_id = :delivery, \
                  attempt_number = if_not_exists(attempt_number, :numbered) \
-                 REMOVE delivered_at, lease_token, lease_until"
+                 REMOVE status_message, delivered_at, lease_token, lease_until"
             }
         };
         let (in_state, state_values) = from_states(Transition::Reply);
@@ -245,7 +235,7 @@ impl Store {
             .table_name(&self.table)
             .set_key(Some(task_key(&task.id)))
             .update_expression(format!(
-                "SET #state = :to, status_message = :none, status_timestamp = :now, \
+                "SET #state = :to, status_timestamp = :now, \
                  updated_at = :now, history = list_append(history, :entry), {LOG_CHANGES}, \
                  gsi1pk = :queue, gsi1sk = :order{redelivery} ADD content_bytes :added{add_key}"
             ))
@@ -255,7 +245,6 @@ impl Store {
             ))
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":to", target_value(Transition::Reply, None)?)
-            .expression_attribute_values(":none", AttributeValue::Null(true))
             .expression_attribute_values(":now", s(now))
             .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))
             .expression_attribute_values(":queue", s(queue))
@@ -330,4 +319,34 @@ impl Store {
         )?;
         Ok(TransactWriteItem::builder().condition_check(check).build())
     }
+}
+
+/// The update expression of an answer: what the result says is set, what it leaves out is
+/// removed rather than stored as null (the item stays within its write unit: docs/design.md,
+/// "What a task costs"), and the claim's queue, deadline and lease entries go.
+fn answer_expression(result: &PackedResult, add_key: &str) -> String {
+    let mut set = format!(
+        "#state = :to, status_timestamp = :now, updated_at = :now, \
+         history = list_append(history, :entry), {LOG_CHANGES}"
+    );
+    let mut remove =
+        String::from("deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until");
+    let fields = [
+        (
+            result.status_message.is_some(),
+            "status_message",
+            ":status_message",
+        ),
+        (result.error.is_some(), "#error", ":error"),
+    ];
+    for (given, name, value) in fields {
+        match given {
+            true => set.push_str(&format!(", {name} = {value}")),
+            false => remove.push_str(&format!(", {name}")),
+        }
+    }
+    if result.artifacts.is_some() {
+        set.push_str(", artifacts = :artifacts");
+    }
+    format!("SET {set} ADD content_bytes :added{add_key} REMOVE {remove}")
 }
