@@ -9,6 +9,7 @@
 //! Every refusal is a typed [`Error`] carrying the gateway's documented body ([`ErrorBody`]).
 
 mod admin;
+mod binding_terms;
 mod client;
 mod error;
 mod events;
@@ -25,6 +26,9 @@ pub mod webhooks;
 pub use admin::{
     AuditActor, AuditEntry, AuditOutcome, AuditPage, AuditQuery, Call, Jwk, Jwks,
     RetiredSigningKey, SigningKey, SigningKeyPurpose, TenantSettings, TenantSettingsPatch,
+};
+pub use binding_terms::{
+    BindingContract, BindingLimits, BindingPatch, BindingUsage, ContractPatch, LimitsPatch,
 };
 pub use client::{
     Client, ClientBuilder, API_KEY_VARIABLE, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HOSTED_URL,

@@ -213,6 +213,15 @@ pub struct Binding {
     pub source: Option<String>,
     pub revoked: bool,
     pub approved_at: Option<String>,
+    /// Its own call-tree limits (gateways before them send none: the tenant's).
+    #[serde(default)]
+    pub limits: crate::BindingLimits,
+    /// Its contract (gateways before contracts send none: no bound).
+    #[serde(default)]
+    pub contract: crate::BindingContract,
+    /// Its use against its contract: on the list of bindings and an update's answer.
+    #[serde(default)]
+    pub usage: Option<crate::BindingUsage>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -295,7 +304,7 @@ impl EndpointConfig {
     }
 }
 
-fn agent_path(agent: &str) -> Result<String> {
+pub(crate) fn agent_path(agent: &str) -> Result<String> {
     Ok(format!("/v1/agents/{}", segment(agent)?))
 }
 

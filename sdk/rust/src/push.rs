@@ -419,6 +419,10 @@ pub fn task_of_delivery(delivery: &Value) -> Result<Task, String> {
         artifacts: Vec::new(),
         error: None,
         history: Some(vec![message]),
+        skill: delivery
+            .get("skill")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         call_id: delivery
             .get("call_id")
             .and_then(Value::as_str)

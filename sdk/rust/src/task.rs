@@ -163,6 +163,9 @@ pub struct Task {
     pub parent_call_id: Option<String>,
     #[serde(default)]
     pub root_call_id: Option<String>,
+    /// The callee's skill the open named, if any.
+    #[serde(default)]
+    pub skill: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -450,7 +453,7 @@ mod tests {
             "artifacts": [{"name": "a", "parts": [{"text": "x"}, {"data": 1}]},
                           {"name": "b", "parts": [{"text": "y"}]}],
             "error": null, "history": [], "call_id": "k", "parent_call_id": null,
-            "root_call_id": "k", "delivery": "pull", "created_at": "then"
+            "root_call_id": "k", "skill": "classify", "delivery": "pull", "created_at": "then"
         })
     }
 

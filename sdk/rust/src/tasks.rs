@@ -26,6 +26,7 @@ pub struct CallOptions {
     context_id: Option<String>,
     parent_call_id: Option<String>,
     message_id: Option<String>,
+    skill: Option<String>,
 }
 
 impl CallOptions {
@@ -63,6 +64,13 @@ impl CallOptions {
     /// The governed call that led to this one (sent as `X-Parent-Call`).
     pub fn parent_call_id(mut self, call_id: impl Into<String>) -> CallOptions {
         self.parent_call_id = Some(call_id.into());
+        self
+    }
+
+    /// The callee's skill (its card's `skills[].id`) the task is for; a binding's contract
+    /// may bound the skills its caller names.
+    pub fn skill(mut self, skill: impl Into<String>) -> CallOptions {
+        self.skill = Some(skill.into());
         self
     }
 
@@ -195,6 +203,9 @@ impl Client {
         let mut body = json!({ "message": options.message()? });
         if let Some(context_id) = &options.context_id {
             body["context_id"] = json!(context_id);
+        }
+        if let Some(skill) = &options.skill {
+            body["skill"] = json!(skill);
         }
         let mut request = Request::post(format!("/v1/agents/{}/tasks", segment(callee)?), body)
             .wait(checked_wait(options.wait)?)

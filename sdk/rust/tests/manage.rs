@@ -11,8 +11,9 @@
 use std::time::Duration;
 
 use forgebench_sdk::{
-    AuditOutcome, AuditQuery, CallOptions, Client, EndpointConfig, Error, KeyInfo, Member,
-    SigningKeyPurpose, TaskEvent, TaskSearch, TaskState, TenantSettingsPatch, ToolSpec,
+    AuditOutcome, AuditQuery, BindingPatch, CallOptions, Client, ContractPatch, EndpointConfig,
+    Error, KeyInfo, LimitsPatch, Member, SigningKeyPurpose, TaskEvent, TaskSearch, TaskState,
+    TenantSettingsPatch, ToolSpec,
 };
 use forgebench_tests::{spawn_app, spawn_app_with, Answer, Callee, Options, TestApp};
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -422,6 +423,106 @@ async fn the_call_tree_limits_are_set_cleared_audited_and_govern_opens() {
         reasons,
         [(Some("depth_exceeded"), Some(root_call.as_str()))]
     );
+}
+
+#[tokio::test]
+async fn a_bindings_contract_is_set_read_with_its_use_and_holds_opens() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = client(&app, &pair.tenant.admin_key);
+    let caller = client(&app, &pair.caller.key);
+    // A quota's Retry-After runs to the next UTC midnight: keep clear of it.
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let left_today = 86_400 - since_epoch % 86_400;
+    if left_today < 120 {
+        tokio::time::sleep(Duration::from_secs(left_today + 2)).await;
+    }
+    let patch = BindingPatch {
+        limits: LimitsPatch {
+            max_call_depth: Some(Some(1)),
+            ..LimitsPatch::default()
+        },
+        contract: ContractPatch {
+            skills: Some(Some(vec!["classify".into()])),
+            daily_quota: Some(Some(1)),
+            ..ContractPatch::default()
+        },
+    };
+    let set = admin
+        .update_binding(&pair.caller.name, &pair.binding_id, &patch)
+        .await
+        .unwrap();
+    assert_eq!(set.limits.max_call_depth, Some(1));
+    assert_eq!(
+        set.contract.skills.as_deref(),
+        Some(&["classify".to_owned()][..])
+    );
+    assert_eq!(set.contract.daily_quota, Some(1));
+    assert_eq!(set.usage.map(|usage| usage.day), Some(Some(0)));
+
+    let outside = caller
+        .call(
+            &pair.callee.name,
+            CallOptions::new().text("Refund INV-3").skill("refund"),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(outside, Error::PermissionDenied(_)), "{outside:?}");
+    let opened = caller
+        .call(
+            &pair.callee.name,
+            CallOptions::new().text("Classify INV-3").skill("classify"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(opened.skill.as_deref(), Some("classify"));
+    let spent = caller
+        .call(
+            &pair.callee.name,
+            CallOptions::new().text("Classify INV-4").skill("classify"),
+        )
+        .await
+        .unwrap_err();
+    match &spent {
+        Error::RateLimited { body, retry_after } => {
+            assert_eq!(body.code(), Some("quota_exceeded"), "{spent:?}");
+            assert!(retry_after.is_some_and(|after| after > Duration::from_secs(60)));
+        }
+        other => panic!("expected the quota's 429, got {other:?}"),
+    }
+    let listed = admin.bindings(&pair.callee.name).await.unwrap();
+    let inbound = listed
+        .inbound
+        .iter()
+        .find(|b| b.id == pair.binding_id)
+        .unwrap();
+    assert_eq!(inbound.usage.and_then(|usage| usage.day), Some(1));
+    assert_eq!(inbound.contract, set.contract);
+
+    // Removed again, the binding bounds nothing.
+    let cleared = admin
+        .update_binding(
+            &pair.callee.name,
+            &pair.binding_id,
+            &BindingPatch {
+                contract: ContractPatch {
+                    skills: Some(None),
+                    daily_quota: Some(None),
+                    ..ContractPatch::default()
+                },
+                ..BindingPatch::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(cleared.contract, forgebench_sdk::BindingContract::default());
+    caller
+        .call(&pair.callee.name, CallOptions::new().text("Classify INV-5"))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
