@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,11 @@ from forgebench import (
     AuditPage,
     AuthenticationError,
     BadRequestError,
+    BindingContract,
+    BindingContractPatch,
+    BindingLimits,
+    BindingLimitsPatch,
+    BindingUsage,
     ConflictError,
     CreatedMember,
     CreatedTenant,
@@ -32,6 +38,7 @@ from forgebench import (
     IssuedKey,
     NotFoundError,
     PermissionDeniedError,
+    RateLimitError,
     TaskEvent,
 )
 from forgebench import _requests as requests
@@ -126,6 +133,19 @@ def test_the_management_requests_send_only_what_is_given() -> None:
     assert (settings.method, settings.path) == ("PATCH", "/v1/tenant/settings")
     assert settings.json == {"max_call_depth": 8, "max_fan_out": None}  # None clears: a null
     assert not settings.repeatable
+    terms = requests.update_binding("a", "b-1", limits={"max_fan_out": None}, contract=NOT_GIVEN)
+    assert (terms.method, terms.path) == ("PATCH", "/v1/agents/a/agents/b-1")
+    assert terms.json == {"limits": {"max_fan_out": None}}  # None removes: a null
+    assert not terms.repeatable
+    opened = requests.open_task(
+        "c",
+        {"parts": [{"text": "x"}], "message_id": "m"},
+        wait=0,
+        context_id=None,
+        parent_call_id=None,
+        skill="lookup",
+    )
+    assert opened.json["skill"] == "lookup" and opened.repeatable
     events = requests.task_events("c", "t", last_event_id=7)
     assert events.headers["Last-Event-ID"] == "7"
     assert events.headers["Accept"] == "text/event-stream"
@@ -293,6 +313,196 @@ def test_a_pending_binding_is_approved_then_revoked(tenant: Tenant) -> None:
         for entry in admin.audit.iter(action="task.open", outcome="refused")
     }
     assert reasons >= {"binding_pending", "binding_revoked"}
+
+
+# -- limits and contracts on a binding (docs/api.md, "Governance") -----------------------------
+
+NO_LIMITS: BindingLimits = {
+    "max_call_depth": None,
+    "refuse_cycles": None,
+    "max_fan_out": None,
+    "max_open_in_tree": None,
+}
+NO_CONTRACT: BindingContract = {
+    "skills": None,
+    "rate_per_minute": None,
+    "max_concurrent": None,
+    "daily_quota": None,
+}
+NOTHING_COUNTED: BindingUsage = {"minute": None, "day": None, "open": None}
+
+
+def clear_of_a_minute_end() -> None:
+    """Waits out the last 10 s of a UTC minute (and so of a UTC day), so that the opens and reads
+    of a test that counts a binding's use fall in one minute."""
+    second = time.time() % 60
+    if second >= 50:
+        time.sleep(60.5 - second)
+
+
+def only_binding(tenant: Tenant) -> dict[str, Any]:
+    """The caller's one outbound binding, as the list shows it (with `usage`)."""
+    [binding] = tenant.admin.agents.bindings(CALLER)["outbound"]
+    return dict(binding)
+
+
+def test_a_binding_takes_limits_and_a_contract_read_back_and_removed_with_null(
+    tenant: Tenant,
+) -> None:
+    admin = tenant.admin
+    admin.agents.create(CALLER)
+    admin.agents.create(CALLEE)
+    [granted] = admin.agents.grant(CALLER, [CALLEE])
+    # every answer shows both objects, every field present; nothing is counted yet
+    assert (granted["limits"], granted["contract"]) == (NO_LIMITS, NO_CONTRACT)
+    listed = only_binding(tenant)
+    assert (listed["limits"], listed["contract"]) == (NO_LIMITS, NO_CONTRACT)
+    assert listed["usage"] == NOTHING_COUNTED
+    caller_key = admin.agents.issue_key(CALLER).key
+
+    clear_of_a_minute_end()
+    updated = admin.agents.update_binding(
+        CALLER,
+        granted["id"],
+        limits={"max_call_depth": 4, "refuse_cycles": True},
+        contract={"rate_per_minute": 100, "max_concurrent": 5, "daily_quota": 1_000},
+    )
+    assert updated["id"] == granted["id"] and not updated["revoked"]
+    assert updated["limits"] == {**NO_LIMITS, "max_call_depth": 4, "refuse_cycles": True}
+    assert updated["contract"] == {
+        **NO_CONTRACT,
+        "rate_per_minute": 100,
+        "max_concurrent": 5,
+        "daily_quota": 1_000,
+    }
+    # counting starts when the contract is set: a rate, a quota and a concurrency count all three
+    assert updated.get("usage") == {"minute": 0, "day": 0, "open": 0}
+
+    with tenant.client(caller_key) as caller:
+        task = caller.agents.call(CALLEE, text="Classify INV-1")  # names no skill
+    assert task.skill is None
+    # the callee's side lists the same binding, its use counting the open task
+    [inbound] = admin.agents.bindings(CALLEE)["inbound"]
+    assert (inbound["limits"], inbound["contract"]) == (updated["limits"], updated["contract"])
+    assert inbound.get("usage") == {"minute": 1, "day": 1, "open": 1}
+
+    # from the callee's side: null removes a value, what the patch leaves out stays
+    removed = admin.agents.update_binding(
+        CALLEE, granted["id"], limits={"refuse_cycles": None}, contract={"daily_quota": None}
+    )
+    assert removed["limits"] == {**NO_LIMITS, "max_call_depth": 4}
+    assert removed["contract"] == {**NO_CONTRACT, "rate_per_minute": 100, "max_concurrent": 5}
+    assert removed.get("usage") == {"minute": 1, "day": 1, "open": 1}
+    listed = only_binding(tenant)
+    assert (listed["limits"], listed["contract"]) == (removed["limits"], removed["contract"])
+    # a patch that changes nothing answers the binding as it is and writes nothing
+    same = admin.agents.update_binding(CALLER, granted["id"], contract={"max_concurrent": 5})
+    assert (same["limits"], same["contract"]) == (removed["limits"], removed["contract"])
+    audited = list(admin.audit.iter(action="binding.contract"))
+    assert [(entry["action"], entry["outcome"]) for entry in audited] == [
+        ("binding.contract", "allowed"),
+        ("binding.contract", "allowed"),
+    ]
+
+    # out of range is a 400 and changes nothing
+    wrong_limits: list[BindingLimitsPatch] = [
+        {"max_call_depth": 0},
+        {"max_call_depth": 65},
+        {"max_fan_out": 10_001},
+    ]
+    for limits in wrong_limits:
+        with pytest.raises(BadRequestError):
+            admin.agents.update_binding(CALLER, granted["id"], limits=limits)
+    wrong_contracts: list[BindingContractPatch] = [
+        {"rate_per_minute": 0},
+        {"skills": []},
+        {"daily_quota": 1_000_001},
+    ]
+    for contract in wrong_contracts:
+        with pytest.raises(BadRequestError):
+            admin.agents.update_binding(CALLER, granted["id"], contract=contract)
+    listed = only_binding(tenant)
+    assert (listed["limits"], listed["contract"]) == (removed["limits"], removed["contract"])
+    # an unknown binding, or an agent that is neither side, is a 404; a member may not
+    admin.agents.create("refund-approver")
+    with pytest.raises(NotFoundError):
+        admin.agents.update_binding(CALLER, str(uuid.uuid4()), contract={"max_concurrent": 1})
+    with pytest.raises(NotFoundError):
+        admin.agents.update_binding("refund-approver", granted["id"], limits={"max_fan_out": 1})
+    dana = admin.members.create("Dana Whitfield", "member")
+    with tenant.client(dana.key) as member, pytest.raises(PermissionDeniedError):
+        member.agents.update_binding(CALLER, granted["id"], limits={"max_fan_out": 1})
+
+    # the binding's limits govern its calls: at depth 1 a root call opens, its child is refused
+    admin.agents.update_binding(CALLER, granted["id"], limits={"max_call_depth": 1})
+    with tenant.client(caller_key) as caller:
+        root = caller.agents.call(CALLEE, text="Month-end billing")
+        assert root.call_id is not None
+        with pytest.raises(PermissionDeniedError):
+            caller.agents.call(CALLEE, text="Classify INV-2", parent_call_id=root.call_id)
+    [refused] = admin.audit.iter(action="task.open", outcome="refused")
+    assert (refused.get("reason"), refused.get("root_call_id")) == ("depth_exceeded", root.call_id)
+
+
+def test_a_contract_s_skills_refuse_an_open_naming_another_skill_or_none(tenant: Tenant) -> None:
+    admin = tenant.admin
+    caller_key, _ = bound_pair(tenant)
+    admin.agents.put_tool(CALLEE, "lookup", "Looks up an invoice")
+    admin.agents.put_tool(CALLEE, "classify", "Classifies an invoice")
+    binding_id = only_binding(tenant)["id"]
+    limited = admin.agents.update_binding(CALLER, binding_id, contract={"skills": ["lookup"]})
+    assert limited["contract"] == {**NO_CONTRACT, "skills": ["lookup"]}
+    assert limited.get("usage") == NOTHING_COUNTED  # skills alone count nothing
+
+    with tenant.client(caller_key) as caller:
+        task = caller.agents.call(CALLEE, text="Find INV-1", skill="lookup")
+        assert task.skill == "lookup"
+        assert caller.agents.task(CALLEE, task.id).skill == "lookup"  # the task keeps it
+        with pytest.raises(PermissionDeniedError) as another:
+            caller.agents.call(CALLEE, text="Classify INV-1", skill="classify")
+        with pytest.raises(PermissionDeniedError) as none:
+            caller.agents.call(CALLEE, text="Classify INV-1")
+        # the gate's one refusal, as for a missing binding
+        assert another.value.code == none.value.code == "not_permitted"
+
+        # null removes the list: any skill, or none, goes through
+        opened = admin.agents.update_binding(CALLEE, binding_id, contract={"skills": None})
+        assert opened["contract"] == NO_CONTRACT
+        assert caller.agents.call(CALLEE, text="Classify INV-1", skill="classify").skill == (
+            "classify"
+        )
+        assert caller.agents.call(CALLEE, text="Classify INV-2").skill is None
+    refusals = admin.audit.iter(action="task.open", outcome="refused")
+    reasons = {entry.get("reason") for entry in refusals}
+    assert reasons == {"skill_not_allowed"}
+
+
+def test_an_open_past_the_contract_s_rate_is_a_429_quota_exceeded_with_retry_after(
+    tenant: Tenant,
+) -> None:
+    admin = tenant.admin
+    caller_key, _ = bound_pair(tenant)
+    binding_id = only_binding(tenant)["id"]
+    clear_of_a_minute_end()
+    admin.agents.update_binding(CALLER, binding_id, contract={"rate_per_minute": 1})
+    # max_retries=0 (tenant.client): the 429 is raised, not waited out into the next minute
+    with tenant.client(caller_key) as caller:
+        first = caller.agents.call(CALLEE, text="Classify INV-1")
+        with pytest.raises(RateLimitError) as raised:
+            caller.agents.call(CALLEE, text="Classify INV-2")
+    error = raised.value
+    assert (error.status, error.code) == (429, "quota_exceeded")
+    # the seconds to the next UTC minute
+    assert error.retry_after is not None and 1 <= error.retry_after <= 60, error.retry_after
+    assert error.message  # names which bound was reached
+
+    # the refusal opened nothing: the one open is counted, and the log names the reason
+    assert only_binding(tenant).get("usage") == {"minute": 1, "day": 1, "open": None}
+    allowed = admin.audit.iter(action="task.open", outcome="allowed")
+    opened = [entry.get("task_id") for entry in allowed]
+    assert opened == [first.id]
+    refused = list(admin.audit.iter(action="task.open", outcome="refused"))
+    assert [entry.get("reason") for entry in refused] == ["quota_exceeded"]
 
 
 # -- push endpoint and delivery attempts -------------------------------------------------------

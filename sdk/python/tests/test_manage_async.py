@@ -77,6 +77,21 @@ async def agents_and_bindings(admin: AsyncForgebench, base_url: str) -> None:
     approved = await admin.agents.approve(CALLEE, binding["id"])  # already approved: unchanged
     assert approved["approved_at"] == binding["approved_at"]
     assert (await admin.agents.bindings(CALLEE))["inbound"][0]["id"] == binding["id"]
+    # limits and a contract of its own, from either side; null removes a value
+    terms = await admin.agents.update_binding(
+        CALLEE, binding["id"], limits={"max_fan_out": 50}, contract={"max_concurrent": 10}
+    )
+    assert (terms["limits"]["max_fan_out"], terms["limits"]["max_call_depth"]) == (50, None)
+    assert (terms["contract"]["max_concurrent"], terms["contract"]["skills"]) == (10, None)
+    assert terms.get("usage") == {"minute": 0, "day": 0, "open": 0}
+    cleared = await admin.agents.update_binding(
+        CALLER, binding["id"], contract={"max_concurrent": None}
+    )
+    assert cleared["contract"]["max_concurrent"] is None
+    assert cleared["limits"]["max_fan_out"] == 50
+    [listed] = (await admin.agents.bindings(CALLER))["outbound"]
+    assert (listed["limits"], listed["contract"]) == (cleared["limits"], cleared["contract"])
+    assert listed.get("usage") == {"minute": None, "day": None, "open": None}
 
     tool = await admin.agents.put_tool(CALLEE, "classify", "Classifies an invoice")
     assert tool["tags"] == []

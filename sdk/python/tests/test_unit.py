@@ -264,6 +264,147 @@ def test_a_retry_after_longer_than_30_seconds_is_not_waited_for(pauses: list[flo
     assert raised.value.retry_after == 31.0
 
 
+# -- a binding's contract: quota_exceeded (docs/api.md, "Limits and contracts on a binding") ----
+
+QUOTA_EXCEEDED = {
+    "detail": {
+        "code": "quota_exceeded",
+        "message": "the binding's rate of 1 tasks a minute is reached",
+    }
+}
+
+
+def test_an_open_past_its_contract_is_a_quota_exceeded_rate_limit_error() -> None:
+    gateway = Recorder(answer(429, QUOTA_EXCEEDED, {"Retry-After": "17"}))
+    with gateway.client(max_retries=0) as client, pytest.raises(RateLimitError) as raised:
+        client.agents.call("invoice-classifier", text="Classify INV-2")
+    error = raised.value
+    assert (error.status, error.code, error.retry_after) == (429, "quota_exceeded", 17.0)
+    assert error.message == "the binding's rate of 1 tasks a minute is reached"
+    assert error.body == QUOTA_EXCEEDED
+    assert len(gateway.requests) == 1
+
+
+def test_an_open_refused_by_its_quota_is_sent_again_with_the_same_message_id(
+    pauses: list[float],
+) -> None:
+    # the refusal opened nothing, and the message_id makes the repeat safe: the 429 rule holds
+    gateway = Recorder(
+        answer(429, QUOTA_EXCEEDED, {"Retry-After": "1"}),
+        answer(200, task_body(skill="lookup")),
+    )
+    with gateway.client() as client:
+        task = client.agents.call("invoice-classifier", text="Classify", skill="lookup")
+    assert task.skill == "lookup"
+    assert pauses == [1.0]
+    first, second = gateway.bodies()
+    assert first == second and first["message"]["message_id"]
+    assert first["skill"] == "lookup"
+
+
+def test_a_quota_whose_retry_after_is_past_30_seconds_is_raised_at_once(
+    pauses: list[float],
+) -> None:
+    daily = {"detail": {"code": "quota_exceeded", "message": "the daily quota is reached"}}
+    gateway = Recorder(answer(429, daily, {"Retry-After": "40000"}), answer(200, task_body()))
+    with gateway.client() as client, pytest.raises(RateLimitError) as raised:
+        client.agents.call("invoice-classifier", text="Classify")
+    assert (raised.value.code, raised.value.retry_after) == ("quota_exceeded", 40000.0)
+    assert pauses == [] and len(gateway.requests) == 1
+
+
+def test_an_open_names_its_skill_only_when_given() -> None:
+    gateway = Recorder(answer(200, task_body()))
+    with gateway.client() as client:
+        assert client.agents.call("invoice-classifier", text="a").skill is None
+        client.agents.call("invoice-classifier", text="b", skill="lookup")
+        with pytest.raises(ValueError):
+            client.agents.call("invoice-classifier", text="c", skill="")
+    plain, named = gateway.bodies()
+    assert "skill" not in plain
+    assert named["skill"] == "lookup"
+    assert Task(task_body(skill="classify")).skill == "classify"
+    assert Task(task_body(skill=None)).skill is None
+
+
+BINDING = {
+    "id": "b-1",
+    "caller_agent_id": "a-caller",
+    "callee_agent_id": "a-callee",
+    "source": "api",
+    "revoked": False,
+    "approved_at": "now",
+    "limits": {
+        "max_call_depth": 4,
+        "refuse_cycles": None,
+        "max_fan_out": None,
+        "max_open_in_tree": None,
+    },
+    "contract": {
+        "skills": ["lookup"],
+        "rate_per_minute": None,
+        "max_concurrent": None,
+        "daily_quota": None,
+    },
+    "usage": {"minute": None, "day": None, "open": None},
+}
+
+
+def test_update_binding_sends_its_merge_patches_and_is_not_resent() -> None:
+    gateway = Recorder(answer(200, BINDING))
+    with gateway.client() as client:
+        updated = client.agents.update_binding(
+            "billing orchestrator",
+            "b-1",
+            limits={"max_call_depth": 4, "max_fan_out": None},
+            contract={"skills": ["lookup"], "rate_per_minute": None},
+        )
+        client.agents.update_binding("invoice-classifier", "b-1", contract={"daily_quota": 10})
+        client.agents.update_binding("invoice-classifier", "b-1")
+        with pytest.raises(TypeError):
+            client.agents.update_binding(
+                "a", "b-1", contract={"skills": "lookup"}  # type: ignore[arg-type]
+            )
+        with pytest.raises(TypeError):
+            client.agents.update_binding("a", "b-1", limits=None)  # type: ignore[arg-type]
+    assert updated == BINDING
+    both, contract_only, empty = gateway.requests
+    assert (both.method, both.url.raw_path) == (
+        "PATCH",
+        b"/v1/agents/billing%20orchestrator/agents/b-1",
+    )
+    assert gateway.bodies() == [
+        {
+            "limits": {"max_call_depth": 4, "max_fan_out": None},
+            "contract": {"skills": ["lookup"], "rate_per_minute": None},
+        },
+        {"contract": {"daily_quota": 10}},
+        {},
+    ]
+    assert contract_only.url.path == empty.url.path == "/v1/agents/invoice-classifier/agents/b-1"
+
+    lost = Recorder(broken(httpx.ReadError), answer(200, BINDING))
+    with lost.client() as client, pytest.raises(APIConnectionError):
+        client.agents.update_binding("a", "b-1", contract={"max_concurrent": 2})
+    assert len(lost.requests) == 1  # a PATCH is not sent again once it may have landed
+
+
+def test_the_async_update_binding_sends_the_same_patch() -> None:
+    gateway = Recorder(answer(200, BINDING))
+
+    async def run() -> Any:
+        http = httpx.AsyncClient(transport=httpx.MockTransport(gateway))
+        async with AsyncForgebench(api_key=KEY, base_url=BASE, http_client=http) as client:
+            return await client.agents.update_binding(
+                "b", "b-1", limits={"refuse_cycles": None}, contract={"skills": None}
+            )
+
+    assert asyncio.run(run()) == BINDING
+    [request] = gateway.requests
+    assert (request.method, request.url.path) == ("PATCH", "/v1/agents/b/agents/b-1")
+    assert gateway.bodies() == [{"limits": {"refuse_cycles": None}, "contract": {"skills": None}}]
+
+
 def test_an_error_carries_status_code_and_the_request_id_of_the_body_or_header() -> None:
     in_body = Recorder(
         answer(

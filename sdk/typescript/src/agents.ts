@@ -24,6 +24,7 @@ import type {
   AgentFields,
   AgentPatch,
   Binding,
+  BindingPatch,
   Bindings,
   DeliveryAttempt,
   EndpointIn,
@@ -62,6 +63,12 @@ export interface CallOptions {
    * same task. Generated once per call when omitted, and reused by its retries.
    */
   messageId?: string;
+  /**
+   * The callee's skill (a skill id of its card, one of its tools) the task is opened for. A
+   * binding whose contract lists skills refuses an open naming another one, or none
+   * (`PermissionDeniedError`); the task keeps it as `skill`.
+   */
+  skill?: string;
   signal?: AbortSignal;
 }
 
@@ -153,12 +160,22 @@ export class Agents {
     this.#transport = transport;
   }
 
-  /** Opens a task on `callee` (its name or id) and answers with it, after `wait` seconds at most. */
+  /**
+   * Opens a task on `callee` (its name or id) and answers with it, after `wait` seconds at most.
+   * Refused by the gate (no live binding, a skill its contract does not list, a call-tree limit):
+   * `PermissionDeniedError`. Past the binding's rate, concurrency or daily quota: a
+   * `RateLimitError` with `code` `quota_exceeded`; it opened nothing, so it is retried as any 429
+   * is (a `Retry-After` up to 30 s is waited for, the retry carrying the same `message_id`).
+   */
   async call(callee: string, options: CallOptions): Promise<Task> {
-    const body: { message: Message; context_id?: string } = {
+    const body: { message: Message; context_id?: string; skill?: string } = {
       message: newMessage("user", options, "call"),
     };
     if (options.contextId !== undefined) body.context_id = options.contextId;
+    if (options.skill !== undefined) {
+      if (options.skill.length === 0) throw new TypeError("a skill must not be empty");
+      body.skill = options.skill;
+    }
     const headers: Record<string, string> =
       options.parentCallId === undefined ? {} : { "X-Parent-Call": options.parentCallId };
     return this.#task({
@@ -464,6 +481,25 @@ export class Agents {
     const response = await this.#transport.request({
       method: "DELETE",
       path: `/v1/agents/${segment(agent)}/agents/${segment(bindingId)}`,
+      signal: options.signal,
+    });
+    return objectOf<Binding>(response, BINDING_FIELDS, "a binding");
+  }
+
+  /**
+   * Sets a binding's own call-tree limits and contract (`PATCH /v1/agents/{agent}/agents/{bindingId}`;
+   * an admin; `agent` is either side, the caller or the callee) and resolves with the binding and
+   * its `usage`. `limits` and `contract` are merge patches: a field given replaces its value,
+   * `null` removes it, a field left out stays; an object left out stays whole. Audited as
+   * `binding.contract`. A value out of range is a `BadRequestError`; a binding that is not there
+   * (or an agent that is neither side) a `NotFoundError`; a member's or viewer's key a
+   * `PermissionDeniedError`. Not retried after a lost answer, like every `PATCH`.
+   */
+  async updateBinding(agent: string, bindingId: string, patch: BindingPatch, options: RequestOptions = {}): Promise<Binding> {
+    const response = await this.#transport.request({
+      method: "PATCH",
+      path: `/v1/agents/${segment(agent)}/agents/${segment(bindingId)}`,
+      body: patch,
       signal: options.signal,
     });
     return objectOf<Binding>(response, BINDING_FIELDS, "a binding");

@@ -87,7 +87,8 @@ export class AuthenticationError extends ForgebenchError {}
 
 /**
  * 403: `not_permitted` when a task may not be opened on that callee (no binding, pending,
- * revoked, unknown callee, paused or retired callee — all the same body), or `forbidden` when
+ * revoked, unknown callee, paused or retired callee, a skill the binding's contract does not
+ * list, a call-tree limit — all the same body), or `forbidden` when
  * the key may not do this (a paused agent's key, the callee canceling, ...).
  */
 export class PermissionDeniedError extends ForgebenchError {}
@@ -110,7 +111,11 @@ export class PayloadTooLargeError extends ForgebenchError {}
 /** 422: a pull result said `working`. */
 export class UnprocessableEntityError extends ForgebenchError {}
 
-/** 429 `too_many_requests`: too many long polls at once; `retryAfterSeconds` from the header. */
+/**
+ * 429: `too_many_requests` (too many long polls at once), or `quota_exceeded` (an open past its
+ * binding's contract: its rate, concurrency or daily quota). Nothing was done either way;
+ * `retryAfterSeconds` from the header says when to try again.
+ */
 export class RateLimitError extends ForgebenchError {
   /** The `Retry-After` header in seconds (fractions allowed), when the gateway sent one. */
   readonly retryAfterSeconds: number | undefined;

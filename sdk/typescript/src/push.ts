@@ -374,7 +374,7 @@ class JwksSource {
 /**
  * The task as far as a delivery's body tells it (no key to read it with): its id, `call_id`,
  * the callee, and the newest message as `input.message` and `history`; the caller and the
- * conversation are unknown (`""`), `status` is `working`.
+ * conversation are unknown (`""`), and so is the skill (`null`); `status` is `working`.
  */
 function deliveredTask(delivery: Delivery): Task {
   const message = delivery.message as Message;
@@ -392,6 +392,7 @@ function deliveredTask(delivery: Delivery): Task {
     call_id: typeof delivery.call_id === "string" ? delivery.call_id : null,
     parent_call_id: null,
     root_call_id: null,
+    skill: null,
     delivery: "push",
     created_at: now,
     updated_at: now,

@@ -4,7 +4,8 @@
  *
  * - 429 and 503 said "nothing was done": any request is sent again, after `Retry-After` when the
  *   answer has one (up to 30 s; a longer one is not waited for: the error is thrown), else after
- *   the backoff.
+ *   the backoff. So is an open refused with 429 `quota_exceeded` (past its binding's contract):
+ *   it opened nothing, and its `message_id` would make a repeat answer with the first task anyway.
  * - A 502 or 504 (a proxy's), or an attempt that got no response, may have reached the gateway:
  *   only a request that is safe to repeat goes again (`repeatable`: a GET, PUT or DELETE, a
  *   cancel, or a POST whose message carries a `message_id`). A connection that never opened is

@@ -89,6 +89,8 @@ export interface Task {
   call_id: string | null;
   parent_call_id: string | null;
   root_call_id: string | null;
+  /** The callee's skill the open named (`call`'s `skill`); `null` when it named none. */
+  skill: string | null;
   delivery: "pull" | "push";
   created_at: string;
   updated_at: string;
@@ -98,9 +100,10 @@ export interface Task {
  * A task as a search lists it (`GET /v1/tasks`): every field of a `Task` but its `history`
  * (read the task itself for that).
  */
-export type TaskSummary = Omit<Task, "history" | "error" | "parent_call_id"> & {
+export type TaskSummary = Omit<Task, "history" | "error" | "parent_call_id" | "skill"> & {
   error?: string | null;
   parent_call_id?: string | null;
+  skill?: string | null;
 };
 
 /** An agent's signed A2A 1.0 card, as `GET /v1/agents/{agent}/.well-known/agent-card.json` returns it. */
@@ -247,7 +250,72 @@ export interface AgentPatch {
   input_modes?: string[] | null;
 }
 
-/** A caller → callee binding (`Binding`); `approved_at` null while pending. */
+/**
+ * A binding's own call-tree limits (`Binding.limits`), in place of the tenant's for the calls
+ * made through it; every field is there, `null` meaning "the tenant's".
+ */
+export interface BindingLimits {
+  /** 1 to 64: the most calls on one path of a call tree, its root counted as 1. */
+  max_call_depth: number | null;
+  /** Whether a call to an agent already on its own path to the root is refused. */
+  refuse_cycles: boolean | null;
+  /** 1 to 10,000: the most tasks one call may open. */
+  max_fan_out: number | null;
+  /** 1 to 10,000: the most tasks of one call tree open at once. */
+  max_open_in_tree: number | null;
+}
+
+/**
+ * What the caller may do on the callee through a binding (`Binding.contract`); every field is
+ * there, `null` meaning no bound. Past `skills` an open is refused with the gate's one
+ * `PermissionDeniedError` (`not_permitted`); past a rate, a concurrency or a quota with a
+ * `RateLimitError` whose `code` is `quota_exceeded` (and `retryAfterSeconds`).
+ */
+export interface BindingContract {
+  /** 1 to 64 skill ids (the callee's tool names) an open must name one of; `null`: any, or none. */
+  skills: string[] | null;
+  /** 1 to 10,000 tasks opened in one UTC minute. */
+  rate_per_minute: number | null;
+  /** 1 to 10,000 open tasks (submitted, working, input-required) at once. */
+  max_concurrent: number | null;
+  /** 1 to 1,000,000 tasks opened in one UTC day. */
+  daily_quota: number | null;
+}
+
+/**
+ * A binding's use against its contract (`Binding.usage`), counted from when the contract was
+ * set: `null` is what is not counted (`minute` and `day` while the contract has a rate, a quota
+ * or a concurrency; `open` while it has a concurrency).
+ */
+export interface BindingUsage {
+  /** Tasks opened through the binding in the current UTC minute. */
+  minute: number | null;
+  /** Tasks opened through the binding in the current UTC day. */
+  day: number | null;
+  /** The binding's open tasks. */
+  open: number | null;
+}
+
+/** A merge patch of a binding's limits: a field given replaces its value, `null` removes it, one left out stays. */
+export type BindingLimitsPatch = Partial<BindingLimits>;
+
+/** A merge patch of a binding's contract: a field given replaces its value, `null` removes it, one left out stays. */
+export type BindingContractPatch = Partial<BindingContract>;
+
+/**
+ * `PATCH /v1/agents/{agent}/agents/{binding_id}` (`agents.updateBinding`): either object may be
+ * left out (it stays as it is); an empty patch changes nothing.
+ */
+export interface BindingPatch {
+  limits?: BindingLimitsPatch;
+  contract?: BindingContractPatch;
+}
+
+/**
+ * A caller → callee binding (`Binding`); `approved_at` null while pending. `limits` and
+ * `contract` are in every answer; `usage` only in the list (`bindings`) and in the answer of
+ * `updateBinding`.
+ */
 export interface Binding {
   id: string;
   caller_agent_id: string;
@@ -255,6 +323,9 @@ export interface Binding {
   source: string;
   revoked: boolean;
   approved_at: string | null;
+  limits: BindingLimits;
+  contract: BindingContract;
+  usage?: BindingUsage;
   created_at?: string;
   updated_at?: string;
 }

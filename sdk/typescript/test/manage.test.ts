@@ -18,6 +18,10 @@ import {
   Forgebench,
   NotFoundError,
   PermissionDeniedError,
+  RateLimitError,
+  type Binding,
+  type BindingContractPatch,
+  type BindingLimitsPatch,
   type TaskEvent,
 } from "@seedlinglabs/forgebench-sdk";
 
@@ -197,6 +201,162 @@ describe("agents", { skip: noGateway }, () => {
       ["invoice-classifier"],
     );
     assert.ok((await rejection(admin.agents.deleteTool("invoice-classifier", "classify.invoice"))) instanceof NotFoundError);
+  });
+});
+
+/** A binding with no limits or contract of its own, and nothing counted. */
+const NO_LIMITS = { max_call_depth: null, refuse_cycles: null, max_fan_out: null, max_open_in_tree: null } as const;
+const NO_CONTRACT = { skills: null, rate_per_minute: null, max_concurrent: null, daily_quota: null } as const;
+const NOTHING_COUNTED = { minute: null, day: null, open: null } as const;
+
+/**
+ * Waits out the last 10 s of a UTC minute (and so of a UTC day), so that the opens and reads of
+ * a test that counts a binding's use fall in one minute.
+ */
+async function clearOfAMinuteEnd(): Promise<void> {
+  const second = (Date.now() / 1000) % 60;
+  if (second >= 50) await delay((60.5 - second) * 1000);
+}
+
+/** The caller's one outbound binding, as the list shows it (with `usage`). */
+async function onlyBinding(admin: Forgebench): Promise<Binding> {
+  const { outbound } = await admin.agents.bindings(CALLER_NAME);
+  assert.equal(outbound.length, 1);
+  return outbound[0] as Binding;
+}
+
+describe("limits and contracts on a binding", { skip: noGateway }, () => {
+  test("updateBinding sets limits and a contract from either side, read back with usage; null removes a value", async () => {
+    const { admin } = await newTenant();
+    await admin.agents.create(CALLER_NAME);
+    await admin.agents.create(CALLEE_NAME);
+    const [granted] = await admin.agents.grant(CALLER_NAME, [CALLEE_NAME]);
+    assert.ok(granted !== undefined);
+    // every answer shows both objects, every field present; nothing is counted yet
+    assert.deepEqual([granted.limits, granted.contract], [NO_LIMITS, NO_CONTRACT]);
+    const listed = await onlyBinding(admin);
+    assert.deepEqual([listed.limits, listed.contract, listed.usage], [NO_LIMITS, NO_CONTRACT, NOTHING_COUNTED]);
+    const callerKey = (await admin.agents.issueKey(CALLER_NAME)).key;
+
+    await clearOfAMinuteEnd();
+    const updated = await admin.agents.updateBinding(CALLER_NAME, granted.id, {
+      limits: { max_call_depth: 4, refuse_cycles: true },
+      contract: { rate_per_minute: 100, max_concurrent: 5, daily_quota: 1_000 },
+    });
+    assert.equal(updated.id, granted.id);
+    assert.deepEqual(updated.limits, { ...NO_LIMITS, max_call_depth: 4, refuse_cycles: true });
+    assert.deepEqual(updated.contract, { ...NO_CONTRACT, rate_per_minute: 100, max_concurrent: 5, daily_quota: 1_000 });
+    // counting starts when the contract is set: a rate, a quota and a concurrency count all three
+    assert.deepEqual(updated.usage, { minute: 0, day: 0, open: 0 });
+
+    const task = await client(callerKey).agents.call(CALLEE_NAME, { text: "Classify INV-1" });
+    assert.equal(task.skill, null, "the open named no skill");
+    // the callee's side lists the same binding, its use counting the open task
+    const [inbound] = (await admin.agents.bindings(CALLEE_NAME)).inbound;
+    assert.deepEqual([inbound?.limits, inbound?.contract], [updated.limits, updated.contract]);
+    assert.deepEqual(inbound?.usage, { minute: 1, day: 1, open: 1 });
+
+    // from the callee's side: null removes a value, what the patch leaves out stays
+    const removed = await admin.agents.updateBinding(CALLEE_NAME, granted.id, {
+      limits: { refuse_cycles: null },
+      contract: { daily_quota: null },
+    });
+    assert.deepEqual(removed.limits, { ...NO_LIMITS, max_call_depth: 4 });
+    assert.deepEqual(removed.contract, { ...NO_CONTRACT, rate_per_minute: 100, max_concurrent: 5 });
+    assert.deepEqual(removed.usage, { minute: 1, day: 1, open: 1 });
+    const after = await onlyBinding(admin);
+    assert.deepEqual([after.limits, after.contract], [removed.limits, removed.contract]);
+    // a patch that changes nothing answers the binding as it is and writes nothing
+    const same = await admin.agents.updateBinding(CALLER_NAME, granted.id, { contract: { max_concurrent: 5 } });
+    assert.deepEqual([same.limits, same.contract], [removed.limits, removed.contract]);
+    const audited = await admin.audit.list({ action: "binding.contract" });
+    assert.deepEqual(audited.entries.map((entry) => [entry.action, entry.outcome]), [
+      ["binding.contract", "allowed"],
+      ["binding.contract", "allowed"],
+    ]);
+
+    // out of range is a 400 and changes nothing
+    const wrongLimits: BindingLimitsPatch[] = [{ max_call_depth: 0 }, { max_call_depth: 65 }, { max_fan_out: 10_001 }];
+    const wrongContracts: BindingContractPatch[] = [{ rate_per_minute: 0 }, { skills: [] }, { daily_quota: 1_000_001 }];
+    for (const patch of [...wrongLimits.map((limits) => ({ limits })), ...wrongContracts.map((contract) => ({ contract }))]) {
+      const refused = await rejection(admin.agents.updateBinding(CALLER_NAME, granted.id, patch));
+      assert.ok(refused instanceof BadRequestError, `${JSON.stringify(patch)}: ${String(refused)}`);
+    }
+    const unchanged = await onlyBinding(admin);
+    assert.deepEqual([unchanged.limits, unchanged.contract], [removed.limits, removed.contract]);
+    // a binding that is not there, or an agent that is neither side, is a 404; a member may not
+    await admin.agents.create("refund-approver");
+    const unknown = await rejection(admin.agents.updateBinding(CALLER_NAME, randomUUID(), { contract: { max_concurrent: 1 } }));
+    assert.ok(unknown instanceof NotFoundError, String(unknown));
+    const neither = await rejection(admin.agents.updateBinding("refund-approver", granted.id, { limits: { max_fan_out: 1 } }));
+    assert.ok(neither instanceof NotFoundError, String(neither));
+    const dana = await admin.members.create("Dana Whitfield", "member");
+    const asDana = await rejection(client(dana.key).agents.updateBinding(CALLER_NAME, granted.id, { limits: { max_fan_out: 1 } }));
+    assert.ok(asDana instanceof PermissionDeniedError, String(asDana));
+
+    // the binding's limits govern its calls: at depth 1 a root call opens, its child is refused
+    await admin.agents.updateBinding(CALLER_NAME, granted.id, { limits: { max_call_depth: 1 } });
+    const caller = client(callerKey).agents;
+    const root = await caller.call(CALLEE_NAME, { text: "Month-end billing" });
+    assert.ok(root.call_id !== null);
+    const child = await rejection(caller.call(CALLEE_NAME, { text: "Classify INV-2", parentCallId: root.call_id }));
+    assert.ok(child instanceof PermissionDeniedError, String(child));
+    const refusals = await admin.audit.list({ action: "task.open", outcome: "refused" });
+    assert.deepEqual(refusals.entries.map((entry) => [entry.reason, entry.root_call_id]), [["depth_exceeded", root.call_id]]);
+  });
+
+  test("a contract's skills refuse an open naming another skill, or none; null removes them", async () => {
+    const world = await newWorld();
+    const admin = client(world.adminKey);
+    await admin.agents.putTool(CALLEE_NAME, "lookup", { description: "Looks up an invoice" });
+    await admin.agents.putTool(CALLEE_NAME, "classify", { description: "Classifies an invoice" });
+    const bindingId = (await onlyBinding(admin)).id;
+    const limited = await admin.agents.updateBinding(CALLER_NAME, bindingId, { contract: { skills: ["lookup"] } });
+    assert.deepEqual(limited.contract, { ...NO_CONTRACT, skills: ["lookup"] });
+    assert.deepEqual(limited.usage, NOTHING_COUNTED, "skills alone count nothing");
+
+    const caller = client(world.callerKey).agents;
+    const task = await caller.call(CALLEE_NAME, { text: "Find INV-1", skill: "lookup" });
+    assert.equal(task.skill, "lookup");
+    assert.equal((await caller.getTask(CALLEE_NAME, task.id)).skill, "lookup", "the task keeps it");
+    const another = await rejection(caller.call(CALLEE_NAME, { text: "Classify INV-1", skill: "classify" }));
+    const none = await rejection(caller.call(CALLEE_NAME, { text: "Classify INV-1" }));
+    // the gate's one refusal, as for a missing binding
+    assert.ok(another instanceof PermissionDeniedError && none instanceof PermissionDeniedError, `${String(another)}; ${String(none)}`);
+    assert.deepEqual([another.code, none.code], ["not_permitted", "not_permitted"]);
+
+    // null removes the list: any skill, or none, goes through
+    const opened = await admin.agents.updateBinding(CALLEE_NAME, bindingId, { contract: { skills: null } });
+    assert.deepEqual(opened.contract, NO_CONTRACT);
+    assert.equal((await caller.call(CALLEE_NAME, { text: "Classify INV-1", skill: "classify" })).skill, "classify");
+    assert.equal((await caller.call(CALLEE_NAME, { text: "Classify INV-2" })).skill, null);
+    const reasons = new Set<string | null | undefined>();
+    for await (const entry of admin.audit.iter({ action: "task.open", outcome: "refused" })) reasons.add(entry.reason);
+    assert.deepEqual([...reasons], ["skill_not_allowed"]);
+  });
+
+  test("an open past the contract's rate is a 429 quota_exceeded RateLimitError with its Retry-After", async () => {
+    const world = await newWorld();
+    const admin = client(world.adminKey);
+    const bindingId = (await onlyBinding(admin)).id;
+    await clearOfAMinuteEnd();
+    await admin.agents.updateBinding(CALLER_NAME, bindingId, { contract: { rate_per_minute: 1 } });
+    // no retries: the 429 is thrown, not waited out into the next minute
+    const caller = new Forgebench({ baseUrl: baseUrl(), apiKey: world.callerKey, maxRetries: 0 }).agents;
+    const first = await caller.call(CALLEE_NAME, { text: "Classify INV-1" });
+    const error = await rejection(caller.call(CALLEE_NAME, { text: "Classify INV-2" }));
+    if (!(error instanceof RateLimitError)) assert.fail(`the second open: ${String(error)}`);
+    assert.deepEqual([error.status, error.code], [429, "quota_exceeded"]);
+    // the seconds to the next UTC minute
+    const wait = error.retryAfterSeconds;
+    assert.ok(wait !== undefined && wait >= 1 && wait <= 60, `Retry-After ${String(wait)}`);
+
+    // the refusal opened nothing: the one open is counted, and the log names the reason
+    assert.deepEqual((await onlyBinding(admin)).usage, { minute: 1, day: 1, open: null });
+    const allowed = await admin.audit.list({ action: "task.open", outcome: "allowed" });
+    assert.deepEqual(allowed.entries.map((entry) => entry.task_id), [first.id]);
+    const refused = await admin.audit.list({ action: "task.open", outcome: "refused" });
+    assert.deepEqual(refused.entries.map((entry) => entry.reason), ["quota_exceeded"]);
   });
 });
 

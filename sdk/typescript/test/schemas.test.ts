@@ -16,6 +16,12 @@ import type {
   AgentPatch,
   AuditEntry,
   Binding,
+  BindingContract,
+  BindingContractPatch,
+  BindingLimits,
+  BindingLimitsPatch,
+  BindingPatch,
+  BindingUsage,
   Bindings,
   Call,
   DeliveryAttempt,
@@ -49,7 +55,10 @@ type RequiredKeys<T> = { [K in keyof T & string]: RequiredIn<T, K> extends "requ
 type RequiredIn<T, K extends keyof T> = T extends unknown ? (object extends Pick<T, K> ? "optional" : "required") : never;
 
 interface Model {
-  /** Where the schema is: a component name, then array properties whose items' schema it is. */
+  /**
+   * Where the schema is: a component name (or a route and its method, for the operation's JSON
+   * request body), then properties whose schema it is (an array property's: its items').
+   */
   path: string[];
   properties: string[];
   required: string[] | undefined;
@@ -67,6 +76,9 @@ function model<T>(
     required: required === undefined ? undefined : Object.keys(required).sort(),
   };
 }
+
+/** The route of one binding, whose `PATCH` sets its limits and contract. */
+const BINDING_ROUTE = "/v1/agents/{agent}/agents/{binding_id}";
 
 const MODELS: Record<string, Model> = {
   TenantCreated: model<TenantCreated>(["TenantCreated"], { tenant_id: true, name: true, admin_key: true }, { tenant_id: true, name: true, admin_key: true }),
@@ -118,10 +130,35 @@ const MODELS: Record<string, Model> = {
       source: true,
       revoked: true,
       approved_at: true,
+      limits: true,
+      contract: true,
+      usage: true,
       created_at: true,
       updated_at: true,
     },
-    { id: true, caller_agent_id: true, callee_agent_id: true, source: true, revoked: true, approved_at: true },
+    { id: true, caller_agent_id: true, callee_agent_id: true, source: true, revoked: true, approved_at: true, limits: true, contract: true },
+  ),
+  // every binding shows both objects with all their fields; `usage` only the list and the PATCH
+  BindingLimits: model<BindingLimits>(
+    ["Binding", "limits"],
+    { max_call_depth: true, refuse_cycles: true, max_fan_out: true, max_open_in_tree: true },
+    { max_call_depth: true, refuse_cycles: true, max_fan_out: true, max_open_in_tree: true },
+  ),
+  BindingContract: model<BindingContract>(
+    ["Binding", "contract"],
+    { skills: true, rate_per_minute: true, max_concurrent: true, daily_quota: true },
+    { skills: true, rate_per_minute: true, max_concurrent: true, daily_quota: true },
+  ),
+  BindingUsage: model<BindingUsage>(["Binding", "usage"], { minute: true, day: true, open: true }, { minute: true, day: true, open: true }),
+  // the PATCH's body, found by its route (its schema's name is the document's business)
+  BindingPatch: model<BindingPatch>([BINDING_ROUTE, "patch"], { limits: true, contract: true }, {}),
+  BindingLimitsPatch: model<BindingLimitsPatch>(
+    [BINDING_ROUTE, "patch", "limits"],
+    { max_call_depth: true, refuse_cycles: true, max_fan_out: true, max_open_in_tree: true },
+  ),
+  BindingContractPatch: model<BindingContractPatch>(
+    [BINDING_ROUTE, "patch", "contract"],
+    { skills: true, rate_per_minute: true, max_concurrent: true, daily_quota: true },
   ),
   Bindings: model<Bindings>(["Bindings"], { outbound: true, inbound: true }, { outbound: true, inbound: true }),
   EndpointIn: model<EndpointIn>(["EndpointIn"], { url: true, auth: true, clear_auth: true, allow_private_network: true }),
@@ -178,20 +215,36 @@ const MODELS: Record<string, Model> = {
 };
 
 type Schema = { $ref?: string; properties?: Record<string, Schema>; required?: string[]; items?: Schema };
+type Operation = { requestBody?: { content?: Record<string, { schema?: Schema }> } };
 
 describe("the management types follow the OpenAPI document", { skip: noGateway }, () => {
   test("every modelled schema has the type's properties, and the same ones required", async () => {
     const response = await fetch(`${baseUrl()}/openapi.json`);
     assert.equal(response.status, 200);
-    const document = (await response.json()) as { components: { schemas: Record<string, Schema> } };
+    const document = (await response.json()) as {
+      components: { schemas: Record<string, Schema> };
+      paths: Record<string, Record<string, Operation | undefined>>;
+    };
     const schemas = document.components.schemas;
     const resolve = (schema: Schema | undefined): Schema | undefined =>
       schema?.$ref === undefined ? schema : resolve(schemas[schema.$ref.replace("#/components/schemas/", "")]);
     for (const [name, modelled] of Object.entries(MODELS)) {
-      const [component, ...steps] = modelled.path;
-      let schema = resolve(schemas[component ?? ""]);
-      // a step names an array property: its items' schema
-      for (const step of steps) schema = resolve(resolve(schema?.properties?.[step])?.items);
+      const [first, ...rest] = modelled.path;
+      let schema: Schema | undefined;
+      let steps = rest;
+      if (first?.startsWith("/") === true) {
+        // a route and its method: the operation's JSON request body
+        const [method, ...after] = rest;
+        schema = resolve(document.paths[first]?.[method ?? ""]?.requestBody?.content?.["application/json"]?.schema);
+        steps = after;
+      } else {
+        schema = resolve(schemas[first ?? ""]);
+      }
+      // a step names a property: its schema, or its items' when it is an array
+      for (const step of steps) {
+        const property = resolve(schema?.properties?.[step]);
+        schema = property?.items === undefined ? property : resolve(property.items);
+      }
       assert.ok(schema?.properties !== undefined, `${modelled.path.join(".")}: no such object schema in the document`);
       assert.deepEqual(modelled.properties, Object.keys(schema.properties).sort(), `${name}: the properties of ${modelled.path.join(".")}`);
       if (modelled.required !== undefined) {

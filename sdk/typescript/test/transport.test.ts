@@ -326,6 +326,92 @@ describe("requests", () => {
   });
 });
 
+describe("a binding's contract: quota_exceeded, the skill, and updateBinding", () => {
+  const QUOTA_EXCEEDED = { detail: { code: "quota_exceeded", message: "the binding's rate of 1 tasks a minute is reached" } };
+  const A_BINDING = {
+    id: "b-1",
+    caller_agent_id: "a-caller",
+    callee_agent_id: "a-callee",
+    source: "api",
+    revoked: false,
+    approved_at: "2026-12-06T10:00:00.000000Z",
+    limits: { max_call_depth: 4, refuse_cycles: null, max_fan_out: null, max_open_in_tree: null },
+    contract: { skills: ["lookup"], rate_per_minute: null, max_concurrent: null, daily_quota: null },
+    usage: { minute: null, day: null, open: null },
+  };
+
+  test("an open past its contract is a RateLimitError with code quota_exceeded and its Retry-After", async () => {
+    const server = await scripted([{ status: 429, body: QUOTA_EXCEEDED, headers: { "Retry-After": "17" } }]);
+    const error = await rejection(client(server, 0).agents.call("callee", { text: "Classify INV-2" }));
+    assert.ok(error instanceof RateLimitError, String(error));
+    assert.deepEqual([error.status, error.code, error.retryAfterSeconds], [429, "quota_exceeded", 17]);
+    assert.deepEqual(error.body, QUOTA_EXCEEDED);
+    assert.match(error.message, /429: quota_exceeded: the binding's rate/);
+    assert.equal(server.received().length, 1);
+  });
+
+  test("a quota_exceeded open is sent again after its Retry-After with the same message_id (it opened nothing)", async () => {
+    const server = await scripted([
+      { status: 429, body: QUOTA_EXCEEDED, headers: { "Retry-After": "1" } },
+      { status: 200, body: { ...A_TASK, skill: "lookup" } },
+    ]);
+    const started = Date.now();
+    const task = await client(server, 2).agents.call("callee", { text: "Classify", skill: "lookup" });
+    assert.ok(Date.now() - started >= 900, "waited about a second");
+    assert.equal(task.skill, "lookup");
+    const [first, second] = server.received();
+    assert.equal(server.received().length, 2);
+    assert.deepEqual(first?.body, second?.body);
+    assert.equal((first?.body as { skill?: string }).skill, "lookup");
+  });
+
+  test("a quota whose Retry-After is past 30 s (the daily quota's) is thrown at once", async () => {
+    const daily = { detail: { code: "quota_exceeded", message: "the binding's daily quota of 10 tasks is reached" } };
+    const server = await scripted([{ status: 429, body: daily, headers: { "Retry-After": "40000" } }, { status: 200, body: A_TASK }]);
+    const error = await rejection(client(server, 2).agents.call("callee", { text: "Classify" }));
+    assert.ok(error instanceof RateLimitError);
+    assert.deepEqual([error.code, error.retryAfterSeconds], ["quota_exceeded", 40000]);
+    assert.equal(server.received().length, 1);
+  });
+
+  test("an open sends its skill only when given; an empty one is refused before anything is sent", async () => {
+    const server = await scripted([{ status: 200, body: A_TASK }]);
+    await client(server).agents.call("callee", { text: "a" });
+    await client(server).agents.call("callee", { text: "b", skill: "lookup" });
+    await assert.rejects(client(server).agents.call("callee", { text: "c", skill: "" }), TypeError);
+    const [plain, named] = server.received();
+    assert.equal(server.received().length, 2);
+    assert.ok(!("skill" in (plain?.body as object)));
+    assert.equal((named?.body as { skill?: string }).skill, "lookup");
+  });
+
+  test("updateBinding PATCHes the merge patches as given, null included, and is not sent again after a lost answer", async () => {
+    const server = await scripted([{ status: 200, body: A_BINDING }]);
+    const forgebench = client(server);
+    const updated = await forgebench.agents.updateBinding("billing orchestrator", "b-1", {
+      limits: { max_call_depth: 4, max_fan_out: null },
+      contract: { skills: ["lookup"], rate_per_minute: null },
+    });
+    await forgebench.agents.updateBinding("invoice-classifier", "b-1", { contract: { daily_quota: 10 } });
+    await forgebench.agents.updateBinding("invoice-classifier", "b-1", {});
+    assert.deepEqual(updated, A_BINDING);
+    const received = server.received();
+    assert.deepEqual(
+      received.map((request) => [request.method, request.url, request.body]),
+      [
+        ["PATCH", "/v1/agents/billing%20orchestrator/agents/b-1", { limits: { max_call_depth: 4, max_fan_out: null }, contract: { skills: ["lookup"], rate_per_minute: null } }],
+        ["PATCH", "/v1/agents/invoice-classifier/agents/b-1", { contract: { daily_quota: 10 } }],
+        ["PATCH", "/v1/agents/invoice-classifier/agents/b-1", {}],
+      ],
+    );
+
+    const lost = await scripted(["drop", { status: 200, body: A_BINDING }]);
+    const error = await rejection(client(lost, 2).agents.updateBinding("a", "b-1", { contract: { max_concurrent: 2 } }));
+    assert.ok(error instanceof ConnectionError, String(error));
+    assert.equal(lost.received().length, 1, "a PATCH that may have landed is not sent again");
+  });
+});
+
 /** A server that never answers (it only records), for abort tests. */
 async function startHangingServer(): Promise<ScriptedServer> {
   const received: { method: string; url: string }[] = [];

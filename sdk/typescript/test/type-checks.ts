@@ -6,6 +6,8 @@
 import type {
   AgentCard,
   AgentPatch,
+  Binding,
+  BindingPatch,
   EndpointIn,
   Forgebench,
   KeyCreated,
@@ -128,4 +130,17 @@ export async function managementNamespaces(forgebench: Forgebench): Promise<unkn
     await forgebench.signingKeys.rotate({ purpose: "webhook-signing" }),
     await forgebench.members.create("Priya Raman", "viewer"),
   ];
+}
+
+export async function aBindingPatchRemovesAValueWithNull(forgebench: Forgebench): Promise<unknown[]> {
+  const removes: BindingPatch = { limits: { max_fan_out: null }, contract: { skills: null, daily_quota: 100 } };
+  // @ts-expect-error an object is patched field by field, never replaced by null
+  const nullLimits: BindingPatch = { limits: null };
+  // @ts-expect-error skills are a list of ids
+  const oneSkill: BindingPatch = { contract: { skills: "lookup" } };
+  // @ts-expect-error not a limit of a binding
+  const unknown: BindingPatch = { limits: { max_depth: 3 } };
+  const binding: Binding = await forgebench.agents.updateBinding("billing-orchestrator", "b-1", removes);
+  const task = await forgebench.agents.call("invoice-classifier", { text: "Find INV-1", skill: "lookup" });
+  return [nullLimits, oneSkill, unknown, binding.limits.max_call_depth, binding.contract.skills, binding.usage?.open, task.skill];
 }

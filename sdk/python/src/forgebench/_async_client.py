@@ -32,6 +32,8 @@ from ._types import (
     AuditEntry,
     AuditOutcome,
     Binding,
+    BindingContractPatch,
+    BindingLimitsPatch,
     Bindings,
     Call,
     DeliveryAttempt,
@@ -76,13 +78,19 @@ class AsyncAgents:
         context_id: str | None = None,
         parent_call_id: str | None = None,
         message_id: str | None = None,
+        skill: str | None = None,
     ) -> Task:
         """Open a task on `callee`; see `Agents.call`."""
         message = requests.build_message(
             text=text, data=data, parts=parts, message_id=message_id or new_message_id()
         )
         request = requests.open_task(
-            callee, message, wait=wait, context_id=context_id, parent_call_id=parent_call_id
+            callee,
+            message,
+            wait=wait,
+            context_id=context_id,
+            parent_call_id=parent_call_id,
+            skill=skill,
         )
         return Task(await self._transport.send(request))
 
@@ -384,6 +392,19 @@ class AsyncAgents:
     async def revoke_binding(self, agent: str, binding_id: str) -> Binding:
         """Revoke a binding from either side (`agent` is its caller or callee); the row stays."""
         body: Binding = await self._transport.send(requests.revoke_binding(agent, binding_id))
+        return body
+
+    async def update_binding(
+        self,
+        agent: str,
+        binding_id: str,
+        *,
+        limits: BindingLimitsPatch | NotGiven = NOT_GIVEN,
+        contract: BindingContractPatch | NotGiven = NOT_GIVEN,
+    ) -> Binding:
+        """Set a binding's own limits and contract (merge patches); see `Agents.update_binding`."""
+        request = requests.update_binding(agent, binding_id, limits=limits, contract=contract)
+        body: Binding = await self._transport.send(request)
         return body
 
     async def set_endpoint(

@@ -26,6 +26,8 @@ from ._types import (
     AuditEntry,
     AuditOutcome,
     Binding,
+    BindingContractPatch,
+    BindingLimitsPatch,
     Bindings,
     Call,
     DeliveryAttempt,
@@ -136,20 +138,33 @@ class Agents:
         context_id: str | None = None,
         parent_call_id: str | None = None,
         message_id: str | None = None,
+        skill: str | None = None,
     ) -> Task:
         """Open a task on `callee` (its name or id) and wait up to `wait` seconds for an answer.
 
         The message is a text part for `text`, a data part for `data`, then `parts`. It carries
         `message_id` (a new one when not given), the same on every retry of this call, so a
         retry after a dropped connection answers with the task the first attempt opened.
-        `parent_call_id` is sent as `X-Parent-Call`. Raises `PermissionDeniedError` when the
-        caller has no live binding to the callee.
+        `parent_call_id` is sent as `X-Parent-Call`; `skill` names the callee's skill (a skill
+        id of its card) the task is opened for, kept on the task as `Task.skill`.
+
+        Raises `PermissionDeniedError` (`not_permitted`) when the caller has no live binding to
+        the callee, or the binding's contract lists skills and `skill` is none of them (or not
+        given), or a call-tree limit refuses it; `RateLimitError` with `code` `quota_exceeded`
+        (and `retry_after`) past the contract's rate, concurrency or daily quota. Nothing is
+        opened by a refusal, so a `quota_exceeded` is retried as any 429 is (a `Retry-After` up
+        to 30 s is waited for; the retry carries the same `message_id`).
         """
         message = requests.build_message(
             text=text, data=data, parts=parts, message_id=message_id or new_message_id()
         )
         request = requests.open_task(
-            callee, message, wait=wait, context_id=context_id, parent_call_id=parent_call_id
+            callee,
+            message,
+            wait=wait,
+            context_id=context_id,
+            parent_call_id=parent_call_id,
+            skill=skill,
         )
         return Task(self._transport.send(request))
 
@@ -486,6 +501,32 @@ class Agents:
     def revoke_binding(self, agent: str, binding_id: str) -> Binding:
         """Revoke a binding from either side (`agent` is its caller or callee); the row stays."""
         body: Binding = self._transport.send(requests.revoke_binding(agent, binding_id))
+        return body
+
+    def update_binding(
+        self,
+        agent: str,
+        binding_id: str,
+        *,
+        limits: BindingLimitsPatch | NotGiven = NOT_GIVEN,
+        contract: BindingContractPatch | NotGiven = NOT_GIVEN,
+    ) -> Binding:
+        """Set a binding's own limits and contract: `PATCH /v1/agents/{agent}/agents/{id}`.
+
+        Admin only; `agent` is either side (its caller or callee). `limits` (`max_call_depth`,
+        `refuse_cycles`, `max_fan_out`, `max_open_in_tree`) replace the tenant's call-tree
+        limits for calls through the binding; `contract` (`skills`, `rate_per_minute`,
+        `max_concurrent`, `daily_quota`) bounds what the caller may do on the callee. Each is a
+        merge patch: a field given replaces its value, a field set to None removes it (sent as
+        `null`), a field left out stays; leave `limits` or `contract` out to keep it whole.
+        E.g. `update_binding(caller, binding_id, contract={"rate_per_minute": 60,
+        "skills": None})`. Answers with the binding, with its `usage`; audited as
+        `binding.contract`. A value out of range is a `BadRequestError`, an unknown binding (or
+        an agent that is neither side) a `NotFoundError`, a member's or viewer's key a
+        `PermissionDeniedError`. Not retried after a lost answer: list the bindings to know.
+        """
+        request = requests.update_binding(agent, binding_id, limits=limits, contract=contract)
+        body: Binding = self._transport.send(request)
         return body
 
     def set_endpoint(

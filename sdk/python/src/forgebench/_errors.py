@@ -95,7 +95,8 @@ class AuthenticationError(APIStatusError):
 
 
 class PermissionDeniedError(APIStatusError):
-    """403: `not_permitted` (no live binding to that callee, for every reason) or `forbidden`."""
+    """403: `not_permitted` (no live binding to that callee, for every reason: also a skill the
+    binding's contract does not list, or a call-tree limit) or `forbidden`."""
 
 
 class NotFoundError(APIStatusError):
@@ -127,7 +128,11 @@ UnprocessableError = UnprocessableEntityError
 
 
 class RateLimitError(APIStatusError):
-    """429: too many waiting requests at once for this key holder."""
+    """429: too many waiting requests at once for this key holder (`too_many_requests`), or an
+    open past its binding's contract (`quota_exceeded`: its rate, concurrency or daily quota).
+
+    Nothing was done either way; `retry_after` says when to try again.
+    """
 
     @property
     def retry_after(self) -> float | None:

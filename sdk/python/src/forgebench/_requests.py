@@ -9,6 +9,8 @@ from urllib.parse import quote
 
 from ._types import (
     NOT_GIVEN,
+    BindingContractPatch,
+    BindingLimitsPatch,
     Direction,
     EndpointAuth,
     Message,
@@ -87,11 +89,20 @@ def open_task(
     wait: int,
     context_id: str | None,
     parent_call_id: str | None,
+    skill: str | None,
 ) -> Request:
-    """`POST /v1/agents/{callee}/tasks`: always carries a `message_id`, so it is repeatable."""
+    """`POST /v1/agents/{callee}/tasks`: always carries a `message_id`, so it is repeatable.
+
+    `skill` names the callee's skill the task is opened for (checked against the binding's
+    contract); None sends none.
+    """
     body: dict[str, Any] = {"message": message}
     if context_id is not None:
         body["context_id"] = context_id
+    if skill is not None:
+        if not isinstance(skill, str) or not skill:
+            raise ValueError("skill must be a non-empty string (a skill id of the callee's card)")
+        body["skill"] = skill
     headers = {"X-Parent-Call": parent_call_id} if parent_call_id is not None else {}
     return Request(
         "POST",
@@ -370,6 +381,44 @@ def revoke_binding(agent: str, binding_id: str) -> Request:
     """`DELETE /v1/agents/{agent}/agents/{binding_id}`."""
     return Request(
         "DELETE", f"/v1/agents/{_name('agent', agent)}/agents/{_name('binding_id', binding_id)}"
+    )
+
+
+def _terms_patch(what: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+    """A binding's `limits` or `contract` merge patch as sent: the fields given, None as null."""
+    if not isinstance(patch, Mapping):
+        raise TypeError(
+            f"{what} must be a dict of the fields to change (a field's None removes its value)"
+        )
+    body = dict(patch)
+    skills = body.get("skills")
+    if skills is not None:
+        if isinstance(skills, str):
+            raise TypeError("skills must be a list of skill ids, not one string")
+        body["skills"] = list(skills)
+    return body
+
+
+def update_binding(
+    agent: str,
+    binding_id: str,
+    *,
+    limits: BindingLimitsPatch | NotGiven,
+    contract: BindingContractPatch | NotGiven,
+) -> Request:
+    """`PATCH /v1/agents/{agent}/agents/{binding_id}` (admin; `agent` is either side): each of
+    `limits` and `contract` is a merge patch (a field None is sent as `null`, which removes its
+    value); one left out is not sent. A PATCH: not repeated after a lost answer."""
+    body: dict[str, Any] = {}
+    if limits is not NOT_GIVEN:
+        body["limits"] = _terms_patch("limits", limits)
+    if contract is not NOT_GIVEN:
+        body["contract"] = _terms_patch("contract", contract)
+    return Request(
+        "PATCH",
+        f"/v1/agents/{_name('agent', agent)}/agents/{_name('binding_id', binding_id)}",
+        json=body,
+        repeatable=False,
     )
 
 

@@ -158,6 +158,12 @@ class Task:
         return self._optional_str("root_call_id")
 
     @property
+    def skill(self) -> str | None:
+        """The callee's skill the task was opened for (`call(..., skill=...)`); None when the
+        open named none."""
+        return self._optional_str("skill")
+
+    @property
     def caller_agent_id(self) -> str | None:
         return self._optional_str("caller_agent_id")
 

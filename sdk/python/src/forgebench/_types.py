@@ -122,8 +122,72 @@ class Member(TypedDict):
     keys: list[KeyInfo]
 
 
+class BindingLimits(TypedDict):
+    """`Binding.limits`: the call-tree limits of the calls made through one binding, in place of
+    the tenant's (docs/api.md, "Limits and contracts on a binding"). Every field is there; None
+    is "the tenant's"."""
+
+    max_call_depth: int | None
+    refuse_cycles: bool | None
+    max_fan_out: int | None
+    max_open_in_tree: int | None
+
+
+class BindingContract(TypedDict):
+    """`Binding.contract`: what the caller may do on the callee through one binding. Every field
+    is there; None is no bound (`skills` None: any skill, or none, may be named)."""
+
+    skills: list[str] | None
+    rate_per_minute: int | None
+    max_concurrent: int | None
+    daily_quota: int | None
+
+
+class BindingUsage(TypedDict):
+    """`Binding.usage`: the binding's use against its contract, counted since the contract was
+    set: tasks opened through it in the current UTC minute and day, and its open tasks. None is
+    what is not counted (`minute` and `day` while the contract has a rate, a quota or a
+    concurrency; `open` while it has a concurrency)."""
+
+    minute: int | None
+    day: int | None
+    open: int | None
+
+
+class BindingLimitsPatch(TypedDict, total=False):
+    """A merge patch of `Binding.limits` (`update_binding(limits=...)`): a field given replaces
+    its value, None removes it (back to the tenant's), a field left out stays.
+
+    `max_call_depth` 1 to 64; `max_fan_out` and `max_open_in_tree` 1 to 10,000.
+    """
+
+    max_call_depth: int | None
+    refuse_cycles: bool | None
+    max_fan_out: int | None
+    max_open_in_tree: int | None
+
+
+class BindingContractPatch(TypedDict, total=False):
+    """A merge patch of `Binding.contract` (`update_binding(contract=...)`): a field given
+    replaces its value, None removes it (no bound), a field left out stays.
+
+    `skills` 1 to 64 skill ids (the callee's tool names); `rate_per_minute` and
+    `max_concurrent` 1 to 10,000; `daily_quota` 1 to 1,000,000.
+    """
+
+    skills: list[str] | None
+    rate_per_minute: int | None
+    max_concurrent: int | None
+    daily_quota: int | None
+
+
 class Binding(TypedDict):
-    """`Binding`: a caller -> callee permission; `approved_at` None while it is pending."""
+    """`Binding`: a caller -> callee permission; `approved_at` None while it is pending.
+
+    `limits` and `contract` are on every binding, every field present (None: not set). `usage`
+    is only in the list of bindings (`agents.bindings`) and the answer of
+    `agents.update_binding`.
+    """
 
     id: str
     caller_agent_id: str
@@ -131,6 +195,9 @@ class Binding(TypedDict):
     source: str
     revoked: bool
     approved_at: str | None
+    limits: BindingLimits
+    contract: BindingContract
+    usage: NotRequired[BindingUsage]
     created_at: NotRequired[str]
     updated_at: NotRequired[str]
 
