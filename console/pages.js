@@ -8,11 +8,27 @@ const TASK_STATES = ["submitted", "working", "input_required", "completed", "fai
 const FINAL = new Set(["completed", "failed", "canceled"]);
 const AUDIT_ACTIONS = [
   "member.create.", "agent.create", "agent.update", "agent.status.", "agent.key.issue", "agent.key.revoke",
-  "binding.grant", "binding.grant.pending", "binding.approve", "binding.revoke", "agent.endpoint.set",
+  "binding.grant", "binding.grant.pending", "binding.approve", "binding.revoke", "binding.contract", "agent.endpoint.set",
   "agent.endpoint.clear", "agent.tool.grant", "agent.tool.revoke", "task.open", "task.message", "task.claim",
   "task.progress", "task.result.", "task.cancel", "tenant.create", "member.key.issue", "member.key.revoke",
   "tenant.word_search.", "tenant.call_tree", "issuer.trust", "issuer.subjects", "issuer.distrust",
 ];
+/** Why the gate refused an open (an audit entry's `reason`), in words; the code is shown beside. */
+const REFUSAL_REASONS = {
+  unknown_callee: "no such callee",
+  other_tenant: "the callee is another tenant's",
+  no_binding: "no binding to the callee",
+  binding_pending: "the binding waits for approval",
+  binding_revoked: "the binding is revoked",
+  callee_paused: "the callee is paused",
+  callee_retired: "the callee is retired",
+  depth_exceeded: "past the most calls on one path",
+  cycle: "a call back into its own path",
+  fan_out_exceeded: "past the most tasks one call opens",
+  tree_open_limit: "past the most open tasks in one tree",
+  skill_not_allowed: "a skill the binding's contract does not allow",
+  quota_exceeded: "past the binding's rate, daily quota or open tasks at once",
+};
 
 // --- shared pieces --------------------------------------------------------------------------
 
@@ -126,6 +142,14 @@ function clip(text, n) {
 
 function stateBadge(state) {
   return badge(String(state).replace("_", " "), state);
+}
+
+/** An audit entry's reason: in words when it is one of the gate's, with its code. */
+function reasonOf(code) {
+  if (!code) return "—";
+  const words = REFUSAL_REASONS[code];
+  if (!words) return longText(code, 200);
+  return h("span", { class: "reason", "data-reason": code }, h("span", { class: "reason-text", text: words }), " ", h("code", { text: code }));
 }
 
 function dl(pairs) {
@@ -334,12 +358,136 @@ function bindingState(b) {
   return b.approved_at ? "approved" : "pending";
 }
 
+const NO_LIMITS = { max_call_depth: null, refuse_cycles: null, max_fan_out: null, max_open_in_tree: null };
+const NO_CONTRACT = { skills: null, rate_per_minute: null, max_concurrent: null, daily_quota: null };
+const NO_USAGE = { minute: null, day: null, open: null };
+
+/** A binding's limits, contract and use, every field present (`null` when not set). */
+function bindingTerms(b) {
+  return {
+    limits: { ...NO_LIMITS, ...(b.limits || {}) },
+    contract: { ...NO_CONTRACT, ...(b.contract || {}) },
+    usage: { ...NO_USAGE, ...(b.usage || {}) },
+  };
+}
+
+/** A short list of terms: [label, value, data attribute name, its value, what it means]. */
+function terms(rows) {
+  return h("dl", { class: "terms" }, rows.map(([label, value, attr, key, title]) => [
+    h("dt", { text: label, title }),
+    h("dd", { [attr]: key }, value),
+  ]));
+}
+
+/** A binding's call-tree limits as shown: each its value, or "tenant's" when it keeps the tenant's. */
+function bindingLimitsShown(limits) {
+  const own = (v) => (v === null || v === undefined ? "tenant's" : String(v));
+  return terms([
+    ["depth", own(limits.max_call_depth), "data-limit", "max_call_depth", "most calls on one path (the root call is 1)"],
+    ["cycles", limits.refuse_cycles === null || limits.refuse_cycles === undefined ? "tenant's" : limits.refuse_cycles ? "refused" : "allowed",
+      "data-limit", "refuse_cycles", "calls back into their own path"],
+    ["fan-out", own(limits.max_fan_out), "data-limit", "max_fan_out", "most tasks one call opens"],
+    ["open in tree", own(limits.max_open_in_tree), "data-limit", "max_open_in_tree", "most open tasks in one tree"],
+  ]);
+}
+
+/** A binding's contract and its use against it: "3 / 10" (used / allowed), "—" when not set. */
+function bindingContractShown(contract, usage) {
+  const against = (used, limit) => (limit === null || limit === undefined ? "—" : `${used === null || used === undefined ? "—" : used} / ${limit}`);
+  const skills = contract.skills === null || contract.skills === undefined ? "any" : longText(contract.skills.join(", ") || "none", 200);
+  return terms([
+    ["skills", skills, "data-contract", "skills", "the callee's skills the caller may name; any when the contract lists none"],
+    ["minute", against(usage.minute, contract.rate_per_minute), "data-use", "minute", "tasks opened through the binding this UTC minute / its rate per minute"],
+    ["today", against(usage.day, contract.daily_quota), "data-use", "day", "tasks opened through the binding this UTC day / its daily quota"],
+    ["open", against(usage.open, contract.max_concurrent), "data-use", "open", "its open tasks / the most it may have open at once"],
+  ]);
+}
+
+/**
+ * An admin's form for a binding's limits and contract: an empty box is `null` (the tenant's
+ * limit, or no term), and a save sends one PATCH of what changed, each object a merge patch.
+ */
+function bindingTermsForm(app, b, onCancel) {
+  const { limits, contract } = bindingTerms(b);
+  const caller = app.agentName(b.caller_agent_id);
+  const callee = app.agentName(b.callee_agent_id);
+  const number = (name, value, max, empty) =>
+    input(name, value ?? "", { type: "number", min: "1", max: String(max), step: "1", inputmode: "numeric", placeholder: empty });
+  const depth = number("max_call_depth", limits.max_call_depth, 64, "tenant's");
+  const cycles = select("refuse_cycles", [["", "the tenant's"], ["true", "refused"], ["false", "allowed"]],
+    limits.refuse_cycles === null ? "" : String(limits.refuse_cycles));
+  const fanOut = number("max_fan_out", limits.max_fan_out, 10000, "tenant's");
+  const openInTree = number("max_open_in_tree", limits.max_open_in_tree, 10000, "tenant's");
+  const skills = input("skills", (contract.skills || []).join(", "), { placeholder: "any" });
+  const rate = number("rate_per_minute", contract.rate_per_minute, 10000, "none");
+  const quota = number("daily_quota", contract.daily_quota, 1000000, "none");
+  const concurrent = number("max_concurrent", contract.max_concurrent, 10000, "none");
+  const tools = h("p", { class: "hint tools-hint" });
+  // The callee's tools are the skills a contract names: offered as a reminder, best effort.
+  api("GET", `/v1/agents/${seg(callee)}/tools`)
+    .then((page) => {
+      const names = (page?.items || []).map((t) => t.name);
+      tools.textContent = names.length ? `${callee}'s tools: ${names.join(", ")}` : `${callee} has no tools.`;
+    })
+    .catch(() => {});
+  const submit = h("button", { type: "submit", text: "Save limits and contract" });
+  const form = h("form", { class: "terms-form", "aria-label": `Limits and contract of ${clip(caller, 60)} calling ${clip(callee, 60)}` },
+    h("fieldset", { class: "terms-set" }, h("legend", { text: "Limits (in place of the tenant's call-tree limits)" }),
+      h("div", { class: "inline-form" },
+        field("Most calls on one path", depth, "1–64; empty: the tenant's"),
+        field("Calls back into their own path", cycles),
+        field("Most tasks one call opens", fanOut, "1–10,000; empty: the tenant's"),
+        field("Most open tasks in one tree", openInTree, "1–10,000; empty: the tenant's"))),
+    h("fieldset", { class: "terms-set" }, h("legend", { text: "Contract (what the caller may do on the callee)" }),
+      h("div", { class: "inline-form" },
+        field("Skills", skills, "skill ids, separated by commas; empty: any"),
+        field("Tasks a minute", rate, "1–10,000; empty: no rate"),
+        field("Tasks a day (UTC)", quota, "1–1,000,000; empty: no quota"),
+        field("Open tasks at once", concurrent, "1–10,000; empty: no limit")),
+      tools),
+    h("div", { class: "row" }, submit, button("Cancel", onCancel)));
+  form.addEventListener("submit", act(app, submit, async () => {
+    const count = (box) => (box.value.trim() === "" ? null : Number(box.value));
+    const names = [...new Set(skills.value.split(/[\s,]+/).filter(Boolean))];
+    const wanted = {
+      limits: {
+        max_call_depth: count(depth),
+        refuse_cycles: cycles.value === "" ? null : cycles.value === "true",
+        max_fan_out: count(fanOut),
+        max_open_in_tree: count(openInTree),
+      },
+      contract: {
+        skills: names.length ? names : null,
+        rate_per_minute: count(rate),
+        max_concurrent: count(concurrent),
+        daily_quota: count(quota),
+      },
+    };
+    // Only what changed, each object a merge patch: what another admin changed meanwhile stays.
+    const was = { limits, contract };
+    const patch = {};
+    for (const [part, fields] of Object.entries(wanted)) {
+      const changed = Object.entries(fields).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify(was[part][k] ?? null));
+      if (changed.length) patch[part] = Object.fromEntries(changed);
+    }
+    await api("PATCH", `/v1/agents/${seg(caller)}/agents/${seg(b.id)}`, patch);
+    app.reload();
+  }));
+  return form;
+}
+
 async function bindingsPage({ app, query }) {
   await app.loadAgents();
   const chosen = query.get("agent") || "";
   const picker = select("agent", agentOptions(app, "All agents"), chosen);
   picker.addEventListener("change", () => app.go(`#/bindings${qs({ agent: picker.value })}`));
-  const nodes = [h("h1", { text: "Bindings" }), h("p", { class: "hint", text: "Who may call whom. A binding granted by the caller's side waits for the callee's side to approve it." }), h("div", { class: "filters" }, field("Agent", picker))];
+  const nodes = [
+    h("h1", { text: "Bindings" }),
+    h("p", { class: "hint", text: "Who may call whom. A binding granted by the caller's side waits for the callee's side to approve it." }),
+    h("p", { class: "hint", text: "A binding's limits replace the tenant's call-tree limits for the calls made through it (tenant's: not set). Its contract bounds what the caller may do on the callee: the skills it may name, and the tasks it may open in a UTC minute and day and have open at once, each shown as used / allowed (—: not set)." }),
+    h("div", { class: "filters" }, field("Agent", picker)),
+  ];
+  const admin = app.role() === "admin";
 
   const list = chosen ? app.agents.filter((a) => a.name === chosen) : app.agents;
   const seen = new Map();
@@ -371,6 +519,7 @@ async function bindingsPage({ app, query }) {
     nodes.push(h("section", { class: "card", "aria-labelledby": "grant-title" }, h("h2", { id: "grant-title", text: "Grant" }), form));
   }
 
+  const headers = ["Caller", "Callee", "State", "Approved", "Created", "Limits", "Contract and use", "Actions"];
   const row = (b) => {
     const state = bindingState(b);
     const controls = [];
@@ -395,18 +544,40 @@ async function bindingsPage({ app, query }) {
         }
       }));
     }
+    // Limits and contract: an admin's to change (PATCH is admin only); every reader sees them.
+    let editorRow = null;
+    if (admin) {
+      const edit = h("button", { type: "button", class: "edit-terms", text: "Edit limits and contract", "aria-label": `Edit limits and contract of ${app.agentName(b.caller_agent_id)} calling ${app.agentName(b.callee_agent_id)}` });
+      edit.addEventListener("click", () => {
+        if (!editorRow) {
+          app.clearError();
+          const form = bindingTermsForm(app, b, () => {
+            editorRow.remove();
+            editorRow = null;
+            edit.focus();
+          });
+          editorRow = h("tr", { class: "binding-editor", "data-editor-for": b.id }, h("td", { colspan: String(headers.length) }, form));
+          tr.after(editorRow);
+        }
+        editorRow.querySelector("input, select").focus();
+      });
+      if (controls.length) controls.push(" ");
+      controls.push(edit);
+    }
+    const { limits, contract, usage } = bindingTerms(b);
     const tr = h("tr", { "data-binding": b.id, "data-state": state },
       h("td", null, agentLink(app, b.caller_agent_id)),
       h("td", null, agentLink(app, b.callee_agent_id)),
       h("td", null, badge(state)),
       h("td", null, when(b.approved_at)),
       h("td", null, when(b.created_at)),
-      h("td", null, controls.length ? controls : "—"));
+      h("td", { class: "binding-limits" }, bindingLimitsShown(limits)),
+      h("td", { class: "binding-contract" }, bindingContractShown(contract, usage)),
+      h("td", null, controls.length ? h("span", { class: "controls" }, controls) : "—"));
     return tr;
   };
   const pending = all.filter((b) => bindingState(b) === "pending");
   const rest = all.filter((b) => bindingState(b) !== "pending");
-  const headers = ["Caller", "Callee", "State", "Approved", "Created", "Actions"];
   nodes.push(
     h("section", { class: "card", "aria-labelledby": "pending-title" }, h("h2", { id: "pending-title", text: `Waiting for approval (${pending.length})` }), table("Pending bindings", headers, pending.map(row), "No binding waits for approval.")),
     h("section", { class: "card", "aria-labelledby": "bindings-title" }, h("h2", { id: "bindings-title", text: "Bindings" }), table("Bindings", headers, rest.map(row), "No bindings.")),
@@ -657,7 +828,7 @@ async function callsPage({ app, params }) {
       h("div", { class: "call-line" },
         agentLink(app, e.actor?.id), " → ", agentLink(app, e.target), " ",
         h("span", { class: "badge badge-refused", text: "refused" }), " ",
-        h("code", { text: e.reason || "—" }),
+        reasonOf(e.reason),
         (e.count ?? 1) > 1 ? h("span", { class: "hint", text: ` ×${e.count}` }) : null, " ",
         h("span", { class: "hint" }, "in the minute from ", when(e.at))));
   const drawNode = (n, depth) => {
@@ -727,7 +898,7 @@ async function auditPage({ app, query }) {
         h("td", null, h("code", { text: e.action })),
         h("td", null, who(e.target)),
         h("td", null, badge(e.outcome)),
-        h("td", null, e.reason ? longText(e.reason, 200) : "—"),
+        h("td", null, reasonOf(e.reason)),
         h("td", null, String(e.count ?? 1)),
         h("td", null, task || "—", e.call_id ? [" ", h("span", { class: "hint" }, "call ", h("code", { text: e.call_id }))] : null)));
     }

@@ -269,7 +269,7 @@ describe("console", () => {
       await signIn(page, viewerKey);
       const navs = await page.locator("#nav a").allTextContents();
       assert.ok(!navs.includes("Members"));
-      const changing = /^(Pause|Resume|Retire|Approve|Revoke|Grant|Issue a key|Create agent|Create member|Save|Save limits|Trust issuer|Edit subjects|Remove)$/;
+      const changing = /^(Pause|Resume|Retire|Approve|Revoke|Grant|Issue a key|Create agent|Create member|Save|Save limits|Trust issuer|Edit subjects|Remove|Edit limits and contract|Save limits and contract)$/;
       for (const route of ["#/agents", "#/agents/invoice-classifier", "#/bindings", "#/audit", "#/settings", "#/tasks", "#/issuers"]) {
         await page.goto(CONSOLE + route);
         await page.locator("main h1").waitFor();
@@ -305,6 +305,9 @@ describe("console", () => {
       await signIn(page, w.admin);
       await page.goto(`${CONSOLE}#/settings`);
       await page.getByRole("heading", { name: "Call-tree limits", level: 2 }).waitFor();
+      // The page may be drawn again as the sign-in settles: wait for the shown limits, not
+      // only the heading of the first drawing.
+      await page.waitForFunction(() => document.querySelectorAll("section[aria-labelledby=limits-title] dd").length === 4);
       // The defaults: depth 16, cycles allowed, no count limit (an empty box).
       assert.equal(await shown(page), "16|allowed|no limit|no limit");
       assert.equal(await page.getByLabel("Most calls on one path").inputValue(), "16");
@@ -358,6 +361,194 @@ describe("console", () => {
       assert.equal(await page.locator("main input, main select, main textarea").count(), 0, "and no control to change them");
       assert.equal(await page.getByRole("button", { name: "Save limits" }).count(), 0);
     });
+  });
+
+  test("an admin sets and clears a binding's limits and contract on the Bindings page; its use shows; refusals read in the audit log; members and viewers only read them", async () => {
+    const w = await createTenant();
+    const { outbound } = await ok(w.admin, "GET", "/v1/agents/billing-orchestrator/agents");
+    const binding = outbound.find((b) => b.callee_agent_id === w.agents["invoice-classifier"].id);
+    // Every binding carries both objects, each field null while not set, and its use: nothing
+    // is counted without a contract.
+    assert.deepEqual(binding.limits, { max_call_depth: null, refuse_cycles: null, max_fan_out: null, max_open_in_tree: null });
+    assert.deepEqual(binding.contract, { skills: null, rate_per_minute: null, max_concurrent: null, daily_quota: null });
+    assert.deepEqual(binding.usage, { minute: null, day: null, open: null });
+    const route = `${CONSOLE}#/bindings?agent=billing-orchestrator`;
+    // The PATCH names the binding's caller, as revoking it does.
+    const patchPath = `/v1/agents/billing-orchestrator/agents/${binding.id}`;
+    const row = (page) => page.locator(`tr[data-binding="${binding.id}"]`);
+    const editor = (page) => page.locator(`tr[data-editor-for="${binding.id}"] form`);
+    // What the row shows: its limits, then its contract and use, each cell's values joined by |;
+    // `until` waits for it to be `want` (or to start with it, `prefix`).
+    const until = (page, want, prefix = false) =>
+      page.waitForFunction(([id, want, prefix]) => {
+        const tr = document.querySelector(`tr[data-binding="${id}"]`);
+        if (!tr) return false;
+        const values = (sel) => [...tr.querySelectorAll(`${sel} dd`)].map((d) => d.textContent).join("|");
+        const text = `${values(".binding-limits")} ; ${values(".binding-contract")}`;
+        return prefix ? text.startsWith(want) : text === want;
+      }, [binding.id, want, prefix]);
+    const shown = (page) =>
+      page.evaluate((id) => {
+        const tr = document.querySelector(`tr[data-binding="${id}"]`);
+        const values = (sel) => [...tr.querySelectorAll(`${sel} dd`)].map((d) => d.textContent).join("|");
+        return `${values(".binding-limits")} ; ${values(".binding-contract")}`;
+      }, binding.id);
+    const save = async (page) => {
+      const [response] = await Promise.all([
+        page.waitForResponse((r) => r.request().method() === "PATCH" && new URL(r.url()).pathname.endsWith(patchPath)),
+        editor(page).getByRole("button", { name: "Save limits and contract" }).click(),
+      ]);
+      return response;
+    };
+    const noError = async (page) => assert.equal(await page.locator("#error").isHidden(), true, `no error: ${await page.locator("#error").textContent()}`);
+    const unset = "tenant's|tenant's|tenant's|tenant's";
+
+    await withPage(async (page) => {
+      await signIn(page, w.admin);
+      await page.goto(route);
+      await row(page).waitFor();
+      assert.equal(await shown(page), `${unset} ; any|—|—|—`);
+
+      // Set limits and a contract: one PATCH, each object holding only the fields set.
+      await row(page).getByRole("button", { name: /^Edit limits and contract/ }).click();
+      const form = editor(page);
+      await form.waitFor();
+      assert.equal(await form.getByLabel("Most calls on one path").inputValue(), "", "an unset limit is an empty box");
+      assert.equal(await form.getByLabel("Calls back into their own path").inputValue(), "", "cycles: the tenant's");
+      assert.equal(await form.getByLabel("Skills").inputValue(), "");
+      await form.getByLabel("Most calls on one path").fill("3");
+      await form.getByLabel("Calls back into their own path").selectOption({ label: "refused" });
+      await form.getByLabel("Skills").fill("lookup, summarize");
+      await form.getByLabel("Tasks a minute").fill("10");
+      await form.getByLabel("Tasks a day (UTC)").fill("1000");
+      await form.getByLabel("Open tasks at once").fill("2");
+      const set = await save(page);
+      assert.equal(set.status(), 200);
+      assert.deepEqual(set.request().postDataJSON(), {
+        limits: { max_call_depth: 3, refuse_cycles: true },
+        contract: { skills: ["lookup", "summarize"], rate_per_minute: 10, daily_quota: 1000, max_concurrent: 2 },
+      });
+      const answered = await set.json();
+      assert.equal(answered.id, binding.id, "the PATCH answers the binding");
+      assert.deepEqual(answered.usage, { minute: 0, day: 0, open: 0 }, "counted from the contract on");
+      await until(page, "3|refused|tenant's|tenant's ; lookup, summarize|0 / 10|0 / 1000|0 / 2");
+      await noError(page);
+      assert.equal(await editor(page).count(), 0, "the form closes with the save");
+      const listed = (await ok(w.admin, "GET", "/v1/agents/billing-orchestrator/agents")).outbound.find((b) => b.id === binding.id);
+      assert.deepEqual(listed.limits, { max_call_depth: 3, refuse_cycles: true, max_fan_out: null, max_open_in_tree: null });
+      assert.deepEqual(listed.contract, { skills: ["lookup", "summarize"], rate_per_minute: 10, max_concurrent: 2, daily_quota: 1000 });
+
+      // Use against the contract: two tasks open for "lookup"; a third is past max_concurrent
+      // (429); an open naming no skill, or another, is the gate's 403.
+      const caller = w.keys["billing-orchestrator"];
+      const open = (text, skill) =>
+        call(caller, "POST", "/v1/agents/invoice-classifier/tasks?wait=0", {
+          message: { role: "user", parts: [{ text }] },
+          ...(skill === undefined ? {} : { skill }),
+        });
+      const firstMinute = Math.floor(Date.now() / 60_000);
+      const firstDay = Math.floor(Date.now() / 86_400_000);
+      const opened = [await open("Look up INV-1.", "lookup"), await open("Look up INV-2.", "lookup")];
+      for (const r of opened) assert.equal(r.status, 200, JSON.stringify(r.json));
+      assert.equal(opened[0].json.skill, "lookup", "the task keeps its skill");
+      const past = await open("Look up INV-3.", "lookup");
+      assert.equal(past.status, 429);
+      assert.equal(past.json?.detail?.code, "quota_exceeded");
+      assert.equal(past.headers.get("retry-after"), "1");
+      for (const skill of [undefined, "translate"]) {
+        const refused = await open("Translate INV-1.", skill);
+        assert.equal(refused.status, 403, `skill ${skill}`);
+        assert.equal(refused.json?.detail?.code, "not_permitted");
+      }
+      await page.reload();
+      await row(page).waitFor();
+      const used = await shown(page);
+      if (Math.floor(Date.now() / 60_000) === firstMinute) {
+        assert.equal(used, "3|refused|tenant's|tenant's ; lookup, summarize|2 / 10|2 / 1000|2 / 2");
+      } else {
+        // A new UTC minute (or day) began meanwhile: its count started again.
+        const day = Math.floor(Date.now() / 86_400_000) === firstDay ? "2" : "[0-2]";
+        assert.match(used, new RegExp(`^3\\|refused\\|tenant's\\|tenant's ; lookup, summarize\\|[0-2] / 10\\|${day} / 1000\\|2 / 2$`));
+      }
+      await shot(page, "binding-contract");
+
+      // Clear: an emptied box (and "the tenant's") is null; the fields not touched stay.
+      await row(page).getByRole("button", { name: /^Edit limits and contract/ }).click();
+      assert.equal(await editor(page).getByLabel("Skills").inputValue(), "lookup, summarize", "the form shows what is set");
+      assert.equal(await editor(page).getByLabel("Tasks a minute").inputValue(), "10");
+      await editor(page).getByLabel("Most calls on one path").fill("");
+      await editor(page).getByLabel("Calls back into their own path").selectOption({ label: "the tenant's" });
+      await editor(page).getByLabel("Skills").fill("");
+      const cleared = await save(page);
+      assert.equal(cleared.status(), 200);
+      assert.deepEqual(cleared.request().postDataJSON(), { limits: { max_call_depth: null, refuse_cycles: null }, contract: { skills: null } });
+      await until(page, `${unset} ; any|`, true);
+      await noError(page);
+      const after = (await ok(w.admin, "GET", "/v1/agents/billing-orchestrator/agents")).outbound.find((b) => b.id === binding.id);
+      assert.deepEqual(after.limits, { max_call_depth: null, refuse_cycles: null, max_fan_out: null, max_open_in_tree: null });
+      assert.deepEqual(after.contract, { skills: null, rate_per_minute: 10, max_concurrent: 2, daily_quota: 1000 });
+      assert.equal(after.usage.open, 2, "the open tasks still count");
+
+      // Saving what is shown sends an empty patch, which changes nothing.
+      await row(page).getByRole("button", { name: /^Edit limits and contract/ }).click();
+      const unchanged = await save(page);
+      assert.equal(unchanged.status(), 200);
+      assert.deepEqual(unchanged.request().postDataJSON(), {}, "only what changed is sent");
+      await editor(page).waitFor({ state: "detached" });
+
+      // A value the gateway refuses (65 skills; at most 64) is told on the error line, and the
+      // form stays open with what was typed.
+      await row(page).getByRole("button", { name: /^Edit limits and contract/ }).click();
+      const tooMany = Array.from({ length: 65 }, (_, i) => `skill-${i}`).join(", ");
+      await editor(page).getByLabel("Skills").fill(tooMany);
+      const refusedSave = await save(page);
+      assert.equal(refusedSave.status(), 400);
+      await page.locator("#error").filter({ hasText: "HTTP 400" }).waitFor();
+      assert.match(await page.locator("#error").textContent(), /invalid_request/);
+      assert.equal(await editor(page).getByLabel("Skills").inputValue(), tooMany);
+      await editor(page).getByRole("button", { name: "Cancel" }).click();
+      assert.equal(await editor(page).count(), 0);
+      assert.deepEqual((await ok(w.admin, "GET", "/v1/agents/billing-orchestrator/agents")).outbound.find((b) => b.id === binding.id).contract, after.contract, "unchanged");
+
+      // The audit log: the two changes as binding.contract (offered in the filter's list), and
+      // the refusals with their reasons in words.
+      await page.goto(`${CONSOLE}#/audit?action=binding.contract`);
+      await page.locator('tr[data-action="binding.contract"]').first().waitFor();
+      assert.equal(await page.locator("#audit-actions option[value='binding.contract']").count(), 1);
+      assert.equal(await page.locator('tr[data-action="binding.contract"]').count(), 2, "two changes, two entries; nothing for the empty patch or the refused one");
+      assert.equal(await page.locator("tr[data-audit]:not([data-action='binding.contract'])").count(), 0);
+      await page.goto(`${CONSOLE}#/audit?action=task.open&outcome=refused`);
+      const skillRefusal = page.locator('tr[data-action="task.open"] [data-reason="skill_not_allowed"]').first();
+      await skillRefusal.waitFor();
+      assert.equal(await skillRefusal.locator(".reason-text").textContent(), "a skill the binding's contract does not allow");
+      assert.equal(await skillRefusal.locator("code").textContent(), "skill_not_allowed");
+      const quotaRefusal = page.locator('tr[data-action="task.open"] [data-reason="quota_exceeded"]').first();
+      await quotaRefusal.waitFor();
+      assert.equal(await quotaRefusal.locator(".reason-text").textContent(), "past the binding's rate, daily quota or open tasks at once");
+      assert.equal(await quotaRefusal.locator("code").textContent(), "quota_exceeded");
+      await shot(page, "audit-refusals");
+    });
+    const audited = await ok(w.admin, "GET", "/v1/audit?action=binding.contract");
+    assert.equal(audited.items.length, 2);
+    assert.ok(audited.items.every((e) => e.caller_agent_id === w.agents["billing-orchestrator"].id && e.callee_agent_id === w.agents["invoice-classifier"].id));
+
+    // A member and a viewer read the same limits, contract and use, with no control to change
+    // them; the API refuses their change.
+    for (const key of [w.memberKey, w.viewerKey]) {
+      await withPage(async (page) => {
+        await signIn(page, key);
+        await page.goto(route);
+        await row(page).waitFor();
+        const read = await shown(page);
+        assert.match(read, /^tenant's\|tenant's\|tenant's\|tenant's ; any\|[0-2] \/ 10\|[0-2] \/ 1000\|2 \/ 2$/);
+        assert.equal(await page.getByRole("button", { name: /Edit limits and contract/ }).count(), 0);
+        assert.equal(await page.locator("tr.binding-editor, form.terms-form").count(), 0);
+        assert.equal(await page.getByRole("button", { name: "Save limits and contract" }).count(), 0);
+      });
+      const refused = await call(key, "PATCH", patchPath, { contract: { rate_per_minute: 1 } });
+      assert.equal(refused.status, 403);
+      assert.equal(refused.json?.detail?.code, "forbidden");
+    }
   });
 
   test("a change without the CSRF header is refused 403; with it, it passes", async () => {
