@@ -9,7 +9,7 @@ use crate::app::App;
 use crate::domain::call_tree::{MAX_CALL_DEPTH_CEILING, MAX_COUNT_LIMIT};
 use crate::domain::ids::{KeyId, MemberId};
 use crate::domain::keys::{self, KeyKind};
-use crate::domain::{clock, Principal, TenantId, TenantSettings};
+use crate::domain::{clock, Principal, TenantId, TenantPrincipal, TenantSettings};
 use crate::error::ApiError;
 use crate::store::{AuditEntry, KeyRecord, MemberRecord, NewKey};
 
@@ -80,35 +80,58 @@ pub async fn update_settings(app: &App, request: Request) -> HandlerResult {
     }
     let body = json_object(&request)?;
     only_fields(&body, SETTINGS_FIELDS)?;
-    let seen = app
-        .store
-        .tenant_settings(&principal.tenant_id)
-        .await?
-        .unwrap_or_default();
-    let settings = changed_settings(seen, &body)?;
+    // Applied to the settings as they stand when written: another change landing between the
+    // read and the write has this one read again (a merge patch applies as well to either).
+    for _ in 0..SETTINGS_ATTEMPTS {
+        let seen = app
+            .store
+            .tenant_settings(&principal.tenant_id)
+            .await?
+            .unwrap_or_default();
+        let settings = changed_settings(seen, &body)?;
+        let audit = settings_audit(&principal, &seen, &settings);
+        if audit.is_empty() {
+            return ok(&settings_view(&principal.tenant_id, settings));
+        }
+        let saved = app
+            .store
+            .save_tenant_settings(&principal.tenant_id, &seen, settings, &audit)
+            .await?;
+        if saved {
+            tracing::info!(tenant_id = %principal.tenant_id, changes = audit.len(), "tenant settings changed");
+            return ok(&settings_view(&principal.tenant_id, settings));
+        }
+    }
+    Err(ApiError::Conflict(
+        "the settings kept changing while this request was applied; retry".into(),
+    ))
+}
+
+/// How often a settings change is read again after another change landed first.
+const SETTINGS_ATTEMPTS: usize = 4;
+
+/// The audit entries of a change from `seen` to `settings`: one per kind of setting changed.
+fn settings_audit(
+    principal: &TenantPrincipal,
+    seen: &TenantSettings,
+    settings: &TenantSettings,
+) -> Vec<AuditEntry> {
     let mut audit = Vec::new();
     if settings.word_search != seen.word_search {
         let action = match settings.word_search {
             true => "tenant.word_search.on",
             false => "tenant.word_search.off",
         };
-        audit.push(AuditEntry::new(&principal, action, &principal.tenant_id));
+        audit.push(AuditEntry::new(principal, action, &principal.tenant_id));
     }
     if settings.call_tree != seen.call_tree {
         audit.push(AuditEntry::new(
-            &principal,
+            principal,
             "tenant.call_tree",
             &principal.tenant_id,
         ));
     }
-    if audit.is_empty() {
-        return ok(&settings_view(&principal.tenant_id, settings));
-    }
-    app.store
-        .save_tenant_settings(&principal.tenant_id, settings, &audit)
-        .await?;
-    tracing::info!(tenant_id = %principal.tenant_id, changes = audit.len(), "tenant settings changed");
-    ok(&settings_view(&principal.tenant_id, settings))
+    audit
 }
 
 const SETTINGS_FIELDS: &[&str] = &[

@@ -2,7 +2,7 @@
 
 use crate::domain::clock::Timestamp;
 use crate::domain::ids::{MemberId, TenantId};
-use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 
 use std::collections::HashMap;
 
@@ -245,29 +245,27 @@ impl Store {
         Ok(settings)
     }
 
-    /// Saves the tenant's settings with the audit entries of the change, in one transaction.
+    /// Saves the tenant's settings with the audit entries of the change, in one transaction,
+    /// if they still stand as `seen` (what the change was made from): `false`, nothing written,
+    /// when another change landed since (a settings change, or a binding that started the
+    /// counts again), so that no change puts back what another one just set.
     pub async fn save_tenant_settings(
         &self,
         tenant_id: &TenantId,
+        seen: &TenantSettings,
         settings: TenantSettings,
         audit: &[AuditEntry],
-    ) -> Result<(), StoreError> {
-        let limits = settings.call_tree;
-        let mut values = HashMap::from([
-            (":word_search".to_owned(), b(settings.word_search)),
-            (":refuse_cycles".to_owned(), b(limits.refuse_cycles)),
-        ]);
+    ) -> Result<bool, StoreError> {
+        let (mut values, condition) = unchanged_since(seen);
         let mut set = vec![
             "word_search = :word_search".to_owned(),
             "refuse_cycles = :refuse_cycles".to_owned(),
         ];
+        values.insert(":word_search".to_owned(), b(settings.word_search));
+        let limits = settings.call_tree;
+        values.insert(":refuse_cycles".to_owned(), b(limits.refuse_cycles));
         let mut remove = Vec::new();
-        for (name, limit) in [
-            ("max_call_depth", Some(u64::from(limits.max_call_depth))),
-            ("call_tree_counts_since", Some(limits.counts_since)),
-            ("max_fan_out", limits.max_fan_out.map(u64::from)),
-            ("max_open_in_tree", limits.max_open_in_tree.map(u64::from)),
-        ] {
+        for (name, limit) in settings_numbers(&settings) {
             match limit {
                 Some(limit) => {
                     set.push(format!("{name} = :{name}"));
@@ -284,7 +282,7 @@ impl Store {
             .table_name(&self.table)
             .set_key(Some(tenant_key(tenant_id)))
             .update_expression(expression)
-            .condition_expression("attribute_exists(pk)")
+            .condition_expression(condition)
             .set_expression_attribute_values(Some(values))
             .build()
             .map_err(|error| StoreError::Rejected(error.to_string()))?;
@@ -292,11 +290,62 @@ impl Store {
         for entry in audit {
             writes.push(self.put_new(entry.to_item())?);
         }
-        self.transact(writes).await?;
+        if !self.transact_if(writes).await? {
+            return Ok(false);
+        }
         self.recent_settings
             .put(tenant_id.as_str().to_owned(), settings);
-        Ok(())
+        Ok(true)
     }
+}
+
+/// The numeric settings as stored, each `None` when the item leaves it out.
+fn settings_numbers(settings: &TenantSettings) -> [(&'static str, Option<u64>); 4] {
+    let limits = &settings.call_tree;
+    [
+        ("max_call_depth", Some(u64::from(limits.max_call_depth))),
+        ("call_tree_counts_since", Some(limits.counts_since)),
+        ("max_fan_out", limits.max_fan_out.map(u64::from)),
+        ("max_open_in_tree", limits.max_open_in_tree.map(u64::from)),
+    ]
+}
+
+/// The condition that the tenant's item still holds the settings `seen`, with its values: each
+/// setting as seen, or, where `seen` has the default, left out (as a tenant that never changed
+/// it has it).
+fn unchanged_since(seen: &TenantSettings) -> (HashMap<String, AttributeValue>, String) {
+    let defaults = TenantSettings::default();
+    let mut values = HashMap::new();
+    let mut conditions = vec!["attribute_exists(pk)".to_owned()];
+    let flags = [
+        ("word_search", seen.word_search, defaults.word_search),
+        (
+            "refuse_cycles",
+            seen.call_tree.refuse_cycles,
+            defaults.call_tree.refuse_cycles,
+        ),
+    ];
+    let flags = flags.map(|(name, value, default)| (name, Some(b(value)), value == default));
+    let numbers = settings_numbers(seen)
+        .into_iter()
+        .zip(settings_numbers(&defaults));
+    let numbers = numbers.map(|((name, value), (_, default))| {
+        (name, value.map(n), value.is_none() || value == default)
+    });
+    for (name, value, may_be_absent) in flags.into_iter().chain(numbers) {
+        let mut condition = match value {
+            Some(value) => {
+                values.insert(format!(":seen_{name}"), value);
+                format!("{name} = :seen_{name}")
+            }
+            None => format!("attribute_not_exists({name})"),
+        };
+        if may_be_absent && condition.contains('=') {
+            condition = format!("(attribute_not_exists({name}) OR {condition})");
+        }
+        conditions.push(condition);
+    }
+    (values, conditions.join(" AND "))
 }
 
 /// A tenant's settings as its item holds them; a setting never changed has its default.

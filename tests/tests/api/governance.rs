@@ -268,6 +268,35 @@ async fn the_settings_hold_the_call_tree_limits_and_only_an_admin_changes_them()
     assert_eq!(changes, 2);
 }
 
+/// Two admins changing different settings at once each keep their change: a change is applied
+/// to the settings as they stand when it is written, not as they were read before another
+/// change landed (a lost update would put back a limit the other admin had just changed).
+#[tokio::test]
+async fn concurrent_changes_to_different_settings_are_all_kept() {
+    let app = spawn_app().await;
+    let tenant = app.pair().await.tenant;
+    for round in 1..=20u32 {
+        let (fan_out, open_in_tree, word_search) = tokio::join!(
+            set_limits(&app, &tenant, json!({"max_fan_out": round})),
+            set_limits(&app, &tenant, json!({"max_open_in_tree": round + 100})),
+            set_limits(&app, &tenant, json!({"word_search": round % 2 == 0})),
+        );
+        for reply in [&fan_out, &open_in_tree, &word_search] {
+            assert_eq!(reply.status, 200, "{}", reply.text);
+        }
+        let read = app.get("/v1/tenant/settings", &tenant.admin_key).await;
+        assert_eq!(
+            (
+                &read.body["max_fan_out"],
+                &read.body["max_open_in_tree"],
+                &read.body["word_search"]
+            ),
+            (&json!(round), &json!(round + 100), &json!(round % 2 == 0)),
+            "round {round}: a change was lost"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_call_deeper_than_the_limit_is_refused_on_every_binding() {
     let app = spawn_app().await;
