@@ -777,6 +777,27 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     ],
   },
   {
+    id: "GetTenantPolicies",
+    route: "get-tenant-policies",
+    description: "GET /v1/tenant/policies",
+    grants: [RECORD_KEY_USE, onTable("GetItem")],
+  },
+  {
+    id: "UpdateTenantPolicies",
+    route: "update-tenant-policies",
+    description: "PATCH /v1/tenant/policies",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "UpdateItem", "PutItem"),
+    ],
+  },
+  {
+    id: "CheckCall",
+    route: "check-call",
+    description: "POST /v1/tenant/policies/check",
+    grants: [RECORD_KEY_USE, onTable("GetItem")],
+  },
+  {
     id: "PushWorker",
     route: "push-worker",
     description: "Delivers push tasks to callee endpoints (SQS event source, partial batch failures).",

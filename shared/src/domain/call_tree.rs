@@ -70,6 +70,8 @@ pub enum Parent {
         place: TreePlace,
         /// When the parent call was opened.
         opened_at: Timestamp,
+        /// The agent that made the parent call.
+        caller: AgentId,
     },
 }
 
@@ -133,6 +135,7 @@ mod tests {
         Parent::Known {
             place,
             opened_at: Timestamp::default(),
+            caller: agent("parent-caller"),
         }
     }
 

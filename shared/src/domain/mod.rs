@@ -20,6 +20,7 @@ pub mod media;
 pub mod message;
 pub mod notify;
 pub mod pace;
+pub mod policy;
 pub mod principal;
 pub mod refusal;
 pub mod result;

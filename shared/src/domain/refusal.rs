@@ -22,6 +22,8 @@ pub enum RefusalReason {
     TreeOpenLimit,
     /// The binding's contract lists skills, and the open names none of them.
     SkillNotAllowed,
+    /// An enforced tenant policy forbids the call (the audit entry names it).
+    Policy,
     /// The binding's contract's rate, concurrency or daily quota is reached (a `429`, not the
     /// gate's `403`).
     QuotaExceeded,
@@ -43,6 +45,7 @@ impl RefusalReason {
             RefusalReason::TreeOpenLimit => "tree_open_limit",
             RefusalReason::SkillNotAllowed => "skill_not_allowed",
             RefusalReason::QuotaExceeded => "quota_exceeded",
+            RefusalReason::Policy => "policy",
         }
     }
 }

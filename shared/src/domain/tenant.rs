@@ -13,6 +13,9 @@ pub struct TenantSettings {
     pub word_search: bool,
     /// The limits on its trees of calls (docs/api.md "Governance").
     pub call_tree: CallTreeLimits,
+    /// The version of the tenant's policies (docs/api.md, "Tenant policies"): 0 while it has
+    /// none, so a call of a tenant without policies reads nothing more.
+    pub policies_version: u64,
 }
 
 impl Default for TenantSettings {
@@ -20,6 +23,7 @@ impl Default for TenantSettings {
         TenantSettings {
             word_search: true,
             call_tree: CallTreeLimits::default(),
+            policies_version: 0,
         }
     }
 }

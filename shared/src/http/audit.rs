@@ -51,10 +51,10 @@ pub async fn list(app: &App, request: Request) -> HandlerResult {
     let [agent, action, outcome, since] = filters;
     if outcome
         .as_deref()
-        .is_some_and(|outcome| !matches!(outcome, "allowed" | "refused"))
+        .is_some_and(|outcome| !matches!(outcome, "allowed" | "refused" | "would_refuse"))
     {
         return Err(ApiError::InvalidRequest(
-            "outcome must be allowed or refused".into(),
+            "outcome must be allowed, refused or would_refuse".into(),
         ));
     }
     let agent_id = match agent.as_deref() {

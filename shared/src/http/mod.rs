@@ -17,6 +17,7 @@ mod gate;
 mod issuers;
 mod members;
 mod open;
+mod policies;
 mod protected_resource;
 mod pull;
 pub mod reply;

@@ -17,7 +17,7 @@ use lambda_http::Request;
 use super::reply::{buffered, Reply};
 use super::{
     a2a, agents, audit, binding_terms, bindings, calls, cards, console, endpoint, events, issuers,
-    members, open, protected_resource, pull, search, signing_keys, tasks, tenants, tools,
+    members, open, policies, protected_resource, pull, search, signing_keys, tasks, tenants, tools,
 };
 use crate::app::App;
 use crate::error::ApiError;
@@ -137,6 +137,9 @@ route_table! {
     ListCalls: GET "/v1/calls", Buffered calls::list_calls, "dynamodb:GetItem,Query,UpdateItem";
     GetTenantSettings: GET "/v1/tenant/settings", Buffered tenants::get_settings, "dynamodb:GetItem,UpdateItem";
     UpdateTenantSettings: PATCH "/v1/tenant/settings", Buffered tenants::update_settings, "dynamodb:GetItem,PutItem,UpdateItem";
+    GetTenantPolicies: GET "/v1/tenant/policies", Buffered policies::list, "dynamodb:GetItem,UpdateItem";
+    UpdateTenantPolicies: PATCH "/v1/tenant/policies", Buffered policies::update, "dynamodb:GetItem,PutItem,UpdateItem";
+    CheckCall: POST "/v1/tenant/policies/check", Buffered policies::check, "dynamodb:GetItem,UpdateItem";
     ListAgentKeys: GET "/v1/agents/{agent}/keys", Buffered agents::list_keys, "dynamodb:GetItem,Query,UpdateItem";
     ListMembers: GET "/v1/members", Buffered members::list, "dynamodb:GetItem,Query,UpdateItem";
     CreateMemberKey: POST "/v1/members/{member_id}/keys", Buffered members::create_key, "dynamodb:GetItem,PutItem,Query,UpdateItem";

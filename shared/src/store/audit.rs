@@ -44,6 +44,8 @@ pub struct AuditEntry {
     pub count: u64,
     /// The OpenID Connect issuer and subject the actor signed in with, when it used a token.
     pub signed_in_with: Option<SignedInWith>,
+    /// The tenant policies that refused the call, or would have (`would_refuse`), by name.
+    pub policy: Option<String>,
 }
 
 /// The length of the window in which repeated refusals share one audit entry.
@@ -93,6 +95,7 @@ impl AuditEntry {
             callee_agent_id: None,
             count: 1,
             signed_in_with: None,
+            policy: None,
         }
     }
 
@@ -157,6 +160,15 @@ impl AuditEntry {
         self
     }
 
+    /// The entry of a call the tenant policies `names` forbid: `refused` by enforced ones, or
+    /// `would_refuse` by tried ones (the call goes on).
+    pub fn by_policies(mut self, names: &[String], enforced: bool) -> AuditEntry {
+        self.outcome = if enforced { "refused" } else { "would_refuse" }.to_owned();
+        self.reason = Some("policy".to_owned());
+        self.policy = Some(names.join(","));
+        self
+    }
+
     pub fn to_item(&self) -> Item {
         let mut item = key(audit_partition(&self.tenant_id), self.sort_key());
         item.insert("kind".into(), s("audit"));
@@ -185,6 +197,9 @@ impl AuditEntry {
         if let Some(callee) = &self.callee_agent_id {
             item.insert("callee_agent_id".into(), s(callee));
         }
+        if let Some(policy) = &self.policy {
+            item.insert("policy".into(), s(policy));
+        }
         if let Some(token) = &self.signed_in_with {
             item.insert("token_issuer".into(), s(&token.issuer));
             item.insert("token_subject".into(), s(&token.subject));
@@ -206,6 +221,7 @@ impl AuditEntry {
             "target": self.target,
             "outcome": self.outcome,
             "reason": self.reason,
+            "policy": self.policy,
             "call_id": self.call_id,
             "parent_call_id": self.parent_call_id,
             "root_call_id": self.root_call_id,
@@ -246,24 +262,8 @@ impl TryFrom<&Item> for AuditEntry {
                 (Some(issuer), Some(subject)) => Some(SignedInWith { issuer, subject }),
                 _ => None,
             },
+            policy: read.opt_s("policy")?,
         })
-    }
-}
-
-/// Namespace of the ids of refusal entries, derived from what was refused and its minute.
-const REFUSAL_NAMESPACE: uuid::Uuid =
-    uuid::Uuid::from_u128(0x6f1d_2a90_5b3c_4e7d_9a18_c2e4_7b05_f3a1);
-
-/// The start of the minute `at` (a formatted moment) falls in, formatted the same way.
-fn refusal_window(at: &str) -> Timestamp {
-    match clock::parse(at) {
-        Some(moment) => {
-            let seconds = moment.unix_timestamp();
-            let start = seconds - seconds.rem_euclid(REFUSAL_WINDOW_SECONDS);
-            time::OffsetDateTime::from_unix_timestamp(start)
-                .map_or_else(|_| at.into(), clock::format)
-        }
-        None => at.into(),
     }
 }
 
@@ -274,51 +274,6 @@ impl Store {
             .put_item()
             .table_name(&self.table)
             .set_item(Some(entry.to_item()))
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(classify)
-    }
-
-    /// Records a refusal, once per minute for the same actor, action, target and reason: the
-    /// first refusal of the minute writes the entry, the rest count on it, so a caller repeating a
-    /// refused call grows one entry a minute, not one a request.
-    pub async fn record_refusal(&self, entry: &AuditEntry) -> Result<(), StoreError> {
-        let window = refusal_window(&entry.at);
-        let identity = format!(
-            "{}|{}|{}|{}|{}",
-            entry.actor_id,
-            entry.action,
-            entry.target,
-            entry.reason.as_deref().unwrap_or_default(),
-            window
-        );
-        let id = uuid::Uuid::new_v5(&REFUSAL_NAMESPACE, identity.as_bytes()).to_string();
-        let mut first = entry.clone();
-        first.id = id.clone();
-        first.at = window.clone();
-        let item = first.to_item();
-        let mut names = Vec::new();
-        let mut update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(audit_partition(&entry.tenant_id)))
-            .key("sk", s(audit_sort_key(&window, &id)));
-        for (index, (name, value)) in item
-            .into_iter()
-            .filter(|(name, _)| !matches!(name.as_str(), "pk" | "sk" | "count"))
-            .enumerate()
-        {
-            names.push(format!("#a{index} = if_not_exists(#a{index}, :v{index})"));
-            update = update
-                .expression_attribute_names(format!("#a{index}"), name)
-                .expression_attribute_values(format!(":v{index}"), value);
-        }
-        update
-            .update_expression(format!("SET {} ADD #count :one", names.join(", ")))
-            .expression_attribute_names("#count", "count")
-            .expression_attribute_values(":one", n(1))
             .send()
             .await
             .map(|_| ())

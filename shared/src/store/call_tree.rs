@@ -17,6 +17,8 @@ use crate::domain::ids::{AgentId, CallId, TaskId, TenantId};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParentCall {
     pub root_call_id: CallId,
+    /// The agent that made the call.
+    pub caller_agent_id: AgentId,
     pub place: TreePlace,
     /// When the parent call was opened.
     pub opened_at: Timestamp,
@@ -65,6 +67,7 @@ impl Store {
         };
         Ok(Some(ParentCall {
             root_call_id: read.id("root_call_id")?,
+            caller_agent_id: read.id("caller_agent_id")?,
             place: TreePlace { depth, path },
             opened_at: read.at("at")?,
         }))

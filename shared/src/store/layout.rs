@@ -67,6 +67,8 @@ pub(crate) const CALL_SORT_KEY: &str = "CALL";
 pub(crate) const ISSUERS_SORT_KEY: &str = "ISSUERS";
 /// The sort key of an (issuer, audience) pair's claim.
 pub(crate) const TRUST_SORT_KEY: &str = "TRUST";
+/// The sort key of a tenant's policies.
+pub(crate) const POLICIES_SORT_KEY: &str = "POLICIES";
 /// The sort key of a console session's item.
 pub(crate) const SESSION_SORT_KEY: &str = "SESSION";
 /// The sort key of a signing purpose's pointer to its active key.

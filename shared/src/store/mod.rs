@@ -46,8 +46,10 @@ mod notify;
 mod notify_sends;
 mod open;
 mod page;
+mod policies;
 mod polls;
 mod push;
+mod refusals;
 #[cfg(feature = "local-stack")]
 pub mod schema;
 pub mod search;
@@ -69,6 +71,7 @@ pub use issuers::{IssuerChange, TenantIssuers, TrustClaim};
 pub use keys::{use_is_stale, KeyInfo, KeyOwner, KeyRecord, NewKey, RevokeRefusal, MAX_LIVE_KEYS};
 pub use notify::NotifyRefusal;
 pub use open::{ContextJoin, OpenRefusal, OpenTask};
+pub use policies::StoredPolicies;
 pub use polls::{PollSlot, SlotPool, MAX_POLLS_PER_AGENT};
 pub use push::{Attempt, OutboxEntry};
 pub use sessions::SessionRecord;
@@ -105,6 +108,11 @@ pub struct Store {
     recent_agents: std::sync::Arc<crate::cache::ExpiringCache<crate::domain::Agent>>,
     /// Tenants' settings this process read lately ([`Store::recent_tenant_settings`]).
     recent_settings: std::sync::Arc<crate::cache::ExpiringCache<TenantSettings>>,
+    /// Tenants' policies this process compiled lately, by tenant and version
+    /// ([`Store::policy_book`]).
+    recent_policy_books: std::sync::Arc<
+        crate::cache::ExpiringCache<std::sync::Arc<crate::domain::policy::PolicyBook>>,
+    >,
     /// How long those are trusted.
     settings_ttl: std::time::Duration,
     /// Long-poll slot pools this process found full lately (`store/polls.rs`).
@@ -426,6 +434,7 @@ impl Store {
             claim_pages: claim::ClaimPages::new(DEFAULT_CLAIM_POLL_INTERVAL),
             recent_agents: Default::default(),
             recent_settings: Default::default(),
+            recent_policy_books: Default::default(),
             settings_ttl: tenancy::SETTINGS_TTL,
             full_pools: Default::default(),
             held_slots: Default::default(),

@@ -367,6 +367,7 @@ fn settings_of(item: &Item) -> Result<TenantSettings, StoreError> {
             counts_since: read.n_or("call_tree_counts_since", 0)?,
             tracked_by_bindings: read.n_or(super::bindings::TRACKING_ATTRIBUTE, 0)? > 0,
         },
+        policies_version: read.n_or(super::policies::VERSION_ATTRIBUTE, 0)?,
     })
 }
 

@@ -480,7 +480,11 @@ async fn the_audit_outcome_filter_takes_only_the_documented_outcomes() {
     let tenant = app.create_tenant().await;
     let document = served_document(&app).await;
     let outcome = &parameter(&document, "/v1/audit", "get", "outcome")["schema"];
-    assert_eq!(outcome["enum"], json!(["allowed", "refused"]), "{outcome}");
+    assert_eq!(
+        outcome["enum"],
+        json!(["allowed", "refused", "would_refuse"]),
+        "{outcome}"
+    );
     let reply = app.get("/v1/audit?outcome=maybe", &tenant.admin_key).await;
     assert_eq!(reply.status, 400, "{}", reply.text);
     let reply = app

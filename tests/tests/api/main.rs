@@ -33,6 +33,7 @@ mod observability;
 mod oidc;
 mod outage;
 mod permissions;
+mod policies;
 mod progress;
 mod pull;
 mod push;

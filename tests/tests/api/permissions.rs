@@ -1170,6 +1170,52 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
             r,
         );
     }
+    // Tenant policies: saved, read and checked; then an open below another system's call
+    // judged, a caller's read refused by an enforced policy (recorded), and a cancel judged on
+    // its task's call.
+    let policies = json!({"policies": {
+        "tour-tried": {"policy": r#"forbid(principal, action == Action::"open", resource)
+            when { context has root_caller && context.root_caller.name == "caller" };"#},
+        "tour-reads": {"policy": r#"forbid(principal, action == Action::"read", resource)
+            when { context.depth > 1 };"#, "mode": "enforce"}}});
+    note(
+        "update-tenant-policies",
+        app.send("PATCH", "/v1/tenant/policies", Some(&admin), Some(policies))
+            .await,
+        r,
+    );
+    note(
+        "get-tenant-policies",
+        app.get("/v1/tenant/policies", &admin).await,
+        r,
+    );
+    note(
+        "check-call",
+        app.post(
+            "/v1/tenant/policies/check",
+            &admin,
+            json!({"caller": "caller", "callee": "callee", "skill": "lookup"}),
+        )
+        .await,
+        r,
+    );
+    let judged = app
+        .http
+        .post(format!("{}/v1/agents/callee/tasks", app.base))
+        .bearer_auth(&keys["caller"])
+        .header("X-Parent-Call", "00000000-0000-4000-8000-000000000001")
+        .json(&json!({"message": text_message("below another call, judged")}));
+    let judged = note("open-task", app.finish(judged).await, r);
+    assert_eq!(judged.status, 200, "{}", judged.text);
+    let judged_id = judged.field("id");
+    let read = app.get_task(&keys["caller"], "callee", &judged_id).await;
+    assert_eq!(read.status, 403, "{}", read.text);
+    note("get-task", read, r);
+    note(
+        "cancel-task",
+        app.cancel(&keys["caller"], "callee", &judged_id).await,
+        r,
+    );
     let cold = spawn_app_with(Options {
         recorder: Some(recorder.clone()),
         push_worker: false,

@@ -4,6 +4,8 @@
 //! their wire formats into these calls and render what comes back; neither edge calls into the
 //! other.
 
+pub(crate) mod admission;
 pub(crate) mod notify;
 pub(crate) mod open;
+pub(crate) mod policy;
 pub(crate) mod tasks;

@@ -6,15 +6,17 @@
 
 use std::time::Duration;
 
+use super::admission::{admit, Refusal};
 use super::notify::{save_config, Start};
+use super::policy::{refuse_by_policies, GovernedCall};
 use super::tasks::{accepted_by, agent_principal, expire_if_overdue, wait_for_answer};
 use crate::app::App;
 use crate::bodies::resolve_from_memory;
 use crate::domain::binding::RefusalReason;
 use crate::domain::call_tree::Parent;
 use crate::domain::content::{PackedBody, Stored};
-use crate::domain::contract::QuotaExceeded;
 use crate::domain::notify::NotifyRequest;
+use crate::domain::policy::PolicyAction;
 use crate::domain::task::{keyed_task_id, CallLineage, TaskOpening};
 use crate::domain::{
     clock, Agent, AgentId, AgentRef, Binding, CallId, ContextId, Message, Task, TaskId,
@@ -24,8 +26,7 @@ use crate::error::ApiError;
 use crate::http::gate::{admitting_binding, refuse, refuse_over_quota};
 use crate::http::{full_task, pack_message, poll_slot, WaitSlots};
 use crate::store::{ContextJoin, OpenRefusal, OpenTask, StoreError};
-use crate::tasks::contract::ContractAdmission;
-use crate::tasks::tree::{TreeAdmission, TreeCall};
+use crate::tasks::tree::TreeCall;
 
 /// An open request as read from the wire (REST or A2A), before the gate looks at it.
 pub(crate) struct OpenRequest {
@@ -82,7 +83,7 @@ pub(crate) async fn open_task(
         parent: &parent,
         expires_at,
     };
-    let admission = match enter_counts(app, &binding, &call).await? {
+    let admission = match admit(app, principal, &binding, &call, asked.skill.as_deref()).await? {
         Ok(admission) => admission,
         Err(refusal) => {
             let refused = RefusedOpen {
@@ -160,13 +161,6 @@ async fn conversation(
     })
 }
 
-/// Why the gate refuses an open after its binding admitted it: a call-tree limit or a skill (the
-/// one `403`), or a bound of the binding's contract (a `429`).
-enum Refusal {
-    Gate(RefusalReason),
-    Quota(QuotaExceeded),
-}
-
 /// An open refused after its binding admitted it.
 struct RefusedOpen<'a> {
     task_id: &'a TaskId,
@@ -197,6 +191,18 @@ async fn refuse_or_replay(
         Refusal::Quota(exceeded) => {
             refuse_over_quota(app, principal, callee_id, exceeded, lineage).await
         }
+        Refusal::Policies(names) => {
+            let caller_id = agent_principal(principal, "opening a task")?;
+            let call = GovernedCall {
+                action: PolicyAction::Open,
+                caller_id: &caller_id,
+                callee_id,
+                skill: asked.skill.as_deref(),
+                lineage: Some(lineage),
+                task_id: None,
+            };
+            refuse_by_policies(app, principal, &call, &names).await
+        }
     })
 }
 
@@ -218,55 +224,6 @@ async fn admitted_binding(
         Err(reason) => reason,
     };
     Err(refuse(app, principal, &callee.id, reason, lineage).await)
-}
-
-/// What an admitted open took: its place in its tree and the counts there, and its use of the
-/// binding's contract.
-struct Admission {
-    tree: TreeAdmission,
-    contract: ContractAdmission,
-}
-
-impl Admission {
-    /// Gives back the counts, when the task was not written after all.
-    async fn give_back(&self, app: &App) {
-        let tasks = app.tasks();
-        tasks.leave_tree_unopened(&self.tree).await;
-        tasks.leave_contract_unopened(&self.contract).await;
-    }
-}
-
-/// Places the call in its tree under the tenant's call-tree limits (the binding's in their
-/// place), then counts it against the binding's contract; or the refusal (nothing stays
-/// counted for it).
-async fn enter_counts(
-    app: &App,
-    binding: &Binding,
-    call: &TreeCall<'_>,
-) -> Result<Result<Admission, Refusal>, ApiError> {
-    let settings = app.store.recent_tenant_settings(call.tenant_id).await?;
-    let limits = binding.limits.applied_to(&settings.call_tree);
-    let tasks = app.tasks();
-    let tree = match tasks.enter_tree(&limits, call).await? {
-        Ok(tree) => tree,
-        Err(reason) => return Ok(Err(Refusal::Gate(reason))),
-    };
-    let now_ms = clock::unix_now_ms();
-    let contract = match tasks
-        .enter_contract(&binding.id, &binding.contract, now_ms)
-        .await
-    {
-        Ok(Ok(contract)) => contract,
-        Ok(Err(exceeded)) => {
-            tasks.leave_tree_unopened(&tree).await;
-            return Ok(Err(Refusal::Quota(exceeded)));
-        }
-        Err(error) => {
-            tasks.leave_tree_unopened(&tree).await;
-            return Err(error.into());
-        }
-    };
-    Ok(Ok(Admission { tree, contract }))
 }
 
 /// What a committed open answers with: a task this open wrote, or the one an open repeated with
@@ -334,6 +291,7 @@ async fn lineage(
                 Parent::Known {
                     place: known.place,
                     opened_at: known.opened_at,
+                    caller: known.caller_agent_id,
                 },
             ),
             None => (parent_id.clone(), Parent::Unknown),

@@ -6,8 +6,10 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::policy::{judged_on_task, tenant_has_policies};
 use crate::app::App;
 use crate::domain::binding::RefusalReason;
+use crate::domain::policy::PolicyAction;
 use crate::domain::task::{MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
 use crate::domain::transitions::Transition;
 use crate::domain::{
@@ -100,7 +102,22 @@ pub(crate) async fn expire_if_overdue(app: &App, task: Task) -> Result<Task, Api
 /// the callee, an admin or viewer of the tenant, or a member who owns either agent.
 /// The task, if `principal` may read it under the route's `{agent}` (`segment`); otherwise the
 /// one `404`, whether it exists or not.
+/// The caller's reads are judged by the tenant's policies (`read`).
 pub(crate) async fn readable_task(
+    app: &App,
+    principal: &TenantPrincipal,
+    task_id: &TaskId,
+    segment: &str,
+) -> Result<Task, ApiError> {
+    let task = visible_task(app, principal, task_id, segment).await?;
+    if principal.agent_id() == Some(&task.caller_agent_id) {
+        judged_on_task(app, principal, PolicyAction::Read, &task).await?;
+    }
+    Ok(task)
+}
+
+/// [`readable_task`] before the policies judge the read.
+async fn visible_task(
     app: &App,
     principal: &TenantPrincipal,
     task_id: &TaskId,
@@ -213,6 +230,7 @@ pub(crate) async fn cancel_task(
         AgentRef::Name(name) => name.as_str().to_owned(),
         AgentRef::Unknown => return Err(ApiError::TaskNotFound),
     };
+    cancel_judged(app, principal, segment, task_id, &caller_id).await?;
     match app
         .tasks()
         .cancel(task_id, &principal.tenant_id, &caller_id, &callee)
@@ -238,6 +256,27 @@ pub(crate) async fn cancel_task(
     }
 }
 
+/// Judges a cancel by the tenant's policies, when it has any, on the task as read: only a task
+/// its caller may cancel (anything else is answered by the cancel's own checks).
+async fn cancel_judged(
+    app: &App,
+    principal: &TenantPrincipal,
+    segment: &str,
+    task_id: &TaskId,
+    caller_id: &AgentId,
+) -> Result<(), ApiError> {
+    if !tenant_has_policies(app, &principal.tenant_id).await? {
+        return Ok(());
+    }
+    let Some(task) = app.store.get_task(task_id).await? else {
+        return Ok(());
+    };
+    if task.caller_agent_id == *caller_id && may_read(app, principal, &task, segment).await? {
+        judged_on_task(app, principal, PolicyAction::Cancel, &task).await?;
+    }
+    Ok(())
+}
+
 /// The caller's answer to its task's question, taken in place: the task as the answer left it,
 /// in full.
 pub(crate) async fn answer_task(
@@ -247,12 +286,13 @@ pub(crate) async fn answer_task(
     task_id: &TaskId,
     message: Message,
 ) -> Result<Task, ApiError> {
-    let task = readable_task(app, principal, task_id, segment).await?;
+    let task = visible_task(app, principal, task_id, segment).await?;
     if principal.agent_id() != Some(&task.caller_agent_id) {
         return Err(ApiError::Forbidden(
             "only the caller may answer a task's question".into(),
         ));
     }
+    judged_on_task(app, principal, PolicyAction::Answer, &task).await?;
     let task = expire_if_overdue(app, task).await?;
     let key = message.idempotency_key();
     if task.has_message(key.as_deref()) {
