@@ -93,6 +93,10 @@ async fn main() {
     report(&below_contract, &template);
     let below_all_terms = pull_below_a_call(tasks, Terms::LimitsAndContract).await;
     report(&below_all_terms, &template);
+    let below_policy = pull_below_a_call(tasks, Terms::Policy).await;
+    report(&below_policy, &template);
+    let below_place_policy = pull_below_a_call(tasks, Terms::PlacePolicy).await;
+    report(&below_place_policy, &template);
     sweeper(&template).await;
     println!(
         "\nPer million small tasks: pull ${pull_total:.2} (word search off: \
@@ -103,7 +107,13 @@ async fn main() {
     let mut failures = gate(&[&pull_run, &without_words, &push_run, &below]);
     failures.extend(gate_limits(
         &below,
-        [&below_limited, &below_contract, &below_all_terms],
+        [
+            &below_limited,
+            &below_contract,
+            &below_all_terms,
+            &below_policy,
+            &below_place_policy,
+        ],
     ));
     let index_units = forgebench::config::DEFAULT_INDEX_UNITS as f64;
     if large_postings > index_units + 1e-9 {

@@ -180,6 +180,11 @@ pub enum Terms {
     /// Those limits, and a contract on the task's binding that lists the skill each open names
     /// and bounds the rate, the concurrency and the day's quota (bounds no task reaches).
     LimitsAndContract,
+    /// No limit, no contract, and an enforced tenant policy over the callee and the skill that
+    /// refuses no task here.
+    Policy,
+    /// The same with a policy that also reads the call's depth and root caller.
+    PlacePolicy,
 }
 
 impl Terms {
@@ -189,6 +194,8 @@ impl Terms {
             Terms::Limits => "pull below a call, every limit set",
             Terms::Contract => "pull below a call, a contract",
             Terms::LimitsAndContract => "pull below a call, every limit and a contract",
+            Terms::Policy => "pull below a call, a tenant policy",
+            Terms::PlacePolicy => "pull below a call, a policy on depth and root caller",
         }
     }
 }
@@ -201,6 +208,32 @@ async fn set_contract(gateway: &Gateway, pair: &Pair) {
     let reply = gateway
         .app
         .send("PATCH", &path, Some(&pair.tenant.admin_key), Some(contract))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
+
+/// Puts an enforced policy no small task meets in the pair's tenant, over the callee and the
+/// skill and, when `place`, the call's depth and root caller too, as a tenant's policy would.
+async fn set_policy(gateway: &Gateway, pair: &Pair, place: bool) {
+    let mut policy = r#"forbid(principal, action, resource)
+      when { resource.name == "wire-desk" || (context has skill && context.skill == "wire-transfer")"#
+        .to_owned();
+    if place {
+        policy.push_str(
+            r#" || context.depth > 32
+             || (context has root_caller && context.root_caller.name == "retired-bot")"#,
+        );
+    }
+    policy.push_str(" };");
+    let body = json!({"policies": {"bounded": {"policy": policy, "mode": "enforce"}}});
+    let reply = gateway
+        .app
+        .send(
+            "PATCH",
+            "/v1/tenant/policies",
+            Some(&pair.tenant.admin_key),
+            Some(body),
+        )
         .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
 }
@@ -231,6 +264,9 @@ pub async fn pull_below_a_call(tasks: usize, terms: Terms) -> Run {
     };
     if opening.skill {
         set_contract(&gateway, &pair).await;
+    }
+    if matches!(terms, Terms::Policy | Terms::PlacePolicy) {
+        set_policy(&gateway, &pair, terms == Terms::PlacePolicy).await;
     }
     pull_task(&gateway, &pair, opening, &mut Run::new("warm-up", 1)).await;
     gateway.reset();

@@ -116,6 +116,7 @@ fn parse(name: &str, text: &str) -> Result<Policy, PolicyRejected> {
 pub struct PolicyBook {
     set: PolicySet,
     modes: Vec<(String, PolicyMode)>,
+    reads_the_place: bool,
 }
 
 impl PolicyBook {
@@ -143,7 +144,19 @@ impl PolicyBook {
             .iter()
             .map(|policy| (policy.name.clone(), policy.mode))
             .collect();
-        Ok(PolicyBook { set, modes })
+        let reads_the_place = set.policies().any(reads_the_place);
+        Ok(PolicyBook {
+            set,
+            modes,
+            reads_the_place,
+        })
+    }
+
+    /// Whether a policy reads the call's place in its tree (`context.depth`,
+    /// `context.root_caller`), which a call on an existing task reads from the ledger: without
+    /// one, judging it reads nothing.
+    pub fn reads_the_place(&self) -> bool {
+        self.reads_the_place
     }
 
     /// The policies' judgement of `call`: the enforced policies that refuse it and the tried
@@ -178,6 +191,23 @@ impl PolicyBook {
             .find(|(policy, _)| policy == name)
             .map(|(_, mode)| *mode)
     }
+}
+
+/// Whether `policy` reads an attribute of the call's place. Under the schema only the context has
+/// attributes named `depth` and `root_caller`, so any access to one (`.`, `has`) is the
+/// context's. A policy whose form cannot be read counts as reading it.
+fn reads_the_place(policy: &Policy) -> bool {
+    fn reads(value: &Value) -> bool {
+        match value {
+            Value::Object(fields) => fields.iter().any(|(key, field)| {
+                (key == "attr" && matches!(field.as_str(), Some("depth" | "root_caller")))
+                    || reads(field)
+            }),
+            Value::Array(items) => items.iter().any(reads),
+            _ => false,
+        }
+    }
+    policy.to_json().map_or(true, |form| reads(&form))
 }
 
 /// The permit every book holds: the binding's, which admitted the call before the policies see

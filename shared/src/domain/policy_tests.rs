@@ -119,3 +119,17 @@ fn policy_names_are_slugs() {
     assert!(!is_policy_name("Upper"));
     assert!(!is_policy_name(&"a".repeat(65)));
 }
+
+#[test]
+fn a_book_knows_whether_its_policies_read_the_calls_place() {
+    let book = |text: &str| PolicyBook::new(&[policy("p", PolicyMode::Enforce, text)]).unwrap();
+    assert!(!book(NO_REFUNDS).reads_the_place());
+    assert!(
+        book("forbid(principal, action, resource) when { context.depth > 3 };").reads_the_place()
+    );
+    assert!(
+        book(r#"forbid(principal, action, resource) unless { context has root_caller };"#)
+            .reads_the_place()
+    );
+    assert!(!PolicyBook::new(&[]).unwrap().reads_the_place());
+}

@@ -21,6 +21,16 @@ pub(crate) struct CallPlace {
     pub root_caller: Option<AgentId>,
 }
 
+impl CallPlace {
+    /// The place of a call no policy asks about: not read, and never seen by a policy.
+    fn unread() -> CallPlace {
+        CallPlace {
+            depth: 1,
+            root_caller: None,
+        }
+    }
+}
+
 /// A caller's call the policies judge.
 pub(crate) struct GovernedCall<'a> {
     pub action: PolicyAction,
@@ -206,10 +216,20 @@ pub(crate) async fn judged_on_task(
     action: PolicyAction,
     task: &Task,
 ) -> Result<(), ApiError> {
-    if !tenant_has_policies(app, &principal.tenant_id).await? {
+    let version = app
+        .store
+        .recent_tenant_settings(&principal.tenant_id)
+        .await?
+        .policies_version;
+    if version == 0 {
         return Ok(());
     }
-    let place = place_of_call(app, &principal.tenant_id, &task.call_id).await?;
+    let book = app.store.policy_book(&principal.tenant_id, version).await?;
+    let place = match book.reads_the_place() {
+        true => place_of_call(app, &principal.tenant_id, &task.call_id).await?,
+        // No policy reads it: nothing is read for it.
+        false => CallPlace::unread(),
+    };
     let lineage = task.lineage();
     let call = GovernedCall {
         action,
@@ -230,6 +250,19 @@ pub(crate) async fn place_of_open(
     parent: &Parent,
     lineage: &CallLineage,
 ) -> Result<CallPlace, ApiError> {
+    let version = app
+        .store
+        .recent_tenant_settings(tenant_id)
+        .await?
+        .policies_version;
+    if !app
+        .store
+        .policy_book(tenant_id, version)
+        .await?
+        .reads_the_place()
+    {
+        return Ok(CallPlace::unread());
+    }
     Ok(match parent {
         Parent::None => CallPlace {
             depth: 1,
