@@ -11,7 +11,7 @@ const AUDIT_ACTIONS = [
   "binding.grant", "binding.grant.pending", "binding.approve", "binding.revoke", "binding.contract", "agent.endpoint.set",
   "agent.endpoint.clear", "agent.tool.grant", "agent.tool.revoke", "task.open", "task.message", "task.claim",
   "task.progress", "task.result.", "task.cancel", "tenant.create", "member.key.issue", "member.key.revoke",
-  "tenant.word_search.", "tenant.call_tree", "issuer.trust", "issuer.subjects", "issuer.distrust",
+  "tenant.word_search.", "tenant.call_tree", "tenant.policy.", "task.read", "issuer.trust", "issuer.subjects", "issuer.distrust",
 ];
 /** Why the gate refused an open (an audit entry's `reason`), in words; the code is shown beside. */
 const REFUSAL_REASONS = {
@@ -28,6 +28,7 @@ const REFUSAL_REASONS = {
   tree_open_limit: "past the most open tasks in one tree",
   skill_not_allowed: "a skill the binding's contract does not allow",
   quota_exceeded: "past the binding's rate, daily quota or open tasks at once",
+  policy: "a tenant policy forbids it",
 };
 
 // --- shared pieces --------------------------------------------------------------------------
@@ -144,12 +145,14 @@ function stateBadge(state) {
   return badge(String(state).replace("_", " "), state);
 }
 
-/** An audit entry's reason: in words when it is one of the gate's, with its code. */
-function reasonOf(code) {
+/** An audit entry's reason: in words when it is one of the gate's, with its code, and the
+ *  tenant policies that decided it when a policy did. */
+function reasonOf(code, policy) {
   if (!code) return "—";
   const words = REFUSAL_REASONS[code];
   if (!words) return longText(code, 200);
-  return h("span", { class: "reason", "data-reason": code }, h("span", { class: "reason-text", text: words }), " ", h("code", { text: code }));
+  const policies = policy ? [" ", h("span", { class: "policy", "data-policy": policy }, "policy ", h("code", { text: policy }))] : null;
+  return h("span", { class: "reason", "data-reason": code }, h("span", { class: "reason-text", text: words }), " ", h("code", { text: code }), policies);
 }
 
 function dl(pairs) {
@@ -828,7 +831,7 @@ async function callsPage({ app, params }) {
       h("div", { class: "call-line" },
         agentLink(app, e.actor?.id), " → ", agentLink(app, e.target), " ",
         h("span", { class: "badge badge-refused", text: "refused" }), " ",
-        reasonOf(e.reason),
+        reasonOf(e.reason, e.policy),
         (e.count ?? 1) > 1 ? h("span", { class: "hint", text: ` ×${e.count}` }) : null, " ",
         h("span", { class: "hint" }, "in the minute from ", when(e.at))));
   const drawNode = (n, depth) => {
@@ -874,7 +877,7 @@ async function auditPage({ app, query }) {
   const form = filterForm(app, [
     field("Agent", select("agent", agentOptions(app, "Any agent"), q("agent")), "acted, targeted, or caller or callee of a binding or task"),
     field("Action", input("action", q("action"), { list: "audit-actions" }), "a prefix, e.g. binding."),
-    field("Outcome", select("outcome", [["", "Any outcome"], ["allowed", "Allowed"], ["refused", "Refused"]], q("outcome"))),
+    field("Outcome", select("outcome", [["", "Any outcome"], ["allowed", "Allowed"], ["refused", "Refused"], ["would_refuse", "Would refuse (a tried policy)"]], q("outcome"))),
     field("Since", input("since", q("since"), { placeholder: "2026-12-01T00:00:00Z" }), "RFC 3339"),
     field("Per page", input("limit", q("limit"), { type: "number", min: "1", max: "100", placeholder: "50" })),
   ], (data) => app.go(hashWith("audit", data)));
@@ -898,7 +901,7 @@ async function auditPage({ app, query }) {
         h("td", null, h("code", { text: e.action })),
         h("td", null, who(e.target)),
         h("td", null, badge(e.outcome)),
-        h("td", null, reasonOf(e.reason)),
+        h("td", null, reasonOf(e.reason, e.policy)),
         h("td", null, String(e.count ?? 1)),
         h("td", null, task || "—", e.call_id ? [" ", h("span", { class: "hint" }, "call ", h("code", { text: e.call_id }))] : null)));
     }
@@ -1214,6 +1217,88 @@ function callTreeLimits(app, settings, admin) {
   return sec;
 }
 
+// --- policies ------------------------------------------------------------------------------
+
+const POLICY_EXAMPLE = `forbid(principal, action == Action::"open", resource)
+  when { resource.name == "billing" && context has skill && context.skill == "refund" };`;
+
+/** One policy: its mode, description and text; an admin tries, enforces or removes it. */
+function policyCard(app, p, admin) {
+  const enforced = p.mode === "enforce";
+  const card = h("article", { class: "policy-card", "data-policy-name": p.name },
+    h("h3", null, h("code", { text: p.name }), " ", badge(enforced ? "enforced" : "dry run", enforced ? "refused" : "pending")),
+    p.description ? h("p", { text: p.description }) : null,
+    h("pre", { class: "policy-text", text: p.policy }),
+    h("p", { class: "hint" }, "changed ", when(p.updated_at)));
+  if (!admin) return card;
+  const patch = (change) => act(app, null, async () => {
+    await api("PATCH", "/v1/tenant/policies", { policies: { [p.name]: change } });
+    app.reload();
+  });
+  card.append(h("div", { class: "actions" },
+    button(enforced ? "Try only (dry run)" : "Enforce", patch({ mode: enforced ? "dry_run" : "enforce" })),
+    button("Remove", patch(null), "danger")));
+  return card;
+}
+
+/** An admin's form for a new policy, or a new text for one of the same name. */
+function policyForm(app) {
+  const name = input("name", "", { required: true, pattern: "[a-z0-9][a-z0-9_\\-]{0,63}", placeholder: "no-refunds" });
+  const mode = select("mode", [["dry_run", "Dry run: log what it would refuse"], ["enforce", "Enforce: refuse"]], "dry_run");
+  const description = input("description", "", { maxlength: "500" });
+  const text = h("textarea", { name: "policy", rows: "5", required: true, spellcheck: "false", placeholder: POLICY_EXAMPLE });
+  const submit = h("button", { type: "submit", text: "Save policy" });
+  const form = h("form", { "aria-label": "Save a policy" },
+    h("div", { class: "inline-form" }, field("Name", name, "a-z, 0-9, - and _"), field("Mode", mode), field("Description", description)),
+    field("Policy (Cedar, one forbid)", text, "checked against the schema when saved"),
+    h("div", { class: "field submit" }, submit));
+  form.addEventListener("submit", act(app, submit, async () => {
+    const policy = { policy: text.value, mode: mode.value, description: description.value.trim() || null };
+    await api("PATCH", "/v1/tenant/policies", { policies: { [name.value.trim()]: policy } });
+    app.reload();
+  }));
+  return form;
+}
+
+/** Whether the gate would allow a call now, and why (POST /v1/tenant/policies/check). */
+function checkForm(app) {
+  const names = app.agents.map((a) => [a.name, a.name]);
+  const caller = select("caller", names, names[0]?.[0]);
+  const callee = select("callee", names, names[1]?.[0] ?? names[0]?.[0]);
+  const skill = input("skill", "", { placeholder: "any" });
+  const action = select("action", ["open", "answer", "cancel", "read"].map((a) => [a, a]), "open");
+  const verdict = h("p", { class: "verdict", "aria-live": "polite" });
+  const submit = h("button", { type: "submit", text: "Check" });
+  const form = h("form", { "aria-label": "Check a call" },
+    h("div", { class: "inline-form" }, field("Caller", caller), field("Callee", callee), field("Skill", skill), field("Action", action),
+      h("div", { class: "field submit" }, submit)),
+    verdict);
+  form.addEventListener("submit", act(app, submit, async () => {
+    const body = { caller: caller.value, callee: callee.value, action: action.value, skill: skill.value.trim() || null };
+    const v = await api("POST", "/v1/tenant/policies/check", body);
+    clear(verdict);
+    verdict.dataset.allowed = String(v.allowed);
+    verdict.append(badge(v.allowed ? "allowed" : "refused", v.allowed ? "allowed" : "refused"), " ",
+      v.allowed ? "" : reasonOf(v.reason, v.policies.join(",")),
+      v.would_refuse.length ? h("span", { class: "hint" }, " a tried policy would refuse it: ", h("code", { text: v.would_refuse.join(", ") })) : null);
+  }));
+  return form;
+}
+
+/** The tenant's policies: read by admins and viewers, changed by admins. */
+function tenantPolicies(app, admin) {
+  return section(app, "Policies", async () => {
+    await app.loadAgents();
+    const set = await api("GET", "/v1/tenant/policies");
+    const nodes = [h("p", { class: "hint", text: "Cedar rules over the caller (principal), the action (open, answer, cancel, read), the callee (resource) and the call (context: depth, root_caller, skill, now, tenant). A binding permits a call; a policy may only forbid it. A dry-run policy refuses nothing: what it would refuse is on the audit log as would_refuse." })];
+    if (!set.items.length) nodes.push(h("p", { class: "empty", text: "No policies: the bindings, their contracts and the call-tree limits govern every call." }));
+    nodes.push(...set.items.map((p) => policyCard(app, p, admin)));
+    if (admin) nodes.push(h("h3", { text: "Add or replace a policy" }), policyForm(app));
+    nodes.push(h("h3", { text: "Would this call be allowed?" }), checkForm(app));
+    return nodes;
+  }, "policies-title");
+}
+
 async function settingsPage({ app }) {
   const settings = await api("GET", "/v1/tenant/settings");
   const admin = app.role() === "admin";
@@ -1229,6 +1314,7 @@ async function settingsPage({ app }) {
     nodes.push(form);
   }
   nodes.push(callTreeLimits(app, settings, admin));
+  nodes.push(tenantPolicies(app, admin));
   return nodes;
 }
 

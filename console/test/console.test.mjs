@@ -358,8 +358,77 @@ describe("console", () => {
       await page.goto(`${CONSOLE}#/settings`);
       await page.getByRole("heading", { name: "Call-tree limits", level: 2 }).waitFor();
       assert.equal(await shown(page), "4|refused|no limit|300", "a viewer sees the limits");
-      assert.equal(await page.locator("main input, main select, main textarea").count(), 0, "and no control to change them");
+      // The one form a viewer gets asks whether a call would be allowed; it changes nothing.
+      const controls = ":is(input, select, textarea):not(form[aria-label='Check a call'] *)";
+      assert.equal(await page.locator(`main ${controls}`).count(), 0, "and no control to change them");
       assert.equal(await page.getByRole("button", { name: "Save limits" }).count(), 0);
+    });
+  });
+
+  test("an admin tries a policy on the Settings page, checks a call, enforces it, and reads its refusal in the audit log; a viewer only reads and checks", async () => {
+    const w = await createTenant();
+    const text = 'forbid(principal, action == Action::"open", resource) when { resource.name == "invoice-classifier" && context has skill && context.skill == "refund" };';
+    const policies = (page) => page.locator("section[aria-labelledby=policies-title]");
+    const check = async (page) => {
+      const form = page.getByRole("form", { name: "Check a call" });
+      await form.getByLabel("Caller").selectOption("billing-orchestrator");
+      await form.getByLabel("Callee").selectOption("invoice-classifier");
+      await form.getByLabel("Skill").fill("refund");
+      const [answer] = await Promise.all([
+        page.waitForResponse((r) => new URL(r.url()).pathname.endsWith("/v1/tenant/policies/check")),
+        form.getByRole("button", { name: "Check" }).click(),
+      ]);
+      assert.equal(answer.status(), 200);
+      await page.locator(".verdict[data-allowed]").waitFor();
+      return page.locator(".verdict").textContent();
+    };
+    await withPage(async (page) => {
+      await signIn(page, w.admin);
+      await page.goto(`${CONSOLE}#/settings`);
+      await policies(page).getByText("No policies").waitFor();
+      const form = page.getByRole("form", { name: "Save a policy" });
+      // A policy off the schema is refused with the validator's words, and nothing is saved.
+      await form.getByLabel("Name").fill("no-refunds");
+      await form.getByLabel("Policy (Cedar, one forbid)").fill('forbid(principal, action, resource) when { context.skill == "refund" };');
+      await form.getByRole("button", { name: "Save policy" }).click();
+      await page.locator("#error:not([hidden])").waitFor();
+      assert.match(await page.locator("#error").textContent(), /no-refunds/);
+      assert.deepEqual((await ok(w.admin, "GET", "/v1/tenant/policies")).items, []);
+
+      await form.getByLabel("Policy (Cedar, one forbid)").fill(text);
+      await form.getByLabel("Description").fill("refunds go through a person");
+      await form.getByRole("button", { name: "Save policy" }).click();
+      await page.locator('[data-policy-name="no-refunds"]').waitFor();
+      const saved = await ok(w.admin, "GET", "/v1/tenant/policies");
+      assert.equal(saved.items[0].mode, "dry_run", "a new policy is tried first");
+      assert.match(await check(page), /allowed.*would refuse it: no-refunds/s);
+
+      // Tried, it refuses nothing: the open goes through and the audit log says would_refuse.
+      const tried = await call(w.keys["billing-orchestrator"], "POST", "/v1/agents/invoice-classifier/tasks?wait=0",
+        { message: { role: "user", parts: [{ text: "refund" }] }, skill: "refund" });
+      assert.equal(tried.status, 200);
+
+      await page.locator('[data-policy-name="no-refunds"]').getByRole("button", { name: "Enforce" }).click();
+      await page.locator('[data-policy-name="no-refunds"]').getByRole("button", { name: "Try only (dry run)" }).waitFor();
+      assert.match(await check(page), /refused.*policy no-refunds/s);
+      const refused = await call(w.keys["billing-orchestrator"], "POST", "/v1/agents/invoice-classifier/tasks?wait=0",
+        { message: { role: "user", parts: [{ text: "refund" }] }, skill: "refund" });
+      assert.equal(refused.status, 403);
+
+      await page.goto(`${CONSOLE}#/audit?action=task.open`);
+      const refusal = page.locator('tr[data-action="task.open"]', { has: page.locator('[data-policy="no-refunds"]') });
+      await refusal.first().waitFor();
+      const outcomes = await refusal.evaluateAll((rows) => rows.map((r) => r.children[4].textContent.trim()).sort());
+      assert.deepEqual(outcomes, ["refused", "would_refuse"]);
+    });
+    await withPage(async (page) => {
+      await signIn(page, w.viewerKey);
+      await page.goto(`${CONSOLE}#/settings`);
+      await page.locator('[data-policy-name="no-refunds"]').waitFor();
+      assert.equal(await page.getByRole("form", { name: "Save a policy" }).count(), 0);
+      assert.equal(await policies(page).getByRole("button", { name: "Enforce" }).count(), 0);
+      assert.equal(await policies(page).getByRole("button", { name: "Remove" }).count(), 0);
+      assert.match(await check(page), /refused.*policy no-refunds/s);
     });
   });
 
