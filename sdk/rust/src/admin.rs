@@ -15,6 +15,8 @@ use crate::manage::Items;
 pub enum AuditOutcome {
     Allowed,
     Refused,
+    /// A tried (`dry_run`) tenant policy would have refused it; it went on.
+    WouldRefuse,
     /// An outcome this SDK does not know yet.
     #[serde(other)]
     Unknown,
@@ -26,6 +28,7 @@ impl AuditOutcome {
         match self {
             AuditOutcome::Allowed => "allowed",
             AuditOutcome::Refused => "refused",
+            AuditOutcome::WouldRefuse => "would_refuse",
             AuditOutcome::Unknown => "unknown",
         }
     }
@@ -53,6 +56,9 @@ pub struct AuditEntry {
     pub outcome: AuditOutcome,
     #[serde(default)]
     pub reason: Option<String>,
+    /// The tenant policies (comma-separated names) that decided it, when a policy did.
+    #[serde(default)]
+    pub policy: Option<String>,
     #[serde(default)]
     pub call_id: Option<String>,
     /// An open's or a caller's answer's lineage, allowed or refused: the call that caused it.

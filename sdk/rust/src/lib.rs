@@ -15,6 +15,7 @@ mod error;
 mod events;
 mod issuers;
 mod manage;
+mod policies;
 pub mod push;
 mod retry;
 mod serve;
@@ -45,6 +46,9 @@ pub use manage::{
     Agent, AgentEndpoint, Binding, Bindings, CreatedMember, CreatedTenant, EndpointAuth,
     EndpointAuthInfo, EndpointConfig, IssuedKey, Items, KeyInfo, KeyRevoked, Member, SecretKey,
     Tool, ToolRemoved, ToolSpec,
+};
+pub use policies::{
+    CallCheck, CallCheckRequest, PolicyMode, PolicyPatch, TenantPolicies, TenantPolicy,
 };
 pub use push::{
     task_of_delivery, JwksSource, PushEndpoint, PushOptions, DEFAULT_JWKS_MAX_AGE,

@@ -11,9 +11,9 @@
 use std::time::Duration;
 
 use forgebench_sdk::{
-    AuditOutcome, AuditQuery, BindingPatch, CallOptions, Client, ContractPatch, EndpointConfig,
-    Error, KeyInfo, LimitsPatch, Member, SigningKeyPurpose, TaskEvent, TaskSearch, TaskState,
-    TenantSettingsPatch, ToolSpec,
+    AuditOutcome, AuditQuery, BindingPatch, CallCheckRequest, CallOptions, Client, ContractPatch,
+    EndpointConfig, Error, KeyInfo, LimitsPatch, Member, PolicyMode, PolicyPatch,
+    SigningKeyPurpose, TaskEvent, TaskSearch, TaskState, TenantSettingsPatch, ToolSpec,
 };
 use forgebench_tests::{spawn_app, spawn_app_with, Answer, Callee, Options, TestApp};
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -808,4 +808,78 @@ async fn a_signing_key_is_rotated_then_retired_once_replaced() {
         jwks.keys.len()
     );
     drop(tenant);
+}
+
+#[tokio::test]
+async fn a_tenant_policy_is_tried_checked_enforced_and_removed() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = client(&app, &pair.tenant.admin_key);
+    let caller = client(&app, &pair.caller.key);
+    let text = format!(
+        r#"forbid(principal, action == Action::"open", resource)
+             when {{ resource.name == "{}" && context has skill && context.skill == "refund" }};"#,
+        pair.callee.name
+    );
+    let patch = |patch: Option<PolicyPatch>| {
+        std::collections::BTreeMap::from([("no-refunds".to_owned(), patch)])
+    };
+    let bad = admin
+        .update_tenant_policies(&patch(Some(PolicyPatch {
+            policy: Some("permit(principal, action, resource);".into()),
+            ..PolicyPatch::default()
+        })))
+        .await
+        .unwrap_err();
+    assert!(matches!(bad, Error::BadRequest(_)), "{bad:?}");
+    let saved = admin
+        .update_tenant_policies(&patch(Some(PolicyPatch {
+            policy: Some(text.clone()),
+            ..PolicyPatch::default()
+        })))
+        .await
+        .unwrap();
+    assert_eq!(saved.version, 1);
+    assert_eq!(saved.items[0].mode, PolicyMode::DryRun);
+    assert_eq!(admin.tenant_policies().await.unwrap(), saved);
+
+    let refund = || CallOptions::new().text("Refund INV-9").skill("refund");
+    let check = CallCheckRequest {
+        caller: pair.caller.name.clone(),
+        callee: pair.callee.name.clone(),
+        skill: Some("refund".into()),
+        ..CallCheckRequest::default()
+    };
+    let tried = admin.check_call(&check).await.unwrap();
+    assert!(tried.allowed, "{tried:?}");
+    assert_eq!(tried.would_refuse, ["no-refunds"]);
+    caller.call(&pair.callee.name, refund()).await.unwrap();
+    let logged = admin
+        .audit(&AuditQuery {
+            outcome: Some(AuditOutcome::WouldRefuse),
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(logged.items.len(), 1, "{logged:?}");
+    assert_eq!(logged.items[0].policy.as_deref(), Some("no-refunds"));
+
+    admin
+        .update_tenant_policies(&patch(Some(PolicyPatch {
+            mode: Some(PolicyMode::Enforce),
+            ..PolicyPatch::default()
+        })))
+        .await
+        .unwrap();
+    let refused = admin.check_call(&check).await.unwrap();
+    assert_eq!(
+        (refused.allowed, refused.reason.as_deref(), refused.policies),
+        (false, Some("policy"), vec!["no-refunds".to_owned()])
+    );
+    let denied = caller.call(&pair.callee.name, refund()).await.unwrap_err();
+    assert!(matches!(denied, Error::PermissionDenied(_)), "{denied:?}");
+
+    let removed = admin.update_tenant_policies(&patch(None)).await.unwrap();
+    assert!(removed.items.is_empty());
+    caller.call(&pair.callee.name, refund()).await.unwrap();
 }
