@@ -1,6 +1,6 @@
 """The management routes through the sync client, on the gateway: tenants, members, agents, keys,
-bindings, endpoints, tools, a task's events and delivery attempts, audit, calls, signing keys and
-tenant settings.
+bindings, endpoints, tools, a task's events and delivery attempts, audit, calls, signing keys,
+tenant settings and tenant policies.
 
 Every operation is called through the SDK; the other side of a test (a callee answering, a push
 endpoint) is plain httpx or a local HTTP server.
@@ -23,6 +23,7 @@ from gateway import Background, PlainAgent
 
 from forgebench import (
     NOT_GIVEN,
+    AuditOutcome,
     AuditPage,
     AuthenticationError,
     BadRequestError,
@@ -38,6 +39,7 @@ from forgebench import (
     IssuedKey,
     NotFoundError,
     PermissionDeniedError,
+    PolicyPatch,
     RateLimitError,
     TaskEvent,
 )
@@ -133,6 +135,22 @@ def test_the_management_requests_send_only_what_is_given() -> None:
     assert (settings.method, settings.path) == ("PATCH", "/v1/tenant/settings")
     assert settings.json == {"max_call_depth": 8, "max_fan_out": None}  # None clears: a null
     assert not settings.repeatable
+    policies = requests.update_tenant_policies(
+        {"no-refunds": {"mode": "enforce", "description": None}, "old-rule": None}
+    )
+    assert (policies.method, policies.path) == ("PATCH", "/v1/tenant/policies")
+    assert policies.json == {
+        "policies": {"no-refunds": {"mode": "enforce", "description": None}, "old-rule": None}
+    }
+    assert not policies.repeatable
+    with pytest.raises(TypeError):
+        requests.update_tenant_policies("no-refunds")  # type: ignore[arg-type]
+    check = requests.check_call("a", "b", skill=None, action="read", depth=3, root_caller=None)
+    assert (check.method, check.path) == ("POST", "/v1/tenant/policies/check")
+    assert check.json == {"caller": "a", "callee": "b", "action": "read", "depth": 3}
+    assert check.repeatable  # a check records nothing
+    with pytest.raises(ValueError):
+        requests.check_call("", "b", skill=None, action=None, depth=None, root_caller=None)
     terms = requests.update_binding("a", "b-1", limits={"max_fan_out": None}, contract=NOT_GIVEN)
     assert (terms.method, terms.path) == ("PATCH", "/v1/agents/a/agents/b-1")
     assert terms.json == {"limits": {"max_fan_out": None}}  # None removes: a null
@@ -777,6 +795,178 @@ def test_call_tree_limits_round_trip_clear_and_are_audited(tenant: Tenant) -> No
         root.call_id,
         root.call_id,
     )
+
+
+# -- tenant policies (docs/api.md, "Tenant policies") ------------------------------------------
+
+NO_REFUNDS = (
+    'forbid(principal, action == Action::"open", resource) when { resource.name == "'
+    + CALLEE
+    + '" && context has skill && context.skill == "refund" };'
+)
+
+
+def policy_entries(tenant: Tenant, outcome: AuditOutcome) -> list[tuple[str, str, str | None]]:
+    """The tenant's audit entries of `outcome` a policy decided: (action, outcome, policy)."""
+    return [
+        (entry["action"], entry["outcome"], entry.get("policy"))
+        for entry in tenant.admin.audit.iter(outcome=outcome)
+        if entry.get("reason") == "policy"
+    ]
+
+
+def test_a_tried_policy_logs_what_it_would_refuse_and_an_enforced_one_refuses_it(
+    tenant: Tenant,
+) -> None:
+    admin = tenant.admin
+    caller_key, _ = bound_pair(tenant)
+    assert admin.policies.get() == {"version": 0, "items": []}
+
+    # a new policy is tried unless it says otherwise
+    saved = admin.policies.update(
+        {"no-refunds": {"policy": NO_REFUNDS, "description": "No refunds through the classifier"}}
+    )
+    assert saved["version"] == 1
+    [tried] = saved["items"]
+    assert (tried["name"], tried["policy"], tried["mode"], tried["description"]) == (
+        "no-refunds",
+        NO_REFUNDS,
+        "dry_run",
+        "No refunds through the classifier",
+    )
+    assert tried["updated_at"]
+    assert admin.policies.get() == saved
+    assert admin.policies.check(CALLER, CALLEE, skill="refund") == {
+        "allowed": True,
+        "reason": None,
+        "policies": [],
+        "would_refuse": ["no-refunds"],
+    }
+    with tenant.client(caller_key) as caller:
+        admitted = caller.agents.call(CALLEE, text="Refund INV-1", skill="refund")
+    assert admitted.skill == "refund"  # a tried policy refuses nothing
+    assert policy_entries(tenant, "would_refuse") == [
+        ("task.open", "would_refuse", "no-refunds")
+    ]
+    assert policy_entries(tenant, "refused") == []
+
+    # enforced by its mode alone: the text and the description stay
+    enforced = admin.policies.update({"no-refunds": {"mode": "enforce"}})
+    assert enforced["version"] == 2
+    [rule] = enforced["items"]
+    assert (rule["mode"], rule["policy"], rule["description"]) == (
+        "enforce",
+        NO_REFUNDS,
+        "No refunds through the classifier",
+    )
+    refused = admin.policies.check(CALLER, CALLEE, skill="refund")
+    assert refused == {
+        "allowed": False,
+        "reason": "policy",
+        "policies": ["no-refunds"],
+        "would_refuse": [],
+    }
+    assert admin.policies.check(CALLER, CALLEE, skill="lookup")["allowed"] is True
+    with tenant.client(caller_key) as caller:
+        with pytest.raises(PermissionDeniedError) as denied:
+            caller.agents.call(CALLEE, text="Refund INV-2", skill="refund")
+        assert denied.value.code == "not_permitted"  # the gate's one refusal
+        assert caller.agents.call(CALLEE, text="Find INV-2", skill="lookup").skill == "lookup"
+    assert policy_entries(tenant, "refused") == [("task.open", "refused", "no-refunds")]
+
+    # None removes it: the open goes through again
+    assert admin.policies.update({"no-refunds": None}) == {"version": 3, "items": []}
+    with tenant.client(caller_key) as caller:
+        assert caller.agents.call(CALLEE, text="Refund INV-3", skill="refund").skill == "refund"
+    audited = [
+        (entry["action"], entry["target"]) for entry in admin.audit.iter(action="tenant.policy")
+    ]
+    assert audited == [
+        ("tenant.policy.remove", "no-refunds"),
+        ("tenant.policy.set", "no-refunds"),
+        ("tenant.policy.set", "no-refunds"),
+    ]
+
+
+def test_a_policy_is_validated_when_saved_and_only_admins_change_policies(
+    tenant: Tenant,
+) -> None:
+    admin = tenant.admin
+    caller_key, _ = bound_pair(tenant)
+    wrong: list[dict[str, PolicyPatch | None]] = [
+        {"open-all": {"policy": "permit(principal, action, resource);"}},
+        # an optional attribute read without `has`
+        {
+            "unguarded": {
+                "policy": 'forbid(principal, action, resource) when { context.skill == "x" };'
+            }
+        },
+        {"garbled": {"policy": "forbid everything"}},
+        {"no-text": {"mode": "enforce"}},  # a new policy needs its text
+        {"Bad Name": {"policy": NO_REFUNDS}},
+    ]
+    for policies in wrong:
+        with pytest.raises(BadRequestError) as refused:
+            admin.policies.update(policies)
+        assert refused.value.code == "invalid_request", policies
+    # the set is validated whole: a valid policy beside an invalid one is not saved either
+    with pytest.raises(BadRequestError):
+        admin.policies.update(
+            {
+                "no-refunds": {"policy": NO_REFUNDS},
+                "open-all": {"policy": "permit(principal, action, resource);"},
+            }
+        )
+    assert admin.policies.get() == {"version": 0, "items": []}
+
+    viewer = admin.members.create("Priya Raman", "viewer")
+    dana = admin.members.create("Dana Whitfield", "member")
+    with tenant.client(viewer.key) as as_viewer:
+        assert as_viewer.policies.get()["version"] == 0  # a viewer reads and checks
+        assert as_viewer.policies.check(CALLER, CALLEE)["allowed"] is True
+        with pytest.raises(PermissionDeniedError):
+            as_viewer.policies.update({"no-refunds": {"policy": NO_REFUNDS}})
+    for key in (dana.key, caller_key):
+        with tenant.client(key) as other:
+            with pytest.raises(PermissionDeniedError):
+                other.policies.get()
+            with pytest.raises(PermissionDeniedError):
+                other.policies.update({"no-refunds": {"policy": NO_REFUNDS}})
+            with pytest.raises(PermissionDeniedError):
+                other.policies.check(CALLER, CALLEE)
+    assert admin.policies.get() == {"version": 0, "items": []}
+
+    # the check: an unknown agent is a 404; the binding answers before the policies
+    with pytest.raises(NotFoundError):
+        admin.policies.check("refund-approver", CALLEE)
+    unbound = admin.policies.check(CALLEE, CALLER)
+    assert (unbound["allowed"], unbound["reason"]) == (False, "no_binding")
+
+
+def test_the_check_passes_the_action_the_depth_and_the_root_caller(tenant: Tenant) -> None:
+    admin = tenant.admin
+    bound_pair(tenant)
+    below_the_orchestrator = (
+        'forbid(principal, action == Action::"open", resource) when { context.depth >= 2'
+        ' && context has root_caller && context.root_caller.name == "' + CALLER + '" };'
+    )
+    admin.policies.update(
+        {"shallow": {"policy": below_the_orchestrator, "mode": "enforce", "description": None}}
+    )
+    caller_id = admin.agents.get(CALLER)["id"]
+    # a root call (depth 1, its own root caller) is allowed; two deep below the caller is not
+    assert admin.policies.check(CALLER, CALLEE)["allowed"] is True
+    deep = admin.policies.check(CALLER, CALLEE, depth=2, root_caller=caller_id)
+    assert (deep["allowed"], deep["reason"], deep["policies"]) == (False, "policy", ["shallow"])
+    # the policy forbids opens only; and a deep call with no known root caller passes it
+    read = admin.policies.check(CALLER, CALLEE, action="read", depth=2, root_caller=CALLER)
+    assert read["allowed"] is True and read["policies"] == []
+    assert admin.policies.check(CALLER, CALLEE, action="open", depth=2)["allowed"] is True
+    with pytest.raises(BadRequestError):
+        admin.policies.check(CALLER, CALLEE, depth=65)
+    # the description given as None is none
+    [shallow] = admin.policies.get()["items"]
+    assert (shallow["mode"], shallow["description"]) == ("enforce", None)
 
 
 # -- signing keys ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from gateway import PlainAgent
 from forgebench import (
     AsyncForgebench,
     AuthenticationError,
+    BadRequestError,
     ConflictError,
     NotFoundError,
     PermissionDeniedError,
@@ -23,6 +24,11 @@ from forgebench import (
 
 CALLER = "billing-orchestrator"
 CALLEE = "invoice-classifier"
+NO_REFUNDS = (
+    'forbid(principal, action == Action::"open", resource) when { resource.name == "'
+    + CALLEE
+    + '" && context has skill && context.skill == "refund" };'
+)
 
 
 def test_async_management_end_to_end(gateway: tuple[str, str]) -> None:
@@ -36,6 +42,7 @@ def test_async_management_end_to_end(gateway: tuple[str, str]) -> None:
                 await members(admin, base_url)
                 await agents_and_bindings(admin, base_url)
                 await settings_audit_and_calls(admin, created.tenant_id)
+                await policies(admin)
                 await signing_keys(operator, admin)
 
     asyncio.run(run())
@@ -179,6 +186,33 @@ async def settings_audit_and_calls(admin: AsyncForgebench, tenant_id: str) -> No
         None,
     )
     assert (await admin.agents.attempts(CALLEE, call["task_id"] or "")) == []
+
+
+async def policies(admin: AsyncForgebench) -> None:
+    assert await admin.policies.get() == {"version": 0, "items": []}
+    saved = await admin.policies.update({"no-refunds": {"policy": NO_REFUNDS, "mode": "enforce"}})
+    [rule] = saved["items"]
+    assert (rule["name"], rule["mode"], rule["description"]) == ("no-refunds", "enforce", None)
+    assert await admin.policies.get() == saved
+    # the binding was revoked (agents_and_bindings): it answers first; the policy still shows
+    assert await admin.policies.check(CALLER, CALLEE, skill="refund") == {
+        "allowed": False,
+        "reason": "binding_revoked",
+        "policies": ["no-refunds"],
+        "would_refuse": [],
+    }
+    tried = await admin.policies.update({"no-refunds": {"mode": "dry_run"}})
+    assert (tried["version"], tried["items"][0]["mode"]) == (2, "dry_run")
+    checked = await admin.policies.check(CALLER, CALLEE, skill="refund", action="open", depth=1)
+    assert (checked["policies"], checked["would_refuse"]) == ([], ["no-refunds"])
+    with pytest.raises(BadRequestError):  # a policy may only forbid
+        permit_all = "permit(principal, action, resource);"
+        await admin.policies.update({"open-all": {"policy": permit_all}})
+    with pytest.raises(NotFoundError):
+        await admin.policies.check(CALLER, "refund-approver")
+    assert await admin.policies.update({"no-refunds": None}) == {"version": 3, "items": []}
+    actions = [e["action"] async for e in admin.audit.iter(action="tenant.policy")]
+    assert actions == ["tenant.policy.remove", "tenant.policy.set", "tenant.policy.set"]
 
 
 async def signing_keys(operator: AsyncForgebench, admin: AsyncForgebench) -> None:

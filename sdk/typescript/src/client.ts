@@ -1,12 +1,12 @@
 /**
  * The client: `new Forgebench({ baseUrl, apiKey })` (or `tokenProvider` in place of the key), with
  * its `agents` API and the management APIs (`tenants`, `members`, `audit`, `calls`,
- * `signingKeys`, `settings`, `issuers`).
+ * `signingKeys`, `settings`, `policies`, `issuers`).
  */
 
 import { Agents } from "./agents.js";
 import { KeyCredential, TokenCredential, type Credential, type TokenProvider } from "./auth.js";
-import { Audit, Calls, Issuers, Members, Settings, SigningKeys, Tenants } from "./manage.js";
+import { Audit, Calls, Issuers, Members, Policies, Settings, SigningKeys, Tenants } from "./manage.js";
 import { Transport } from "./transport.js";
 
 /**
@@ -69,6 +69,8 @@ export class Forgebench {
   readonly signingKeys: SigningKeys;
   /** The tenant's settings (an admin key to change them). */
   readonly settings: Settings;
+  /** The tenant's policies: read and check (an admin or viewer key), change (an admin key). */
+  readonly policies: Policies;
   /** The OpenID Connect issuers the tenant trusts, and who their tokens sign in as (an admin key to change them). */
   readonly issuers: Issuers;
 
@@ -94,6 +96,7 @@ export class Forgebench {
     this.calls = new Calls(transport);
     this.signingKeys = new SigningKeys(transport);
     this.settings = new Settings(transport);
+    this.policies = new Policies(transport);
     this.issuers = new Issuers(transport);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The tenant's management APIs beside `agents`: `tenants` (operator key), `members`, `audit`,
- * `calls`, `signingKeys` (operator key to change them), `settings` and `issuers`. Who may call what is in
+ * `calls`, `signingKeys` (operator key to change them), `settings`, `policies` and `issuers`. Who may call what is in
  * docs/api.md; a key that may not is refused with `PermissionDeniedError` (403).
  */
 
@@ -9,17 +9,22 @@ import type {
   AuditEntry,
   AuditOutcome,
   Call,
+  CallCheck,
+  CallCheckIn,
   IssuerRemoved,
   KeyCreated,
   KeyRevoked,
   Member,
   MemberCreated,
   MemberRole,
+  PolicyPatch,
   RetiredSigningKey,
   SigningKeyId,
   SigningKeyPurpose,
   SubjectGrantIn,
   TenantCreated,
+  TenantPolicies,
+  TenantPoliciesPatch,
   TenantSettings,
   TenantSettingsPatch,
   TrustedIssuer,
@@ -283,6 +288,71 @@ export class Settings {
       signal: options.signal,
     });
     return objectOf<TenantSettings>(response, TENANT_SETTINGS_FIELDS, "the tenant's settings");
+  }
+}
+
+const TENANT_POLICIES_FIELDS = ["version", "items"] as const;
+
+/**
+ * `forgebench.policies`: the tenant's policies (the gateway's docs, "Tenant policies"; reading
+ * and checking: admin or viewer; changing: admin). A policy is one Cedar `forbid` over the
+ * caller agent, the action (`open`, `answer`, `cancel`, `read`), the callee and the call's
+ * context; a live binding permits a call, a policy can only forbid it. An enforced policy
+ * refuses what it forbids (the gate's `PermissionDeniedError`, `not_permitted`); a tried one
+ * (`dry_run`) refuses nothing, and the audit log records what it would have refused (`outcome:
+ * "would_refuse"`).
+ */
+export class Policies {
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
+
+  /** The tenant's policies by name, and the set's version (`GET /v1/tenant/policies`). */
+  async get(options: RequestOptions = {}): Promise<TenantPolicies> {
+    const response = await this.#transport.request({ method: "GET", path: "/v1/tenant/policies", signal: options.signal });
+    return objectOf<TenantPolicies>(response, TENANT_POLICIES_FIELDS, "the tenant's policies");
+  }
+
+  /**
+   * Sets, changes or removes policies by name and answers with the set as saved
+   * (`PATCH /v1/tenant/policies`); each one set or removed is audited (`tenant.policy.set`,
+   * `tenant.policy.remove`). Each value is a merge patch of that policy (`PolicyPatch`), or
+   * `null` to remove it; a new policy needs its `policy` and is tried (`dry_run`) unless `mode`
+   * says `enforce`. The whole set is validated before anything is saved: a policy that does not
+   * parse, is not one `forbid`, or does not hold to the schema is a `BadRequestError` naming it,
+   * and nothing changes. Not retried after a lost answer, like every `PATCH`.
+   */
+  async update(policies: Record<string, PolicyPatch | null>, options: RequestOptions = {}): Promise<TenantPolicies> {
+    if (typeof policies !== "object" || policies === null || Array.isArray(policies)) {
+      throw new TypeError("policies must be an object of policy names to patches (null removes one)");
+    }
+    const body: TenantPoliciesPatch = { policies: { ...policies } };
+    const response = await this.#transport.request({
+      method: "PATCH",
+      path: "/v1/tenant/policies",
+      body,
+      signal: options.signal,
+    });
+    return objectOf<TenantPolicies>(response, TENANT_POLICIES_FIELDS, "the tenant's policies");
+  }
+
+  /**
+   * Whether the gate would allow a call now, and why (`POST /v1/tenant/policies/check`): the
+   * binding, the callee, the contract's skills (for `open`) and the policies are judged; not the
+   * call-tree counts nor the contract's rate, concurrency and quota. It records nothing, so it
+   * is retried like a read. An agent that is not the tenant's is a `NotFoundError`.
+   */
+  async check(call: CallCheckIn, options: RequestOptions = {}): Promise<CallCheck> {
+    const response = await this.#transport.request({
+      method: "POST",
+      path: "/v1/tenant/policies/check",
+      body: call,
+      signal: options.signal,
+      repeatable: true,
+    });
+    return objectOf<CallCheck>(response, ["allowed", "reason", "policies", "would_refuse"], "a call check");
   }
 }
 

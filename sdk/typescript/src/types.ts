@@ -385,8 +385,11 @@ export interface DeliveryAttempt {
   error?: string | null;
 }
 
-/** Whether an audited action was let through. */
-export type AuditOutcome = "allowed" | "refused";
+/**
+ * Whether an audited action was let through: `would_refuse` is a call a tried (`dry_run`)
+ * tenant policy would have refused; it went on.
+ */
+export type AuditOutcome = "allowed" | "refused" | "would_refuse";
 
 /** One entry of the tenant's audit log (`AuditEntry`). */
 export interface AuditEntry {
@@ -399,6 +402,11 @@ export interface AuditEntry {
   target: string;
   outcome: AuditOutcome;
   reason?: string | null;
+  /**
+   * For an entry a tenant policy decided (reason `policy`): the policies by name,
+   * comma-separated; the enforced ones that refused it, or the tried ones that would have.
+   */
+  policy?: string | null;
   call_id?: string | null;
   /** An open's or a caller's answer's call lineage, allowed or refused: the call that caused it. */
   parent_call_id?: string | null;
@@ -466,6 +474,85 @@ export interface TenantSettingsPatch {
   refuse_cycles?: boolean;
   max_fan_out?: number | null;
   max_open_in_tree?: number | null;
+}
+
+/**
+ * Whether a tenant policy refuses what it forbids (`enforce`), or is tried (`dry_run`): it
+ * refuses nothing, and the audit log records what it would have refused (`would_refuse`).
+ */
+export type PolicyMode = "enforce" | "dry_run";
+
+/**
+ * What a caller does to a task, as a tenant policy judges it: `open` it, `answer` its question,
+ * `cancel` it, `read` it (the task, its events, its push configs).
+ */
+export type PolicyAction = "open" | "answer" | "cancel" | "read";
+
+/**
+ * One of the tenant's policies (`TenantPolicy`): a Cedar `forbid` over the caller agent
+ * (`principal`), the action, the callee (`resource`) and the call's context (`depth`, `tenant`,
+ * `now`, and `skill` and `root_caller` behind `has`).
+ */
+export interface TenantPolicy {
+  /** 1 to 64 of `a-z`, `0-9`, `-`, `_`, starting with a letter or digit. */
+  name: string;
+  /** One Cedar `forbid`. */
+  policy: string;
+  mode: PolicyMode;
+  description: string | null;
+  updated_at: string;
+}
+
+/** The tenant's policies by name (`TenantPolicies`). */
+export interface TenantPolicies {
+  /** One more with every change; 0 for a tenant that never had policies. */
+  version: number;
+  items: TenantPolicy[];
+}
+
+/**
+ * A merge patch of one policy (`TenantPolicyPatch`): a field given replaces its value, one left
+ * out keeps it; `description: null` removes the description. A new policy needs its `policy`
+ * and is tried (`dry_run`) unless `mode` says `enforce`; `{ mode: "enforce" }` alone enforces a
+ * tried one.
+ */
+export interface PolicyPatch {
+  /** 1 to 8,000 characters: one Cedar `forbid`. */
+  policy?: string;
+  mode?: PolicyMode;
+  /** At most 500 characters. */
+  description?: string | null;
+}
+
+/** `PATCH /v1/tenant/policies` (`TenantPoliciesPatch`): policies by name, `null` removing one. */
+export interface TenantPoliciesPatch {
+  policies: Record<string, PolicyPatch | null>;
+}
+
+/**
+ * `POST /v1/tenant/policies/check` (`CallCheckIn`): the call to judge. Agents by name or id;
+ * `action` defaults to `open`, `depth` (1 to 64) to 1, and a root call's `root_caller` is its
+ * caller.
+ */
+export interface CallCheckIn {
+  caller: string;
+  callee: string;
+  /** The callee's skill the call names. */
+  skill?: string | null;
+  action?: PolicyAction | null;
+  depth?: number | null;
+  root_caller?: string | null;
+}
+
+/** Whether the gate would allow a call now, and why (`CallCheck`). */
+export interface CallCheck {
+  allowed: boolean;
+  /** The audit log's reason for the refusal (`no_binding`, `skill_not_allowed`, `policy`, ...); `null` when allowed. */
+  reason: string | null;
+  /** The enforced policies that forbid it. */
+  policies: string[];
+  /** The tried (`dry_run`) policies that would forbid it. */
+  would_refuse: string[];
 }
 
 /**

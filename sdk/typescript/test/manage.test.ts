@@ -1,7 +1,7 @@
 /**
  * The management operations through the SDK against the real gateway: tenants, members and
  * their keys, agents and their keys, bindings, endpoints and delivery attempts, tools, the
- * task event stream, audit, lineage, signing keys and settings. Every call under test goes
+ * task event stream, audit, lineage, signing keys, settings and tenant policies. Every call under test goes
  * through `Forgebench` (its User-Agent); plain fetch only sets up the other side of a task.
  */
 
@@ -19,9 +19,11 @@ import {
   NotFoundError,
   PermissionDeniedError,
   RateLimitError,
+  type AuditOutcome,
   type Binding,
   type BindingContractPatch,
   type BindingLimitsPatch,
+  type PolicyPatch,
   type TaskEvent,
 } from "@seedlinglabs/forgebench-sdk";
 
@@ -578,6 +580,139 @@ describe("audit, calls and settings", { skip: noGateway }, () => {
       refusals.entries.map((entry) => [entry.reason, entry.parent_call_id, entry.root_call_id]),
       [["depth_exceeded", root.call_id, root.call_id]],
     );
+  });
+});
+
+/** A Cedar policy that forbids the caller's opens on the callee naming the skill `refund`. */
+const NO_REFUNDS = `forbid(principal, action == Action::"open", resource) when { resource.name == "${CALLEE_NAME}" && context has skill && context.skill == "refund" };`;
+
+/** The tenant's audit entries of `outcome` a policy decided: [action, outcome, policy]. */
+async function policyEntries(admin: Forgebench, outcome: AuditOutcome): Promise<[string, string, string | null | undefined][]> {
+  const entries: [string, string, string | null | undefined][] = [];
+  for await (const entry of admin.audit.iter({ outcome })) {
+    if (entry.reason === "policy") entries.push([entry.action, entry.outcome, entry.policy]);
+  }
+  return entries;
+}
+
+describe("tenant policies", { skip: noGateway }, () => {
+  test("a tried policy logs what it would refuse, an enforced one refuses it, null removes it; each change audited", async () => {
+    const world = await newWorld();
+    const admin = client(world.adminKey);
+    const caller = client(world.callerKey).agents;
+    assert.deepEqual(await admin.policies.get(), { version: 0, items: [] });
+
+    // a new policy is tried unless it says otherwise
+    const saved = await admin.policies.update({ "no-refunds": { policy: NO_REFUNDS, description: "No refunds through the classifier" } });
+    assert.equal(saved.version, 1);
+    const [tried] = saved.items;
+    assert.deepEqual(
+      [tried?.name, tried?.policy, tried?.mode, tried?.description],
+      ["no-refunds", NO_REFUNDS, "dry_run", "No refunds through the classifier"],
+    );
+    assert.ok(typeof tried?.updated_at === "string" && tried.updated_at.length > 0);
+    assert.deepEqual(await admin.policies.get(), saved);
+    assert.deepEqual(await admin.policies.check({ caller: CALLER_NAME, callee: CALLEE_NAME, skill: "refund" }), {
+      allowed: true,
+      reason: null,
+      policies: [],
+      would_refuse: ["no-refunds"],
+    });
+    const admitted = await caller.call(CALLEE_NAME, { text: "Refund INV-1", skill: "refund" });
+    assert.equal(admitted.skill, "refund", "a tried policy refuses nothing");
+    assert.deepEqual(await policyEntries(admin, "would_refuse"), [["task.open", "would_refuse", "no-refunds"]]);
+    assert.deepEqual(await policyEntries(admin, "refused"), []);
+
+    // enforced by its mode alone: the text and the description stay
+    const enforced = await admin.policies.update({ "no-refunds": { mode: "enforce" } });
+    assert.equal(enforced.version, 2);
+    assert.deepEqual(
+      enforced.items.map((item) => [item.mode, item.policy, item.description]),
+      [["enforce", NO_REFUNDS, "No refunds through the classifier"]],
+    );
+    assert.deepEqual(await admin.policies.check({ caller: world.callerId, callee: CALLEE_NAME, skill: "refund" }), {
+      allowed: false,
+      reason: "policy",
+      policies: ["no-refunds"],
+      would_refuse: [],
+    });
+    assert.equal((await admin.policies.check({ caller: CALLER_NAME, callee: CALLEE_NAME, skill: "lookup" })).allowed, true);
+    const refused = await rejection(caller.call(CALLEE_NAME, { text: "Refund INV-2", skill: "refund" }));
+    if (!(refused instanceof PermissionDeniedError)) assert.fail(`the enforced policy's open: ${String(refused)}`);
+    assert.equal(refused.code, "not_permitted", "the gate's one refusal");
+    assert.equal((await caller.call(CALLEE_NAME, { text: "Find INV-2", skill: "lookup" })).skill, "lookup");
+    assert.deepEqual(await policyEntries(admin, "refused"), [["task.open", "refused", "no-refunds"]]);
+
+    // null removes it: the open goes through again
+    assert.deepEqual(await admin.policies.update({ "no-refunds": null }), { version: 3, items: [] });
+    assert.equal((await caller.call(CALLEE_NAME, { text: "Refund INV-3", skill: "refund" })).skill, "refund");
+    const audited = await admin.audit.list({ action: "tenant.policy" });
+    assert.deepEqual(
+      audited.entries.map((entry) => [entry.action, entry.target]),
+      [
+        ["tenant.policy.remove", "no-refunds"],
+        ["tenant.policy.set", "no-refunds"],
+        ["tenant.policy.set", "no-refunds"],
+      ],
+    );
+  });
+
+  test("a policy is validated when saved (a BadRequestError, nothing saved); only admins change policies", async () => {
+    const world = await newWorld();
+    const admin = client(world.adminKey);
+    const wrong: Record<string, PolicyPatch | null>[] = [
+      { "open-all": { policy: "permit(principal, action, resource);" } },
+      // an optional attribute read without `has`
+      { unguarded: { policy: `forbid(principal, action, resource) when { context.skill == "x" };` } },
+      { garbled: { policy: "forbid everything" } },
+      { "no-text": { mode: "enforce" } },
+      { "Bad Name": { policy: NO_REFUNDS } },
+      // the set is validated whole: a valid policy beside an invalid one is not saved either
+      { "no-refunds": { policy: NO_REFUNDS }, "open-all": { policy: "permit(principal, action, resource);" } },
+    ];
+    for (const policies of wrong) {
+      const refused = await rejection(admin.policies.update(policies));
+      if (!(refused instanceof BadRequestError)) assert.fail(`${JSON.stringify(policies)}: ${String(refused)}`);
+      assert.equal(refused.code, "invalid_request");
+    }
+    assert.deepEqual(await admin.policies.get(), { version: 0, items: [] });
+
+    const viewer = client((await admin.members.create("Priya Raman", "viewer")).key);
+    assert.equal((await viewer.policies.get()).version, 0, "a viewer reads");
+    assert.equal((await viewer.policies.check({ caller: CALLER_NAME, callee: CALLEE_NAME })).allowed, true, "and checks");
+    assert.ok((await rejection(viewer.policies.update({ "no-refunds": { policy: NO_REFUNDS } }))) instanceof PermissionDeniedError);
+    const member = client((await admin.members.create("Dana Whitfield", "member")).key);
+    for (const other of [member, client(world.callerKey)]) {
+      assert.ok((await rejection(other.policies.get())) instanceof PermissionDeniedError);
+      assert.ok((await rejection(other.policies.update({ "no-refunds": { policy: NO_REFUNDS } }))) instanceof PermissionDeniedError);
+      assert.ok((await rejection(other.policies.check({ caller: CALLER_NAME, callee: CALLEE_NAME }))) instanceof PermissionDeniedError);
+    }
+    assert.deepEqual(await admin.policies.get(), { version: 0, items: [] });
+
+    // the check: an agent that is not the tenant's is a 404; the binding answers before the policies
+    const unknown = await rejection(admin.policies.check({ caller: "refund-approver", callee: CALLEE_NAME }));
+    assert.ok(unknown instanceof NotFoundError, String(unknown));
+    const unbound = await admin.policies.check({ caller: CALLEE_NAME, callee: CALLER_NAME });
+    assert.deepEqual([unbound.allowed, unbound.reason], [false, "no_binding"]);
+  });
+
+  test("check sends the action, the depth and the root caller a policy reads", async () => {
+    const world = await newWorld();
+    const admin = client(world.adminKey);
+    const belowTheOrchestrator = `forbid(principal, action == Action::"open", resource) when { context.depth >= 2 && context has root_caller && context.root_caller.name == "${CALLER_NAME}" };`;
+    await admin.policies.update({ shallow: { policy: belowTheOrchestrator, mode: "enforce", description: null } });
+    const call = { caller: CALLER_NAME, callee: CALLEE_NAME };
+    // a root call (depth 1, its own root caller) is allowed; two deep below the caller is not
+    assert.equal((await admin.policies.check(call)).allowed, true);
+    const deep = await admin.policies.check({ ...call, depth: 2, root_caller: world.callerId });
+    assert.deepEqual([deep.allowed, deep.reason, deep.policies], [false, "policy", ["shallow"]]);
+    // the policy forbids opens only; and a deep call with no known root caller passes it
+    const read = await admin.policies.check({ ...call, action: "read", depth: 2, root_caller: CALLER_NAME });
+    assert.deepEqual([read.allowed, read.policies], [true, []]);
+    assert.equal((await admin.policies.check({ ...call, action: "open", depth: 2 })).allowed, true);
+    assert.ok((await rejection(admin.policies.check({ ...call, depth: 65 }))) instanceof BadRequestError);
+    const [shallow] = (await admin.policies.get()).items;
+    assert.deepEqual([shallow?.mode, shallow?.description], ["enforce", null]);
   });
 });
 

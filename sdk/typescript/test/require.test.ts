@@ -23,7 +23,7 @@ describe("require() of the package", () => {
     assert.equal(required.UnprocessableEntityError, imported.UnprocessableEntityError);
     const client = new required.Forgebench({ baseUrl: "http://127.0.0.1:1", apiKey: "fb_agt_" + "2".repeat(64) });
     assert.equal(typeof client.agents.call, "function");
-    for (const api of [client.tenants, client.members, client.audit, client.calls, client.signingKeys, client.settings]) {
+    for (const api of [client.tenants, client.members, client.audit, client.calls, client.signingKeys, client.settings, client.policies]) {
       assert.equal(typeof api, "object");
     }
     assert.equal(typeof client.agents.events, "function");

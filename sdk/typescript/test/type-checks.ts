@@ -5,6 +5,7 @@
 
 import type {
   AgentCard,
+  AuditEntry,
   AgentPatch,
   Binding,
   BindingPatch,
@@ -12,6 +13,7 @@ import type {
   Forgebench,
   KeyCreated,
   MemberRole,
+  PolicyPatch,
   TaskEvent,
   Part,
   ServeHandler,
@@ -143,4 +145,20 @@ export async function aBindingPatchRemovesAValueWithNull(forgebench: Forgebench)
   const binding: Binding = await forgebench.agents.updateBinding("billing-orchestrator", "b-1", removes);
   const task = await forgebench.agents.call("invoice-classifier", { text: "Find INV-1", skill: "lookup" });
   return [nullLimits, oneSkill, unknown, binding.limits.max_call_depth, binding.contract.skills, binding.usage?.open, task.skill];
+}
+
+export async function policiesArePatchedByNameAndCheckedWithTheWireNames(forgebench: Forgebench): Promise<unknown[]> {
+  const patch: Record<string, PolicyPatch | null> = { "no-refunds": { mode: "enforce", description: null }, "old-rule": null };
+  // @ts-expect-error not a policy mode
+  const badMode: PolicyPatch = { mode: "sometimes" };
+  // @ts-expect-error a policy's text is a string
+  const notText: PolicyPatch = { policy: null };
+  const saved = await forgebench.policies.update(patch);
+  // @ts-expect-error not an action a policy judges
+  await forgebench.policies.check({ caller: "a", callee: "b", action: "delete" });
+  // @ts-expect-error the body's names are the wire's: root_caller
+  await forgebench.policies.check({ caller: "a", callee: "b", rootCaller: "a" });
+  const check = await forgebench.policies.check({ caller: "a", callee: "b", skill: "refund", action: "open", depth: 2, root_caller: "a" });
+  const outcome: AuditEntry["outcome"] = "would_refuse";
+  return [badMode, notText, saved.version, saved.items[0]?.mode, check.allowed, check.would_refuse, outcome];
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -32,6 +32,7 @@ from ._types import (
     AuditEntry,
     AuditOutcome,
     Binding,
+    CallCheck,
     BindingContractPatch,
     BindingLimitsPatch,
     Bindings,
@@ -45,6 +46,8 @@ from ._types import (
     Member,
     NotGiven,
     Part,
+    PolicyAction,
+    PolicyPatch,
     RemovedTool,
     RetiredSigningKey,
     RevokedKey,
@@ -53,6 +56,7 @@ from ._types import (
     SigningPurpose,
     SubjectGrantIn,
     TaskState,
+    TenantPolicies,
     TenantSettings,
     Tool,
     TrustedIssuer,
@@ -545,9 +549,10 @@ class AsyncAudit:
         """One page of the audit log, newest first: `GET /v1/audit`.
 
         Filters: `agent` (actor or target, a name or id), `action` (a prefix, e.g.
-        `agent.key`), `outcome` (`allowed`, `refused`), `since` (RFC 3339). They apply within
-        each page read, so a page may be short while `next_cursor` leads on. `limit` is 1-100
-        (default 50); `cursor` is the previous page's `next_cursor`.
+        `agent.key`), `outcome` (`allowed`, `refused`, `would_refuse`: what a tried tenant
+        policy would have refused), `since` (RFC 3339). They apply within each page read, so a
+        page may be short while `next_cursor` leads on. `limit` is 1-100 (default 50); `cursor`
+        is the previous page's `next_cursor`.
         """
         request = requests.list_audit(
             agent=agent, action=action, outcome=outcome, since=since, limit=limit, cursor=cursor
@@ -657,6 +662,43 @@ class AsyncSettings:
         return body
 
 
+class AsyncPolicies:
+    """The tenant's policies (read, check: admin, viewer; change: admin); `Policies`, awaited."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+
+    async def get(self) -> TenantPolicies:
+        """The tenant's policies by name, and the set's version: `GET /v1/tenant/policies`."""
+        body: TenantPolicies = await self._transport.send(requests.get_tenant_policies())
+        return body
+
+    async def update(self, policies: Mapping[str, PolicyPatch | None]) -> TenantPolicies:
+        """Set, change or remove (None) policies by name: `PATCH /v1/tenant/policies`; audited.
+        See `Policies.update`."""
+        request = requests.update_tenant_policies(policies)
+        body: TenantPolicies = await self._transport.send(request)
+        return body
+
+    async def check(
+        self,
+        caller: str,
+        callee: str,
+        *,
+        skill: str | None = None,
+        action: PolicyAction | None = None,
+        depth: int | None = None,
+        root_caller: str | None = None,
+    ) -> CallCheck:
+        """Whether the gate would allow a call now, and why: `POST /v1/tenant/policies/check`.
+        See `Policies.check`."""
+        request = requests.check_call(
+            caller, callee, skill=skill, action=action, depth=depth, root_caller=root_caller
+        )
+        body: CallCheck = await self._transport.send(request)
+        return body
+
+
 class AsyncIssuers:
     """The trusted OpenID Connect issuers (read: admin, member, viewer; change: admin);
     `Issuers`, awaited."""
@@ -723,6 +765,7 @@ class AsyncForgebench:
         self.calls = AsyncCalls(self._transport)
         self.signing_keys = AsyncSigningKeys(self._transport)
         self.settings = AsyncSettings(self._transport)
+        self.policies = AsyncPolicies(self._transport)
         self.issuers = AsyncIssuers(self._transport)
 
     @property

@@ -6,7 +6,7 @@ import builtins
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -26,6 +26,7 @@ from ._types import (
     AuditEntry,
     AuditOutcome,
     Binding,
+    CallCheck,
     BindingContractPatch,
     BindingLimitsPatch,
     Bindings,
@@ -39,6 +40,8 @@ from ._types import (
     Member,
     NotGiven,
     Part,
+    PolicyAction,
+    PolicyPatch,
     RemovedTool,
     RetiredSigningKey,
     RevokedKey,
@@ -47,6 +50,7 @@ from ._types import (
     SigningPurpose,
     SubjectGrantIn,
     TaskState,
+    TenantPolicies,
     TenantSettings,
     Tool,
     TrustedIssuer,
@@ -665,9 +669,10 @@ class Audit:
         """One page of the audit log, newest first: `GET /v1/audit`.
 
         Filters: `agent` (actor or target, a name or id), `action` (a prefix, e.g.
-        `agent.key`), `outcome` (`allowed`, `refused`), `since` (RFC 3339). They apply within
-        each page read, so a page may be short while `next_cursor` leads on. `limit` is 1-100
-        (default 50); `cursor` is the previous page's `next_cursor`.
+        `agent.key`), `outcome` (`allowed`, `refused`, `would_refuse`: what a tried tenant
+        policy would have refused), `since` (RFC 3339). They apply within each page read, so a
+        page may be short while `next_cursor` leads on. `limit` is 1-100 (default 50); `cursor`
+        is the previous page's `next_cursor`.
         """
         request = requests.list_audit(
             agent=agent, action=action, outcome=outcome, since=since, limit=limit, cursor=cursor
@@ -776,6 +781,64 @@ class Settings:
         return body
 
 
+class Policies:
+    """The tenant's policies (docs/api.md, "Tenant policies"): read and check (admin, viewer),
+    change (admin).
+
+    A policy is one Cedar `forbid` over the caller agent, the action (`open`, `answer`,
+    `cancel`, `read`), the callee and the call's context; a live binding permits a call, a
+    policy can only forbid it. An enforced policy refuses what it forbids (the gate's
+    `PermissionDeniedError`, `not_permitted`); a tried one (`dry_run`) refuses nothing, and the
+    audit log records what it would have refused (`outcome` `would_refuse`).
+    """
+
+    def __init__(self, transport: SyncTransport) -> None:
+        self._transport = transport
+
+    def get(self) -> TenantPolicies:
+        """The tenant's policies by name, and the set's version: `GET /v1/tenant/policies`."""
+        body: TenantPolicies = self._transport.send(requests.get_tenant_policies())
+        return body
+
+    def update(self, policies: Mapping[str, PolicyPatch | None]) -> TenantPolicies:
+        """Set, change or remove policies by name: `PATCH /v1/tenant/policies`; audited.
+
+        Each value is a merge patch of that policy (`PolicyPatch`: a field given replaces its
+        value, one left out keeps it), or None to remove it. A new policy needs its `policy`
+        and is tried (`dry_run`) unless `mode` says `enforce`. The whole set is validated
+        before anything is saved: a policy that does not parse, is not one `forbid`, or does
+        not hold to the schema (an optional attribute read without `has`, an unknown action)
+        is a `BadRequestError` naming it, and nothing changes. Answers with the set as saved.
+        Not retried after a lost answer: read the policies to know whether it landed.
+        """
+        body: TenantPolicies = self._transport.send(requests.update_tenant_policies(policies))
+        return body
+
+    def check(
+        self,
+        caller: str,
+        callee: str,
+        *,
+        skill: str | None = None,
+        action: PolicyAction | None = None,
+        depth: int | None = None,
+        root_caller: str | None = None,
+    ) -> CallCheck:
+        """Whether the gate would allow a call now, and why: `POST /v1/tenant/policies/check`.
+
+        `caller`, `callee` and `root_caller` are agents by name or id; `action` defaults to
+        `open`, `depth` (1 to 64) to 1, and `root_caller` to the caller (a root call). It
+        judges the binding, the callee, the contract's skills (for `open`) and the policies,
+        not the call-tree counts nor the contract's rate, concurrency and quota. It records
+        nothing. An agent that is not the tenant's is a `NotFoundError`.
+        """
+        request = requests.check_call(
+            caller, callee, skill=skill, action=action, depth=depth, root_caller=root_caller
+        )
+        body: CallCheck = self._transport.send(request)
+        return body
+
+
 class Issuers:
     """The OpenID Connect issuers the tenant trusts: read (admin, member, viewer), change (admin).
 
@@ -830,7 +893,7 @@ class Forgebench:
     """The sync client: `Forgebench(api_key=..., base_url=...)`, then `client.agents.*`.
 
     The management namespaces (`tenants`, `members`, `audit`, `calls`, `signing_keys`,
-    `settings`, `issuers`) take a person's key or the operator key as `api_key`.
+    `settings`, `policies`, `issuers`) take a person's key or the operator key as `api_key`.
 
     Instead of `api_key`, `token_provider` signs in with OpenID Connect access tokens: a
     callable of no argument that returns a fresh token, as a `str` or a pair `(token,
@@ -862,6 +925,7 @@ class Forgebench:
         self.calls = Calls(self._transport)
         self.signing_keys = SigningKeys(self._transport)
         self.settings = Settings(self._transport)
+        self.policies = Policies(self._transport)
         self.issuers = Issuers(self._transport)
 
     @property

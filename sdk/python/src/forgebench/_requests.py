@@ -16,6 +16,8 @@ from ._types import (
     Message,
     NotGiven,
     Part,
+    PolicyAction,
+    PolicyPatch,
     SubjectGrantIn,
     TaskResultIn,
     TaskState,
@@ -555,6 +557,60 @@ def update_tenant_settings(
         }
     )
     return Request("PATCH", "/v1/tenant/settings", json=body, repeatable=False)
+
+
+def get_tenant_policies() -> Request:
+    """`GET /v1/tenant/policies` (admin, viewer)."""
+    return Request("GET", "/v1/tenant/policies")
+
+
+def update_tenant_policies(policies: Mapping[str, PolicyPatch | None]) -> Request:
+    """`PATCH /v1/tenant/policies` (admin): a merge patch by name, each value the fields to
+    change of that policy (a `PolicyPatch`), or None (sent as `null`) to remove it. A PATCH:
+    not repeated after a lost answer."""
+    if not isinstance(policies, Mapping):
+        raise TypeError("policies must be a dict of policy names to patches (None removes one)")
+    body: dict[str, dict[str, Any] | None] = {}
+    for name, patch in policies.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError("a policy's name must be a non-empty string")
+        if patch is not None and not isinstance(patch, Mapping):
+            raise TypeError(
+                f"policy {name!r}: a patch is a dict of the fields to change, or None to remove it"
+            )
+        body[name] = None if patch is None else dict(patch)
+    return Request("PATCH", "/v1/tenant/policies", json={"policies": body}, repeatable=False)
+
+
+def check_call(
+    caller: str,
+    callee: str,
+    *,
+    skill: str | None,
+    action: PolicyAction | None,
+    depth: int | None,
+    root_caller: str | None,
+) -> Request:
+    """`POST /v1/tenant/policies/check` (admin, viewer): the fields given (None: not sent, the
+    gateway's default). It records nothing, so it is repeatable."""
+    body: dict[str, Any] = {
+        "caller": _agent("caller", caller),
+        "callee": _agent("callee", callee),
+    }
+    optional: dict[str, Any] = {
+        "skill": skill,
+        "action": action,
+        "depth": _optional_int("depth", depth),
+        "root_caller": root_caller,
+    }
+    body.update({k: v for k, v in optional.items() if v is not None})
+    return Request("POST", "/v1/tenant/policies/check", json=body)
+
+
+def _agent(what: str, value: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} must be a non-empty string (an agent's name or id)")
+    return value
 
 
 def _subjects(subjects: Sequence[SubjectGrantIn]) -> list[SubjectGrantIn]:

@@ -48,7 +48,8 @@ class TaskResultIn(TypedDict):
 
 Role = Literal["admin", "member", "viewer"]
 AgentStatus = Literal["active", "paused", "retired"]
-AuditOutcome = Literal["allowed", "refused"]
+#: `would_refuse`: a tried (`dry_run`) tenant policy would have refused it; it went on.
+AuditOutcome = Literal["allowed", "refused", "would_refuse"]
 SigningPurpose = Literal["card-signing", "webhook-signing"]
 
 
@@ -263,6 +264,9 @@ class AuditEntry(TypedDict):
     target: str
     outcome: AuditOutcome
     reason: NotRequired[str | None]
+    #: The tenant policies that decided it (reason `policy`), by name, comma-separated: the
+    #: enforced ones that refused it, or the tried ones that would have; None otherwise.
+    policy: NotRequired[str | None]
     call_id: NotRequired[str | None]
     #: An open's or a caller's answer's lineage, allowed or refused: the call that caused it and
     #: the first call of its chain (a refused open is found in its tree by ``root_call_id``).
@@ -298,6 +302,62 @@ class TenantSettings(TypedDict):
     refuse_cycles: bool
     max_fan_out: int | None
     max_open_in_tree: int | None
+
+
+#: Whether a tenant policy refuses what it forbids (`enforce`), or is tried (`dry_run`): it
+#: refuses nothing and the audit log says what it would have refused (`would_refuse`).
+PolicyMode = Literal["enforce", "dry_run"]
+#: What a caller does to a task, as a tenant policy judges it: `open` it, `answer` its
+#: question, `cancel` it, `read` it (the task, its events, its push configs).
+PolicyAction = Literal["open", "answer", "cancel", "read"]
+
+
+class TenantPolicy(TypedDict):
+    """`TenantPolicy`: one of the tenant's policies (docs/api.md, "Tenant policies"), a Cedar
+    `forbid` over the caller agent (`principal`), the action, the callee (`resource`) and the
+    call's context (`depth`, `tenant`, `now`, and `skill` and `root_caller` behind `has`)."""
+
+    name: str
+    policy: str
+    mode: PolicyMode
+    description: str | None
+    updated_at: str
+
+
+class TenantPolicies(TypedDict):
+    """`TenantPolicies`: the tenant's policies by name, and the version of the set (one more
+    with every change; 0 for a tenant that never had any)."""
+
+    version: int
+    items: list[TenantPolicy]
+
+
+class PolicyPatch(TypedDict, total=False):
+    """A merge patch of one policy (`policies.update({name: patch})`): a field given replaces
+    its value, a field left out keeps it; `description` None removes the description.
+
+    A new policy needs its `policy` (1 to 8,000 characters, one Cedar `forbid`) and is tried
+    (`dry_run`) unless `mode` says `enforce`; `{"mode": "enforce"}` alone enforces a tried one.
+    `description` is at most 500 characters.
+    """
+
+    policy: str
+    mode: PolicyMode
+    description: str | None
+
+
+class CallCheck(TypedDict):
+    """`CallCheck`: whether the gate would allow a call now, and why (`policies.check`).
+
+    `reason` is the audit log's reason for the refusal (`no_binding`, `skill_not_allowed`,
+    `policy`, ...), None when allowed; `policies` the enforced policies that forbid it,
+    `would_refuse` the tried ones that would.
+    """
+
+    allowed: bool
+    reason: str | None
+    policies: list[str]
+    would_refuse: list[str]
 
 
 class Jwk(TypedDict):
