@@ -70,6 +70,9 @@ run_kind() {
     # a 404 for an agent the body names (a grant to the example's callees, which a fresh tenant
     # does not have: a documented 404) as the path's new agent gone missing, so the check that a
     # created resource can be found is left to the hooked runs, whose tenants hold those agents.
+    # A tenant policy's text is Cedar and its name a slug, which no JSON schema can hold to a
+    # grammar: a string the document calls valid is mostly not a policy (a documented 400). So
+    # UpdateTenantPolicies is left to the hooked runs, whose hooks send policies that parse.
     plain-admin | plain-agent)
       key=$ST_ADMIN_KEY
       [ "$kind" = plain-agent ] && key=$ST_CALLER_KEY
@@ -79,6 +82,7 @@ run_kind() {
         -H "Authorization: Bearer $key" -H "A2A-Version: 1.0" \
         --max-examples "$examples" --seed "$seed" --generation-database none --no-color \
         --request-timeout 10 --exclude-checks negative_data_rejection,missing_required_header,ensure_resource_availability \
+        --exclude-operation-id UpdateTenantPolicies \
         --report ndjson --report-ndjson-path "$reports/$kind.ndjson"
       return ;;
     operator) key=$ST_OPERATOR_KEY ;;

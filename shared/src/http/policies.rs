@@ -91,6 +91,11 @@ fn patched(
     policies: &[TenantPolicy],
     patch: &Map<String, Value>,
 ) -> Result<(Vec<TenantPolicy>, Changes), ApiError> {
+    if patch.len() > MAX_POLICIES {
+        return Err(ApiError::InvalidRequest(format!(
+            "a change names at most {MAX_POLICIES} policies"
+        )));
+    }
     let mut next = policies.to_vec();
     let mut changed = Vec::new();
     for (name, change) in patch {
