@@ -237,6 +237,13 @@ pub enum Step {
         callee: usize,
         terms: Terms,
     },
+    /// One of the tenant's two policies (`p0`, `p1`) set or removed
+    /// (`PATCH /v1/tenant/policies`).
+    Policy {
+        tenant: usize,
+        slot: u8,
+        rule: Option<Rule>,
+    },
     // Reads, each held to the model.
     ReadTask {
         task: usize,
@@ -340,6 +347,44 @@ impl Terms {
     }
 }
 
+/// A tenant policy: forbids a caller's `action` on `callee` (and, when set, naming `skill`);
+/// enforced, or only tried (`dry_run`: it refuses nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub action: RuleAction,
+    pub callee: usize,
+    pub skill: Option<u8>,
+    pub enforced: bool,
+}
+
+/// The caller's actions a [`Rule`] may forbid (reads are held by tests/api/policies.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleAction {
+    Open,
+    Answer,
+    Cancel,
+}
+
+impl RuleAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleAction::Open => "open",
+            RuleAction::Answer => "answer",
+            RuleAction::Cancel => "cancel",
+        }
+    }
+}
+
+impl Rule {
+    /// Whether this rule refuses `action` on `callee` naming `skill`.
+    fn refuses(&self, action: RuleAction, callee: usize, skill: Option<u8>) -> bool {
+        self.enforced
+            && self.action == action
+            && self.callee == callee
+            && self.skill.is_none_or(|wanted| skill == Some(wanted))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Agent {
     pub status: Status,
@@ -359,6 +404,8 @@ pub struct Tenant {
     /// Refused opens by (caller, target, reason): how many. The target is an agent of this
     /// tenant, or `AGENTS + n` for agent n of the other tenant.
     pub refusals: BTreeMap<(usize, usize, &'static str), u64>,
+    /// Its policies `p0` and `p1`, each set or not.
+    pub policies: [Option<Rule>; 2],
 }
 
 /// A tenant's call-tree limits (docs/api.md, "Governance").
@@ -448,6 +495,7 @@ impl Model {
             word_search: true,
             limits: Limits::DEFAULT,
             refusals: BTreeMap::new(),
+            policies: [None; 2],
         };
         Model {
             tenants: vec![tenant; TENANTS],
@@ -512,6 +560,21 @@ impl Model {
             Status::Paused => Some("callee_paused"),
             Status::Retired => Some("callee_retired"),
         }
+    }
+
+    /// Whether an enforced policy of the tenant refuses `action` on `callee` naming `skill`.
+    fn policy_refuses(
+        &self,
+        tenant: usize,
+        action: RuleAction,
+        callee: usize,
+        skill: Option<u8>,
+    ) -> bool {
+        self.tenants[tenant]
+            .policies
+            .iter()
+            .flatten()
+            .any(|rule| rule.refuses(action, callee, skill))
     }
 
     /// Whether a binding of the tenant has limits that need every call tracked.
@@ -638,6 +701,7 @@ impl Model {
         let place = match self.refusal(tenant, caller, callee) {
             Some(reason) => Err(reason),
             None if !terms.allows(skill) => Err("skill_not_allowed"),
+            None if self.policy_refuses(tenant, RuleAction::Open, callee, skill) => Err("policy"),
             None => self.tree_place(tenant, caller, callee, parent),
         };
         let place = place.and_then(|place| match self.at_concurrency(tenant, caller, callee) {
@@ -728,6 +792,10 @@ impl Model {
         if let Some(refused) = self.key_refusal(tenant, caller) {
             return refused;
         }
+        // Judged on the task as it is, before its state.
+        if self.policy_refuses(tenant, RuleAction::Answer, callee, self.tasks[task].skill) {
+            return Expect::Refused("policy");
+        }
         if state != State::InputRequired {
             return Expect::Status(409);
         }
@@ -743,11 +811,16 @@ impl Model {
         let Task {
             tenant,
             caller,
+            callee,
             state,
+            skill,
             ..
         } = self.tasks[task];
         if let Some(refused) = self.key_refusal(tenant, caller) {
             return refused;
+        }
+        if self.policy_refuses(tenant, RuleAction::Cancel, callee, skill) {
+            return Expect::Refused("policy");
         }
         if !state.is_final() {
             self.dequeue(task);
@@ -859,6 +932,31 @@ fn terms() -> BoxedStrategy<Terms> {
         .boxed()
 }
 
+/// A tenant policy set (mostly on opens, most of them enforced) or removed.
+fn policy_step() -> BoxedStrategy<Step> {
+    let action = select(vec![
+        RuleAction::Open,
+        RuleAction::Open,
+        RuleAction::Answer,
+        RuleAction::Cancel,
+    ]);
+    let rule = (
+        action,
+        0..AGENTS,
+        proptest::option::of(0..3u8),
+        proptest::bool::weighted(0.7),
+    )
+        .prop_map(|(action, callee, skill, enforced)| Rule {
+            action,
+            callee,
+            skill,
+            enforced,
+        });
+    (0..TENANTS, 0..2u8, proptest::option::weighted(0.75, rule))
+        .prop_map(|(tenant, slot, rule)| Step::Policy { tenant, slot, rule })
+        .boxed()
+}
+
 /// The skill an open names: mostly one of `s0` to `s2`, sometimes none.
 fn skill() -> BoxedStrategy<Option<u8>> {
     proptest::option::weighted(0.8, 0..3u8).boxed()
@@ -942,6 +1040,7 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
                 .prop_map(|(tenant, on)| Step::WordSearch { tenant, on })
                 .boxed(),
         ),
+        (2, policy_step()),
         // Tight limits, so that histories of a few dozen steps reach each of them.
         (
             2,
@@ -1523,6 +1622,10 @@ impl ReferenceStateMachine for Reference {
             }
             Step::Limits { tenant, limits } => {
                 state.tenants[tenant].limits = limits;
+                Expect::Status(200)
+            }
+            Step::Policy { tenant, slot, rule } => {
+                state.tenants[tenant].policies[usize::from(slot)] = rule;
                 Expect::Status(200)
             }
             Step::Terms {

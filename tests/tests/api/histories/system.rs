@@ -11,8 +11,8 @@ use proptest_state_machine::StateMachineTest;
 use serde_json::{json, Value};
 
 use super::model::{
-    Answer, Direction, Expect, Filter, Granter, Limits, Model, Reference, Status, Step, Terms, Via,
-    AGENTS, MEMBERS_AGENT, TENANTS,
+    Answer, Direction, Expect, Filter, Granter, Limits, Model, Reference, Rule, Status, Step,
+    Terms, Via, AGENTS, MEMBERS_AGENT, TENANTS,
 };
 
 /// One gateway for every history of a process, and what they sent it.
@@ -836,6 +836,34 @@ impl World {
     }
 }
 
+impl World {
+    /// Sets (or removes) the tenant's policy `p{slot}`: Cedar written from the rule.
+    fn policy(&self, tenant: usize, slot: u8, rule: Option<Rule>) {
+        let body = rule.map_or(Value::Null, |rule| {
+            let callee = format!("agent-{}", rule.callee);
+            let skill = rule.skill.map_or(String::new(), |skill| {
+                format!(r#" && context has skill && context.skill == "s{skill}""#)
+            });
+            let policy = format!(
+                r#"forbid(principal, action == Action::"{}", resource) when {{ resource.name == "{callee}"{skill} }};"#,
+                rule.action.as_str()
+            );
+            let mode = if rule.enforced { "enforce" } else { "dry_run" };
+            json!({"policy": policy, "mode": mode})
+        });
+        let body = json!({"policies": {format!("p{slot}"): body}});
+        let reply = self.run.send(
+            Call::new(
+                "PATCH",
+                "/v1/tenant/policies".into(),
+                &self.tenants[tenant].admin,
+            )
+            .body(body),
+        );
+        expect_status(&reply, 200, "a tenant policy set");
+    }
+}
+
 /// The reads, each held to the model.
 impl World {
     /// Every page of a task search at `path` (which has its query), 4 a page: the ids in order.
@@ -1152,6 +1180,7 @@ fn tenant_of(model: &Model, step: &Step) -> usize {
         | Step::WordSearch { tenant, .. }
         | Step::Limits { tenant, .. }
         | Step::Terms { tenant, .. }
+        | Step::Policy { tenant, .. }
         | Step::Search { tenant, .. }
         | Step::AgentSearch { tenant, .. }
         | Step::ListTasks { tenant, .. }
@@ -1253,6 +1282,7 @@ impl StateMachineTest for Histories {
                 callee,
                 terms,
             } => world.terms(tenant, caller, callee, terms),
+            Step::Policy { tenant, slot, rule } => world.policy(tenant, slot, rule),
             Step::ReadTask { task } => world.read_back(model, task),
             Step::Search {
                 tenant,
