@@ -86,7 +86,7 @@ fn assert_over_quota(reply: &Reply, binding: Binding) -> u64 {
     retry_after(reply)
 }
 
-fn assert_admitted(reply: &Reply, binding: Binding) {
+pub(crate) fn assert_admitted(reply: &Reply, binding: Binding) {
     assert_eq!(reply.status, 200, "{binding:?}: {}", reply.text);
     assert!(
         !reply.body["error"].is_object(),

@@ -8,6 +8,7 @@
 use forgebench_tests::{spawn_app, Reply, Tenant, TestApp};
 use serde_json::{json, Value};
 
+use super::binding_terms::assert_admitted;
 use super::governance::{agents_with_bindings, open_call, open_naming, Binding, BINDINGS};
 
 const NO_REFUNDS: &str = r#"forbid(principal, action == Action::"open", resource)
@@ -59,15 +60,6 @@ async fn policy_entries(
 fn assert_refused(reply: &Reply, binding: Binding) {
     assert_eq!(reply.status, 403, "{binding:?}: {}", reply.text);
     assert_eq!(reply.body["detail"]["code"], "not_permitted", "{binding:?}");
-}
-
-fn assert_admitted(reply: &Reply, binding: Binding) {
-    assert_eq!(reply.status, 200, "{binding:?}: {}", reply.text);
-    assert!(
-        !reply.body["error"].is_object(),
-        "{binding:?}: {}",
-        reply.text
-    );
 }
 
 #[tokio::test]
