@@ -279,7 +279,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl", FORGEBENCH_BODY_BUCKET: "bucketName", FORGEBENCH_KMS_KEY_ID: "keyId" },
     grants: [
       RECORD_KEY_USE,
-      onTable("GetItem", "DeleteItem", "UpdateItem"),
+      onTable("GetItem", "DeleteItem", "PutItem", "UpdateItem"),
     ],
   },
   {

@@ -165,7 +165,7 @@ route_table! {
     /// A2A 1.0, HTTP+JSON binding: `GetTaskPushNotificationConfig`.
     A2aGetPushConfig: GET "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}", Buffered a2a::get_push_config, "dynamodb:GetItem,UpdateItem kms:Decrypt";
     /// A2A 1.0, HTTP+JSON binding: `DeleteTaskPushNotificationConfig`.
-    A2aDeletePushConfig: DELETE "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}", Buffered a2a::delete_push_config, "dynamodb:DeleteItem,GetItem,UpdateItem";
+    A2aDeletePushConfig: DELETE "/v1/agents/{agent}/a2a/tasks/{task}/pushNotificationConfigs/{config}", Buffered a2a::delete_push_config, "dynamodb:DeleteItem,GetItem,PutItem,UpdateItem";
     /// `GET /v1/tasks`: task search.
     SearchTasks: GET "/v1/tasks", Buffered search::search_tasks, "dynamodb:BatchGetItem,GetItem,Query,UpdateItem kms:Decrypt s3:GetObject";
     /// `GET /v1/issuers`: the OpenID Connect issuers the tenant trusts.

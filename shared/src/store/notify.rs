@@ -14,7 +14,7 @@ use super::layout::{
 };
 use super::task_item::{task_key, OUTBOX_GRACE_SECONDS};
 use super::tenancy::CountBound;
-use super::{classify, Store, StoreError};
+use super::{classify, AuditEntry, Store, StoreError};
 use crate::domain::notify::{NotifyConfig, MAX_CONFIGS_PER_TASK};
 use crate::domain::{clock, Task, TaskId, TenantId};
 
@@ -40,6 +40,7 @@ enum Slot {
     Task,
     Config,
     Tenant,
+    Audit,
 }
 
 /// The tenant's count of configs with events to send (`store/tenancy.rs`).
@@ -123,6 +124,7 @@ impl Store {
         seen: &Task,
         config: &NotifyConfig,
         tenant_max: u64,
+        audit: &AuditEntry,
     ) -> Result<Result<(), NotifyRefusal>, StoreError> {
         let unchanged = if seen.event_count() == 0 {
             "(attribute_not_exists(events) OR size(events) = :count)"
@@ -171,12 +173,15 @@ impl Store {
                     CountBound::Below(tenant_max),
                 )?,
             ),
+            (Slot::Audit, self.put_new(audit.to_item())?),
         ];
         Ok(match self.transact_slots(items).await? {
             Ok(()) => Ok(()),
             Err(failed) => Err(match failed.slot {
                 Slot::Config => NotifyRefusal::Exists,
                 Slot::Tenant => NotifyRefusal::TenantFull,
+                // A new entry's id is new: read again and tried again, as for a moved task.
+                Slot::Audit => NotifyRefusal::TaskMoved,
                 Slot::Task => match failed.item.as_ref().map(Task::try_from) {
                     Some(Ok(task))
                         if task.event_count() == seen.event_count()
@@ -191,16 +196,18 @@ impl Store {
     }
 
     /// Replaces an existing config's destination and credentials, keeping how far its delivery
-    /// got; `false` when it no longer exists.
-    pub async fn replace_notify_config(&self, config: &NotifyConfig) -> Result<bool, StoreError> {
+    /// got, with `audit` in the same transaction; `false` when it no longer exists.
+    pub async fn replace_notify_config(
+        &self,
+        config: &NotifyConfig,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
         let mut item = to_item(config);
         item.remove("delivered");
         item.remove("attempts");
         let mut sets = Vec::new();
         let mut removes = Vec::new();
-        let mut update = self
-            .client()
-            .update_item()
+        let mut update = Update::builder()
             .table_name(self.table())
             .set_key(Some(config_key(&config.task_id, &config.id)))
             .condition_expression("attribute_exists(pk)");
@@ -219,7 +226,10 @@ impl Store {
         if !removes.is_empty() {
             expression.push_str(&format!(" REMOVE {}", removes.join(", ")));
         }
-        conditional(update.update_expression(expression).send().await)
+        let update = build(update.update_expression(expression).build())?;
+        let replaced = TransactWriteItem::builder().update(update).build();
+        self.transact_if(vec![replaced, self.put_new(audit.to_item())?])
+            .await
     }
 
     /// One config of a task.
@@ -256,6 +266,7 @@ impl Store {
         tenant_id: &TenantId,
         task_id: &TaskId,
         config_id: &str,
+        audit: &AuditEntry,
     ) -> Result<bool, StoreError> {
         let delete = |live: bool| -> Result<TransactWriteItem, StoreError> {
             let condition = if live {
@@ -283,16 +294,19 @@ impl Store {
                 .update(build(update.build())?)
                 .build())
         };
+        let audited = || self.put_new(audit.to_item());
         let live = vec![
             delete(true)?,
             uncount()?,
             self.count_on_tenant(tenant_id, LIVE_CONFIGS, -1, CountBound::None)?,
+            audited()?,
         ];
         if self.transact_if(live).await? {
             return Ok(true);
         }
         // Off the outbox already (every event sent): the tenant counted it off then.
-        self.transact_if(vec![delete(false)?, uncount()?]).await
+        self.transact_if(vec![delete(false)?, uncount()?, audited()?])
+            .await
     }
 }
 

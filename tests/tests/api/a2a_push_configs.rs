@@ -368,6 +368,128 @@ async fn only_the_caller_manages_configs_and_others_find_no_task() {
     }
 }
 
+/// The tenant's audit entries of push notification configs, oldest first: (action, target,
+/// task), with the entry's agents checked to be the pair's.
+async fn config_entries(app: &TestApp, pair: &Pair) -> Vec<(String, String, String)> {
+    let page = app
+        .get(
+            "/v1/audit?action=task.push_config.&limit=100",
+            &pair.tenant.admin_key,
+        )
+        .await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    let mut entries: Vec<_> = page.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            assert_eq!(entry["actor"]["id"], pair.caller.id.as_str(), "{entry}");
+            assert_eq!(entry["caller_agent_id"], pair.caller.id.as_str(), "{entry}");
+            assert_eq!(entry["callee_agent_id"], pair.callee.id.as_str(), "{entry}");
+            assert_eq!(entry["outcome"], "allowed", "{entry}");
+            let text = |field: &str| entry[field].as_str().unwrap_or_default().to_owned();
+            (text("action"), text("target"), text("task_id"))
+        })
+        .collect();
+    entries.reverse();
+    entries
+}
+
+#[tokio::test]
+async fn creating_replacing_and_deleting_a_config_is_audited_on_both_bindings_and_inline() {
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let (agent, key) = (&pair.callee.id, &pair.caller.key);
+    let task_id = open(&app, &pair, "m-1").await;
+    let config = |id: &str, url: &str| json!({"taskId": task_id, "id": id, "url": url});
+    let gateway = &app;
+    let rpc = |method: &'static str, params: Value| async move {
+        let reply = gateway.a2a_rpc(agent, key, method, params).await;
+        assert!(reply.body["error"].is_null(), "{}", reply.text);
+    };
+    rpc(
+        "CreateTaskPushNotificationConfig",
+        config("hook", "http://127.0.0.1:9/a"),
+    )
+    .await;
+    // The same id again replaces it.
+    rpc(
+        "CreateTaskPushNotificationConfig",
+        config("hook", "http://127.0.0.1:9/b"),
+    )
+    .await;
+    let configs = format!("/tasks/{task_id}/pushNotificationConfigs");
+    let rest = app
+        .a2a_rest(
+            "POST",
+            agent,
+            &configs,
+            key,
+            Some(json!({"id": "rest-hook", "url": "http://127.0.0.1:9/c"})),
+        )
+        .await;
+    assert_eq!(rest.status, 200, "{}", rest.text);
+    rpc(
+        "DeleteTaskPushNotificationConfig",
+        json!({"taskId": task_id, "id": "hook"}),
+    )
+    .await;
+    let deleted = app
+        .a2a_rest("DELETE", agent, &format!("{configs}/rest-hook"), key, None)
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text);
+    // Deleting one already gone succeeds, and records nothing: nothing changed.
+    rpc(
+        "DeleteTaskPushNotificationConfig",
+        json!({"taskId": task_id, "id": "hook"}),
+    )
+    .await;
+    // Refused: another agent manages no config of this task, and nothing is recorded.
+    let stranger = app.create_agent(&pair.tenant.admin_key, "stranger").await;
+    let refused = app
+        .a2a_rpc(
+            agent,
+            &stranger.key,
+            "CreateTaskPushNotificationConfig",
+            config("x", "http://127.0.0.1:9/x"),
+        )
+        .await;
+    assert_eq!(rpc_error(&refused), -32001, "{}", refused.text);
+    // A config sent with the message that opens the task.
+    let inline = app
+        .a2a_rpc(
+            agent,
+            key,
+            "SendMessage",
+            json!({"message": a2a_message("classify", "m-2"),
+                   "configuration": {"returnImmediately": true,
+                                     "taskPushNotificationConfig": {"id": "inline", "url": "http://127.0.0.1:9/d"}}}),
+        )
+        .await;
+    let inline_task = inline.body["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", inline.text))
+        .to_owned();
+    let entry = |action: &str, target: &str, task: &str| {
+        (
+            format!("task.push_config.{action}"),
+            target.to_owned(),
+            task.to_owned(),
+        )
+    };
+    assert_eq!(
+        config_entries(&app, &pair).await,
+        vec![
+            entry("create", "hook", &task_id),
+            entry("replace", "hook", &task_id),
+            entry("create", "rest-hook", &task_id),
+            entry("delete", "hook", &task_id),
+            entry("delete", "rest-hook", &task_id),
+            entry("create", "inline", &inline_task),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn loopback_and_metadata_urls_are_refused_when_private_addresses_are_not_allowed() {
     // No operator allowlist: the guard as deployed.

@@ -176,7 +176,7 @@ impl<'a> A2aCall<'a> {
                 let app = self.app;
                 if let Some(asked) = notify {
                     let task = self.callers_task(&task_id).await?;
-                    save_config(app, &task, asked, Start::Now).await?;
+                    save_config(app, &self.principal, &task, asked, Start::Now).await?;
                 }
                 if let Some(context_id) = &incoming.context_id {
                     let task =

@@ -15,7 +15,7 @@ use crate::app::App;
 use crate::domain::notify::NotifyConfig;
 use crate::domain::{Task, TaskId};
 use crate::error::ApiError;
-use crate::http::service::notify::{save_config, vetted_request, Start};
+use crate::http::service::notify::{config_audit, save_config, vetted_request, Start};
 use crate::http::{path_param, HandlerResult};
 
 impl A2aCall<'_> {
@@ -40,7 +40,7 @@ impl A2aCall<'_> {
         let task_id = task_id_of(required_text(fields, "taskId")?)?;
         let task = self.callers_task(&task_id).await?;
         let asked = vetted_request(self.app, params, "params").await?;
-        let config = save_config(self.app, &task, asked, Start::Now).await?;
+        let config = save_config(self.app, &self.principal, &task, asked, Start::Now).await?;
         Ok(config.to_a2a())
     }
 
@@ -79,10 +79,11 @@ impl A2aCall<'_> {
     pub async fn delete_push_config(&self, params: &Value) -> Result<Value, Failure> {
         let (task_id, config_id) = task_and_config(params)?;
         let task = self.callers_task(&task_id).await?;
+        let audit = config_audit(&self.principal, "task.push_config.delete", &task, config_id);
         let deleted = self
             .app
             .store
-            .delete_notify_config(&task.tenant_id, &task_id, config_id)
+            .delete_notify_config(&task.tenant_id, &task_id, config_id, &audit)
             .await
             .map_err(ApiError::from)?;
         if deleted {

@@ -6,10 +6,10 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::domain::notify::{NotifyConfig, NotifyRequest, MAX_CONFIGS_PER_TASK};
-use crate::domain::{clock, Task};
+use crate::domain::{clock, Task, TenantPrincipal};
 use crate::error::ApiError;
 use crate::http::endpoint::refused_url;
-use crate::store::NotifyRefusal;
+use crate::store::{AuditEntry, NotifyRefusal};
 use crate::vault::NotifySecret;
 
 /// Where a new config's delivery starts.
@@ -69,6 +69,7 @@ fn tenant_full(tenant_max: u64) -> ApiError {
 /// Stores `asked` as a config of `task` (replacing one of the same id), its credentials sealed.
 pub(crate) async fn save_config(
     app: &App,
+    principal: &TenantPrincipal,
     task: &Task,
     asked: NotifyRequest,
     start: Start,
@@ -110,9 +111,10 @@ pub(crate) async fn save_config(
             expires_at: seen.expires_at,
         };
         let tenant_max = app.config.tenant_max_configs;
+        let created = config_audit(principal, "task.push_config.create", &seen, &id);
         match app
             .store
-            .add_notify_config(&seen, &config, tenant_max)
+            .add_notify_config(&seen, &config, tenant_max, &created)
             .await?
         {
             Ok(()) => {
@@ -126,7 +128,8 @@ pub(crate) async fn save_config(
             Err(NotifyRefusal::Full) => return Err(task_full()),
             Err(NotifyRefusal::TenantFull) => return Err(tenant_full(tenant_max)),
             Err(NotifyRefusal::Exists) => {
-                if app.store.replace_notify_config(&config).await? {
+                let replaced = config_audit(principal, "task.push_config.replace", &seen, &id);
+                if app.store.replace_notify_config(&config, &replaced).await? {
                     tracing::info!(task_id = %seen.id, config_id = %config.id, "push notification config replaced");
                     return Ok(config);
                 }
@@ -140,4 +143,17 @@ pub(crate) async fn save_config(
             .ok_or(ApiError::TaskNotFound)?;
     }
     Err(ApiError::Unavailable)
+}
+
+/// The audit entry of a change (`action`) to the config `config_id` of `task`: the task, its
+/// agents and its lineage, the config as the target.
+pub(crate) fn config_audit(
+    principal: &TenantPrincipal,
+    action: &str,
+    task: &Task,
+    config_id: &str,
+) -> AuditEntry {
+    let mut entry = AuditEntry::for_task(principal, action, task);
+    entry.target = config_id.to_owned();
+    entry
 }

@@ -359,7 +359,7 @@ async fn commit(
     if let Some(asked) = after.notify {
         // The task is committed: a config that cannot be stored now is logged, never an error
         // that would invite the caller to send (and open) again.
-        if let Err(error) = save_config(app, &open.task, asked, Start::FromOpen).await {
+        if let Err(error) = save_config(app, principal, &open.task, asked, Start::FromOpen).await {
             tracing::warn!(task_id = %task_id, error = %error, "the push notification config sent with the task could not be stored");
         }
     }
