@@ -37,10 +37,21 @@ pub(super) async fn refuse_action(
         .of_call(lineage);
     entry.task_id = task_id.cloned();
     tracing::info!(action, reason = reason.as_str(), "call refused");
+    recorded_refusal(app, &entry, reason, ApiError::NotPermitted).await
+}
+
+/// Puts a refusal's `entry` on the audit log and counts it (`reason`): `answer` once it is
+/// recorded. The refusal must be on the record; if it cannot be written, the answer says so
+/// instead.
+pub(super) async fn recorded_refusal(
+    app: &App,
+    entry: &AuditEntry,
+    reason: RefusalReason,
+    answer: ApiError,
+) -> ApiError {
     crate::metrics::emit(crate::metrics::Metric::Refused { reason });
-    match app.store.record_refusal(&entry).await {
-        Ok(()) => ApiError::NotPermitted,
-        // The refusal must be on the record; if it cannot be written, say so instead.
+    match app.store.record_refusal(entry).await {
+        Ok(()) => answer,
         Err(error) => error.into(),
     }
 }
@@ -110,14 +121,11 @@ pub(super) async fn refuse_over_quota(
         .refused(reason.as_str())
         .of_call(lineage);
     tracing::info!(reason = reason.as_str(), quota = ?exceeded, "call over its binding's contract");
-    crate::metrics::emit(crate::metrics::Metric::Refused { reason });
-    match app.store.record_refusal(&entry).await {
-        Ok(()) => ApiError::QuotaExceeded {
-            message: exceeded.message(),
-            retry_after_seconds: exceeded.retry_after_seconds(crate::domain::clock::unix_now_ms()),
-        },
-        Err(error) => error.into(),
-    }
+    let answer = ApiError::QuotaExceeded {
+        message: exceeded.message(),
+        retry_after_seconds: exceeded.retry_after_seconds(crate::domain::clock::unix_now_ms()),
+    };
+    recorded_refusal(app, &entry, reason, answer).await
 }
 
 pub(super) fn parse_uuid(text: &str) -> Result<uuid::Uuid, ApiError> {

@@ -5,7 +5,7 @@
 use lambda_http::Request;
 use serde_json::{json, Map, Value};
 
-use super::service::policy::{judgement, CallPlace, GovernedCall};
+use super::service::policy::{judgement, tenant_book, CallPlace, GovernedCall};
 use super::{json_object, ok, only_fields, HandlerResult};
 use crate::app::App;
 use crate::domain::binding::{admit, binding_id};
@@ -295,13 +295,9 @@ impl CheckRequest {
             }
             Ok(()) => None,
         };
-        let settings = app
-            .store
-            .recent_tenant_settings(&principal.tenant_id)
-            .await?;
-        let judged = match settings.policies_version {
-            0 => Default::default(),
-            version => {
+        let judged = match tenant_book(app, &principal.tenant_id).await? {
+            None => Default::default(),
+            Some(book) => {
                 let call = GovernedCall {
                     action: self.action,
                     caller_id: &self.caller.id,
@@ -314,7 +310,7 @@ impl CheckRequest {
                     depth: self.depth,
                     root_caller: self.root_caller.as_ref().map(|agent| agent.id.clone()),
                 };
-                judgement(app, principal, &call, place, version).await?
+                judgement(app, principal, &book, &call, place).await?
             }
         };
         let reason = gate.or((!judged.refused_by.is_empty()).then_some("policy"));

@@ -2,7 +2,7 @@
 //! under the call-tree limits and its count against the binding's contract; what it took is
 //! given back if its task is not written after all.
 
-use super::policy::{place_of_open, refusing_policies, tenant_has_policies, GovernedCall};
+use super::policy::{place_of_open, refusing_policies, tenant_book, GovernedCall};
 use crate::app::App;
 use crate::domain::binding::RefusalReason;
 use crate::domain::contract::QuotaExceeded;
@@ -61,25 +61,20 @@ async fn policy_refusal(
     call: &TreeCall<'_>,
     skill: Option<&str>,
 ) -> Result<Option<Vec<String>>, ApiError> {
-    if !tenant_has_policies(app, call.tenant_id).await? {
+    let Some(book) = tenant_book(app, call.tenant_id).await? else {
         return Ok(None);
-    }
-    let place = place_of_open(
-        app,
-        call.tenant_id,
-        call.caller_id,
-        call.parent,
-        call.lineage,
-    );
+    };
+    let (tenant_id, caller_id) = (call.tenant_id, call.caller_id);
+    let place = place_of_open(app, &book, tenant_id, caller_id, call.parent, call.lineage).await?;
     let governed = GovernedCall {
         action: PolicyAction::Open,
-        caller_id: call.caller_id,
+        caller_id,
         callee_id: call.callee_id,
         skill,
         lineage: Some(call.lineage),
         task_id: None,
     };
-    refusing_policies(app, principal, &governed, place.await?).await
+    refusing_policies(app, principal, &book, &governed, place).await
 }
 
 /// Places the call in its tree under the tenant's call-tree limits (the binding's in their

@@ -5,12 +5,16 @@
 //! the policies on the audit log); a tried one (`dry_run`) puts `would_refuse` on the audit log
 //! and lets the call go on.
 
+use std::sync::Arc;
+
 use crate::app::App;
-use crate::domain::call_tree::Parent;
-use crate::domain::policy::{Judgement, PolicyAction, PolicyCall};
+use crate::domain::binding::RefusalReason;
+use crate::domain::call_tree::{Parent, TreePlace};
+use crate::domain::policy::{Judgement, PolicyAction, PolicyBook, PolicyCall};
 use crate::domain::task::CallLineage;
 use crate::domain::{clock, AgentId, CallId, Task, TaskId, TenantId, TenantPrincipal};
 use crate::error::ApiError;
+use crate::http::gate::recorded_refusal;
 use crate::store::AuditEntry;
 
 /// Where a call sits in its tree, as the policies read it.
@@ -22,7 +26,8 @@ pub(crate) struct CallPlace {
 }
 
 impl CallPlace {
-    /// The place of a call no policy asks about: not read, and never seen by a policy.
+    /// The place of a call no policy asks about (not read, never seen by a policy), or of one
+    /// the ledger does not hold.
     fn unread() -> CallPlace {
         CallPlace {
             depth: 1,
@@ -52,47 +57,48 @@ fn audit_action(action: PolicyAction) -> &'static str {
     }
 }
 
-/// Whether the caller's tenant has policies at all (from the settings this process read
-/// lately).
-pub(crate) async fn tenant_has_policies(app: &App, tenant_id: &TenantId) -> Result<bool, ApiError> {
-    Ok(app
+/// The tenant's policies, compiled, as of the version its settings (from this process's cache)
+/// name; `None` for a tenant without policies, which then reads nothing more. Looked up once per
+/// governed call, so the whole call is judged by one version.
+pub(crate) async fn tenant_book(
+    app: &App,
+    tenant_id: &TenantId,
+) -> Result<Option<Arc<PolicyBook>>, ApiError> {
+    let version = app
         .store
         .recent_tenant_settings(tenant_id)
         .await?
-        .policies_version
-        > 0)
+        .policies_version;
+    if version == 0 {
+        return Ok(None);
+    }
+    Ok(Some(app.store.policy_book(tenant_id, version).await?))
 }
 
-/// Judges `call`, placed at `place`, by the tenant's policies: `Ok` to go on, or the gate's
-/// refusal.
-pub(crate) async fn judged(
+/// Judges `call`, placed at `place`, by `book`: `Ok` to go on, or the gate's refusal.
+async fn judged(
     app: &App,
     principal: &TenantPrincipal,
+    book: &PolicyBook,
     call: &GovernedCall<'_>,
     place: CallPlace,
 ) -> Result<(), ApiError> {
-    match refusing_policies(app, principal, call, place).await? {
+    match refusing_policies(app, principal, book, call, place).await? {
         None => Ok(()),
         Some(names) => Err(refuse_by_policies(app, principal, call, &names).await),
     }
 }
 
-/// The enforced policies that forbid `call`, if any; what tried policies would refuse goes to
-/// the audit log (`would_refuse`) on the way.
+/// The enforced policies of `book` that forbid `call`, if any; what tried policies would refuse
+/// goes to the audit log (`would_refuse`) on the way.
 pub(crate) async fn refusing_policies(
     app: &App,
     principal: &TenantPrincipal,
+    book: &PolicyBook,
     call: &GovernedCall<'_>,
     place: CallPlace,
 ) -> Result<Option<Vec<String>>, ApiError> {
-    let settings = app
-        .store
-        .recent_tenant_settings(&principal.tenant_id)
-        .await?;
-    if settings.policies_version == 0 {
-        return Ok(None);
-    }
-    let judgement = judgement(app, principal, call, place, settings.policies_version).await?;
+    let judgement = judgement(app, principal, book, call, place).await?;
     if !judgement.would_refuse.is_empty() {
         let tried = entry(principal, call).by_policies(&judgement.would_refuse, false);
         tracing::info!(policies = ?judgement.would_refuse, "tried policies would refuse the call");
@@ -113,13 +119,7 @@ pub(crate) async fn refuse_by_policies(
 ) -> ApiError {
     let refused = entry(principal, call).by_policies(names, true);
     tracing::info!(policies = ?names, "call refused by a tenant policy");
-    crate::metrics::emit(crate::metrics::Metric::Refused {
-        reason: crate::domain::binding::RefusalReason::Policy,
-    });
-    match app.store.record_refusal(&refused).await {
-        Ok(()) => ApiError::NotPermitted,
-        Err(error) => error.into(),
-    }
+    recorded_refusal(app, &refused, RefusalReason::Policy, ApiError::NotPermitted).await
 }
 
 /// The audit entry of `call`, before its outcome.
@@ -134,15 +134,14 @@ fn entry(principal: &TenantPrincipal, call: &GovernedCall<'_>) -> AuditEntry {
     entry
 }
 
-/// The tenant's policies of `version` on `call`, its agents named.
+/// `book`'s judgement of `call`, its agents named.
 pub(crate) async fn judgement(
     app: &App,
     principal: &TenantPrincipal,
+    book: &PolicyBook,
     call: &GovernedCall<'_>,
     place: CallPlace,
-    version: u64,
 ) -> Result<Judgement, ApiError> {
-    let book = app.store.policy_book(&principal.tenant_id, version).await?;
     let root_caller = match &place.root_caller {
         Some(root) => Some(agent_name(app, root).await?),
         None => None,
@@ -170,66 +169,62 @@ async fn agent_name(app: &App, id: &AgentId) -> Result<String, ApiError> {
     Ok(agent.name)
 }
 
-/// The place of the existing call `call_id` (a task's), read from the ledger.
-pub(crate) async fn place_of_call(
+/// The place of the existing call `call_id` (a task's), read from the ledger when `book` reads
+/// it.
+async fn place_of_call(
     app: &App,
+    book: &PolicyBook,
     tenant_id: &TenantId,
     call_id: &CallId,
 ) -> Result<CallPlace, ApiError> {
+    if !book.reads_the_place() {
+        return Ok(CallPlace::unread());
+    }
     let Some(call) = app.store.parent_call(tenant_id, call_id).await? else {
-        return Ok(CallPlace {
-            depth: 1,
-            root_caller: None,
-        });
+        // Not on the ledger (yet): placed as a root of its own, its root caller unknown.
+        return Ok(CallPlace::unread());
     };
-    let root_caller = root_caller_of(app, tenant_id, &call).await?;
+    let (place, caller) = (&call.place, &call.caller_agent_id);
     Ok(CallPlace {
-        depth: call.place.depth,
-        root_caller,
+        depth: place.depth,
+        root_caller: root_caller_of(app, tenant_id, place, caller, &call.root_call_id).await?,
     })
 }
 
-/// The agent that made the root call of the tree `call` is in: the first on its path when it
-/// keeps one, itself when it is the root, else the root call's caller as the ledger has it.
-pub(crate) async fn root_caller_of(
+/// The agent that made the root call of the tree a call at `place`, made by `caller`, is in: the
+/// first on its path when it keeps one, its caller when it is the root, else the root call's
+/// caller as the ledger has it (one read).
+async fn root_caller_of(
     app: &App,
     tenant_id: &TenantId,
-    call: &crate::store::ParentCall,
+    place: &TreePlace,
+    caller: &AgentId,
+    root_call_id: &CallId,
 ) -> Result<Option<AgentId>, ApiError> {
-    if let Some(first) = call.place.path.as_ref().and_then(|path| path.first()) {
+    if let Some(first) = place.path.as_ref().and_then(|path| path.first()) {
         return Ok(Some(first.clone()));
     }
-    if call.place.depth <= 1 {
-        return Ok(Some(call.caller_agent_id.clone()));
+    if place.depth <= 1 {
+        return Ok(Some(caller.clone()));
     }
     Ok(app
         .store
-        .parent_call(tenant_id, &call.root_call_id)
+        .parent_call(tenant_id, root_call_id)
         .await?
         .map(|root| root.caller_agent_id))
 }
 
-/// Judges a caller's `action` on its existing `task`.
+/// Judges a caller's `action` on its existing `task` by the tenant's policies, if it has any.
 pub(crate) async fn judged_on_task(
     app: &App,
     principal: &TenantPrincipal,
     action: PolicyAction,
     task: &Task,
 ) -> Result<(), ApiError> {
-    let version = app
-        .store
-        .recent_tenant_settings(&principal.tenant_id)
-        .await?
-        .policies_version;
-    if version == 0 {
+    let Some(book) = tenant_book(app, &principal.tenant_id).await? else {
         return Ok(());
-    }
-    let book = app.store.policy_book(&principal.tenant_id, version).await?;
-    let place = match book.reads_the_place() {
-        true => place_of_call(app, &principal.tenant_id, &task.call_id).await?,
-        // No policy reads it: nothing is read for it.
-        false => CallPlace::unread(),
     };
+    let place = place_of_call(app, &book, &principal.tenant_id, &task.call_id).await?;
     let lineage = task.lineage();
     let call = GovernedCall {
         action,
@@ -239,28 +234,20 @@ pub(crate) async fn judged_on_task(
         lineage: Some(&lineage),
         task_id: Some(&task.id),
     };
-    judged(app, principal, &call, place).await
+    judged(app, principal, &book, &call, place).await
 }
 
-/// The place of a new call below `parent` (its lineage `lineage`), made by `caller_id`.
+/// The place of a new call below `parent` (its lineage `lineage`), made by `caller_id`, when
+/// `book` reads it.
 pub(crate) async fn place_of_open(
     app: &App,
+    book: &PolicyBook,
     tenant_id: &TenantId,
     caller_id: &AgentId,
     parent: &Parent,
     lineage: &CallLineage,
 ) -> Result<CallPlace, ApiError> {
-    let version = app
-        .store
-        .recent_tenant_settings(tenant_id)
-        .await?
-        .policies_version;
-    if !app
-        .store
-        .policy_book(tenant_id, version)
-        .await?
-        .reads_the_place()
-    {
+    if !book.reads_the_place() {
         return Ok(CallPlace::unread());
     }
     Ok(match parent {
@@ -272,22 +259,11 @@ pub(crate) async fn place_of_open(
             depth: 2,
             root_caller: None,
         },
-        Parent::Known { place, caller, .. } => {
-            // The first on the path when it is kept, the parent's caller when the parent is the
-            // root, else the root call's caller as the ledger has it.
-            let root_caller = match place.path.as_ref().and_then(|path| path.first()) {
-                Some(first) => Some(first.clone()),
-                None if place.depth <= 1 => Some(caller.clone()),
-                None => app
-                    .store
-                    .parent_call(tenant_id, &lineage.root_call_id)
-                    .await?
-                    .map(|root| root.caller_agent_id),
-            };
-            CallPlace {
-                depth: place.depth.saturating_add(1),
-                root_caller,
-            }
-        }
+        Parent::Known { place, caller, .. } => CallPlace {
+            depth: place.depth.saturating_add(1),
+            // The parent's tree is the new call's.
+            root_caller: root_caller_of(app, tenant_id, place, caller, &lineage.root_call_id)
+                .await?,
+        },
     })
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::policy::{judged_on_task, tenant_has_policies};
+use super::policy::{judged_on_task, tenant_book};
 use crate::app::App;
 use crate::domain::binding::RefusalReason;
 use crate::domain::policy::PolicyAction;
@@ -265,7 +265,7 @@ async fn cancel_judged(
     task_id: &TaskId,
     caller_id: &AgentId,
 ) -> Result<(), ApiError> {
-    if !tenant_has_policies(app, &principal.tenant_id).await? {
+    if tenant_book(app, &principal.tenant_id).await?.is_none() {
         return Ok(());
     }
     let Some(task) = app.store.get_task(task_id).await? else {
