@@ -533,6 +533,7 @@ impl Model {
             && self.key_refusal(tenant, callee).is_none()
             && self.refusal(tenant, caller, callee).is_none()
             && self.terms(tenant, caller, callee).allows(None)
+            && !self.policy_refuses(tenant, RuleAction::Open, callee, None)
             && !self.at_concurrency(tenant, caller, callee)
             && !self.agent(tenant, callee).push
             && self.queues.get(&(tenant, callee)).is_none_or(Vec::is_empty)
