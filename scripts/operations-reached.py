@@ -9,7 +9,8 @@ with its `operation`, `status` and `user_agent`), written while the SDKs' suites
 operation counts as reached by an SDK when a request whose User-Agent starts with the SDK's
 prefix was routed to it, whatever the answer. Operations marked `x-forgebench-client` have a
 client of their own (`a2a-sdk`: the A2A binding, reached with A2A clients; `console`: the
-console's page and sessions) and are not asked of the SDKs.
+console's page and sessions; `oauth`, `jwks`: public documents read without a key by any OAuth 2.0
+client or JWKS reader) and are not asked of the SDKs.
 Needs PyYAML (scripts/install.sh puts it in .local/venv).
 """
 

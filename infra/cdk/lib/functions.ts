@@ -721,6 +721,23 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     grants: [],
   },
   {
+    // The JWKS of GetSigningKeys without a key: no RecordKeyUse (no key is read), and every table
+    // call held to the signing keys' partitions, since anyone may invoke it.
+    id: "GetPublicSigningKeys",
+    route: "get-public-signing-keys",
+    description: "GET /.well-known/jwks.json (the JWKS of GET /v1/billing/export/pubkey, without a key)",
+    env: { FORGEBENCH_KMS_KEY_ID: "keyId" },
+    grants: [
+      {
+        sid: "SigningKeys",
+        actions: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+        on: ["table"],
+        leadingKeys: ["SIGNING#*"],
+      },
+      sealing(["card-signing", "webhook-signing"], "Encrypt"),
+    ],
+  },
+  {
     id: "GetAgentResourceMetadata",
     route: "get-agent-resource-metadata",
     description: "GET /v1/agents/{agent}/.well-known/oauth-protected-resource",

@@ -69,6 +69,16 @@ async fn signed_card(
 /// `If-None-Match` with 304, and a `max-age` (A2A 1.0 §8.6.1: endpoints SHOULD send one): a
 /// client may use a card for a minute ([`CARD_CACHE_CONTROL`]), then revalidates it.
 pub(super) fn cacheable(request: &Request, body: &Value) -> Response<Body> {
+    cacheable_as(request, body, CARD_CACHE_CONTROL)
+}
+
+/// A JSON response with a strong ETag over the canonical body, answering a matching
+/// `If-None-Match` with 304, sent with `cache_control` as its `Cache-Control`.
+pub(super) fn cacheable_as(
+    request: &Request,
+    body: &Value,
+    cache_control: &'static str,
+) -> Response<Body> {
     let etag = format!(
         "\"{}\"",
         hex::encode(&Sha256::digest(canonicalize(body).as_bytes())[..16])
@@ -93,8 +103,8 @@ pub(super) fn cacheable(request: &Request, body: &Value) -> Response<Body> {
         response.headers_mut().insert(header::ETAG, value);
     }
     response.headers_mut().insert(
-        "cache-control",
-        HeaderValue::from_static(CARD_CACHE_CONTROL),
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(cache_control),
     );
     response
 }

@@ -178,6 +178,8 @@ route_table! {
     DistrustIssuer: DELETE "/v1/issuers/{issuer_id}", Buffered issuers::delete, "dynamodb:DeleteItem,GetItem,PutItem,UpdateItem";
     /// The gateway's OAuth 2.0 Protected Resource Metadata (RFC 9728).
     GetGatewayResourceMetadata: GET "/.well-known/oauth-protected-resource", Buffered protected_resource::gateway, "";
+    /// The JWKS of `GetSigningKeys`, public: read without a key, where push receivers look for it.
+    GetPublicSigningKeys: GET "/.well-known/jwks.json", Buffered signing_keys::public_jwks, "dynamodb:GetItem,PutItem,Query,UpdateItem kms:Encrypt";
     /// An agent's OAuth 2.0 Protected Resource Metadata (RFC 9728).
     GetAgentResourceMetadata: GET "/v1/agents/{agent}/.well-known/oauth-protected-resource", Buffered protected_resource::agent, "dynamodb:GetItem";
     /// `GET /console`: the console's page.

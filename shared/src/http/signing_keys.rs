@@ -1,10 +1,11 @@
-//! The signing keys' routes: the public JWKS (any key) and, for the operator, rotation and
-//! retirement of the card and webhook keys.
+//! The signing keys' routes: the JWKS (with any key, and without one at
+//! `/.well-known/jwks.json`) and, for the operator, rotation and retirement of the card and
+//! webhook keys.
 
 use lambda_http::{Body, Request};
 use serde_json::{json, Value};
 
-use super::cards::cacheable;
+use super::cards::{cacheable, cacheable_as};
 use super::{json_object, ok, only_fields, path_param, HandlerResult};
 use crate::app::App;
 use crate::domain::card::jwk;
@@ -13,10 +14,38 @@ use crate::domain::Principal;
 use crate::error::ApiError;
 use crate::store::SigningKeyRecord;
 
+/// The `Cache-Control` of the public JWKS (`GET /.well-known/jwks.json`): any cache may keep it,
+/// shared ones included (it is the same for every reader and holds public keys only), but must
+/// revalidate it before each use (`no-cache`, a `max-age` of zero; the ETag makes that a `304`).
+///
+/// A rotated key must reach receivers before it signs, and rotation gives it no lead time to
+/// cache through: `POST /v1/signing-keys/rotate` publishes the new key and makes it the active
+/// one in the same write, and a warm function signs with it as soon as the key it holds is older
+/// than `FORGEBENCH_SIGNING_KEY_CACHE_SECONDS`, which may be the moment after the rotation. A
+/// copy kept fresh for N seconds could lack the key that signed a delivery for up to N seconds
+/// after a rotation, and a receiver that asks again because no key it holds verifies a signature
+/// would be handed that same copy. A `max-age` above zero is safe only once rotation publishes
+/// the next key at least that long before it first signs.
+pub const PUBLIC_JWKS_CACHE_CONTROL: &str = "public, no-cache";
+
 /// `GET /v1/billing/export/pubkey` (any key): the JWKS of every signing key not retired, card
 /// and webhook keys alike, each with its `purpose`.
 pub async fn pubkey(app: &App, request: Request) -> HandlerResult {
     app.authenticate(request.headers()).await?;
+    Ok(cacheable(&request, &published_keys(app).await?))
+}
+
+/// `GET /.well-known/jwks.json` (no key): the JWKS of `GET /v1/billing/export/pubkey`, the
+/// same set for everyone, where receivers and Standard Webhooks tooling look for it; sent with
+/// [`PUBLIC_JWKS_CACHE_CONTROL`] and an ETag.
+pub async fn public_jwks(app: &App, request: Request) -> HandlerResult {
+    let jwks = published_keys(app).await?;
+    Ok(cacheable_as(&request, &jwks, PUBLIC_JWKS_CACHE_CONTROL))
+}
+
+/// The JWKS of every signing key not retired, of both purposes: public keys only (each JWK is
+/// built from the stored public half; a sealed seed is never opened or sent).
+async fn published_keys(app: &App) -> Result<Value, ApiError> {
     let mut keys = Vec::new();
     for purpose in KeyPurpose::ALL {
         // Makes the first key of each purpose if there is none yet, so a receiver that reads
@@ -30,7 +59,7 @@ pub async fn pubkey(app: &App, request: Request) -> HandlerResult {
             }
         }
     }
-    Ok(cacheable(&request, &json!({ "keys": keys })))
+    Ok(json!({ "keys": keys }))
 }
 
 fn public_key(record: &SigningKeyRecord) -> Result<ed25519_dalek::VerifyingKey, ApiError> {

@@ -35,6 +35,7 @@ mod outage;
 mod permissions;
 mod policies;
 mod progress;
+mod public_jwks;
 mod pull;
 mod push;
 mod push_attempts;

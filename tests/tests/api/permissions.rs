@@ -174,6 +174,7 @@ fn every_kms_grant_names_its_purpose_and_only_the_push_worker_opens_endpoint_sec
     ]);
     assert_eq!(grants["get-signing-keys"], publish);
     assert_eq!(grants["rotate-signing-key"], publish);
+    assert_eq!(grants["get-public-signing-keys"], publish);
     let openers: Vec<&String> = grants
         .iter()
         .filter(|(_, pairs)| {
@@ -266,6 +267,42 @@ fn functions_that_only_read_cannot_write() {
             .collect();
         assert!(writes.is_empty(), "{binary} may {writes:?}");
     }
+}
+
+/// The public JWKS may be the first read of a new deployment: its function then makes each
+/// purpose's first key (a transaction and a KMS seal per purpose), within its policy.
+#[tokio::test]
+async fn the_public_jwks_makes_the_first_keys_within_its_policy() {
+    let recorder = Recorder::default();
+    let app = spawn_app_with(Options {
+        recorder: Some(recorder.clone()),
+        push_worker: false,
+        ..Options::default()
+    })
+    .await;
+    recorder.take();
+    let reply = app
+        .finish(app.http.get(format!("{}/.well-known/jwks.json", app.base)))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let made: BTreeSet<String> = recorder.take().into_iter().collect();
+    for action in [
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "kms:Encrypt@card-signing",
+        "kms:Encrypt@webhook-signing",
+    ] {
+        assert!(made.contains(action), "no {action} in {made:?}");
+    }
+    let allowed = &allowed_actions()["get-public-signing-keys"];
+    let missing: Vec<&String> = made
+        .iter()
+        .filter(|action| !allowed.contains(*action))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "calls {missing:?} but its policy allows only {allowed:?}"
+    );
 }
 
 /// A stream's first event as an answer, so the calls that opened the stream are noted under its
@@ -1021,6 +1058,13 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         app.get("/v1/billing/export/pubkey", &admin).await,
         r,
     );
+    let public = note(
+        "get-public-signing-keys",
+        app.finish(app.http.get(format!("{}/.well-known/jwks.json", app.base)))
+            .await,
+        r,
+    );
+    assert_eq!(public.body, published.body, "{}", public.text);
     note(
         "rotate-signing-key",
         app.post("/v1/signing-keys/rotate", &op, json!({})).await,

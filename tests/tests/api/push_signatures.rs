@@ -1,6 +1,7 @@
 //! Signed deliveries are bound to their destination: the verification `docs/api.md` prints, run
-//! as printed, accepts a genuine delivery at the endpoint it was made to and refuses the same
-//! headers and body replayed to another tenant's endpoint.
+//! as printed, accepts a genuine delivery at the endpoint it was made to (with the JWKS read with
+//! a key, or from the public `/.well-known/jwks.json`) and refuses the same headers and body
+//! replayed to another tenant's endpoint.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -110,12 +111,21 @@ async fn a_delivery_replayed_to_another_tenants_endpoint_is_refused_by_the_docum
         .get("/v1/billing/export/pubkey", &b.callee.key)
         .await
         .body;
+    // A receiver without a key of the tenant reads the same set at the public path.
+    let public = app
+        .finish(app.http.get(format!("{}/.well-known/jwks.json", app.base)))
+        .await;
+    assert_eq!(public.status, 200, "{}", public.text);
+    assert_eq!(public.body, jwks);
 
-    let (accepted, said) = documented_verifier(&genuine, &jwks, &endpoint_a.url, &a.callee.id, 0);
-    assert!(
-        accepted,
-        "the genuine delivery is accepted where it was sent: {said}"
-    );
+    for jwks in [&jwks, &public.body] {
+        let (accepted, said) =
+            documented_verifier(&genuine, jwks, &endpoint_a.url, &a.callee.id, 0);
+        assert!(
+            accepted,
+            "the genuine delivery is accepted where it was sent: {said}"
+        );
+    }
 
     // The owner of endpoint A forwards the same headers and body to B, within the tolerance.
     let mut replay = app
