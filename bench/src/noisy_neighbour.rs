@@ -10,7 +10,11 @@
 //! configs pointing at a receiver that accepts connections and never answers (its callee claims
 //! them and never answers either).
 //!
-//! `cargo run -p forgebench-bench --bin noisy-neighbour -- [tasks per phase, default 40]`
+//! Then the same for push (`noisy_push.rs`): a tenant opening push tasks to an endpoint that
+//! never answers, beside a quiet tenant's push deliveries.
+//!
+//! `cargo run -p forgebench-bench --bin noisy-neighbour -- [tasks per phase, default 40]
+//! [pull|push, default both] [the push scenario's FORGEBENCH_TENANT_MAX_PUSHES, default 10]`
 
 #![allow(
     clippy::unwrap_used,
@@ -25,13 +29,32 @@ use std::time::{Duration, Instant};
 use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Pair, TestApp};
 use serde_json::json;
 
+#[path = "noisy_push.rs"]
+mod noisy_push;
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let tasks: usize = std::env::args()
         .nth(1)
         .and_then(|arg| arg.parse().ok())
         .unwrap_or(40);
+    let scenario = std::env::args().nth(2).unwrap_or_default();
     forgebench::metrics::discard();
+    if scenario != "push" {
+        pull_beside_waits(tasks).await;
+    }
+    let bound = std::env::args()
+        .nth(3)
+        .and_then(|arg| arg.parse().ok())
+        .unwrap_or(forgebench::config::DEFAULT_TENANT_MAX_PUSHES);
+    if scenario != "pull" && !noisy_push::run(tasks, bound).await {
+        eprintln!("noisy neighbour: quiet push tasks were never delivered");
+        std::process::exit(1);
+    }
+}
+
+/// The quiet tenant's pull lives, alone and beside a tenant at its limits.
+async fn pull_beside_waits(tasks: usize) {
     // The gateway as deployed paces its waits: a wait that finds nothing polls less and less
     // often (100 ms growing to 750 ms), where the tests' own setting polls every 100 ms. Its
     // push worker, too, gives a POST 10 s and retries after 5 s, 30 s, ..., where the tests

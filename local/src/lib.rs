@@ -215,39 +215,90 @@ pub fn run_sweeper(app: Arc<App>, every: Duration) -> JoinHandle<()> {
     })
 }
 
+/// How many batches the local push worker runs at once: the deployed event source's maximum
+/// concurrency (`PushWorkerConcurrency` in infra/template.yaml), so a tenant's slow receivers
+/// hold the local worker as they would the deployed one.
+pub const PUSH_WORKER_CONCURRENCY: usize = 50;
+
+/// How many receive loops the local push worker runs: the Lambda SQS event source starts with
+/// five pollers, so one tenant's backlog on the queue is drained by several at once.
+const PUSH_POLLERS: usize = 5;
+
 /// Runs the push worker on the push queue with the semantics of a Lambda SQS event source with
-/// partial batch failures: a handled message is deleted, a failed one stays on the queue and
-/// comes back when its visibility (set by the worker for the retry) runs out.
-pub fn run_push_worker(app: Arc<App>) -> JoinHandle<()> {
+/// partial batch failures and a maximum concurrency: [`PUSH_POLLERS`] receive loops, at most
+/// `concurrency` batches at once, each received only when one may run; a handled message is
+/// deleted, a failed one stays on the queue and comes back when its visibility (set by the
+/// worker for the retry) runs out.
+pub fn run_push_worker(app: Arc<App>, concurrency: usize) -> JoinHandle<()> {
     tokio::spawn(async move {
         let worker = Arc::new(app.worker());
-        loop {
-            let jobs = match app.queue.receive(Duration::from_secs(1)).await {
-                Ok(jobs) => jobs,
-                Err(error) => {
-                    tracing::warn!(error = %error, "receive failed");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
-                }
-            };
-            if jobs.is_empty() {
+        let running = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+        let pollers: Vec<_> = (0..PUSH_POLLERS)
+            .map(|_| {
+                tokio::spawn(poll_push_queue(
+                    Arc::clone(&app),
+                    Arc::clone(&worker),
+                    Arc::clone(&running),
+                ))
+            })
+            .collect();
+        // Stopping the worker stops its pollers.
+        let _stop_all = AbortOnDrop(pollers);
+        std::future::pending::<()>().await;
+    })
+}
+
+/// Aborts its tasks when dropped.
+struct AbortOnDrop(Vec<JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// One receive loop of the local push worker: a batch is received once one of `running`'s
+/// places is free, and holds it until its last job ends.
+async fn poll_push_queue(
+    app: Arc<App>,
+    worker: Arc<forgebench::push::Worker>,
+    running: Arc<tokio::sync::Semaphore>,
+) {
+    loop {
+        let Ok(permit) = Arc::clone(&running).acquire_owned().await else {
+            return;
+        };
+        let jobs = match app.queue.receive(Duration::from_secs(1)).await {
+            Ok(jobs) => jobs,
+            Err(error) => {
+                tracing::warn!(error = %error, "receive failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
-            let worker = Arc::clone(&worker);
-            let queue = app.queue.clone();
-            // Batches run side by side, like concurrent Lambda invocations.
-            tokio::spawn(async move {
-                let time = forgebench::push::worker::INVOCATION_TIME
-                    .saturating_sub(forgebench::push::worker::ANSWER_TIME);
-                let failed = worker.handle_batch(&jobs, time).await;
-                for job in jobs.iter().filter(|job| !failed.contains(&job.message_id)) {
-                    if let Err(error) = queue.delete(&job.receipt_handle).await {
-                        tracing::warn!(error = %error, "delete failed; the message will come back");
-                    }
-                }
-            });
+        };
+        if jobs.is_empty() {
+            continue;
         }
-    })
+        let worker = Arc::clone(&worker);
+        let queue = app.queue.clone();
+        // Batches run side by side, like concurrent Lambda invocations.
+        tokio::spawn(async move {
+            let _running = permit;
+            let time = forgebench::push::worker::INVOCATION_TIME
+                .saturating_sub(forgebench::push::worker::ANSWER_TIME);
+            let failed = worker.handle_batch(&jobs, time).await;
+            let handled: Vec<&str> = jobs
+                .iter()
+                .filter(|job| !failed.contains(&job.message_id))
+                .map(|job| job.receipt_handle.as_str())
+                .collect();
+            if let Err(error) = queue.delete_all(&handled).await {
+                tracing::warn!(error = %error, "delete failed; the message will come back");
+            }
+        });
+    }
 }
 
 /// Binds the listen address (`FORGEBENCH_LISTEN`, default `127.0.0.1:8080`).

@@ -52,7 +52,10 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .get_or_insert_with(|| format!("http://{own}"));
     let app = Arc::new(App::new(dynamodb, sqs, kms, s3, config)?);
     let sweeper = forgebench_local::run_sweeper(Arc::clone(&app), Duration::from_secs(5));
-    let worker = forgebench_local::run_push_worker(Arc::clone(&app));
+    let worker = forgebench_local::run_push_worker(
+        Arc::clone(&app),
+        forgebench_local::PUSH_WORKER_CONCURRENCY,
+    );
     let server = forgebench_local::serve(app, listener);
     eprintln!("forgebench: gateway listening on http://{local}");
     tokio::signal::ctrl_c().await?;

@@ -49,7 +49,7 @@ pub struct App {
     pub oidc: crate::oidc::Oidc,
     pub(crate) session_cache: SessionCache,
     /// The push worker's notification breakers, kept across its batches.
-    pub(crate) notify_breakers: Arc<crate::push::breaker::Breakers>,
+    pub(crate) push_breakers: Arc<crate::push::breaker::Breakers>,
 }
 
 /// Builds the SDK configuration from the standard AWS settings (region, credentials, and the
@@ -146,7 +146,7 @@ impl App {
             token_cache: TokenCache::default(),
             trust_cache: TrustCache::default(),
             session_cache: SessionCache::default(),
-            notify_breakers: Arc::default(),
+            push_breakers: Arc::default(),
         })
     }
 
@@ -195,7 +195,8 @@ impl App {
             schedule: self.config.retry_schedule.clone(),
             signing: Arc::clone(&self.webhook_signing),
             agent_ttl: self.config.key_cache_ttl,
-            breakers: Arc::clone(&self.notify_breakers),
+            breakers: Arc::clone(&self.push_breakers),
+            tenant_max_pushes: self.config.tenant_max_pushes,
         }
     }
 

@@ -68,6 +68,11 @@ pub struct Config {
     pub push_resolve: HostResolver,
     /// `FORGEBENCH_PUSH_TIMEOUT_MS` (10,000; 100 to 25,000): time for one POST to an endpoint, answer included.
     pub push_timeout: Duration,
+    /// `FORGEBENCH_TENANT_MAX_PUSHES` (10, 1 to 1,000): the most push POSTs (task deliveries and
+    /// notifications) of one tenant in flight at once across every push worker; a job past it
+    /// waits on the queue without dialing, so one tenant's slow receivers cannot hold every
+    /// worker (50, deployed).
+    pub tenant_max_pushes: u32,
     /// `FORGEBENCH_PUSH_RETRY_SECONDS` (`5,30,120,600,1800`): delays between delivery attempts,
     /// 1 to 8 of them, each 0 to 43,200 seconds (see [`RetrySchedule::parse`]).
     pub retry_schedule: RetrySchedule,
@@ -98,6 +103,9 @@ pub const DEFAULT_TENANT_MAX_AGENTS: u64 = 1_000;
 
 /// The default of `FORGEBENCH_TENANT_MAX_CONFIGS`.
 pub const DEFAULT_TENANT_MAX_CONFIGS: u64 = 10_000;
+
+/// The default of `FORGEBENCH_TENANT_MAX_PUSHES`.
+pub const DEFAULT_TENANT_MAX_PUSHES: u32 = 10;
 
 /// The default of `FORGEBENCH_TENANT_MAX_WAITS`.
 pub const DEFAULT_TENANT_MAX_WAITS: u32 = 40;
@@ -148,6 +156,8 @@ pub mod ranges {
     pub const TASK_RETENTION_DAYS: RangeInclusive<u64> = 1..=super::MAX_TASK_RETENTION_DAYS;
     /// `FORGEBENCH_TENANT_MAX_WAITS`.
     pub const TENANT_MAX_WAITS: RangeInclusive<u64> = 1..=1_000;
+    /// `FORGEBENCH_TENANT_MAX_PUSHES`.
+    pub const TENANT_MAX_PUSHES: RangeInclusive<u64> = 1..=1_000;
     /// `FORGEBENCH_TENANT_MAX_AGENTS`.
     pub const TENANT_MAX_AGENTS: RangeInclusive<u64> = 1..=100_000;
     /// `FORGEBENCH_TENANT_MAX_CONFIGS`.
@@ -218,6 +228,12 @@ impl Env<'_> {
             10_000,
             ranges::PUSH_TIMEOUT_MS,
         )?;
+        config.tenant_max_pushes = u32::try_from(env.bounded(
+            "FORGEBENCH_TENANT_MAX_PUSHES",
+            u64::from(DEFAULT_TENANT_MAX_PUSHES),
+            ranges::TENANT_MAX_PUSHES,
+        )?)
+        .unwrap_or(DEFAULT_TENANT_MAX_PUSHES);
         config.retry_schedule = match env.optional("FORGEBENCH_PUSH_RETRY_SECONDS") {
             None => RetrySchedule::default(),
             Some(text) => RetrySchedule::parse(&text)
@@ -432,6 +448,7 @@ impl Config {
             tenant_max_waits: DEFAULT_TENANT_MAX_WAITS,
             tenant_max_agents: DEFAULT_TENANT_MAX_AGENTS,
             tenant_max_configs: DEFAULT_TENANT_MAX_CONFIGS,
+            tenant_max_pushes: DEFAULT_TENANT_MAX_PUSHES,
             index_units: DEFAULT_INDEX_UNITS,
         }
     }
@@ -490,6 +507,7 @@ mod tests {
             ("FORGEBENCH_IDLE_POLL_MS", &["19", "5001"]),
             ("FORGEBENCH_PUSH_TIMEOUT_MS", &["99", "25001"]),
             ("FORGEBENCH_TASK_RETENTION_DAYS", &["0", "3651"]),
+            ("FORGEBENCH_TENANT_MAX_PUSHES", &["0", "1001"]),
             (
                 "FORGEBENCH_PUSH_RETRY_SECONDS",
                 &["inf", "1e30", "-1", "NaN", "5,,5", "99999"],
@@ -511,6 +529,7 @@ mod tests {
         assert_eq!(config.task_poll_interval, Duration::from_millis(100));
         assert_eq!(config.task_pace().ceiling(), Duration::from_millis(750));
         assert_eq!(config.push_timeout, Duration::from_secs(10));
+        assert_eq!(config.tenant_max_pushes, 10);
         let edges = with(&[
             ("FORGEBENCH_KEY_CACHE_SECONDS", "0"),
             ("FORGEBENCH_SIGNING_KEY_CACHE_SECONDS", "900"),
@@ -521,8 +540,10 @@ mod tests {
             ("FORGEBENCH_PUSH_TIMEOUT_MS", "25000"),
             ("FORGEBENCH_TASK_RETENTION_DAYS", "3650"),
             ("FORGEBENCH_PUSH_RETRY_SECONDS", "0.2, 43200"),
+            ("FORGEBENCH_TENANT_MAX_PUSHES", "1000"),
         ])
         .unwrap();
+        assert_eq!(edges.tenant_max_pushes, 1000);
         assert_eq!(edges.claim_poll_interval, Duration::from_secs(5));
         assert_eq!(edges.claim_pace().ceiling(), Duration::from_secs(5));
         assert_eq!(edges.retry_schedule.max_attempts(), 3);

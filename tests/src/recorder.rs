@@ -158,6 +158,10 @@ impl aws_smithy_runtime_api::client::interceptors::Intercept for Recorder {
                     }
                 }
             }
+        } else if prefix == "sqs" && operation.ends_with("Batch") {
+            // A batch call needs the permission of its single call (`SendMessageBatch` is
+            // allowed by `sqs:SendMessage`).
+            actions.push(format!("sqs:{}", operation.trim_end_matches("Batch")));
         } else {
             actions.push(format!("{prefix}:{operation}"));
         }

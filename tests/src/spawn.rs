@@ -53,6 +53,11 @@ pub struct Options {
     pub deployed_push: bool,
     /// Run the push worker on the test's queue.
     pub push_worker: bool,
+    /// How many batches the push worker runs at once (the deployed event source's maximum
+    /// concurrency by default).
+    pub push_concurrency: usize,
+    /// `FORGEBENCH_TENANT_MAX_PUSHES`.
+    pub tenant_max_pushes: u32,
     /// Notes every AWS request the gateway makes.
     pub recorder: Option<Recorder>,
     /// Serve an existing stack (a second, cold process on the same table) instead of a new one.
@@ -87,6 +92,8 @@ impl Default for Options {
             retry_seconds: "0.2,0.2",
             push_timeout: Duration::from_secs(2),
             push_worker: true,
+            push_concurrency: forgebench_local::PUSH_WORKER_CONCURRENCY,
+            tenant_max_pushes: forgebench::config::DEFAULT_TENANT_MAX_PUSHES,
             recorder: None,
             table: None,
             public_url: true,
@@ -155,7 +162,7 @@ pub async fn spawn_app_with(options: Options) -> TestApp {
     let server = forgebench_local::serve(Arc::clone(&app), listener);
     let worker = options
         .push_worker
-        .then(|| forgebench_local::run_push_worker(Arc::clone(&app)));
+        .then(|| forgebench_local::run_push_worker(Arc::clone(&app), options.push_concurrency));
     TestApp {
         base: format!("http://{address}"),
         http: reqwest::Client::builder()
@@ -206,6 +213,7 @@ fn gateway_config(
     config.tenant_max_waits = options.tenant_max_waits;
     config.tenant_max_agents = options.tenant_max_agents;
     config.tenant_max_configs = options.tenant_max_configs;
+    config.tenant_max_pushes = options.tenant_max_pushes;
     config.index_units = options.index_units;
     config
 }

@@ -823,10 +823,10 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     grants: [
       onBodies("PutObject", "GetObject"),
       keyViaS3("GenerateDataKey", "Decrypt"),
-      onTableAndIndexes("GetItem", "Query", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem"),
+      onTableAndIndexes("GetItem", "Query", "PutItem", "UpdateItem", "BatchGetItem", "BatchWriteItem", "DeleteItem"),
       sealing(["endpoint-secret"], "Decrypt"),
       sealing(["webhook-signing"], "Encrypt", "Decrypt"),
-      onQueue("ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility", "GetQueueAttributes"),
+      onQueue("ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility", "GetQueueAttributes", "SendMessage"),
       sealing(["notify-credentials", "notify-token"], "Decrypt"),
     ],
     trigger: { kind: 'pushQueue', id: "Push", batchSize: 10, reportBatchItemFailures: true },

@@ -72,6 +72,8 @@ export interface ForgebenchGatewayProps {
   readonly tenantMaxAgents?: number;
   /** The most push notification configs with updates to send one tenant holds (1 to 1,000,000; default 10,000). */
   readonly tenantMaxConfigs?: number;
+  /** The most push POSTs of one tenant in flight across every push worker (1 to 1,000; default 10). */
+  readonly tenantMaxPushes?: number;
   /** The most DynamoDB write units one write of a message's word postings spends (1 to 1,000; default 1,000). */
   readonly indexUnits?: number;
   /** The secrets key's alias. @default `alias/<stack name>-secrets` */
@@ -188,6 +190,8 @@ export class ForgebenchGateway extends Construct {
     checkRange('tenantMaxAgents', tenantMaxAgents, 1, 100000);
     const tenantMaxConfigs = props.tenantMaxConfigs ?? 10000;
     checkRange('tenantMaxConfigs', tenantMaxConfigs, 1, 1000000);
+    const tenantMaxPushes = props.tenantMaxPushes ?? 10;
+    checkRange('tenantMaxPushes', tenantMaxPushes, 1, 1000);
     const indexUnits = props.indexUnits ?? 1000;
     checkRange('indexUnits', indexUnits, 1, 1000);
     checkRange('taskRetentionDays', taskRetentionDays, 1, 3650);
@@ -389,6 +393,7 @@ export class ForgebenchGateway extends Construct {
         tenantMaxWaits,
         tenantMaxAgents,
         tenantMaxConfigs,
+        tenantMaxPushes,
         indexUnits,
         taskRetentionDays,
         logRetentionDays,
@@ -787,6 +792,7 @@ export class ForgebenchGateway extends Construct {
       FORGEBENCH_TENANT_MAX_WAITS: envString(ctx.tenantMaxWaits),
       FORGEBENCH_TENANT_MAX_AGENTS: envString(ctx.tenantMaxAgents),
       FORGEBENCH_TENANT_MAX_CONFIGS: envString(ctx.tenantMaxConfigs),
+      FORGEBENCH_TENANT_MAX_PUSHES: envString(ctx.tenantMaxPushes),
       FORGEBENCH_INDEX_UNITS: envString(ctx.indexUnits),
       FORGEBENCH_TASK_RETENTION_DAYS: envString(ctx.taskRetentionDays),
       // The CloudWatch namespace of the business metrics (EMF lines, shared/src/metrics.rs).
@@ -865,6 +871,7 @@ interface FunctionContext {
   readonly tenantMaxWaits: number;
   readonly tenantMaxAgents: number;
   readonly tenantMaxConfigs: number;
+  readonly tenantMaxPushes: number;
   readonly indexUnits: number;
   readonly taskRetentionDays: number;
   readonly logRetentionDays: number;

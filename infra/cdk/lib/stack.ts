@@ -107,6 +107,14 @@ export class ForgebenchStack extends Stack {
       description: 'The most A2A push notification configs one tenant holds with updates still to send (past it, adding one is 429).',
     });
 
+    const tenantMaxPushes = new CfnParameter(this, 'TenantMaxPushes', {
+      type: 'Number',
+      default: 10,
+      minValue: 1,
+      maxValue: 1000,
+      description: 'The most push POSTs (task deliveries and notifications) of one tenant in flight at once across every push worker invocation; past it a job waits on the queue without dialing. Keep it well under PushWorkerConcurrency.',
+    });
+
     const indexUnits = new CfnParameter(this, 'IndexUnits', {
       type: 'Number',
       default: 1000,
@@ -170,6 +178,7 @@ export class ForgebenchStack extends Stack {
       tenantMaxWaits: tenantMaxWaits.valueAsNumber,
       tenantMaxAgents: tenantMaxAgents.valueAsNumber,
       tenantMaxConfigs: tenantMaxConfigs.valueAsNumber,
+      tenantMaxPushes: tenantMaxPushes.valueAsNumber,
       indexUnits: indexUnits.valueAsNumber,
       alarmEmail: alarmEmail.valueAsString,
       configureApiGatewayLogging: Token.asAny(configureApiGatewayLogging.valueAsString),

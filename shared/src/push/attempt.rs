@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::outcome::{JobOutcome, STORE_RETRY};
+use super::clearance::Clearance;
+use super::outcome::{jitter, JobOutcome, STORE_RETRY};
 use super::request::Prepared;
 use super::signature::{delivery_body, sign_delivery, Delivered, Destination};
 use super::verdict::{judge, Verdict};
@@ -15,16 +16,14 @@ use crate::domain::{clock, Task};
 use crate::metrics::{self, Metric, PushOutcome};
 use crate::store::{Attempt, StoreError, TaskTransition};
 
-/// A uniform draw from [0, 1] for the retry delay's jitter.
-pub(super) fn jitter() -> f64 {
-    let mut bytes = [0u8; 2];
-    let _ = getrandom::fill(&mut bytes);
-    f64::from(u16::from_le_bytes(bytes)) / f64::from(u16::MAX)
-}
-
 impl Worker {
     /// Signs and POSTs the delivery of a leased task; the attempt's record and what it means.
-    pub(super) async fn attempt(&self, task: &Task, prepared: Prepared) -> (Attempt, Verdict) {
+    pub(super) async fn attempt(
+        &self,
+        task: &Task,
+        prepared: Prepared,
+        clearance: &Clearance,
+    ) -> (Attempt, Verdict) {
         let Prepared {
             endpoint,
             mut headers,
@@ -50,8 +49,8 @@ impl Worker {
         let started = Instant::now();
         let wall_started = std::time::SystemTime::now();
         let outcome = self
-            .dialer
-            .post(
+            .post_cleared(
+                clearance,
                 &endpoint.url,
                 endpoint.allow_private_network,
                 headers,

@@ -108,6 +108,7 @@ mod tests {
             )),
             agent_ttl: Duration::from_secs(10),
             breakers: Arc::default(),
+            tenant_max_pushes: 10,
         }
     }
 

@@ -1,26 +1,39 @@
-//! A breaker per tenant and receiver host for push notifications. A receiver that fails every
-//! POST (it hangs until the push timeout, refuses, or answers an error) costs each of its
-//! configs a lease, a POST held open up to the timeout and an attempt count, however many
-//! configs point at it. After [`FAILURES_TO_OPEN`] failures in a row from one tenant's configs
-//! at one host, this process sends that tenant nothing more there for [`OPEN_FOR`]: its configs'
-//! rounds come back then, with no write and no connection (their events wait, none is lost or
-//! counted as an attempt). Then one POST tries the host; while it runs the others keep waiting,
-//! and its outcome closes the breaker or opens it again.
+//! A breaker per tenant and receiver domain, for task deliveries and push notifications alike.
+//! A receiver that fails every POST (it hangs until the push timeout, refuses, answers an
+//! error) or answers only slowly (past half the push timeout) costs each job a worker's time
+//! while its POST is held open, however many endpoints or configs point at it. After
+//! [`FAILURES_TO_OPEN`] such answers in a row from one tenant's POSTs to one registrable domain
+//! (the Public Suffix List's: `a.hooks.example.com` and `b.hooks.example.com` are one domain,
+//! so wildcard DNS cannot step around it), this process sends that tenant nothing more there for
+//! [`OPEN_FOR`]: the jobs come back then, with no write and no connection (nothing is lost or
+//! counted as an attempt). Then one POST tries the domain; while it runs the others keep
+//! waiting, and its outcome closes the breaker or opens it again.
 //!
-//! The breaker is the tenant's own: another tenant's configs at the same host are never held
-//! back by it. It lives in the process (a warm worker learns it again after a cold start).
+//! A domain that timed out within [`RECENT_TIMEOUT`] gets a quarter of the push timeout for
+//! its POSTs ([`Breakers::timeout_for`]): a receiver that hung lately holds a worker less long.
+//! Only a POST given the whole time and timing out marks a domain so, and an answer in time
+//! clears it, so a receiver that is merely slow is given the whole time again a minute later.
+//!
+//! The breaker is the tenant's own: another tenant's endpoints at the same domain are never held
+//! back by it. It lives in the process (a warm worker learns it again after a cold start); the
+//! bound on a tenant's POSTs in flight across the fleet is the store's (`store/push_slots.rs`).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::domain::ids::TenantId;
 
-/// Failures in a row, from one tenant's configs at one host, that open its breaker.
+/// Failures or slow answers in a row, from one tenant's POSTs to one domain, that open its
+/// breaker.
 pub const FAILURES_TO_OPEN: u32 = 5;
 
-/// How long an open breaker holds the tenant's POSTs to the host back.
+/// How long an open breaker holds the tenant's POSTs to the domain back.
 pub const OPEN_FOR: Duration = Duration::from_secs(30);
+
+/// How long a domain whose POST timed out is given a shorter time.
+pub const RECENT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long a trial POST may run before another may try (a trial whose job was cut never
 /// reports).
@@ -29,12 +42,45 @@ const TRIAL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most breakers kept; past it, the ones whose last failure is oldest go first.
 const MAX_BREAKERS: usize = 10_000;
 
-/// Whether a config's round may POST to its host now.
+/// Whether a POST may go to its domain now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate {
     Send,
     /// Come back after this long.
     Wait(Duration),
+}
+
+/// How a POST to a receiver went, as the breaker counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// A 2xx within half the time it was given.
+    InTime,
+    /// A 2xx, but only after half the time it was given: counted like a failure.
+    Slow,
+    /// An error status, a refused or failed connection.
+    Failed,
+    /// No answer within the time given; `whole_time` when that was the whole push timeout.
+    TimedOut { whole_time: bool },
+}
+
+impl Answer {
+    /// How a POST given `time` went: `succeeded` (a 2xx) after `took`, or `timed_out`.
+    pub fn of(
+        succeeded: bool,
+        timed_out: bool,
+        took: Duration,
+        time: Duration,
+        usual: Duration,
+    ) -> Answer {
+        match (succeeded, timed_out) {
+            (true, _) if took > time / 2 => Answer::Slow,
+            (true, _) => Answer::InTime,
+            (false, true) => Answer::TimedOut {
+                whole_time: time >= usual,
+            },
+            (false, false) => Answer::Failed,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -43,18 +89,26 @@ struct Breaker {
     last_failure: Instant,
     open_until: Option<Instant>,
     trial_since: Option<Instant>,
+    /// When a POST given the whole push timeout last timed out.
+    timed_out_at: Option<Instant>,
 }
 
-/// The breakers of this process, by tenant and host.
+type Key = (TenantId, String);
+
+/// The breakers of this process, by tenant and receiver domain.
 #[derive(Debug, Default)]
-pub struct Breakers(Mutex<HashMap<(TenantId, String), Breaker>>);
+pub struct Breakers(Mutex<HashMap<Key, Breaker>>);
 
 impl Breakers {
-    /// Whether `tenant`'s config may POST to `host` at `now`: a closed breaker lets it; an open
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Breaker>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether `tenant`'s POST may go to `domain` at `now`: a closed breaker lets it; an open
     /// one holds it back until it has been open [`OPEN_FOR`], then lets one trial through.
-    pub fn gate(&self, tenant: &TenantId, host: &str, now: Instant) -> Gate {
-        let mut breakers = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(breaker) = breakers.get_mut(&(tenant.clone(), host.to_owned())) else {
+    pub fn gate(&self, tenant: &TenantId, domain: &str, now: Instant) -> Gate {
+        let mut breakers = self.lock();
+        let Some(breaker) = breakers.get_mut(&(tenant.clone(), domain.to_owned())) else {
             return Gate::Send;
         };
         let Some(open_until) = breaker.open_until else {
@@ -74,22 +128,42 @@ impl Breakers {
         }
     }
 
-    /// A round let through by [`Breakers::gate`] sent nothing (another sender held the
-    /// config): a trial it was does not hold the others back.
-    pub fn untried(&self, tenant: &TenantId, host: &str) {
-        let mut breakers = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(breaker) = breakers.get_mut(&(tenant.clone(), host.to_owned())) {
+    /// The time a POST of `tenant`'s to `domain` is given: a quarter of `usual` (at least a
+    /// second) when a POST there timed out within [`RECENT_TIMEOUT`], else `usual`.
+    pub fn timeout_for(
+        &self,
+        tenant: &TenantId,
+        domain: &str,
+        usual: Duration,
+        now: Instant,
+    ) -> Duration {
+        let breakers = self.lock();
+        let recent = breakers
+            .get(&(tenant.clone(), domain.to_owned()))
+            .and_then(|breaker| breaker.timed_out_at)
+            .is_some_and(|at| now.saturating_duration_since(at) < RECENT_TIMEOUT);
+        if recent {
+            (usual / 4).max(Duration::from_secs(1)).min(usual)
+        } else {
+            usual
+        }
+    }
+
+    /// A POST let through by [`Breakers::gate`] was not sent (another sender held the task or
+    /// config, or the tenant's bound was reached): a trial it was does not hold the others back.
+    pub fn untried(&self, tenant: &TenantId, domain: &str) {
+        if let Some(breaker) = self.lock().get_mut(&(tenant.clone(), domain.to_owned())) {
             breaker.trial_since = None;
         }
     }
 
-    /// A POST of `tenant`'s to `host` succeeded (the breaker closes) or failed (counted; the
-    /// breaker opens at [`FAILURES_TO_OPEN`], and again at once after a failed trial). Whether
-    /// the breaker opened just now.
-    pub fn record(&self, tenant: &TenantId, host: &str, succeeded: bool, now: Instant) -> bool {
-        let mut breakers = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let key = (tenant.clone(), host.to_owned());
-        if succeeded {
+    /// How a POST of `tenant`'s to `domain` went: an answer in time closes the breaker; a
+    /// failure or a slow answer is counted, and opens it at [`FAILURES_TO_OPEN`] (and again at
+    /// once after a failed trial). Whether the breaker opened just now.
+    pub fn record(&self, tenant: &TenantId, domain: &str, answer: Answer, now: Instant) -> bool {
+        let mut breakers = self.lock();
+        let key = (tenant.clone(), domain.to_owned());
+        if answer == Answer::InTime {
             breakers.remove(&key);
             return false;
         }
@@ -101,10 +175,14 @@ impl Breakers {
             last_failure: now,
             open_until: None,
             trial_since: None,
+            timed_out_at: None,
         });
         breaker.failures = breaker.failures.saturating_add(1);
         breaker.last_failure = now;
         breaker.trial_since = None;
+        if answer == (Answer::TimedOut { whole_time: true }) {
+            breaker.timed_out_at = Some(now);
+        }
         if breaker.failures < FAILURES_TO_OPEN {
             return false;
         }
@@ -115,135 +193,29 @@ impl Breakers {
 }
 
 /// Drops the tenth of the breakers whose last failure is oldest.
-fn forget_oldest(breakers: &mut HashMap<(TenantId, String), Breaker>) {
+fn forget_oldest(breakers: &mut HashMap<Key, Breaker>) {
     let mut by_age: Vec<Instant> = breakers.values().map(|b| b.last_failure).collect();
     by_age.sort();
     let cut = by_age[by_age.len() / 10];
     breakers.retain(|_, breaker| breaker.last_failure > cut);
 }
 
-/// The host a notification URL names (as written, lowercased), or the whole URL when it has
-/// none: what a breaker is kept by.
-pub fn host_of(url: &str) -> String {
-    reqwest::Url::parse(url)
-        .ok()
-        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
-        .unwrap_or_else(|| url.to_owned())
+/// What a breaker is kept by for a receiver URL: the registrable domain of its host (the Public
+/// Suffix List's), or the host itself when it is an address or has no registrable domain
+/// (`localhost`, a public suffix), lowercased; the whole URL when it names no host.
+pub fn domain_of(url: &str) -> String {
+    let Some(host) = reqwest::Url::parse(url).ok().and_then(|url| {
+        url.host_str()
+            .map(|host| host.trim_end_matches('.').to_ascii_lowercase())
+    }) else {
+        return url.to_owned();
+    };
+    if host.trim_matches(['[', ']']).parse::<IpAddr>().is_ok() {
+        return host;
+    }
+    psl::domain_str(&host).map(str::to_owned).unwrap_or(host)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fail(breakers: &Breakers, tenant: &TenantId, times: u32, now: Instant) {
-        for _ in 0..times {
-            let _ = breakers.record(tenant, "hooks.example", false, now);
-        }
-    }
-
-    /// Breakers with tenant `t`'s at `hooks.example` opened now, and when it may be tried.
-    fn open_until_later() -> (Breakers, TenantId, Instant) {
-        let breakers = Breakers::default();
-        let tenant = TenantId::from("t");
-        let now = Instant::now();
-        fail(&breakers, &tenant, FAILURES_TO_OPEN, now);
-        (breakers, tenant, now + OPEN_FOR)
-    }
-
-    #[test]
-    fn failures_in_a_row_open_the_breaker_for_its_tenant_only() {
-        let breakers = Breakers::default();
-        let (noisy, quiet) = (TenantId::from("noisy"), TenantId::from("quiet"));
-        let now = Instant::now();
-        fail(&breakers, &noisy, FAILURES_TO_OPEN - 1, now);
-        assert_eq!(breakers.gate(&noisy, "hooks.example", now), Gate::Send);
-        assert!(
-            breakers.record(&noisy, "hooks.example", false, now),
-            "opened"
-        );
-        assert!(
-            !breakers.record(&noisy, "hooks.example", false, now),
-            "open already"
-        );
-        assert_eq!(
-            breakers.gate(&noisy, "hooks.example", now + Duration::from_secs(10)),
-            Gate::Wait(OPEN_FOR - Duration::from_secs(10))
-        );
-        assert_eq!(breakers.gate(&quiet, "hooks.example", now), Gate::Send);
-        assert_eq!(breakers.gate(&noisy, "other.example", now), Gate::Send);
-    }
-
-    #[test]
-    fn a_success_between_failures_starts_the_count_again() {
-        let breakers = Breakers::default();
-        let tenant = TenantId::from("t");
-        let now = Instant::now();
-        fail(&breakers, &tenant, FAILURES_TO_OPEN - 1, now);
-        assert!(!breakers.record(&tenant, "hooks.example", true, now));
-        fail(&breakers, &tenant, FAILURES_TO_OPEN - 1, now);
-        assert_eq!(breakers.gate(&tenant, "hooks.example", now), Gate::Send);
-    }
-
-    #[test]
-    fn after_the_open_time_one_trial_goes_and_its_outcome_decides() {
-        let (breakers, tenant, later) = open_until_later();
-        assert_eq!(breakers.gate(&tenant, "hooks.example", later), Gate::Send);
-        assert_eq!(
-            breakers.gate(&tenant, "hooks.example", later),
-            Gate::Wait(Duration::from_secs(1)),
-            "one trial at a time"
-        );
-        // The trial fails: open again at once.
-        assert!(breakers.record(&tenant, "hooks.example", false, later));
-        assert_eq!(
-            breakers.gate(&tenant, "hooks.example", later),
-            Gate::Wait(OPEN_FOR)
-        );
-        // The next trial succeeds: closed.
-        let again = later + OPEN_FOR;
-        assert_eq!(breakers.gate(&tenant, "hooks.example", again), Gate::Send);
-        assert!(!breakers.record(&tenant, "hooks.example", true, again));
-        assert_eq!(breakers.gate(&tenant, "hooks.example", again), Gate::Send);
-        assert_eq!(breakers.gate(&tenant, "hooks.example", again), Gate::Send);
-    }
-
-    #[test]
-    fn a_trial_that_sent_nothing_or_never_reported_lets_another_try() {
-        let (breakers, tenant, later) = open_until_later();
-        assert_eq!(breakers.gate(&tenant, "hooks.example", later), Gate::Send);
-        breakers.untried(&tenant, "hooks.example");
-        assert_eq!(breakers.gate(&tenant, "hooks.example", later), Gate::Send);
-        assert_eq!(
-            breakers.gate(&tenant, "hooks.example", later + TRIAL_TIMEOUT),
-            Gate::Send
-        );
-    }
-
-    #[test]
-    fn breakers_are_kept_by_host_whatever_the_path_or_case() {
-        assert_eq!(host_of("https://Hooks.Example:8443/a?b=c"), "hooks.example");
-        assert_eq!(host_of("not a url"), "not a url");
-    }
-
-    #[test]
-    fn past_the_most_breakers_the_oldest_failures_are_forgotten() {
-        let breakers = Breakers::default();
-        let tenant = TenantId::from("t");
-        let now = Instant::now();
-        for n in 0..MAX_BREAKERS as u64 + 1 {
-            breakers.record(
-                &tenant,
-                &format!("h{n}"),
-                false,
-                now + Duration::from_millis(n),
-            );
-        }
-        let kept = breakers.0.lock().unwrap().len();
-        assert!(kept < MAX_BREAKERS && kept > MAX_BREAKERS / 2, "{kept}");
-        assert!(breakers
-            .0
-            .lock()
-            .unwrap()
-            .contains_key(&(tenant, format!("h{MAX_BREAKERS}"))));
-    }
-}
+#[path = "breaker_tests.rs"]
+mod tests;

@@ -173,13 +173,20 @@ impl Dialer {
         }
     }
 
-    /// POSTs `body` to `url` with `headers`, the guard applied to this very dial.
+    /// The time one POST is given, unless a breaker gives less (`push/breaker.rs`).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// POSTs `body` to `url` with `headers` within `timeout` (at most the dialer's), the guard
+    /// applied to this very dial.
     pub async fn post(
         &self,
         url: &str,
         allow_private: bool,
         headers: reqwest::header::HeaderMap,
         body: Vec<u8>,
+        timeout: Duration,
     ) -> Result<EndpointResponse, DialError> {
         let parsed = self
             .vet(url, allow_private)
@@ -188,6 +195,7 @@ impl Dialer {
         let response = self
             .client(allow_private)?
             .post(parsed.url)
+            .timeout(timeout.min(self.timeout))
             .headers(headers)
             .body(body)
             .send()

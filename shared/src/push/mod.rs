@@ -4,8 +4,10 @@
 mod attempt;
 pub mod batch;
 pub mod breaker;
+mod clearance;
 pub mod dial;
 pub mod endpoint;
+mod fair_share;
 pub mod notify;
 pub mod outcome;
 mod prepare;

@@ -11,13 +11,13 @@
 //! an event whose attempts are spent is skipped with a warning. A tenant's receiver that fails
 //! every POST is held back for a while before any write (`push/breaker.rs`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 
-use super::attempt::jitter;
-use super::breaker::{host_of, Gate};
+use super::clearance::{Clearance, Cleared};
+use super::outcome::jitter;
 use super::outcome::{JobOutcome, LEASE_SECONDS, STORE_RETRY};
 use super::signature::sign_delivery;
 use super::worker::Worker;
@@ -43,6 +43,8 @@ enum Round {
     Done,
     /// Try again after this long.
     RetryIn(Duration),
+    /// Nothing tried (see [`JobOutcome::HeldBack`]): again after this long.
+    HeldBack(Duration),
 }
 
 impl Worker {
@@ -86,16 +88,24 @@ impl Worker {
                 .map(|config| self.notify_config(&task, config, &key)),
         )
         .await;
-        let mut soonest: Option<Duration> = None;
+        let (mut retry, mut held): (Option<Duration>, Option<Duration>) = (None, None);
         for round in rounds {
-            if let Round::RetryIn(delay) = round? {
-                soonest = Some(soonest.map_or(delay, |soonest| soonest.min(delay)));
+            let (soonest, delay) = match round? {
+                Round::Done => continue,
+                Round::RetryIn(delay) => (&mut retry, delay),
+                Round::HeldBack(delay) => (&mut held, delay),
+            };
+            *soonest = Some(soonest.map_or(delay, |soonest| soonest.min(delay)));
+        }
+        // A config that tried and failed has its retry counted; when none did, waiting is free.
+        Ok(match (retry, held) {
+            (Some(retry), held) => JobOutcome::RetryIn(held.map_or(retry, |held| held.min(retry))),
+            (None, Some(held)) => JobOutcome::HeldBack(held),
+            (None, None) => {
+                self.retire_if_finished(&task, &configs).await;
+                JobOutcome::Done
             }
-        }
-        if soonest.is_none() {
-            self.retire_if_finished(&task, &configs).await;
-        }
-        Ok(soonest.map_or(JobOutcome::Done, JobOutcome::RetryIn))
+        })
     }
 
     /// Once a finished task's configs have every event, they leave the outbox index: the
@@ -122,27 +132,28 @@ impl Worker {
         if config.delivered >= task.event_count() {
             return Ok(Round::Done);
         }
-        let host = host_of(&config.url);
-        if let Gate::Wait(delay) = self.breakers.gate(&config.tenant_id, &host, Instant::now()) {
-            // The tenant's receiver there fails every POST: not tried, nothing written.
-            return Ok(Round::RetryIn(delay));
-        }
+        let clearance = match self.clear(&config.tenant_id, &config.url).await? {
+            Cleared::Go(clearance) => clearance,
+            // Not tried, nothing written.
+            Cleared::HoldBack(delay) => return Ok(Round::HeldBack(delay)),
+        };
         let token = uuid::Uuid::new_v4().to_string();
-        let Some(config) = self
+        let leased = self
             .store
             .lease_notify(&config, &token, LEASE_SECONDS)
-            .await?
-        else {
-            self.breakers.untried(&config.tenant_id, &host);
+            .await;
+        let Ok(Some(config)) = leased else {
+            self.release(clearance, false).await;
             // Another sender is at it; come back for what it may not have read.
-            return Ok(Round::RetryIn(Duration::from_secs(1)));
+            return leased.map(|_| Round::RetryIn(Duration::from_secs(1)));
         };
         // What the previous holder delivered, read with the lease: a copy read before it may be
         // behind and would send an event twice.
         let mut lease = Lease { token, held: true };
         let round = self
-            .send_events(task, &config, &host, key, &mut lease)
+            .send_events(task, &config, &clearance, key, &mut lease)
             .await;
+        self.release(clearance, true).await;
         if lease.held {
             if let Err(error) = self.store.release_notify(&config, &lease.token).await {
                 tracing::warn!(error = %error, config_id = %config.id, "could not release a notification lease");
@@ -151,13 +162,13 @@ impl Worker {
         round
     }
 
-    /// Posts the config's pending events to its receiver at `host` in order, moving `delivered`
-    /// after each 2xx, and tells the tenant's breaker there how each POST went.
+    /// Posts the config's pending events to its receiver in order under `clearance`, moving
+    /// `delivered` after each 2xx.
     async fn send_events(
         &self,
         task: &Task,
         config: &NotifyConfig,
-        host: &str,
+        clearance: &Clearance,
         key: &SigningKey,
         lease: &mut Lease,
     ) -> Result<Round, StoreError> {
@@ -171,17 +182,10 @@ impl Worker {
             let id = config.notification_id(event.number);
             sign_delivery(&mut headers, key, &id, unix_seconds(), &body);
             let outcome = self
-                .dialer
-                .post(&config.url, false, headers, body.into_bytes())
+                .post_cleared(clearance, &config.url, false, headers, body.into_bytes())
                 .await;
             let succeeded =
                 matches!(&outcome, Ok(response) if (200..300).contains(&response.status));
-            if self
-                .breakers
-                .record(&config.tenant_id, host, succeeded, Instant::now())
-            {
-                tracing::warn!(tenant_id = %config.tenant_id, host = %host, "push notifications to a receiver failing every POST are held back for a while");
-            }
             let retry_after = match outcome {
                 Ok(_) if succeeded => {
                     if !self.store.advance_notify(config, event.number).await? {

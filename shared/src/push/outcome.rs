@@ -11,6 +11,11 @@ pub enum JobOutcome {
     Done,
     /// Leave it on the queue and make it visible again after this delay.
     RetryIn(Duration),
+    /// Nothing was tried (the tenant's pushes in flight at their bound, or its breaker at the
+    /// receiver open): put the message back as a new one, due after this delay, so waiting
+    /// does not count toward its receives (`maxReceiveCount`, which sends a message the worker
+    /// keeps failing to the dead-letter queue).
+    HeldBack(Duration),
 }
 
 /// How long one attempt may hold a task before another attempt may take it over.
@@ -42,4 +47,11 @@ impl From<StoreError> for Stop {
     fn from(error: StoreError) -> Self {
         Stop::Store(error)
     }
+}
+
+/// A uniform draw from [0, 1] for the retry delay's jitter.
+pub(super) fn jitter() -> f64 {
+    let mut bytes = [0u8; 2];
+    let _ = getrandom::fill(&mut bytes);
+    f64::from(u16::from_le_bytes(bytes)) / f64::from(u16::MAX)
 }

@@ -1,10 +1,13 @@
 //! The push queue (SQS): one message per delivery of a task, body `{"task_id", "delivery_id",
 //! "tenant_id", "callee_id"}` (the sweeper's re-sends name only the task), and one per change of
-//! a task whose push notification configs should hear of it, `{"task_id", "kind": "notify"}`.
+//! a task whose push notification configs should hear of it, `{"task_id", "kind": "notify",
+//! "tenant_id"}` (the sweeper's name only the task). Each message's group id is its tenant
+//! ([`tenant_of`]).
+//! A message the worker held back goes back with how often it was (`"held": n`).
 
 use std::time::Duration;
 
-use crate::domain::Task;
+use crate::domain::{Task, TenantId};
 use crate::on_first_use::OnFirstUse;
 
 /// One message taken from the queue, in the shape both the Lambda event source and the local
@@ -14,6 +17,19 @@ pub struct Job {
     pub message_id: String,
     pub receipt_handle: String,
     pub body: String,
+}
+
+/// The tenant a message body names (`tenant_id`), sent as the message's group id: on the
+/// standard push queue that makes it a fair queue (Amazon SQS fair queues, 2025), which gives
+/// other tenants' messages first turn when one tenant's backlog or slow messages take more than
+/// their share of the worker. A message naming no tenant (the sweeper's) counts as a tenant of
+/// its own.
+fn tenant_of(body: &str) -> Option<String> {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()?
+        .get("tenant_id")?
+        .as_str()
+        .map(str::to_owned)
 }
 
 #[derive(Clone, Debug)]
@@ -57,22 +73,83 @@ impl Queue {
         .await
     }
 
-    /// Asks for the task's push notification configs to be sent its new events.
-    pub async fn enqueue_notify(&self, task_id: &str) -> Result<(), QueueError> {
-        self.send(serde_json::json!({ "task_id": task_id, "kind": "notify" }))
-            .await
+    /// Asks for the task's push notification configs to be sent its new events; `tenant_id`,
+    /// when known, names the message's tenant.
+    pub async fn enqueue_notify(
+        &self,
+        task_id: &str,
+        tenant_id: Option<&TenantId>,
+    ) -> Result<(), QueueError> {
+        let mut body = serde_json::json!({ "task_id": task_id, "kind": "notify" });
+        if let Some(tenant_id) = tenant_id {
+            body["tenant_id"] = serde_json::Value::from(tenant_id.as_str());
+        }
+        self.send(body).await
     }
 
     async fn send(&self, body: serde_json::Value) -> Result<(), QueueError> {
+        let body = body.to_string();
         self.client
             .get()
             .send_message()
             .queue_url(self.url()?)
-            .message_body(body.to_string())
+            .set_message_group_id(tenant_of(&body))
+            .message_body(body)
             .send()
             .await
             .map(|_| ())
             .map_err(|error| QueueError(format!("{error:?}")))
+    }
+
+    /// Puts received messages' bodies back as new messages, each due after its delay (at most
+    /// 15 minutes, SQS's longest message delay), ten to a request: jobs that waited without
+    /// trying anything. Whether each was put back.
+    pub async fn send_again(&self, messages: &[(String, Duration)]) -> Vec<bool> {
+        let mut sent = vec![false; messages.len()];
+        for (chunk_at, chunk) in messages.chunks(10).enumerate() {
+            match self.send_batch(chunk).await {
+                Ok(failed) => {
+                    for (n, done) in sent[chunk_at * 10..][..chunk.len()].iter_mut().enumerate() {
+                        *done = !failed.contains(&n.to_string());
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(error = %error, "could not put held-back messages back")
+                }
+            }
+        }
+        sent
+    }
+
+    /// One `SendMessageBatch` of up to ten messages; the ids (their places) that failed.
+    async fn send_batch(&self, chunk: &[(String, Duration)]) -> Result<Vec<String>, QueueError> {
+        let entries = chunk
+            .iter()
+            .enumerate()
+            .map(|(n, (body, delay))| {
+                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                    .id(n.to_string())
+                    .set_message_group_id(tenant_of(body))
+                    .message_body(body)
+                    .delay_seconds(delay.as_secs_f64().ceil().min(900.0) as i32)
+                    .build()
+                    .map_err(|error| QueueError(error.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let output = self
+            .client
+            .get()
+            .send_message_batch()
+            .queue_url(self.url()?)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|error| QueueError(format!("{error:?}")))?;
+        Ok(output
+            .failed()
+            .iter()
+            .map(|failed| failed.id().to_owned())
+            .collect())
     }
 
     /// Makes a received message visible again after `delay` (at most 12 hours).
@@ -100,6 +177,40 @@ impl Queue {
             .await
             .map(|_| ())
             .map_err(|error| QueueError(format!("{error:?}")))
+    }
+
+    /// Deletes handled messages, ten to a request, as the Lambda event source does with a
+    /// batch's successes (the local stand-in for it).
+    pub async fn delete_all(&self, receipt_handles: &[&str]) -> Result<(), QueueError> {
+        for chunk in receipt_handles.chunks(10) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(n, handle)| {
+                    aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                        .id(n.to_string())
+                        .receipt_handle(*handle)
+                        .build()
+                        .map_err(|error| QueueError(error.to_string()))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let output = self
+                .client
+                .get()
+                .delete_message_batch()
+                .queue_url(self.url()?)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(|error| QueueError(format!("{error:?}")))?;
+            if !output.failed().is_empty() {
+                return Err(QueueError(format!(
+                    "{} deletes failed",
+                    output.failed().len()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Long-polls for up to ten messages (the local stand-in for the Lambda event source).

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tracing::field::Empty;
 use tracing::Instrument;
 
+use super::clearance::{Clearance, Cleared};
 use super::dial::Dialer;
 pub use super::outcome::{JobOutcome, ANSWER_TIME, CUT_RETRY, INVOCATION_TIME, LEASE_SECONDS};
 use super::outcome::{Stop, STORE_RETRY};
@@ -44,8 +45,11 @@ pub struct Worker {
     /// How long a callee agent read is trusted (`FORGEBENCH_KEY_CACHE_SECONDS`): a changed
     /// endpoint reaches a worker in another process within this time.
     pub agent_ttl: Duration,
-    /// Notification receivers failing every POST, per tenant and host (`push/breaker.rs`).
+    /// Receivers failing or slow on every POST, per tenant and domain (`push/breaker.rs`).
     pub breakers: Arc<super::breaker::Breakers>,
+    /// The most push POSTs of one tenant in flight across every worker
+    /// (`FORGEBENCH_TENANT_MAX_PUSHES`, `push/fair_share.rs`).
+    pub tenant_max_pushes: u32,
 }
 
 impl Worker {
@@ -62,14 +66,31 @@ impl Worker {
     pub async fn handle_batch(&self, jobs: &[Job], time: Duration) -> Vec<String> {
         let outcomes =
             futures::future::join_all(jobs.iter().map(|job| self.handle_within(job, time))).await;
-        let mut failed = Vec::new();
+        let mut held = Vec::new();
+        let mut retries = Vec::new();
         for (job, outcome) in jobs.iter().zip(outcomes) {
-            if let JobOutcome::RetryIn(delay) = outcome {
-                if let Err(error) = self.queue.delay(&job.receipt_handle, delay).await {
-                    tracing::warn!(error = %error, "could not delay a message; it returns after its visibility timeout");
+            match outcome {
+                JobOutcome::Done => {}
+                JobOutcome::HeldBack(delay) => {
+                    held.push((job, held_again(&job.body, delay, super::outcome::jitter())))
                 }
-                failed.push(job.message_id.clone());
+                JobOutcome::RetryIn(delay) => retries.push((job, delay)),
             }
+        }
+        // Held-back jobs go back as new messages, in one request for the batch.
+        let again: Vec<(String, Duration)> = held.iter().map(|(_, again)| again.clone()).collect();
+        let sent = self.queue.send_again(&again).await;
+        for ((job, (_, delay)), sent) in held.into_iter().zip(sent) {
+            if !sent {
+                retries.push((job, delay));
+            }
+        }
+        let mut failed = Vec::new();
+        for (job, delay) in retries {
+            if let Err(error) = self.queue.delay(&job.receipt_handle, delay).await {
+                tracing::warn!(error = %error, "could not delay a message; it returns after its visibility timeout");
+            }
+            failed.push(job.message_id.clone());
         }
         failed
     }
@@ -122,11 +143,12 @@ impl Worker {
     /// seen finished already shows every attempt that finished it; neither trouble before the
     /// POST nor a failed record costs the task anything.
     async fn deliver(&self, task_id: &TaskId, named: Option<&Named>) -> Result<JobOutcome, Stop> {
-        let (task, token, prepared) = match named {
+        let (task, token, prepared, clearance) = match named {
             Some(named) => self.lease_first(task_id, named).await?,
             None => self.read_first(task_id).await?,
         };
-        let (record, verdict) = self.attempt(&task, prepared).await;
+        let (record, verdict) = self.attempt(&task, prepared, &clearance).await;
+        self.release(clearance, true).await;
         tracing::info!(
             attempt = record.number,
             of_delivery = task.delivery_attempts,
@@ -140,23 +162,37 @@ impl Worker {
     }
 
     /// A message naming the delivery, its tenant and its callee: what the POST needs from the
-    /// callee (cached), then the lease, whose write returns the task: no read of the task. A
-    /// lease taken when the message then cannot be read is given back.
-    async fn lease_first(
-        &self,
-        task_id: &TaskId,
-        named: &Named,
-    ) -> Result<(Task, String, Prepared), Stop> {
+    /// callee (cached), the clearance to POST, then the lease, whose write returns the task: no
+    /// read of the task. A clearance not used is released.
+    async fn lease_first(&self, task_id: &TaskId, named: &Named) -> Result<Leased, Stop> {
         let callee = self
             .callee(task_id, &named.tenant_id, &named.callee_id)
             .await?;
-        let (task, token) = self.lease(task_id, Some(&named.delivery_id)).await?;
+        let clearance = self.cleared(&named.tenant_id, &callee.endpoint.url).await?;
+        let leased = self.lease_with_message(task_id, &named.delivery_id).await;
+        match leased {
+            Ok((task, token, message)) => {
+                let prepared = callee.post_of(&task, message);
+                Ok((task, token, prepared, clearance))
+            }
+            Err(stop) => {
+                self.release(clearance, false).await;
+                Err(stop)
+            }
+        }
+    }
+
+    /// The lease of `delivery_id` and the caller's message; a lease taken when the message then
+    /// cannot be read is given back.
+    async fn lease_with_message(
+        &self,
+        task_id: &TaskId,
+        delivery_id: &str,
+    ) -> Result<(Task, String, Value), Stop> {
+        let (task, token) = self.lease(task_id, Some(delivery_id)).await?;
         name_span(&task);
         match self.caller_message(&task, Some(&token)).await {
-            Ok(message) => {
-                let prepared = callee.post_of(&task, message);
-                Ok((task, token, prepared))
-            }
+            Ok(message) => Ok((task, token, message)),
             Err(stop) => {
                 if matches!(stop, Stop::With(JobOutcome::RetryIn(_))) {
                     self.store.give_back_lease(&task.id, &token).await?;
@@ -167,12 +203,28 @@ impl Worker {
     }
 
     /// A message naming only the task (the sweeper's): read the task, gather the POST's needs,
-    /// then take the lease of the delivery read.
-    async fn read_first(&self, task_id: &TaskId) -> Result<(Task, String, Prepared), Stop> {
+    /// clear the POST, then take the lease of the delivery read.
+    async fn read_first(&self, task_id: &TaskId) -> Result<Leased, Stop> {
         let task = self.load(task_id).await?;
         let prepared = self.prepare(&task).await?;
-        let (task, token) = self.lease(&task.id, task.delivery_id.as_deref()).await?;
-        Ok((task, token, prepared))
+        let clearance = self
+            .cleared(&task.tenant_id, &prepared.endpoint.url)
+            .await?;
+        match self.lease(&task.id, task.delivery_id.as_deref()).await {
+            Ok((task, token)) => Ok((task, token, prepared, clearance)),
+            Err(stop) => {
+                self.release(clearance, false).await;
+                Err(stop)
+            }
+        }
+    }
+
+    /// The clearance for a POST of `tenant_id`'s to `url`; a job not cleared stops, held back.
+    async fn cleared(&self, tenant_id: &TenantId, url: &str) -> Result<Clearance, Stop> {
+        match self.clear(tenant_id, url).await? {
+            Cleared::Go(clearance) => Ok(clearance),
+            Cleared::HoldBack(delay) => Err(Stop::With(JobOutcome::HeldBack(delay))),
+        }
     }
 
     /// Reads the task and names it in the current span; stops when it no longer waits for this
@@ -254,6 +306,32 @@ impl Worker {
     }
 }
 
+/// The longest a held-back message waits before it is handled again.
+const MAX_HOLD: Duration = Duration::from_secs(30);
+
+/// A held-back message's body as it goes back on the queue, counting how often it was held
+/// (`held`), and when it is due: after `delay`, and after longer each time it is held again
+/// (1 s, 2 s, 4 s, ... up to [`MAX_HOLD`]), so a tenant whose receivers stay stuck costs the
+/// queue and the worker less and less; then up to half again, by `spread` (a draw from [0, 1]),
+/// so messages held back together (a breaker's whole backlog) do not all return at one moment
+/// and queue up ahead of other tenants' messages.
+fn held_again(body: &str, delay: Duration, spread: f64) -> (String, Duration) {
+    let spread = |delay: Duration| delay.mul_f64(1.0 + spread.clamp(0.0, 1.0) / 2.0);
+    let Ok(Value::Object(mut fields)) = serde_json::from_str::<Value>(body) else {
+        return (body.to_owned(), spread(delay));
+    };
+    let held = fields.get("held").and_then(Value::as_u64).unwrap_or(0) + 1;
+    fields.insert("held".into(), Value::from(held));
+    let backoff = Duration::from_secs(1 << (held - 1).min(5)).min(MAX_HOLD);
+    (
+        Value::Object(fields).to_string(),
+        spread(delay.max(backoff)),
+    )
+}
+
+/// A leased task, its lease's token, its POST and the clearance to send it.
+type Leased = (Task, String, Prepared, Clearance);
+
 /// What a queue message asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum MessageKind {
@@ -328,6 +406,36 @@ fn awaits_delivery(task: &Task) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_held_again_and_again_waits_longer_each_time() {
+        let body = r#"{"task_id": "t", "delivery_id": "d", "tenant_id": "n", "callee_id": "a"}"#;
+        let mut body = body.to_owned();
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            let (next, wait) = held_again(&body, Duration::from_millis(1_500), 0.0);
+            waits.push(wait.as_millis());
+            body = next;
+        }
+        assert_eq!(
+            waits,
+            [1_500, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]
+        );
+        // What the message asks for is unchanged.
+        assert_eq!(
+            task_id_of(&body).map(|(task, _)| task),
+            Some(TaskId::from("t"))
+        );
+        assert_eq!(
+            held_again("not json", Duration::from_secs(3), 0.0),
+            ("not json".to_owned(), Duration::from_secs(3))
+        );
+        // Spread by up to half again.
+        let (_, spread) = held_again(&body, Duration::from_secs(2), 1.0);
+        assert_eq!(spread, Duration::from_secs(45));
+        let (_, spread) = held_again("{}", Duration::from_secs(2), 0.5);
+        assert_eq!(spread, Duration::from_millis(2_500));
+    }
 
     #[test]
     fn a_delivery_message_names_its_delivery_tenant_and_callee_or_only_its_task() {

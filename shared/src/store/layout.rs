@@ -29,6 +29,7 @@
 //! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
 //! | a key holder's long-poll slot | `POLLS#{agent or member}` | `SLOT#{n}` | | |
 //! | a tenant's long-poll slot | `TPOLLS#{tenant}` | `SLOT#{n}` | | |
+//! | a tenant's push POST in flight | `TPUSH#{tenant}` | `SLOT#{n}` | | |
 //! | word posting | `WORDS#{tenant}#{word}` | `{created}#{task}` | | |
 //! | console session | `SESSION#{sha256}` | `SESSION` | | |
 //! | a tenant's trusted issuers | `TENANT#{tenant}` | `ISSUERS` | | |
@@ -349,6 +350,11 @@ pub(crate) fn tenant_polls_partition(tenant_id: &TenantId) -> String {
     format!("TPOLLS#{tenant_id}")
 }
 
+/// The partition of a tenant's slots for push POSTs in flight.
+pub(crate) fn tenant_pushes_partition(tenant_id: &TenantId) -> String {
+    format!("TPUSH#{tenant_id}")
+}
+
 /// The sort key of a pool's long-poll slot `slot`.
 pub(crate) fn slot_sort_key(slot: u32) -> String {
     format!("{SLOT_SORT_PREFIX}{slot}")
@@ -438,6 +444,7 @@ mod tests {
             (moment_sort_key_bound("at"), "at$"),
             (holder_polls_partition("h"), "POLLS#h"),
             (tenant_polls_partition(&tenant), "TPOLLS#t"),
+            (tenant_pushes_partition(&tenant), "TPUSH#t"),
             (slot_sort_key(3), "SLOT#3"),
             (posting_partition(&tenant, "w"), "WORDS#t#w"),
             (posting_sort_key("at", &task), "at#f1"),

@@ -9,6 +9,10 @@
 //! |---|---|---|
 //! | a key holder's long-poll slot | `POLLS#{agent or member}` | `SLOT#{n}` |
 //! | a tenant's long-poll slot | `TPOLLS#{tenant}` | `SLOT#{n}` |
+//! | a tenant's push POST in flight | `TPUSH#{tenant}` | `SLOT#{n}` |
+//!
+//! The same pools bound a tenant's push POSTs in flight across the push workers
+//! ([`SlotPool::of_tenant_pushes`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,7 +23,7 @@ use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use super::item::{key, n, s, Reader};
 use super::layout::{
     holder_polls_partition, slot_of_sort_key, slot_sort_key, tenant_polls_partition,
-    SLOT_SORT_PREFIX,
+    tenant_pushes_partition, SLOT_SORT_PREFIX,
 };
 use super::{classify, Store, StoreError};
 use crate::domain::clock;
@@ -60,6 +64,15 @@ impl SlotPool {
     pub fn of_tenant(tenant: &TenantId, size: u32) -> SlotPool {
         SlotPool {
             pk: tenant_polls_partition(tenant),
+            size: size.max(1),
+        }
+    }
+
+    /// The `size` slots of `tenant`'s push POSTs in flight (task deliveries and notifications),
+    /// across every worker: what keeps one tenant's slow receivers from holding every worker.
+    pub fn of_tenant_pushes(tenant: &TenantId, size: u32) -> SlotPool {
+        SlotPool {
+            pk: tenant_pushes_partition(tenant),
             size: size.max(1),
         }
     }

@@ -215,7 +215,7 @@ pub async fn notify_changed(store: &Store, queue: &Queue, task: &Task) {
     if task.notify_configs == 0 {
         return;
     }
-    let Err(error) = queue.enqueue_notify(&task.id).await else {
+    let Err(error) = queue.enqueue_notify(&task.id, Some(&task.tenant_id)).await else {
         return;
     };
     tracing::warn!(task_id = %task.id, error = %error, "could not enqueue the task's push notifications; the sweeper will");

@@ -39,6 +39,7 @@ mod public_jwks;
 mod pull;
 mod push;
 mod push_attempts;
+mod push_fair_share;
 mod push_security;
 mod push_signatures;
 mod release;

@@ -307,7 +307,10 @@ async fn a_task_whose_enqueue_was_lost_is_delivered_from_the_outbox() {
         .await
         .done;
     assert_eq!(enqueued, 1);
-    let _worker = forgebench_local::run_push_worker(app.app.clone());
+    let _worker = forgebench_local::run_push_worker(
+        app.app.clone(),
+        forgebench_local::PUSH_WORKER_CONCURRENCY,
+    );
     let settled = app
         .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
         .await;

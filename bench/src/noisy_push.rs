@@ -1,0 +1,210 @@
+//! Push noisy neighbour: one tenant opens push tasks to an endpoint that accepts connections and
+//! never answers, while another pushes to a healthy endpoint, on one gateway, one table, one
+//! queue and one push worker running at most 50 batches at once (the deployed event source's
+//! maximum concurrency), with the deployed push timeout (10 s) and retry schedule. The quiet
+//! tenant's open → delivery time (its open, to its endpoint receiving the POST) is measured
+//! alone, then beside the noise, in one run; the report gives p50 and p95 of each, their ratio,
+//! and the quiet tasks never delivered (a count: the run fails past 0).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::percentile;
+use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Pair, TestApp};
+use serde_json::json;
+
+/// The quiet tenant's opens a second.
+const QUIET_RATE: u64 = 4;
+/// The noisy tenant's opens a second.
+const NOISY_RATE: u64 = 8;
+/// How long a quiet task may take to reach its endpoint before it counts as lost.
+const DELIVERY_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Runs the scenario with `tasks` quiet tasks a phase and each tenant's pushes in flight
+/// bounded by `bound` (`FORGEBENCH_TENANT_MAX_PUSHES`); whether none was lost.
+pub async fn run(tasks: usize, bound: u32) -> bool {
+    let app = Arc::new(
+        spawn_app_with(Options {
+            deployed_push: true,
+            tenant_max_pushes: bound,
+            ..Options::local_push()
+        })
+        .await,
+    );
+    let healthy = Callee::start(|_| {
+        Answer::json(
+            200,
+            json!({"state": "completed", "artifacts": [{"parts": [{"text": "ok"}]}]}),
+        )
+    })
+    .await;
+    let quiet = push_pair(&app, &healthy.url).await;
+    let alone = deliveries(&app, &quiet, &healthy, tasks).await;
+    let noise = Noise::start(Arc::clone(&app)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let beside = deliveries(&app, &quiet, &healthy, tasks).await;
+    let (opened, dialed) = noise.stop().await;
+    println!();
+    println!("push noisy neighbour: each tenant's pushes in flight bounded at {bound}");
+    report(tasks, &alone, &beside, opened, dialed);
+    alone.lost + beside.lost == 0
+}
+
+fn report(tasks: usize, alone: &Phase, beside: &Phase, opened: u64, dialed: usize) {
+    let (alone_p50, alone_p95) = (
+        percentile(&alone.times, 0.5),
+        percentile(&alone.times, 0.95),
+    );
+    let (noisy_p50, noisy_p95) = (
+        percentile(&beside.times, 0.5),
+        percentile(&beside.times, 0.95),
+    );
+    println!();
+    println!(
+        "push noisy neighbour: the quiet tenant's open → delivery, {tasks} tasks a phase at {QUIET_RATE} a second"
+    );
+    println!();
+    println!("| quiet tenant's open → delivery | p50 ms | p95 ms | lost |");
+    println!("|---|---|---|---|");
+    println!(
+        "| alone | {alone_p50:.1} | {alone_p95:.1} | {} |",
+        alone.lost
+    );
+    println!(
+        "| beside the noisy tenant | {noisy_p50:.1} | {noisy_p95:.1} | {} |",
+        beside.lost
+    );
+    println!(
+        "| ratio | {:.2}× | {:.2}× (target ≤ 1.5×: {}) | |",
+        noisy_p50 / alone_p50,
+        noisy_p95 / alone_p95,
+        if noisy_p95 / alone_p95 <= 1.5 {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+    println!();
+    println!(
+        "the noisy tenant meanwhile: {opened} push tasks opened at {NOISY_RATE} a second, {dialed} POSTs dialed to its endpoint that never answers"
+    );
+}
+
+/// A new tenant's pair whose callee pushes to `url`.
+async fn push_pair(app: &TestApp, url: &str) -> Pair {
+    let pair = app.pair().await;
+    let reply = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": url}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    pair
+}
+
+/// One phase's open → delivery times, and the tasks never delivered.
+struct Phase {
+    times: Vec<Duration>,
+    lost: usize,
+}
+
+/// `count` push tasks of `pair`, opened [`QUIET_RATE`] a second: each one's time from its open
+/// to `endpoint` receiving it.
+async fn deliveries(app: &TestApp, pair: &Pair, endpoint: &Callee, count: usize) -> Phase {
+    endpoint.forget();
+    let mut opened_at = HashMap::new();
+    let mut pace = tokio::time::interval(Duration::from_millis(1000 / QUIET_RATE));
+    for n in 0..count {
+        pace.tick().await;
+        let started = Instant::now();
+        let reply = app
+            .open_task(
+                &pair.caller.key,
+                &pair.callee.name,
+                text_message(&format!("quiet {n}")),
+                0,
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        opened_at.insert(reply.field("id"), started);
+    }
+    let deadline = Instant::now() + DELIVERY_DEADLINE;
+    while endpoint.received().len() < count && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut times = Vec::new();
+    for received in endpoint.received() {
+        let task_id = received.headers["x-forgebench-task"]
+            .to_str()
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(started) = opened_at.remove(&task_id) {
+            times.push(received.at.saturating_duration_since(started));
+        }
+    }
+    Phase {
+        times,
+        lost: opened_at.len(),
+    }
+}
+
+/// The noisy tenant's opens, running until stopped.
+struct Noise {
+    stop: Arc<AtomicBool>,
+    opened: Arc<AtomicU64>,
+    hung: Callee,
+    load: tokio::task::JoinHandle<()>,
+}
+
+impl Noise {
+    async fn start(app: Arc<TestApp>) -> Noise {
+        let hung = Callee::start(|_| Answer {
+            delay: Duration::from_secs(3600),
+            ..Answer::json(200, json!({}))
+        })
+        .await;
+        let pair = push_pair(&app, &hung.url).await;
+        let (stop, opened) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicU64::new(0)),
+        );
+        let (stop_opens, opened_count) = (Arc::clone(&stop), Arc::clone(&opened));
+        let load = tokio::spawn(async move {
+            let mut pace = tokio::time::interval(Duration::from_millis(1000 / NOISY_RATE));
+            while !stop_opens.load(Ordering::Relaxed) {
+                pace.tick().await;
+                let reply = app
+                    .open_task(
+                        &pair.caller.key,
+                        &pair.callee.name,
+                        text_message("noise"),
+                        0,
+                    )
+                    .await;
+                if reply.status == 200 {
+                    opened_count.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        Noise {
+            stop,
+            opened,
+            hung,
+            load,
+        }
+    }
+
+    /// Stops the opens: how many were opened, and how many POSTs reached the hanging endpoint.
+    async fn stop(self) -> (u64, usize) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = tokio::time::timeout(Duration::from_secs(15), self.load).await;
+        (
+            self.opened.load(Ordering::Relaxed),
+            self.hung.received().len(),
+        )
+    }
+}

@@ -1,0 +1,195 @@
+//! Fair share in the push worker, against real receivers on loopback: one tenant's pushes in
+//! flight are bounded across the worker (a job past the bound waits without dialing and is not
+//! counted as an attempt), and its breaker at a receiver domain failing every POST holds its
+//! deliveries back, while another tenant's deliveries go on.
+
+use std::time::Duration;
+
+use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Pair, TestApp};
+use serde_json::{json, Value};
+
+/// A new tenant's pair whose callee pushes to `callee`.
+async fn push_pair(app: &TestApp, callee: &Callee) -> Pair {
+    let pair = app.pair().await;
+    let reply = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": callee.url}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    pair
+}
+
+/// Opens `count` push tasks without waiting; their ids.
+async fn open_many(app: &TestApp, pair: &Pair, count: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for n in 0..count {
+        let reply = app
+            .open_task(
+                &pair.caller.key,
+                &pair.callee.name,
+                text_message(&format!("job {n}")),
+                0,
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        ids.push(reply.field("id"));
+    }
+    ids
+}
+
+async fn attempts(app: &TestApp, pair: &Pair, task_id: &str) -> Vec<Value> {
+    let reply = app
+        .get(
+            &format!("/v1/agents/{}/tasks/{task_id}/attempts", pair.callee.name),
+            &pair.tenant.admin_key,
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body["items"].as_array().cloned().unwrap_or_default()
+}
+
+async fn state(app: &TestApp, pair: &Pair, task_id: &str) -> String {
+    let reply = app
+        .get(
+            &format!("/v1/agents/{}/tasks/{task_id}", pair.callee.name),
+            &pair.caller.key,
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.state()
+}
+
+/// Failures in a row that open a tenant's breaker at a receiver domain.
+const FIRST_FAILURES: usize = forgebench::push::breaker::FAILURES_TO_OPEN as usize;
+
+fn hanging() -> Answer {
+    Answer {
+        delay: Duration::from_secs(3600),
+        ..Answer::json(200, json!({}))
+    }
+}
+
+fn completed() -> Answer {
+    Answer::json(
+        200,
+        json!({"state": "completed", "artifacts": [{"parts": [{"text": "ok"}]}]}),
+    )
+}
+
+#[tokio::test]
+async fn a_tenant_past_its_pushes_in_flight_waits_without_dialing_and_others_go_on() {
+    let app = spawn_app_with(Options {
+        tenant_max_pushes: 2,
+        push_timeout: Duration::from_secs(20),
+        ..Options::local_push()
+    })
+    .await;
+    let hung = Callee::start(|_| hanging()).await;
+    let healthy = Callee::start(|_| completed()).await;
+    let noisy = push_pair(&app, &hung).await;
+    let quiet = push_pair(&app, &healthy).await;
+
+    let held = open_many(&app, &noisy, 6).await;
+    assert_eq!(hung.wait_for(2).await.len(), 2);
+    // The quiet tenant's tasks are delivered and answered meanwhile, each at once.
+    for n in 0..3 {
+        let reply = app
+            .open_task(
+                &quiet.caller.key,
+                &quiet.callee.name,
+                text_message(&format!("quiet {n}")),
+                10,
+            )
+            .await;
+        assert_eq!(reply.state(), "completed", "{}", reply.text);
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(hung.received().len(), 2, "only the bound's POSTs dialed");
+    // The two POSTs in flight hold their tasks' leases (each an attempt); the four held back
+    // were never leased.
+    let mut states = Vec::new();
+    for task_id in &held {
+        states.push(state(&app, &noisy, task_id).await);
+    }
+    states.sort();
+    assert_eq!(
+        states,
+        [
+            "submitted",
+            "submitted",
+            "submitted",
+            "submitted",
+            "working",
+            "working"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_receiver_domain_failing_every_post_is_held_back_for_the_tenant_only() {
+    let app = spawn_app_with(Options {
+        retry_seconds: "0.2,0.2,0.2,0.2",
+        ..Options::local_push()
+    })
+    .await;
+    let failing = Callee::start(|_| Answer::text(503, "down")).await;
+    let noisy = push_pair(&app, &failing).await;
+    let other = push_pair(&app, &failing).await;
+
+    let held = open_many(&app, &noisy, 8).await;
+    failing.wait_for(FIRST_FAILURES).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let sent = failing.received().len();
+    // Without the breaker, 8 tasks × 5 attempts 0.2 s apart would all be sent by now.
+    assert!(
+        (FIRST_FAILURES..=8).contains(&sent),
+        "{sent} POSTs: the breaker opened after the first failures"
+    );
+    let mut counted = 0;
+    for task_id in &held {
+        counted += attempts(&app, &noisy, task_id).await.len();
+        assert_ne!(state(&app, &noisy, task_id).await, "failed");
+    }
+    assert_eq!(counted, sent, "only the POSTs sent are attempts");
+    // Another tenant at the same receiver is not held back by the first one's breaker.
+    failing.forget();
+    open_many(&app, &other, 1).await;
+    assert_eq!(failing.wait_for(1).await.len(), 1);
+}
+
+/// The push queue is a fair queue: every message the gateway sends names its tenant as its
+/// group id, so SQS gives other tenants' messages first turn when one tenant's backlog grows.
+#[tokio::test]
+async fn each_push_message_names_its_tenant_as_its_group() {
+    let app = spawn_app_with(Options {
+        push_worker: false,
+        ..Options::local_push()
+    })
+    .await;
+    let hung = Callee::start(|_| hanging()).await;
+    let pair = push_pair(&app, &hung).await;
+    open_many(&app, &pair, 1).await;
+    let (sqs, _) = forgebench_tests::sqs_and_kms(&forgebench_tests::moto_endpoint()).await;
+    let received = sqs
+        .receive_message()
+        .queue_url(&app.push_queue_url)
+        .message_system_attribute_names(
+            aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId,
+        )
+        .wait_time_seconds(2)
+        .send()
+        .await
+        .unwrap();
+    let messages = received.messages();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    let group = messages[0]
+        .attributes()
+        .and_then(|attributes| {
+            attributes.get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId)
+        })
+        .cloned();
+    assert_eq!(group, Some(pair.tenant.id.clone()));
+}
