@@ -1,7 +1,9 @@
-"""`forgebench.webhooks`: verifying signed push deliveries.
+"""`forgebench.webhooks`: verifying signed push deliveries and A2A push notifications.
 
-The unit tests sign deliveries with a key made here; the last test receives a real delivery
-from the gateway on a local endpoint and verifies it with the JWKS the gateway serves.
+The unit tests sign deliveries and notifications with a key made here, and check the
+notifications the gateway's own tests wrote (sdk/testdata/notifications.json); the last tests
+receive a real delivery and real notifications from the gateway on a local endpoint and verify
+them with the JWKS the gateway serves.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-from gateway import CALLEE_NAME, Pair
+from gateway import CALLEE_NAME, Pair, PlainAgent
 
 from forgebench import AuthenticationError, ForgebenchError
 from forgebench.webhooks import (
@@ -31,7 +34,9 @@ from forgebench.webhooks import (
     WebhookVerificationError,
     fetch_jwks,
     fetch_jwks_async,
+    notification_destination,
     verify_delivery,
+    verify_notification,
 )
 
 URL = "https://receiver.example/a2a"
@@ -254,6 +259,167 @@ def test_a_replay_cache_drops_an_id_already_accepted_and_only_after_every_check(
     assert len(cache) == 1
 
 
+# -- verify_notification ---------------------------------------------------------------------
+
+HOOK_URL = "https://receiver.example/hooks/a2a?team=7"
+CONFIG_ID = "hook-1"
+TASK_ID = "task-1"
+VECTORS = Path(__file__).resolve().parents[2] / "testdata" / "notifications.json"
+
+
+def notification_body(
+    url: str = HOOK_URL, config_id: str = CONFIG_ID, task_id: str = TASK_ID
+) -> bytes:
+    destination = {"tenant_id": "tenant-1", "task_id": task_id, "config_id": config_id,
+                   "url": url}
+    update = {
+        "taskId": task_id,
+        "contextId": "context-1",
+        "status": {"state": "TASK_STATE_WORKING", "timestamp": "2026-12-01T10:00:02.000000Z",
+                   "message": {"role": "ROLE_AGENT", "parts": [{"text": "half way"}]}},
+        "metadata": {"forgebench": {"destination": destination}},
+    }
+    return json.dumps({"statusUpdate": update}).encode()
+
+
+def signed_notification(**changes: Any) -> Signed:
+    return Signed(webhook_id=f"{TASK_ID}:{CONFIG_ID}:1", body=notification_body(**changes))
+
+
+def notification_refused(signed: Signed, **arguments: Any) -> WebhookVerificationError:
+    """The error `verify_notification` raises for `signed` with the given changes."""
+    call: dict[str, Any] = {
+        "headers": signed.headers(),
+        "body": signed.body,
+        "jwks": signed.jwks(),
+        "url": HOOK_URL,
+        "now": NOW,
+        **arguments,
+    }
+    with pytest.raises(WebhookVerificationError) as caught:
+        verify_notification(call.pop("headers"), call.pop("body"), call.pop("jwks"), **call)
+    return caught.value
+
+
+def test_a_notification_signed_for_this_receiver_verifies_and_is_returned_parsed() -> None:
+    signed = signed_notification()
+    for config_id, task_id in ((None, None), (CONFIG_ID, None), (None, TASK_ID),
+                               (CONFIG_ID, TASK_ID)):
+        event = verify_notification(signed.headers(), signed.body, signed.jwks(), url=HOOK_URL,
+                                    config_id=config_id, task_id=task_id, now=NOW)
+        assert event["statusUpdate"]["taskId"] == TASK_ID
+        destination = notification_destination(event)
+        assert destination is not None
+        assert destination["url"] == HOOK_URL and destination["config_id"] == CONFIG_ID
+
+
+def test_a_notification_signed_for_another_receiver_is_refused() -> None:
+    elsewhere = signed_notification(url="https://elsewhere.example/hooks/a2a?team=7")
+    error = notification_refused(elsewhere)
+    assert error.reason == "destination"
+    assert "url" in str(error)
+    # the URL as saved, exactly: no normalization either way
+    signed = signed_notification()
+    for url in ("https://receiver.example/hooks/a2a", "https://RECEIVER.example/hooks/a2a?team=7",
+                HOOK_URL + "/"):
+        assert notification_refused(signed, url=url).reason == "destination", url
+
+
+def test_another_config_or_task_fails_the_destination_check() -> None:
+    signed = signed_notification()
+    error = notification_refused(signed, config_id="hook-2")
+    assert (error.reason, "config_id" in str(error)) == ("destination", True)
+    error = notification_refused(signed, task_id="task-2")
+    assert (error.reason, "task_id" in str(error)) == ("destination", True)
+
+
+def test_a_tampered_notification_fails_the_signature_check() -> None:
+    signed = signed_notification()
+    tampered = signed.body.replace(b"half way", b"all done")
+    assert notification_refused(signed, body=tampered).reason == "signature"
+    # moving the destination to this receiver breaks the signature too
+    moved = signed_notification(url="https://elsewhere.example/x")
+    assert notification_refused(signed, headers=moved.headers()).reason == "signature"
+
+
+def test_an_old_notification_fails_the_timestamp_check() -> None:
+    old = Signed(webhook_id="task-1:hook-1:1", body=notification_body(),
+                 timestamp=NOW - DEFAULT_TOLERANCE_SECONDS - 1)
+    error = notification_refused(old, headers=old.headers())
+    assert error.reason == "timestamp"
+    assert "tolerance" in str(error)
+    # checked before the signature, and with the tolerance given
+    assert notification_refused(old, headers=old.headers(), body=b"{}").reason == "timestamp"
+    assert verify_notification(old.headers(), old.body, old.jwks(), url=HOOK_URL, now=NOW,
+                               tolerance=DEFAULT_TOLERANCE_SECONDS + 1)
+
+
+def test_a_body_naming_no_notification_destination_fails_the_destination_check() -> None:
+    for body in (delivery_body(), b'{"statusUpdate": {"taskId": "t"}}',
+                 b'{"statusUpdate": {"metadata": {"forgebench": {}}}}', b"[]", b"not json"):
+        signed = Signed(body=body)
+        error = notification_refused(signed, headers=signed.headers(), body=body)
+        assert error.reason == "destination", body
+    # and a notification is no delivery: it names no delivery destination
+    notification = signed_notification()
+    assert rejected(notification, headers=notification.headers(),
+                    body=notification.body).reason == "destination"
+
+
+def test_a_replay_cache_drops_a_notification_already_accepted() -> None:
+    signed = signed_notification()
+    cache = ReplayCache()
+    assert verify_notification(signed.headers(), signed.body, signed.jwks(), url=HOOK_URL,
+                               now=NOW, replay_cache=cache)
+    assert notification_refused(signed, replay_cache=cache).reason == "replay"
+
+
+def test_notification_errors_never_echo_the_body_or_the_urls() -> None:
+    signed = signed_notification()
+    for error in (notification_refused(signed, url="https://other.example/?token=hunter2"),
+                  notification_refused(signed, body=signed.body + b" "),
+                  notification_refused(signed, config_id="secret-config")):
+        for secret in ("hunter2", HOOK_URL, "half way", "secret-config"):
+            assert secret not in str(error)
+
+
+def vectors() -> dict[str, Any]:
+    """The notifications the gateway's tests built and signed (shared/src/push/signature.rs)."""
+    loaded: dict[str, Any] = json.loads(VECTORS.read_text(encoding="utf-8"))
+    return loaded
+
+
+def test_the_gateways_own_notifications_verify() -> None:
+    vector = vectors()
+    assert len(vector["notifications"]) >= 2
+    kinds: set[str] = set()
+    for notification in vector["notifications"]:
+        headers, body = notification["headers"], notification["body"]
+        now = int(headers["webhook-timestamp"])
+        event = verify_notification(headers, body, vector["jwks"], url=vector["url"],
+                                    config_id=vector["config_id"], task_id=vector["task_id"],
+                                    now=now)
+        kinds.update(event)
+        assert notification_destination(event) == {
+            "tenant_id": vector["tenant_id"], "task_id": vector["task_id"],
+            "config_id": vector["config_id"], "url": vector["url"]}
+
+        def refusal(**changes: Any) -> str:
+            arguments: dict[str, Any] = {"url": vector["url"], "now": now, **changes}
+            raw = arguments.pop("body", body)
+            with pytest.raises(WebhookVerificationError) as caught:
+                verify_notification(headers, raw, vector["jwks"], **arguments)
+            return caught.value.reason
+
+        assert refusal(url="https://receiver.example/hooks/a2a") == "destination"
+        assert refusal(config_id="another-hook") == "destination"
+        assert refusal(body=body.replace(vector["url"], "https://elsewhere.example/")) == (
+            "signature"
+        )
+        assert refusal(now=now + DEFAULT_TOLERANCE_SECONDS + 1) == "timestamp"
+    assert kinds == {"statusUpdate", "artifactUpdate"}
+
+
 # -- fetch_jwks, against a canned server -----------------------------------------------------
 
 
@@ -368,3 +534,83 @@ def test_a_real_delivery_verifies_with_the_gateways_jwks(pair: Pair) -> None:
         verify_delivery(delivery_request.headers, delivery_request.body, card_only,
                         url=endpoint, agent_id=pair.callee_id)
     assert caught.value.reason == "signature"
+
+
+# -- real notifications from the gateway -----------------------------------------------------
+
+
+def a2a_rpc(agent: PlainAgent, callee_id: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The result of an A2A JSON-RPC call on the callee's interface, sent with `agent`'s key."""
+    answer = agent.ok(
+        "POST",
+        f"/v1/agents/{callee_id}/a2a/jsonrpc",
+        headers={"A2A-Version": "1.0"},
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+    )
+    assert "result" in answer, answer
+    result: dict[str, Any] = answer["result"]
+    return result
+
+
+def notifications_until_final(received: queue.Queue[ReceivedRequest]) -> list[ReceivedRequest]:
+    """The notifications received up to the one of the task's final state."""
+    posts: list[ReceivedRequest] = []
+    while True:
+        post = received.get(timeout=15)
+        posts.append(post)
+        state = json.loads(post.body).get("statusUpdate", {}).get("status", {}).get("state")
+        if state == "TASK_STATE_COMPLETED":
+            return posts
+
+
+def test_real_notifications_verify_with_the_gateways_jwks(pair: Pair) -> None:
+    received: queue.Queue[ReceivedRequest] = queue.Queue()
+    handler = type("Receiver", (_Endpoint,), {"received": received})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        hook = f"http://127.0.0.1:{server.server_address[1]}/hooks/a2a?team=7"
+        message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
+                   "parts": [{"text": "Classify"}]}
+        configuration = {"returnImmediately": True,
+                         "taskPushNotificationConfig": {"id": "hook", "url": hook}}
+        sent = a2a_rpc(pair.caller, pair.callee_id, "SendMessage",
+                       {"message": message, "configuration": configuration})
+        task_id = sent["task"]["id"]
+        assert pair.callee.claim_within(10)["id"] == task_id
+        pair.callee.complete_with_text(task_id, "received")
+        posts = notifications_until_final(received)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    # any key of the tenant reads the JWKS: here the caller's own, who made the config
+    jwks = fetch_jwks(pair.base_url, pair.caller_key)
+    cache = ReplayCache()
+    kinds = []
+    for post in posts:
+        event = verify_notification(post.headers, post.body, jwks, url=hook, config_id="hook",
+                                    task_id=task_id, replay_cache=cache)
+        kinds.append(next(iter(event)))
+        destination = notification_destination(event)
+        assert destination is not None
+        assert (destination["url"], destination["config_id"], destination["task_id"]) == (
+            hook, "hook", task_id)
+    assert kinds == ["statusUpdate", "artifactUpdate", "statusUpdate"]
+
+    first = posts[0]
+
+    def refusal(**changes: Any) -> str:
+        arguments: dict[str, Any] = {"url": hook, **changes}
+        body = arguments.pop("body", first.body)
+        with pytest.raises(WebhookVerificationError) as caught:
+            verify_notification(first.headers, body, jwks, **arguments)
+        return caught.value.reason
+
+    assert refusal(replay_cache=cache) == "replay"
+    assert refusal(url=hook.replace("?team=7", "")) == "destination"
+    assert refusal(config_id="another-hook") == "destination"
+    assert refusal(task_id=str(uuid.uuid4())) == "destination"
+    assert refusal(body=first.body.replace(b"/hooks/a2a", b"/elsewhere")) == "signature"
+    assert refusal(now=time.time() + DEFAULT_TOLERANCE_SECONDS + 5) == "timestamp"

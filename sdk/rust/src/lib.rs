@@ -62,5 +62,6 @@ pub use task::{
 pub use tasks::{CallOptions, DeliveryAttempt, Direction, TaskPage, TaskSearch, MAX_WAIT_SECONDS};
 pub use token::{AccessToken, TokenError, TokenFuture, TokenProvider, TOKEN_REFRESH_MARGIN};
 pub use webhooks::{
-    fetch_jwks, verify_delivery, Expected, ReplayCache, WebhookCheck, WebhookError,
+    fetch_jwks, notification_destination, verify_delivery, verify_notification, Expected,
+    ExpectedNotification, ReplayCache, WebhookCheck, WebhookError,
 };

@@ -1,12 +1,15 @@
-//! Verifying the gateway's signed push deliveries, on the callee's endpoint.
+//! Verifying the gateway's signed POSTs: push deliveries on a callee's endpoint, and A2A push
+//! notifications on a caller's webhook.
 //!
 //! Every POST the gateway pushes carries `webhook-id`, `webhook-timestamp` (Unix seconds) and
 //! `webhook-signature: v1a,<base64 Ed25519 signature over "{id}.{timestamp}.{body}">`, made with
 //! one of the `webhook-signing` keys of the JWKS at `GET /v1/billing/export/pubkey`. One key signs
-//! the deliveries of every tenant, so the body's `destination` is what binds a delivery to one
-//! endpoint. [`verify_delivery`] makes the checks of docs/api.md ("Signed deliveries"), in its
-//! order: the timestamp, the signature, the destination; and, given a [`ReplayCache`], drops a
-//! `webhook-id` already handled.
+//! for every tenant, so the destination the body names is what binds a POST to one receiver.
+//! [`verify_delivery`] makes the checks of docs/api.md ("Signed deliveries"), in its order: the
+//! timestamp, the signature, the destination (`destination`); and, given a [`ReplayCache`], drops
+//! a `webhook-id` already handled. [`verify_notification`] makes the same checks on an A2A push
+//! notification, whose body (an A2A `StreamResponse`) names its destination in the update's
+//! `metadata` (docs/a2a.md, "Push notifications").
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -36,7 +39,33 @@ pub struct Expected<'a> {
     pub agent_id: &'a str,
 }
 
-/// The check a delivery failed.
+/// Who a notification's receiver is: its URL exactly as saved on the push notification config,
+/// and, when given, the config's id and its task's id, which the notification must name too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpectedNotification<'a> {
+    pub url: &'a str,
+    pub config_id: Option<&'a str>,
+    pub task_id: Option<&'a str>,
+}
+
+impl<'a> ExpectedNotification<'a> {
+    /// The receiver at `url`, for any of its configs and tasks.
+    pub fn at(url: &'a str) -> ExpectedNotification<'a> {
+        ExpectedNotification {
+            url,
+            config_id: None,
+            task_id: None,
+        }
+    }
+}
+
+/// The member of a notification's update `metadata` that holds `destination`.
+pub const NOTIFICATION_METADATA_KEY: &str = "forgebench";
+
+/// The members of a `StreamResponse` a notification's update is under.
+const NOTIFICATION_UPDATES: [&str; 2] = ["statusUpdate", "artifactUpdate"];
+
+/// The check a delivery or a notification failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WebhookCheck {
     Timestamp,
@@ -63,7 +92,7 @@ impl std::fmt::Display for WebhookCheck {
     }
 }
 
-/// A delivery failed a check: the variant says which one. The message names what was wrong,
+/// A delivery or a notification failed a check: the variant says which one. The message names what was wrong,
 /// never a header's value, the body, or the URLs compared.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WebhookError {
@@ -74,7 +103,8 @@ pub enum WebhookError {
     /// missing).
     #[error("signature check failed: {0}")]
     Signature(String),
-    /// The body's `destination` is not this endpoint and agent.
+    /// The destination the body names is not this receiver (a delivery's `destination`: this
+    /// endpoint and agent; a notification's: this URL, and the config and task given).
     #[error("destination check failed: {0}")]
     Destination(String),
     /// The [`ReplayCache`] already accepted this `webhook-id`.
@@ -216,6 +246,98 @@ pub fn verify_delivery<H: DeliveryHeaders + ?Sized>(
     now: SystemTime,
     replay: Option<&ReplayCache>,
 ) -> Result<Value, WebhookError> {
+    let (webhook_id, timestamp) = signed_by_the_gateway(headers, body, jwks, tolerance, now)?;
+    let delivery = json_of(body)?;
+    let Some(destination) = delivery.get("destination").filter(|d| d.is_object()) else {
+        return Err(WebhookError::Destination(
+            "the body names no destination".into(),
+        ));
+    };
+    if destination.get("url").and_then(Value::as_str) != Some(expected.url) {
+        return Err(WebhookError::Destination(
+            "destination.url is not this endpoint".into(),
+        ));
+    }
+    if destination.get("agent_id").and_then(Value::as_str) != Some(expected.agent_id) {
+        return Err(WebhookError::Destination(
+            "destination.agent_id is not this agent".into(),
+        ));
+    }
+
+    not_replayed(replay, webhook_id, timestamp, now)?;
+    Ok(delivery)
+}
+
+/// The notification (the parsed A2A `StreamResponse`, `{"statusUpdate": …}` or
+/// `{"artifactUpdate": …}`) when the gateway signed it for this receiver.
+///
+/// `headers`, `body`, `jwks`, `tolerance`, `now` and `replay` are as for [`verify_delivery`].
+/// The destination is the update's `metadata.forgebench.destination`
+/// ([`notification_destination`]): its `url` must be `expected.url`, and its `config_id` and
+/// `task_id` those `expected` gives. The error is the first check that failed.
+pub fn verify_notification<H: DeliveryHeaders + ?Sized>(
+    headers: &H,
+    body: &[u8],
+    jwks: &Value,
+    expected: &ExpectedNotification<'_>,
+    tolerance: Duration,
+    now: SystemTime,
+    replay: Option<&ReplayCache>,
+) -> Result<Value, WebhookError> {
+    let (webhook_id, timestamp) = signed_by_the_gateway(headers, body, jwks, tolerance, now)?;
+    let notification = json_of(body)?;
+    let Some(destination) = notification_destination(&notification) else {
+        return Err(WebhookError::Destination(
+            "the body names no destination".into(),
+        ));
+    };
+    let named = |field: &str| destination.get(field).and_then(Value::as_str);
+    if named("url") != Some(expected.url) {
+        return Err(WebhookError::Destination(
+            "destination.url is not this receiver".into(),
+        ));
+    }
+    // A field the receiver gave must be named as given.
+    let differs =
+        |field: &str, given: Option<&str>| given.is_some_and(|id| named(field) != Some(id));
+    if differs("config_id", expected.config_id) {
+        return Err(WebhookError::Destination(
+            "destination.config_id is not this config".into(),
+        ));
+    }
+    if differs("task_id", expected.task_id) {
+        return Err(WebhookError::Destination(
+            "destination.task_id is not this task".into(),
+        ));
+    }
+    not_replayed(replay, webhook_id, timestamp, now)?;
+    Ok(notification)
+}
+
+/// Where a notification (a parsed `StreamResponse`) says it was sent: its update's
+/// `metadata.forgebench.destination` (`{"tenant_id", "task_id", "config_id", "url"}`), or `None`
+/// when it names none. Trust it only once [`verify_notification`] has accepted the notification.
+pub fn notification_destination(notification: &Value) -> Option<&Value> {
+    let update = NOTIFICATION_UPDATES
+        .iter()
+        .find_map(|kind| notification.get(kind).filter(|update| update.is_object()))?;
+    update
+        .get("metadata")?
+        .get(NOTIFICATION_METADATA_KEY)?
+        .get("destination")
+        .filter(|destination| destination.is_object())
+}
+
+/// The timestamp and signature checks, in that order: `webhook-timestamp` within `tolerance` of
+/// `now`, and a signature over `{id}.{timestamp}.{body}` by a `webhook-signing` key of `jwks`.
+/// The `webhook-id` and the timestamp.
+fn signed_by_the_gateway<'h, H: DeliveryHeaders + ?Sized>(
+    headers: &'h H,
+    body: &[u8],
+    jwks: &Value,
+    tolerance: Duration,
+    now: SystemTime,
+) -> Result<(&'h str, u64), WebhookError> {
     let stamp = headers.header("webhook-timestamp").unwrap_or("").trim();
     if stamp.is_empty() {
         return Err(WebhookError::Timestamp(
@@ -272,33 +394,28 @@ pub fn verify_delivery<H: DeliveryHeaders + ?Sized>(
             "no published webhook-signing key signed it".into(),
         ));
     }
+    Ok((webhook_id, timestamp))
+}
 
-    let delivery: Value = serde_json::from_slice(body)
-        .map_err(|_| WebhookError::Destination("the body is not JSON".into()))?;
-    let Some(destination) = delivery.get("destination").filter(|d| d.is_object()) else {
-        return Err(WebhookError::Destination(
-            "the body names no destination".into(),
-        ));
-    };
-    if destination.get("url").and_then(Value::as_str) != Some(expected.url) {
-        return Err(WebhookError::Destination(
-            "destination.url is not this endpoint".into(),
-        ));
-    }
-    if destination.get("agent_id").and_then(Value::as_str) != Some(expected.agent_id) {
-        return Err(WebhookError::Destination(
-            "destination.agent_id is not this agent".into(),
-        ));
-    }
+/// The signed body, parsed; a body that is not JSON names no destination.
+fn json_of(body: &[u8]) -> Result<Value, WebhookError> {
+    serde_json::from_slice(body)
+        .map_err(|_| WebhookError::Destination("the body is not JSON".into()))
+}
 
-    if let Some(cache) = replay {
-        if !cache.remember(webhook_id, timestamp, now) {
-            return Err(WebhookError::Replay(
-                "this webhook-id was already handled".into(),
-            ));
-        }
+/// The replay check, last: with a cache, a `webhook-id` it already accepted is refused.
+fn not_replayed(
+    replay: Option<&ReplayCache>,
+    webhook_id: &str,
+    timestamp: u64,
+    now: SystemTime,
+) -> Result<(), WebhookError> {
+    match replay {
+        Some(cache) if !cache.remember(webhook_id, timestamp, now) => Err(WebhookError::Replay(
+            "this webhook-id was already handled".into(),
+        )),
+        _ => Ok(()),
     }
-    Ok(delivery)
 }
 
 /// The gateway's JWKS (`GET /v1/billing/export/pubkey`) at `base_url`, read with `api_key` (any

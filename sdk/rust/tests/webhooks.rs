@@ -1,5 +1,7 @@
-//! `webhooks`: verifying signed push deliveries with a key made here, then a real delivery from
-//! the gateway (in-process, on the local emulators) verified with the JWKS it serves.
+//! `webhooks`: verifying signed push deliveries and A2A push notifications with a key made here,
+//! the notifications the gateway's own tests wrote (sdk/testdata/notifications.json), then a real
+//! delivery and real notifications from the gateway (in-process, on the local emulators) verified
+//! with the JWKS it serves.
 
 #![allow(
     clippy::unwrap_used,
@@ -14,8 +16,8 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use ed25519_dalek::{Signer, SigningKey};
 use forgebench_sdk::webhooks::{
-    fetch_jwks, verify_delivery, DeliveryHeaders, Expected, ReplayCache, WebhookCheck,
-    WebhookError, DEFAULT_TOLERANCE,
+    fetch_jwks, notification_destination, verify_delivery, verify_notification, DeliveryHeaders,
+    Expected, ExpectedNotification, ReplayCache, WebhookCheck, WebhookError, DEFAULT_TOLERANCE,
 };
 use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options};
 use serde_json::{json, Value};
@@ -511,4 +513,384 @@ async fn a_real_delivery_verifies_with_the_gateways_jwks_and_only_at_its_own_end
         .retain(|key| key["purpose"] != "webhook-signing");
     let result = verify(&received.raw_body, &card_keys_only, &me, SystemTime::now());
     assert_eq!(check(result), WebhookCheck::Signature);
+}
+
+// -- verify_notification ---------------------------------------------------------------------
+
+const HOOK_URL: &str = "https://receiver.example/hooks/a2a?team=7";
+const CONFIG_ID: &str = "hook-1";
+const TASK_ID: &str = "task-1";
+
+fn notification_body(url: &str, config_id: &str, task_id: &str) -> Vec<u8> {
+    json!({"statusUpdate": {
+        "taskId": task_id,
+        "contextId": "context-1",
+        "status": {"state": "TASK_STATE_WORKING", "timestamp": "2026-12-01T10:00:02.000000Z",
+                   "message": {"role": "ROLE_AGENT", "parts": [{"text": "half way"}]}},
+        "metadata": {"forgebench": {"destination": {
+            "tenant_id": "tenant-1", "task_id": task_id, "config_id": config_id, "url": url,
+        }}},
+    }})
+    .to_string()
+    .into_bytes()
+}
+
+/// A notification signed at `timestamp` by a key of its own, for the receiver at `url`.
+fn signed_notification(url: &str, timestamp: u64) -> Signed {
+    Signed {
+        id: format!("{TASK_ID}:{CONFIG_ID}:1"),
+        body: notification_body(url, CONFIG_ID, TASK_ID),
+        ..Signed::at(timestamp)
+    }
+}
+
+impl Signed {
+    fn verify_notification(
+        &self,
+        headers: &[(String, String)],
+        body: &[u8],
+        expected: &ExpectedNotification<'_>,
+    ) -> Result<Value, WebhookError> {
+        verify_notification(
+            headers,
+            body,
+            &self.jwks(),
+            expected,
+            DEFAULT_TOLERANCE,
+            at(NOW),
+            None,
+        )
+    }
+
+    /// Verified as the receiver `expected`, with its own headers and body.
+    fn notified(&self, expected: &ExpectedNotification<'_>) -> Result<Value, WebhookError> {
+        self.verify_notification(&self.headers(), &self.body, expected)
+    }
+}
+
+#[test]
+fn a_notification_signed_for_this_receiver_verifies_and_is_returned_parsed() {
+    let signed = signed_notification(HOOK_URL, NOW);
+    for (config_id, task_id) in [
+        (None, None),
+        (Some(CONFIG_ID), None),
+        (None, Some(TASK_ID)),
+        (Some(CONFIG_ID), Some(TASK_ID)),
+    ] {
+        let expected = ExpectedNotification {
+            url: HOOK_URL,
+            config_id,
+            task_id,
+        };
+        let notification = signed.notified(&expected).unwrap();
+        assert_eq!(notification["statusUpdate"]["taskId"], TASK_ID);
+        assert_eq!(
+            notification_destination(&notification),
+            Some(&json!({"tenant_id": "tenant-1", "task_id": TASK_ID,
+                         "config_id": CONFIG_ID, "url": HOOK_URL}))
+        );
+    }
+}
+
+#[test]
+fn a_notification_signed_for_another_receiver_fails_the_destination_check() {
+    let elsewhere = signed_notification("https://elsewhere.example/hooks/a2a?team=7", NOW);
+    let error = elsewhere
+        .notified(&ExpectedNotification::at(HOOK_URL))
+        .unwrap_err();
+    assert_eq!(error.check(), WebhookCheck::Destination);
+    assert!(error.to_string().contains("url"), "{error}");
+    // the URL as saved, exactly: no normalization either way
+    let signed = signed_notification(HOOK_URL, NOW);
+    let trailing = format!("{HOOK_URL}/");
+    for url in [
+        "https://receiver.example/hooks/a2a",
+        "https://RECEIVER.example/hooks/a2a?team=7",
+        trailing.as_str(),
+    ] {
+        let result = signed.notified(&ExpectedNotification::at(url));
+        assert_eq!(check(result), WebhookCheck::Destination, "{url}");
+    }
+}
+
+#[test]
+fn another_config_or_task_fails_the_destination_check() {
+    let signed = signed_notification(HOOK_URL, NOW);
+    let other_config = ExpectedNotification {
+        config_id: Some("hook-2"),
+        ..ExpectedNotification::at(HOOK_URL)
+    };
+    let error = signed.notified(&other_config).unwrap_err();
+    assert_eq!(error.check(), WebhookCheck::Destination);
+    assert!(error.to_string().contains("config_id"), "{error}");
+    let other_task = ExpectedNotification {
+        task_id: Some("task-2"),
+        ..ExpectedNotification::at(HOOK_URL)
+    };
+    let error = signed.notified(&other_task).unwrap_err();
+    assert_eq!(error.check(), WebhookCheck::Destination);
+    assert!(error.to_string().contains("task_id"), "{error}");
+}
+
+#[test]
+fn a_tampered_notification_fails_the_signature_check() {
+    let signed = signed_notification(HOOK_URL, NOW);
+    let me = ExpectedNotification::at(HOOK_URL);
+    let tampered = String::from_utf8(signed.body.clone())
+        .unwrap()
+        .replace("half way", "all done");
+    let result = signed.verify_notification(&signed.headers(), tampered.as_bytes(), &me);
+    assert_eq!(check(result), WebhookCheck::Signature);
+    // the headers of the same event signed for another receiver do not fit this body
+    let moved = Signed {
+        key: signed.key.clone(),
+        ..signed_notification("https://elsewhere.example/x", NOW)
+    };
+    let result = signed.verify_notification(&moved.headers(), &signed.body, &me);
+    assert_eq!(check(result), WebhookCheck::Signature);
+}
+
+#[test]
+fn an_old_notification_fails_the_timestamp_check_before_the_signature() {
+    let tolerance = DEFAULT_TOLERANCE.as_secs();
+    let old = signed_notification(HOOK_URL, NOW - tolerance - 1);
+    let me = ExpectedNotification::at(HOOK_URL);
+    let error = old.notified(&me).unwrap_err();
+    assert_eq!(error.check(), WebhookCheck::Timestamp);
+    assert!(error.to_string().contains("tolerance"), "{error}");
+    let stale_and_tampered = old.verify_notification(&old.headers(), b"{}", &me);
+    assert_eq!(check(stale_and_tampered), WebhookCheck::Timestamp);
+    let wider = verify_notification(
+        &old.headers(),
+        &old.body,
+        &old.jwks(),
+        &me,
+        DEFAULT_TOLERANCE + Duration::from_secs(1),
+        at(NOW),
+        None,
+    );
+    assert!(wider.is_ok(), "{wider:?}");
+}
+
+#[test]
+fn a_body_naming_no_notification_destination_fails_the_destination_check() {
+    for body in [
+        delivery_body(HOOK_URL, AGENT_ID),
+        br#"{"statusUpdate":{"taskId":"t"}}"#.to_vec(),
+        br#"{"statusUpdate":{"metadata":{"forgebench":{}}}}"#.to_vec(),
+        b"[]".to_vec(),
+        b"not json".to_vec(),
+    ] {
+        let signed = Signed {
+            body,
+            ..Signed::new()
+        };
+        let result = signed.notified(&ExpectedNotification::at(HOOK_URL));
+        assert_eq!(check(result), WebhookCheck::Destination);
+    }
+    // and a notification is no delivery: it names no delivery destination
+    let notification = signed_notification(HOOK_URL, NOW);
+    assert_eq!(check(notification.verify()), WebhookCheck::Destination);
+}
+
+#[test]
+fn a_replay_cache_drops_a_notification_already_accepted() {
+    let signed = signed_notification(HOOK_URL, NOW);
+    let cache = ReplayCache::default();
+    let run = || {
+        verify_notification(
+            &signed.headers(),
+            &signed.body,
+            &signed.jwks(),
+            &ExpectedNotification::at(HOOK_URL),
+            DEFAULT_TOLERANCE,
+            at(NOW),
+            Some(&cache),
+        )
+    };
+    assert!(run().is_ok());
+    assert_eq!(check(run()), WebhookCheck::Replay);
+}
+
+#[test]
+fn notification_errors_never_echo_the_body_or_the_urls() {
+    let signed = signed_notification(HOOK_URL, NOW);
+    let mut longer = signed.body.clone();
+    longer.push(b' ');
+    let secret_url = ExpectedNotification::at("https://other.example/?token=hunter2");
+    let secret_config = ExpectedNotification {
+        config_id: Some("secret-config"),
+        ..ExpectedNotification::at(HOOK_URL)
+    };
+    let failures = [
+        signed.notified(&secret_url),
+        signed.verify_notification(
+            &signed.headers(),
+            &longer,
+            &ExpectedNotification::at(HOOK_URL),
+        ),
+        signed.notified(&secret_config),
+    ];
+    for failure in failures {
+        let message = failure.unwrap_err().to_string();
+        for secret in ["hunter2", HOOK_URL, "half way", "secret-config"] {
+            assert!(!message.contains(secret), "{message}");
+        }
+    }
+}
+
+/// The notifications the gateway's tests built and signed (shared/src/push/signature.rs).
+fn vectors() -> Value {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/notifications.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_gateways_own_notifications_verify_for_their_receiver_only() {
+    let vector = vectors();
+    let text = |name: &str| vector[name].as_str().unwrap().to_owned();
+    let (url, config_id, task_id) = (text("url"), text("config_id"), text("task_id"));
+    let notifications = vector["notifications"].as_array().unwrap();
+    assert!(notifications.len() >= 2);
+    let mut kinds = Vec::new();
+    for notification in notifications {
+        let headers: BTreeMap<String, String> =
+            serde_json::from_value(notification["headers"].clone()).unwrap();
+        let body = notification["body"].as_str().unwrap();
+        let now = at(headers["webhook-timestamp"].parse().unwrap());
+        let verify = |body: &str, expected: &ExpectedNotification<'_>, now: SystemTime| {
+            verify_notification(
+                &headers,
+                body.as_bytes(),
+                &vector["jwks"],
+                expected,
+                DEFAULT_TOLERANCE,
+                now,
+                None,
+            )
+        };
+        let me = ExpectedNotification {
+            url: &url,
+            config_id: Some(&config_id),
+            task_id: Some(&task_id),
+        };
+        let verified = verify(body, &me, now).unwrap();
+        kinds.extend(verified.as_object().unwrap().keys().cloned());
+        assert_eq!(
+            notification_destination(&verified),
+            Some(
+                &json!({"tenant_id": vector["tenant_id"], "task_id": task_id,
+                         "config_id": config_id, "url": url})
+            )
+        );
+        let bare = ExpectedNotification::at("https://receiver.example/hooks/a2a");
+        assert_eq!(check(verify(body, &bare, now)), WebhookCheck::Destination);
+        let other_config = ExpectedNotification {
+            config_id: Some("another-hook"),
+            ..me
+        };
+        assert_eq!(
+            check(verify(body, &other_config, now)),
+            WebhookCheck::Destination
+        );
+        let moved = body.replace(&url, "https://elsewhere.example/");
+        assert_eq!(check(verify(&moved, &me, now)), WebhookCheck::Signature);
+        let late = now + DEFAULT_TOLERANCE + Duration::from_secs(1);
+        assert_eq!(check(verify(body, &me, late)), WebhookCheck::Timestamp);
+    }
+    kinds.sort();
+    assert_eq!(kinds, ["artifactUpdate", "statusUpdate"]);
+}
+
+#[tokio::test]
+async fn real_notifications_verify_with_the_gateways_jwks_and_only_at_their_own_receiver() {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let hook = format!("{}?team=7", receiver.url);
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let sent = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": {"messageId": "m-1", "role": "ROLE_USER",
+                               "parts": [{"text": "Classify"}]},
+                   "configuration": {"returnImmediately": true,
+                                     "taskPushNotificationConfig": {"id": "hook", "url": hook}}}),
+        )
+        .await;
+    let task_id = sent.body["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", sent.text))
+        .to_owned();
+    assert_eq!(app.claim(&pair.callee.key, 5).await.field("id"), task_id);
+    let done = json!({"state": "completed",
+                      "artifacts": [{"name": "label", "parts": [{"text": "utilities"}]}]});
+    let answered = app.post_result(&pair.callee.key, &task_id, done).await;
+    assert_eq!(answered.status, 200, "{}", answered.text);
+    // the claim, the artifact, the completion
+    let received = receiver.wait_for(3).await;
+
+    let http = reqwest::Client::new();
+    let jwks = fetch_jwks(&http, &app.base, &pair.caller.key)
+        .await
+        .unwrap();
+    let me = ExpectedNotification {
+        url: &hook,
+        config_id: Some("hook"),
+        task_id: Some(&task_id),
+    };
+    let cache = ReplayCache::default();
+    let verify = |post: &forgebench_tests::Received,
+                  body: &[u8],
+                  expected: &ExpectedNotification<'_>,
+                  now: SystemTime| {
+        verify_notification(
+            &post.headers,
+            body,
+            &jwks,
+            expected,
+            DEFAULT_TOLERANCE,
+            now,
+            Some(&cache),
+        )
+    };
+    let mut kinds = Vec::new();
+    for post in &received {
+        let notification = verify(post, &post.raw_body, &me, SystemTime::now()).unwrap();
+        kinds.extend(notification.as_object().unwrap().keys().cloned());
+        let destination = notification_destination(&notification).unwrap();
+        assert_eq!(destination["url"], hook.as_str());
+        assert_eq!(destination["config_id"], "hook");
+        assert_eq!(destination["task_id"], task_id.as_str());
+        assert_eq!(destination["tenant_id"], pair.tenant.id.as_str());
+    }
+    assert_eq!(kinds, ["statusUpdate", "artifactUpdate", "statusUpdate"]);
+
+    let first = &received[0];
+    let again = verify(first, &first.raw_body, &me, SystemTime::now());
+    assert_eq!(check(again), WebhookCheck::Replay);
+    for other in [
+        ExpectedNotification::at(&receiver.url),
+        ExpectedNotification {
+            config_id: Some("another-hook"),
+            ..me
+        },
+        ExpectedNotification {
+            task_id: Some(&pair.caller.id),
+            ..me
+        },
+    ] {
+        let result = verify(first, &first.raw_body, &other, SystemTime::now());
+        assert_eq!(check(result), WebhookCheck::Destination, "{other:?}");
+    }
+    let tampered = String::from_utf8(first.raw_body.clone())
+        .unwrap()
+        .replace("?team=7", "?team=8");
+    let result = verify(first, tampered.as_bytes(), &me, SystemTime::now());
+    assert_eq!(check(result), WebhookCheck::Signature);
+    let late = SystemTime::now() + DEFAULT_TOLERANCE + Duration::from_secs(5);
+    let result = verify(first, &first.raw_body, &me, late);
+    assert_eq!(check(result), WebhookCheck::Timestamp);
 }

@@ -1,13 +1,16 @@
 /**
- * Verifying the gateway's signed push deliveries, on the callee's endpoint.
+ * Verifying the gateway's signed POSTs: push deliveries on a callee's endpoint, and A2A push
+ * notifications on a caller's webhook.
  *
  * Every POST the gateway pushes carries `webhook-id`, `webhook-timestamp` (Unix seconds) and
  * `webhook-signature: v1a,<base64 Ed25519 signature over "{id}.{timestamp}.{body}">`, made with
  * one of the `webhook-signing` keys of the JWKS at `GET /v1/billing/export/pubkey`. One key signs
- * the deliveries of every tenant, so the body's `destination` is what binds a delivery to one
- * endpoint. `verifyDelivery` makes the checks of docs/api.md ("Signed deliveries"), in its
- * order: the timestamp, the signature, the destination; and, given a `ReplayCache`, drops a
- * `webhook-id` already handled.
+ * for every tenant, so the destination the body names is what binds a POST to one receiver.
+ * `verifyDelivery` makes the checks of docs/api.md ("Signed deliveries"), in its order: the
+ * timestamp, the signature, the destination (`destination`); and, given a `ReplayCache`, drops a
+ * `webhook-id` already handled. `verifyNotification` makes the same checks on an A2A push
+ * notification, whose body (an A2A `StreamResponse`) names its destination in the update's
+ * `metadata` (the gateway's docs, "Push notifications").
  */
 
 import { createPublicKey, verify, type KeyObject } from "node:crypto";
@@ -62,12 +65,37 @@ export interface Delivery {
   [member: string]: unknown;
 }
 
-/** The check a delivery failed. */
+/**
+ * Where a notification was sent: the push notification config (its tenant, its task, its id) and
+ * the receiver's URL exactly as saved on the config.
+ */
+export interface NotificationDestination {
+  tenant_id: string;
+  task_id: string;
+  config_id: string;
+  url: string;
+}
+
+/** The member of a notification's update `metadata` that holds `destination`. */
+export const NOTIFICATION_METADATA_KEY = "forgebench";
+
+/**
+ * A notification's body: an A2A `StreamResponse` holding one update, `statusUpdate` or
+ * `artifactUpdate`, whose `metadata.forgebench.destination` names where it was sent.
+ */
+export interface Notification {
+  statusUpdate?: Record<string, unknown>;
+  artifactUpdate?: Record<string, unknown>;
+  [member: string]: unknown;
+}
+
+/** The check a delivery or a notification failed. */
 export type WebhookCheck = "timestamp" | "signature" | "destination" | "replay";
 
 /**
- * A delivery failed a check; `reason` says which one. The message names what was wrong, never
- * a header's value, the body, or the URLs compared. (`status` is 0: no gateway response.)
+ * A delivery or a notification failed a check; `reason` says which one. The message names what
+ * was wrong, never a header's value, the body, or the URLs compared. (`status` is 0: no gateway
+ * response.)
  */
 export class WebhookVerificationError extends ForgebenchError {
   readonly reason: WebhookCheck;
@@ -96,6 +124,26 @@ export interface VerifyDeliveryOptions {
   url: string;
   /** This agent's id. */
   agentId: string;
+  /** Default 300. */
+  toleranceSeconds?: number;
+  /** The time to check against; the clock by default. */
+  now?: Date;
+  /** Refuses (reason `replay`) a `webhook-id` it already accepted, after every other check. */
+  replayCache?: ReplayCache;
+}
+
+/** What `verifyNotification` checks a notification against. */
+export interface VerifyNotificationOptions {
+  headers: DeliveryHeaders;
+  /** The raw request body, exactly as received (a Buffer is a Uint8Array). */
+  body: string | Uint8Array;
+  jwks: Jwks;
+  /** This receiver's URL exactly as saved on the push notification config. */
+  url: string;
+  /** When given, the config's id must be this. */
+  configId?: string;
+  /** When given, the config's task must be this. */
+  taskId?: string;
   /** Default 300. */
   toleranceSeconds?: number;
   /** The time to check against; the clock by default. */
@@ -147,6 +195,75 @@ export class ReplayCache {
  * `signature`, `destination` (or `replay`).
  */
 export function verifyDelivery(options: VerifyDeliveryOptions): Delivery {
+  const { raw, webhookId, timestamp, now } = signedByTheGateway(options);
+  const delivery = jsonOf(raw);
+  const destination = isObject(delivery) ? delivery.destination : undefined;
+  if (!isObject(destination)) throw new WebhookVerificationError("destination", "the body names no destination");
+  if (destination.url !== options.url) {
+    throw new WebhookVerificationError("destination", "destination.url is not this endpoint");
+  }
+  if (destination.agent_id !== options.agentId) {
+    throw new WebhookVerificationError("destination", "destination.agent_id is not this agent");
+  }
+  notReplayed(options.replayCache, webhookId, timestamp, now);
+  return delivery as Delivery;
+}
+
+/**
+ * The notification (the parsed A2A `StreamResponse`) when the gateway signed it for this
+ * receiver; throws a `WebhookVerificationError` whose `reason` is the first check that failed:
+ * `timestamp`, `signature`, `destination` (or `replay`). The destination is the update's
+ * `metadata.forgebench.destination` (`notificationDestination`): its `url` must be `url`, and its
+ * `config_id` and `task_id` the ones given.
+ */
+export function verifyNotification(options: VerifyNotificationOptions): Notification {
+  const { raw, webhookId, timestamp, now } = signedByTheGateway(options);
+  const notification = jsonOf(raw);
+  const destination = notificationDestination(notification);
+  if (destination === undefined) throw new WebhookVerificationError("destination", "the body names no destination");
+  if (destination.url !== options.url) {
+    throw new WebhookVerificationError("destination", "destination.url is not this receiver");
+  }
+  if (options.configId !== undefined && destination.config_id !== options.configId) {
+    throw new WebhookVerificationError("destination", "destination.config_id is not this config");
+  }
+  if (options.taskId !== undefined && destination.task_id !== options.taskId) {
+    throw new WebhookVerificationError("destination", "destination.task_id is not this task");
+  }
+  notReplayed(options.replayCache, webhookId, timestamp, now);
+  return notification as Notification;
+}
+
+/**
+ * Where a notification (a parsed `StreamResponse`) says it was sent: its update's
+ * `metadata.forgebench.destination`, or `undefined` when it names none. Trust it only once
+ * `verifyNotification` has accepted the notification.
+ */
+export function notificationDestination(notification: unknown): Partial<NotificationDestination> | undefined {
+  if (!isObject(notification)) return undefined;
+  const update = [notification.statusUpdate, notification.artifactUpdate].find(isObject);
+  const metadata = update?.metadata;
+  const ours = isObject(metadata) ? metadata[NOTIFICATION_METADATA_KEY] : undefined;
+  const destination = isObject(ours) ? ours.destination : undefined;
+  return isObject(destination) ? (destination as Partial<NotificationDestination>) : undefined;
+}
+
+/**
+ * What passed the timestamp and signature checks: the raw body, its id and timestamp, and the
+ * time checked against.
+ */
+interface Signed {
+  raw: Buffer;
+  webhookId: string;
+  timestamp: number;
+  now: Date;
+}
+
+/**
+ * The timestamp and signature checks, in that order: `webhook-timestamp` within the tolerance of
+ * `now`, and a signature over `{id}.{timestamp}.{body}` by a `webhook-signing` key of the JWKS.
+ */
+function signedByTheGateway(options: VerifyDeliveryOptions | VerifyNotificationOptions): Signed {
   const headers = lowercase(options.headers);
   const raw = typeof options.body === "string" ? Buffer.from(options.body, "utf8") : Buffer.from(options.body);
   const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
@@ -174,26 +291,23 @@ export function verifyDelivery(options: VerifyDeliveryOptions): Delivery {
   if (!keys.some((key) => signatures.some((signature) => verifies(key, signature, signed)))) {
     throw new WebhookVerificationError("signature", "no published webhook-signing key signed it");
   }
+  return { raw, webhookId, timestamp, now };
+}
 
-  let delivery: unknown;
+/** The signed body, parsed; a body that is not JSON names no destination. */
+function jsonOf(raw: Buffer): unknown {
   try {
-    delivery = JSON.parse(raw.toString("utf8")) as unknown;
+    return JSON.parse(raw.toString("utf8")) as unknown;
   } catch {
     throw new WebhookVerificationError("destination", "the body is not JSON");
   }
-  const destination = isObject(delivery) ? delivery.destination : undefined;
-  if (!isObject(destination)) throw new WebhookVerificationError("destination", "the body names no destination");
-  if (destination.url !== options.url) {
-    throw new WebhookVerificationError("destination", "destination.url is not this endpoint");
-  }
-  if (destination.agent_id !== options.agentId) {
-    throw new WebhookVerificationError("destination", "destination.agent_id is not this agent");
-  }
+}
 
-  if (options.replayCache !== undefined && !options.replayCache.remember(webhookId, timestamp, now)) {
+/** The replay check, last: with a cache, a `webhook-id` it already accepted is refused. */
+function notReplayed(cache: ReplayCache | undefined, webhookId: string, timestamp: number, now: Date): void {
+  if (cache !== undefined && !cache.remember(webhookId, timestamp, now)) {
     throw new WebhookVerificationError("replay", "this webhook-id was already handled");
   }
-  return delivery as Delivery;
 }
 
 export interface FetchJwksOptions {

@@ -1,13 +1,18 @@
 /**
- * verifyDelivery, fetchJwks and ReplayCache: deliveries signed with a key made here, then a real
- * delivery from the gateway received on a local endpoint and verified with the gateway's JWKS.
+ * verifyDelivery, verifyNotification, fetchJwks and ReplayCache: deliveries and notifications
+ * signed with a key made here, the notifications the gateway's own tests wrote
+ * (sdk/testdata/notifications.json), then a real delivery and real notifications from the gateway
+ * received on a local endpoint and verified with the gateway's JWKS.
  */
 
 import assert from "node:assert/strict";
 import { generateKeyPairSync, randomUUID, sign, type KeyObject } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { dirname, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 
 import {
   AuthenticationError,
@@ -16,14 +21,28 @@ import {
   ReplayCache,
   WebhookVerificationError,
   fetchJwks,
+  notificationDestination,
   verifyDelivery,
+  verifyNotification,
   type Jwk,
   type Jwks,
   type VerifyDeliveryOptions,
+  type VerifyNotificationOptions,
   type WebhookCheck,
 } from "@seedlinglabs/forgebench-sdk";
 
-import { CALLEE_NAME, baseUrl, newWorld, noGateway, ok, openTask } from "./support/gateway.js";
+import {
+  CALLEE_NAME,
+  answerTask,
+  baseUrl,
+  claimExpected,
+  newWorld,
+  noGateway,
+  ok,
+  openTask,
+  raw,
+  textResult,
+} from "./support/gateway.js";
 
 const URL_SAVED = "https://receiver.example/a2a";
 const AGENT_ID = "706608c0-4160-452a-86ac-ded1186326ac";
@@ -230,6 +249,185 @@ describe("verifyDelivery", () => {
   });
 });
 
+const HOOK_URL = "https://receiver.example/hooks/a2a?team=7";
+const CONFIG_ID = "hook-1";
+const TASK_ID = "task-1";
+/** The notifications the gateway's tests built and signed (shared/src/push/signature.rs). */
+const VECTORS = resolve(dirname(fileURLToPath(import.meta.url)), "../../../testdata/notifications.json");
+
+function notificationBody(url = HOOK_URL, configId = CONFIG_ID, taskId = TASK_ID): Buffer {
+  const destination = { tenant_id: "tenant-1", task_id: taskId, config_id: configId, url };
+  return Buffer.from(
+    JSON.stringify({
+      statusUpdate: {
+        taskId,
+        contextId: "context-1",
+        status: {
+          state: "TASK_STATE_WORKING",
+          timestamp: "2026-12-01T10:00:02.000000Z",
+          message: { role: "ROLE_AGENT", parts: [{ text: "half way" }] },
+        },
+        metadata: { forgebench: { destination } },
+      },
+    }),
+  );
+}
+
+/** A notification signed by `key` (the same JWKS as `Signed`), verified as the receiver at `HOOK_URL`. */
+class SignedNotification extends Signed {
+  constructor(key: KeyObject = newKey(), timestamp: number = NOW_SECONDS, body: Buffer = notificationBody()) {
+    super(key, timestamp, body, `${TASK_ID}:${CONFIG_ID}:1`);
+  }
+
+  notification(changes: Partial<VerifyNotificationOptions> = {}): VerifyNotificationOptions {
+    return { headers: this.headers(), body: this.body, jwks: this.jwks(), url: HOOK_URL, now: NOW, ...changes };
+  }
+}
+
+/** The error verifyNotification throws; fails the test when it returns. */
+function notificationRejection(options: VerifyNotificationOptions): InstanceType<typeof WebhookVerificationError> {
+  try {
+    verifyNotification(options);
+  } catch (error) {
+    assert.ok(error instanceof WebhookVerificationError, `not a WebhookVerificationError: ${String(error)}`);
+    return error;
+  }
+  assert.fail("the notification was accepted");
+}
+
+function notificationReason(options: VerifyNotificationOptions): WebhookCheck {
+  return notificationRejection(options).reason;
+}
+
+describe("verifyNotification", () => {
+  test("accepts a notification signed for this receiver and returns it parsed", () => {
+    const signed = new SignedNotification();
+    for (const given of [{}, { configId: CONFIG_ID }, { taskId: TASK_ID }, { configId: CONFIG_ID, taskId: TASK_ID }]) {
+      const notification = verifyNotification(signed.notification(given));
+      assert.equal(notification.statusUpdate?.taskId, TASK_ID);
+      assert.deepEqual(notificationDestination(notification), {
+        tenant_id: "tenant-1",
+        task_id: TASK_ID,
+        config_id: CONFIG_ID,
+        url: HOOK_URL,
+      });
+    }
+  });
+
+  test("a notification signed for another receiver fails the destination check", () => {
+    const elsewhere = new SignedNotification(newKey(), NOW_SECONDS, notificationBody("https://elsewhere.example/hooks/a2a?team=7"));
+    const error = notificationRejection(elsewhere.notification());
+    assert.equal(error.reason, "destination");
+    assert.match(error.message, /url/);
+    // the URL as saved, exactly: no normalization either way
+    const signed = new SignedNotification();
+    for (const url of ["https://receiver.example/hooks/a2a", "https://RECEIVER.example/hooks/a2a?team=7", `${HOOK_URL}/`]) {
+      assert.equal(notificationReason(signed.notification({ url })), "destination", url);
+    }
+  });
+
+  test("another config or task fails the destination check", () => {
+    const signed = new SignedNotification();
+    const otherConfig = notificationRejection(signed.notification({ configId: "hook-2" }));
+    assert.equal(otherConfig.reason, "destination");
+    assert.match(otherConfig.message, /config_id/);
+    const otherTask = notificationRejection(signed.notification({ taskId: "task-2" }));
+    assert.equal(otherTask.reason, "destination");
+    assert.match(otherTask.message, /task_id/);
+  });
+
+  test("a tampered notification fails the signature check", () => {
+    const signed = new SignedNotification();
+    const tampered = Buffer.from(signed.body.toString().replace("half way", "all done"));
+    assert.equal(notificationReason(signed.notification({ body: tampered })), "signature");
+    const moved = new SignedNotification(signed.key, NOW_SECONDS, notificationBody("https://elsewhere.example/x"));
+    assert.equal(notificationReason(signed.notification({ headers: moved.headers() })), "signature");
+  });
+
+  test("an old notification fails the timestamp check, before the signature", () => {
+    const old = new SignedNotification(newKey(), NOW_SECONDS - DEFAULT_TOLERANCE_SECONDS - 1);
+    const error = notificationRejection(old.notification());
+    assert.equal(error.reason, "timestamp");
+    assert.match(error.message, /tolerance/);
+    assert.equal(notificationReason(old.notification({ body: Buffer.from("{}") })), "timestamp");
+    assert.ok(verifyNotification(old.notification({ toleranceSeconds: DEFAULT_TOLERANCE_SECONDS + 1 })));
+  });
+
+  test("a body naming no notification destination fails the destination check", () => {
+    for (const body of [
+      deliveryBody(),
+      Buffer.from('{"statusUpdate":{"taskId":"t"}}'),
+      Buffer.from('{"statusUpdate":{"metadata":{"forgebench":{}}}}'),
+      Buffer.from("[]"),
+      Buffer.from("not json"),
+    ]) {
+      const signed = new SignedNotification(newKey(), NOW_SECONDS, body);
+      assert.equal(notificationReason(signed.notification()), "destination", body.toString());
+    }
+    // and a notification is no delivery: it names no delivery destination
+    const notification = new SignedNotification();
+    assert.equal(reason(notification.options()), "destination");
+  });
+
+  test("a ReplayCache drops a notification already accepted", () => {
+    const signed = new SignedNotification();
+    const replayCache = new ReplayCache();
+    assert.ok(verifyNotification(signed.notification({ replayCache })));
+    assert.equal(notificationReason(signed.notification({ replayCache })), "replay");
+  });
+
+  test("errors never echo the body or the URLs", () => {
+    const signed = new SignedNotification();
+    const failures = [
+      notificationRejection(signed.notification({ url: "https://other.example/?token=hunter2" })),
+      notificationRejection(signed.notification({ body: Buffer.concat([signed.body, Buffer.from(" ")]) })),
+      notificationRejection(signed.notification({ configId: "secret-config" })),
+    ];
+    for (const error of failures) {
+      for (const secret of ["hunter2", HOOK_URL, "half way", "secret-config"]) {
+        assert.ok(!error.message.includes(secret), `${error.message} includes ${secret}`);
+      }
+    }
+  });
+});
+
+interface Vectors {
+  jwks: Jwks;
+  url: string;
+  tenant_id: string;
+  task_id: string;
+  config_id: string;
+  notifications: { headers: Record<string, string>; body: string }[];
+}
+
+describe("the gateway's own notifications (sdk/testdata/notifications.json)", () => {
+  const vectors = JSON.parse(readFileSync(VECTORS, "utf8")) as Vectors;
+
+  test("each verifies for its receiver, and for no other", () => {
+    assert.ok(vectors.notifications.length >= 2);
+    const kinds = new Set<string>();
+    for (const { headers, body } of vectors.notifications) {
+      const now = new Date(Number(headers["webhook-timestamp"]) * 1000);
+      const options: VerifyNotificationOptions = { headers, body, jwks: vectors.jwks, url: vectors.url, now };
+      const notification = verifyNotification({ ...options, configId: vectors.config_id, taskId: vectors.task_id });
+      for (const kind of Object.keys(notification)) kinds.add(kind);
+      assert.deepEqual(notificationDestination(notification), {
+        tenant_id: vectors.tenant_id,
+        task_id: vectors.task_id,
+        config_id: vectors.config_id,
+        url: vectors.url,
+      });
+      assert.equal(notificationReason({ ...options, url: "https://receiver.example/hooks/a2a" }), "destination");
+      assert.equal(notificationReason({ ...options, configId: "another-hook" }), "destination");
+      const moved = body.replace(vectors.url, "https://elsewhere.example/");
+      assert.equal(notificationReason({ ...options, body: moved }), "signature");
+      const late = new Date(now.getTime() + (DEFAULT_TOLERANCE_SECONDS + 1) * 1000);
+      assert.equal(notificationReason({ ...options, now: late }), "timestamp");
+    }
+    assert.deepEqual([...kinds].sort(), ["artifactUpdate", "statusUpdate"]);
+  });
+});
+
 describe("fetchJwks", () => {
   let server: Server;
   let url = "";
@@ -314,6 +512,76 @@ describe("a real delivery from the gateway", { skip: noGateway }, () => {
       assert.equal(reason({ ...options, jwks: cardKeysOnly }), "signature");
     } finally {
       endpointServer.close();
+    }
+  });
+});
+
+describe("real notifications from the gateway", { skip: noGateway }, () => {
+  test("verify with the JWKS the gateway serves, and only at their own receiver", async () => {
+    const received: Received[] = [];
+    let final: () => void = () => undefined;
+    const finished = new Promise<void>((resolve) => (final = resolve));
+    const receiver = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("end", () => {
+        const body = Buffer.concat(chunks);
+        received.push({ headers: request.headers, body });
+        response.writeHead(200, { "Content-Type": "application/json" });
+        response.end("{}");
+        if (body.includes("TASK_STATE_COMPLETED")) final();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/a2a?team=7`;
+    try {
+      const world = await newWorld();
+      const sent = await raw(
+        world.callerKey,
+        "POST",
+        `/v1/agents/${world.calleeId}/a2a/jsonrpc`,
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "SendMessage",
+          params: {
+            message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "Classify" }] },
+            configuration: { returnImmediately: true, taskPushNotificationConfig: { id: "hook", url: hook } },
+          },
+        },
+        { "A2A-Version": "1.0" },
+      );
+      const taskId = (sent.body as { result?: { task?: { id?: string } } }).result?.task?.id;
+      assert.ok(taskId !== undefined, JSON.stringify(sent.body));
+      assert.equal((await claimExpected(world)).id, taskId);
+      await answerTask(world, taskId, textResult("received"));
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise((_, fail) => (timer = setTimeout(() => fail(new Error("no final notification")), 15_000)));
+      await Promise.race([finished, late]).finally(() => clearTimeout(timer));
+
+      // any key of the tenant reads the JWKS: here the caller's own, who made the config
+      const jwks = await fetchJwks({ baseUrl: baseUrl(), apiKey: world.callerKey });
+      const replayCache = new ReplayCache();
+      const kinds = received.map(({ headers, body }) => {
+        const notification = verifyNotification({ headers, body, jwks, url: hook, configId: "hook", taskId, replayCache });
+        const destination = notificationDestination(notification);
+        assert.deepEqual([destination?.url, destination?.config_id, destination?.task_id], [hook, "hook", taskId]);
+        return Object.keys(notification)[0];
+      });
+      assert.deepEqual(kinds, ["statusUpdate", "artifactUpdate", "statusUpdate"]);
+
+      const first = received[0]!;
+      const options: VerifyNotificationOptions = { headers: first.headers, body: first.body, jwks, url: hook };
+      assert.equal(notificationReason({ ...options, replayCache }), "replay");
+      assert.equal(notificationReason({ ...options, url: hook.replace("?team=7", "") }), "destination");
+      assert.equal(notificationReason({ ...options, configId: "another-hook" }), "destination");
+      assert.equal(notificationReason({ ...options, taskId: randomUUID() }), "destination");
+      const tampered = Buffer.from(first.body.toString().replace("/hooks/a2a", "/elsewhere"));
+      assert.equal(notificationReason({ ...options, body: tampered }), "signature");
+      const later = new Date(Date.now() + (DEFAULT_TOLERANCE_SECONDS + 5) * 1000);
+      assert.equal(notificationReason({ ...options, now: later }), "timestamp");
+    } finally {
+      receiver.close();
     }
   });
 });

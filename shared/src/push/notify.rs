@@ -3,13 +3,15 @@
 //! After every committed change of a task that has configs, [`crate::tasks::notify_changed`] (the task layer) puts one
 //! `{"task_id", "kind": "notify"}` message on the push queue. The worker, for such a message,
 //! reads the task (bodies resolved) and its configs, and sends each config, in order, every
-//! event numbered above its `delivered`: the event's A2A `StreamResponse`, signed like a task
-//! delivery (`webhook-id` = `{task}:{config}:{event}`), with `Authorization: {scheme} {credentials}`
-//! and `X-A2A-Notification-Token` when set, through the SSRF-guarded dialer. One sender per
-//! config at a time (a short lease on the config) keeps the order; each 2xx moves `delivered`
-//! forward with a conditional write. A failure leaves the message for the push retry schedule;
-//! an event whose attempts are spent is skipped with a warning. A tenant's receiver that fails
-//! every POST is held back for a while before any write (`push/breaker.rs`).
+//! event numbered above its `delivered`: the event's A2A `StreamResponse`, naming its
+//! destination in the update's `metadata` ([`super::signature::notification_body`]), signed
+//! like a task delivery (`webhook-id` = `{task}:{config}:{event}`), with
+//! `Authorization: {scheme} {credentials}` and `X-A2A-Notification-Token` when set, through the
+//! SSRF-guarded dialer. One sender per config at a time (a short lease on the config) keeps the
+//! order; each 2xx moves `delivered` forward with a conditional write. A failure leaves the
+//! message for the push retry schedule; an event whose attempts are spent is skipped with a
+//! warning. A tenant's receiver that fails every POST is held back for a while before any write
+//! (`push/breaker.rs`).
 
 use std::time::Duration;
 
@@ -19,7 +21,7 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use super::clearance::{Clearance, Cleared};
 use super::outcome::jitter;
 use super::outcome::{JobOutcome, LEASE_SECONDS, STORE_RETRY};
-use super::signature::sign_delivery;
+use super::signature::{notification_body, sign_delivery, NotificationDestination};
 use super::worker::Worker;
 use crate::a2a::wire::stream_event_json;
 use crate::bodies::BodyError;
@@ -177,7 +179,10 @@ impl Worker {
         };
         let mut delivered = config.delivered;
         for event in task.events_after(config.delivered) {
-            let body = stream_event_json(task, &event).to_string();
+            let body = notification_body(
+                stream_event_json(task, &event),
+                NotificationDestination::of(config),
+            );
             let mut headers = headers.clone();
             let id = config.notification_id(event.number);
             sign_delivery(&mut headers, key, &id, unix_seconds(), &body);

@@ -707,23 +707,98 @@ async fn a_config_receives_every_update_of_its_task_once_in_order_signed_and_aut
     let summaries: Vec<_> = received.iter().map(summary).collect();
     assert_eq!(summaries, expected());
     let keys = webhook_keys(&app, &pair.caller.key).await;
-    assert_addressed_in_order(&received, &task_id);
+    assert_addressed_in_order(&received, &pair, &task_id, &receiver.url);
     for (n, notification) in received.iter().enumerate() {
         assert_eq!(notification.headers["x-a2a-notification-token"], "tok-9");
         assert!(verifies(&keys, notification), "notification {n} verifies");
+        // The destination is signed: the body sent to another receiver no longer verifies.
+        let mut elsewhere = notification.clone();
+        let moved = String::from_utf8(elsewhere.raw_body.clone())
+            .unwrap()
+            .replace(&receiver.url, "https://elsewhere.example/hook");
+        assert_ne!(moved.as_bytes(), notification.raw_body.as_slice());
+        elsewhere.raw_body = moved.into_bytes();
+        assert!(!verifies(&keys, &elsewhere), "notification {n} is bound");
     }
 }
 
+/// Parses each body with the official A2A SDK's `StreamResponse` as a strict ProtoJSON parser
+/// does (an unknown field is an error); the SDK's answer, and whether every body parsed.
+async fn parsed_by_the_a2a_sdk(bodies: Vec<Vec<u8>>) -> (bool, String) {
+    const PARSE: &str = "import json, sys\n\
+        from google.protobuf import json_format\n\
+        from a2a.types import StreamResponse\n\
+        for body in json.load(sys.stdin):\n    \
+            parsed = json_format.Parse(body, StreamResponse())\n    \
+            print(parsed.WhichOneof('payload'))\n";
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var("FORGEBENCH_TEST_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| root.join("../.local/venv/bin/python"));
+    let input: Vec<String> = bodies
+        .into_iter()
+        .map(|body| String::from_utf8(body).unwrap())
+        .collect();
+    let input = serde_json::to_vec(&input).unwrap();
+    let output = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut child = std::process::Command::new(&python)
+            .args(["-c", PARSE])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        child.stdin.take().unwrap().write_all(&input)?;
+        child.wait_with_output()
+    })
+    .await
+    .unwrap()
+    .expect("run the A2A SDK; scripts/install.sh installs it");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+#[tokio::test]
+async fn notifications_naming_their_destination_are_stream_responses_the_a2a_sdk_parses() {
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let (_app, _pair, _task_id) = conversation(&receiver, false).await;
+    let received = settle(&receiver, expected().len()).await;
+    let bodies = received.iter().map(|post| post.raw_body.clone()).collect();
+    let (parsed, answer) = parsed_by_the_a2a_sdk(bodies).await;
+    assert!(parsed, "{answer}");
+    let kinds: Vec<&str> = answer.lines().collect();
+    assert_eq!(kinds.len(), expected().len(), "{answer}");
+    assert!(kinds.contains(&"artifact_update") && kinds.contains(&"status_update"));
+    // A destination beside the update, rather than in its metadata, would not parse.
+    let mut beside = received[0].body.clone();
+    beside["destination"] = json!({"url": receiver.url});
+    let (parsed, answer) = parsed_by_the_a2a_sdk(vec![beside.to_string().into_bytes()]).await;
+    assert!(!parsed, "{answer}");
+}
+
 /// Each notification is about `task_id`, carries the config's credentials, and is numbered in
-/// order from the first (`webhook-id` `{task}:hook:1`, `{task}:hook:2`, …): none repeated, none missing.
-fn assert_addressed_in_order(received: &[Received], task_id: &str) {
+/// order from the first (`webhook-id` `{task}:hook:1`, `{task}:hook:2`, …): none repeated, none
+/// missing. Its body is a StreamResponse (the update alone at the top) naming, in the update's
+/// metadata, where it was sent: the tenant, the task, the config `hook` and the receiver's `url`
+/// as saved, all covered by the signature.
+fn assert_addressed_in_order(received: &[Received], pair: &Pair, task_id: &str, url: &str) {
+    let destination = json!({"forgebench": {"destination": {
+        "tenant_id": pair.tenant.id, "task_id": task_id, "config_id": "hook", "url": url,
+    }}});
     for (n, notification) in received.iter().enumerate() {
+        let members = notification.body.as_object().unwrap();
+        assert_eq!(members.len(), 1, "{}", notification.body);
         let update = notification
             .body
             .get("statusUpdate")
             .or_else(|| notification.body.get("artifactUpdate"))
             .unwrap();
         assert_eq!(update["taskId"], task_id);
+        assert_eq!(update["metadata"], destination, "notification {n}");
         assert_eq!(
             notification.headers["authorization"],
             format!("Bearer {CREDENTIALS}").as_str()
@@ -741,8 +816,8 @@ fn assert_addressed_in_order(received: &[Received], task_id: &str) {
 #[tokio::test]
 async fn notification_ids_name_their_task_so_callers_sharing_a_config_id_never_collide() {
     let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
-    let (_first_app, _first, first_task) = conversation(&receiver, true).await;
-    let (_second_app, _second, second_task) = conversation(&receiver, true).await;
+    let (_first_app, first, first_task) = conversation(&receiver, true).await;
+    let (_second_app, second, second_task) = conversation(&receiver, true).await;
     let received = settle(&receiver, 2 * expected().len()).await;
     assert_eq!(received.len(), 2 * expected().len());
     let ids: std::collections::HashSet<String> = received
@@ -762,6 +837,16 @@ async fn notification_ids_name_their_task_so_callers_sharing_a_config_id_never_c
                 id.starts_with(&format!("{task_id}:hook:")),
                 "{id} names {task_id}"
             );
+            // The signed body names the same config, and the tenant of its task.
+            let destination = &update["metadata"]["forgebench"]["destination"];
+            assert_eq!(destination["task_id"], task_id);
+            assert_eq!(destination["config_id"], "hook");
+            let tenant = if task_id == first_task {
+                &first
+            } else {
+                &second
+            };
+            assert_eq!(destination["tenant_id"], tenant.tenant.id.as_str());
             id
         })
         .collect();
@@ -904,6 +989,7 @@ async fn a_config_sent_with_the_message_receives_every_update_from_the_open() {
     let received = settle(&receiver, expected().len()).await;
     let summaries: Vec<_> = received.iter().map(summary).collect();
     assert_eq!(summaries, expected());
+    assert_addressed_in_order(&received, &pair, &task_id, &receiver.url);
     let listed = app
         .a2a_rpc(
             &pair.callee.id,
@@ -1120,7 +1206,7 @@ async fn a_config_on_a_push_delivered_task_receives_the_callees_answer_once_in_o
         )
     })
     .await;
-    let (_app, _pair, task_id) = push_delivered(&receiver, &callee).await;
+    let (_app, pair, task_id) = push_delivered(&receiver, &callee).await;
     let received = settle(&receiver, 2).await;
     let summaries: Vec<_> = received.iter().map(summary).collect();
     assert_eq!(
@@ -1135,7 +1221,7 @@ async fn a_config_on_a_push_delivered_task_receives_the_callees_answer_once_in_o
         ],
         "{received:#?}"
     );
-    assert_addressed_in_order(&received, &task_id);
+    assert_addressed_in_order(&received, &pair, &task_id, &receiver.url);
     assert_eq!(callee.received().len(), 1, "the callee got the task once");
 }
 

@@ -111,6 +111,7 @@ from .webhooks import (
     fetch_jwks,
     fetch_jwks_async,
     verify_delivery,
+    verify_notification,
 )
 
 __all__ = [
@@ -220,4 +221,5 @@ __all__ = [
     "push_app",
     "task_from_delivery",
     "verify_delivery",
+    "verify_notification",
 ]

@@ -1,16 +1,21 @@
-"""Verifying the gateway's signed push deliveries, on the callee's endpoint.
+"""Verifying the gateway's signed POSTs: push deliveries on a callee's endpoint, and A2A push
+notifications on a caller's webhook.
 
 Every POST the gateway pushes carries `webhook-id`, `webhook-timestamp` (Unix seconds) and
 `webhook-signature: v1a,<base64 Ed25519 signature over "{id}.{timestamp}.{body}">`, made with
 one of the `webhook-signing` keys of the JWKS at `GET /v1/billing/export/pubkey`. One key signs
-the deliveries of every tenant, so the body's `destination` is what binds a delivery to one
-endpoint. `verify_delivery` makes the checks docs/api.md ("Signed deliveries") prescribes, in
-its order: the timestamp, the signature, the destination; and, given a `ReplayCache`, drops a
-`webhook-id` already handled.
+for every tenant, so the destination the body names is what binds a POST to one receiver.
+`verify_delivery` makes the checks docs/api.md ("Signed deliveries") prescribes, in its order:
+the timestamp, the signature, the destination (`destination`); and, given a `ReplayCache`,
+drops a `webhook-id` already handled. `verify_notification` makes the same checks on an A2A
+push notification, whose body (an A2A `StreamResponse`) names its destination in the update's
+`metadata` (docs/a2a.md, "Push notifications").
 
     jwks = fetch_jwks("https://gateway.example", api_key)  # once, then again on a failure
     delivery = verify_delivery(request.headers, raw_body, jwks,
                                url="https://me.example/a2a", agent_id=my_agent_id)
+    event = verify_notification(request.headers, raw_body, jwks,
+                                url="https://me.example/hooks/a2a", config_id="hook-1")
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ __all__ = [
     "DEFAULT_TOLERANCE_SECONDS",
     "DeliveryHeaders",
     "JWKS_PATH",
+    "NOTIFICATION_METADATA_KEY",
     "WEBHOOK_SIGNING_PURPOSE",
     "ReplayCache",
     "SupportsHeaderItems",
@@ -42,7 +48,9 @@ __all__ = [
     "WebhookVerificationError",
     "fetch_jwks",
     "fetch_jwks_async",
+    "notification_destination",
     "verify_delivery",
+    "verify_notification",
 ]
 
 DEFAULT_TOLERANCE_SECONDS = 300
@@ -55,7 +63,12 @@ JWKS_PATH = "/v1/billing/export/pubkey"
 """The gateway's JWKS route (any key of the tenant reads it)."""
 
 WebhookCheck = Literal["timestamp", "signature", "destination", "replay"]
-"""The check a delivery failed."""
+"""The check a delivery or a notification failed."""
+
+NOTIFICATION_METADATA_KEY = "forgebench"
+"""The member of a notification's update `metadata` that holds `destination`."""
+
+_NOTIFICATION_UPDATES = ("statusUpdate", "artifactUpdate")
 
 _SIGNATURE_PREFIX = "v1a,"
 
@@ -73,7 +86,7 @@ DeliveryHeaders: TypeAlias = SupportsHeaderItems | Iterable[tuple[str, str]]
 
 
 class WebhookVerificationError(ForgebenchError):
-    """A delivery failed a check; `reason` says which one.
+    """A delivery or a notification failed a check; `reason` says which one.
 
     The message names what was wrong, never a header's value, the body, or the URLs compared.
     """
@@ -143,10 +156,97 @@ def verify_delivery(
     Raises `WebhookVerificationError` whose `reason` is the first check that failed:
     `timestamp`, `signature`, `destination` (or `replay`).
     """
-    lowered = _lowercase(headers)
     raw = body.encode() if isinstance(body, str) else bytes(body)
     current = time.time() if now is None else now
+    webhook_id, timestamp = _signed_by_the_gateway(headers, raw, jwks, tolerance, current)
 
+    delivery = _json_of(raw)
+    destination = delivery.get("destination") if isinstance(delivery, dict) else None
+    if not isinstance(destination, dict):
+        raise WebhookVerificationError("destination", "the body names no destination")
+    if destination.get("url") != url:
+        raise WebhookVerificationError("destination", "destination.url is not this endpoint")
+    if destination.get("agent_id") != agent_id:
+        raise WebhookVerificationError("destination", "destination.agent_id is not this agent")
+
+    _not_replayed(replay_cache, webhook_id, timestamp, current)
+    result: dict[str, Any] = delivery
+    return result
+
+
+def verify_notification(
+    headers: DeliveryHeaders,
+    body: bytes | str,
+    jwks: Mapping[str, Any],
+    *,
+    url: str,
+    config_id: str | None = None,
+    task_id: str | None = None,
+    tolerance: int = DEFAULT_TOLERANCE_SECONDS,
+    now: float | None = None,
+    replay_cache: ReplayCache | None = None,
+) -> dict[str, Any]:
+    """The notification (the parsed A2A `StreamResponse`, `{"statusUpdate": ...}` or
+    `{"artifactUpdate": ...}`) when the gateway signed it for this receiver.
+
+    `headers`, `body`, `jwks`, `tolerance`, `now` and `replay_cache` are as for
+    `verify_delivery`. `url` is this receiver's URL exactly as saved on the push notification
+    config; `config_id` and `task_id`, when given, must be the config's id and its task's id.
+    The destination is the update's `metadata.forgebench.destination`
+    (`notification_destination`).
+
+    Raises `WebhookVerificationError` whose `reason` is the first check that failed:
+    `timestamp`, `signature`, `destination` (or `replay`).
+    """
+    raw = body.encode() if isinstance(body, str) else bytes(body)
+    current = time.time() if now is None else now
+    webhook_id, timestamp = _signed_by_the_gateway(headers, raw, jwks, tolerance, current)
+
+    notification = _json_of(raw)
+    destination = notification_destination(notification)
+    if destination is None:
+        raise WebhookVerificationError("destination", "the body names no destination")
+    if destination.get("url") != url:
+        raise WebhookVerificationError("destination", "destination.url is not this receiver")
+    if config_id is not None and destination.get("config_id") != config_id:
+        raise WebhookVerificationError("destination", "destination.config_id is not this config")
+    if task_id is not None and destination.get("task_id") != task_id:
+        raise WebhookVerificationError("destination", "destination.task_id is not this task")
+
+    _not_replayed(replay_cache, webhook_id, timestamp, current)
+    result: dict[str, Any] = notification
+    return result
+
+
+def notification_destination(notification: Any) -> dict[str, Any] | None:
+    """Where a notification (a parsed `StreamResponse`) says it was sent:
+    `{"tenant_id", "task_id", "config_id", "url"}` from its update's
+    `metadata.forgebench.destination`, or None when it names none. Trust it only once
+    `verify_notification` has accepted the notification."""
+    if not isinstance(notification, dict):
+        return None
+    for kind in _NOTIFICATION_UPDATES:
+        update = notification.get(kind)
+        if not isinstance(update, dict):
+            continue
+        metadata = update.get("metadata")
+        ours = metadata.get(NOTIFICATION_METADATA_KEY) if isinstance(metadata, dict) else None
+        destination = ours.get("destination") if isinstance(ours, dict) else None
+        return destination if isinstance(destination, dict) else None
+    return None
+
+
+def _signed_by_the_gateway(
+    headers: DeliveryHeaders,
+    raw: bytes,
+    jwks: Mapping[str, Any],
+    tolerance: int,
+    current: float,
+) -> tuple[str, int]:
+    """The `webhook-id` and timestamp of a POST whose timestamp is within `tolerance` of
+    `current` and whose signature a `webhook-signing` key of `jwks` made; the timestamp and
+    signature checks, in that order."""
+    lowered = _lowercase(headers)
     stamp = lowered.get("webhook-timestamp", "").strip()
     if not stamp:
         raise WebhookVerificationError("timestamp", "the webhook-timestamp header is missing")
@@ -173,23 +273,23 @@ def verify_delivery(
     signed = f"{webhook_id}.{stamp}.".encode() + raw
     if not any(_verifies(key, signature, signed) for key in keys for signature in signatures):
         raise WebhookVerificationError("signature", "no published webhook-signing key signed it")
+    return webhook_id, timestamp
 
+
+def _json_of(raw: bytes) -> Any:
+    """The signed body, parsed; a body that is not JSON names no destination."""
     try:
-        delivery = json.loads(raw)
+        return json.loads(raw)
     except ValueError:
         raise WebhookVerificationError("destination", "the body is not JSON") from None
-    destination = delivery.get("destination") if isinstance(delivery, dict) else None
-    if not isinstance(destination, dict):
-        raise WebhookVerificationError("destination", "the body names no destination")
-    if destination.get("url") != url:
-        raise WebhookVerificationError("destination", "destination.url is not this endpoint")
-    if destination.get("agent_id") != agent_id:
-        raise WebhookVerificationError("destination", "destination.agent_id is not this agent")
 
+
+def _not_replayed(
+    replay_cache: ReplayCache | None, webhook_id: str, timestamp: int, current: float
+) -> None:
+    """The replay check, last: with a cache, a `webhook-id` it already accepted is refused."""
     if replay_cache is not None and not replay_cache.remember(webhook_id, timestamp, now=current):
         raise WebhookVerificationError("replay", "this webhook-id was already handled")
-    result: dict[str, Any] = delivery
-    return result
 
 
 def fetch_jwks(
