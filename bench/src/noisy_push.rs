@@ -25,10 +25,12 @@ const DELIVERY_DEADLINE: Duration = Duration::from_secs(60);
 /// Runs the scenario with `tasks` quiet tasks a phase and each tenant's pushes in flight
 /// bounded by `bound` (`FORGEBENCH_TENANT_MAX_PUSHES`); whether none was lost.
 pub async fn run(tasks: usize, bound: u32) -> bool {
+    let recorder = forgebench_tests::Recorder::default();
     let app = Arc::new(
         spawn_app_with(Options {
             deployed_push: true,
             tenant_max_pushes: bound,
+            recorder: Some(recorder.clone()),
             ..Options::local_push()
         })
         .await,
@@ -42,10 +44,15 @@ pub async fn run(tasks: usize, bound: u32) -> bool {
     .await;
     let quiet = push_pair(&app, &healthy.url).await;
     let alone = deliveries(&app, &quiet, &healthy, tasks).await;
+    let alone_requests = requests_a_second(&recorder, alone.took);
     let noise = Noise::start(Arc::clone(&app)).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
+    recorder.take_requests();
     let beside = deliveries(&app, &quiet, &healthy, tasks).await;
+    let beside_requests = requests_a_second(&recorder, beside.took);
     let (opened, dialed) = noise.stop().await;
+    println!("AWS requests a second, alone: {alone_requests}");
+    println!("AWS requests a second, beside the noisy tenant: {beside_requests}");
     println!();
     println!("push noisy neighbour: each tenant's pushes in flight bounded at {bound}");
     report(tasks, &alone, &beside, opened, dialed);
@@ -106,16 +113,35 @@ async fn push_pair(app: &TestApp, url: &str) -> Pair {
     pair
 }
 
-/// One phase's open → delivery times, and the tasks never delivered.
+/// One phase's open → delivery times, the tasks never delivered, and how long it took.
 struct Phase {
     times: Vec<Duration>,
     lost: usize,
+    took: Duration,
+}
+
+/// The AWS requests `recorder` saw over `took`, a second, by service and operation.
+fn requests_a_second(recorder: &forgebench_tests::Recorder, took: Duration) -> String {
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for (operation, actions) in recorder.take_requests() {
+        let service = actions
+            .first()
+            .and_then(|action| action.split(':').next())
+            .unwrap_or("?");
+        *counts.entry(format!("{service}:{operation}")).or_default() += 1;
+    }
+    counts
+        .iter()
+        .map(|(name, count)| format!("{name} {:.1}", *count as f64 / took.as_secs_f64()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `count` push tasks of `pair`, opened [`QUIET_RATE`] a second: each one's time from its open
 /// to `endpoint` receiving it.
 async fn deliveries(app: &TestApp, pair: &Pair, endpoint: &Callee, count: usize) -> Phase {
     endpoint.forget();
+    let started = Instant::now();
     let mut opened_at = HashMap::new();
     let mut pace = tokio::time::interval(Duration::from_millis(1000 / QUIET_RATE));
     for n in 0..count {
@@ -149,6 +175,7 @@ async fn deliveries(app: &TestApp, pair: &Pair, endpoint: &Callee, count: usize)
     Phase {
         times,
         lost: opened_at.len(),
+        took: started.elapsed(),
     }
 }
 

@@ -307,11 +307,11 @@ impl Worker {
 }
 
 /// The longest a held-back message waits before it is handled again.
-const MAX_HOLD: Duration = Duration::from_secs(30);
+const MAX_HOLD: Duration = Duration::from_secs(300);
 
 /// A held-back message's body as it goes back on the queue, counting how often it was held
 /// (`held`), and when it is due: after `delay`, and after longer each time it is held again
-/// (1 s, 2 s, 4 s, ... up to [`MAX_HOLD`]), so a tenant whose receivers stay stuck costs the
+/// (1 s, 2 s, 4 s, ... up to [`MAX_HOLD`], 5 minutes), so a tenant whose receivers stay stuck costs the
 /// queue and the worker less and less; then up to half again, by `spread` (a draw from [0, 1]),
 /// so messages held back together (a breaker's whole backlog) do not all return at one moment
 /// and queue up ahead of other tenants' messages.
@@ -322,7 +322,7 @@ fn held_again(body: &str, delay: Duration, spread: f64) -> (String, Duration) {
     };
     let held = fields.get("held").and_then(Value::as_u64).unwrap_or(0) + 1;
     fields.insert("held".into(), Value::from(held));
-    let backoff = Duration::from_secs(1 << (held - 1).min(5)).min(MAX_HOLD);
+    let backoff = Duration::from_secs(1 << (held - 1).min(9)).min(MAX_HOLD);
     (
         Value::Object(fields).to_string(),
         spread(delay.max(backoff)),
@@ -412,14 +412,17 @@ mod tests {
         let body = r#"{"task_id": "t", "delivery_id": "d", "tenant_id": "n", "callee_id": "a"}"#;
         let mut body = body.to_owned();
         let mut waits = Vec::new();
-        for _ in 0..8 {
+        for _ in 0..12 {
             let (next, wait) = held_again(&body, Duration::from_millis(1_500), 0.0);
             waits.push(wait.as_millis());
             body = next;
         }
         assert_eq!(
             waits,
-            [1_500, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]
+            [
+                1_500, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 300_000,
+                300_000, 300_000
+            ]
         );
         // What the message asks for is unchanged.
         assert_eq!(
@@ -432,7 +435,7 @@ mod tests {
         );
         // Spread by up to half again.
         let (_, spread) = held_again(&body, Duration::from_secs(2), 1.0);
-        assert_eq!(spread, Duration::from_secs(45));
+        assert_eq!(spread, Duration::from_secs(450));
         let (_, spread) = held_again("{}", Duration::from_secs(2), 0.5);
         assert_eq!(spread, Duration::from_millis(2_500));
     }
