@@ -323,7 +323,7 @@ mod tests {
             .collect();
         json!({
             "about": "Push notifications as the gateway builds and signs them, written by \
-                      shared/src/push/signature.rs (FORGEBENCH_WRITE_VECTORS=1 cargo test -p \
+                      shared/src/push/signature.rs (WRITE_SDK_TEST_VECTORS=1 cargo test -p \
                       forgebench notification_vectors). Each verifies with this JWKS at its \
                       webhook-timestamp, for the receiver at `url`.",
             "jwks": {"keys": [crate::domain::card::jwk("vector-key", &key.verifying_key(), "webhook-signing")]},
@@ -339,7 +339,7 @@ mod tests {
     fn the_sdks_notification_vectors_are_what_the_gateway_sends() {
         let made = vectors();
         let path = vectors_path();
-        if std::env::var_os("FORGEBENCH_WRITE_VECTORS").is_some() {
+        if std::env::var_os("WRITE_SDK_TEST_VECTORS").is_some() {
             let text = serde_json::to_string_pretty(&made).unwrap() + "\n";
             std::fs::write(&path, text).unwrap();
         }
@@ -349,7 +349,7 @@ mod tests {
             stored,
             made,
             "{} is not what the gateway sends; write it again with \
-             FORGEBENCH_WRITE_VECTORS=1 cargo test -p forgebench notification_vectors",
+             WRITE_SDK_TEST_VECTORS=1 cargo test -p forgebench notification_vectors",
             path.display()
         );
     }
