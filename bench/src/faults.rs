@@ -681,7 +681,9 @@ async fn answers_applied_twice(app: &TestApp, pair: &Pair, tasks: &[String]) -> 
 
 /// One tenant's push callee accepts connections and never answers; another tenant's answers
 /// at once, on the same gateway and queue. Must hold: the second tenant's tasks all complete;
-/// the first tenant's all end `failed` after their attempts; none lost.
+/// the first tenant's end `failed` after their attempts, or wait (`submitted`, or `working`
+/// while a POST tries the receiver) held back by the tenant's breaker at the receiver, which
+/// spends no attempt; none lost, none completed.
 async fn hung_callee() -> Row {
     let app = spawn_app_with(Options {
         push_timeout: Duration::from_secs(1),
@@ -706,14 +708,19 @@ async fn hung_callee() -> Row {
     let healthy_states =
         final_states(&app, &healthy_pair, &healthy_tasks, Duration::from_secs(60)).await;
     let healthy_done = started.elapsed();
-    let hung_states = final_states(&app, &hung_pair, &hung_tasks, Duration::from_secs(60)).await;
+    // Held back by the breaker once it opened, the hung tasks do not all end soon.
+    let hung_states = final_states(&app, &hung_pair, &hung_tasks, Duration::from_secs(5)).await;
     let mut lost = not_ended_as(&healthy_states, "completed");
-    lost.extend(not_ended_as(&hung_states, "failed"));
+    lost.extend(
+        not_ended_as(&hung_states, "failed")
+            .into_iter()
+            .filter(|task| !task.ends_with(" submitted") && !task.ends_with(" working")),
+    );
     let ledger = ledger.into_inner().unwrap();
     Row {
         case: "a callee that never answers",
         fault: "1 tenant's endpoint hangs".into(),
-        must_hold: "the other tenant's tasks complete; the hung ones fail after their attempts",
+        must_hold: "the other tenant's tasks complete; the hung ones fail after their attempts or wait, held back by the tenant's breaker",
         faults: hung.received().len() as u64,
         requests: ledger.requests,
         tasks: hung_tasks.len() + healthy_tasks.len(),

@@ -29,9 +29,10 @@ const PULL_READ_UNITS_BOUND: f64 = 3.5;
 const PULL_WITHOUT_WORDS_WRITE_UNITS_BOUND: f64 = 20.0;
 /// A push task's may vary by a unit or two between runs, with how the worker's delivery and
 /// the open's answer interleave; the bound leaves that room. 35 until the task item left out
-/// what a reader assumes (2026-12-06), 31 since, 33 once each POST took one of its tenant's
-/// slots for pushes in flight and gave it back (fair share in the push worker, 2026-12-07).
-const PUSH_WRITE_UNITS_BOUND: f64 = 35.0;
+/// what a reader assumes (2026-12-06), 31 since; a POST to a receiver not yet known to answer
+/// in time takes one of its tenant's slots for pushes in flight and gives it back (two more,
+/// once per receiver here).
+const PUSH_WRITE_UNITS_BOUND: f64 = 33.0;
 const PUSH_READ_UNITS_BOUND: f64 = 3.5;
 
 /// The same pull task opened below a call by the call's callee: the parent call's read (its

@@ -95,13 +95,48 @@ struct Breaker {
 
 type Key = (TenantId, String);
 
-/// The breakers of this process, by tenant and receiver domain.
+/// How long a domain that answered a tenant's POST in time is trusted to answer the next ones
+/// in time: its POSTs need no slot of the tenant's pushes in flight meanwhile.
+pub const KNOWN_GOOD_FOR: Duration = Duration::from_secs(300);
+
+/// The breakers of this process, by tenant and receiver domain, and when each domain last
+/// answered in time.
 #[derive(Debug, Default)]
-pub struct Breakers(Mutex<HashMap<Key, Breaker>>);
+pub struct Breakers(Mutex<HashMap<Key, Breaker>>, Mutex<HashMap<Key, Instant>>);
 
 impl Breakers {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Breaker>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn good(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Instant>> {
+        self.1.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a POST of `tenant`'s to `domain` must hold a slot of the tenant's pushes in
+    /// flight: unless the domain's last answer to the tenant came in time, within
+    /// [`KNOWN_GOOD_FOR`], with no failure or slow answer since. A receiver that answers
+    /// promptly holds a worker for no time worth bounding, so a busy tenant whose receivers
+    /// keep up is never held back and pays no write for it; one that is new, failing, slow or
+    /// quiet for a while is bounded.
+    pub fn needs_slot(&self, tenant: &TenantId, domain: &str, now: Instant) -> bool {
+        let good = self.good();
+        good.get(&(tenant.clone(), domain.to_owned()))
+            .is_none_or(|at| now.saturating_duration_since(*at) >= KNOWN_GOOD_FOR)
+    }
+
+    /// Notes how a POST went for [`Breakers::needs_slot`].
+    fn note_answer(&self, key: &Key, answer: Answer, now: Instant) {
+        let mut good = self.good();
+        if answer != Answer::InTime {
+            good.remove(key);
+            return;
+        }
+        if good.len() >= MAX_BREAKERS && !good.contains_key(key) {
+            // Forgotten domains only cost a slot's write each until they answer again.
+            good.clear();
+        }
+        good.insert(key.clone(), now);
     }
 
     /// Whether `tenant`'s POST may go to `domain` at `now`: a closed breaker lets it; an open
@@ -161,8 +196,9 @@ impl Breakers {
     /// failure or a slow answer is counted, and opens it at [`FAILURES_TO_OPEN`] (and again at
     /// once after a failed trial). Whether the breaker opened just now.
     pub fn record(&self, tenant: &TenantId, domain: &str, answer: Answer, now: Instant) -> bool {
-        let mut breakers = self.lock();
         let key = (tenant.clone(), domain.to_owned());
+        self.note_answer(&key, answer, now);
+        let mut breakers = self.lock();
         if answer == Answer::InTime {
             breakers.remove(&key);
             return false;

@@ -207,3 +207,32 @@ fn past_the_most_breakers_the_oldest_failures_are_forgotten() {
         .unwrap()
         .contains_key(&(tenant, format!("h{MAX_BREAKERS}"))));
 }
+
+#[test]
+fn a_domain_that_answered_in_time_needs_no_slot_until_it_fails_or_goes_quiet() {
+    let breakers = Breakers::default();
+    let tenant = TenantId::from("t");
+    let now = Instant::now();
+    assert!(breakers.needs_slot(&tenant, "hooks.example", now), "new");
+    breakers.record(&tenant, "hooks.example", Answer::InTime, now);
+    assert!(!breakers.needs_slot(&tenant, "hooks.example", now));
+    assert!(breakers.needs_slot(&TenantId::from("other"), "hooks.example", now));
+    assert!(breakers.needs_slot(&tenant, "other.example", now));
+    assert!(
+        breakers.needs_slot(&tenant, "hooks.example", now + KNOWN_GOOD_FOR),
+        "quiet too long"
+    );
+    breakers.record(&tenant, "hooks.example", Answer::Slow, now);
+    assert!(breakers.needs_slot(&tenant, "hooks.example", now), "slow");
+    breakers.record(&tenant, "hooks.example", Answer::InTime, now);
+    breakers.record(
+        &tenant,
+        "hooks.example",
+        Answer::TimedOut { whole_time: true },
+        now,
+    );
+    assert!(
+        breakers.needs_slot(&tenant, "hooks.example", now),
+        "timed out"
+    );
+}

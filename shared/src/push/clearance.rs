@@ -9,7 +9,9 @@ use crate::store::PollSlot;
 pub(super) struct Clearance {
     pub(super) tenant_id: TenantId,
     pub(super) domain: String,
-    pub(super) slot: PollSlot,
+    /// The slot of the tenant's pushes in flight it holds; none for a domain known to answer
+    /// in time (`Breakers::needs_slot`).
+    pub(super) slot: Option<PollSlot>,
     /// The time each POST is given.
     pub(super) time: Duration,
 }

@@ -4,7 +4,8 @@
 //! - the tenant's breaker at the receiver's registrable domain lets it (`push/breaker.rs`), and
 //!   gives it the time it may take (shorter for a domain that timed out lately);
 //! - one of the tenant's slots for POSTs in flight is free ([`SlotPool::of_tenant_pushes`]): at
-//!   most `FORGEBENCH_TENANT_MAX_PUSHES` across every worker, whatever the tenant opens.
+//!   most `FORGEBENCH_TENANT_MAX_PUSHES` across every worker, whatever the tenant opens; a POST
+//!   to a domain that answered the tenant in time lately needs none (`Breakers::needs_slot`).
 //!
 //! A job not cleared is held back ([`JobOutcome::HeldBack`]): before its lease, so it dials
 //! nothing and is not counted as an attempt; its message goes back on the queue for later.
@@ -42,16 +43,22 @@ impl Worker {
         }
         let usual = self.dialer.timeout();
         let time = self.breakers.timeout_for(tenant_id, &domain, usual, now);
+        let cleared = |slot| {
+            Cleared::Go(Clearance {
+                tenant_id: tenant_id.clone(),
+                domain: domain.clone(),
+                slot,
+                time,
+            })
+        };
+        if !self.breakers.needs_slot(tenant_id, &domain, now) {
+            return Ok(cleared(None));
+        }
         let pool = SlotPool::of_tenant_pushes(tenant_id, self.tenant_max_pushes);
         // Held for the POST's time at most; a slot whose job died frees itself after it.
         let seconds = time.as_secs() + 1;
         match self.store.take_poll_slot(&pool, seconds).await {
-            Ok(Some(slot)) => Ok(Cleared::Go(Clearance {
-                tenant_id: tenant_id.clone(),
-                domain,
-                slot,
-                time,
-            })),
+            Ok(Some(slot)) => Ok(cleared(Some(slot))),
             Ok(None) => {
                 self.breakers.untried(tenant_id, &domain);
                 tracing::info!(tenant_id = %tenant_id, "the tenant's pushes in flight are at their bound; held back");
@@ -104,6 +111,8 @@ impl Worker {
             self.breakers
                 .untried(&clearance.tenant_id, &clearance.domain);
         }
-        self.store.release_poll_slot(&clearance.slot).await;
+        if let Some(slot) = &clearance.slot {
+            self.store.release_poll_slot(slot).await;
+        }
     }
 }

@@ -193,3 +193,51 @@ async fn each_push_message_names_its_tenant_as_its_group() {
         .cloned();
     assert_eq!(group, Some(pair.tenant.id.clone()));
 }
+
+/// A tenant whose receiver answers in time is never held back, however many of its tasks are
+/// delivered at once: only a POST to a receiver not known to answer in time needs a slot.
+#[tokio::test]
+async fn a_busy_tenant_whose_receiver_keeps_up_is_not_held_back() {
+    let recorder = forgebench_tests::Recorder::default();
+    let app = spawn_app_with(Options {
+        tenant_max_pushes: 2,
+        recorder: Some(recorder.clone()),
+        ..Options::local_push()
+    })
+    .await;
+    let healthy = Callee::start(|_| completed()).await;
+    let pair = push_pair(&app, &healthy).await;
+    // The first delivery takes a slot; its answer in time makes the receiver known.
+    let first = app
+        .open_task(
+            &pair.caller.key,
+            &pair.callee.name,
+            text_message("first"),
+            10,
+        )
+        .await;
+    assert_eq!(first.state(), "completed", "{}", first.text);
+    recorder.take_requests();
+    let opens = (0..8).map(|n| {
+        let (app, pair) = (&app, &pair);
+        async move {
+            app.open_task(
+                &pair.caller.key,
+                &pair.callee.name,
+                text_message(&format!("busy {n}")),
+                10,
+            )
+            .await
+        }
+    });
+    for reply in futures::future::join_all(opens).await {
+        assert_eq!(reply.state(), "completed", "{}", reply.text);
+    }
+    let held_back = recorder
+        .take_requests()
+        .iter()
+        .filter(|(operation, _)| operation == "SendMessageBatch")
+        .count();
+    assert_eq!(held_back, 0, "no delivery was held back");
+    assert_eq!(healthy.received().len(), 9);
+}
