@@ -19,11 +19,11 @@ pub struct Job {
     pub body: String,
 }
 
-/// The tenant a message body names (`tenant_id`), sent as the message's group id: on the
-/// standard push queue that makes it a fair queue (Amazon SQS fair queues, 2025), which gives
-/// other tenants' messages first turn when one tenant's backlog or slow messages take more than
-/// their share of the worker. A message naming no tenant (the sweeper's) counts as a tenant of
-/// its own.
+/// The tenant a received message's body names (`tenant_id`), so that a message put back keeps
+/// its group. Every message's group id is its tenant: on the standard push queue that makes it
+/// a fair queue (Amazon SQS fair queues, 2025), which gives other tenants' messages first turn
+/// when one tenant's backlog or slow messages take more than their share of the worker. A
+/// message naming no tenant (the sweeper's) counts as a tenant of its own.
 fn tenant_of(body: &str) -> Option<String> {
     serde_json::from_str::<serde_json::Value>(body)
         .ok()?
@@ -58,19 +58,20 @@ impl Queue {
 
     /// Asks for the task to be delivered (the sweeper, which knows only the task's id).
     pub async fn enqueue(&self, task_id: &str) -> Result<(), QueueError> {
-        self.send(serde_json::json!({ "task_id": task_id })).await
+        self.send(serde_json::json!({ "task_id": task_id }), None)
+            .await
     }
 
     /// Asks for the task's current delivery, naming with it what lets the worker take the
     /// delivery's lease and prepare its POST without reading the task first.
     pub async fn enqueue_delivery(&self, task: &Task) -> Result<(), QueueError> {
-        self.send(serde_json::json!({
+        let body = serde_json::json!({
             "task_id": task.id,
             "delivery_id": task.delivery_id,
             "tenant_id": task.tenant_id,
             "callee_id": task.callee_agent_id,
-        }))
-        .await
+        });
+        self.send(body, Some(&task.tenant_id)).await
     }
 
     /// Asks for the task's push notification configs to be sent its new events; `tenant_id`,
@@ -84,17 +85,21 @@ impl Queue {
         if let Some(tenant_id) = tenant_id {
             body["tenant_id"] = serde_json::Value::from(tenant_id.as_str());
         }
-        self.send(body).await
+        self.send(body, tenant_id).await
     }
 
-    async fn send(&self, body: serde_json::Value) -> Result<(), QueueError> {
-        let body = body.to_string();
+    /// Sends `body` as a message of `tenant_id`'s group (see [`tenant_of`]).
+    async fn send(
+        &self,
+        body: serde_json::Value,
+        tenant_id: Option<&TenantId>,
+    ) -> Result<(), QueueError> {
         self.client
             .get()
             .send_message()
             .queue_url(self.url()?)
-            .set_message_group_id(tenant_of(&body))
-            .message_body(body)
+            .set_message_group_id(tenant_id.map(|tenant| tenant.as_str().to_owned()))
+            .message_body(body.to_string())
             .send()
             .await
             .map(|_| ())
