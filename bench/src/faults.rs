@@ -552,11 +552,11 @@ async fn final_states(
     states
 }
 
-/// The tasks of `states` whose state is not `expected`, each as `{task} {state}`.
-fn not_ended_as(states: &HashMap<String, String>, expected: &str) -> Vec<String> {
+/// The tasks of `states` whose state is none of `expected`, each as `{task} {state}`.
+fn not_ended_as(states: &HashMap<String, String>, expected: &[&str]) -> Vec<String> {
     states
         .iter()
-        .filter(|(_, state)| state.as_str() != expected)
+        .filter(|(_, state)| !expected.contains(&state.as_str()))
         .map(|(task, state)| format!("{task} {state}"))
         .collect()
 }
@@ -592,7 +592,7 @@ async fn push_services_fault(fault_time: Duration) -> Row {
     let states = final_states(&app, &pair, &tasks, Duration::from_secs(120)).await;
     let all_final = ended.elapsed();
     sweeper.abort();
-    let missing = not_ended_as(&states, "completed");
+    let missing = not_ended_as(&states, &["completed"]);
     let posts = posts_per_task(&callee);
     let repeated = posts.values().filter(|&&count| count > 1).count();
     let ledger = ledger.into_inner().unwrap();
@@ -641,7 +641,7 @@ async fn duplicate_queue_deliveries() -> Row {
     }
     let states = final_states(&app, &pair, &tasks, Duration::from_secs(60)).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let missing = not_ended_as(&states, "completed");
+    let missing = not_ended_as(&states, &["completed"]);
     let posts = posts_per_task(&callee);
     let answered_twice = answers_applied_twice(&app, &pair, &tasks).await;
     let ledger = ledger.into_inner().unwrap();
@@ -710,12 +710,11 @@ async fn hung_callee() -> Row {
     let healthy_done = started.elapsed();
     // Held back by the breaker once it opened, the hung tasks do not all end soon.
     let hung_states = final_states(&app, &hung_pair, &hung_tasks, Duration::from_secs(5)).await;
-    let mut lost = not_ended_as(&healthy_states, "completed");
-    lost.extend(
-        not_ended_as(&hung_states, "failed")
-            .into_iter()
-            .filter(|task| !task.ends_with(" submitted") && !task.ends_with(" working")),
-    );
+    let mut lost = not_ended_as(&healthy_states, &["completed"]);
+    lost.extend(not_ended_as(
+        &hung_states,
+        &["failed", "submitted", "working"],
+    ));
     let ledger = ledger.into_inner().unwrap();
     Row {
         case: "a callee that never answers",
