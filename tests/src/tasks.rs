@@ -62,6 +62,18 @@ impl TestApp {
         .await
     }
 
+    /// The delivery attempts of `pair`'s push task `task_id`, read by the tenant's admin.
+    pub async fn delivery_attempts(&self, pair: &Pair, task_id: &str) -> Vec<Value> {
+        let reply = self
+            .get(
+                &format!("/v1/agents/{}/tasks/{task_id}/attempts", pair.callee.name),
+                &pair.tenant.admin_key,
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.body["items"].as_array().cloned().unwrap_or_default()
+    }
+
     pub async fn get_task(&self, key: &str, callee: &str, task_id: &str) -> Reply {
         self.get(&format!("/v1/agents/{callee}/tasks/{task_id}"), key)
             .await

@@ -39,17 +39,6 @@ async fn open(app: &TestApp, pair: &Pair, wait: u32) -> forgebench_tests::Reply 
     reply
 }
 
-async fn attempts(app: &TestApp, pair: &Pair, task_id: &str) -> Vec<Value> {
-    let reply = app
-        .get(
-            &format!("/v1/agents/{}/tasks/{task_id}/attempts", pair.callee.name),
-            &pair.tenant.admin_key,
-        )
-        .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    reply.body["items"].as_array().cloned().unwrap_or_default()
-}
-
 #[tokio::test]
 async fn the_endpoint_post_carries_the_documented_headers_and_body() {
     let callee = Callee::start(|_| {
@@ -173,7 +162,8 @@ async fn transient_failures_are_retried_until_the_endpoint_answers() {
         .await;
     assert_eq!(settled.state(), "completed", "{}", settled.text);
     assert_eq!(callee.received().len(), 3);
-    let statuses: Vec<Value> = attempts(&app, &pair, &opened.field("id"))
+    let statuses: Vec<Value> = app
+        .delivery_attempts(&pair, &opened.field("id"))
         .await
         .iter()
         .map(|a| a["status"].clone())
@@ -198,7 +188,7 @@ async fn retries_that_never_succeed_fail_the_task_with_a_delivery_error() {
         settled.text
     );
     assert_eq!(callee.received().len(), 3);
-    let recorded = attempts(&app, &pair, &opened.field("id")).await;
+    let recorded = app.delivery_attempts(&pair, &opened.field("id")).await;
     assert_eq!(recorded.len(), 3);
     assert!(recorded
         .iter()
@@ -585,7 +575,8 @@ async fn a_retry_never_goes_over_a_connection_the_receiver_may_have_closed_while
         .settled(&pair.caller.key, &pair.callee.name, &task_id)
         .await;
     assert_eq!(settled.state(), "completed", "{}", settled.text);
-    let statuses: Vec<Value> = attempts(&app, &pair, &task_id)
+    let statuses: Vec<Value> = app
+        .delivery_attempts(&pair, &task_id)
         .await
         .iter()
         .map(|attempt| attempt["status"].clone())

@@ -46,17 +46,6 @@ fn job_for(task_id: &str) -> Job {
     }
 }
 
-async fn attempts(app: &TestApp, pair: &Pair, task_id: &str) -> Vec<Value> {
-    let reply = app
-        .get(
-            &format!("/v1/agents/{}/tasks/{task_id}/attempts", pair.callee.name),
-            &pair.tenant.admin_key,
-        )
-        .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    reply.body["items"].as_array().cloned().unwrap_or_default()
-}
-
 /// KMS unreachable for the worker (through a proxy the test cuts) while the delivery is tried
 /// more times than a delivery has attempts; then KMS comes back. With a secret, KMS fails
 /// opening it; without, it fails opening the signing key (the worker's key cache is cold).
@@ -101,7 +90,7 @@ async fn kms_outage_before_the_post_uses_no_attempt(with_secret: bool) {
         .await;
     assert_eq!(read.state(), "completed", "{}", read.text);
     assert_eq!(callee.received().len(), 1);
-    let log = attempts(&app, &pair, &task_id).await;
+    let log = app.delivery_attempts(&pair, &task_id).await;
     assert_eq!(log.len(), 1, "{log:?}");
     assert_eq!(
         (log[0]["attempt"].clone(), log[0]["status"].clone()),
@@ -184,7 +173,7 @@ async fn an_answer_is_kept_when_its_attempt_cannot_be_recorded() {
     assert_eq!(read.body["artifacts"][0]["parts"][0]["text"], "kept");
     assert_eq!(callee.received().len(), 1);
     assert!(
-        attempts(&app, &pair, &task_id).await.is_empty(),
+        app.delivery_attempts(&pair, &task_id).await.is_empty(),
         "only the attempt's record was lost"
     );
 }
@@ -309,7 +298,7 @@ async fn each_delivery_has_its_own_webhook_id_shared_by_its_retries() {
 #[tokio::test]
 async fn attempt_numbers_run_on_across_deliveries_and_the_log_keeps_them_all() {
     let (app, pair, task_id, _received) = through_one_question().await;
-    let log = attempts(&app, &pair, &task_id).await;
+    let log = app.delivery_attempts(&pair, &task_id).await;
     let numbers: Vec<Value> = log.iter().map(|a| a["attempt"].clone()).collect();
     let statuses: Vec<Value> = log.iter().map(|a| a["status"].clone()).collect();
     assert_eq!(numbers, [json!(1), json!(2), json!(3), json!(4), json!(5)]);
@@ -487,7 +476,7 @@ async fn a_lease_taken_before_the_body_store_failed_is_given_back_uncounted() {
     s3_proxy.restore();
     assert_eq!(worker.handle(&named_job_for(&task)).await, JobOutcome::Done);
     assert_eq!(callee.received().len(), 1);
-    let log = attempts(&app, &pair, &task_id).await;
+    let log = app.delivery_attempts(&pair, &task_id).await;
     assert_eq!(log.len(), 1, "{log:?}");
     assert_eq!(
         (log[0]["attempt"].clone(), log[0]["status"].clone()),

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Pair, TestApp};
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// A new tenant's pair whose callee pushes to `callee`.
 async fn push_pair(app: &TestApp, callee: &Callee) -> Pair {
@@ -40,23 +40,10 @@ async fn open_many(app: &TestApp, pair: &Pair, count: usize) -> Vec<String> {
     ids
 }
 
-async fn attempts(app: &TestApp, pair: &Pair, task_id: &str) -> Vec<Value> {
-    let reply = app
-        .get(
-            &format!("/v1/agents/{}/tasks/{task_id}/attempts", pair.callee.name),
-            &pair.tenant.admin_key,
-        )
-        .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    reply.body["items"].as_array().cloned().unwrap_or_default()
-}
-
+/// The state of `pair`'s task `task_id`, as its caller reads it.
 async fn state(app: &TestApp, pair: &Pair, task_id: &str) -> String {
     let reply = app
-        .get(
-            &format!("/v1/agents/{}/tasks/{task_id}", pair.callee.name),
-            &pair.caller.key,
-        )
+        .get_task(&pair.caller.key, &pair.callee.name, task_id)
         .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     reply.state()
@@ -150,7 +137,7 @@ async fn a_receiver_domain_failing_every_post_is_held_back_for_the_tenant_only()
     );
     let mut counted = 0;
     for task_id in &held {
-        counted += attempts(&app, &noisy, task_id).await.len();
+        counted += app.delivery_attempts(&noisy, task_id).await.len();
         assert_ne!(state(&app, &noisy, task_id).await, "failed");
     }
     assert_eq!(counted, sent, "only the POSTs sent are attempts");
