@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Fuzzes the local gateway from its own OpenAPI document with schemathesis, once per kind of key
-# (operator, viewer, member, admin, agent; the agent's run in two halves), and once more with an
-# admin's and an agent's key as a user would run it, without hooks or ids (plain-*), every phase
-# (examples, coverage, fuzzing, stateful) and every check: no 5xx, every response matching its schema, no schema-valid request refused
-# and no schema-violating request accepted. tests/schemathesis/setup.py makes the ids first and
+# (operator, viewer, member, admin, agent; the operator's and the agent's runs in two halves
+# each), and once more with an admin's and an agent's key as a user would run it, without hooks or
+# ids (plain-*), every phase (examples, coverage, fuzzing, stateful) and every check: no 5xx,
+# every response matching its schema, no schema-valid request refused and no schema-violating
+# request accepted. tests/schemathesis/setup.py makes the ids first and
 # tests/schemathesis/schemathesis.toml puts them into the path parameters, so every operation
 # reaches its logic; tests/schemathesis/hooks.py (SCHEMATHESIS_HOOKS) keeps the rules no schema can
 # hold (issued cursors, public push URLs, task states) in the schema-valid cases and judges the
@@ -49,7 +50,11 @@ echo "== schemathesis seed $seed" >&2
 # The A2A binding's REST routes (all but JSON-RPC): the agent key reaches every operation, and its
 # run is split in two along this line so that the two halves take about as long as each other kind.
 a2a_rest='/a2a/(?!jsonrpc$)'
-kinds=(viewer member admin agent agent-a2a plain-admin plain-agent)
+# The operator's own operations (tenants and the deployment's signing keys). Everywhere else the
+# operator key is refused, which its second half (operator-refused) checks beside the tenant
+# kinds, without the coverage phase: every case there is the one documented 403.
+operator_own='^/(v1/tenants$|v1/signing-keys/|v1/billing/export/pubkey$|\.well-known/jwks\.json$)'
+kinds=(viewer member admin agent agent-a2a plain-admin plain-agent operator-refused)
 # Some kinds only, e.g. FORGEBENCH_SCHEMATHESIS_KINDS="plain-admin plain-agent" for a longer run
 # of the two plain ones (the operator's runs only when named). Every kind unless set.
 only_kinds=${FORGEBENCH_SCHEMATHESIS_KINDS:-}
@@ -85,7 +90,9 @@ run_kind() {
         --exclude-operation-id UpdateTenantPolicies \
         --report ndjson --report-ndjson-path "$reports/$kind.ndjson"
       return ;;
-    operator) key=$ST_OPERATOR_KEY ;;
+    operator) key=$ST_OPERATOR_KEY filter=(--include-path-regex "$operator_own") ;;
+    operator-refused) key=$ST_OPERATOR_KEY filter=(--exclude-path-regex "$operator_own")
+      phases=examples,fuzzing ;;
     viewer) key=$ST_VIEWER_KEY ;;
     member) key=$ST_MEMBER_KEY ;;
     admin) key=$ST_ADMIN_KEY ;;
@@ -105,8 +112,8 @@ run_kind() {
 }
 
 status=0
-# The operator's run first, alone: it rotates and retires the deployment's signing keys, which
-# every tenant's cards use. Then the tenant kinds at once.
+# The operator's own operations first, alone: they rotate and retire the deployment's signing
+# keys, which every tenant's cards use. Then the other kinds at once.
 if [ -z "$only_kinds" ] || [[ " ${kinds[*]} " == *" operator "* ]]; then
   echo "== schemathesis with the operator key" >&2
   (run_kind operator) || status=1
