@@ -106,7 +106,7 @@ benchmarks_volume() {
   echo "== benchmark (short): task search beside a full Scan"
   bench search -- 2000 3
   echo "== benchmark (short): claims beside raw conditional writes, 1 to 8 pollers"
-  bench claims -- 100
+  bench claims -- 50
   echo "== benchmark (short): claims, idle waits and search with 10x and 100x the history"
   bench history -- 20 20 3
   echo "== benchmark (short): a quiet tenant's pull life and push deliveries beside a noisy tenant; fails on a quiet push task lost"
