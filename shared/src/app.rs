@@ -50,6 +50,8 @@ pub struct App {
     pub(crate) session_cache: SessionCache,
     /// The push worker's notification breakers, kept across its batches.
     pub(crate) push_breakers: Arc<crate::push::breaker::Breakers>,
+    /// What the push worker knows of its endpoints' health, kept across its batches.
+    pub(crate) push_health: Arc<crate::push::health::HealthBook>,
 }
 
 /// Builds the SDK configuration from the standard AWS settings (region, credentials, and the
@@ -147,6 +149,7 @@ impl App {
             trust_cache: TrustCache::default(),
             session_cache: SessionCache::default(),
             push_breakers: Arc::default(),
+            push_health: Arc::default(),
         })
     }
 
@@ -197,6 +200,8 @@ impl App {
             agent_ttl: self.config.key_cache_ttl,
             breakers: Arc::clone(&self.push_breakers),
             tenant_max_pushes: self.config.tenant_max_pushes,
+            health: Arc::clone(&self.push_health),
+            disable_rule: self.config.endpoint_disable,
         }
     }
 

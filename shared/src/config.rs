@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::domain::endpoint_health::DisableRule;
 use crate::domain::keys;
 use crate::domain::pace::PollPace;
 use crate::domain::retry::RetrySchedule;
@@ -73,6 +74,11 @@ pub struct Config {
     /// waits on the queue without dialing, so one tenant's slow receivers cannot hold every
     /// worker (50, deployed).
     pub tenant_max_pushes: u32,
+    /// `FORGEBENCH_ENDPOINT_DISABLE_FAILURES` (20, 1 to 100,000) and
+    /// `FORGEBENCH_ENDPOINT_DISABLE_SECONDS` (3,600, 0 to 2,592,000: 30 days): a push endpoint
+    /// that failed that many attempts in a row, spanning at least that long, is disabled until
+    /// an admin enables it (docs/api.md, "Operating deliveries").
+    pub endpoint_disable: DisableRule,
     /// `FORGEBENCH_PUSH_RETRY_SECONDS` (`5,30,120,600,1800`): delays between delivery attempts,
     /// 1 to 8 of them, each 0 to 43,200 seconds (see [`RetrySchedule::parse`]).
     pub retry_schedule: RetrySchedule,
@@ -158,6 +164,10 @@ pub mod ranges {
     pub const TENANT_MAX_WAITS: RangeInclusive<u64> = 1..=1_000;
     /// `FORGEBENCH_TENANT_MAX_PUSHES`.
     pub const TENANT_MAX_PUSHES: RangeInclusive<u64> = 1..=1_000;
+    /// `FORGEBENCH_ENDPOINT_DISABLE_FAILURES`.
+    pub const ENDPOINT_DISABLE_FAILURES: RangeInclusive<u64> = 1..=100_000;
+    /// `FORGEBENCH_ENDPOINT_DISABLE_SECONDS`: up to 30 days.
+    pub const ENDPOINT_DISABLE_SECONDS: RangeInclusive<u64> = 0..=2_592_000;
     /// `FORGEBENCH_TENANT_MAX_AGENTS`.
     pub const TENANT_MAX_AGENTS: RangeInclusive<u64> = 1..=100_000;
     /// `FORGEBENCH_TENANT_MAX_CONFIGS`.
@@ -234,6 +244,19 @@ impl Env<'_> {
             ranges::TENANT_MAX_PUSHES,
         )?)
         .unwrap_or(DEFAULT_TENANT_MAX_PUSHES);
+        let usual = DisableRule::default();
+        config.endpoint_disable = DisableRule {
+            failures: env.bounded(
+                "FORGEBENCH_ENDPOINT_DISABLE_FAILURES",
+                usual.failures,
+                ranges::ENDPOINT_DISABLE_FAILURES,
+            )?,
+            span: Duration::from_secs(env.bounded(
+                "FORGEBENCH_ENDPOINT_DISABLE_SECONDS",
+                usual.span.as_secs(),
+                ranges::ENDPOINT_DISABLE_SECONDS,
+            )?),
+        };
         config.retry_schedule = match env.optional("FORGEBENCH_PUSH_RETRY_SECONDS") {
             None => RetrySchedule::default(),
             Some(text) => RetrySchedule::parse(&text)
@@ -449,6 +472,7 @@ impl Config {
             tenant_max_agents: DEFAULT_TENANT_MAX_AGENTS,
             tenant_max_configs: DEFAULT_TENANT_MAX_CONFIGS,
             tenant_max_pushes: DEFAULT_TENANT_MAX_PUSHES,
+            endpoint_disable: DisableRule::default(),
             index_units: DEFAULT_INDEX_UNITS,
         }
     }
@@ -508,6 +532,8 @@ mod tests {
             ("FORGEBENCH_PUSH_TIMEOUT_MS", &["99", "25001"]),
             ("FORGEBENCH_TASK_RETENTION_DAYS", &["0", "3651"]),
             ("FORGEBENCH_TENANT_MAX_PUSHES", &["0", "1001"]),
+            ("FORGEBENCH_ENDPOINT_DISABLE_FAILURES", &["0", "100001"]),
+            ("FORGEBENCH_ENDPOINT_DISABLE_SECONDS", &["-1", "2592001"]),
             (
                 "FORGEBENCH_PUSH_RETRY_SECONDS",
                 &["inf", "1e30", "-1", "NaN", "5,,5", "99999"],
@@ -530,6 +556,7 @@ mod tests {
         assert_eq!(config.task_pace().ceiling(), Duration::from_millis(750));
         assert_eq!(config.push_timeout, Duration::from_secs(10));
         assert_eq!(config.tenant_max_pushes, 10);
+        assert_eq!(config.endpoint_disable, DisableRule::default());
         let edges = with(&[
             ("FORGEBENCH_KEY_CACHE_SECONDS", "0"),
             ("FORGEBENCH_SIGNING_KEY_CACHE_SECONDS", "900"),
@@ -541,9 +568,18 @@ mod tests {
             ("FORGEBENCH_TASK_RETENTION_DAYS", "3650"),
             ("FORGEBENCH_PUSH_RETRY_SECONDS", "0.2, 43200"),
             ("FORGEBENCH_TENANT_MAX_PUSHES", "1000"),
+            ("FORGEBENCH_ENDPOINT_DISABLE_FAILURES", "1"),
+            ("FORGEBENCH_ENDPOINT_DISABLE_SECONDS", "2592000"),
         ])
         .unwrap();
         assert_eq!(edges.tenant_max_pushes, 1000);
+        assert_eq!(
+            edges.endpoint_disable,
+            DisableRule {
+                failures: 1,
+                span: Duration::from_secs(2_592_000)
+            }
+        );
         assert_eq!(edges.claim_poll_interval, Duration::from_secs(5));
         assert_eq!(edges.claim_pace().ceiling(), Duration::from_secs(5));
         assert_eq!(edges.retry_schedule.max_attempts(), 3);

@@ -34,11 +34,14 @@ pub enum Transition {
     Expire,
     /// A push task whose delivery cannot succeed fails.
     FailDelivery,
+    /// A push task's waiting delivery is made due now with a fresh retry budget (a replay or a
+    /// redrive); its state stays.
+    Redeliver,
 }
 
 impl Transition {
     /// Every transition, for checks over the whole table.
-    pub const ALL: [Transition; 12] = [
+    pub const ALL: [Transition; 13] = [
         Transition::Claim,
         Transition::Unclaim,
         Transition::FailUnclaimable,
@@ -51,6 +54,7 @@ impl Transition {
         Transition::Cancel,
         Transition::Expire,
         Transition::FailDelivery,
+        Transition::Redeliver,
     ];
 
     /// The states the task must be in for the write to apply.
@@ -59,7 +63,7 @@ impl Transition {
             Transition::Claim | Transition::FailUnclaimable | Transition::Lease => {
                 &[Submitted, Working]
             }
-            Transition::FailDelivery => &[Submitted, Working],
+            Transition::FailDelivery | Transition::Redeliver => &[Submitted, Working],
             Transition::Unclaim
             | Transition::Release
             | Transition::Accept
@@ -80,7 +84,7 @@ impl Transition {
             | Transition::Accept
             | Transition::Progress
             | Transition::Reply => &[Working],
-            Transition::Unclaim => &[Submitted, Working],
+            Transition::Unclaim | Transition::Redeliver => &[Submitted, Working],
             Transition::FailUnclaimable | Transition::Expire | Transition::FailDelivery => {
                 &[Failed]
             }
@@ -144,7 +148,7 @@ mod tests {
     fn the_state_machine_is_this_table() {
         // Rows: from; columns: to, in `TaskState::ALL` order.
         let expected = [
-            (Submitted, [false, true, false, false, true, true]),
+            (Submitted, [true, true, false, false, true, true]),
             (Working, [true, true, true, true, true, true]),
             (InputRequired, [false, true, false, false, false, true]),
             (Completed, [false; 6]),

@@ -16,6 +16,7 @@ use crate::store::AuditEntry;
 pub async fn put(app: &App, request: Request) -> HandlerResult {
     let principal = app.authenticate_in_tenant(request.headers()).await?;
     let mut agent = managed_agent(app, &principal, &path_param(&request, "agent")?).await?;
+    let before = agent.endpoint.clone();
     let body = json_object(&request)?;
     only_fields(
         &body,
@@ -52,13 +53,24 @@ pub async fn put(app: &App, request: Request) -> HandlerResult {
     agent.updated_at = clock::now();
     agent.version += 1;
     let audit = AuditEntry::new(&principal, action, &agent.id);
-    if !app.store.update_agent(&agent, &audit).await? {
+    // Another URL is another endpoint: its health starts afresh.
+    let also = if url_of(agent.endpoint.as_ref()) == url_of(before.as_ref()) {
+        Vec::new()
+    } else {
+        vec![app.store.forget_endpoint_health(&agent.id)?]
+    };
+    if !app.store.update_agent_with(&agent, &audit, also).await? {
         return Err(ApiError::Conflict(
             "the agent changed while this request was applied; read it again and retry".into(),
         ));
     }
     tracing::info!(agent_id = %agent.id, action, "endpoint changed");
     ok(&json!(agent))
+}
+
+/// The URL of a stored endpoint.
+fn url_of(endpoint: Option<&Value>) -> Option<&str> {
+    endpoint?.get("url")?.as_str()
 }
 
 /// The settings of an endpoint request beside its URL.
@@ -119,7 +131,8 @@ pub(crate) fn refused_url(field: &str, refusal: &Refusal) -> ApiError {
 }
 
 /// Points `agent` at `url` once the URL passes the SSRF guard: a new secret sealed for this
-/// agent, the current one kept, or none when cleared.
+/// agent, the current one kept, or none when cleared. A disabled endpoint stays disabled while
+/// its URL stays the same.
 async fn set_endpoint(
     app: &App,
     agent: &mut Agent,
@@ -132,6 +145,10 @@ async fn set_endpoint(
         .await
         .map_err(|refusal| refused_url("url", &refusal))?;
     let current = agent.endpoint.as_ref().and_then(Endpoint::from_json);
+    let disabled = current
+        .as_ref()
+        .filter(|current| current.url == vetted.url.as_str())
+        .and_then(|current| current.disabled.clone());
     let (auth, sealed) = match asked.new_auth {
         Some((scheme, secret)) => {
             let sealed = app.vault.seal(&agent.tenant_id, &agent.id, &secret).await?;
@@ -147,6 +164,7 @@ async fn set_endpoint(
         url: vetted.url.to_string(),
         auth: auth.filter(|_| sealed.is_some()),
         allow_private_network: asked.allow_private,
+        disabled,
     };
     agent.endpoint = Some(endpoint.to_json());
     agent.sealed_secret = sealed;

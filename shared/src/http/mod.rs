@@ -10,6 +10,7 @@ mod bindings;
 mod calls;
 mod cards;
 mod console;
+mod deliveries;
 mod endpoint;
 mod events;
 mod feed;

@@ -16,8 +16,9 @@ use lambda_http::Request;
 
 use super::reply::{buffered, Reply};
 use super::{
-    a2a, agents, audit, binding_terms, bindings, calls, cards, console, endpoint, events, issuers,
-    members, open, policies, protected_resource, pull, search, signing_keys, tasks, tenants, tools,
+    a2a, agents, audit, binding_terms, bindings, calls, cards, console, deliveries, endpoint,
+    events, issuers, members, open, policies, protected_resource, pull, search, signing_keys,
+    tasks, tenants, tools,
 };
 use crate::app::App;
 use crate::error::ApiError;
@@ -124,8 +125,19 @@ route_table! {
     PostTaskResult: POST "/v1/agents/me/tasks/{task_id}/result", Buffered pull::post_result, "dynamodb:BatchGetItem,BatchWriteItem,GetItem,PutItem,UpdateItem kms:Decrypt,GenerateDataKey s3:GetObject,PutObject sqs:SendMessage";
     ReportTaskProgress: POST "/v1/agents/me/tasks/{task_id}/progress", Buffered pull::report_progress, "dynamodb:BatchGetItem,BatchWriteItem,GetItem,PutItem,UpdateItem kms:Decrypt,GenerateDataKey s3:GetObject,PutObject sqs:SendMessage";
     ListAudit: GET "/v1/audit", Buffered audit::list, "dynamodb:GetItem,Query,UpdateItem";
-    SetEndpoint: PUT "/v1/agents/{agent}/endpoint", Buffered endpoint::put, "dynamodb:GetItem,PutItem,UpdateItem kms:Encrypt";
+    SetEndpoint: PUT "/v1/agents/{agent}/endpoint", Buffered endpoint::put, "dynamodb:DeleteItem,GetItem,PutItem,UpdateItem kms:Encrypt";
     ListDeliveryAttempts: GET "/v1/agents/{agent}/tasks/{task_id}/attempts", Buffered endpoint::attempts, "dynamodb:GetItem,Query,UpdateItem";
+    /// `GET /v1/agents/{agent}/endpoint/health`: the push endpoint's health.
+    GetEndpointHealth: GET "/v1/agents/{agent}/endpoint/health", Buffered deliveries::health, "dynamodb:GetItem,UpdateItem";
+    /// `POST /v1/agents/{agent}/endpoint/enable`: an admin enables a disabled endpoint.
+    EnableEndpoint: POST "/v1/agents/{agent}/endpoint/enable", Buffered deliveries::enable, "dynamodb:GetItem,PutItem,UpdateItem";
+    /// `POST /v1/agents/{agent}/endpoint/redrive`: the waiting deliveries since a moment, now.
+    RedriveDeliveries: POST "/v1/agents/{agent}/endpoint/redrive", Buffered deliveries::redrive, "dynamodb:BatchGetItem,GetItem,Query,UpdateItem sqs:SendMessage";
+    /// `POST /v1/agents/{agent}/tasks/{task_id}/replay`: a task's waiting delivery, now.
+    ReplayDelivery: POST "/v1/agents/{agent}/tasks/{task_id}/replay", Buffered deliveries::replay, "dynamodb:GetItem,UpdateItem sqs:SendMessage";
+    /// `POST /v1/agents/{agent}/tasks/{task_id}/notifications/{config_id}/replay`: a push
+    /// notification config's latest event, again.
+    ReplayNotification: POST "/v1/agents/{agent}/tasks/{task_id}/notifications/{config_id}/replay", Buffered deliveries::replay_notification, "dynamodb:GetItem,PutItem,UpdateItem sqs:SendMessage";
     GetAgentCard: GET "/v1/agents/{agent}/.well-known/agent-card.json", Buffered cards::get_card, "dynamodb:GetItem,PutItem,Query,UpdateItem kms:Decrypt,Encrypt";
     ListAgentCards: GET "/v1/agents/cards", Buffered cards::list_cards, "dynamodb:GetItem,PutItem,Query,UpdateItem kms:Decrypt,Encrypt";
     GetSigningKeys: GET "/v1/billing/export/pubkey", Buffered signing_keys::pubkey, "dynamodb:GetItem,PutItem,Query,UpdateItem kms:Encrypt";

@@ -109,6 +109,8 @@ mod tests {
             agent_ttl: Duration::from_secs(10),
             breakers: Arc::default(),
             tenant_max_pushes: 10,
+            health: Arc::default(),
+            disable_rule: Default::default(),
         }
     }
 

@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 
 pub use super::ssrf::url::{Host, PushUrl, MAX_URL_LEN, URL_PATTERN};
+use crate::domain::endpoint_health::Disabled;
 use crate::domain::headers;
 use crate::domain::Invalid;
 
@@ -22,6 +23,9 @@ pub struct Endpoint {
     pub url: String,
     pub auth: Option<AuthScheme>,
     pub allow_private_network: bool,
+    /// Set when the endpoint kept failing (docs/api.md, "Operating deliveries"): nothing is
+    /// POSTed to it until an admin enables it.
+    pub disabled: Option<Disabled>,
 }
 
 /// Headers an endpoint credential may not replace.
@@ -90,7 +94,7 @@ pub fn parse_auth(value: &Value) -> Result<(AuthScheme, String), Invalid> {
 
 impl Endpoint {
     /// The stored and shown form: `{url, auth: {type, name?, configured: true}|null,
-    /// allow_private_network}`.
+    /// allow_private_network}`, and `disabled: {at, reason}` while it is disabled.
     pub fn to_json(&self) -> Value {
         let auth = match &self.auth {
             None => Value::Null,
@@ -99,7 +103,11 @@ impl Endpoint {
                 json!({"type": "header", "name": name, "configured": true})
             }
         };
-        json!({"url": self.url, "auth": auth, "allow_private_network": self.allow_private_network})
+        let mut shown = json!({"url": self.url, "auth": auth, "allow_private_network": self.allow_private_network});
+        if let Some(disabled) = &self.disabled {
+            shown["disabled"] = disabled.to_json();
+        }
+        shown
     }
 
     pub fn from_json(value: &Value) -> Option<Endpoint> {
@@ -117,6 +125,7 @@ impl Endpoint {
                 .get("allow_private_network")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            disabled: value.get("disabled").and_then(Disabled::from_json),
         })
     }
 }
@@ -152,13 +161,25 @@ mod tests {
             url: "https://callee.example.com/a2a".into(),
             auth: Some(AuthScheme::Header("X-Api-Key".into())),
             allow_private_network: false,
+            disabled: None,
         };
         let shown = endpoint.to_json();
         assert_eq!(
             shown["auth"],
             json!({"type": "header", "name": "X-Api-Key", "configured": true})
         );
-        assert_eq!(Endpoint::from_json(&shown), Some(endpoint));
+        assert!(shown.get("disabled").is_none());
+        assert_eq!(Endpoint::from_json(&shown), Some(endpoint.clone()));
+        let disabled = Endpoint {
+            disabled: Some(Disabled {
+                at: "2026-12-07T10:00:00.000000Z".into(),
+                reason: "20 failures in a row since 2026-12-07T09:00:00.000000Z".into(),
+            }),
+            ..endpoint
+        };
+        let shown = disabled.to_json();
+        assert_eq!(shown["disabled"]["at"], "2026-12-07T10:00:00.000000Z");
+        assert_eq!(Endpoint::from_json(&shown), Some(disabled));
     }
 
     /// What `PushUrl::parse` keeps of a URL it accepts: the URL as it will be dialed, the host

@@ -6,8 +6,10 @@ pub mod batch;
 pub mod breaker;
 mod clearance;
 pub mod dial;
+mod disabling;
 pub mod endpoint;
 mod fair_share;
+pub mod health;
 pub mod notify;
 pub mod outcome;
 mod prepare;
@@ -20,5 +22,6 @@ pub mod worker;
 
 pub use crate::tasks::notify_changed;
 pub use dial::Dialer;
+pub use prepare::ENDPOINT_DISABLED;
 pub use queue::{Job, Queue};
 pub use worker::{JobOutcome, Worker};

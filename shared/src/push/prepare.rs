@@ -17,6 +17,10 @@ use crate::domain::{Agent, AgentId, Task, TaskId, TenantId};
 
 const COME_BACK: Stop = Stop::With(JobOutcome::RetryIn(STORE_RETRY));
 
+/// The error of a task whose delivery found its endpoint disabled: no POST, no attempt.
+pub const ENDPOINT_DISABLED: &str =
+    "delivery failed: the endpoint is disabled; an admin enables it";
+
 impl Worker {
     /// Gathers the POST's needs for `task` as read: the callee (see [`Worker::callee`]), then
     /// the caller's message.
@@ -54,7 +58,7 @@ impl Worker {
     }
 
     /// The callee agent (of `tenant_id`) and its push endpoint; the task fails when it no
-    /// longer has one.
+    /// longer has one, or has it disabled.
     async fn callee_endpoint(
         &self,
         task_id: &TaskId,
@@ -70,14 +74,15 @@ impl Worker {
             .as_ref()
             .and_then(|agent| agent.endpoint.as_ref())
             .and_then(Endpoint::from_json);
-        match (callee, endpoint) {
-            (Some(callee), Some(endpoint)) => Ok((callee, endpoint)),
-            _ => {
-                let error = "delivery failed: the callee no longer has a push endpoint";
-                self.tasks().fail_delivery(task_id, None, error).await?;
-                Err(Stop::With(JobOutcome::Done))
+        let error = match (callee, endpoint) {
+            (Some(callee), Some(endpoint)) if endpoint.disabled.is_none() => {
+                return Ok((callee, endpoint))
             }
-        }
+            (Some(_), Some(_)) => ENDPOINT_DISABLED,
+            _ => "delivery failed: the callee no longer has a push endpoint",
+        };
+        self.tasks().fail_delivery(task_id, None, error).await?;
+        Err(Stop::With(JobOutcome::Done))
     }
 
     /// The endpoint's secret in clear, when the endpoint has auth and a sealed secret.

@@ -24,7 +24,7 @@ pub use super::outcome::{JobOutcome, ANSWER_TIME, CUT_RETRY, INVOCATION_TIME, LE
 use super::outcome::{Stop, STORE_RETRY};
 use super::queue::{Job, Queue};
 use super::request::Prepared;
-use super::verdict::RetrySchedule;
+use super::verdict::{RetrySchedule, Verdict};
 use crate::bodies::Bodies;
 use crate::domain::task::Delivery;
 use crate::domain::transitions::Transition;
@@ -50,6 +50,11 @@ pub struct Worker {
     /// The most push POSTs of one tenant in flight across every worker
     /// (`FORGEBENCH_TENANT_MAX_PUSHES`, `push/fair_share.rs`).
     pub tenant_max_pushes: u32,
+    /// What this process knows of its endpoints' health (`push/health.rs`).
+    pub health: Arc<super::health::HealthBook>,
+    /// When an endpoint that keeps failing is disabled (`FORGEBENCH_ENDPOINT_DISABLE_FAILURES`
+    /// and `FORGEBENCH_ENDPOINT_DISABLE_SECONDS`).
+    pub disable_rule: crate::domain::endpoint_health::DisableRule,
 }
 
 impl Worker {
@@ -158,6 +163,13 @@ impl Worker {
         );
         // A record that cannot be written costs the log a line, never the task its answer.
         self.record(&task, &record).await;
+        let verdict = match self.count_attempt(&task, &verdict).await {
+            Some(disabled) => Verdict::Fail(format!(
+                "delivery failed: the endpoint was disabled after {}",
+                disabled.reason
+            )),
+            None => verdict,
+        };
         Ok(self.conclude(&task, &token, verdict).await?)
     }
 

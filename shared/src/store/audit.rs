@@ -70,6 +70,14 @@ impl AuditEntry {
         AuditEntry::entry(tenant_id, "operator", "", action, target)
     }
 
+    /// An entry for the gateway itself doing `action` on `target` in the tenant `tenant_id`
+    /// (an endpoint it disabled), for `reason`.
+    pub fn by_gateway(tenant_id: TenantId, action: &str, target: &str, reason: &str) -> AuditEntry {
+        let mut entry = AuditEntry::entry(tenant_id, "gateway", "", action, target);
+        entry.reason = Some(reason.to_owned());
+        entry
+    }
+
     fn entry(
         tenant_id: TenantId,
         actor_kind: &str,

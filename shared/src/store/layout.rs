@@ -56,6 +56,8 @@ pub(crate) const KEY_SORT_KEY: &str = "KEY";
 pub(crate) const AGENT_SORT_KEY: &str = "AGENT";
 /// The sort key of an agent's count of tools.
 pub(crate) const TOOL_COUNT_SORT_KEY: &str = "TOOLCOUNT";
+/// The sort key of an agent's push endpoint health (its attempt counters).
+pub(crate) const ENDPOINT_HEALTH_SORT_KEY: &str = "HEALTH";
 /// The sort key of a binding's item.
 pub(crate) const BINDING_SORT_KEY: &str = "BINDING";
 /// The sort key of a task's item (the other items of its partition have their own).

@@ -65,6 +65,8 @@ fn to_item(config: &NotifyConfig) -> Item {
     }
     item.insert("created_at".into(), s(&config.created_at));
     item.insert("delivered".into(), n(config.delivered));
+    // Where it started: a replay sends only an event it received (`rewind_notify`).
+    item.insert("start".into(), n(config.delivered));
     item.insert("attempts".into(), n(config.attempts));
     if let Some(at) = config.expires_at {
         item.insert("expires_at".into(), n(at));

@@ -4,7 +4,7 @@
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use super::item::{build, n, s, Reader};
-use super::layout::due_sort_key;
+use super::layout::{due_sort_key, notify_outbox_shard_partition, task_shard};
 use super::notify::{conditional, config_key, is_condition_failure, LIVE_CONFIGS};
 use super::task_item::OUTBOX_GRACE_SECONDS;
 use super::tenancy::CountBound;
@@ -171,5 +171,79 @@ impl Store {
             .condition_expression("lease_token = :token")
             .expression_attribute_values(":token", s(token));
         conditional(update.send().await).map(|_| ())
+    }
+}
+
+/// Why a config's latest notification was not set to be sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RewindRefusal {
+    /// The task has no config of that id.
+    Gone,
+    /// It has had no event yet, or a send is under way, or it changed meanwhile.
+    NotNow,
+}
+
+impl Store {
+    /// Sets config `config_id` of `task_id` to receive its latest event again (`delivered` one
+    /// back, its attempts renewed, due on the configs' outbox now), while no sender holds a live
+    /// lease: the number of the event it will receive. A config taken off the outbox (its task
+    /// finished and every event delivered) goes back on it and on its tenant's count, in one
+    /// transaction, so retiring it again later counts right.
+    pub async fn rewind_notify(
+        &self,
+        task_id: &TaskId,
+        config_id: &str,
+    ) -> Result<Result<u64, RewindRefusal>, StoreError> {
+        let Some(item) = self.get(config_key(task_id, config_id)).await? else {
+            return Ok(Err(RewindRefusal::Gone));
+        };
+        let config = NotifyConfig::try_from(&item)?;
+        // A config stored before configs kept their start counts from the first event.
+        if config.delivered <= Reader(&item).n_or("start", 0)? {
+            return Ok(Err(RewindRefusal::NotNow));
+        }
+        let on_outbox = item.contains_key("gsi1pk");
+        let now = clock::now();
+        let rewind = Update::builder()
+            .table_name(self.table())
+            .set_key(Some(config_key(task_id, config_id)))
+            .update_expression(
+                "SET delivered = :back, attempts = :zero, gsi1pk = :outbox, gsi1sk = :due \
+                 REMOVE idle_rounds",
+            )
+            .condition_expression(format!(
+                "delivered = :delivered AND (attribute_not_exists(lease_until) OR lease_until < :now) \
+                 AND {}",
+                if on_outbox {
+                    "attribute_exists(gsi1pk)"
+                } else {
+                    "attribute_not_exists(gsi1pk)"
+                }
+            ))
+            .expression_attribute_values(":back", n(config.delivered - 1))
+            .expression_attribute_values(":delivered", n(config.delivered))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":now", s(&now))
+            .expression_attribute_values(
+                ":outbox",
+                s(notify_outbox_shard_partition(task_shard(task_id))),
+            )
+            .expression_attribute_values(":due", s(due_sort_key(&now, task_id)));
+        let mut writes = vec![TransactWriteItem::builder()
+            .update(build(rewind.build())?)
+            .build()];
+        if !on_outbox {
+            writes.push(self.count_on_tenant(
+                &config.tenant_id,
+                LIVE_CONFIGS,
+                1,
+                CountBound::None,
+            )?);
+        }
+        if self.transact_if(writes).await? {
+            Ok(Ok(config.delivered))
+        } else {
+            Ok(Err(RewindRefusal::NotNow))
+        }
     }
 }

@@ -178,6 +178,31 @@ impl Store {
         self.transition(update).await
     }
 
+    /// Makes push task `task_id`'s waiting delivery due now with a fresh retry budget (a replay
+    /// or a redrive): while the task is open, not yet accepted, and no attempt holds a live
+    /// lease. Its outbox entry falls due soon after, should the enqueue that follows be lost.
+    /// The delivery keeps its id, so its `webhook-id`; attempt numbers run on.
+    pub async fn renew_delivery(&self, task_id: &TaskId) -> Result<TaskTransition, StoreError> {
+        let due = clock::after(90);
+        let update = self
+            .task_update(task_id)
+            .update_expression(
+                "SET delivery_attempts = :zero, updated_at = :now, gsi1pk = :outbox, gsi1sk = :due",
+            )
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":push", s(Delivery::Push.as_str()))
+            .expression_attribute_values(":outbox", s(outbox_shard_partition(task_shard(task_id))))
+            .expression_attribute_values(":due", s(due_sort_key(&due, task_id)));
+        let update = conditioned(
+            update,
+            Transition::Redeliver,
+            " AND delivery = :push AND attribute_not_exists(delivered_at) \
+             AND (attribute_not_exists(lease_until) OR lease_until < :now)",
+        );
+        self.transition(update).await
+    }
+
     /// Applies the endpoint's answer, if this attempt still holds the lease.
     pub async fn apply_push_answer(
         &self,

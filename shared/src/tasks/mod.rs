@@ -193,6 +193,16 @@ impl<'a> Tasks<'a> {
         Ok(accepted)
     }
 
+    /// Makes the task's waiting push delivery due now with a fresh retry budget (see
+    /// [`Store::renew_delivery`]) and enqueues it; the outbox sweep redoes a lost enqueue.
+    pub async fn redeliver(&self, task_id: &TaskId) -> Result<TaskTransition, StoreError> {
+        let renewed = self.store.renew_delivery(task_id).await?;
+        if let TaskTransition::Applied(task) = &renewed {
+            self.enqueue_push(task).await;
+        }
+        Ok(renewed)
+    }
+
     /// Fails the task's push delivery (see [`Store::fail_delivery`]), and hands it on.
     pub async fn fail_delivery(
         &self,
