@@ -92,6 +92,14 @@ export const CALL_TREES: Grant = {
   on: ['index/gsi1'],
 };
 
+/** A push endpoint's health item (`AGENT#{id}`, `HEALTH`): forgotten or reset beside the agent. */
+const ENDPOINT_HEALTH = (sid: string, action: string): Grant => ({
+  sid,
+  actions: [`dynamodb:${action}`],
+  on: ['table'],
+  leadingKeys: ['AGENT#*'],
+});
+
 const onTable = (...a: string[]): Grant => ({ actions: prefixed('dynamodb', a), on: ['table'] });
 const onTableAndIndexes = (...a: string[]): Grant => ({ actions: prefixed('dynamodb', a), on: ['table', 'indexes'] });
 const onIndex = (index: string, ...a: string[]): Grant => ({ actions: prefixed('dynamodb', a), on: [`index/${index}`] });
@@ -568,6 +576,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     grants: [
       RECORD_KEY_USE,
       onTable("GetItem", "PutItem"),
+      ENDPOINT_HEALTH("ForgetEndpointHealth", "DeleteItem"),
       sealing(["endpoint-secret"], "Encrypt"),
     ],
   },
@@ -578,6 +587,59 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     grants: [
       RECORD_KEY_USE,
       onTableAndIndexes("GetItem", "Query"),
+    ],
+  },
+  {
+    id: "GetEndpointHealth",
+    route: "get-endpoint-health",
+    description: "GET /v1/agents/{agent}/endpoint/health",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem"),
+    ],
+  },
+  {
+    id: "EnableEndpoint",
+    route: "enable-endpoint",
+    description: "POST /v1/agents/{agent}/endpoint/enable",
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem"),
+      ENDPOINT_HEALTH("EndEndpointFailures", "UpdateItem"),
+    ],
+  },
+  {
+    id: "RedriveDeliveries",
+    route: "redrive-deliveries",
+    description: "POST /v1/agents/{agent}/endpoint/redrive",
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "UpdateItem", "BatchGetItem"),
+      onIndex("inbound_tasks", "Query"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "ReplayDelivery",
+    route: "replay-delivery",
+    description: "POST /v1/agents/{agent}/tasks/{task_id}/replay",
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "UpdateItem"),
+      onQueue("SendMessage"),
+    ],
+  },
+  {
+    id: "ReplayNotification",
+    route: "replay-notification",
+    description: "POST /v1/agents/{agent}/tasks/{task_id}/notifications/{config_id}/replay",
+    env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
+    grants: [
+      RECORD_KEY_USE,
+      onTable("GetItem", "PutItem", "UpdateItem"),
+      onQueue("SendMessage"),
     ],
   },
   {

@@ -74,6 +74,10 @@ export interface ForgebenchGatewayProps {
   readonly tenantMaxConfigs?: number;
   /** The most push POSTs of one tenant in flight across every push worker (1 to 1,000; default 10). */
   readonly tenantMaxPushes?: number;
+  /** Failed attempts in a row that disable a push endpoint (1 to 100,000; default 20). */
+  readonly endpointDisableFailures?: number;
+  /** The least time those failures span, in seconds (0 to 2,592,000; default 3,600). */
+  readonly endpointDisableSeconds?: number;
   /** The most DynamoDB write units one write of a message's word postings spends (1 to 1,000; default 1,000). */
   readonly indexUnits?: number;
   /** The secrets key's alias. @default `alias/<stack name>-secrets` */
@@ -192,6 +196,10 @@ export class ForgebenchGateway extends Construct {
     checkRange('tenantMaxConfigs', tenantMaxConfigs, 1, 1000000);
     const tenantMaxPushes = props.tenantMaxPushes ?? 10;
     checkRange('tenantMaxPushes', tenantMaxPushes, 1, 1000);
+    const endpointDisableFailures = props.endpointDisableFailures ?? 20;
+    checkRange('endpointDisableFailures', endpointDisableFailures, 1, 100000);
+    const endpointDisableSeconds = props.endpointDisableSeconds ?? 3600;
+    checkRange('endpointDisableSeconds', endpointDisableSeconds, 0, 2592000);
     const indexUnits = props.indexUnits ?? 1000;
     checkRange('indexUnits', indexUnits, 1, 1000);
     checkRange('taskRetentionDays', taskRetentionDays, 1, 3650);
@@ -394,6 +402,8 @@ export class ForgebenchGateway extends Construct {
         tenantMaxAgents,
         tenantMaxConfigs,
         tenantMaxPushes,
+        endpointDisableFailures,
+        endpointDisableSeconds,
         indexUnits,
         taskRetentionDays,
         logRetentionDays,
@@ -793,6 +803,8 @@ export class ForgebenchGateway extends Construct {
       FORGEBENCH_TENANT_MAX_AGENTS: envString(ctx.tenantMaxAgents),
       FORGEBENCH_TENANT_MAX_CONFIGS: envString(ctx.tenantMaxConfigs),
       FORGEBENCH_TENANT_MAX_PUSHES: envString(ctx.tenantMaxPushes),
+      FORGEBENCH_ENDPOINT_DISABLE_FAILURES: envString(ctx.endpointDisableFailures),
+      FORGEBENCH_ENDPOINT_DISABLE_SECONDS: envString(ctx.endpointDisableSeconds),
       FORGEBENCH_INDEX_UNITS: envString(ctx.indexUnits),
       FORGEBENCH_TASK_RETENTION_DAYS: envString(ctx.taskRetentionDays),
       // The CloudWatch namespace of the business metrics (EMF lines, shared/src/metrics.rs).
@@ -872,6 +884,8 @@ interface FunctionContext {
   readonly tenantMaxAgents: number;
   readonly tenantMaxConfigs: number;
   readonly tenantMaxPushes: number;
+  readonly endpointDisableFailures: number;
+  readonly endpointDisableSeconds: number;
   readonly indexUnits: number;
   readonly taskRetentionDays: number;
   readonly logRetentionDays: number;

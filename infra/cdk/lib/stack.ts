@@ -115,6 +115,24 @@ export class ForgebenchStack extends Stack {
       description: 'The most push POSTs (task deliveries and notifications) of one tenant in flight at once across every push worker invocation; past it a job waits on the queue without dialing. Keep it well under PushWorkerConcurrency.',
     });
 
+    const endpointDisableFailures = new CfnParameter(this, 'EndpointDisableFailures', {
+      type: 'Number',
+      default: 20,
+      minValue: 1,
+      maxValue: 100000,
+      description:
+        'A push endpoint that failed this many attempts in a row, spanning at least EndpointDisableSeconds, is ' +
+        'disabled until an admin enables it.',
+    });
+
+    const endpointDisableSeconds = new CfnParameter(this, 'EndpointDisableSeconds', {
+      type: 'Number',
+      default: 3600,
+      minValue: 0,
+      maxValue: 2592000,
+      description: 'The least time the failures in a row that disable a push endpoint span (seconds).',
+    });
+
     const indexUnits = new CfnParameter(this, 'IndexUnits', {
       type: 'Number',
       default: 1000,
@@ -179,6 +197,8 @@ export class ForgebenchStack extends Stack {
       tenantMaxAgents: tenantMaxAgents.valueAsNumber,
       tenantMaxConfigs: tenantMaxConfigs.valueAsNumber,
       tenantMaxPushes: tenantMaxPushes.valueAsNumber,
+      endpointDisableFailures: endpointDisableFailures.valueAsNumber,
+      endpointDisableSeconds: endpointDisableSeconds.valueAsNumber,
       indexUnits: indexUnits.valueAsNumber,
       alarmEmail: alarmEmail.valueAsString,
       configureApiGatewayLogging: Token.asAny(configureApiGatewayLogging.valueAsString),
