@@ -58,6 +58,8 @@ pub struct Options {
     pub push_concurrency: usize,
     /// `FORGEBENCH_TENANT_MAX_PUSHES`.
     pub tenant_max_pushes: u32,
+    /// `FORGEBENCH_ENDPOINT_DISABLE_FAILURES` and `FORGEBENCH_ENDPOINT_DISABLE_SECONDS`.
+    pub endpoint_disable: forgebench::domain::endpoint_health::DisableRule,
     /// Notes every AWS request the gateway makes.
     pub recorder: Option<Recorder>,
     /// Serve an existing stack (a second, cold process on the same table) instead of a new one.
@@ -94,6 +96,7 @@ impl Default for Options {
             push_worker: true,
             push_concurrency: forgebench_local::PUSH_WORKER_CONCURRENCY,
             tenant_max_pushes: forgebench::config::DEFAULT_TENANT_MAX_PUSHES,
+            endpoint_disable: Default::default(),
             recorder: None,
             table: None,
             public_url: true,
@@ -214,6 +217,7 @@ fn gateway_config(
     config.tenant_max_agents = options.tenant_max_agents;
     config.tenant_max_configs = options.tenant_max_configs;
     config.tenant_max_pushes = options.tenant_max_pushes;
+    config.endpoint_disable = options.endpoint_disable;
     config.index_units = options.index_units;
     config
 }

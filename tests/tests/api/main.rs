@@ -17,6 +17,7 @@ mod cards;
 mod concurrency;
 mod console;
 mod contract;
+mod delivery_ops;
 mod deployment;
 mod errors;
 mod events;

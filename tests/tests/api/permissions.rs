@@ -255,6 +255,7 @@ fn functions_that_only_read_cannot_write() {
         "list-bindings",
         "list-audit",
         "list-delivery-attempts",
+        "get-endpoint-health",
         "list-tools",
         "list-calls",
         "list-agent-keys",
@@ -752,6 +753,17 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
         .await,
         r,
     );
+    // Its latest event again (the config started at the task's last: a 409, with its reads).
+    note(
+        "replay-notification",
+        app.post(
+            &format!("/v1/agents/callee/tasks/{rest_task}/notifications/tour-hook/replay"),
+            &keys["caller"],
+            json!({}),
+        )
+        .await,
+        r,
+    );
     let deleted = note(
         "a2a-delete-push-config",
         app.a2a_rest(
@@ -1022,6 +1034,37 @@ async fn every_call_a_function_makes_is_allowed_by_its_policy() {
             &admin,
         )
         .await,
+        r,
+    );
+    note(
+        "get-endpoint-health",
+        app.get("/v1/agents/pushee/endpoint/health", &admin).await,
+        r,
+    );
+    note(
+        "replay-delivery",
+        app.post(
+            &format!("/v1/agents/pushee/tasks/{}/replay", pushed.field("id")),
+            &admin,
+            json!({}),
+        )
+        .await,
+        r,
+    );
+    note(
+        "redrive-deliveries",
+        app.post(
+            "/v1/agents/pushee/endpoint/redrive",
+            &admin,
+            json!({"since": "2026-01-01T00:00:00Z"}),
+        )
+        .await,
+        r,
+    );
+    note(
+        "enable-endpoint",
+        app.post("/v1/agents/pushee/endpoint/enable", &admin, json!({}))
+            .await,
         r,
     );
 
