@@ -35,7 +35,8 @@ pub enum Transition {
     /// A push task whose delivery cannot succeed fails.
     FailDelivery,
     /// A push task's waiting delivery is made due now with a fresh retry budget (a replay or a
-    /// redrive); its state stays.
+    /// redrive), or later (a delivery held back for long, parked on the outbox); its state
+    /// stays.
     Redeliver,
 }
 

@@ -137,7 +137,12 @@ pub async fn redrive(app: &App, request: Request) -> HandlerResult {
     only_fields(&body, &["since"])?;
     let since = match body.get("since").and_then(Value::as_str).map(clock::parse) {
         Some(Some(since)) => clock::format(since),
-        _ => {
+        Some(None) => {
+            return Err(ApiError::InvalidRequest(
+                "since must be an RFC 3339 moment, e.g. 2026-12-07T09:00:00Z".into(),
+            ))
+        }
+        None => {
             return Err(ApiError::InvalidRequest(
                 "since is required: an RFC 3339 moment, e.g. 2026-12-07T09:00:00Z".into(),
             ))

@@ -12,6 +12,7 @@ mod fair_share;
 pub mod health;
 pub mod notify;
 pub mod outcome;
+pub mod parking;
 mod prepare;
 pub mod queue;
 mod request;

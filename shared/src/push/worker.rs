@@ -65,7 +65,8 @@ impl Worker {
 
     /// Handles a batch as the Lambda event source delivers it: each message on its own, all at
     /// once, each within `time` (what the invocation has left, less what answering takes); returns
-    /// the ids of the messages to leave on the queue, their visibility already set. A job still
+    /// the ids of the messages to leave on the queue, their visibility already set. A delivery
+    /// held back for long waits on the table's outbox instead (`push/parking.rs`). A job still
     /// running when its time is up is cut and its message comes back, so one slow record never
     /// holds the invocation past its end, which would return every record of the batch.
     pub async fn handle_batch(&self, jobs: &[Job], time: Duration) -> Vec<String> {
@@ -77,7 +78,10 @@ impl Worker {
             match outcome {
                 JobOutcome::Done => {}
                 JobOutcome::HeldBack(delay) => {
-                    held.push((job, held_again(&job.body, delay, super::outcome::jitter())))
+                    let again = held_again(&job.body, delay, super::outcome::jitter());
+                    if !self.parked(job, again.1).await {
+                        held.push((job, again));
+                    }
                 }
                 JobOutcome::RetryIn(delay) => retries.push((job, delay)),
             }
@@ -346,7 +350,7 @@ type Leased = (Task, String, Prepared, Clearance);
 
 /// What a queue message asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum MessageKind {
+pub(super) enum MessageKind {
     /// Deliver the task to its callee's endpoint: the delivery named, or (a body with only the
     /// task's id, as the sweeper sends) the task's current one.
     Deliver(Option<Named>),
@@ -363,7 +367,7 @@ pub(super) struct Named {
 }
 
 /// The task a message names (the `task_id` of its JSON body) and what it asks for.
-fn task_id_of(body: &str) -> Option<(TaskId, MessageKind)> {
+pub(super) fn task_id_of(body: &str) -> Option<(TaskId, MessageKind)> {
     let body = serde_json::from_str::<Value>(body).ok()?;
     let field = |name: &str| body.get(name).and_then(Value::as_str);
     let task_id = TaskId::from(field("task_id")?);

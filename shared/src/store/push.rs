@@ -203,6 +203,29 @@ impl Store {
         self.transition(update).await
     }
 
+    /// Moves push task `task_id`'s outbox entry to fall due at `due` (a delivery held back for
+    /// long: `push/parking.rs`), while the task still waits for its delivery, no attempt holds
+    /// a live lease and it is on the outbox. Whether it moved.
+    pub async fn park_delivery(&self, task_id: &TaskId, due: &str) -> Result<bool, StoreError> {
+        let update = self
+            .task_update(task_id)
+            .update_expression("SET gsi1sk = :due")
+            .expression_attribute_values(":due", s(due_sort_key(due, task_id)))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":push", s(Delivery::Push.as_str()));
+        let update = conditioned(
+            update,
+            Transition::Redeliver,
+            " AND delivery = :push AND attribute_not_exists(delivered_at) \
+             AND attribute_exists(gsi1pk) \
+             AND (attribute_not_exists(lease_until) OR lease_until < :now)",
+        );
+        Ok(matches!(
+            self.transition(update).await?,
+            TaskTransition::Applied(_)
+        ))
+    }
+
     /// Applies the endpoint's answer, if this attempt still holds the lease.
     pub async fn apply_push_answer(
         &self,

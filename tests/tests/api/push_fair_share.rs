@@ -228,3 +228,66 @@ async fn a_busy_tenant_whose_receiver_keeps_up_is_not_held_back() {
     assert_eq!(held_back, 0, "no delivery was held back");
     assert_eq!(healthy.received().len(), 9);
 }
+
+/// The messages on the push queue: visible, in flight and delayed.
+async fn queue_depth(app: &TestApp) -> u64 {
+    use aws_sdk_sqs::types::QueueAttributeName;
+    let (sqs, _) = forgebench_tests::sqs_and_kms(&forgebench_tests::moto_endpoint()).await;
+    let attributes = sqs
+        .get_queue_attributes()
+        .queue_url(&app.push_queue_url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+        .send()
+        .await
+        .unwrap();
+    attributes
+        .attributes()
+        .map(|all| all.values().map(|n| n.parse::<u64>().unwrap()).sum())
+        .unwrap_or(0)
+}
+
+/// A backlog that its tenant's open breaker holds back waits on the table's outbox, not on the
+/// queue that every tenant's deliveries share, and the sweeper brings it back when the wait is
+/// over: nothing is lost, nothing is attempted meanwhile.
+#[tokio::test]
+async fn a_backlog_held_back_for_long_waits_on_the_outbox_not_on_the_queue() {
+    let app = spawn_app_with(Options {
+        retry_seconds: "0.2,0.2,0.2,0.2",
+        ..Options::local_push()
+    })
+    .await;
+    let failing = Callee::start(|_| Answer::text(503, "down")).await;
+    let noisy = push_pair(&app, &failing).await;
+    let held = open_many(&app, &noisy, 8).await;
+    failing.wait_for(FIRST_FAILURES).await;
+    let mut depth = queue_depth(&app).await;
+    for _ in 0..50 {
+        if depth == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        depth = queue_depth(&app).await;
+    }
+    assert_eq!(depth, 0, "the held-back deliveries left the queue");
+    let sent = failing.received().len();
+    for task_id in &held {
+        assert_ne!(state(&app, &noisy, task_id).await, "failed");
+    }
+    // Parked for later: a sweep now finds none of them due.
+    let now = forgebench::domain::clock::now().to_string();
+    let swept = forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &now).await;
+    assert_eq!(swept.done, 0, "{swept:?}");
+    // Once their wait is over, the sweeper (every minute, deployed) enqueues them again: here a
+    // sweep as if a minute later. The breaker still open, each is held back again, untried.
+    let later = forgebench::domain::clock::after(60).to_string();
+    let swept =
+        forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &later).await;
+    assert_eq!(swept.done, held.len(), "{swept:?}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for task_id in &held {
+        assert_ne!(state(&app, &noisy, task_id).await, "failed");
+    }
+    assert_eq!(failing.received().len(), sent, "nothing tried while the breaker is open");
+}

@@ -1,0 +1,41 @@
+//! Parking: a task delivery held back for [`PARK_FROM`] or longer waits on the table's outbox,
+//! not on the queue. The message is deleted and the task's outbox entry falls due when the wait
+//! is over, for the sweeper to enqueue again (docs/reliability.md, "Fair share in the push
+//! worker"). A receiver that keeps a tenant's breaker open thus holds that tenant's backlog as
+//! table entries, which cost nothing while they wait, instead of as delayed messages that every
+//! other tenant's deliveries share the queue with and that come back again and again.
+
+use std::time::Duration;
+
+use super::queue::Job;
+use super::worker::{task_id_of, MessageKind, Worker};
+use crate::domain::clock;
+
+/// The shortest wait that parks a held-back delivery; shorter ones (a tenant at its bound of
+/// pushes in flight, a breaker's trial under way) go back on the queue.
+pub const PARK_FROM: Duration = Duration::from_secs(5);
+
+impl Worker {
+    /// Parks `job` (a task delivery held back for `wait`) on the outbox; whether its message may
+    /// go. A task no longer waiting for its delivery, or whose delivery another attempt holds,
+    /// needs no message either: its outbox entry, if any, stays as it is.
+    pub(super) async fn parked(&self, job: &Job, wait: Duration) -> bool {
+        if wait < PARK_FROM {
+            return false;
+        }
+        let Some((task_id, MessageKind::Deliver(_))) = task_id_of(&job.body) else {
+            return false;
+        };
+        let due = clock::after(wait.as_secs().max(1));
+        match self.store.park_delivery(&task_id, &due).await {
+            Ok(parked) => {
+                tracing::info!(task_id = %task_id, wait_s = wait.as_secs(), parked, "held-back delivery left to the outbox");
+                true
+            }
+            Err(error) => {
+                tracing::warn!(task_id = %task_id, error = %error, "could not park a held-back delivery; it goes back on the queue");
+                false
+            }
+        }
+    }
+}
