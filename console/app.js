@@ -20,6 +20,14 @@ const app = {
     const role = this.role();
     return role === "admin" || role === "member";
   },
+  /** Whether the signed-in person speaks for `agent`, as the API decides it: an admin, or the
+   *  member who owns it. */
+  speaksFor(agent) {
+    const session = getSession();
+    if (!session || !agent) return false;
+    if (session.role === "admin") return true;
+    return session.role === "member" && !!session.member_id && agent.owner_member_id === session.member_id;
+  },
   agentName(id) {
     const a = this.agents.find((x) => x.id === id);
     return a ? a.name : id;

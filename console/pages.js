@@ -2,7 +2,7 @@
 // may do is what the API allows: change controls are left out for viewers, and the API refuses
 // anyway.
 import { ApiError, api, eventsUrl, qs, seg } from "./api.js";
-import { badge, button, clear, field, h, input, longText, select, table, when } from "./dom.js";
+import { append, badge, button, clear, field, h, input, longText, select, table, when } from "./dom.js";
 
 const TASK_STATES = ["submitted", "working", "input_required", "completed", "failed", "canceled"];
 const FINAL = new Set(["completed", "failed", "canceled"]);
@@ -12,6 +12,7 @@ const AUDIT_ACTIONS = [
   "agent.endpoint.clear", "agent.tool.grant", "agent.tool.revoke", "task.open", "task.message", "task.claim",
   "task.progress", "task.result.", "task.cancel", "tenant.create", "member.key.issue", "member.key.revoke",
   "tenant.word_search.", "tenant.call_tree", "tenant.policy.", "task.read", "task.push_config.", "issuer.trust", "issuer.subjects", "issuer.distrust",
+  "agent.endpoint.disable", "agent.endpoint.enable",
 ];
 /** Why the gate refused an open (an audit entry's `reason`), in words; the code is shown beside. */
 const REFUSAL_REASONS = {
@@ -221,7 +222,7 @@ async function agentsPage({ app }) {
   const rows = agents.map((a) => [
     agentLink(app, a.id),
     badge(a.status),
-    a.endpoint ? "push" : "pull",
+    a.endpoint ? (a.endpoint.disabled ? h("span", null, "push ", badge("disabled")) : "push") : "pull",
     a.description ? longText(a.description, 120) : "—",
     statusControls(app, a) || "—",
   ]);
@@ -233,6 +234,14 @@ async function agentPage({ app, params }) {
   const ref = params[0];
   const agent = await api("GET", `/v1/agents/${seg(ref)}`);
   const name = agent.name;
+  // Whether the endpoint is disabled, as the agent said it and then as its health says it.
+  const disabledMark = h("span", { class: "disabled-mark" });
+  const markDisabled = (disabled) => {
+    clear(disabledMark);
+    if (disabled) disabledMark.append(" · ", badge("disabled"));
+  };
+  markDisabled(agent.endpoint?.disabled);
+  const speaks = app.speaksFor(agent);
   const delivery = agent.endpoint
     ? h(
         "span",
@@ -243,6 +252,7 @@ async function agentPage({ app, params }) {
           ? ` · credential: ${agent.endpoint.auth.type}${agent.endpoint.auth.name ? ` (${agent.endpoint.auth.name})` : ""}, configured (never shown)`
           : " · no credential",
         agent.endpoint.allow_private_network ? " · private network allowed" : "",
+        disabledMark,
       )
     : "pull (the agent claims its tasks)";
   const keyBox = h("div");
@@ -254,7 +264,11 @@ async function agentPage({ app, params }) {
     try {
       const page = await api("GET", `/v1/agents/${seg(name)}/tasks/${seg(taskId)}/attempts`);
       clear(attemptsOut);
-      attemptsOut.append(h("h3", { text: `Delivery attempts of task ${taskId}` }), attemptsTable(page.items || []));
+      attemptsOut.append(
+        h("h3", { text: `Delivery attempts of task ${taskId}` }),
+        speaks ? replayLine(app, name, taskId) : null,
+        attemptsTable(page.items || []),
+      );
     } catch (error) {
       clear(attemptsOut);
       attemptsOut.append(h("p", { class: "section-error", text: `Could not load: ${app.describe(error)}` }));
@@ -286,6 +300,7 @@ async function agentPage({ app, params }) {
       statusControls(app, agent),
       h("p", null, h("a", { href: `#/bindings${qs({ agent: name })}`, text: "Bindings of this agent" })),
     ),
+    agent.endpoint ? endpointHealthSection(app, agent, (health) => markDisabled(health.disabled)) : null,
     section(app, "Tools", async () => {
       const page = await api("GET", `/v1/agents/${seg(name)}/tools`);
       return table("Tools", ["Tool", "Description", "Tags"], (page.items || []).map((t) => [
@@ -334,8 +349,8 @@ async function agentPage({ app, params }) {
             stateBadge(t.status.state),
             t.delivery,
             when(t.created_at),
-            // A pull task is claimed, never delivered: it has no attempts to show.
-            t.delivery === "push" ? button("Show attempts", () => showAttempts(t.id)) : "—",
+            // A pull task is claimed, never delivered: it has no attempts to show, nor a replay.
+            t.delivery === "push" ? pushTaskControls(app, name, t.id, speaks, () => showAttempts(t.id)) : "—",
           ]);
           nodes.push(table("Recent inbound tasks", ["Task", "State", "Delivery", "Created", ""], rows, "No inbound tasks."));
         } catch {
@@ -352,6 +367,211 @@ function attemptsTable(items) {
   return table("Delivery attempts", ["Attempt", "At", "HTTP status", "Latency", "Error"], items.map((a) => [
     String(a.attempt), when(a.at), a.status == null ? "—" : String(a.status), `${a.latency_ms} ms`, a.error ? longText(a.error, 200) : "—",
   ]), "No delivery attempts (a pull task has none).");
+}
+
+// --- operating deliveries ------------------------------------------------------------------
+
+/** A span of seconds in words: "1 h", "90 min", "45 s". */
+function duration(seconds) {
+  const s = Number(seconds) || 0;
+  if (s >= 3600 && s % 3600 === 0) return `${s / 3600} h`;
+  if (s >= 60 && s % 60 === 0) return `${s / 60} min`;
+  return `${s} s`;
+}
+
+/** A moment as a datetime-local input shows it: the browser's local time, to the minute. */
+function localMinute(ms) {
+  const d = new Date(ms);
+  const p = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+/**
+ * Runs a change whose answer is told in place (`out`, a live region) rather than on the error
+ * line: `done(answer)` draws what it did, and a refusal is told there in the gateway's words.
+ */
+function inPlace(app, control, out, fn, done, refused) {
+  return async (event) => {
+    if (event) event.preventDefault();
+    app.clearError();
+    control.disabled = true;
+    clear(out);
+    delete out.dataset.outcome;
+    try {
+      const answer = await fn();
+      out.dataset.outcome = "done";
+      append(out, [done(answer)]);
+    } catch (error) {
+      out.dataset.outcome = "refused";
+      out.append(h("span", { class: "section-error", text: `${refused}: ${app.describe(error)}` }));
+    } finally {
+      control.disabled = false;
+    }
+  };
+}
+
+/**
+ * "Replay delivery" for one push task (its callee's owner or an admin): the button, and `out`
+ * where what it did, or why the gateway refused it, is told.
+ */
+function replayControl(app, callee, taskId, onReplayed) {
+  const out = h("span", { class: "replay-out", "aria-live": "polite" });
+  const replay = h("button", { type: "button", class: "replay", text: "Replay delivery", "aria-label": `Replay delivery of task ${taskId}` });
+  replay.addEventListener("click", inPlace(app, replay, out,
+    () => api("POST", `/v1/agents/${seg(callee)}/tasks/${seg(taskId)}/replay`),
+    (r) => {
+      if (onReplayed) onReplayed(r);
+      return h("span", { class: "replayed" }, "Replayed: attempted again now, webhook id ", h("code", { class: "webhook-id", text: r.webhook_id }), ".");
+    },
+    "Not replayed"));
+  return { button: replay, out };
+}
+
+/** A line with "Replay delivery" and, beside it, what came of it. */
+function replayLine(app, callee, taskId, onReplayed) {
+  const { button: replay, out } = replayControl(app, callee, taskId, onReplayed);
+  return h("p", { class: "row" }, replay, out);
+}
+
+/** A push task's row controls: its attempts, and its replay for whoever speaks for the callee
+ *  (what came of it below the buttons, so that they stay side by side). */
+function pushTaskControls(app, callee, taskId, speaks, onShow) {
+  const show = button("Show attempts", onShow);
+  if (!speaks) return show;
+  const { button: replay, out } = replayControl(app, callee, taskId);
+  return [h("span", { class: "controls" }, show, replay), h("div", null, out)];
+}
+
+/** An endpoint's health as facts: state, success rate, failures, last error and times. */
+function healthFacts(health) {
+  const a = health.attempts || {};
+  const rate = health.success_rate === null || health.success_rate === undefined
+    ? h("span", null, "no attempts since ", when(a.since))
+    : h("span", null,
+        h("strong", { class: "rate", text: health.success_rate.toLocaleString("en", { style: "percent", maximumFractionDigits: 1 }) }),
+        ` (${Number(a.ok).toLocaleString("en")} ok, ${Number(a.failed).toLocaleString("en")} failed since `, when(a.since), ")");
+  const rule = health.disable_after || {};
+  return dl([
+    ["State", badge(health.state)],
+    ["URL", h("code", null, longText(health.url, 120))],
+    ["Success rate", rate],
+    ["Failures in a row", h("span", null, String(health.consecutive_failures ?? 0), health.failing_since ? [", since ", when(health.failing_since)] : null)],
+    ["Last error", health.last_error ? longText(health.last_error, 300) : "—"],
+    ["Last success", when(health.last_success_at)],
+    ["Last failure", when(health.last_failure_at)],
+    health.disabled ? ["Disabled", h("span", null, when(health.disabled.at), ": ", longText(health.disabled.reason, 300))] : null,
+    ["Disabled after", `${rule.failures} failures in a row spanning at least ${duration(rule.seconds)}`],
+  ]);
+}
+
+/** What a failing or disabled endpoint means, in a line that stands out; nothing when active. */
+function healthBanner(health) {
+  if (health.state === "disabled") {
+    return h("p", { class: "health-banner health-disabled" },
+      "Disabled ", when(health.disabled?.at), ": nothing is sent to it, and each delivery fails its task at once until an admin enables it.");
+  }
+  if (health.state === "failing") {
+    const n = health.consecutive_failures;
+    return h("p", { class: "health-banner health-failing" },
+      `Failing: ${n} failure${n === 1 ? "" : "s"} in a row`, health.failing_since ? [" since ", when(health.failing_since)] : null,
+      `. It is disabled after ${health.disable_after?.failures} in a row spanning at least ${duration(health.disable_after?.seconds)}.`);
+  }
+  return null;
+}
+
+/**
+ * An agent's "Endpoint health" (GET …/endpoint/health, any person of the tenant): what it shows,
+ * with Refresh; "Enable endpoint" for an admin while it is disabled (the section reloads after);
+ * and "Redrive since" for the agent's owner or an admin. `onHealth` hears each health read.
+ */
+function endpointHealthSection(app, agent, onHealth) {
+  const name = agent.name;
+  const admin = app.role() === "admin";
+  const speaks = app.speaksFor(agent);
+  const titleMark = h("span", { class: "health-title-mark" });
+  const body = h("div", { class: "section-body" }, h("p", { class: "loading", text: "Loading…" }));
+  const sec = h("section", { class: "card endpoint-health", "aria-labelledby": "health-title" },
+    h("h2", { id: "health-title" }, "Endpoint health ", titleMark), body);
+
+  const load = async () => {
+    let health;
+    try {
+      health = await api("GET", `/v1/agents/${seg(name)}/endpoint/health`);
+    } catch (error) {
+      clear(body);
+      clear(titleMark);
+      delete sec.dataset.state;
+      const msg = error instanceof ApiError && error.status === 403 ? "Your role may not see this." : `Could not load: ${app.describe(error)}`;
+      body.append(h("p", { class: "section-error", text: msg }));
+      return;
+    }
+    sec.dataset.state = health.state;
+    clear(titleMark);
+    titleMark.append(badge(health.state));
+    const controls = [button("Refresh", act(app, null, load))];
+    if (admin && health.disabled) {
+      const enable = h("button", { type: "button", class: "enable-endpoint", text: "Enable endpoint" });
+      enable.addEventListener("click", act(app, enable, async () => {
+        await api("POST", `/v1/agents/${seg(name)}/endpoint/enable`);
+        await load();
+        sec.querySelector("#health-title").focus();
+      }));
+      controls.unshift(enable);
+    }
+    clear(body);
+    body.append(
+      healthBanner(health) || "",
+      healthFacts(health),
+      speaks && health.disabled ? h("p", { class: "hint", text: "While it is disabled, redrives and replays are refused: an admin enables it first." }) : "",
+      h("div", { class: "row" }, controls),
+    );
+    if (onHealth) onHealth(health);
+  };
+  sec.querySelector("#health-title").setAttribute("tabindex", "-1");
+  load();
+  if (speaks) sec.append(redriveForm(app, agent));
+  return sec;
+}
+
+/**
+ * "Redrive since": every delivery of the agent's tasks opened since then that waits for a retry,
+ * attempted now (POST …/endpoint/redrive). The moment is typed in local time and sent as UTC;
+ * what was redriven is told below, each task linked, with a button for the next page.
+ */
+function redriveForm(app, agent) {
+  const since = h("input", { type: "datetime-local", name: "since", required: true, value: localMinute(Date.now() - 3_600_000) });
+  const submit = h("button", { type: "submit", text: "Redrive" });
+  const out = h("div", { class: "redrive-out", "aria-live": "polite" });
+  const redrive = (sinceIso) => api("POST", `/v1/agents/${seg(agent.name)}/endpoint/redrive`, { since: sinceIso });
+  const told = (sinceIso) => (r) => {
+    const n = r.redriven;
+    const nodes = [
+      h("p", { class: "redrive-result", "data-redriven": String(n) },
+        `Redriven: ${n} ${n === 1 ? "delivery" : "deliveries"} of tasks opened since `, when(sinceIso),
+        n ? "." : " (none was waiting for a retry)."),
+    ];
+    if ((r.task_ids || []).length) {
+      nodes.push(h("ul", { class: "task-ids", "aria-label": "Redriven tasks" },
+        r.task_ids.map((id) => h("li", null, h("a", { href: taskHref(app, agent.id, id), text: id })))));
+    }
+    if (r.next_since) {
+      const next = h("button", { type: "button", text: "Redrive the next ones" });
+      next.addEventListener("click", inPlace(app, next, out, () => redrive(r.next_since), told(r.next_since), "Not redriven"));
+      nodes.push(h("p", null, "More may be waiting. ", next));
+    }
+    return nodes;
+  };
+  const form = h("form", { class: "inline-form redrive-form", "aria-label": "Redrive deliveries" },
+    field("Redrive since", since, "your local time, sent as UTC: tasks opened since then whose delivery waits for a retry are attempted now"),
+    h("div", { class: "field submit" }, submit));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const ms = Date.parse(since.value); // a datetime-local value, without offset: local time
+    if (Number.isNaN(ms)) return;
+    const sinceIso = new Date(ms).toISOString();
+    inPlace(app, submit, out, () => redrive(sinceIso), told(sinceIso), "Not redriven")();
+  });
+  return h("div", { class: "redrive" }, h("h3", { text: "Redrive deliveries" }), form, out);
 }
 
 // --- bindings ------------------------------------------------------------------------------
@@ -735,6 +955,16 @@ async function taskPage(ctx) {
     }
   };
   if (pushed) loadAttempts();
+  // A push task's delivery is replayed by its callee's owner or an admin; the attempts are read
+  // again a moment after (the attempt is made by a worker, soon after the 202).
+  const calleeAgent = app.agents.find((a) => a.id === task.callee_agent_id);
+  const replay = pushed && app.speaksFor(calleeAgent)
+    ? replayLine(app, callee, id, () => {
+        setTimeout(() => {
+          if (ctx.current()) loadAttempts();
+        }, 2000);
+      })
+    : null;
 
   if (!FINAL.has(task.status?.state)) {
     live.textContent = "live";
@@ -791,7 +1021,7 @@ async function taskPage(ctx) {
     h("h1", { class: "name", text: `Task ${id}` }),
     body,
     pushed
-      ? h("section", { class: "card", "aria-labelledby": "task-attempts-title" }, h("h2", { id: "task-attempts-title", text: "Delivery attempts" }), attempts)
+      ? h("section", { class: "card", "aria-labelledby": "task-attempts-title" }, h("h2", { id: "task-attempts-title", text: "Delivery attempts" }), replay, attempts)
       : null,
   ];
 }
@@ -896,7 +1126,9 @@ async function auditPage({ app, query }) {
         : e.task_id ? h("code", { text: e.task_id }) : null;
       tbody.append(h("tr", { "data-audit": e.id, "data-action": e.action },
         h("td", null, when(e.at)),
-        h("td", null, e.actor?.kind ? `${e.actor.kind} ` : "", e.actor?.name ? h("span", { title: e.actor.id, text: e.actor.name }) : who(e.actor?.id),
+        // The gateway acts as itself (an endpoint disabled after its failures): no id to show.
+        h("td", null, e.actor?.kind ? `${e.actor.kind} ` : "",
+          e.actor?.name ? h("span", { title: e.actor.id, text: e.actor.name }) : e.actor?.id || !e.actor?.kind ? who(e.actor?.id) : null,
           signedInWith(e.actor?.signed_in_with)),
         h("td", null, h("code", { text: e.action })),
         h("td", null, who(e.target)),

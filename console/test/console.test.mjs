@@ -30,6 +30,47 @@ async function withPage(fn, viewport) {
   }
 }
 
+/** A push endpoint on this machine that answers every delivery with `status` and `body`. */
+async function endpointServer(status, body) {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on("end", () => {
+      response.writeHead(status, { "Content-Type": "application/json" });
+      response.end(JSON.stringify(body));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${server.address().port}/a2a`, close: () => server.close() };
+}
+
+/** `fn()` again until it gives something truthy, or a failure after `ms` naming `what`. */
+async function eventually(fn, what, ms = 20_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`not within ${ms / 1000} s: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** The text of the fact `label` (a dt) in `scope`'s first list of facts. */
+async function fact(scope, label) {
+  return scope.locator("dl.facts dt", { hasText: new RegExp(`^${label}$`) }).locator("xpath=following-sibling::dd[1]").textContent();
+}
+
+/** The POST answer to the request whose path ends with `suffix`, made by `action`. */
+async function answerTo(page, suffix, action) {
+  const [response] = await Promise.all([
+    page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith(suffix)),
+    action(),
+  ]);
+  return response;
+}
+
+/** The buttons of the page that change a push endpoint's deliveries. */
+const DELIVERY_CONTROLS = /^(Enable endpoint|Redrive|Redrive the next ones|Replay delivery)$/;
+
 describe("console", () => {
   test("the page carries a strict CSP, its assets resolve under /console, and Tab reaches the navigation", async () => {
     await withPage(async (page) => {
@@ -269,7 +310,7 @@ describe("console", () => {
       await signIn(page, viewerKey);
       const navs = await page.locator("#nav a").allTextContents();
       assert.ok(!navs.includes("Members"));
-      const changing = /^(Pause|Resume|Retire|Approve|Revoke|Grant|Issue a key|Create agent|Create member|Save|Save limits|Trust issuer|Edit subjects|Remove|Edit limits and contract|Save limits and contract)$/;
+      const changing = /^(Pause|Resume|Retire|Approve|Revoke|Grant|Issue a key|Create agent|Create member|Save|Save limits|Trust issuer|Edit subjects|Remove|Edit limits and contract|Save limits and contract|Enable endpoint|Redrive|Redrive the next ones|Replay delivery)$/;
       for (const route of ["#/agents", "#/agents/invoice-classifier", "#/bindings", "#/audit", "#/settings", "#/tasks", "#/issuers"]) {
         await page.goto(CONSOLE + route);
         await page.locator("main h1").waitFor();
@@ -775,6 +816,216 @@ describe("console", () => {
       });
     } finally {
       server.close();
+    }
+  });
+
+  test("an agent's endpoint health shows a failing endpoint and its last error; an admin redrives and replays its deliveries in place, a finished task's replay is refused in place; viewers and members who do not own it get no control", async () => {
+    const w = await createTenant();
+    // Callees on this machine: one down (503 to every delivery), one that answers at once.
+    const down = await endpointServer(503, { detail: "down for maintenance" });
+    const steady = await endpointServer(200, { state: "completed", artifacts: [{ name: "response", parts: [{ text: "done" }] }] });
+    try {
+      for (const name of ["flaky-callee", "steady-callee"]) await ok(w.admin, "POST", "/v1/agents", { name });
+      await ok(w.admin, "POST", "/v1/agents/billing-orchestrator/agents", { callees: ["flaky-callee", "steady-callee"] });
+      await ok(w.admin, "PUT", "/v1/agents/flaky-callee/endpoint", { url: down.url });
+      await ok(w.admin, "PUT", "/v1/agents/steady-callee/endpoint", { url: steady.url });
+      const caller = w.keys["billing-orchestrator"];
+      const finished = await ok(caller, "POST", "/v1/agents/steady-callee/tasks?wait=20", { message: { role: "user", parts: [{ text: "Delivered at once." }] } });
+      assert.equal(finished.status.state, "completed");
+      const waiting = await openTask(caller, "flaky-callee", "Deliver me once you are back.");
+      assert.equal(waiting.delivery, "push");
+      // Its first attempt fails at once; then the task waits for a retry (5 s, then 30 s).
+      const health = await eventually(async () => {
+        const h = await ok(w.admin, "GET", "/v1/agents/flaky-callee/endpoint/health");
+        return h.state === "failing" && h.last_error ? h : null;
+      }, "flaky-callee's endpoint failing");
+      assert.match(health.last_error, /503/);
+      assert.equal(health.success_rate, 0);
+      assert.equal(health.disabled, null);
+      await eventually(async () => (await ok(w.admin, "GET", `/v1/agents/flaky-callee/tasks/${waiting.id}/attempts`)).items.length > 0, "an attempt on the log");
+
+      await withPage(async (page) => {
+        await signIn(page, w.admin);
+        // A pull agent has no endpoint: no health section.
+        await page.goto(`${CONSOLE}#/agents/invoice-classifier`);
+        await page.locator("section[aria-labelledby=keys-title]").waitFor();
+        assert.equal(await page.getByRole("heading", { name: "Endpoint health" }).count(), 0, "no health for a pull agent");
+
+        await page.goto(`${CONSOLE}#/agents/flaky-callee`);
+        const sec = page.locator('section.endpoint-health[data-state="failing"]');
+        await sec.waitFor();
+        assert.equal(await sec.locator("#health-title .badge").textContent(), "failing");
+        assert.match(await sec.locator(".health-banner.health-failing").textContent(), /^Failing: \d+ failures? in a row since .+ It is disabled after 20 in a row spanning at least 1 h\.$/);
+        assert.equal(await fact(sec, "Last error"), health.last_error);
+        assert.match(await fact(sec, "Success rate"), /^0% \(0 ok, \d+ failed since .+\)$/);
+        assert.match(await fact(sec, "Failures in a row"), /^\d+, since \S/);
+        assert.equal(await fact(sec, "Last success"), "—");
+        assert.equal(await fact(sec, "Disabled after"), "20 failures in a row spanning at least 1 h");
+        assert.equal(await sec.getByRole("button", { name: "Enable endpoint" }).count(), 0, "nothing to enable: it is not disabled");
+        const row = page.locator("tr", { has: page.locator(`a[href$="/${waiting.id}"]`) });
+        await row.getByRole("button", { name: `Replay delivery of task ${waiting.id}` }).waitFor();
+
+        // Redrive since a minute before the task was opened, typed in the browser's local time
+        // and sent as UTC.
+        const typed = await page.evaluate((ms) => {
+          const d = new Date(ms);
+          const p = (n) => String(n).padStart(2, "0");
+          return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+        }, Date.parse(waiting.created_at) - 60_000);
+        await sec.getByLabel("Redrive since").fill(typed);
+        const redriven = await answerTo(page, "/v1/agents/flaky-callee/endpoint/redrive", () => sec.getByRole("button", { name: "Redrive", exact: true }).click());
+        assert.equal(redriven.status(), 200);
+        const since = redriven.request().postDataJSON().since;
+        assert.equal(since, new Date(Math.floor((Date.parse(waiting.created_at) - 60_000) / 60_000) * 60_000).toISOString(), "the typed minute, in UTC");
+        const result = await redriven.json();
+        assert.deepEqual(result, { redriven: 1, task_ids: [waiting.id], next_since: null });
+        const told = sec.locator(".redrive-result");
+        await told.waitFor();
+        assert.equal(await told.getAttribute("data-redriven"), "1");
+        assert.match(await told.textContent(), /^Redriven: 1 delivery of tasks opened since .+\.$/);
+        assert.equal(await sec.locator(".redrive-out").getAttribute("aria-live"), "polite");
+        await sec.evaluate((el) => el.scrollIntoView({ block: "start" }));
+        await shot(page, "endpoint-health");
+
+        // The redriven task is linked; on its page, a replay is told with its webhook id.
+        await sec.getByRole("link", { name: waiting.id }).click();
+        await page.getByRole("heading", { name: `Task ${waiting.id}` }).waitFor();
+        const attempts = page.locator("section[aria-labelledby=task-attempts-title]");
+        await attempts.getByRole("cell", { name: "503", exact: true }).first().waitFor();
+        const replayed = await answerTo(page, `/tasks/${waiting.id}/replay`, () => attempts.getByRole("button", { name: /^Replay delivery/ }).click());
+        assert.equal(replayed.status(), 202);
+        const { webhook_id: webhookId, task_id: taskId } = await replayed.json();
+        assert.equal(taskId, waiting.id);
+        await attempts.locator('.replay-out[data-outcome="done"] .webhook-id', { hasText: webhookId }).waitFor();
+        assert.equal(await page.locator("#error").isHidden(), true, `no error: ${await page.locator("#error").textContent()}`);
+
+        // A finished task's delivery is not waiting: the gateway's 409 is told beside the button.
+        await page.goto(`${CONSOLE}#/tasks/steady-callee/${finished.id}`);
+        const done = page.locator("section[aria-labelledby=task-attempts-title]");
+        await done.getByRole("cell", { name: "200", exact: true }).waitFor();
+        const refused = await answerTo(page, `/tasks/${finished.id}/replay`, () => done.getByRole("button", { name: /^Replay delivery/ }).click());
+        assert.equal(refused.status(), 409);
+        const conflict = (await refused.json()).detail;
+        assert.equal(conflict.code, "conflict");
+        const inPlace = done.locator('.replay-out[data-outcome="refused"]');
+        await inPlace.waitFor();
+        const toldText = await inPlace.textContent();
+        assert.ok(toldText.startsWith(`Not replayed: ${conflict.message} (HTTP 409, conflict)`), toldText);
+        assert.match(conflict.message, /completed/);
+        assert.equal(await page.locator("#error").isHidden(), true, "told in place, not on the error line");
+        await shot(page, "task-replay-refused");
+
+        // The audit filter offers the endpoint's disabling and enabling.
+        await page.goto(`${CONSOLE}#/audit`);
+        await page.locator("tr[data-audit]").first().waitFor();
+        for (const action of ["agent.endpoint.disable", "agent.endpoint.enable"]) {
+          assert.equal(await page.locator(`#audit-actions option[value='${action}']`).count(), 1, action);
+        }
+      });
+
+      // A viewer, and a member who does not own the agent, read its health with no control.
+      for (const [who, key] of [["viewer", w.viewerKey], ["member", w.memberKey]]) {
+        await withPage(async (page) => {
+          await signIn(page, key);
+          await page.goto(`${CONSOLE}#/agents/flaky-callee`);
+          const sec = page.locator("section.endpoint-health[data-state]");
+          await sec.waitFor();
+          await page.waitForFunction(() => !document.querySelector("main .loading"));
+          assert.equal(await fact(sec, "Last error"), health.last_error, `${who} reads the last error`);
+          const buttons = (await page.locator("main button").allTextContents()).filter((b) => DELIVERY_CONTROLS.test(b.trim()));
+          assert.deepEqual(buttons, [], `no delivery control for a ${who}`);
+          assert.equal(await page.getByLabel("Redrive since").count(), 0);
+          if (who === "viewer") {
+            await page.goto(`${CONSOLE}#/tasks/flaky-callee/${waiting.id}`);
+            // Its attempts are the callee's owner's and admins' to read: the section says so.
+            await page.locator("section[aria-labelledby=task-attempts-title] :is(table, .section-error)").first().waitFor();
+            assert.equal(await page.getByRole("button", { name: /Replay delivery/ }).count(), 0, "no replay for a viewer");
+          }
+        });
+        // The API refuses them anyway.
+        assert.equal((await call(key, "POST", `/v1/agents/flaky-callee/tasks/${waiting.id}/replay`)).status, 403);
+        assert.equal((await call(key, "POST", "/v1/agents/flaky-callee/endpoint/redrive", { since: waiting.created_at })).status, 403);
+      }
+
+      // The member redrives the deliveries of the agent it owns (there are none waiting).
+      await ok(w.memberKey, "PUT", "/v1/agents/member-bot/endpoint", { url: steady.url });
+      await withPage(async (page) => {
+        await signIn(page, w.memberKey);
+        await page.goto(`${CONSOLE}#/agents/member-bot`);
+        const sec = page.locator('section.endpoint-health[data-state="active"]');
+        await sec.waitFor();
+        assert.match(await fact(sec, "Success rate"), /^no attempts since \S/);
+        assert.equal(await sec.getByRole("button", { name: "Enable endpoint" }).count(), 0);
+        const redriven = await answerTo(page, "/v1/agents/member-bot/endpoint/redrive", () => sec.getByRole("button", { name: "Redrive", exact: true }).click());
+        assert.equal(redriven.status(), 200);
+        await sec.locator('.redrive-result[data-redriven="0"]', { hasText: "none was waiting for a retry" }).waitFor();
+      });
+    } finally {
+      down.close();
+      steady.close();
+    }
+  });
+
+  test("a disabled endpoint stands out on its agent's page; an admin's Enable endpoint asks the gateway and the section reloads; a viewer only reads it", async () => {
+    // The gateway disables an endpoint after 20 failures in a row over an hour (its defaults
+    // here): its answers for a disabled one are drawn from a real answer, once each.
+    const w = await createTenant();
+    const steady = await endpointServer(200, { state: "completed" });
+    const at = new Date(Date.now() - 5 * 60_000).toISOString();
+    const reason = `20 failures in a row since ${new Date(Date.now() - 65 * 60_000).toISOString()}`;
+    const disabledOnce = async (page) => {
+      await page.route(/\/v1\/agents\/dormant-callee\/endpoint\/health$/, async (route) => {
+        const response = await route.fetch();
+        const real = await response.json();
+        await route.fulfill({ response, json: { ...real, state: "disabled", consecutive_failures: 20, failing_since: at, last_error: "the endpoint answered HTTP 503", last_failure_at: at, disabled: { at, reason } } });
+      }, { times: 1 });
+      await page.route(/\/v1\/agents\/dormant-callee$/, async (route) => {
+        const response = await route.fetch();
+        const real = await response.json();
+        await route.fulfill({ response, json: { ...real, endpoint: { ...real.endpoint, disabled: { at, reason } } } });
+      }, { times: 1 });
+    };
+    try {
+      await ok(w.admin, "POST", "/v1/agents", { name: "dormant-callee" });
+      await ok(w.admin, "PUT", "/v1/agents/dormant-callee/endpoint", { url: steady.url });
+      await withPage(async (page) => {
+        await signIn(page, w.admin);
+        await disabledOnce(page);
+        await page.goto(`${CONSOLE}#/agents/dormant-callee`);
+        const sec = page.locator("section.endpoint-health");
+        await page.locator('section.endpoint-health[data-state="disabled"]').waitFor();
+        assert.equal(await sec.locator("#health-title .badge-disabled").textContent(), "disabled");
+        assert.match(await sec.locator(".health-banner.health-disabled").textContent(), /^Disabled .+: nothing is sent to it, and each delivery fails its task at once until an admin enables it\.$/);
+        assert.match(await fact(sec, "Disabled"), new RegExp(`: ${reason}$`));
+        assert.equal(await page.locator(".disabled-mark .badge-disabled").count(), 1, "the agent's delivery says disabled");
+        await sec.getByText("redrives and replays are refused").waitFor();
+        await sec.evaluate((el) => el.scrollIntoView({ block: "start" }));
+        await shot(page, "endpoint-health-disabled");
+
+        const enabled = await answerTo(page, "/v1/agents/dormant-callee/endpoint/enable", () => sec.getByRole("button", { name: "Enable endpoint" }).click());
+        assert.equal(enabled.status(), 200);
+        // The section reads the health again: the gateway's own (an endpoint with no attempt).
+        await page.locator('section.endpoint-health[data-state="active"]').waitFor();
+        assert.equal(await sec.getByRole("button", { name: "Enable endpoint" }).count(), 0);
+        assert.equal(await sec.locator(".health-banner").count(), 0);
+        assert.equal(await page.locator(".disabled-mark .badge").count(), 0, "nor does the agent's delivery");
+        assert.equal(await page.evaluate(() => document.activeElement?.id), "health-title", "focus on the section, not lost");
+        assert.equal(await page.locator("#error").isHidden(), true, `no error: ${await page.locator("#error").textContent()}`);
+      });
+      await withPage(async (page) => {
+        await signIn(page, w.viewerKey);
+        await disabledOnce(page);
+        await page.goto(`${CONSOLE}#/agents/dormant-callee`);
+        const sec = page.locator('section.endpoint-health[data-state="disabled"]');
+        await sec.waitFor();
+        await sec.locator(".health-banner.health-disabled").waitFor();
+        assert.equal(await sec.getByRole("button", { name: "Enable endpoint" }).count(), 0, "no Enable for a viewer");
+        assert.equal(await sec.getByText("redrives and replays are refused").count(), 0, "nor a word on what it may not do");
+      });
+      assert.equal((await call(w.viewerKey, "POST", "/v1/agents/dormant-callee/endpoint/enable")).status, 403);
+      assert.equal((await call(w.memberKey, "POST", "/v1/agents/dormant-callee/endpoint/enable")).status, 403);
+    } finally {
+      steady.close();
     }
   });
 
