@@ -234,27 +234,46 @@ pub enum BindingCommand {
 #[derive(Debug, Subcommand)]
 pub enum EndpointCommand {
     /// Push the agent's tasks to URL.
-    Set {
-        agent: String,
-        url: String,
-        /// Send `Authorization: Bearer <secret>`, the secret read from this variable.
-        #[arg(long, value_name = "VARIABLE", conflicts_with = "header")]
-        bearer_secret_env: Option<String>,
-        /// Send the secret in this header instead (with --header-secret-env).
-        #[arg(long, requires = "header_secret_env")]
-        header: Option<String>,
-        /// The variable holding the header's secret.
-        #[arg(long, value_name = "VARIABLE", requires = "header")]
-        header_secret_env: Option<String>,
-        /// Drop the current credential.
-        #[arg(long, conflicts_with_all = ["bearer_secret_env", "header"])]
-        clear_auth: bool,
-        /// Let the URL resolve to private ranges (admin only).
-        #[arg(long)]
-        allow_private_network: bool,
-    },
+    Set(SetEndpointArgs),
     /// Revert the agent to pull.
     Clear { agent: String },
+    /// The push endpoint's health: its state, its run of failures, its last error (the agent's
+    /// owner, an admin or a viewer).
+    Health { agent: String },
+    /// Switch an endpoint the gateway disabled on again (admin key).
+    Enable { agent: String },
+    /// Attempt again now the deliveries still waiting for a retry, of the agent's tasks opened
+    /// since a moment (at most 100 a run).
+    Redrive {
+        agent: String,
+        /// RFC 3339: tasks opened at or after it (e.g. 2026-12-07T09:00:00Z).
+        #[arg(long)]
+        since: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SetEndpointArgs {
+    pub agent: String,
+    /// The endpoint the gateway POSTs the agent's tasks to. (Not named `url`: that id is the
+    /// global `--url`'s, which this positional would otherwise overwrite.)
+    #[arg(value_name = "URL")]
+    pub endpoint_url: String,
+    /// Send `Authorization: Bearer <secret>`, the secret read from this variable.
+    #[arg(long, value_name = "VARIABLE", conflicts_with = "header")]
+    pub bearer_secret_env: Option<String>,
+    /// Send the secret in this header instead (with --header-secret-env).
+    #[arg(long, requires = "header_secret_env")]
+    pub header: Option<String>,
+    /// The variable holding the header's secret.
+    #[arg(long, value_name = "VARIABLE", requires = "header")]
+    pub header_secret_env: Option<String>,
+    /// Drop the current credential.
+    #[arg(long, conflicts_with_all = ["bearer_secret_env", "header"])]
+    pub clear_auth: bool,
+    /// Let the URL resolve to private ranges (admin only).
+    #[arg(long)]
+    pub allow_private_network: bool,
 }
 
 #[derive(Debug, Args)]
@@ -318,6 +337,15 @@ pub enum TaskCommand {
     },
     /// Search this key's tasks, newest change first.
     Search(SearchArgs),
+    /// Attempt a push task's waiting delivery now (the callee's owner or an admin).
+    Replay { callee: String, task_id: String },
+    /// Send an A2A push notification config of the task the latest event it received, again,
+    /// under the same webhook-id (the task's caller or an admin).
+    ReplayNotification {
+        callee: String,
+        task_id: String,
+        config_id: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -375,6 +403,52 @@ pub struct ServeArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endpoint_s_url_is_not_the_gateway_s() {
+        let cli = Cli::try_parse_from([
+            "forgebench",
+            "--url",
+            "https://gateway.example",
+            "endpoints",
+            "set",
+            "invoice-classifier",
+            "https://callee.example/a2a",
+        ])
+        .expect("a command line");
+        assert_eq!(cli.url.as_deref(), Some("https://gateway.example"));
+        let Command::Endpoints(EndpointCommand::Set(set)) = cli.command else {
+            panic!("not endpoints set: {:?}", cli.command);
+        };
+        assert_eq!(set.endpoint_url, "https://callee.example/a2a");
+    }
+
+    #[test]
+    fn a_notification_replay_names_the_callee_the_task_and_the_config() {
+        let cli = Cli::try_parse_from([
+            "forgebench",
+            "tasks",
+            "replay-notification",
+            "invoice-classifier",
+            "t-1",
+            "hook",
+        ])
+        .expect("a command line");
+        let Command::Tasks(TaskCommand::ReplayNotification {
+            callee,
+            task_id,
+            config_id,
+        }) = cli.command
+        else {
+            panic!("not tasks replay-notification: {:?}", cli.command);
+        };
+        assert_eq!(
+            (callee.as_str(), task_id.as_str(), config_id.as_str()),
+            ("invoice-classifier", "t-1", "hook")
+        );
+        let without_config = ["forgebench", "tasks", "replay-notification", "a", "t-1"];
+        assert!(Cli::try_parse_from(without_config).is_err());
+    }
 
     #[test]
     fn a_subject_names_an_agent_or_a_member() {

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 
 use crate::args::{
     AgentCommand, BindingCommand, CallArgs, CardCommand, Command, DirectionArg, EndpointCommand,
-    IssuerCommand, KeyCommand, MemberCommand, SearchArgs, ServeArgs, StateArg, TaskCommand,
-    TenantCommand,
+    IssuerCommand, KeyCommand, MemberCommand, SearchArgs, ServeArgs, SetEndpointArgs, StateArg,
+    TaskCommand, TenantCommand,
 };
 use crate::exec::answer_with_command;
 use crate::exit;
@@ -249,39 +249,55 @@ fn secret_from(name: &str) -> Result<String, CommandError> {
 }
 
 async fn endpoints(client: &Client, printer: Printer, command: EndpointCommand) -> Outcome {
-    let (agent, config) = match command {
-        EndpointCommand::Set {
-            agent,
-            url,
-            bearer_secret_env,
-            header,
-            header_secret_env,
-            clear_auth,
-            allow_private_network,
-        } => {
-            let auth = match (bearer_secret_env, header, header_secret_env) {
-                (Some(variable), _, _) => Some(EndpointAuth::Bearer {
-                    secret: secret_from(&variable)?,
-                }),
-                (None, Some(name), Some(variable)) => Some(EndpointAuth::Header {
-                    name,
-                    secret: secret_from(&variable)?,
-                }),
-                _ => None,
-            };
-            let config = EndpointConfig {
-                url: Some(url),
-                auth,
-                clear_auth,
-                allow_private_network,
-            };
-            (agent, config)
+    let health = match command {
+        EndpointCommand::Set(args) => {
+            let agent = args.agent.clone();
+            return set_endpoint(client, printer, &agent, endpoint_config(args)?).await;
         }
-        EndpointCommand::Clear { agent } => (agent, EndpointConfig::default()),
+        EndpointCommand::Clear { agent } => {
+            return set_endpoint(client, printer, &agent, EndpointConfig::default()).await;
+        }
+        EndpointCommand::Redrive { agent, since } => {
+            let redriven = client.redrive_deliveries(&agent, &since).await?;
+            printer.print(&redriven, || output::redriven_lines(&redriven));
+            return Ok(exit::SUCCESS);
+        }
+        EndpointCommand::Health { agent } => client.endpoint_health(&agent).await?,
+        EndpointCommand::Enable { agent } => client.enable_endpoint(&agent).await?,
     };
-    let updated = client.set_endpoint(&agent, &config).await?;
+    printer.print(&health, || output::health_lines(&health));
+    Ok(exit::SUCCESS)
+}
+
+async fn set_endpoint(
+    client: &Client,
+    printer: Printer,
+    agent: &str,
+    config: EndpointConfig,
+) -> Outcome {
+    let updated = client.set_endpoint(agent, &config).await?;
     printer.print(&updated, || output::agent_line(&updated));
     Ok(exit::SUCCESS)
+}
+
+/// What `endpoints set` asks for; a secret comes from the variable named, never the line.
+fn endpoint_config(args: SetEndpointArgs) -> Result<EndpointConfig, CommandError> {
+    let auth = match (args.bearer_secret_env, args.header, args.header_secret_env) {
+        (Some(variable), _, _) => Some(EndpointAuth::Bearer {
+            secret: secret_from(&variable)?,
+        }),
+        (None, Some(name), Some(variable)) => Some(EndpointAuth::Header {
+            name,
+            secret: secret_from(&variable)?,
+        }),
+        _ => None,
+    };
+    Ok(EndpointConfig {
+        url: Some(args.endpoint_url),
+        auth,
+        clear_auth: args.clear_auth,
+        allow_private_network: args.allow_private_network,
+    })
 }
 
 fn call_options(args: &CallArgs) -> Result<CallOptions, CommandError> {
@@ -381,6 +397,27 @@ async fn tasks(client: &Client, printer: Printer, command: TaskCommand) -> Outco
         } => {
             let task = client.answer(&callee, &task_id, text).await?;
             print_task(printer, &task);
+            Ok(exit::SUCCESS)
+        }
+        TaskCommand::Replay { callee, task_id } => {
+            let replayed = client.replay_delivery(&callee, &task_id).await?;
+            printer.print(&replayed, || {
+                format!(
+                    "task {} replayed: its delivery (webhook-id {}) is attempted now",
+                    replayed.task_id, replayed.webhook_id
+                )
+            });
+            Ok(exit::SUCCESS)
+        }
+        TaskCommand::ReplayNotification {
+            callee,
+            task_id,
+            config_id,
+        } => {
+            let replayed = client
+                .replay_notification(&callee, &task_id, &config_id)
+                .await?;
+            printer.print(&replayed, || output::replayed_notification_line(&replayed));
             Ok(exit::SUCCESS)
         }
         TaskCommand::Search(args) => {

@@ -1,7 +1,10 @@
 //! What the commands print: the gateway's JSON with `--json`, short human lines otherwise.
 //! Results go to stdout; progress and errors to stderr.
 
-use forgebench_sdk::{Agent, Binding, Part, Task, TaskState, TrustedIssuer};
+use forgebench_sdk::{
+    Agent, Binding, EndpointHealth, Part, Redriven, ReplayedNotification, Task, TaskState,
+    TrustedIssuer,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -67,13 +70,69 @@ pub fn task_line(task: &Task) -> String {
 
 pub fn agent_line(agent: &Agent) -> String {
     let delivery = match &agent.endpoint {
-        Some(Value::Object(endpoint)) => endpoint
-            .get("url")
-            .and_then(Value::as_str)
-            .unwrap_or("push"),
-        _ => "pull",
+        Some(Value::Object(endpoint)) => {
+            let url = endpoint
+                .get("url")
+                .and_then(Value::as_str)
+                .unwrap_or("push");
+            match endpoint.get("disabled") {
+                Some(Value::Object(_)) => format!("{url} (disabled)"),
+                _ => url.to_owned(),
+            }
+        }
+        _ => "pull".to_owned(),
     };
     format!("{}  {}  {}  {delivery}", agent.id, agent.name, agent.status)
+}
+
+/// A push endpoint's health for people: its URL and state, then what went wrong and when, and
+/// its deliveries counted since yesterday.
+pub fn health_lines(health: &EndpointHealth) -> String {
+    let mut lines = vec![format!("{}  {}", health.url, health.state.as_str())];
+    if let Some(disabled) = &health.disabled {
+        lines.push(format!("disabled at {}: {}", disabled.at, disabled.reason));
+    }
+    if health.consecutive_failures > 0 {
+        let since = health.failing_since.as_deref().unwrap_or("-");
+        lines.push(format!(
+            "{} failures in a row since {since}",
+            health.consecutive_failures
+        ));
+    }
+    if let Some(error) = &health.last_error {
+        let at = health.last_failure_at.as_deref().unwrap_or("-");
+        lines.push(format!("last error at {at}: {error}"));
+    }
+    if let Some(at) = &health.last_success_at {
+        lines.push(format!("last success at {at}"));
+    }
+    let counts = &health.attempts;
+    let rate = health
+        .success_rate
+        .map_or_else(|| "-".to_owned(), |rate| format!("{:.0}%", rate * 100.0));
+    lines.push(format!(
+        "since {}: {} ok, {} failed ({rate} succeeded)",
+        counts.since, counts.ok, counts.failed
+    ));
+    lines.join("\n")
+}
+
+/// A redrive for people: how many, each task id, and the next `--since` when more may wait.
+pub fn redriven_lines(redriven: &Redriven) -> String {
+    let mut lines = vec![format!("redriven {} tasks", redriven.redriven)];
+    lines.extend(redriven.task_ids.iter().map(|id| format!("  {id}")));
+    if let Some(since) = &redriven.next_since {
+        lines.push(format!("more: --since {since}"));
+    }
+    lines.join("\n")
+}
+
+/// A notification's replay for people: which event goes to which config again, and its id.
+pub fn replayed_notification_line(replayed: &ReplayedNotification) -> String {
+    format!(
+        "task {} config {}: event {} is sent again (webhook-id {})",
+        replayed.task_id, replayed.config_id, replayed.event, replayed.webhook_id
+    )
 }
 
 pub fn binding_line(binding: &Binding) -> String {

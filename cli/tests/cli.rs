@@ -8,12 +8,12 @@
 )]
 
 use std::process::Stdio;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use forgebench_tests::{spawn_app, TestApp};
-use serde_json::Value;
+use forgebench_tests::{spawn_app, spawn_app_with, Answer, Callee, Options, Pair, TestApp};
+use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 
@@ -322,6 +322,244 @@ async fn the_management_commands_set_up_agents_that_can_call_each_other() {
         unknown.code, 8,
         "an unknown key exits 8: {}",
         unknown.stderr
+    );
+}
+
+/// Waits until `pair`'s push task `task_id` has `count` delivery attempts recorded.
+async fn attempts_reach(app: &TestApp, pair: &Pair, task_id: &str, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while app.delivery_attempts(pair, task_id).await.len() < count {
+        assert!(Instant::now() < deadline, "{count} attempts of {task_id}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Opens a task on `pair`'s callee with `call --wait 0` and waits until its first delivery
+/// attempt is recorded; its id.
+async fn pushed_task(app: &TestApp, pair: &Pair, text: &str) -> String {
+    let args = [
+        "--json",
+        "call",
+        &pair.callee.name,
+        "--text",
+        text,
+        "--wait",
+        "0",
+    ];
+    let opened = run(app, &pair.caller.key, &args).await;
+    assert_eq!(opened.code, 6, "opened, not answered: {}", opened.stderr);
+    let task_id = opened.json()["id"].as_str().unwrap().to_owned();
+    attempts_reach(app, pair, &task_id, 1).await;
+    task_id
+}
+
+/// Runs `args` until `done` holds of the run, at most 60 s: for what the gateway does just
+/// after the attempt a test waited for (it counts the attempt in the endpoint's health, then
+/// releases the delivery's lease, before which a replay is refused with 409 and replays nothing).
+async fn until_done(app: &TestApp, key: &str, args: &[&str], done: impl Fn(&Run) -> bool) -> Run {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let run = run(app, key, args).await;
+        if done(&run) {
+            return run;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{args:?}: {} {}",
+            run.stdout,
+            run.stderr
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_delivery_commands_show_health_replay_redrive_and_enable() {
+    // 503 with a Retry-After of ten minutes (a failed task waits), until `working` is set
+    let working = Arc::new(AtomicBool::new(false));
+    let switch = Arc::clone(&working);
+    let endpoint = Callee::start(move |_| match switch.load(Ordering::SeqCst) {
+        true => Answer::json(200, json!({"state": "completed"})),
+        false => Answer {
+            retry_after: Some(600),
+            ..Answer::json(503, json!({"detail": "busy"}))
+        },
+    })
+    .await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let admin = pair.tenant.admin_key.as_str();
+    let callee = pair.callee.name.as_str();
+    let set = run(&app, admin, &["endpoints", "set", callee, &endpoint.url]).await;
+    assert_eq!(set.code, 0, "{}", set.stderr);
+    let task_id = pushed_task(&app, &pair, "classify").await;
+
+    let health = ["--json", "endpoints", "health", callee];
+    let failing = |run: &Run| run.code == 0 && run.json()["state"] == "failing";
+    let health = until_done(&app, admin, &health, failing).await.json();
+    assert!(
+        health["consecutive_failures"].as_u64() >= Some(1),
+        "{health}"
+    );
+    assert!(health["last_error"].as_str().unwrap_or("").contains("503"));
+    let human = run(&app, admin, &["endpoints", "health", callee]).await;
+    assert!(human
+        .stdout
+        .starts_with(&format!("{}  failing\n", endpoint.url)));
+    assert!(human.stdout.contains("503"), "{}", human.stdout);
+
+    let replay = ["--json", "tasks", "replay", callee, &task_id];
+    let replayed = until_done(&app, admin, &replay, |run| run.code == 0).await;
+    assert_eq!(replayed.json()["task_id"], task_id.as_str());
+    attempts_reach(&app, &pair, &task_id, 2).await;
+    let unknown = run(&app, admin, &["tasks", "replay", callee, "no-such-task"]).await;
+    assert_eq!(unknown.code, 1, "not found exits 1: {}", unknown.stderr);
+    let bad_since = ["endpoints", "redrive", callee, "--since", "yesterday"];
+    let bad_since = run(&app, admin, &bad_since).await;
+    assert_eq!(
+        bad_since.code, 1,
+        "a bad request exits 1: {}",
+        bad_since.stderr
+    );
+
+    let (_, member_key) = app.create_member(&pair.tenant, "member").await;
+    let refused = run(&app, &member_key, &["endpoints", "enable", callee]).await;
+    assert_eq!(refused.code, 7, "only an admin enables: {}", refused.stderr);
+    let enabled = run(&app, admin, &["--json", "endpoints", "enable", callee]).await;
+    assert_eq!(enabled.code, 0, "{}", enabled.stderr);
+    assert_ne!(enabled.json()["state"], "disabled");
+    let pull = run(&app, admin, &["endpoints", "health", &pair.caller.name]).await;
+    assert_eq!(pull.code, 1, "a pull agent has no health: {}", pull.stderr);
+
+    working.store(true, Ordering::SeqCst);
+    let since = "2020-01-01T00:00:00Z";
+    let redrive = ["--json", "endpoints", "redrive", callee, "--since", since];
+    let redriven = run(&app, admin, &redrive).await;
+    assert_eq!(redriven.code, 0, "{}", redriven.stderr);
+    assert_eq!(redriven.json()["task_ids"], json!([task_id]));
+    let done = app.settled(&pair.caller.key, callee, &task_id).await;
+    assert_eq!(done.state(), "completed", "{}", done.text);
+    let finished = run(&app, admin, &["tasks", "replay", callee, &task_id]).await;
+    assert_eq!(
+        finished.code, 1,
+        "a finished task is a conflict: {}",
+        finished.stderr
+    );
+    assert!(finished.stderr.contains("conflict"), "{}", finished.stderr);
+    let human = run(
+        &app,
+        admin,
+        &["endpoints", "redrive", callee, "--since", since],
+    )
+    .await;
+    assert_eq!(human.stdout, "redriven 0 tasks\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_replay_notification_sends_a_config_its_latest_event_again() {
+    let hook = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let (caller, callee) = (pair.caller.key.as_str(), pair.callee.name.as_str());
+    let open = [
+        "--json",
+        "call",
+        callee,
+        "--text",
+        "Refund INV-7",
+        "--wait",
+        "0",
+    ];
+    let opened = run(&app, caller, &open).await;
+    assert_eq!(opened.code, 6, "opened, not answered: {}", opened.stderr);
+    let task_id = opened.json()["id"].as_str().unwrap().to_owned();
+    let created = app
+        .a2a_rest(
+            "POST",
+            callee,
+            &format!("/tasks/{task_id}/pushNotificationConfigs"),
+            caller,
+            Some(json!({"id": "hook", "url": hook.url})),
+        )
+        .await;
+    assert!(created.status < 300, "{}", created.text);
+    let replay = [
+        "--json",
+        "tasks",
+        "replay-notification",
+        callee,
+        &task_id,
+        "hook",
+    ];
+    let early = run(&app, caller, &replay).await;
+    assert_eq!(early.code, 1, "no event yet, a conflict: {}", early.stderr);
+    assert!(early.stderr.contains("conflict"), "{}", early.stderr);
+
+    // the caller cancels the task: the config is notified of it
+    let canceled = run(&app, caller, &["tasks", "cancel", callee, &task_id]).await;
+    assert_eq!(canceled.code, 0, "{}", canceled.stderr);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let state = |received: &forgebench_tests::Received| {
+        received.body["statusUpdate"]["status"]["state"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let sent = loop {
+        let received = hook.received();
+        if received
+            .iter()
+            .any(|one| state(one).as_deref() == Some("TASK_STATE_CANCELED"))
+        {
+            break received;
+        }
+        assert!(Instant::now() < deadline, "never notified: {received:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let last = sent.last().unwrap();
+    let last_id = last.headers["webhook-id"].to_str().unwrap().to_owned();
+
+    // refused only while the notification's send still holds the config (a conflict)
+    let settled = |run: &Run| run.code == 0 || !run.stderr.contains("conflict");
+    let replayed = until_done(&app, caller, &replay, settled).await;
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    let replayed = replayed.json();
+    assert_eq!(replayed["webhook_id"], last_id.as_str(), "{replayed}");
+    assert_eq!(replayed["task_id"], task_id.as_str());
+    assert_eq!(replayed["config_id"], "hook");
+    let event = replayed["event"].as_u64().unwrap();
+    assert_eq!(last_id, format!("{task_id}:hook:{event}"));
+    while hook.received().len() <= sent.len() {
+        assert!(Instant::now() < deadline, "the event was not sent again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let again = &hook.received()[sent.len()];
+    assert_eq!(again.headers["webhook-id"].to_str().unwrap(), last_id);
+    assert_eq!(again.raw_body, last.raw_body, "the same event");
+
+    let other = [
+        "tasks",
+        "replay-notification",
+        callee,
+        &task_id,
+        "no-such-hook",
+    ];
+    let unknown = run(&app, caller, &other).await;
+    assert_eq!(unknown.code, 1, "not found exits 1: {}", unknown.stderr);
+    let by_callee = run(&app, &pair.callee.key, &replay).await;
+    assert_eq!(
+        by_callee.code, 7,
+        "the callee is refused: {}",
+        by_callee.stderr
+    );
+    assert_eq!(hook.received().len(), sent.len() + 1, "once, nothing else");
+
+    let human = &replay[1..];
+    let by_admin = until_done(&app, &pair.tenant.admin_key, human, settled).await;
+    assert_eq!(
+        by_admin.stdout,
+        format!("task {task_id} config hook: event {event} is sent again (webhook-id {last_id})\n"),
+        "{}",
+        by_admin.stderr
     );
 }
 

@@ -2,15 +2,16 @@
 //! read, cancel and search them, serve this agent's tasks ([`Client::serve`],
 //! [`Client::next_task`], [`Client::reply`]; pushed to an endpoint, with the same handler:
 //! [`PushEndpoint`]), follow a task's events ([`Client::events`]), and
-//! manage a tenant (members, agents, keys, bindings, push endpoints, tools, cards, the audit log,
-//! call lineage, settings, signing keys, trusted OpenID Connect issuers). A client signs in with
-//! a key, or with the access tokens of a [`TokenProvider`].
+//! manage a tenant (members, agents, keys, bindings, push endpoints and their deliveries, tools,
+//! cards, the audit log, call lineage, settings, signing keys, trusted OpenID Connect issuers). A
+//! client signs in with a key, or with the access tokens of a [`TokenProvider`].
 //!
 //! Every refusal is a typed [`Error`] carrying the gateway's documented body ([`ErrorBody`]).
 
 mod admin;
 mod binding_terms;
 mod client;
+mod deliveries;
 mod error;
 mod events;
 mod issuers;
@@ -34,6 +35,10 @@ pub use binding_terms::{
 pub use client::{
     Client, ClientBuilder, API_KEY_VARIABLE, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HOSTED_URL,
     URL_VARIABLE,
+};
+pub use deliveries::{
+    EndpointAttemptCounts, EndpointDisableAfter, EndpointDisabled, EndpointHealth, EndpointState,
+    Redriven, Replayed, ReplayedNotification,
 };
 pub use error::{Error, ErrorBody, Result};
 pub use events::TaskEvent;

@@ -62,8 +62,8 @@ pub struct Agent {
     #[serde(default)]
     pub owner_member_id: Option<String>,
     pub status: String,
-    /// `{url, auth: {type, configured: true}|null, allow_private_network}`, or `null` (pull);
-    /// [`Agent::push_endpoint`] reads it typed.
+    /// `{url, auth: {type, configured: true}|null, allow_private_network, disabled?}`, or `null`
+    /// (pull); [`Agent::push_endpoint`] reads it typed.
     #[serde(default)]
     pub endpoint: Option<Value>,
     /// How long the agent has to answer a task it claimed (seconds).
@@ -100,6 +100,10 @@ pub struct AgentEndpoint {
     pub auth: Option<EndpointAuthInfo>,
     #[serde(default)]
     pub allow_private_network: bool,
+    /// Set while the gateway has the endpoint disabled (after a run of failures), until an
+    /// admin enables it ([`Client::enable_endpoint`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<crate::EndpointDisabled>,
 }
 
 /// What the gateway says of an endpoint's credential: its kind (and header name), never the

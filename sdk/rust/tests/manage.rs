@@ -8,14 +8,19 @@
     reason = "test code: a failed unwrap is a failed test, with its message"
 )]
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use forgebench_sdk::{
     AuditOutcome, AuditQuery, BindingPatch, CallCheckRequest, CallOptions, Client, ContractPatch,
-    EndpointConfig, Error, KeyInfo, LimitsPatch, Member, PolicyMode, PolicyPatch,
-    SigningKeyPurpose, TaskEvent, TaskSearch, TaskState, TenantSettingsPatch, ToolSpec,
+    DeliveryAttempt, EndpointConfig, EndpointHealth, EndpointState, Error, KeyInfo, LimitsPatch,
+    Member, PolicyMode, PolicyPatch, Replayed, ReplayedNotification, SigningKeyPurpose, TaskEvent,
+    TaskSearch, TaskState, TenantSettingsPatch, ToolSpec,
 };
-use forgebench_tests::{spawn_app, spawn_app_with, Answer, Callee, Options, TestApp};
+use forgebench_tests::{
+    spawn_app, spawn_app_with, Answer, Callee, Options, Pair, Received, TestApp,
+};
 use futures::{Stream, StreamExt, TryStreamExt};
 use serde_json::json;
 
@@ -677,6 +682,389 @@ async fn a_push_task_lists_its_delivery_attempts_and_a_pull_task_none() {
     assert!(
         matches!(not_the_caller, Error::NotFound(_)),
         "only the callee's owner or an admin reads attempts: {not_the_caller:?}"
+    );
+}
+
+/// How long a test waits for what the gateway does in the background (a delivery, a count).
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The task's delivery attempts once there are at least `count`.
+async fn attempts_after(
+    admin: &Client,
+    callee: &str,
+    task_id: &str,
+    count: usize,
+) -> Vec<DeliveryAttempt> {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let attempts = admin.attempts(callee, task_id).await.unwrap().items;
+        if attempts.len() >= count {
+            return attempts;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{count} attempts of {task_id}: {attempts:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The status of the refusal `result` must be.
+fn refused_with<T: std::fmt::Debug>(result: forgebench_sdk::Result<T>) -> Option<u16> {
+    match result {
+        Ok(answer) => panic!("expected a refusal, got {answer:?}"),
+        Err(error) => error.status(),
+    }
+}
+
+/// The webhook ids of the deliveries of `task_id` the endpoint received.
+fn webhook_ids(endpoint: &Callee, task_id: &str) -> Vec<String> {
+    endpoint
+        .received()
+        .iter()
+        .filter(|received| received.body["task_id"] == task_id)
+        .map(|received| received.headers["webhook-id"].to_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A tenant with a local endpoint that answers 503 with a `Retry-After` of ten minutes (so a
+/// failed task waits for a replay or a redrive), until `working` is set: then 200 with a result.
+/// Its callee pushes there once [`FailingPush::push_to_endpoint`] says so.
+struct FailingPush {
+    app: TestApp,
+    pair: Pair,
+    endpoint: Callee,
+    working: Arc<AtomicBool>,
+    admin: Client,
+    caller: Client,
+}
+
+impl FailingPush {
+    async fn start() -> FailingPush {
+        let working = Arc::new(AtomicBool::new(false));
+        let switch = Arc::clone(&working);
+        let endpoint = Callee::start(move |_| match switch.load(Ordering::SeqCst) {
+            true => Answer::json(
+                200,
+                json!({"state": "completed", "artifacts": [{"parts": [{"text": "ok"}]}]}),
+            ),
+            false => Answer {
+                retry_after: Some(600),
+                ..Answer::json(503, json!({"detail": "busy"}))
+            },
+        })
+        .await;
+        let app = spawn_app_with(Options::local_push()).await;
+        let pair = app.pair().await;
+        let (admin, caller) = (
+            client(&app, &pair.tenant.admin_key),
+            client(&app, &pair.caller.key),
+        );
+        FailingPush {
+            app,
+            pair,
+            endpoint,
+            working,
+            admin,
+            caller,
+        }
+    }
+
+    fn callee(&self) -> &str {
+        &self.pair.callee.name
+    }
+
+    async fn push_to_endpoint(&self) {
+        let config = EndpointConfig {
+            url: Some(self.endpoint.url.clone()),
+            ..EndpointConfig::default()
+        };
+        self.admin
+            .set_endpoint(self.callee(), &config)
+            .await
+            .unwrap();
+    }
+
+    /// The endpoint's health once it says `failing`: the gateway counts an attempt just after
+    /// it records it.
+    async fn failing_health(&self) -> EndpointHealth {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let health = self.admin.endpoint_health(self.callee()).await.unwrap();
+            if health.state == EndpointState::Failing {
+                return health;
+            }
+            assert!(Instant::now() < deadline, "never failing: {health:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The task's delivery replayed. Just after an attempt is recorded the gateway may still
+    /// hold its lease (a `409` that replays nothing): tried again until [`DEADLINE`] passes.
+    async fn replayed_once_waiting(&self, task_id: &str) -> Replayed {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            match self.admin.replay_delivery(self.callee(), task_id).await {
+                Ok(replayed) => return replayed,
+                Err(Error::Conflict(_)) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(error) => panic!("the replay of {task_id}: {error:?}"),
+            }
+        }
+    }
+
+    /// Opens a task whose first delivery attempt failed; its id.
+    async fn failed_task(&self, text: &str) -> String {
+        let opened = self
+            .caller
+            .call(self.callee(), CallOptions::new().text(text));
+        let task_id = opened.await.unwrap().id;
+        let attempts = attempts_after(&self.admin, self.callee(), &task_id, 1).await;
+        assert_eq!(attempts[0].status, Some(503), "{attempts:?}");
+        task_id
+    }
+}
+
+#[tokio::test]
+async fn a_failing_endpoint_shows_in_its_health_and_its_waiting_delivery_is_replayed_then_redriven()
+{
+    let push = FailingPush::start().await;
+    push.push_to_endpoint().await;
+    let (admin, callee) = (&push.admin, push.callee());
+    let fresh = admin.endpoint_health(callee).await.unwrap();
+    assert_eq!(
+        (fresh.state, fresh.consecutive_failures, fresh.success_rate),
+        (EndpointState::Active, 0, None)
+    );
+    assert_eq!(
+        (fresh.agent_id.as_str(), fresh.url.as_str()),
+        (push.pair.callee.id.as_str(), push.endpoint.url.as_str())
+    );
+
+    let first = push.failed_task("Classify INV-1").await;
+    let failing = push.failing_health().await;
+    assert!(failing.consecutive_failures >= 1 && failing.failing_since.is_some());
+    let last_error = failing.last_error.as_deref().unwrap_or("");
+    assert!(last_error.contains("503"), "{failing:?}");
+
+    // the retry was ten minutes away: the replay attempts it now, under the same webhook-id
+    let replayed = push.replayed_once_waiting(&first).await;
+    assert_eq!(replayed.task_id, first);
+    attempts_after(admin, callee, &first, 2).await;
+    let ids = webhook_ids(&push.endpoint, &first);
+    assert_eq!(ids, [replayed.webhook_id.clone(), replayed.webhook_id]);
+
+    let canceled = push.failed_task("Classify INV-2").await;
+    push.caller.cancel(callee, &canceled).await.unwrap();
+    let later = admin.redrive_deliveries(callee, "2999-01-01T00:00:00Z");
+    let later = later.await.unwrap();
+    assert_eq!((later.redriven, later.task_ids.len()), (0, 0));
+
+    // the endpoint works again: a redrive delivers the waiting task, not the canceled one
+    push.working.store(true, Ordering::SeqCst);
+    let redriven = admin.redrive_deliveries(callee, "2020-01-01T00:00:00Z");
+    let redriven = redriven.await.unwrap();
+    assert_eq!(redriven.task_ids, std::slice::from_ref(&first));
+    assert_eq!((redriven.redriven, redriven.next_since), (1, None));
+    let done = push
+        .app
+        .settled(&push.pair.caller.key, callee, &first)
+        .await;
+    assert_eq!(done.state(), "completed", "{}", done.text);
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let health = admin.endpoint_health(callee).await.unwrap();
+        if health.state == EndpointState::Active && health.attempts.ok >= 1 {
+            assert_eq!(health.consecutive_failures, 0);
+            assert!(health.last_success_at.is_some());
+            break;
+        }
+        assert!(Instant::now() < deadline, "still not active: {health:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn only_an_admin_enables_an_endpoint_and_only_a_waiting_push_delivery_is_replayed() {
+    let push = FailingPush::start().await;
+    let (app, pair, admin, callee) = (&push.app, &push.pair, &push.admin, push.callee());
+    // opened while the callee was pulled: the task keeps that delivery mode
+    let pulled = push
+        .caller
+        .call(callee, CallOptions::new().text("Read the ledger"));
+    let pulled = pulled.await.unwrap().id;
+    push.push_to_endpoint().await;
+    let pull = app
+        .create_agent(&pair.tenant.admin_key, "ledger-reader")
+        .await;
+    let (_, member_key) = app.create_member(&pair.tenant, "member").await;
+    let canceled = push.failed_task("Classify INV-3").await;
+    push.caller.cancel(callee, &canceled).await.unwrap();
+
+    let enabled = admin.enable_endpoint(callee).await.unwrap();
+    assert_ne!(enabled.state, EndpointState::Disabled);
+    assert!(enabled.disabled.is_none(), "{enabled:?}");
+    let shown = admin.agent(callee).await.unwrap().push_endpoint().unwrap();
+    assert!(shown.disabled.is_none(), "{shown:?}");
+
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let by_member = client(app, &member_key).enable_endpoint(callee).await;
+    assert_eq!(refused_with(by_member), Some(403), "only an admin enables");
+    let canceled_replay = admin.replay_delivery(callee, &canceled).await;
+    assert_eq!(refused_with(canceled_replay), Some(409), "a finished task");
+    let pull_replay = admin.replay_delivery(callee, &pulled).await;
+    assert_eq!(refused_with(pull_replay), Some(409), "a pull task");
+    let unknown_replay = admin.replay_delivery(callee, &unknown).await;
+    assert_eq!(refused_with(unknown_replay), Some(404));
+    let bad_since = admin.redrive_deliveries(callee, "yesterday").await;
+    assert_eq!(refused_with(bad_since), Some(400));
+    let pull_health = admin.endpoint_health(&pull.name).await;
+    assert_eq!(refused_with(pull_health), Some(404), "a pull agent");
+    let pull_enable = admin.enable_endpoint(&pull.name).await;
+    assert_eq!(refused_with(pull_enable), Some(404), "a pull agent");
+}
+
+/// The task state the `statusUpdate` a notification carries (`None` for another event).
+fn notified_state(received: &Received) -> Option<&str> {
+    received.body["statusUpdate"]["status"]["state"].as_str()
+}
+
+/// A notification's `webhook-id` header.
+fn notification_id(received: &Received) -> String {
+    received.headers["webhook-id"].to_str().unwrap().to_owned()
+}
+
+/// What `hook` received once `holds` of it, polled until [`DEADLINE`] passes.
+async fn received_once(
+    hook: &Callee,
+    what: &str,
+    holds: impl Fn(&[Received]) -> bool,
+) -> Vec<Received> {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let received = hook.received();
+        if holds(&received) {
+            return received;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {received:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Config `hook`'s latest event replayed by `by`. Just after a notification is sent the gateway
+/// may still hold the config's lease (a `409` that replays nothing): tried again until
+/// [`DEADLINE`] passes.
+async fn notification_replayed(by: &Client, callee: &str, task_id: &str) -> ReplayedNotification {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        match by.replay_notification(callee, task_id, "hook").await {
+            Ok(replayed) => return replayed,
+            Err(Error::Conflict(_)) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("the replay of {task_id}'s hook: {error:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_notification_config_is_sent_its_latest_event_again_under_the_same_webhook_id() {
+    let hook = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let (callee, caller) = (pair.callee.name.as_str(), client(&app, &pair.caller.key));
+    // the callee pulls the task; the caller asks to be notified of its changes at `hook`
+    let opened = caller.call(callee, CallOptions::new().text("Refund INV-7"));
+    let task_id = opened.await.unwrap().id;
+    let created = app
+        .a2a_rest(
+            "POST",
+            callee,
+            &format!("/tasks/{task_id}/pushNotificationConfigs"),
+            &pair.caller.key,
+            Some(json!({"id": "hook", "url": hook.url})),
+        )
+        .await;
+    assert!(created.status < 300, "{}", created.text);
+    assert_eq!(created.body["id"], "hook", "{}", created.text);
+    let early = caller.replay_notification(callee, &task_id, "hook").await;
+    assert_eq!(refused_with(early), Some(409), "no event yet");
+    assert!(hook.received().is_empty());
+
+    // the callee claims the task and completes it: the config is notified of each change
+    let claimed = app.claim(&pair.callee.key, 5).await;
+    assert_eq!(claimed.field("id"), task_id, "{}", claimed.text);
+    let done = json!({"state": "completed", "artifacts": [{"parts": [{"text": "refunded"}]}]});
+    let answered = app.post_result(&pair.callee.key, &task_id, done).await;
+    assert_eq!(answered.status, 200, "{}", answered.text);
+    let sent = received_once(&hook, "notified of the completion", |received| {
+        received
+            .iter()
+            .any(|one| notified_state(one) == Some("TASK_STATE_COMPLETED"))
+    })
+    .await;
+    let last = sent.last().unwrap();
+    assert_eq!(
+        notified_state(last),
+        Some("TASK_STATE_COMPLETED"),
+        "the latest event"
+    );
+    let mut ids: Vec<String> = sent.iter().map(notification_id).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), sent.len(), "an id per event: {ids:?}");
+
+    let replayed = notification_replayed(&caller, callee, &task_id).await;
+    assert_eq!(replayed.webhook_id, notification_id(last));
+    assert_eq!(
+        (replayed.task_id.as_str(), replayed.config_id.as_str()),
+        (task_id.as_str(), "hook")
+    );
+    assert!(replayed.event >= sent.len() as u64, "{replayed:?}");
+    assert_eq!(
+        replayed.webhook_id,
+        format!("{task_id}:hook:{}", replayed.event)
+    );
+    let again = received_once(&hook, "sent the event again", |received| {
+        received.len() > sent.len()
+    })
+    .await;
+    let again = &again[sent.len()];
+    assert_eq!(notification_id(again), replayed.webhook_id);
+    assert_eq!(again.raw_body, last.raw_body, "the same event");
+
+    let unknown = caller
+        .replay_notification(callee, &task_id, "no-such-hook")
+        .await;
+    assert_eq!(
+        refused_with(unknown),
+        Some(404),
+        "a config the task does not have"
+    );
+    let by_callee = client(&app, &pair.callee.key)
+        .replay_notification(callee, &task_id, "hook")
+        .await;
+    assert_eq!(
+        refused_with(by_callee),
+        Some(403),
+        "the callee is not the caller"
+    );
+    assert_eq!(
+        hook.received().len(),
+        sent.len() + 1,
+        "once, and nothing else"
+    );
+
+    let admin = client(&app, &pair.tenant.admin_key);
+    let by_admin = notification_replayed(&admin, callee, &task_id).await;
+    assert_eq!(by_admin.webhook_id, replayed.webhook_id);
+    let thrice = received_once(&hook, "sent the event a third time", |received| {
+        received.len() > sent.len() + 1
+    })
+    .await;
+    assert_eq!(
+        notification_id(&thrice[sent.len() + 1]),
+        replayed.webhook_id
     );
 }
 

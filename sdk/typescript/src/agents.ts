@@ -27,6 +27,7 @@ import type {
   BindingPatch,
   Bindings,
   DeliveryAttempt,
+  EndpointHealth,
   EndpointIn,
   KeyCreated,
   KeyInfo,
@@ -34,6 +35,9 @@ import type {
   Message,
   Part,
   PartData,
+  Redriven,
+  Replayed,
+  ReplayedNotification,
   Role,
   Task,
   TaskResultIn,
@@ -589,6 +593,105 @@ export class Agents {
     );
   }
 
+  // -- Operating push deliveries (docs/api.md, "Operating deliveries") ----------------------------
+
+  /**
+   * The push endpoint's health (`GET /v1/agents/{agent}/endpoint/health`): its `state` (`active`,
+   * `failing`: its latest attempt failed, `disabled`), the run of `consecutive_failures` since
+   * `failing_since`, `last_error`, and the deliveries counted since yesterday (`attempts`,
+   * `success_rate`). The agent's owner, an admin or a viewer; an agent without a push endpoint is
+   * a `NotFoundError`.
+   */
+  async endpointHealth(agent: string, options: RequestOptions = {}): Promise<EndpointHealth> {
+    return healthOf(
+      await this.#transport.request({
+        method: "GET",
+        path: `/v1/agents/${segment(agent)}/endpoint/health`,
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /**
+   * Switches a disabled push endpoint on again (`POST /v1/agents/{agent}/endpoint/enable`; an
+   * admin) and resolves with its health: `disabled` and the run of failures cleared, audited as
+   * `agent.endpoint.enable`. An endpoint that is not disabled is left as it is. A member's or
+   * viewer's key is a `PermissionDeniedError`; an agent without a push endpoint a `NotFoundError`.
+   */
+  async enableEndpoint(agent: string, options: RequestOptions = {}): Promise<EndpointHealth> {
+    return healthOf(
+      await this.#transport.request({
+        method: "POST",
+        path: `/v1/agents/${segment(agent)}/endpoint/enable`,
+        signal: options.signal,
+        // enabling an endpoint that is not disabled changes nothing
+        repeatable: true,
+      }),
+    );
+  }
+
+  /**
+   * Attempts again now every delivery still waiting for a retry, of the agent's tasks opened at or
+   * after `since` (a `Date`, or RFC 3339 text) (`POST /v1/agents/{agent}/endpoint/redrive`; the
+   * agent's owner or an admin). At most 100 tasks a call, oldest first; each delivery keeps its
+   * `webhook-id` and gets a fresh retry budget. Call again with `next_since` while it is not
+   * `null`. A `since` the gateway cannot read is a `BadRequestError`, a disabled endpoint a
+   * `ConflictError`. Not retried after a lost answer: a repeat would attempt them once more.
+   */
+  async redriveDeliveries(agent: string, since: Date | string, options: RequestOptions = {}): Promise<Redriven> {
+    const response = await this.#transport.request({
+      method: "POST",
+      path: `/v1/agents/${segment(agent)}/endpoint/redrive`,
+      body: { since: rfc3339(since) },
+      signal: options.signal,
+    });
+    return objectOf<Redriven>(response, ["redriven", "task_ids", "next_since"], "a redrive's answer");
+  }
+
+  /**
+   * Attempts a push task's waiting delivery now (`POST /v1/agents/{callee}/tasks/{taskId}/replay`,
+   * answered 202; the callee's owner or an admin). It keeps its `webhook-id` and gets a fresh retry
+   * budget. Only a push task still waiting for its delivery is replayed: a finished, pull or
+   * accepted task, an attempt under way or a disabled endpoint is a `ConflictError`; an unknown
+   * task a `NotFoundError`. Not retried after a lost answer.
+   */
+  async replayDelivery(callee: string, taskId: string, options: RequestOptions = {}): Promise<Replayed> {
+    const response = await this.#transport.request({
+      method: "POST",
+      path: `/v1/agents/${segment(callee)}/tasks/${segment(taskId)}/replay`,
+      signal: options.signal,
+    });
+    return objectOf<Replayed>(response, ["task_id", "webhook_id"], "a replay's answer");
+  }
+
+  /**
+   * Sends an A2A push notification config of the task the latest event it received, again
+   * (`POST /v1/agents/{callee}/tasks/{taskId}/notifications/{configId}/replay`, answered 202), under
+   * the `webhook-id` it was first sent under (`{task_id}:{config_id}:{event}`, so a receiver that
+   * handled it drops it), with the config's current credentials and a fresh retry budget. The task's
+   * caller (the agent that manages its push notification configs) or an admin; anyone else who may
+   * read the task is a `PermissionDeniedError`. A config the task does not have is a
+   * `NotFoundError`; one that has received no event yet, or while an event is being sent to it, a
+   * `ConflictError`. Not retried after a lost answer: a repeat would send the event once more.
+   */
+  async replayNotification(
+    callee: string,
+    taskId: string,
+    configId: string,
+    options: RequestOptions = {},
+  ): Promise<ReplayedNotification> {
+    const response = await this.#transport.request({
+      method: "POST",
+      path: `/v1/agents/${segment(callee)}/tasks/${segment(taskId)}/notifications/${segment(configId)}/replay`,
+      signal: options.signal,
+    });
+    return objectOf<ReplayedNotification>(
+      response,
+      ["task_id", "config_id", "event", "webhook_id"],
+      "a notification replay's answer",
+    );
+  }
+
   async #task(spec: RequestSpec): Promise<Task> {
     return asTask(await this.#transport.request(spec));
   }
@@ -628,6 +731,20 @@ function newMessageId(): string {
 function asTask({ status, body }: ApiResponse): Task {
   if (typeof body === "object" && body !== null && "id" in body && "status" in body) return body as Task;
   throw new ForgebenchError("the gateway answered with something that is not a task", status, body);
+}
+
+function healthOf(response: ApiResponse): EndpointHealth {
+  return objectOf<EndpointHealth>(response, ["agent_id", "url", "state", "attempts"], "an endpoint's health");
+}
+
+/** `since` as RFC 3339 text: a `Date` (which must be valid), or a non-empty string sent as it is. */
+function rfc3339(since: Date | string): string {
+  if (since instanceof Date) {
+    if (Number.isNaN(since.getTime())) throw new TypeError("since is an invalid Date");
+    return since.toISOString();
+  }
+  if (since.length === 0) throw new TypeError("since must not be empty");
+  return since;
 }
 
 function agentOf(response: ApiResponse): Agent {

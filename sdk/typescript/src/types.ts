@@ -207,11 +207,22 @@ export interface MemberCreated {
 /** An agent's lifecycle: `paused` suspends its keys, `retired` is final. */
 export type AgentStatus = "active" | "paused" | "retired";
 
+/**
+ * When a push endpoint that kept failing was switched off, and why: its failures in a row and
+ * since when (`EndpointDisabled`). An admin enables it again (`agents.enableEndpoint`).
+ */
+export interface EndpointDisabled {
+  at: string;
+  reason: string;
+}
+
 /** A push agent's endpoint as the gateway shows it; the credential's secret never comes back. */
 export interface AgentEndpoint {
   url: string;
   auth?: { type: string; name?: string; configured: boolean } | null;
   allow_private_network?: boolean;
+  /** Set while the endpoint is disabled; absent or `null` otherwise. */
+  disabled?: EndpointDisabled | null;
 }
 
 /** An agent (`Agent`). */
@@ -383,6 +394,76 @@ export interface DeliveryAttempt {
   status?: number | null;
   latency_ms: number;
   error?: string | null;
+}
+
+/**
+ * A push endpoint's state: `failing` when its latest attempt failed, `disabled` after a run of
+ * failures (until an admin enables it), `active` otherwise.
+ */
+export type EndpointState = "active" | "failing" | "disabled";
+
+/**
+ * The deliveries of an endpoint that succeeded and failed since `since`, the start of yesterday
+ * (UTC) (`EndpointHealth.attempts`). `ok` may lag by a minute: the gateway adds successes up.
+ */
+export interface EndpointAttemptCounts {
+  ok: number;
+  failed: number;
+  since: string;
+}
+
+/** The gateway disables an endpoint that failed `failures` attempts in a row spanning at least `seconds`. */
+export interface EndpointDisableAfter {
+  failures: number;
+  seconds: number;
+}
+
+/** A push endpoint's health (`EndpointHealth`): `agents.endpointHealth`, and the answer of `agents.enableEndpoint`. */
+export interface EndpointHealth {
+  agent_id: string;
+  url: string;
+  state: EndpointState;
+  /** The share of the deliveries counted in `attempts` that succeeded, 0 to 1; `null` before any. */
+  success_rate: number | null;
+  attempts: EndpointAttemptCounts;
+  /** Failed attempts in a row since the latest success (0 while it succeeds). */
+  consecutive_failures: number;
+  /** The first failure of the current run; `null` while the endpoint succeeds. */
+  failing_since: string | null;
+  last_error: string | null;
+  last_failure_at: string | null;
+  last_success_at: string | null;
+  disabled: EndpointDisabled | null;
+  disable_after: EndpointDisableAfter;
+}
+
+/**
+ * The answer of a redrive (`Redriven`): the tasks whose waiting delivery is attempted again now
+ * (at most 100, oldest first), and the `since` to redrive from next when more may wait.
+ */
+export interface Redriven {
+  redriven: number;
+  task_ids: string[];
+  next_since: string | null;
+}
+
+/** The answer of a replay (`Replayed`): the task, and its delivery's `webhook-id` (kept: a replay is a retry). */
+export interface Replayed {
+  task_id: string;
+  webhook_id: string;
+}
+
+/**
+ * The answer of a notification's replay (`ReplayedNotification`): the task's A2A push notification
+ * config that is sent its latest event again, that event's number (its place in the task's events,
+ * from 1), and its `webhook-id` (`{task_id}:{config_id}:{event}`: the one it was first sent under,
+ * so a receiver that handled it drops it).
+ */
+export interface ReplayedNotification {
+  task_id: string;
+  config_id: string;
+  event: number;
+  webhook_id: string;
 }
 
 /**

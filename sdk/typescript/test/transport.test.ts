@@ -410,6 +410,61 @@ describe("a binding's contract: quota_exceeded, the skill, and updateBinding", (
     assert.ok(error instanceof ConnectionError, String(error));
     assert.equal(lost.received().length, 1, "a PATCH that may have landed is not sent again");
   });
+
+  test("a redrive sends its since as RFC 3339; enabling is sent again after a lost answer, a replay and a redrive are not", async () => {
+    const REDRIVEN = { redriven: 0, task_ids: [], next_since: null };
+    const server = await scripted([{ status: 200, body: REDRIVEN }]);
+    await client(server).agents.redriveDeliveries("invoice classifier", new Date(Date.UTC(2026, 11, 7, 9)));
+    await client(server).agents.redriveDeliveries("a", "2026-12-07T09:00:00+01:00");
+    assert.deepEqual(
+      server.received().map((request) => [request.method, request.url, request.body]),
+      [
+        ["POST", "/v1/agents/invoice%20classifier/endpoint/redrive", { since: "2026-12-07T09:00:00.000Z" }],
+        ["POST", "/v1/agents/a/endpoint/redrive", { since: "2026-12-07T09:00:00+01:00" }],
+      ],
+    );
+    assert.ok((await rejection(client(server).agents.redriveDeliveries("a", new Date(Number.NaN)))) instanceof TypeError);
+
+    const HEALTH = { agent_id: "a-1", url: "https://callee.example/a2a", state: "active", attempts: { ok: 0, failed: 0, since: "t" } };
+    const enabled = await scripted(["drop", { status: 200, body: HEALTH }]);
+    assert.equal((await client(enabled, 2).agents.enableEndpoint("a")).state, "active");
+    assert.deepEqual(enabled.received().map((request) => [request.method, request.url]), [
+      ["POST", "/v1/agents/a/endpoint/enable"],
+      ["POST", "/v1/agents/a/endpoint/enable"],
+    ]);
+    for (const send of [
+      (forgebench: Forgebench) => forgebench.agents.replayDelivery("a", "t/1"),
+      (forgebench: Forgebench) => forgebench.agents.redriveDeliveries("a", "2026-12-07T09:00:00Z"),
+    ]) {
+      const lost = await scripted(["drop", { status: 202, body: { task_id: "t/1", webhook_id: "w" } }]);
+      assert.ok((await rejection(send(client(lost, 2)))) instanceof ConnectionError);
+      assert.equal(lost.received().length, 1, "a write that may have landed is not sent again");
+    }
+    const replayed = await scripted([{ status: 202, body: { task_id: "t/1", webhook_id: "w" } }]);
+    assert.deepEqual(await client(replayed).agents.replayDelivery("a", "t/1"), { task_id: "t/1", webhook_id: "w" });
+    assert.equal(replayed.received()[0]?.url, "/v1/agents/a/tasks/t%2F1/replay");
+  });
+
+  test("a notification replay POSTs to its config's route without a body, and is not sent again after a lost answer", async () => {
+    const REPLAYED = { task_id: "t/1", config_id: "refund hook", event: 4, webhook_id: "t/1:refund hook:4" };
+    const server = await scripted([{ status: 202, body: REPLAYED }]);
+    assert.deepEqual(await client(server).agents.replayNotification("invoice classifier", "t/1", "refund hook"), REPLAYED);
+    assert.deepEqual(
+      server.received().map((request) => [request.method, request.url, request.body]),
+      [["POST", "/v1/agents/invoice%20classifier/tasks/t%2F1/notifications/refund%20hook/replay", null]],
+    );
+    for (const [callee, taskId, configId] of [["", "t", "c"], ["a", "", "c"], ["a", "t", ""]] as const) {
+      assert.ok((await rejection(client(server).agents.replayNotification(callee, taskId, configId))) instanceof TypeError);
+    }
+    assert.equal(server.received().length, 1, "an empty segment sends nothing");
+
+    const lost = await scripted(["drop", { status: 202, body: REPLAYED }]);
+    assert.ok((await rejection(client(lost, 2).agents.replayNotification("a", "t", "c"))) instanceof ConnectionError);
+    assert.equal(lost.received().length, 1, "a replay that may have landed is not sent again");
+    const conflict = await scripted([{ status: 409, body: { detail: { code: "conflict", message: "no event yet" } } }, { status: 202, body: REPLAYED }]);
+    assert.ok((await rejection(client(conflict, 2).agents.replayNotification("a", "t", "c"))) instanceof ConflictError);
+    assert.equal(conflict.received().length, 1, "a conflict is not tried again");
+  });
 });
 
 /** A server that never answers (it only records), for abort tests. */

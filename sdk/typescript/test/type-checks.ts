@@ -9,11 +9,13 @@ import type {
   AgentPatch,
   Binding,
   BindingPatch,
+  EndpointHealth,
   EndpointIn,
   Forgebench,
   KeyCreated,
   MemberRole,
   PolicyPatch,
+  ReplayedNotification,
   TaskEvent,
   Part,
   ServeHandler,
@@ -161,4 +163,29 @@ export async function policiesArePatchedByNameAndCheckedWithTheWireNames(forgebe
   const check = await forgebench.policies.check({ caller: "a", callee: "b", skill: "refund", action: "open", depth: 2, root_caller: "a" });
   const outcome: AuditEntry["outcome"] = "would_refuse";
   return [badMode, notText, saved.version, saved.items[0]?.mode, check.allowed, check.would_refuse, outcome];
+}
+
+export async function deliveriesAreOperatedWithTypedAnswers(forgebench: Forgebench): Promise<unknown[]> {
+  const health: EndpointHealth = await forgebench.agents.endpointHealth("invoice-classifier");
+  // @ts-expect-error not an endpoint state
+  const paused: EndpointHealth["state"] = "paused";
+  const rate: number | null = health.success_rate;
+  const enabled = await forgebench.agents.enableEndpoint("invoice-classifier");
+  const fromDate = await forgebench.agents.redriveDeliveries("invoice-classifier", new Date());
+  const fromText = await forgebench.agents.redriveDeliveries("invoice-classifier", "2026-12-07T09:00:00Z");
+  // @ts-expect-error since is a Date or RFC 3339 text
+  await forgebench.agents.redriveDeliveries("invoice-classifier", 1765098000);
+  const replayed = await forgebench.agents.replayDelivery("invoice-classifier", "t-1");
+  const agent = await forgebench.agents.get("invoice-classifier");
+  return [paused, rate, health.attempts.ok, health.disable_after.failures, enabled.disabled?.reason, fromDate.task_ids, fromText.next_since, replayed.webhook_id, agent.endpoint?.disabled?.at];
+}
+
+export async function aNotificationReplayAnswersItsEventAndWebhookId(forgebench: Forgebench): Promise<unknown[]> {
+  const replayed: ReplayedNotification = await forgebench.agents.replayNotification("invoice-classifier", "t-1", "hook");
+  const event: number = replayed.event;
+  // @ts-expect-error the config is named
+  await forgebench.agents.replayNotification("invoice-classifier", "t-1");
+  // @ts-expect-error the event is a number, not text
+  const asText: string = replayed.event;
+  return [event, asText, replayed.task_id, replayed.config_id, replayed.webhook_id];
 }

@@ -6,6 +6,7 @@ import asyncio
 import builtins
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 
@@ -40,6 +41,7 @@ from ._types import (
     DeliveryAttempt,
     Direction,
     EndpointAuth,
+    EndpointHealth,
     IssuerRemoved,
     Jwks,
     KeyInfo,
@@ -48,7 +50,10 @@ from ._types import (
     Part,
     PolicyAction,
     PolicyPatch,
+    Redriven,
     RemovedTool,
+    Replayed,
+    ReplayedNotification,
     RetiredSigningKey,
     RevokedKey,
     Role,
@@ -452,6 +457,75 @@ class AsyncAgents:
     async def delete_tool(self, agent: str, tool: str) -> RemovedTool:
         """Remove a tool binding: `DELETE /v1/agents/{agent}/tools/{tool}` (404 when none)."""
         body: RemovedTool = await self._transport.send(requests.delete_tool(agent, tool))
+        return body
+
+    # -- operating push deliveries (docs/api.md, "Operating deliveries") ------------------------
+
+    async def endpoint_health(self, agent: str) -> EndpointHealth:
+        """The push endpoint's health: `GET /v1/agents/{agent}/endpoint/health`.
+
+        Its `state` (`active`, `failing`: its latest attempt failed, `disabled`), the run of
+        `consecutive_failures` since `failing_since`, `last_error`, and the deliveries that
+        succeeded and failed since yesterday (`attempts`, `success_rate`). The agent's owner, an
+        admin or a viewer; an agent without a push endpoint is a `NotFoundError`.
+        """
+        body: EndpointHealth = await self._transport.send(requests.get_endpoint_health(agent))
+        return body
+
+    async def enable_endpoint(self, agent: str) -> EndpointHealth:
+        """Switch a disabled push endpoint on again: `POST .../endpoint/enable` (admin only).
+
+        Clears `disabled` and the run of failures (audited as `agent.endpoint.enable`) and
+        answers with the health; an endpoint that is not disabled is left as it is. Deliveries
+        that failed while it was disabled stay failed. A member's or viewer's key is a
+        `PermissionDeniedError`; an agent without a push endpoint a `NotFoundError`.
+        """
+        body: EndpointHealth = await self._transport.send(requests.enable_endpoint(agent))
+        return body
+
+    async def redrive_deliveries(self, agent: str, since: datetime | str) -> Redriven:
+        """Attempt again now every delivery still waiting for a retry, of the agent's tasks
+        opened at or after `since`: `POST /v1/agents/{agent}/endpoint/redrive`.
+
+        `since` is a timezone-aware `datetime` or RFC 3339 text (a naive `datetime` is a
+        `ValueError`, before anything is sent). At most 100 tasks a call, oldest first; each
+        delivery keeps its `webhook-id` and gets a fresh retry budget. Call again with
+        `next_since` while it is not None. The agent's owner or an admin; a `since` the
+        gateway cannot read is a `BadRequestError`, a disabled endpoint a `ConflictError`. Not
+        retried after a lost answer (a repeat would attempt them again).
+        """
+        body: Redriven = await self._transport.send(requests.redrive_deliveries(agent, since))
+        return body
+
+    async def replay_delivery(self, callee: str, task_id: str) -> Replayed:
+        """Attempt a push task's waiting delivery now: `POST .../tasks/{task_id}/replay` (202).
+
+        The delivery keeps its `webhook-id` and gets a fresh retry budget. Only a push task
+        still waiting for its delivery (in a retry wait, held back, or not yet tried) is
+        replayed: a finished, pull or accepted task, an attempt under way or a disabled
+        endpoint is a `ConflictError`; an unknown task a `NotFoundError`. The callee's owner or
+        an admin. Not retried after a lost answer.
+        """
+        body: Replayed = await self._transport.send(requests.replay_delivery(callee, task_id))
+        return body
+
+    async def replay_notification(
+        self, callee: str, task_id: str, config_id: str
+    ) -> ReplayedNotification:
+        """Send an A2A push notification config of the task the latest event it received, again:
+        `POST .../tasks/{task_id}/notifications/{config_id}/replay` (202).
+
+        The event goes under the `webhook-id` it was first sent under
+        (`{task_id}:{config_id}:{event}`), so a receiver that handled it drops it, with the
+        config's current credentials and a fresh retry budget. The task's caller (the agent that
+        manages its push notification configs) or an admin; anyone else who may read the task is
+        a `PermissionDeniedError`. A config the task does not have is a `NotFoundError`; one that
+        has received no event yet, or while an event is being sent to it, a `ConflictError`.
+        Not retried after a lost answer (a repeat would send the event once more).
+        """
+        body: ReplayedNotification = await self._transport.send(
+            requests.replay_notification(callee, task_id, config_id)
+        )
         return body
 
     # -- a task's events and deliveries ---------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -469,6 +470,66 @@ def delete_tool(agent: str, tool: str) -> Request:
 def list_delivery_attempts(callee: str, task_id: str) -> Request:
     """`GET /v1/agents/{callee}/tasks/{task_id}/attempts`."""
     return Request("GET", f"/v1/agents/{_segment(callee)}/tasks/{_segment(task_id)}/attempts")
+
+
+def get_endpoint_health(agent: str) -> Request:
+    """`GET /v1/agents/{agent}/endpoint/health` (the agent's owner, an admin or a viewer)."""
+    return Request("GET", f"/v1/agents/{_name('agent', agent)}/endpoint/health")
+
+
+def enable_endpoint(agent: str) -> Request:
+    """`POST /v1/agents/{agent}/endpoint/enable` (admin): an endpoint that is not disabled is
+    left as it is, so a repeat changes nothing and it is repeatable."""
+    return Request("POST", f"/v1/agents/{_name('agent', agent)}/endpoint/enable")
+
+
+def rfc3339(moment: datetime | str) -> str:
+    """`moment` as RFC 3339 text: a timezone-aware `datetime`, or a string sent as it is."""
+    if isinstance(moment, datetime):
+        if moment.tzinfo is None or moment.utcoffset() is None:
+            raise ValueError(
+                "a naive datetime names no moment: give an aware one, "
+                "e.g. datetime.now(timezone.utc) - timedelta(hours=1)"
+            )
+        return moment.isoformat()
+    if not isinstance(moment, str):
+        raise TypeError("since must be an aware datetime or RFC 3339 text")
+    if not moment:
+        raise ValueError("since must not be empty")
+    return moment
+
+
+def redrive_deliveries(agent: str, since: datetime | str) -> Request:
+    """`POST /v1/agents/{agent}/endpoint/redrive` (the agent's owner or an admin): a repeat
+    would attempt the waiting deliveries once more, so it is not repeated after a lost answer."""
+    return Request(
+        "POST",
+        f"/v1/agents/{_name('agent', agent)}/endpoint/redrive",
+        json={"since": rfc3339(since)},
+        repeatable=False,
+    )
+
+
+def replay_delivery(callee: str, task_id: str) -> Request:
+    """`POST /v1/agents/{callee}/tasks/{task_id}/replay` (the callee's owner or an admin): a
+    repeat could find the first one's attempt under way (a 409), so it is not repeated."""
+    return Request(
+        "POST",
+        f"/v1/agents/{_segment(callee)}/tasks/{_segment(task_id)}/replay",
+        repeatable=False,
+    )
+
+
+def replay_notification(callee: str, task_id: str, config_id: str) -> Request:
+    """`POST /v1/agents/{callee}/tasks/{task_id}/notifications/{config_id}/replay` (the task's
+    caller or an admin): a repeat would send the event once more (or find the first one's send
+    under way, a 409), so it is not repeated after a lost answer."""
+    return Request(
+        "POST",
+        f"/v1/agents/{_segment(callee)}/tasks/{_segment(task_id)}"
+        f"/notifications/{_name('config_id', config_id)}/replay",
+        repeatable=False,
+    )
 
 
 def task_events(callee: str, task_id: str, *, last_event_id: str | int | None) -> Request:

@@ -74,12 +74,22 @@ class EndpointAuthInfo(TypedDict):
     configured: bool
 
 
+class EndpointDisabled(TypedDict):
+    """`EndpointDisabled`: when a push endpoint that kept failing was switched off, and why (its
+    failures in a row and since when). An admin enables it again (`agents.enable_endpoint`)."""
+
+    at: str
+    reason: str
+
+
 class Endpoint(TypedDict):
-    """A push agent's endpoint (`Agent.endpoint`)."""
+    """A push agent's endpoint (`Agent.endpoint`). `disabled` is set (not None) while the
+    endpoint is disabled."""
 
     url: str
     auth: NotRequired[EndpointAuthInfo | None]
     allow_private_network: NotRequired[bool]
+    disabled: NotRequired[EndpointDisabled | None]
 
 
 class Agent(TypedDict):
@@ -245,6 +255,75 @@ class DeliveryAttempt(TypedDict):
     status: NotRequired[int | None]
     latency_ms: int
     error: NotRequired[str | None]
+
+
+#: A push endpoint's state: `failing` when its latest attempt failed, `disabled` after a run of
+#: failures (until an admin enables it), `active` otherwise.
+EndpointState = Literal["active", "failing", "disabled"]
+
+
+class EndpointAttemptCounts(TypedDict):
+    """`EndpointHealth.attempts`: deliveries that succeeded and failed since `since` (the start
+    of yesterday, UTC). `ok` may lag by a minute (the gateway adds successes up)."""
+
+    ok: int
+    failed: int
+    since: str
+
+
+class EndpointDisableAfter(TypedDict):
+    """`EndpointHealth.disable_after`: the gateway disables an endpoint that failed `failures`
+    attempts in a row spanning at least `seconds`."""
+
+    failures: int
+    seconds: int
+
+
+class EndpointHealth(TypedDict):
+    """`EndpointHealth`: a push endpoint's health (`agents.endpoint_health`), also the answer of
+    `agents.enable_endpoint`. `success_rate` (0 to 1) is None before any attempt."""
+
+    agent_id: str
+    url: str
+    state: EndpointState
+    success_rate: float | None
+    attempts: EndpointAttemptCounts
+    consecutive_failures: int
+    failing_since: str | None
+    last_error: str | None
+    last_failure_at: str | None
+    last_success_at: str | None
+    disabled: EndpointDisabled | None
+    disable_after: EndpointDisableAfter
+
+
+class Redriven(TypedDict):
+    """`Redriven`: the tasks a redrive attempted again now (at most 100, oldest first), and the
+    `since` to redrive from next when more may wait (None otherwise)."""
+
+    redriven: int
+    task_ids: list[str]
+    next_since: str | None
+
+
+class Replayed(TypedDict):
+    """`Replayed`: the task whose waiting delivery is attempted now, and that delivery's
+    `webhook-id` (kept: a replay is a retry of the same delivery)."""
+
+    task_id: str
+    webhook_id: str
+
+
+class ReplayedNotification(TypedDict):
+    """`ReplayedNotification`: the A2A push notification config of the task that is sent its
+    latest event again, that `event`'s number (its place in the task's events, from 1), and its
+    `webhook-id` (`{task_id}:{config_id}:{event}`, the one it was first sent under, so a receiver
+    that handled it drops it)."""
+
+    task_id: str
+    config_id: str
+    event: int
+    webhook_id: str
 
 
 class AuditActor(TypedDict, total=False):
