@@ -7,7 +7,9 @@
 //! so wildcard DNS cannot step around it), this process sends that tenant nothing more there for
 //! [`OPEN_FOR`]: the jobs come back then, with no write and no connection (nothing is lost or
 //! counted as an attempt). Then one POST tries the domain; while it runs the others keep
-//! waiting, and its outcome closes the breaker or opens it again.
+//! waiting, and its outcome closes the breaker or opens it again, for twice as long as before
+//! (up to [`MAX_OPEN_FOR`]): a receiver down for long costs its tenant's backlog fewer and fewer
+//! returns.
 //!
 //! A domain that timed out within [`RECENT_TIMEOUT`] gets a quarter of the push timeout for
 //! its POSTs ([`Breakers::timeout_for`]): a receiver that hung lately holds a worker less long.
@@ -29,11 +31,27 @@ use crate::domain::ids::TenantId;
 /// breaker.
 pub const FAILURES_TO_OPEN: u32 = 5;
 
-/// How long an open breaker holds the tenant's POSTs to the domain back.
+/// How long an open breaker holds the tenant's POSTs to the domain back; each failed trial
+/// doubles it, up to [`MAX_OPEN_FOR`].
 pub const OPEN_FOR: Duration = Duration::from_secs(30);
+
+/// The longest an open breaker holds back, however many trials failed.
+pub const MAX_OPEN_FOR: Duration = Duration::from_secs(300);
+
+/// How long a breaker opened after `failed_trials` failed trials holds back.
+fn open_for(failed_trials: u32) -> Duration {
+    OPEN_FOR
+        .saturating_mul(1 << failed_trials.min(16))
+        .min(MAX_OPEN_FOR)
+}
 
 /// How long a domain whose POST timed out is given a shorter time.
 pub const RECENT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a POST held back while a trial runs waits: as long as a held-back task delivery
+/// needs to be parked on the outbox rather than come back through the queue
+/// (`push/parking.rs`), since a receiver on trial is one that kept failing.
+pub const TRIAL_WAIT: Duration = Duration::from_secs(5);
 
 /// How long a trial POST may run before another may try (a trial whose job was cut never
 /// reports).
@@ -89,6 +107,8 @@ struct Breaker {
     last_failure: Instant,
     open_until: Option<Instant>,
     trial_since: Option<Instant>,
+    /// Trials that failed since the breaker first opened.
+    failed_trials: u32,
     /// When a POST given the whole push timeout last timed out.
     timed_out_at: Option<Instant>,
 }
@@ -154,7 +174,7 @@ impl Breakers {
         }
         match breaker.trial_since {
             Some(since) if now.saturating_duration_since(since) < TRIAL_TIMEOUT => {
-                Gate::Wait(Duration::from_secs(1))
+                Gate::Wait(TRIAL_WAIT)
             }
             _ => {
                 breaker.trial_since = Some(now);
@@ -194,7 +214,7 @@ impl Breakers {
 
     /// How a POST of `tenant`'s to `domain` went: an answer in time closes the breaker; a
     /// failure or a slow answer is counted, and opens it at [`FAILURES_TO_OPEN`] (and again at
-    /// once after a failed trial). Whether the breaker opened just now.
+    /// once after a failed trial, for twice as long). Whether the breaker opened just now.
     pub fn record(&self, tenant: &TenantId, domain: &str, answer: Answer, now: Instant) -> bool {
         let key = (tenant.clone(), domain.to_owned());
         self.note_answer(&key, answer, now);
@@ -211,6 +231,7 @@ impl Breakers {
             last_failure: now,
             open_until: None,
             trial_since: None,
+            failed_trials: 0,
             timed_out_at: None,
         });
         breaker.failures = breaker.failures.saturating_add(1);
@@ -222,9 +243,14 @@ impl Breakers {
         if breaker.failures < FAILURES_TO_OPEN {
             return false;
         }
-        let opened = breaker.open_until.is_none_or(|until| until <= now);
-        breaker.open_until = Some(now + OPEN_FOR);
-        opened
+        match breaker.open_until {
+            // A POST sent before the breaker opened: counted, and nothing more.
+            Some(until) if until > now => return false,
+            Some(_) => breaker.failed_trials = breaker.failed_trials.saturating_add(1),
+            None => {}
+        }
+        breaker.open_until = Some(now + open_for(breaker.failed_trials));
+        true
     }
 }
 

@@ -57,21 +57,51 @@ fn after_the_open_time_one_trial_goes_and_its_outcome_decides() {
     assert_eq!(breakers.gate(&tenant, "hooks.example", later), Gate::Send);
     assert_eq!(
         breakers.gate(&tenant, "hooks.example", later),
-        Gate::Wait(Duration::from_secs(1)),
+        Gate::Wait(TRIAL_WAIT),
         "one trial at a time"
     );
-    // The trial fails: open again at once.
+    // The trial fails: open again at once, for twice as long.
     assert!(breakers.record(&tenant, "hooks.example", Answer::Failed, later));
     assert_eq!(
         breakers.gate(&tenant, "hooks.example", later),
-        Gate::Wait(OPEN_FOR)
+        Gate::Wait(OPEN_FOR * 2)
     );
     // The next trial succeeds: closed.
-    let again = later + OPEN_FOR;
+    let again = later + OPEN_FOR * 2;
     assert_eq!(breakers.gate(&tenant, "hooks.example", again), Gate::Send);
     assert!(!breakers.record(&tenant, "hooks.example", Answer::InTime, again));
     assert_eq!(breakers.gate(&tenant, "hooks.example", again), Gate::Send);
     assert_eq!(breakers.gate(&tenant, "hooks.example", again), Gate::Send);
+}
+
+#[test]
+fn each_failed_trial_holds_back_twice_as_long_up_to_five_minutes() {
+    let (breakers, tenant, mut at) = open_until_later();
+    let mut waits = Vec::new();
+    for _ in 0..6 {
+        assert_eq!(breakers.gate(&tenant, "hooks.example", at), Gate::Send);
+        assert!(breakers.record(&tenant, "hooks.example", Answer::Failed, at));
+        let Gate::Wait(wait) = breakers.gate(&tenant, "hooks.example", at) else {
+            panic!("open");
+        };
+        waits.push(wait.as_secs());
+        at += wait;
+    }
+    assert_eq!(waits, [60, 120, 240, 300, 300, 300]);
+    // A POST sent before it opened and failing later extends nothing.
+    assert!(!breakers.record(
+        &tenant,
+        "hooks.example",
+        Answer::Failed,
+        at - Duration::from_secs(1)
+    ));
+    // An answer in time closes it and starts over.
+    assert!(!breakers.record(&tenant, "hooks.example", Answer::InTime, at));
+    fail(&breakers, &tenant, FAILURES_TO_OPEN, at);
+    assert_eq!(
+        breakers.gate(&tenant, "hooks.example", at),
+        Gate::Wait(OPEN_FOR)
+    );
 }
 
 #[test]

@@ -11,9 +11,10 @@ use super::queue::Job;
 use super::worker::{task_id_of, MessageKind, Worker};
 use crate::domain::clock;
 
-/// The shortest wait that parks a held-back delivery; shorter ones (a tenant at its bound of
-/// pushes in flight, a breaker's trial under way) go back on the queue.
-pub const PARK_FROM: Duration = Duration::from_secs(5);
+/// The shortest wait that parks a held-back delivery (an open breaker's, or a trial's under way:
+/// [`super::breaker::TRIAL_WAIT`]); shorter ones (a tenant at its bound of pushes in flight,
+/// held once or twice) go back on the queue.
+pub const PARK_FROM: Duration = super::breaker::TRIAL_WAIT;
 
 impl Worker {
     /// Parks `job` (a task delivery held back for `wait`) on the outbox; whether its message may
