@@ -12,7 +12,7 @@ const AUDIT_ACTIONS = [
   "agent.endpoint.clear", "agent.tool.grant", "agent.tool.revoke", "task.open", "task.message", "task.claim",
   "task.progress", "task.result.", "task.cancel", "tenant.create", "member.key.issue", "member.key.revoke",
   "tenant.word_search.", "tenant.call_tree", "tenant.policy.", "task.read", "task.push_config.", "issuer.trust", "issuer.subjects", "issuer.distrust",
-  "agent.endpoint.disable", "agent.endpoint.enable",
+  "agent.endpoint.disable", "agent.endpoint.enable", "agent.endpoint.redrive", "task.delivery.replay",
 ];
 /** Why the gate refused an open (an audit entry's `reason`), in words; the code is shown beside. */
 const REFUSAL_REASONS = {

@@ -615,7 +615,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
     grants: [
       RECORD_KEY_USE,
-      onTable("GetItem", "UpdateItem", "BatchGetItem"),
+      onTable("GetItem", "PutItem", "UpdateItem", "BatchGetItem"),
       onIndex("inbound_tasks", "Query"),
       onQueue("SendMessage"),
     ],
@@ -627,7 +627,7 @@ export const FUNCTIONS: readonly FunctionSpec[] = [
     env: { FORGEBENCH_PUSH_QUEUE_URL: "queueUrl" },
     grants: [
       RECORD_KEY_USE,
-      onTable("GetItem", "UpdateItem"),
+      onTable("GetItem", "PutItem", "UpdateItem"),
       onQueue("SendMessage"),
     ],
   },

@@ -102,6 +102,7 @@ pub async fn replay(app: &App, request: Request) -> HandlerResult {
     enabled_endpoint_of(&callee)?;
     match app.tasks().redeliver(&task_id).await? {
         TaskTransition::Applied(task) => {
+            super::audit_task_action(app, &principal, "task.delivery.replay", &task).await;
             tracing::info!(task_id = %task.id, "delivery replayed");
             let body = json!({"task_id": task.id, "webhook_id": task.webhook_id()});
             Ok(json_response(StatusCode::ACCEPTED, &body))
@@ -159,6 +160,10 @@ pub async fn redrive(app: &App, request: Request) -> HandlerResult {
             task_ids.push(task.id);
         }
     }
+    let entry = AuditEntry::new(&principal, "agent.endpoint.redrive", &callee.id);
+    if let Err(error) = app.store.record_audit(&entry).await {
+        tracing::error!(agent_id = %callee.id, error = %error, "audit entry not written");
+    }
     tracing::info!(agent_id = %callee.id, redriven = task_ids.len(), "deliveries redriven");
     ok(&json!({
         "redriven": task_ids.len(),
@@ -194,6 +199,7 @@ pub async fn replay_notification(app: &App, request: Request) -> HandlerResult {
                     .into(),
             )),
         };
+    super::audit_task_action(app, &principal, "task.push_config.replay", &task).await;
     if let Err(error) = app
         .queue
         .enqueue_notify(&task_id, Some(&task.tenant_id))

@@ -132,9 +132,9 @@ route_table! {
     /// `POST /v1/agents/{agent}/endpoint/enable`: an admin enables a disabled endpoint.
     EnableEndpoint: POST "/v1/agents/{agent}/endpoint/enable", Buffered deliveries::enable, "dynamodb:GetItem,PutItem,UpdateItem";
     /// `POST /v1/agents/{agent}/endpoint/redrive`: the waiting deliveries since a moment, now.
-    RedriveDeliveries: POST "/v1/agents/{agent}/endpoint/redrive", Buffered deliveries::redrive, "dynamodb:BatchGetItem,GetItem,Query,UpdateItem sqs:SendMessage";
+    RedriveDeliveries: POST "/v1/agents/{agent}/endpoint/redrive", Buffered deliveries::redrive, "dynamodb:BatchGetItem,GetItem,PutItem,Query,UpdateItem sqs:SendMessage";
     /// `POST /v1/agents/{agent}/tasks/{task_id}/replay`: a task's waiting delivery, now.
-    ReplayDelivery: POST "/v1/agents/{agent}/tasks/{task_id}/replay", Buffered deliveries::replay, "dynamodb:GetItem,UpdateItem sqs:SendMessage";
+    ReplayDelivery: POST "/v1/agents/{agent}/tasks/{task_id}/replay", Buffered deliveries::replay, "dynamodb:GetItem,PutItem,UpdateItem sqs:SendMessage";
     /// `POST /v1/agents/{agent}/tasks/{task_id}/notifications/{config_id}/replay`: a push
     /// notification config's latest event, again.
     ReplayNotification: POST "/v1/agents/{agent}/tasks/{task_id}/notifications/{config_id}/replay", Buffered deliveries::replay_notification, "dynamodb:GetItem,PutItem,UpdateItem sqs:SendMessage";

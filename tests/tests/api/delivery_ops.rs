@@ -312,6 +312,14 @@ async fn a_replay_attempts_a_waiting_delivery_now_with_its_own_webhook_id() {
     let numbers: Vec<&Value> = attempts.iter().map(|attempt| &attempt["attempt"]).collect();
     assert_eq!(numbers, [&json!(1), &json!(2)], "attempt numbers run on");
 
+    let audit = app.audit(&pair.tenant.admin_key).await;
+    assert!(
+        audit
+            .iter()
+            .any(|entry| entry["action"] == "task.delivery.replay"
+                && entry["target"] == task_id.as_str()),
+        "the replay is audited"
+    );
     let again = app.post(&path, &pair.tenant.admin_key, json!({})).await;
     assert_eq!(again.status, 409, "{}", again.text);
     assert!(again.text.contains("completed"), "{}", again.text);
@@ -400,6 +408,11 @@ async fn a_redrive_attempts_the_deliveries_waiting_since_a_moment() {
             .await;
         assert_eq!(settled.state(), "completed", "{}", settled.text);
     }
+    let audit = app.audit(&pair.tenant.admin_key).await;
+    assert!(audit
+        .iter()
+        .any(|entry| entry["action"] == "agent.endpoint.redrive"
+            && entry["target"] == pair.callee.id.as_str()));
     // The task opened before the moment still waits for its retry.
     let waiting = app
         .get_task(&pair.caller.key, &pair.callee.name, &before)
