@@ -289,5 +289,9 @@ async fn a_backlog_held_back_for_long_waits_on_the_outbox_not_on_the_queue() {
     for task_id in &held {
         assert_ne!(state(&app, &noisy, task_id).await, "failed");
     }
-    assert_eq!(failing.received().len(), sent, "nothing tried while the breaker is open");
+    assert_eq!(
+        failing.received().len(),
+        sent,
+        "nothing tried while the breaker is open"
+    );
 }
