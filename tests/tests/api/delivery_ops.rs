@@ -511,3 +511,131 @@ async fn claim(app: &TestApp, pair: &Pair) -> String {
     assert_eq!(claimed.status, 200, "{}", claimed.text);
     claimed.field("id")
 }
+
+/// A tenant that has lived before its endpoint was operated: pull tasks answered and canceled,
+/// an open refused after a revocation, then a push endpoint that fails, and a notification
+/// config stored before configs kept where they started. Each operation answers as documented,
+/// takes only what waits, and the tenant's search still answers.
+#[tokio::test]
+async fn delivery_operations_in_a_tenant_that_has_lived() {
+    let app = slow_retries().await;
+    let pair = app.pair().await;
+    let admin = &pair.tenant.admin_key;
+    let answered = open(&app, &pair, "pulled and answered").await;
+    let claimed = claim(&app, &pair).await;
+    assert_eq!(claimed, answered);
+    let result = json!({"state": "completed", "artifacts": [{"parts": [{"text": "ok"}]}]});
+    let posted = app.post_result(&pair.callee.key, &claimed, result).await;
+    assert_eq!(posted.status, 200, "{}", posted.text);
+    let canceled = open(&app, &pair, "pulled and canceled").await;
+    let cancel = app
+        .cancel(&pair.caller.key, &pair.callee.name, &canceled)
+        .await;
+    assert_eq!(cancel.status, 200, "{}", cancel.text);
+    assert_eq!(app.revoke_binding(&pair).await.status, 200);
+    let refused = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("no"), 0)
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    let regranted = app
+        .grant(admin, &pair.caller.id, &[&pair.callee.name])
+        .await;
+    assert_eq!(regranted.status, 200, "{}", regranted.text);
+
+    let healed = Arc::new(AtomicBool::new(false));
+    let endpoint = receiver(&healed).await;
+    let reply = app
+        .set_endpoint(admin, &pair.callee.name, json!({"url": endpoint.url}))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let waiting = open(&app, &pair, "pushed").await;
+    attempts_reach(&app, &pair, &waiting, 1).await;
+
+    let (status, failing) = health(&app, &pair, admin).await;
+    assert_eq!(status, 200, "{failing}");
+    for (task_id, status) in [
+        (&answered, 409),
+        (&canceled, 409),
+        (&"00000000-0000-4000-8000-000000000000".to_owned(), 404),
+    ] {
+        let path = format!("/v1/agents/{}/tasks/{task_id}/replay", pair.callee.name);
+        let reply = app.post(&path, admin, json!({})).await;
+        assert_eq!(reply.status, status, "{task_id}: {}", reply.text);
+    }
+    healed.store(true, Ordering::SeqCst);
+    let path = format!("/v1/agents/{}/endpoint/redrive", pair.callee.name);
+    let mut redriven = Vec::new();
+    for _ in 0..50 {
+        let reply = app
+            .post(&path, admin, json!({"since": "2026-01-01T00:00:00Z"}))
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        redriven.extend(reply.body["task_ids"].as_array().unwrap().clone());
+        if !redriven.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(Value::from(redriven), json!([waiting]), "only what waits");
+    let settled = app
+        .settled(&pair.caller.key, &pair.callee.name, &waiting)
+        .await;
+    assert_eq!(settled.state(), "completed", "{}", settled.text);
+    let searched = app.get("/v1/tasks", admin).await;
+    assert_eq!(searched.status, 200, "{}", searched.text);
+    assert_eq!(searched.body["items"].as_array().unwrap().len(), 3);
+}
+
+/// A notification config stored before configs kept where they started (no `start`) is
+/// replayed from what it received.
+#[tokio::test]
+async fn a_config_stored_before_configs_kept_their_start_is_replayed() {
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let receiver = Callee::start(|_| Answer::text(200, "ok")).await;
+    let task_id = open(&app, &pair, "hi").await;
+    let created = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": "old-hook", "url": receiver.url}),
+        )
+        .await;
+    assert!(created.body["result"].is_object(), "{}", created.text);
+    let cancel = app
+        .cancel(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(cancel.status, 200, "{}", cancel.text);
+    receiver.wait_for(1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut key = std::collections::HashMap::new();
+    for (name, value) in [
+        ("pk", format!("TASK#{task_id}")),
+        ("sk", "NOTIFY#old-hook".to_owned()),
+    ] {
+        key.insert(
+            name.to_owned(),
+            aws_sdk_dynamodb::types::AttributeValue::S(value),
+        );
+    }
+    app.app
+        .store
+        .client()
+        .update_item()
+        .table_name(app.app.store.table())
+        .set_key(Some(key))
+        .update_expression("REMOVE #start")
+        .expression_attribute_names("#start", "start")
+        .send()
+        .await
+        .unwrap();
+    let sent = receiver.received().len();
+    let path = format!(
+        "/v1/agents/{}/tasks/{task_id}/notifications/old-hook/replay",
+        pair.callee.name
+    );
+    let replayed = app.post(&path, &pair.caller.key, json!({})).await;
+    assert_eq!(replayed.status, 202, "{}", replayed.text);
+    assert_eq!(receiver.wait_for(sent + 1).await.len(), sent + 1);
+}
