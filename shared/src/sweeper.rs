@@ -396,8 +396,12 @@ async fn re_enqueue_one(store: &Store, queue: &Queue, now: &str, entry: &OutboxE
     }
     let task_id = &entry.task_id;
     let enqueued = match &entry.config_id {
-        None => queue.enqueue(task_id).await,
-        Some(_) => queue.enqueue_notify(task_id, None).await,
+        None => queue.enqueue(task_id, entry.tenant_id.as_ref()).await,
+        Some(_) => {
+            queue
+                .enqueue_notify(task_id, entry.tenant_id.as_ref())
+                .await
+        }
     };
     match enqueued {
         Ok(()) => {

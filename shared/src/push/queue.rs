@@ -56,9 +56,14 @@ impl Queue {
         })
     }
 
-    /// Asks for the task to be delivered (the sweeper, which knows only the task's id).
-    pub async fn enqueue(&self, task_id: &str) -> Result<(), QueueError> {
-        self.send(serde_json::json!({ "task_id": task_id }), None)
+    /// Asks for the task to be delivered (the sweeper, which knows only the task's id and, for
+    /// a task stored with it, its tenant, which names the message's group).
+    pub async fn enqueue(
+        &self,
+        task_id: &str,
+        tenant_id: Option<&TenantId>,
+    ) -> Result<(), QueueError> {
+        self.send(serde_json::json!({ "task_id": task_id }), tenant_id)
             .await
     }
 

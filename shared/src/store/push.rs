@@ -6,7 +6,7 @@
 //! conditioned on still holding that lease: an answer that arrives after a cancel is discarded.
 
 use crate::domain::clock::Timestamp;
-use crate::domain::ids::TaskId;
+use crate::domain::ids::{TaskId, TenantId};
 use crate::domain::transitions::Transition;
 use crate::domain::TaskState;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -60,6 +60,8 @@ pub struct OutboxEntry {
     /// For a config: how many sweeps in a row found it with nothing new to send since it last
     /// delivered an event (each one waits twice as long as the one before, see the sweeper).
     pub idle_rounds: u64,
+    /// The task's tenant, which names the message the sweeper sends its group (SQS fair queues).
+    pub tenant_id: Option<TenantId>,
 }
 
 /// Reads an outbox entry from its keys alone (whatever the index projects).
@@ -74,6 +76,7 @@ fn outbox_entry(item: &Item) -> Result<OutboxEntry, StoreError> {
             Some(_) => read.n("idle_rounds")?,
             None => 0,
         },
+        tenant_id: read.opt_id("tenant_id")?,
     })
 }
 

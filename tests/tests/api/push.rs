@@ -264,8 +264,16 @@ async fn a_redelivered_message_does_not_post_a_finished_task_again() {
     let opened = open(&app, &pair, 10).await;
     assert_eq!(opened.state(), "completed");
     // SQS delivers at least once: the same message again, twice.
-    app.app.queue.enqueue(&opened.field("id")).await.unwrap();
-    app.app.queue.enqueue(&opened.field("id")).await.unwrap();
+    app.app
+        .queue
+        .enqueue(&opened.field("id"), None)
+        .await
+        .unwrap();
+    app.app
+        .queue
+        .enqueue(&opened.field("id"), None)
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(callee.received().len(), 1);
     let read = app

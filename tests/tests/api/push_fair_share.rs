@@ -295,3 +295,59 @@ async fn a_backlog_held_back_for_long_waits_on_the_outbox_not_on_the_queue() {
         "nothing tried while the breaker is open"
     );
 }
+
+/// The messages the sweeper sends (a lost enqueue, a parked backlog coming back) name their
+/// tenant as their group too, so a backlog that returns is shared out like any other.
+#[tokio::test]
+async fn a_message_the_sweeper_sends_names_its_tenant_as_its_group() {
+    let app = spawn_app_with(Options {
+        push_worker: false,
+        ..Options::local_push()
+    })
+    .await;
+    let hung = Callee::start(|_| hanging()).await;
+    let pair = push_pair(&app, &hung).await;
+    open_many(&app, &pair, 1).await;
+    let (sqs, _) = forgebench_tests::sqs_and_kms(&forgebench_tests::moto_endpoint()).await;
+    let group_of_next = || async {
+        let received = sqs
+            .receive_message()
+            .queue_url(&app.push_queue_url)
+            .message_system_attribute_names(
+                aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId,
+            )
+            .wait_time_seconds(2)
+            .send()
+            .await
+            .unwrap();
+        let message = received.messages().first().cloned().expect("a message");
+        sqs.delete_message()
+            .queue_url(&app.push_queue_url)
+            .receipt_handle(message.receipt_handle().unwrap())
+            .send()
+            .await
+            .unwrap();
+        (
+            message.body().unwrap_or_default().to_owned(),
+            message
+                .attributes()
+                .and_then(|attributes| {
+                    attributes.get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId)
+                })
+                .cloned(),
+        )
+    };
+    // The open's message, taken and lost.
+    let (_, group) = group_of_next().await;
+    assert_eq!(group.as_deref(), Some(pair.tenant.id.as_str()));
+    let later = forgebench::domain::clock::after(600).to_string();
+    let swept =
+        forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &later).await;
+    assert_eq!(swept.done, 1, "{swept:?}");
+    let (body, group) = group_of_next().await;
+    assert!(
+        !body.contains("delivery_id"),
+        "the sweeper's message: {body}"
+    );
+    assert_eq!(group.as_deref(), Some(pair.tenant.id.as_str()));
+}
