@@ -41,6 +41,10 @@ pub enum ApiError {
     TaskNotWorking(TaskState),
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The resource is busy with what was asked for (a delivery's attempt under way): the same
+    /// request may succeed in a moment (`Retry-After`).
+    #[error("in progress: {0}")]
+    InProgress(String),
     #[error("limit reached: {0}")]
     LimitReached(String),
     #[error("a pull result said working")]
@@ -177,9 +181,10 @@ impl ApiError {
             }
             ApiError::NotPermitted | ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::TaskNotFound | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::TaskNotWorking(_) | ApiError::Conflict(_) | ApiError::LimitReached(_) => {
-                StatusCode::CONFLICT
-            }
+            ApiError::TaskNotWorking(_)
+            | ApiError::Conflict(_)
+            | ApiError::InProgress(_)
+            | ApiError::LimitReached(_) => StatusCode::CONFLICT,
             ApiError::PullResultWorking => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -203,6 +208,7 @@ impl ApiError {
             ApiError::TaskNotFound | ApiError::NotFound(_) => "not_found",
             ApiError::TaskNotWorking(_) => "task_not_working",
             ApiError::Conflict(_) => "conflict",
+            ApiError::InProgress(_) => "in_progress",
             ApiError::LimitReached(_) => "limit_reached",
             ApiError::PullResultWorking => "invalid_result",
             ApiError::TooLarge(_) => "too_large",
@@ -231,6 +237,7 @@ impl ApiError {
             | ApiError::Forbidden(message)
             | ApiError::NotFound(message)
             | ApiError::Conflict(message)
+            | ApiError::InProgress(message)
             | ApiError::LimitReached(message)
             | ApiError::TooLarge(message)
             | ApiError::UnsupportedMediaType(message)
@@ -296,7 +303,9 @@ impl ApiError {
     /// The `Retry-After` of an answer that asks the caller to come back later.
     pub fn retry_after_seconds(&self) -> Option<u64> {
         match self {
-            ApiError::Unavailable | ApiError::TooManyRequests(_) => Some(1),
+            ApiError::Unavailable | ApiError::TooManyRequests(_) | ApiError::InProgress(_) => {
+                Some(1)
+            }
             ApiError::QuotaExceeded {
                 retry_after_seconds,
                 ..
@@ -353,6 +362,18 @@ mod tests {
             "Root=1-67890abc-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1",
         ),
     };
+
+    #[test]
+    fn a_conflict_that_passes_says_so_with_its_own_code_and_a_retry_after() {
+        let busy = ApiError::InProgress("an attempt is under way".into());
+        assert_eq!(busy.status(), StatusCode::CONFLICT);
+        let response = busy.into_response();
+        assert_eq!(response.headers()["retry-after"], "1");
+        assert_eq!(body_of(response)["detail"]["code"], "in_progress");
+        let response = ApiError::Conflict("the task is completed".into()).into_response();
+        assert!(response.headers().get("retry-after").is_none());
+        assert_eq!(body_of(response)["detail"]["code"], "conflict");
+    }
 
     #[test]
     fn an_error_body_carries_the_request_and_trace_ids_a_user_reports() {

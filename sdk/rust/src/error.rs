@@ -93,7 +93,8 @@ pub enum Error {
     /// 404: `{"detail": "task not found"}` for tasks, `not_found` elsewhere.
     #[error("not found: {0}")]
     NotFound(ErrorBody),
-    /// 409: `task_not_working` (see [`ErrorBody::state`]), `limit_reached` or `conflict`.
+    /// 409: `task_not_working` (see [`ErrorBody::state`]), `limit_reached`, `conflict`, or
+    /// `in_progress` (the same request may succeed in a moment: `Retry-After`).
     #[error("conflict: {0}")]
     Conflict(ErrorBody),
     /// 413 `too_large`: the write would take the task past its content bound.

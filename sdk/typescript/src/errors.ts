@@ -96,7 +96,7 @@ export class PermissionDeniedError extends ForgebenchError {}
 /** 404: `{"detail":"task not found"}` for tasks, `not_found` otherwise. */
 export class NotFoundError extends ForgebenchError {}
 
-/** 409: `task_not_working` (with the task's `state`), `limit_reached` or `conflict`. */
+/** 409: `task_not_working` (with the task's `state`), `limit_reached`, `conflict`, or `in_progress` (the same request may succeed in a moment: `Retry-After`). */
 export class ConflictError extends ForgebenchError {
   /** The task's state a `task_not_working` refusal reports (`canceled`, `completed`, ...). */
   get state(): string | undefined {

@@ -107,25 +107,29 @@ pub async fn replay(app: &App, request: Request) -> HandlerResult {
             let body = json!({"task_id": task.id, "webhook_id": task.webhook_id()});
             Ok(json_response(StatusCode::ACCEPTED, &body))
         }
-        TaskTransition::Refused(Some(current)) => Err(ApiError::Conflict(not_waiting(&current))),
+        TaskTransition::Refused(Some(current)) => Err(not_waiting(&current)),
         TaskTransition::Refused(None) => Err(ApiError::TaskNotFound),
     }
 }
 
-/// Why `task`'s delivery is not waiting to be replayed.
-fn not_waiting(task: &Task) -> String {
-    if task.delivery != Delivery::Push {
-        "the task is delivered by pull: its callee claims it".into()
+/// Why `task`'s delivery is not waiting to be replayed: for good, or (an attempt under way)
+/// for a moment.
+fn not_waiting(task: &Task) -> ApiError {
+    let final_reason = if task.delivery != Delivery::Push {
+        "the task is delivered by pull: its callee claims it".to_owned()
     } else if !task.state.is_open() {
         format!(
             "the task is {}: a finished task is not delivered again",
             task.state.as_str()
         )
     } else if task.delivered_at.is_some() {
-        "the callee accepted the task: it answers through the result route".into()
+        "the callee accepted the task: it answers through the result route".to_owned()
     } else {
-        "an attempt at this delivery is under way: replay once it has ended".into()
-    }
+        return ApiError::InProgress(
+            "an attempt at this delivery is under way: replay once it has ended".into(),
+        );
+    };
+    ApiError::Conflict(final_reason)
 }
 
 /// `POST /v1/agents/{agent}/endpoint/redrive` `{"since"}`: every task of the agent opened since
@@ -186,19 +190,24 @@ pub async fn replay_notification(app: &App, request: Request) -> HandlerResult {
         ));
     }
     let config_id = path_param(&request, "config_id")?;
-    let event =
-        match app.store.rewind_notify(&task_id, &config_id).await? {
-            Ok(event) => event,
-            Err(RewindRefusal::Gone) => {
-                return Err(ApiError::NotFound(
-                    "the task has no such notification config".into(),
-                ))
-            }
-            Err(RewindRefusal::NotNow) => return Err(ApiError::Conflict(
-                "the config has received no event yet, or one is being sent: replay once it has"
-                    .into(),
-            )),
-        };
+    let event = match app.store.rewind_notify(&task_id, &config_id).await? {
+        Ok(event) => event,
+        Err(RewindRefusal::Gone) => {
+            return Err(ApiError::NotFound(
+                "the task has no such notification config".into(),
+            ))
+        }
+        Err(RewindRefusal::NothingSent) => {
+            return Err(ApiError::Conflict(
+                "the config has received no event yet: nothing to send again".into(),
+            ))
+        }
+        Err(RewindRefusal::Busy) => {
+            return Err(ApiError::InProgress(
+                "an event is being sent to the config: replay once it has been".into(),
+            ))
+        }
+    };
     super::audit_task_action(app, &principal, "task.push_config.replay", &task).await;
     if let Err(error) = app
         .queue

@@ -179,8 +179,10 @@ impl Store {
 pub enum RewindRefusal {
     /// The task has no config of that id.
     Gone,
-    /// It has had no event yet, or a send is under way, or it changed meanwhile.
-    NotNow,
+    /// It has received no event yet.
+    NothingSent,
+    /// A send is under way, or it changed meanwhile: again in a moment.
+    Busy,
 }
 
 impl Store {
@@ -200,7 +202,7 @@ impl Store {
         let config = NotifyConfig::try_from(&item)?;
         // A config stored before configs kept their start counts from the first event.
         if config.delivered <= Reader(&item).n_or("start", 0)? {
-            return Ok(Err(RewindRefusal::NotNow));
+            return Ok(Err(RewindRefusal::NothingSent));
         }
         let on_outbox = item.contains_key("gsi1pk");
         let now = clock::now();
@@ -243,7 +245,7 @@ impl Store {
         if self.transact_if(writes).await? {
             Ok(Ok(config.delivered))
         } else {
-            Ok(Err(RewindRefusal::NotNow))
+            Ok(Err(RewindRefusal::Busy))
         }
     }
 }

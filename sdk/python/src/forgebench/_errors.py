@@ -104,7 +104,9 @@ class NotFoundError(APIStatusError):
 
 
 class ConflictError(APIStatusError):
-    """409: `task_not_working` (with the task's `state`), `limit_reached` or `conflict`."""
+    """409: `task_not_working` (with the task's `state`), `limit_reached`, `conflict`, or
+    `in_progress` (the same request may succeed in a moment; its `Retry-After` header says
+    when)."""
 
     @property
     def state(self) -> str | None:

@@ -66,9 +66,9 @@ impl From<ApiError> for Failure {
             | ApiError::TooLarge(message)
             | ApiError::NotFound(message) => protocol(InvalidParams, message),
             ApiError::UnsupportedMediaType(message) => protocol(ContentTypeNotSupported, message),
-            ApiError::Conflict(message) | ApiError::LimitReached(message) => {
-                protocol(UnsupportedOperation, message)
-            }
+            ApiError::Conflict(message)
+            | ApiError::InProgress(message)
+            | ApiError::LimitReached(message) => protocol(UnsupportedOperation, message),
             ApiError::TaskNotWorking(state) => protocol(
                 UnsupportedOperation,
                 format!("the task is {}", state.as_str()),
