@@ -38,7 +38,7 @@ pub async fn run(tasks: usize, bound: u32) -> bool {
         .await,
     );
     let healthy = Callee::start(|_| completed()).await;
-    let quiet = push_pair(&app, &healthy.url).await;
+    let quiet = app.push_pair(&healthy.url).await;
     // The sweeper, every 5 s as locally (every minute deployed): it brings parked deliveries
     // back to the queue when their wait is over, as it would the noisy tenant's.
     let sweeper = {
@@ -140,20 +140,6 @@ fn report(tasks: usize, [alone, busy, noisy]: [&Phase; 3], opened: u64, dialed: 
     );
 }
 
-/// A new tenant's pair whose callee pushes to `url`.
-async fn push_pair(app: &TestApp, url: &str) -> Pair {
-    let pair = app.pair().await;
-    let reply = app
-        .set_endpoint(
-            &pair.tenant.admin_key,
-            &pair.callee.name,
-            json!({"url": url}),
-        )
-        .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    pair
-}
-
 /// One phase's open → delivery times, the tasks never delivered, and how long it took.
 struct Phase {
     times: Vec<Duration>,
@@ -232,7 +218,7 @@ impl Noise {
     /// Opens [`NOISY_RATE`] push tasks a second to an endpoint answering each with `answer`.
     async fn start(app: Arc<TestApp>, answer: Answer) -> Noise {
         let hung = Callee::start(move |_| answer.clone()).await;
-        let pair = push_pair(&app, &hung.url).await;
+        let pair = app.push_pair(&hung.url).await;
         let (stop, opened) = (
             Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicU64::new(0)),

@@ -113,6 +113,21 @@ impl TestApp {
         }
     }
 
+    /// A new tenant's pair (see [`TestApp::pair`]) whose callee pushes to `url`, without a
+    /// credential.
+    pub async fn push_pair(&self, url: &str) -> Pair {
+        let pair = self.pair().await;
+        let reply = self
+            .set_endpoint(
+                &pair.tenant.admin_key,
+                &pair.callee.name,
+                json!({ "url": url }),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        pair
+    }
+
     /// Revokes the binding of `pair` (an admin, from the caller's side); the reply.
     pub async fn revoke_binding(&self, pair: &Pair) -> Reply {
         self.send(

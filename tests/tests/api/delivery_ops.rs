@@ -12,20 +12,6 @@ use forgebench::domain::endpoint_health::DisableRule;
 use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Pair, TestApp};
 use serde_json::{json, Value};
 
-/// A new tenant's pair whose callee pushes to `callee`.
-async fn push_pair(app: &TestApp, callee: &Callee) -> Pair {
-    let pair = app.pair().await;
-    let reply = app
-        .set_endpoint(
-            &pair.tenant.admin_key,
-            &pair.callee.name,
-            json!({"url": callee.url}),
-        )
-        .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    pair
-}
-
 /// A receiver that answers 503 until `healed` is set, then completes each task.
 async fn receiver(healed: &Arc<AtomicBool>) -> Callee {
     let healed = Arc::clone(healed);
@@ -72,7 +58,7 @@ async fn health_shows_failures_then_the_success_that_ends_them() {
     let app = spawn_app_with(Options::local_push()).await;
     let healed = Arc::new(AtomicBool::new(false));
     let endpoint = receiver(&healed).await;
-    let pair = push_pair(&app, &endpoint).await;
+    let pair = app.push_pair(&endpoint.url).await;
     let (status, before) = health(&app, &pair, &pair.tenant.admin_key).await;
     assert_eq!(status, 200, "{before}");
     assert_eq!(before["state"], "active");
@@ -146,7 +132,7 @@ async fn an_endpoint_failing_long_enough_is_disabled_audited_and_fails_its_tasks
     .await;
     let healed = Arc::new(AtomicBool::new(false));
     let endpoint = receiver(&healed).await;
-    let pair = push_pair(&app, &endpoint).await;
+    let pair = app.push_pair(&endpoint.url).await;
 
     let tripped = open(&app, &pair, "first").await;
     let settled = app
@@ -237,7 +223,7 @@ async fn failures_in_a_row_that_span_too_little_time_do_not_disable() {
     })
     .await;
     let endpoint = Callee::start(|_| Answer::text(503, "down")).await;
-    let pair = push_pair(&app, &endpoint).await;
+    let pair = app.push_pair(&endpoint.url).await;
     let task_id = open(&app, &pair, "first").await;
     let settled = app
         .settled(&pair.caller.key, &pair.callee.name, &task_id)
@@ -283,7 +269,7 @@ async fn a_replay_attempts_a_waiting_delivery_now_with_its_own_webhook_id() {
     let app = slow_retries().await;
     let healed = Arc::new(AtomicBool::new(false));
     let endpoint = receiver(&healed).await;
-    let pair = push_pair(&app, &endpoint).await;
+    let pair = app.push_pair(&endpoint.url).await;
     let task_id = open(&app, &pair, "first").await;
     attempts_reach(&app, &pair, &task_id, 1).await;
     healed.store(true, Ordering::SeqCst);
@@ -353,7 +339,7 @@ async fn a_redrive_attempts_the_deliveries_waiting_since_a_moment() {
     let app = slow_retries().await;
     let healed = Arc::new(AtomicBool::new(false));
     let endpoint = receiver(&healed).await;
-    let pair = push_pair(&app, &endpoint).await;
+    let pair = app.push_pair(&endpoint.url).await;
     let before = open(&app, &pair, "before").await;
     attempts_reach(&app, &pair, &before, 1).await;
     tokio::time::sleep(Duration::from_millis(50)).await;

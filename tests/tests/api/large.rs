@@ -250,19 +250,6 @@ async fn a_refused_answer_stores_nothing_however_large() {
     assert_eq!(stored_objects(&app).await, before);
 }
 
-async fn push_pair(app: &TestApp, callee: &Callee) -> Pair {
-    let pair = app.pair().await;
-    let reply = app
-        .set_endpoint(
-            &pair.tenant.admin_key,
-            &pair.callee.name,
-            json!({ "url": callee.url }),
-        )
-        .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    pair
-}
-
 #[tokio::test]
 async fn a_one_mebibyte_message_is_pushed_intact_and_a_one_mebibyte_answer_lands() {
     let answer = artifacts_of(MAX_MESSAGE_BYTES, 5);
@@ -275,7 +262,7 @@ async fn a_one_mebibyte_message_is_pushed_intact_and_a_one_mebibyte_answer_lands
         ..Options::local_push()
     })
     .await;
-    let pair = push_pair(&app, &callee).await;
+    let pair = app.push_pair(&callee.url).await;
     let big = message_of(MAX_MESSAGE_BYTES, 6);
     let opened = app
         .open_task(&pair.caller.key, &pair.callee.name, big.clone(), 0)
@@ -297,7 +284,7 @@ async fn a_push_endpoint_answering_five_megabytes_fails_the_task_once_with_a_cle
     let huge = "x".repeat(5 * 1000 * 1000);
     let callee = Callee::start(move |_| Answer::text(200, &huge)).await;
     let app = spawn_app_with(Options::local_push()).await;
-    let pair = push_pair(&app, &callee).await;
+    let pair = app.push_pair(&callee.url).await;
     let opened = app
         .open_task(&pair.caller.key, &pair.callee.name, text_message("go"), 0)
         .await;

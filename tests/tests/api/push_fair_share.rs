@@ -8,20 +8,6 @@ use std::time::Duration;
 use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Pair, TestApp};
 use serde_json::json;
 
-/// A new tenant's pair whose callee pushes to `callee`.
-async fn push_pair(app: &TestApp, callee: &Callee) -> Pair {
-    let pair = app.pair().await;
-    let reply = app
-        .set_endpoint(
-            &pair.tenant.admin_key,
-            &pair.callee.name,
-            json!({"url": callee.url}),
-        )
-        .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    pair
-}
-
 /// Opens `count` push tasks without waiting; their ids.
 async fn open_many(app: &TestApp, pair: &Pair, count: usize) -> Vec<String> {
     let mut ids = Vec::new();
@@ -76,8 +62,8 @@ async fn a_tenant_past_its_pushes_in_flight_waits_without_dialing_and_others_go_
     .await;
     let hung = Callee::start(|_| hanging()).await;
     let healthy = Callee::start(|_| completed()).await;
-    let noisy = push_pair(&app, &hung).await;
-    let quiet = push_pair(&app, &healthy).await;
+    let noisy = app.push_pair(&hung.url).await;
+    let quiet = app.push_pair(&healthy.url).await;
 
     let held = open_many(&app, &noisy, 6).await;
     assert_eq!(hung.wait_for(2).await.len(), 2);
@@ -123,8 +109,8 @@ async fn a_receiver_domain_failing_every_post_is_held_back_for_the_tenant_only()
     })
     .await;
     let failing = Callee::start(|_| Answer::text(503, "down")).await;
-    let noisy = push_pair(&app, &failing).await;
-    let other = push_pair(&app, &failing).await;
+    let noisy = app.push_pair(&failing.url).await;
+    let other = app.push_pair(&failing.url).await;
 
     let held = open_many(&app, &noisy, 8).await;
     failing.wait_for(FIRST_FAILURES).await;
@@ -147,6 +133,36 @@ async fn a_receiver_domain_failing_every_post_is_held_back_for_the_tenant_only()
     assert_eq!(failing.wait_for(1).await.len(), 1);
 }
 
+/// The messages waiting on the push queue (up to ten), taken off it: each one's body and group.
+async fn take_messages(app: &TestApp) -> Vec<(String, Option<String>)> {
+    use aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId;
+    let (sqs, _) = forgebench_tests::sqs_and_kms(&forgebench_tests::moto_endpoint()).await;
+    let received = sqs
+        .receive_message()
+        .queue_url(&app.push_queue_url)
+        .message_system_attribute_names(MessageGroupId)
+        .max_number_of_messages(10)
+        .wait_time_seconds(2)
+        .send()
+        .await
+        .unwrap();
+    let mut taken = Vec::new();
+    for message in received.messages() {
+        sqs.delete_message()
+            .queue_url(&app.push_queue_url)
+            .receipt_handle(message.receipt_handle().unwrap())
+            .send()
+            .await
+            .unwrap();
+        let group = message
+            .attributes()
+            .and_then(|attributes| attributes.get(&MessageGroupId))
+            .cloned();
+        taken.push((message.body().unwrap_or_default().to_owned(), group));
+    }
+    taken
+}
+
 /// The push queue is a fair queue: every message the gateway sends names its tenant as its
 /// group id, so SQS gives other tenants' messages first turn when one tenant's backlog grows.
 #[tokio::test]
@@ -157,28 +173,11 @@ async fn each_push_message_names_its_tenant_as_its_group() {
     })
     .await;
     let hung = Callee::start(|_| hanging()).await;
-    let pair = push_pair(&app, &hung).await;
+    let pair = app.push_pair(&hung.url).await;
     open_many(&app, &pair, 1).await;
-    let (sqs, _) = forgebench_tests::sqs_and_kms(&forgebench_tests::moto_endpoint()).await;
-    let received = sqs
-        .receive_message()
-        .queue_url(&app.push_queue_url)
-        .message_system_attribute_names(
-            aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId,
-        )
-        .wait_time_seconds(2)
-        .send()
-        .await
-        .unwrap();
-    let messages = received.messages();
+    let messages = take_messages(&app).await;
     assert_eq!(messages.len(), 1, "{messages:?}");
-    let group = messages[0]
-        .attributes()
-        .and_then(|attributes| {
-            attributes.get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId)
-        })
-        .cloned();
-    assert_eq!(group, Some(pair.tenant.id.clone()));
+    assert_eq!(messages[0].1, Some(pair.tenant.id.clone()));
 }
 
 /// A tenant whose receiver answers in time is never held back, however many of its tasks are
@@ -193,7 +192,7 @@ async fn a_busy_tenant_whose_receiver_keeps_up_is_not_held_back() {
     })
     .await;
     let healthy = Callee::start(|_| completed()).await;
-    let pair = push_pair(&app, &healthy).await;
+    let pair = app.push_pair(&healthy.url).await;
     // The first delivery takes a slot; its answer in time makes the receiver known.
     let first = app
         .open_task(
@@ -259,7 +258,7 @@ async fn a_backlog_held_back_for_long_waits_on_the_outbox_not_on_the_queue() {
     })
     .await;
     let failing = Callee::start(|_| Answer::text(503, "down")).await;
-    let noisy = push_pair(&app, &failing).await;
+    let noisy = app.push_pair(&failing.url).await;
     let held = open_many(&app, &noisy, 8).await;
     failing.wait_for(FIRST_FAILURES).await;
     let mut depth = queue_depth(&app).await;
@@ -306,36 +305,12 @@ async fn a_message_the_sweeper_sends_names_its_tenant_as_its_group() {
     })
     .await;
     let hung = Callee::start(|_| hanging()).await;
-    let pair = push_pair(&app, &hung).await;
+    let pair = app.push_pair(&hung.url).await;
     open_many(&app, &pair, 1).await;
-    let (sqs, _) = forgebench_tests::sqs_and_kms(&forgebench_tests::moto_endpoint()).await;
     let group_of_next = || async {
-        let received = sqs
-            .receive_message()
-            .queue_url(&app.push_queue_url)
-            .message_system_attribute_names(
-                aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId,
-            )
-            .wait_time_seconds(2)
-            .send()
-            .await
-            .unwrap();
-        let message = received.messages().first().cloned().expect("a message");
-        sqs.delete_message()
-            .queue_url(&app.push_queue_url)
-            .receipt_handle(message.receipt_handle().unwrap())
-            .send()
-            .await
-            .unwrap();
-        (
-            message.body().unwrap_or_default().to_owned(),
-            message
-                .attributes()
-                .and_then(|attributes| {
-                    attributes.get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId)
-                })
-                .cloned(),
-        )
+        let mut messages = take_messages(&app).await;
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        messages.remove(0)
     };
     // The open's message, taken and lost.
     let (_, group) = group_of_next().await;
