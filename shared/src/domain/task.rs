@@ -207,6 +207,13 @@ impl Task {
         self.content_bytes.saturating_add(bytes) > MAX_TASK_CONTENT_BYTES
     }
 
+    /// Whether the task still waits for a push delivery: a push task, open, not yet accepted.
+    pub fn awaits_delivery(&self) -> bool {
+        self.delivery == Delivery::Push
+            && Transition::Lease.starts_from(self.state)
+            && self.delivered_at.is_none()
+    }
+
     /// The `webhook-id` of the current delivery: its delivery id, or for a task stored before
     /// deliveries had ids the task id, which is stable across that delivery's retries (the
     /// caller's next answer gives the task a delivery id).

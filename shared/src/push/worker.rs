@@ -26,8 +26,6 @@ use super::queue::{Job, Queue};
 use super::request::Prepared;
 use super::verdict::{RetrySchedule, Verdict};
 use crate::bodies::Bodies;
-use crate::domain::task::Delivery;
-use crate::domain::transitions::Transition;
 use crate::domain::{AgentId, Task, TaskId, TenantId};
 use crate::signing::SigningCache;
 use crate::store::{Attempt, Store, StoreError, TaskTransition};
@@ -250,7 +248,7 @@ impl Worker {
             return Err(Stop::With(JobOutcome::Done));
         };
         name_span(&task);
-        if !awaits_delivery(&task) {
+        if !task.awaits_delivery() {
             tracing::info!(state = task.state.as_str(), "nothing to deliver");
             return Err(Stop::With(JobOutcome::Done));
         }
@@ -303,7 +301,7 @@ impl Worker {
     /// The lease was refused: finished or accepted meanwhile, attempts used up, or another
     /// attempt holds it.
     async fn not_leased(&self, current: &Task) -> Result<JobOutcome, StoreError> {
-        if !awaits_delivery(current) {
+        if !current.awaits_delivery() {
             return Ok(JobOutcome::Done);
         }
         if current.delivery_attempts >= self.schedule.max_attempts() {
@@ -410,13 +408,6 @@ impl Worker {
             }
         }
     }
-}
-
-/// Whether the task still waits for a push delivery: a push task, open, not yet accepted.
-fn awaits_delivery(task: &Task) -> bool {
-    task.delivery == Delivery::Push
-        && Transition::Lease.starts_from(task.state)
-        && task.delivered_at.is_none()
 }
 
 #[cfg(test)]

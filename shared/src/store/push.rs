@@ -9,6 +9,7 @@ use crate::domain::clock::Timestamp;
 use crate::domain::ids::{TaskId, TenantId};
 use crate::domain::transitions::Transition;
 use crate::domain::TaskState;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 
@@ -78,6 +79,19 @@ fn outbox_entry(item: &Item) -> Result<OutboxEntry, StoreError> {
         },
         tenant_id: read.opt_id("tenant_id")?,
     })
+}
+
+/// Conditions `update` on a push task still waiting for its delivery (open, not accepted) that
+/// no attempt holds a live lease of, and `also` (`:push` and `:now` are the update's own).
+fn waiting_delivery(update: UpdateItemFluentBuilder, also: &str) -> UpdateItemFluentBuilder {
+    conditioned(
+        update,
+        Transition::Redeliver,
+        &format!(
+            " AND delivery = :push AND attribute_not_exists(delivered_at){also} \
+             AND (attribute_not_exists(lease_until) OR lease_until < :now)"
+        ),
+    )
 }
 
 impl Store {
@@ -197,13 +211,7 @@ impl Store {
             .expression_attribute_values(":push", s(Delivery::Push.as_str()))
             .expression_attribute_values(":outbox", s(outbox_shard_partition(task_shard(task_id))))
             .expression_attribute_values(":due", s(due_sort_key(&due, task_id)));
-        let update = conditioned(
-            update,
-            Transition::Redeliver,
-            " AND delivery = :push AND attribute_not_exists(delivered_at) \
-             AND (attribute_not_exists(lease_until) OR lease_until < :now)",
-        );
-        self.transition(update).await
+        self.transition(waiting_delivery(update, "")).await
     }
 
     /// Moves push task `task_id`'s outbox entry to fall due at `due` (a delivery held back for
@@ -216,13 +224,7 @@ impl Store {
             .expression_attribute_values(":due", s(due_sort_key(due, task_id)))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":push", s(Delivery::Push.as_str()));
-        let update = conditioned(
-            update,
-            Transition::Redeliver,
-            " AND delivery = :push AND attribute_not_exists(delivered_at) \
-             AND attribute_exists(gsi1pk) \
-             AND (attribute_not_exists(lease_until) OR lease_until < :now)",
-        );
+        let update = waiting_delivery(update, " AND attribute_exists(gsi1pk)");
         Ok(matches!(
             self.transition(update).await?,
             TaskTransition::Applied(_)

@@ -8,19 +8,15 @@ use super::item::{s, Item, Reader};
 use super::layout::TASK_SORT_KEY;
 use super::task_item::task_id_of;
 use super::{classify, Store, StoreError};
-use crate::domain::task::Delivery;
 use crate::domain::{AgentId, Task, TaskId, TaskState};
 
 /// The most index entries one redrive reads, whatever it finds.
 const MAX_ENTRIES_READ: usize = 1_000;
 
-/// Whether `task`'s push delivery waits after a failed attempt: open, not yet accepted, with an
-/// attempt made.
+/// Whether `task`'s push delivery waits after a failed attempt: it awaits its delivery (open,
+/// not yet accepted) with an attempt made.
 pub fn waits_after_a_failure(task: &Task) -> bool {
-    task.delivery == Delivery::Push
-        && task.state.is_pending()
-        && task.delivered_at.is_none()
-        && task.delivery_attempts > 0
+    task.awaits_delivery() && task.delivery_attempts > 0
 }
 
 /// One page of a callee's open tasks by creation, from `start`.
