@@ -188,6 +188,9 @@ describe("the samples type-check under strict against the package's own declarat
   });
 });
 
+/** How long a sample run as a new Node.js process may take to open its task on a busy machine. */
+const SAMPLE_START_SECONDS = 45;
+
 const running: RunningSample[] = [];
 after(() => Promise.all(running.map((sample) => sample.stop())));
 
@@ -250,7 +253,7 @@ describe("the docs' samples, run as written against the gateway", { skip: noGate
       }
 
       async function theSamplesTask(world: World): Promise<Task> {
-        const task = await claimExpected(world, 20);
+        const task = await claimExpected(world, SAMPLE_START_SECONDS);
         assert.deepEqual(task.input.message.parts, [
           { text: "Classify this invoice" },
           { data: { invoice_id: "INV-2026-0912" } },
@@ -335,10 +338,10 @@ describe("the docs' samples, run as written against the gateway", { skip: noGate
       test("answers the callee's question with a new task in the same conversation", async () => {
         const world = await newWorld();
         const run = runSample(sample, callerEnv(world, byId ? { calleeId: world.calleeId } : {}));
-        const first = await claimExpected(world, 20);
+        const first = await claimExpected(world, SAMPLE_START_SECONDS);
         assert.deepEqual(first.input.message.parts, [{ text: "Classify this invoice" }]);
         await answerTask(world, first.id, questionResult("What kind of charge is it?"));
-        const second = await claimExpected(world, 20);
+        const second = await claimExpected(world, SAMPLE_START_SECONDS);
         assert.notEqual(second.id, first.id);
         assert.equal(second.context_id, first.context_id);
         assert.deepEqual(second.input.message.parts, [{ text: "It's a recurring SaaS charge, category: software" }]);
@@ -351,7 +354,7 @@ describe("the docs' samples, run as written against the gateway", { skip: noGate
       test("opens no second task when the first is answered", async () => {
         const world = await newWorld();
         const run = runSample(sample, callerEnv(world, byId ? { calleeId: world.calleeId } : {}));
-        await answerTask(world, (await claimExpected(world, 20)).id, textResult("software"));
+        await answerTask(world, (await claimExpected(world, SAMPLE_START_SECONDS)).id, textResult("software"));
         const outcome = await run;
         assert.equal(outcome.code, 0, outcome.stderr);
         assert.equal(await claimTask(world, 0), null);

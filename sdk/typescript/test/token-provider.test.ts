@@ -75,6 +75,23 @@ describe("when the token provider is asked", () => {
     assert.equal(close.calls(), 3);
   });
 
+  test("a kept token is asked for again once the clock is within 60 s of its expiry (exp, or expiresIn)", async (t) => {
+    const server = await scripted([OK]);
+    t.mock.timers.enable({ apis: ["Date"], now: Date.now() });
+    // exp 64 s away (whole seconds): kept for between 3 and 4 s; expiresIn 63: kept for 3 s
+    const byExp = counting((call) => jwt(64, call));
+    const byExpiresIn = counting((call) => ({ token: `opaque-${call}`, expiresIn: 63 }));
+    const clients = [byExp, byExpiresIn].map(({ provider }) => new Forgebench({ baseUrl: server.url, tokenProvider: provider }));
+    const requestAll = () => Promise.all(clients.map((client) => client.agents.getTask("callee", A_TASK.id)));
+    await requestAll();
+    t.mock.timers.tick(2_000);
+    await requestAll();
+    assert.deepEqual([byExp.calls(), byExpiresIn.calls()], [1, 1], "kept while more than 60 s are left");
+    t.mock.timers.tick(2_500);
+    await requestAll();
+    assert.deepEqual([byExp.calls(), byExpiresIn.calls()], [2, 2], "asked again once 60 s or less are left");
+  });
+
   test("a token whose expiry is known neither way is asked for before every request; expiresIn wins over exp", async () => {
     const server = await scripted([OK]);
     const opaque = counting((call) => `opaque-${call}`);
