@@ -52,6 +52,8 @@ pub struct App {
     pub(crate) push_breakers: Arc<crate::push::breaker::Breakers>,
     /// What the push worker knows of its endpoints' health, kept across its batches.
     pub(crate) push_health: Arc<crate::push::health::HealthBook>,
+    /// The callees the push worker marked to have new push tasks parked at their open.
+    pub(crate) push_held_at_open: Arc<crate::push::held_at_open::HeldAtOpen>,
 }
 
 /// Builds the SDK configuration from the standard AWS settings (region, credentials, and the
@@ -150,6 +152,7 @@ impl App {
             session_cache: SessionCache::default(),
             push_breakers: Arc::default(),
             push_health: Arc::default(),
+            push_held_at_open: Arc::default(),
         })
     }
 
@@ -202,6 +205,7 @@ impl App {
             tenant_max_pushes: self.config.tenant_max_pushes,
             health: Arc::clone(&self.push_health),
             disable_rule: self.config.endpoint_disable,
+            held_at_open: Arc::clone(&self.push_held_at_open),
         }
     }
 

@@ -145,6 +145,23 @@ pub struct Agent {
     /// Optimistic-concurrency counter for management writes; not part of the API.
     #[serde(skip)]
     pub version: u64,
+    /// Until when (seconds since the Unix epoch) a new push task's delivery waits on the outbox
+    /// from its open, not on the queue: a push worker found this agent's receiver held back by
+    /// its tenant's breaker (`push/parking.rs`). Any write of the agent clears it.
+    #[serde(skip)]
+    pub push_held_until: Option<u64>,
+}
+
+impl Agent {
+    /// Until when a new push task of this agent waits on the outbox from its open, when a hold
+    /// marked by a push worker still stands at `now` (seconds since the Unix epoch): the hold's
+    /// end, spread by up to half the wait left (`spread` from 0 to 1), so that the tasks one hold
+    /// parked do not all fall due at the same moment.
+    pub fn push_hold_at(&self, now: u64, spread: f64) -> Option<u64> {
+        let until = self.push_held_until.filter(|until| *until > now)?;
+        let spread = (until - now) as f64 * spread.clamp(0.0, 1.0) / 2.0;
+        Some(until + spread as u64)
+    }
 }
 
 /// Validates a claim deadline given in seconds.
@@ -192,6 +209,7 @@ impl Agent {
             created_at: crate::domain::clock::Timestamp::default(),
             updated_at: crate::domain::clock::Timestamp::default(),
             version: 1,
+            push_held_until: None,
         }
     }
 }
@@ -199,6 +217,22 @@ impl Agent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_push_hold_parks_new_tasks_until_its_end_spread_by_half_the_wait_left() {
+        let mut agent = Agent::sample("a", "t", "callee");
+        assert_eq!(agent.push_hold_at(1_000, 0.5), None);
+        agent.push_held_until = Some(1_100);
+        assert_eq!(agent.push_hold_at(1_000, 0.0), Some(1_100));
+        assert_eq!(agent.push_hold_at(1_000, 1.0), Some(1_150));
+        assert_eq!(agent.push_hold_at(1_000, 7.0), Some(1_150));
+        assert_eq!(agent.push_hold_at(1_090, 1.0), Some(1_105));
+        assert_eq!(
+            agent.push_hold_at(1_100, 0.0),
+            None,
+            "a hold that ended parks nothing"
+        );
+    }
 
     #[test]
     fn names_follow_the_documented_pattern() {

@@ -97,6 +97,7 @@ pub async fn create(app: &App, request: Request) -> HandlerResult {
         created_at: now.clone(),
         updated_at: now,
         version: 1,
+        push_held_until: None,
     };
     let audit = AuditEntry::new(&principal, "agent.create", &agent.id);
     let max_agents = app.config.tenant_max_agents;

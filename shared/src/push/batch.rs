@@ -111,6 +111,7 @@ mod tests {
             tenant_max_pushes: 10,
             health: Arc::default(),
             disable_rule: Default::default(),
+            held_at_open: Arc::default(),
         }
     }
 

@@ -10,6 +10,7 @@ mod disabling;
 pub mod endpoint;
 mod fair_share;
 pub mod health;
+pub mod held_at_open;
 pub mod notify;
 pub mod outcome;
 pub mod parking;

@@ -50,7 +50,7 @@ impl From<StoreError> for Stop {
 }
 
 /// A uniform draw from [0, 1] for the retry delay's jitter.
-pub(super) fn jitter() -> f64 {
+pub(crate) fn jitter() -> f64 {
     let mut bytes = [0u8; 2];
     let _ = getrandom::fill(&mut bytes);
     f64::from(u16::from_le_bytes(bytes)) / f64::from(u16::MAX)

@@ -53,6 +53,9 @@ pub struct Worker {
     /// When an endpoint that keeps failing is disabled (`FORGEBENCH_ENDPOINT_DISABLE_FAILURES`
     /// and `FORGEBENCH_ENDPOINT_DISABLE_SECONDS`).
     pub disable_rule: crate::domain::endpoint_health::DisableRule,
+    /// The callees this process marked to have their new push tasks parked at their open
+    /// (`push/parking.rs`).
+    pub held_at_open: Arc<super::held_at_open::HeldAtOpen>,
 }
 
 impl Worker {

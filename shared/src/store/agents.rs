@@ -9,7 +9,7 @@ use super::layout::{
     AGENT_NAME_SORT_PREFIX, AGENT_SORT_KEY,
 };
 use super::tenancy::CountBound;
-use super::{classify, AuditEntry, Store, StoreError};
+use super::{classify, committed, AuditEntry, Store, StoreError};
 use crate::domain::{Agent, AgentRef, AgentStatus};
 
 fn id_key(agent_id: &AgentId) -> Item {
@@ -81,6 +81,7 @@ impl TryFrom<&Item> for Agent {
             created_at: read.at("created_at")?,
             updated_at: read.at("updated_at")?,
             version: read.n("version")?,
+            push_held_until: read.opt_n("push_held_until")?,
         })
     }
 }
@@ -220,6 +221,35 @@ impl Store {
                 Ok(TransactWriteItem::builder().update(update).build())
             })
             .collect()
+    }
+
+    /// Marks agent `agent_id` (named `name` in its tenant) so that its new push tasks wait on
+    /// the outbox from their open until `until` (seconds since the epoch), on both its copies,
+    /// unless a mark as late stands. Whether either copy took it.
+    pub async fn hold_new_deliveries(
+        &self,
+        tenant_id: &TenantId,
+        agent_id: &AgentId,
+        name: &str,
+        until: u64,
+    ) -> Result<bool, StoreError> {
+        let marks = [id_key(agent_id), name_key(tenant_id, name)].map(|key| {
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key))
+                .update_expression("SET push_held_until = :until")
+                .condition_expression(
+                    "id = :id AND (attribute_not_exists(push_held_until) \
+                     OR push_held_until < :until)",
+                )
+                .expression_attribute_values(":id", s(agent_id))
+                .expression_attribute_values(":until", n(until))
+                .send()
+        });
+        let [by_id, by_name] = marks;
+        let (by_id, by_name) = tokio::join!(by_id, by_name);
+        Ok(committed(by_id)? | committed(by_name)?)
     }
 
     /// The agent `id`, as this process read it less than `ttl` ago, or read now. A change made

@@ -12,10 +12,12 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use super::audit::AuditEntry;
 use super::calls::call_item;
 use super::item::{key, n, s, Item, Reader};
-use super::layout::{context_partition, stored_context, CONTEXT_SORT_KEY};
+use super::layout::{context_partition, due_sort_key, stored_context, CONTEXT_SORT_KEY};
 use super::task_item::to_item;
 use super::tasks::MAX_TASKS_PER_CONTEXT;
 use super::{classify, committed, Store, StoreError};
+use crate::domain::clock::Timestamp;
+use crate::domain::task::Delivery;
 use crate::domain::{AgentId, Task, TenantId};
 
 /// The conversation a new task joins.
@@ -34,6 +36,21 @@ pub enum ContextJoin {
 pub struct OpenTask {
     pub task: Task,
     pub context: ContextJoin,
+    /// A push task whose callee's deliveries are held back (`Agent::push_held_until`): its
+    /// outbox entry falls due then, and no message is sent for it meanwhile.
+    pub parked_until: Option<Timestamp>,
+}
+
+/// The task item an open writes: a push task parked at its open falls due on the outbox when
+/// its callee's hold ends.
+fn opened_task_item(open: &OpenTask) -> Item {
+    let mut item = to_item(&open.task);
+    if let Some(until) = &open.parked_until {
+        if item.contains_key("gsi1sk") && open.task.delivery == Delivery::Push {
+            item.insert("gsi1sk".into(), s(due_sort_key(until, &open.task.id)));
+        }
+    }
+    item
 }
 
 /// Why the open wrote no task.
@@ -120,7 +137,7 @@ impl Store {
         if let Err(refusal) = joined {
             return Ok(Err(refusal));
         }
-        if self.put_if_absent(to_item(task)).await? {
+        if self.put_if_absent(opened_task_item(open)).await? {
             return Ok(Ok(()));
         }
         if open.context != ContextJoin::Start {

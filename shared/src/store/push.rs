@@ -8,7 +8,7 @@
 use crate::domain::clock::Timestamp;
 use crate::domain::ids::{TaskId, TenantId};
 use crate::domain::transitions::Transition;
-use crate::domain::TaskState;
+use crate::domain::{Task, TaskState};
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
@@ -216,8 +216,12 @@ impl Store {
 
     /// Moves push task `task_id`'s outbox entry to fall due at `due` (a delivery held back for
     /// long: `push/parking.rs`), while the task still waits for its delivery, no attempt holds
-    /// a live lease and it is on the outbox. Whether it moved.
-    pub async fn park_delivery(&self, task_id: &TaskId, due: &str) -> Result<bool, StoreError> {
+    /// a live lease and it is on the outbox. The task as moved; `None` when it did not move.
+    pub async fn park_delivery(
+        &self,
+        task_id: &TaskId,
+        due: &str,
+    ) -> Result<Option<Task>, StoreError> {
         let update = self
             .task_update(task_id)
             .update_expression("SET gsi1sk = :due")
@@ -225,10 +229,10 @@ impl Store {
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":push", s(Delivery::Push.as_str()));
         let update = waiting_delivery(update, " AND attribute_exists(gsi1pk)");
-        Ok(matches!(
-            self.transition(update).await?,
-            TaskTransition::Applied(_)
-        ))
+        Ok(match self.transition(update).await? {
+            TaskTransition::Applied(task) => Some(task),
+            TaskTransition::Refused(_) => None,
+        })
     }
 
     /// Applies the endpoint's answer, if this attempt still holds the lease.

@@ -24,9 +24,17 @@ impl Tasks<'_> {
             delivery: task.delivery,
         });
         // Independent after the commit.
+        let enqueue = async {
+            match &open.parked_until {
+                None => self.enqueue_push(task).await,
+                Some(until) => {
+                    tracing::info!(task_id = %task.id, until = %until, "the callee's deliveries are held back: parked at its open");
+                }
+            }
+        };
         tokio::join!(
             record_opened(self.store, self.bodies, task, open.context),
-            self.enqueue_push(task)
+            enqueue
         );
         Ok(Ok(()))
     }

@@ -270,6 +270,14 @@ async fn a_backlog_held_back_for_long_waits_on_the_outbox_not_on_the_queue() {
         depth = queue_depth(&app).await;
     }
     assert_eq!(depth, 0, "the held-back deliveries left the queue");
+    // The callee is marked (both its copies) for its next tasks to be parked at their open.
+    let now = forgebench::domain::clock::unix_now();
+    for held_until in held_at_open(&app, &noisy).await {
+        assert!(
+            held_until.is_some_and(|until| until > now),
+            "{held_until:?}"
+        );
+    }
     let sent = failing.received().len();
     for task_id in &held {
         assert_ne!(state(&app, &noisy, task_id).await, "failed");
@@ -325,4 +333,128 @@ async fn a_message_the_sweeper_sends_names_its_tenant_as_its_group() {
         "the sweeper's message: {body}"
     );
     assert_eq!(group.as_deref(), Some(pair.tenant.id.as_str()));
+}
+
+/// What both copies of `pair`'s callee (by id, by name) say of holding its new push tasks.
+async fn held_at_open(app: &TestApp, pair: &Pair) -> [Option<u64>; 2] {
+    use forgebench::domain::{AgentRef, TenantId};
+    let tenant_id = TenantId::from(pair.tenant.id.clone());
+    let mut held = [None, None];
+    for (copy, named) in held.iter_mut().zip([&pair.callee.id, &pair.callee.name]) {
+        let agent = app
+            .app
+            .store
+            .find_agent(&tenant_id, &AgentRef::parse(named))
+            .await
+            .unwrap()
+            .unwrap();
+        *copy = agent.push_held_until;
+    }
+    held
+}
+
+/// Marks `pair`'s callee held until `until`, as a worker parking its deliveries does.
+async fn hold(app: &TestApp, pair: &Pair, until: u64) {
+    use forgebench::domain::{AgentId, TenantId};
+    let marked = app
+        .app
+        .store
+        .hold_new_deliveries(
+            &TenantId::from(pair.tenant.id.clone()),
+            &AgentId::from(pair.callee.id.clone()),
+            &pair.callee.name,
+            until,
+        )
+        .await
+        .unwrap();
+    assert!(marked);
+}
+
+/// While a callee is held (its receiver keeps its tenant's breaker open), its new push tasks
+/// are parked by their open: no message, an outbox entry due when the hold ends, and then
+/// enqueued by the sweeper like any parked delivery. Another tenant's callee at the same
+/// receiver is not held, and a write of the agent (its endpoint set again) clears the hold.
+#[tokio::test]
+async fn a_held_callees_new_push_tasks_are_parked_by_their_open() {
+    let app = spawn_app_with(Options {
+        push_worker: false,
+        ..Options::local_push()
+    })
+    .await;
+    let receiver = Callee::start(|_| hanging()).await;
+    let held = app.push_pair(&receiver.url).await;
+    let other = app.push_pair(&receiver.url).await;
+    let until = forgebench::domain::clock::unix_now() + 120;
+    hold(&app, &held, until).await;
+    assert_eq!(held_at_open(&app, &held).await, [Some(until); 2]);
+    assert_eq!(held_at_open(&app, &other).await, [None; 2]);
+    // A mark no later than the one standing is not written.
+    let earlier = app
+        .app
+        .store
+        .hold_new_deliveries(
+            &forgebench::domain::TenantId::from(held.tenant.id.clone()),
+            &forgebench::domain::AgentId::from(held.callee.id.clone()),
+            &held.callee.name,
+            until - 60,
+        )
+        .await
+        .unwrap();
+    assert!(!earlier);
+    assert_eq!(held_at_open(&app, &held).await, [Some(until); 2]);
+
+    let parked = open_many(&app, &held, 3).await;
+    let sent = open_many(&app, &other, 1).await;
+    let messages = take_messages(&app).await;
+    assert_eq!(
+        messages.len(),
+        1,
+        "only the other tenant's task: {messages:?}"
+    );
+    assert!(messages[0].0.contains(&sent[0]), "{messages:?}");
+    for task_id in &parked {
+        assert_eq!(state(&app, &held, task_id).await, "submitted");
+    }
+    // Due on the outbox when the hold ends, not before (the open's own grace is a minute), and
+    // at the latest half the hold later: spread, so that a hold's tasks do not return at once.
+    let store = &app.app.store;
+    let before_the_end = forgebench::domain::clock::from_unix(until - 5).to_string();
+    let swept =
+        forgebench::sweeper::sweep_outbox_until(store, &app.app.queue, &before_the_end).await;
+    assert_eq!(
+        swept.done, 1,
+        "only the other tenant's, past its grace: {swept:?}"
+    );
+    take_messages(&app).await;
+    let at_the_end = forgebench::domain::clock::from_unix(until + 60 + 1).to_string();
+    let swept = forgebench::sweeper::sweep_outbox_until(store, &app.app.queue, &at_the_end).await;
+    // The parked three, and the other tenant's task once more (a minute after its last sweep).
+    assert_eq!(swept.done, parked.len() + 1, "{swept:?}");
+    let bodies: Vec<String> = take_messages(&app)
+        .await
+        .into_iter()
+        .map(|(body, _)| body)
+        .collect();
+    assert_eq!(bodies.len(), parked.len() + 1, "{bodies:?}");
+    for task_id in &parked {
+        assert!(
+            bodies.iter().any(|body| body.contains(task_id.as_str())),
+            "{bodies:?}"
+        );
+    }
+
+    // Setting the endpoint writes the agent: the hold is gone, and the next open sends.
+    let reply = app
+        .set_endpoint(
+            &held.tenant.admin_key,
+            &held.callee.name,
+            json!({ "url": receiver.url }),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(held_at_open(&app, &held).await, [None; 2]);
+    let next = open_many(&app, &held, 1).await;
+    let messages = take_messages(&app).await;
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert!(messages[0].0.contains(&next[0]), "{messages:?}");
 }

@@ -17,7 +17,7 @@ use crate::domain::call_tree::Parent;
 use crate::domain::content::{PackedBody, Stored};
 use crate::domain::notify::NotifyRequest;
 use crate::domain::policy::PolicyAction;
-use crate::domain::task::{keyed_task_id, CallLineage, TaskOpening};
+use crate::domain::task::{keyed_task_id, CallLineage, Delivery, TaskOpening};
 use crate::domain::{
     clock, Agent, AgentId, AgentRef, Binding, CallId, ContextId, Message, Task, TaskId,
     TenantPrincipal,
@@ -119,7 +119,11 @@ pub(crate) async fn open_task(
     task.skill.clone_from(&asked.skill);
     task.caller_signed_in_with
         .clone_from(&principal.signed_in_with);
-    let open = OpenTask { task, context };
+    let open = OpenTask {
+        parked_until: parked_until(&task, &callee),
+        task,
+        context,
+    };
     let keyed = asked.message.message_id.is_some();
     let after = AfterOpen {
         wait: asked.wait,
@@ -130,6 +134,15 @@ pub(crate) async fn open_task(
         admission.give_back(app).await;
     }
     committed.map(Opened::into_task)
+}
+
+/// When a push task opened while its callee is held back falls due on the outbox
+/// (`push/parking.rs`); `None` for a task whose delivery is enqueued at once.
+fn parked_until(task: &Task, callee: &Agent) -> Option<clock::Timestamp> {
+    (task.delivery == Delivery::Push)
+        .then(|| callee.push_hold_at(clock::unix_now(), crate::push::outcome::jitter()))
+        .flatten()
+        .map(clock::from_unix)
 }
 
 /// The conversation the open continues, names or starts.
