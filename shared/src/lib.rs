@@ -23,6 +23,7 @@ pub mod signing;
 pub mod store;
 pub mod sweeper;
 pub mod tasks;
+pub mod trace;
 pub mod vault;
 pub mod xray;
 

@@ -56,7 +56,7 @@ mod sweeper;
 mod tasks;
 mod template;
 
-use gate::{gate, gate_limits};
+use gate::{gate, gate_limits, gate_trace_context};
 use large_open::large_open;
 use report::report;
 use sweeper::sweeper;
@@ -83,8 +83,10 @@ async fn main() {
     let pull_total = report(&pull_run, &template);
     let without_words = pull(tasks, false).await;
     let without_words_total = report(&without_words, &template);
-    let push_run = push(tasks).await;
+    let push_run = push(tasks, false).await;
     let push_total = report(&push_run, &template);
+    let push_traced = push(tasks, true).await;
+    report(&push_traced, &template);
     let below = pull_below_a_call(tasks, Terms::None).await;
     report(&below, &template);
     let below_limited = pull_below_a_call(tasks, Terms::Limits).await;
@@ -115,6 +117,7 @@ async fn main() {
             &below_place_policy,
         ],
     ));
+    failures.extend(gate_trace_context(&push_run, &push_traced));
     let index_units = forgebench::config::DEFAULT_INDEX_UNITS as f64;
     if large_postings > index_units + 1e-9 {
         failures.push(format!(

@@ -111,13 +111,44 @@ async fn pull_task(gateway: &Gateway, pair: &Pair, opening: Opening<'_>, run: &m
     run.step("read", &gateway.dynamodb);
 }
 
+/// The W3C trace context a traced caller's open brings: an OpenTelemetry SDK's `traceparent`
+/// and a vendor's `tracestate` of one member, as common tracers send.
+const CALLER_TRACE: [(&str, &str); 2] = [
+    (
+        "traceparent",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    ),
+    ("tracestate", "rojo=00f067aa0ba902b7"),
+];
+
+/// Opens the small task on the pair's callee at once, with the caller's trace context when
+/// `traced`.
+async fn open_now(gateway: &Gateway, pair: &Pair, traced: bool) -> Reply {
+    let app = &gateway.app;
+    let mut request = app
+        .http
+        .post(format!(
+            "{}/v1/agents/{}/tasks?wait=0",
+            app.base, pair.callee.id
+        ))
+        .bearer_auth(&pair.caller.key)
+        .json(&json!({ "message": small_message() }));
+    if traced {
+        for (name, value) in CALLER_TRACE {
+            request = request.header(name, value);
+        }
+    }
+    app.finish(request).await
+}
+
 async fn push_task(gateway: &Gateway, pair: &Pair, callee: &Callee, run: &mut Run) {
     let (app, moto) = (&gateway.app, &gateway.moto);
     let (received, deleted) = (callee.received().len(), moto.count("DeleteMessage"));
+    let traced = run.mode == PUSH_TRACED;
     let opened = timed(
         run,
         "POST /v1/agents/{agent}/tasks (open)",
-        app.open_task(&pair.caller.key, &pair.callee.id, small_message(), 0),
+        open_now(gateway, pair, traced),
     )
     .await;
     assert_eq!(opened.status, 200, "{}", opened.text);
@@ -296,7 +327,12 @@ async fn second_hop(gateway: &Gateway, pair: Pair) -> Pair {
     }
 }
 
-pub async fn push(tasks: usize) -> Run {
+/// The push mode whose opens bring a caller's trace context.
+pub const PUSH_TRACED: &str = "push, a caller's trace context";
+
+/// Small push tasks one after another; each open bringing a caller's trace context when
+/// `traced`.
+pub async fn push(tasks: usize, traced: bool) -> Run {
     let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
     let gateway = gateway(Options {
         ..Options::local_push()
@@ -314,7 +350,7 @@ pub async fn push(tasks: usize) -> Run {
     assert_eq!(reply.status, 200, "{}", reply.text);
     push_task(&gateway, &pair, &callee, &mut Run::new("warm-up", 1)).await;
     gateway.reset();
-    let mut run = Run::new("push", tasks);
+    let mut run = Run::new(if traced { PUSH_TRACED } else { "push" }, tasks);
     for _ in 0..tasks {
         push_task(&gateway, &pair, &callee, &mut run).await;
     }

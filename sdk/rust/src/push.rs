@@ -429,6 +429,9 @@ pub fn task_of_delivery(delivery: &Value) -> Result<Task, String> {
             .map(str::to_owned),
         parent_call_id: None,
         root_call_id: None,
+        // A delivery's trace context comes in its `traceparent` header, not in its body.
+        traceparent: None,
+        tracestate: None,
         extra,
     })
 }

@@ -166,6 +166,13 @@ pub struct Task {
     /// The callee's skill the open named, if any.
     #[serde(default)]
     pub skill: Option<String>,
+    /// The W3C trace context of the task's open: a span of the trace its call tree is; a pull
+    /// callee's work on the task joins the trace under it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` the open brought, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -91,6 +91,13 @@ export interface Task {
   root_call_id: string | null;
   /** The callee's skill the open named (`call`'s `skill`); `null` when it named none. */
   skill: string | null;
+  /**
+   * The W3C trace context of the task's open (a span of the trace its call tree is): a pull
+   * callee's work on the task joins the trace under it. Absent from gateways before it.
+   */
+  traceparent?: string | null;
+  /** The W3C `tracestate` the open brought; `null` when none. */
+  tracestate?: string | null;
   delivery: "pull" | "push";
   created_at: string;
   updated_at: string;

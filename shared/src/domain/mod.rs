@@ -32,6 +32,7 @@ pub mod signing;
 pub mod state;
 pub mod task;
 pub mod tenant;
+pub mod trace;
 pub mod transitions;
 pub mod words;
 

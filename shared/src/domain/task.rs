@@ -24,6 +24,7 @@ pub use super::result::{
     MAX_ERROR_CHARS,
 };
 pub use super::state::{Delivery, TaskState, MAX_HISTORY_BEFORE_ANSWER, MAX_TASK_MESSAGES};
+use super::trace::TraceContext;
 use super::transitions::Transition;
 use super::Agent;
 
@@ -66,6 +67,9 @@ pub struct Task {
     pub counted_on_binding: bool,
     /// The callee's skill the open named (REST body `skill`, A2A `message.metadata.skill`).
     pub skill: Option<String>,
+    /// The W3C trace context of the open's span when the open brought one, or its parent call
+    /// kept one (`domain/trace.rs`); `None` when it is the call's own ([`Task::trace_context`]).
+    pub trace: Option<TraceContext>,
     pub delivery: Delivery,
     pub claim_timeout_seconds: u64,
     /// When a claimed task fails for want of an answer; set while `working`.
@@ -164,6 +168,7 @@ impl Task {
             counted_in_tree: false,
             counted_on_binding: false,
             skill: None,
+            trace: None,
             delivery: if push { Delivery::Push } else { Delivery::Pull },
             claim_timeout_seconds: callee.claim_timeout_seconds,
             deadline_at: None,
@@ -231,6 +236,14 @@ impl Task {
             .unwrap_or(&self.input)
     }
 
+    /// The trace the task's delivery, claim and child tasks join: the context its open kept,
+    /// else its call's own in its root call's trace ([`TraceContext::of_call`]).
+    pub fn trace_context(&self) -> Option<TraceContext> {
+        self.trace
+            .clone()
+            .or_else(|| TraceContext::of_call(&self.root_call_id, &self.call_id))
+    }
+
     /// The API view of the task.
     pub fn to_json(&self) -> Value {
         json!({
@@ -251,6 +264,8 @@ impl Task {
             "parent_call_id": self.parent_call_id,
             "root_call_id": self.root_call_id,
             "skill": self.skill,
+            "traceparent": self.trace_context().map(|trace| trace.traceparent()),
+            "tracestate": self.trace.as_ref().and_then(|trace| trace.state.as_deref()),
             "delivery": self.delivery,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
@@ -390,6 +405,7 @@ mod tests {
             counted_in_tree: false,
             counted_on_binding: false,
             skill: None,
+            trace: None,
             delivery: Delivery::Pull,
             claim_timeout_seconds: 5,
             deadline_at: Some("2026-01-01T00:00:05.000000Z".into()),

@@ -74,6 +74,7 @@ impl Route {
             route = %self.name(),
             request_id = ids.request_id.as_deref(),
             trace_id = ids.trace_id.as_deref(),
+            w3c_trace_id = tracing::field::Empty,
             tenant_id = tracing::field::Empty,
             principal = tracing::field::Empty,
             principal_id = tracing::field::Empty,
@@ -90,8 +91,13 @@ impl Route {
                 Err(refusal) => Err(refusal),
                 // Boxed: every route's handler is one state machine, too deep to lay out inline.
                 Ok(()) => {
+                    let trace = trace_of(&request);
+                    if let Some(trace) = &trace {
+                        tracing::Span::current()
+                            .record("w3c_trace_id", tracing::field::display(trace.trace_id));
+                    }
                     let dispatched = crate::xray::with_annotations(self.dispatch(app, request));
-                    Box::pin(dispatched).await
+                    Box::pin(crate::trace::within(trace, dispatched)).await
                 }
             };
             let response = outcome.unwrap_or_else(|error| {
@@ -154,6 +160,23 @@ fn match_template(template: &str, segments: &[&str]) -> Option<(usize, HashMap<S
 
 /// What ties a request to its logs and trace: API Gateway's request id (the access log's, the
 /// one a user reports; the Lambda invocation's when there is none) and the X-Ray trace id.
+/// The W3C trace context `request` brings, continued by this request's span.
+fn trace_of(request: &Request) -> Option<crate::domain::trace::TraceContext> {
+    let values = |name: &str| {
+        request
+            .headers()
+            .get_all(name)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .collect::<Vec<_>>()
+    };
+    let (parents, states) = (
+        values(crate::trace::TRACEPARENT),
+        values(crate::trace::TRACESTATE),
+    );
+    crate::trace::continued_from(parents.into_iter(), states.into_iter())
+}
+
 struct RequestIds {
     request_id: Option<String>,
     trace_id: Option<String>,

@@ -46,6 +46,7 @@ impl Worker {
             .map(|since| since.as_secs())
             .unwrap_or_default();
         sign_delivery(&mut headers, &key, task.webhook_id(), timestamp, &body);
+        crate::trace::add_headers(&mut headers, task.trace_context().as_ref());
         let started = Instant::now();
         let wall_started = std::time::SystemTime::now();
         let outcome = self

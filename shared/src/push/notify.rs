@@ -186,6 +186,7 @@ impl Worker {
             let mut headers = headers.clone();
             let id = config.notification_id(event.number);
             sign_delivery(&mut headers, key, &id, unix_seconds(), &body);
+            crate::trace::add_headers(&mut headers, task.trace_context().as_ref());
             let outcome = self
                 .post_cleared(clearance, &config.url, false, headers, body.into_bytes())
                 .await;

@@ -12,6 +12,7 @@ use super::{committed, Store, StoreError};
 use crate::domain::call_tree::{TreePlace, MAX_CALL_DEPTH_CEILING};
 use crate::domain::clock::{unix_now, Timestamp};
 use crate::domain::ids::{AgentId, CallId, TaskId, TenantId};
+use crate::domain::trace::TraceContext;
 
 /// A parent call of this tenant's ledger: its tree's root and its place there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +23,8 @@ pub struct ParentCall {
     pub place: TreePlace,
     /// When the parent call was opened.
     pub opened_at: Timestamp,
+    /// The trace the parent call's open continued, which a child open that brings none joins.
+    pub trace: Option<TraceContext>,
 }
 
 /// How often a count is tried again after another writer moved it.
@@ -70,6 +73,7 @@ impl Store {
             caller_agent_id: read.id("caller_agent_id")?,
             place: TreePlace { depth, path },
             opened_at: read.at("at")?,
+            trace: read.trace()?,
         }))
     }
 

@@ -2,13 +2,14 @@
 //! item is built here and written by the open transaction (`open.rs`) with its task.
 
 use crate::domain::ids::TenantId;
+use crate::domain::trace::TraceContext;
 use crate::domain::Task;
 
 use serde_json::{json, Value};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::item::{key, n, opt_s, s, Item, Reader};
+use super::item::{insert_trace, key, n, opt_s, s, Item, Reader};
 use super::layout::{
     call_partition, call_tree_partition, call_tree_sort_key, older_call_tree_partition,
     CALL_SORT_KEY,
@@ -66,6 +67,13 @@ pub(crate) fn call_item(task: &Task) -> Item {
     call.insert("caller_agent_id".into(), s(&task.caller_agent_id));
     call.insert("callee_agent_id".into(), s(&task.callee_agent_id));
     call.insert("at".into(), s(&task.created_at));
+    // The trace a child call joins when its open brings none; without the vendors' state,
+    // which the task keeps.
+    let trace = task.trace.clone().map(|trace| TraceContext {
+        state: None,
+        ..trace
+    });
+    insert_trace(&mut call, trace.as_ref());
     // A root call says nothing: a call without a parent is depth 1 (`store/call_tree.rs`).
     if let Some(place) = task.tree_place.as_ref().filter(|place| place.depth > 1) {
         call.insert("depth".into(), n(u64::from(place.depth)));

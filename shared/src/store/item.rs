@@ -21,6 +21,21 @@ pub fn b(value: bool) -> AttributeValue {
     AttributeValue::Bool(value)
 }
 
+/// The W3C trace context of a task or call, as stored: its ids and flags as one binary value
+/// (`trace`), and its `tracestate` when it has one.
+pub fn insert_trace(item: &mut Item, trace: Option<&crate::domain::trace::TraceContext>) {
+    let Some(trace) = trace else {
+        return;
+    };
+    item.insert(
+        "trace".into(),
+        AttributeValue::B(aws_sdk_dynamodb::primitives::Blob::new(trace.to_stored())),
+    );
+    if let Some(state) = &trace.state {
+        item.insert("tracestate".into(), s(state));
+    }
+}
+
 /// A string, or NULL when absent.
 pub fn opt_s(value: Option<&str>) -> AttributeValue {
     match value {
@@ -36,8 +51,8 @@ pub fn json(value: &serde_json::Value) -> AttributeValue {
 
 /// An item's size as DynamoDB counts it: attribute names plus values, with the overhead of
 /// lists and maps (one byte per element, three per container) and numbers at about a byte per
-/// two digits. Binary and set values other than strings are never written by this store and
-/// count as too large.
+/// two digits, binary values at their length. Set values other than strings are never written
+/// by this store and count as too large.
 pub fn item_size(item: &Item) -> usize {
     item.iter()
         .map(|(name, value)| name.len().saturating_add(value_size(value)))
@@ -54,6 +69,7 @@ fn value_size(value: &AttributeValue) -> usize {
             .map(|item| 1 + value_size(item))
             .fold(3, usize::saturating_add),
         AttributeValue::Ss(items) => items.iter().map(String::len).sum(),
+        AttributeValue::B(blob) => blob.as_ref().len(),
         AttributeValue::M(map) => map
             .iter()
             .map(|(name, item)| (1 + name.len()).saturating_add(value_size(item)))
@@ -113,6 +129,28 @@ impl<'a> Reader<'a> {
                 "attribute {name}: expected a string or null, found {other:?}"
             ))),
         }
+    }
+
+    /// A binary attribute's bytes; `None` when absent.
+    pub fn opt_bytes(&self, name: &str) -> Result<Option<&[u8]>, StoreError> {
+        match self.0.get(name) {
+            None | Some(AttributeValue::Null(_)) => Ok(None),
+            Some(AttributeValue::B(blob)) => Ok(Some(blob.as_ref())),
+            other => Err(StoreError::Corrupt(format!(
+                "attribute {name}: expected binary, found {other:?}"
+            ))),
+        }
+    }
+
+    /// The trace context [`insert_trace`] stored; `None` when there is none, or none readable.
+    pub fn trace(&self) -> Result<Option<crate::domain::trace::TraceContext>, StoreError> {
+        let Some(bytes) = self.opt_bytes("trace")? else {
+            return Ok(None);
+        };
+        let state = self.opt_s("tracestate")?;
+        Ok(crate::domain::trace::TraceContext::from_stored(
+            bytes, state,
+        ))
     }
 
     pub fn n(&self, name: &str) -> Result<u64, StoreError> {

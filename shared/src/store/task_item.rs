@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::item::{json, key, n, s, Item, Reader};
+use super::item::{insert_trace, json, key, n, s, Item, Reader};
 use super::layout::{
     due_sort_key, outbox_shard_partition, queue_partition, queue_sort_key, shown_context,
     stored_context, task_id_of_partition, task_partition, task_shard, TASK_SORT_KEY,
@@ -203,6 +203,7 @@ pub(crate) fn to_item(task: &Task) -> Item {
     if let Some(skill) = &task.skill {
         item.insert("skill".into(), s(skill));
     }
+    insert_trace(&mut item, task.trace.as_ref());
     if task.delivery == Delivery::Push {
         item.insert("delivery".into(), s(task.delivery.as_str()));
     }
@@ -315,6 +316,7 @@ impl TryFrom<&Item> for Task {
                 || read.n_or("counted", 0)? & COUNTED_IN_TREE != 0,
             counted_on_binding: read.n_or("counted", 0)? & COUNTED_ON_BINDING != 0,
             skill: read.opt_s("skill")?,
+            trace: read.trace()?,
             delivery,
             claim_timeout_seconds: read.n("claim_timeout_seconds")?,
             deadline_at: read.opt_at("deadline_at")?,
@@ -454,6 +456,7 @@ mod tests {
             counted_in_tree: false,
             counted_on_binding: false,
             skill: None,
+            trace: None,
             delivery: Delivery::Push,
             claim_timeout_seconds: 86_400,
             deadline_at: None,
@@ -533,6 +536,7 @@ mod tests {
             counted_in_tree: false,
             counted_on_binding: false,
             skill: None,
+            trace: None,
             delivery: Delivery::Push,
             claim_timeout_seconds: 900,
             // Claims and deliveries set these with their own writes, never through `to_item`.

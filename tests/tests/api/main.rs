@@ -48,3 +48,4 @@ mod sdk_tls;
 mod search;
 mod security;
 mod tasks;
+mod trace_context;

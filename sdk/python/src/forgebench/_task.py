@@ -164,6 +164,18 @@ class Task:
         return self._optional_str("skill")
 
     @property
+    def traceparent(self) -> str | None:
+        """The W3C trace context of the task's open (a span of the trace its call tree is): a
+        pull callee's work on the task joins the trace under it. None when the gateway shows
+        none."""
+        return self._optional_str("traceparent")
+
+    @property
+    def tracestate(self) -> str | None:
+        """The W3C `tracestate` the open brought; None when none."""
+        return self._optional_str("tracestate")
+
+    @property
     def caller_agent_id(self) -> str | None:
         return self._optional_str("caller_agent_id")
 

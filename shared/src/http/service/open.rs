@@ -18,6 +18,7 @@ use crate::domain::content::{PackedBody, Stored};
 use crate::domain::notify::NotifyRequest;
 use crate::domain::policy::PolicyAction;
 use crate::domain::task::{keyed_task_id, CallLineage, Delivery, TaskOpening};
+use crate::domain::trace::TraceContext;
 use crate::domain::{
     clock, Agent, AgentId, AgentRef, Binding, CallId, ContextId, Message, Task, TaskId,
     TenantPrincipal,
@@ -64,7 +65,8 @@ pub(crate) async fn open_task(
 ) -> Result<Task, ApiError> {
     let caller_id = agent_principal(principal, "opening a task")?;
     let call_id = CallId::generate();
-    let (lineage, parent) = lineage(app, principal, call_id, asked.parent_call_id.clone()).await?;
+    let (lineage, parent, parent_trace) =
+        lineage(app, principal, call_id, asked.parent_call_id.clone()).await?;
     let callee = callee_in_tenant(app, principal, &asked.callee_segment, &lineage).await?;
     let task_id = match &asked.message.message_id {
         Some(message_id) => keyed_task_id(&caller_id, &callee.id, message_id),
@@ -117,6 +119,7 @@ pub(crate) async fn open_task(
     task.counted_on_binding = admission.contract.counted_open();
     task.tree_place = Some(admission.tree.place.clone());
     task.skill.clone_from(&asked.skill);
+    task.trace = trace_of_open(parent_trace);
     task.caller_signed_in_with
         .clone_from(&principal.signed_in_with);
     let open = OpenTask {
@@ -291,9 +294,9 @@ async fn lineage(
     principal: &TenantPrincipal,
     call_id: CallId,
     parent_call_id: Option<CallId>,
-) -> Result<(CallLineage, Parent), ApiError> {
-    let (root_call_id, parent) = match &parent_call_id {
-        None => (call_id.clone(), Parent::None),
+) -> Result<(CallLineage, Parent, Option<TraceContext>), ApiError> {
+    let (root_call_id, parent, trace) = match &parent_call_id {
+        None => (call_id.clone(), Parent::None, None),
         Some(parent_id) => match app
             .store
             .parent_call(&principal.tenant_id, parent_id)
@@ -306,8 +309,9 @@ async fn lineage(
                     opened_at: known.opened_at,
                     caller: known.caller_agent_id,
                 },
+                known.trace,
             ),
-            None => (parent_id.clone(), Parent::Unknown),
+            None => (parent_id.clone(), Parent::Unknown, None),
         },
     };
     let lineage = CallLineage {
@@ -315,7 +319,14 @@ async fn lineage(
         parent_call_id,
         root_call_id,
     };
-    Ok((lineage, parent))
+    Ok((lineage, parent, trace))
+}
+
+/// The trace context a new task keeps: the one the request brings (its span in it), else its
+/// parent call's (a span under the parent's open); else none, and the task is in its root
+/// call's trace (`Task::trace_context`), so that a call tree is one trace either way.
+fn trace_of_open(parent_trace: Option<TraceContext>) -> Option<TraceContext> {
+    crate::trace::current().or_else(|| parent_trace.map(|parent| parent.child()))
 }
 
 /// Writes the task and answers: the new task, the task a repeated open already wrote, or the
