@@ -116,11 +116,14 @@ async fn a_receiver_domain_failing_every_post_is_held_back_for_the_tenant_only()
     failing.wait_for(FIRST_FAILURES).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let sent = failing.received().len();
-    // Without the breaker, 8 tasks × 5 attempts 0.2 s apart would all be sent by now.
+    // Without the breaker, 8 tasks × 5 attempts 0.2 s apart would all be sent by now. With it,
+    // the first failures and the POSTs already under way when it opened, and none after.
     assert!(
-        (FIRST_FAILURES..=8).contains(&sent),
+        (FIRST_FAILURES..8 * 5).contains(&sent),
         "{sent} POSTs: the breaker opened after the first failures"
     );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(failing.received().len(), sent, "no POST once the breaker is open");
     let mut counted = 0;
     for task_id in &held {
         counted += app.delivery_attempts(&noisy, task_id).await.len();
@@ -129,8 +132,13 @@ async fn a_receiver_domain_failing_every_post_is_held_back_for_the_tenant_only()
     assert_eq!(counted, sent, "only the POSTs sent are attempts");
     // Another tenant at the same receiver is not held back by the first one's breaker.
     failing.forget();
-    open_many(&app, &other, 1).await;
-    assert_eq!(failing.wait_for(1).await.len(), 1);
+    let others = open_many(&app, &other, 1).await;
+    let received = failing.wait_for(1).await;
+    assert!(!received.is_empty(), "the other tenant's task was sent");
+    // Only the other tenant's task (its first POST, perhaps its retries), none of the first's.
+    for post in &received {
+        assert_eq!(post.body["task_id"], others[0].as_str(), "{}", post.body);
+    }
 }
 
 /// The messages waiting on the push queue (up to ten), taken off it: each one's body and group.
@@ -287,8 +295,10 @@ async fn a_backlog_held_back_for_long_waits_on_the_outbox_not_on_the_queue() {
     let swept = forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &now).await;
     assert_eq!(swept.done, 0, "{swept:?}");
     // Once their wait is over, the sweeper (every minute, deployed) enqueues them again: here a
-    // sweep as if a minute later. The breaker still open, each is held back again, untried.
-    let later = forgebench::domain::clock::after(60).to_string();
+    // sweep as if ten minutes later, past every wait (a task opened after the callee was marked
+    // is parked by its open up to half its wait again later). The breaker still open, each is
+    // held back again, untried.
+    let later = forgebench::domain::clock::after(600).to_string();
     let swept =
         forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &later).await;
     assert_eq!(swept.done, held.len(), "{swept:?}");
