@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     # The rules: entities, validated inputs, the state machine. No I/O.
     ("domain", ["domain/", "cache", "on_first_use"]),
     # Protocol shapes and telemetry formats.
-    ("wire", ["a2a/", "metrics", "xray", "trace", "sdk_http"]),
+    ("wire", ["a2a/", "metrics", "trace", "telemetry/", "sdk_http"]),
     # One adapter per backing service or remote peer, each with its own error type.
     ("adapters", ["store/", "bodies", "vault", "signing", "oidc/", "push/queue", "push/ssrf/",
                   "push/dial", "push/signature", "push/endpoint", "push/request"]),

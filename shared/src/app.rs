@@ -160,11 +160,11 @@ impl App {
     /// built now (every route reads the store), the SQS, KMS and S3 clients on first use (most
     /// routes never call them).
     pub async fn from_env() -> Result<App, ConfigError> {
-        use crate::xray::TraceCalls;
+        use crate::telemetry::TraceCalls;
         let config = Config::from_env()?;
         let sdk = sdk_config().await?;
         let (for_sqs, for_kms, for_s3) = (sdk.clone(), sdk.clone(), sdk.clone());
-        // Every AWS call is a subsegment of the invocation's X-Ray trace.
+        // Every AWS call is a client span of the trace it is made in (`telemetry/aws_calls.rs`).
         App::new(
             aws_sdk_dynamodb::Client::from_conf(
                 aws_sdk_dynamodb::config::Builder::from(&sdk)

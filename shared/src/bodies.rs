@@ -109,7 +109,7 @@ pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
     aws_sdk_s3::Client::from_conf(
         aws_sdk_s3::config::Builder::from(sdk)
             .force_path_style(overridden)
-            .interceptor(crate::xray::TraceCalls)
+            .interceptor(crate::telemetry::TraceCalls)
             .build(),
     )
 }

@@ -23,9 +23,9 @@ pub mod signing;
 pub mod store;
 pub mod sweeper;
 pub mod tasks;
+pub mod telemetry;
 pub mod trace;
 pub mod vault;
-pub mod xray;
 
 pub use app::App;
 pub use config::Config;

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use lambda_http::{service_fn, Error, Request};
 use tracing::Instrument;
 
@@ -30,18 +31,38 @@ fn log_filter_directives(lambda_log_level: Option<&str>, rust_log: Option<&str>)
 
 /// JSON logs with the level from `AWS_LAMBDA_LOG_LEVEL` (the function's log level when its
 /// logging config sets one), else `RUST_LOG`, else `info`; `info` too for directives that do not
-/// parse.
+/// parse. Spans are exported over OTLP as well when the environment names an endpoint
+/// (`telemetry.rs`).
 pub fn init_tracing() {
     let directives = log_filter_directives(
         std::env::var("AWS_LAMBDA_LOG_LEVEL").ok().as_deref(),
         std::env::var("RUST_LOG").ok().as_deref(),
     );
+    let exported = crate::telemetry::configured_by_environment()
+        .then(|| crate::telemetry::install(None))
+        .and_then(|installed| {
+            installed
+                .inspect_err(|error| eprintln!("spans are not exported: {error}"))
+                .ok()
+        });
+    init_tracing_with(&directives, exported);
+}
+
+/// The process's subscriber: JSON logs filtered by `directives`, and the spans to `exported`'s
+/// tracer when there is one.
+pub fn init_tracing_with(directives: &str, exported: Option<opentelemetry_sdk::trace::Tracer>) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_new(directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt::layer()
         .json()
-        .with_env_filter(filter)
-        .with_current_span(true)
+        .with_current_span(true);
+    let spans = exported.map(|tracer| tracing_opentelemetry::layer().with_tracer(tracer));
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(logs)
+        .with(spans)
         .try_init();
 }
 
@@ -77,7 +98,11 @@ async fn serve_route(route: Route) -> Result<(), Error> {
     if route.streamed() {
         return lambda_http::run_with_streaming_response(service_fn(move |request: Request| {
             let app = Arc::clone(&app);
-            async move { Ok::<_, std::convert::Infallible>(route.handle(&app, request).await) }
+            async move {
+                let reply = route.handle(&app, request).await;
+                crate::telemetry::flush().await;
+                Ok::<_, std::convert::Infallible>(reply)
+            }
         }))
         .await;
     }
@@ -85,6 +110,7 @@ async fn serve_route(route: Route) -> Result<(), Error> {
         let app = Arc::clone(&app);
         async move {
             let reply = route.handle(&app, request).await;
+            crate::telemetry::flush().await;
             Ok::<_, std::convert::Infallible>(reply.map(ReplyBody::into_buffered))
         }
     }))
@@ -113,6 +139,10 @@ async fn serve_sweeper() -> Result<(), Error> {
                 Ok::<_, Error>(serde_json::to_value(report)?)
             }
             .instrument(span)
+            .then(|done| async move {
+                crate::telemetry::flush().await;
+                done
+            })
         },
     ))
     .await
@@ -137,6 +167,10 @@ async fn serve_push_worker() -> Result<(), Error> {
             .unwrap_or_default();
         async move { Ok::<_, Error>(batch::handle_event(&worker, event.payload, time).await) }
             .instrument(span)
+            .then(|done| async move {
+                crate::telemetry::flush().await;
+                done
+            })
     }))
     .await
 }

@@ -19,9 +19,9 @@ tokio::task_local! {
     static CURRENT: Option<TraceContext>;
 }
 
-/// The context `headers` bring, continued by a new span of the gateway's; `None` when they
-/// bring none the gateway can read (one `traceparent` only; `tracestate` headers are one list).
-pub fn continued_from<'a>(
+/// The context `headers` bring: the caller's span; `None` when they bring none the gateway can
+/// read (one `traceparent` only; `tracestate` headers are one list).
+pub fn brought<'a>(
     traceparents: impl Iterator<Item = &'a str>,
     tracestates: impl Iterator<Item = &'a str>,
 ) -> Option<TraceContext> {
@@ -31,7 +31,15 @@ pub fn continued_from<'a>(
     };
     let tracestate = tracestates.collect::<Vec<_>>().join(",");
     let state = (!tracestate.is_empty()).then_some(tracestate.as_str());
-    TraceContext::parse(traceparent, state).map(|context| context.child())
+    TraceContext::parse(traceparent, state)
+}
+
+/// The context `headers` bring, continued by a new span of the gateway's.
+pub fn continued_from<'a>(
+    traceparents: impl Iterator<Item = &'a str>,
+    tracestates: impl Iterator<Item = &'a str>,
+) -> Option<TraceContext> {
+    brought(traceparents, tracestates).map(|context| context.child())
 }
 
 /// Runs `work` with `context` as the current request's trace context.
@@ -50,7 +58,14 @@ pub fn add_headers(headers: &mut HeaderMap, context: Option<&TraceContext>) {
     let Some(context) = context else {
         return;
     };
-    let sent = context.child();
+    // Under the span sending it when that span is exported in this trace, else a new one.
+    let sent = match crate::telemetry::current_in(context.trace_id) {
+        Some(current) => TraceContext {
+            state: context.state.clone(),
+            ..current
+        },
+        None => context.child(),
+    };
     let pairs = [
         (TRACEPARENT, Some(sent.traceparent())),
         (TRACESTATE, sent.state),

@@ -14,6 +14,7 @@ mod emulators;
 pub mod faults;
 mod logs;
 pub mod oidc;
+pub mod otlp;
 mod proxy;
 mod recorder;
 mod requests;

@@ -150,7 +150,6 @@ pub(crate) fn note_task(task: &Task) {
     span.record("call_id", task.call_id.as_str());
     span.record("caller_agent_id", task.caller_agent_id.as_str());
     span.record("callee_agent_id", task.callee_agent_id.as_str());
-    crate::xray::annotate(crate::xray::Annotations::of(task));
 }
 
 /// `task` with every stored body in place of its reference.

@@ -69,6 +69,7 @@ impl Route {
     /// route, and the status and latency are logged (never headers or bodies).
     pub async fn handle(self, app: &Arc<App>, request: Request) -> Reply {
         let ids = RequestIds::of(&request);
+        let brought = trace_brought_by(&request);
         let span = tracing::info_span!(
             "request",
             route = %self.name(),
@@ -83,6 +84,10 @@ impl Route {
             caller_agent_id = tracing::field::Empty,
             callee_agent_id = tracing::field::Empty,
         );
+        if let Some(brought) = &brought {
+            span.record("w3c_trace_id", tracing::field::display(brought.trace_id));
+            crate::telemetry::continue_remote(&span, brought);
+        }
         async move {
             let started = Instant::now();
             let signs_in = self == Route::CreateConsoleSession;
@@ -91,12 +96,8 @@ impl Route {
                 Err(refusal) => Err(refusal),
                 // Boxed: every route's handler is one state machine, too deep to lay out inline.
                 Ok(()) => {
-                    let trace = trace_of(&request);
-                    if let Some(trace) = &trace {
-                        tracing::Span::current()
-                            .record("w3c_trace_id", tracing::field::display(trace.trace_id));
-                    }
-                    let dispatched = crate::xray::with_annotations(self.dispatch(app, request));
+                    let trace = brought.map(|context| context.child());
+                    let dispatched = self.dispatch(app, request);
                     Box::pin(crate::trace::within(trace, dispatched)).await
                 }
             };
@@ -160,8 +161,8 @@ fn match_template(template: &str, segments: &[&str]) -> Option<(usize, HashMap<S
 
 /// What ties a request to its logs and trace: API Gateway's request id (the access log's, the
 /// one a user reports; the Lambda invocation's when there is none) and the X-Ray trace id.
-/// The W3C trace context `request` brings, continued by this request's span.
-fn trace_of(request: &Request) -> Option<crate::domain::trace::TraceContext> {
+/// The W3C trace context `request` brings: its caller's span.
+fn trace_brought_by(request: &Request) -> Option<crate::domain::trace::TraceContext> {
     let values = |name: &str| {
         request
             .headers()
@@ -174,7 +175,7 @@ fn trace_of(request: &Request) -> Option<crate::domain::trace::TraceContext> {
         values(crate::trace::TRACEPARENT),
         values(crate::trace::TRACESTATE),
     );
-    crate::trace::continued_from(parents.into_iter(), states.into_iter())
+    crate::trace::brought(parents.into_iter(), states.into_iter())
 }
 
 struct RequestIds {

@@ -48,7 +48,6 @@ impl Worker {
         sign_delivery(&mut headers, &key, task.webhook_id(), timestamp, &body);
         crate::trace::add_headers(&mut headers, task.trace_context().as_ref());
         let started = Instant::now();
-        let wall_started = std::time::SystemTime::now();
         let outcome = self
             .post_cleared(
                 clearance,
@@ -58,18 +57,7 @@ impl Worker {
                 body.into_bytes(),
             )
             .await;
-        crate::xray::Call {
-            name: url::Url::parse(&endpoint.url)
-                .ok()
-                .and_then(|url| url.host_str().map(str::to_owned))
-                .unwrap_or_else(|| "push endpoint".into()),
-            namespace: "remote",
-            operation: Some("POST".into()),
-            status: outcome.as_ref().ok().map(|response| response.status),
-            started: wall_started,
-            ended: wall_started + started.elapsed(),
-        }
-        .send();
+        record_on_span(outcome.as_ref().ok().map(|response| response.status));
         let verdict = judge(&outcome);
         metrics::emit(Metric::PushAttempt {
             outcome: match verdict {
@@ -195,5 +183,17 @@ impl Worker {
             ),
         }
         Ok(JobOutcome::Done)
+    }
+}
+
+/// The POST's answer on the attempt's span (`push/worker.rs`): its status, and an error when
+/// none came or it was a server error.
+fn record_on_span(status: Option<u16>) {
+    let span = tracing::Span::current();
+    if let Some(status) = status {
+        span.record("http.response.status_code", status);
+    }
+    if status.is_none_or(|status| status >= 500) {
+        span.record("otel.status_code", "ERROR");
     }
 }

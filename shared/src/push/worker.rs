@@ -136,7 +136,7 @@ impl Worker {
             tenant_id = Empty,
             agent_id = Empty,
         );
-        let delivered = crate::xray::with_annotations(self.deliver(&task_id, named.as_ref()));
+        let delivered = self.deliver(&task_id, named.as_ref());
         match delivered.instrument(span.clone()).await {
             Ok(outcome) | Err(Stop::With(outcome)) => outcome,
             Err(Stop::Store(error)) => {
@@ -157,7 +157,11 @@ impl Worker {
             Some(named) => self.lease_first(task_id, named).await?,
             None => self.read_first(task_id).await?,
         };
-        let (record, verdict) = self.attempt(&task, prepared, &clearance).await;
+        let span = attempt_span(&task, &prepared.endpoint.url);
+        let (record, verdict) = self
+            .attempt(&task, prepared, &clearance)
+            .instrument(span)
+            .await;
         self.release(clearance, true).await;
         tracing::info!(
             attempt = record.number,
@@ -388,13 +392,35 @@ pub(super) fn task_id_of(body: &str) -> Option<(TaskId, MessageKind)> {
     Some((task_id, kind))
 }
 
+/// The span of one POST of `task` (a client span, its status recorded once answered): in the
+/// task's trace, under its call's span.
+fn attempt_span(task: &Task, url: &str) -> tracing::Span {
+    let host = url::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_default();
+    let span = tracing::info_span!(
+        "push attempt",
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = "POST",
+        server.address = host,
+        http.response.status_code = tracing::field::Empty,
+        call_id = task.call_id.as_str(),
+        root_call_id = task.root_call_id.as_str(),
+    );
+    if let Some(context) = task.trace_context() {
+        crate::telemetry::continue_remote(&span, &context);
+    }
+    span
+}
+
 /// Names the task, its call, its tenant and its callee in the current span and trace.
 fn name_span(task: &Task) {
     tracing::Span::current()
         .record("call_id", task.call_id.as_str())
         .record("tenant_id", task.tenant_id.as_str())
         .record("agent_id", task.callee_agent_id.as_str());
-    crate::xray::annotate(crate::xray::Annotations::of(task));
 }
 
 impl Worker {

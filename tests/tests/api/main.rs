@@ -32,6 +32,7 @@ mod long_polls;
 mod management;
 mod observability;
 mod oidc;
+mod otel_trace;
 mod outage;
 mod permissions;
 mod policies;

@@ -1,6 +1,7 @@
 //! What an operator reads of a run: every log line of a request carries its request id (the
 //! `X-Request-Id` its response names) and, behind Lambda, its X-Ray trace id; the business
-//! metrics are Embedded Metric Format lines CloudWatch can parse, without ids as dimensions.
+//! metrics are Embedded Metric Format lines CloudWatch can parse, without ids as dimensions;
+//! every AWS call and push POST is a client span, exported over OTLP.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -166,91 +167,54 @@ async fn behind_lambda_the_logs_carry_the_invocations_trace_id() {
     assert_eq!(served["span"]["request_id"], "invocation-1");
 }
 
-/// An X-Ray daemon stand-in: a UDP socket; the subsegments it received, parsed.
-struct Daemon(tokio::net::UdpSocket);
-
-impl Daemon {
-    /// Binds the socket and points this process's traced invocation at it, as Lambda would
-    /// (`AWS_XRAY_DAEMON_ADDRESS`, and `_X_AMZN_TRACE_ID` of a sampled trace).
-    async fn start() -> Daemon {
-        let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        std::env::set_var(
-            "AWS_XRAY_DAEMON_ADDRESS",
-            socket.local_addr().unwrap().to_string(),
-        );
-        std::env::set_var("_X_AMZN_TRACE_ID", TRACE);
-        Daemon(socket)
-    }
-
-    /// The subsegments received within `for_ms` of quiet.
-    async fn received(&self, for_ms: u64) -> Vec<Value> {
-        let mut documents = Vec::new();
-        let mut buffer = vec![0_u8; 65_536];
-        while let Ok(Ok(length)) = tokio::time::timeout(
-            std::time::Duration::from_millis(for_ms),
-            self.0.recv(&mut buffer),
-        )
-        .await
-        {
-            let text = String::from_utf8_lossy(&buffer[..length]).into_owned();
-            let (header, body) = text
-                .split_once('\n')
-                .expect("a header line, then the document");
-            assert_eq!(
-                serde_json::from_str::<Value>(header).unwrap(),
-                json!({"format": "json", "version": 1})
-            );
-            documents.push(serde_json::from_str(body).expect("the document is JSON"));
-        }
-        documents
-    }
+/// Spans exported to an OTLP receiver the test starts, through this process's subscriber.
+async fn exporting() -> forgebench_tests::otlp::OtlpReceiver {
+    let receiver = forgebench_tests::otlp::OtlpReceiver::start().await;
+    let tracer = forgebench::telemetry::install(Some(&receiver.endpoint)).unwrap();
+    forgebench::runtime::init_tracing_with("info", Some(tracer));
+    receiver
 }
 
-const TRACE: &str = "Root=1-67890abc-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1";
-
 #[tokio::test]
-async fn every_aws_call_of_a_traced_invocation_is_a_subsegment_of_its_trace() {
-    let daemon = Daemon::start().await;
+async fn every_aws_call_is_a_client_span_under_the_span_that_made_it() {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing::Instrument;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let receiver = exporting().await;
     let config = forgebench_tests::dynamodb_config(&forgebench_tests::dynamodb_endpoint())
         .await
-        .interceptor(forgebench::xray::TraceCalls)
+        .interceptor(forgebench::telemetry::TraceCalls)
         .build();
     let store =
         forgebench::store::Store::new(aws_sdk_dynamodb::Client::from_conf(config), "no-such-table");
-    // A call that fails is traced too, as a fault or an error; inside a request that named
-    // its task, with the task's ids.
+    // A call that fails is a span too, with the status it got.
+    let request = tracing::info_span!("request");
     let task_id = forgebench::domain::TaskId::from("t-1".to_owned());
-    forgebench::xray::with_annotations(async {
-        forgebench::xray::annotate(forgebench::xray::Annotations {
-            task_id: Some("t-1".into()),
-            call_id: Some("c-1".into()),
-            ..Default::default()
-        });
-        let _refused = store.get_task(&task_id).await;
-    })
-    .await;
-    let subsegments = daemon.received(500).await;
-    assert_eq!(subsegments.len(), 1, "{subsegments:?}");
-    let call = &subsegments[0];
-    assert_eq!(call["trace_id"], "1-67890abc-0123456789abcdef01234567");
-    assert_eq!(call["parent_id"], "53995c3f42cd8ad8");
-    assert_eq!(call["type"], "subsegment");
-    assert_eq!(call["namespace"], "aws");
-    assert_eq!(call["aws"]["operation"], "GetItem");
-    assert_eq!(call["http"]["response"]["status"], 400);
-    assert_eq!(call["error"], true);
-    assert!(call["end_time"].as_f64() >= call["start_time"].as_f64());
-    assert_eq!(call["id"].as_str().unwrap().len(), 16);
-    assert_eq!(
-        call["annotations"],
-        json!({"task_id": "t-1", "call_id": "c-1"})
-    );
+    let _refused = store.get_task(&task_id).instrument(request.clone()).await;
+    let parent = request.context().span().span_context().clone();
+    drop(request);
+    forgebench::telemetry::flush().await;
+    let spans = receiver.spans();
+    let calls: Vec<_> = spans
+        .iter()
+        .filter(|span| span.attributes.get("rpc.system").map(String::as_str) == Some("aws-api"))
+        .collect();
+    assert_eq!(calls.len(), 1, "{spans:#?}");
+    let call = calls[0];
+    assert_eq!(call.name, "DynamoDB.GetItem");
+    assert_eq!(call.attributes["rpc.service"], "DynamoDB");
+    assert_eq!(call.attributes["rpc.method"], "GetItem");
+    assert_eq!(call.attributes["http.response.status_code"], "400");
+    assert_eq!(call.trace_id, parent.trace_id().to_string());
+    assert_eq!(call.parent_span_id, Some(parent.span_id().to_string()));
+    let made_it = spans.iter().find(|span| span.name == "request").unwrap();
+    assert_eq!(made_it.span_id, parent.span_id().to_string());
 }
 
 #[tokio::test]
-async fn a_push_post_of_a_traced_invocation_is_a_remote_subsegment() {
+async fn a_push_post_is_a_client_span_of_its_call_with_the_status_it_got() {
     use forgebench_tests::{spawn_app_with, Answer, Callee, Options};
-    let daemon = Daemon::start().await;
+    let receiver = exporting().await;
     let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
     let app = spawn_app_with(Options::local_push()).await;
     let pair = app.pair().await;
@@ -269,21 +233,29 @@ async fn a_push_post_of_a_traced_invocation_is_a_remote_subsegment() {
         .settled(&pair.caller.key, &pair.callee.name, &opened.field("id"))
         .await;
     assert_eq!(settled.state(), "completed", "{}", settled.text);
-    let posts: Vec<Value> = daemon
-        .received(500)
-        .await
-        .into_iter()
-        .filter(|document| document["namespace"] == "remote")
+    forgebench::telemetry::flush().await;
+    let spans = receiver.spans();
+    let posts: Vec<_> = spans
+        .iter()
+        .filter(|span| span.name == "push attempt")
         .collect();
-    assert_eq!(posts.len(), 1, "{posts:?}");
-    assert_eq!(posts[0]["name"], "127.0.0.1");
-    assert_eq!(posts[0]["aws"]["operation"], "POST");
-    assert_eq!(posts[0]["http"]["response"]["status"], 200);
-    assert_eq!(posts[0]["parent_id"], "53995c3f42cd8ad8");
-    // The delivery's ids, searchable in X-Ray.
-    let annotations = &posts[0]["annotations"];
-    assert_eq!(annotations["task_id"], opened.field("id").as_str());
-    assert_eq!(annotations["call_id"], opened.field("call_id").as_str());
-    assert_eq!(annotations["callee_agent_id"], pair.callee.id.as_str());
-    assert_eq!(annotations["caller_agent_id"], pair.caller.id.as_str());
+    assert_eq!(posts.len(), 1, "{spans:#?}");
+    let post = posts[0];
+    assert_eq!(post.attributes["server.address"], "127.0.0.1");
+    assert_eq!(post.attributes["http.request.method"], "POST");
+    assert_eq!(post.attributes["http.response.status_code"], "200");
+    assert_eq!(post.attributes["call_id"], opened.field("call_id"));
+    // Under its call's span, which names the task and its agents; the POST names the attempt.
+    let call = spans
+        .iter()
+        .find(|span| Some(&span.span_id) == post.parent_span_id.as_ref())
+        .expect("the call's span");
+    assert_eq!(call.attributes["task_id"], opened.field("id"));
+    assert_eq!(call.attributes["caller_agent_id"], pair.caller.id);
+    assert_eq!(call.attributes["gen_ai.agent.id"], pair.callee.id);
+    let sent = callee.received()[0].headers["traceparent"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(sent.split('-').nth(2), Some(post.span_id.as_str()));
 }

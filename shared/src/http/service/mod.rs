@@ -5,6 +5,7 @@
 //! other.
 
 pub(crate) mod admission;
+mod call_span;
 pub(crate) mod notify;
 pub(crate) mod open;
 pub(crate) mod policy;

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use super::admission::{admit, Refusal};
+use super::call_span;
 use super::notify::{save_config, Start};
 use super::policy::{refuse_by_policies, GovernedCall};
 use super::tasks::{accepted_by, agent_principal, expire_if_overdue, wait_for_answer};
@@ -63,6 +64,7 @@ pub(crate) async fn open_task(
     principal: &TenantPrincipal,
     asked: OpenRequest,
 ) -> Result<Task, ApiError> {
+    let started = std::time::SystemTime::now();
     let caller_id = agent_principal(principal, "opening a task")?;
     let call_id = CallId::generate();
     let (lineage, parent, parent_trace) =
@@ -119,7 +121,7 @@ pub(crate) async fn open_task(
     task.counted_on_binding = admission.contract.counted_open();
     task.tree_place = Some(admission.tree.place.clone());
     task.skill.clone_from(&asked.skill);
-    task.trace = trace_of_open(parent_trace);
+    task.trace = trace_of_open(parent_trace.clone());
     task.caller_signed_in_with
         .clone_from(&principal.signed_in_with);
     let open = OpenTask {
@@ -133,8 +135,20 @@ pub(crate) async fn open_task(
         notify: asked.notify,
     };
     let committed = commit(app, principal, &callee, open, keyed, after, &input).await;
-    if !matches!(committed, Ok(Opened::New(_))) {
-        admission.give_back(app).await;
+    settle(app, committed, &admission, (started, parent_trace.as_ref())).await
+}
+
+/// After the commit: a new task's call gets its span (opened at `since.0`, under `since.1`
+/// when its parent's context is known), anything else gives `admission`'s counts back.
+async fn settle(
+    app: &App,
+    committed: Result<Opened, ApiError>,
+    admission: &super::admission::Admission,
+    since: (std::time::SystemTime, Option<&TraceContext>),
+) -> Result<Task, ApiError> {
+    match &committed {
+        Ok(Opened::New(task)) => call_span::record(task, since.0, since.1),
+        _ => admission.give_back(app).await,
     }
     committed.map(Opened::into_task)
 }
