@@ -117,6 +117,14 @@ export interface ForgebenchGatewayProps {
   readonly addressRequestRateLimit?: number;
   /** The CloudWatch namespace of the functions' business metrics (EMF). @default `Forgebench/<stack name>` */
   readonly metricsNamespace?: string;
+  /**
+   * The ARN of an OpenTelemetry Collector Lambda layer for arm64 in the stack's region (the AWS
+   * Distro for OpenTelemetry collector layer, which sends to X-Ray, or one of your own): every
+   * function runs it and exports its spans to it on localhost (OTLP/HTTP). Empty or unset: no
+   * spans are exported. A token (a parameter) makes the layer conditional on it not being empty.
+   * @default no layer
+   */
+  readonly otelCollectorLayerArn?: string;
 }
 
 const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
@@ -389,6 +397,7 @@ export class ForgebenchGateway extends Construct {
         Fn.sub('arn:${AWS::Partition}:iam::aws:policy/AWSXRayDaemonWriteAccess'),
       ).toString(),
     ));
+    const spans = spanExport(this, props.otelCollectorLayerArn);
 
     const functions: Record<string, lambda.Function> = {};
     for (const spec of FUNCTIONS) {
@@ -411,6 +420,7 @@ export class ForgebenchGateway extends Construct {
         pushWorkerConcurrency: props.pushWorkerConcurrency ?? 50,
         metricsNamespace: this.metricsNamespace,
         xrayPolicy,
+        spans,
       });
     }
     this.functions = functions;
@@ -810,11 +820,19 @@ export class ForgebenchGateway extends Construct {
       // The CloudWatch namespace of the business metrics (EMF lines, shared/src/metrics.rs).
       FORGEBENCH_METRICS_NAMESPACE: ctx.metricsNamespace,
       RUST_LOG: 'info',
+      // The service the spans name (OpenTelemetry's resource).
+      OTEL_SERVICE_NAME: Fn.sub('forgebench-${AWS::StackName}'),
       // Runtime worker threads get 8 MiB of stack like the main thread (the A2A routes nest a
       // task's open inside the protocol's handling).
       RUST_MIN_STACK: '8388608',
     };
     for (const [name, value] of Object.entries(spec.env ?? {})) environment[name] = ctx.envValues[value];
+    // Where the spans go: the collector extension's OTLP/HTTP receiver; unset, none are exported.
+    if (ctx.spans.layerArn !== undefined) {
+      environment.OTEL_EXPORTER_OTLP_ENDPOINT = ctx.spans.condition
+        ? Token.asString(Fn.conditionIf(ctx.spans.condition.logicalId, 'http://localhost:4318', Aws.NO_VALUE))
+        : 'http://localhost:4318';
+    }
     const options: lambda.FunctionOptions = {
       description: spec.description,
       architecture: lambda.Architecture.ARM_64,
@@ -840,6 +858,12 @@ export class ForgebenchGateway extends Construct {
     // Set on the resource rather than with `tracing`, which would add its own xray statement on
     // `*` to the role; the role has SAM's managed X-Ray policy instead (xrayPolicy above).
     (fn.node.defaultChild as lambda.CfnFunction).tracingConfig = { mode: 'Active' };
+    // The OpenTelemetry Collector extension, when one is named (its spans go to it on localhost).
+    if (ctx.spans.layerArn !== undefined) {
+      (fn.node.defaultChild as lambda.CfnFunction).layers = ctx.spans.condition
+        ? Token.asList(Fn.conditionIf(ctx.spans.condition.logicalId, [ctx.spans.layerArn], Aws.NO_VALUE))
+        : [ctx.spans.layerArn];
+    }
     // Names the function's route for the drift test (test/drift.test.ts) and for readers of the template.
     (fn.node.defaultChild as lambda.CfnFunction).addMetadata('forgebench:function', spec.route);
 
@@ -893,6 +917,22 @@ interface FunctionContext {
   readonly pushWorkerConcurrency: number;
   readonly metricsNamespace: string;
   readonly xrayPolicy: iam.IManagedPolicy;
+  /** Where the functions' spans go: a collector layer (perhaps on a condition), or nowhere. */
+  readonly spans: SpanExport;
+}
+
+/** The collector layer every function runs, and the condition it hangs on when a parameter names it. */
+interface SpanExport {
+  readonly layerArn?: string;
+  readonly condition?: CfnCondition;
+}
+
+/** The span export `layerArn` asks for: a token is conditional on not being empty. */
+function spanExport(scope: Construct, layerArn: string | undefined): SpanExport {
+  if (layerArn === undefined || layerArn === '') return {};
+  if (!Token.isUnresolved(layerArn)) return { layerArn };
+  const condition = new CfnCondition(scope, 'ExportsSpans', { expression: Fn.conditionNot(Fn.conditionEquals(layerArn, '')) });
+  return { layerArn, condition };
 }
 
 /** The stage's access log line (infra/template.yaml, the Api's AccessLogSetting). */

@@ -172,6 +172,16 @@ export class ForgebenchStack extends Stack {
         '(which deploys the web ACL). Keep it well above KeyRequestRateLimit: many keys may share one address (a NAT, ' +
         "a proxy). At least 10 (WAF's own minimum).",
     });
+    const otelCollectorLayerArn = new CfnParameter(this, 'OtelCollectorLayerArn', {
+      type: 'String',
+      default: '',
+      allowedPattern: '^(arn:[a-z-]+:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+)?$',
+      description:
+        'The ARN of an OpenTelemetry Collector Lambda layer for arm64 in this region (the AWS Distro for ' +
+        'OpenTelemetry collector layer, which sends to X-Ray; or one of your own). When set, every function runs it ' +
+        'and exports its spans to it on localhost (OTLP/HTTP); empty, spans are not exported (docs/operations.md, ' +
+        'Traces).',
+    });
     const configureApiGatewayLogging = new CfnParameter(this, 'ConfigureApiGatewayLogging', {
       type: 'String',
       allowedValues: ['true', 'false'],
@@ -204,6 +214,7 @@ export class ForgebenchStack extends Stack {
       configureApiGatewayLogging: Token.asAny(configureApiGatewayLogging.valueAsString),
       keyRequestRateLimit: keyRequestRateLimit.valueAsString,
       addressRequestRateLimit: addressRequestRateLimit.valueAsNumber,
+      otelCollectorLayerArn: otelCollectorLayerArn.valueAsString,
     });
 
     new CfnOutput(this, 'AlarmTopic', { description: 'The SNS topic every alarm notifies; subscribe to it', value: this.gateway.alarmTopic.ref });

@@ -101,9 +101,9 @@ const GATEWAY_BINARY = 'gateway';
 const PARAMETER_FIELDS = ['Type', 'Default', 'AllowedValues', 'AllowedPattern', 'MinValue', 'MaxValue', 'NoEcho'];
 const SAM_FUNCTION_PROPERTIES = new Set([
   'Runtime', 'Handler', 'MemorySize', 'Timeout', 'Architectures', 'ReservedConcurrentExecutions', 'LoggingConfig', 'Description',
-  'Tracing', 'Environment', 'Policies', 'Events', 'CodeUri',
+  'Tracing', 'Environment', 'Policies', 'Events', 'CodeUri', 'Layers',
 ]);
-const FUNCTION_FIELDS = ['TracingConfig', 'Runtime', 'Handler', 'MemorySize', 'Timeout', 'Architectures', 'ReservedConcurrentExecutions', 'LoggingConfig', 'Description'];
+const FUNCTION_FIELDS = ['TracingConfig', 'Runtime', 'Handler', 'MemorySize', 'Timeout', 'Architectures', 'ReservedConcurrentExecutions', 'LoggingConfig', 'Description', 'Layers'];
 
 function parameters(params: Json): Record<string, Json> {
   const out: Record<string, Json> = {};
