@@ -310,6 +310,10 @@ impl Client {
             .request(request.method.clone(), url)
             .bearer_auth(credential)
             .header("accept", accept);
+        // The application's OpenTelemetry context, when it has one: its trace continues.
+        for (name, value) in crate::trace_context::outgoing_headers() {
+            builder = builder.header(name, value);
+        }
         for (name, value) in &request.headers {
             builder = builder.header(*name, value);
         }

@@ -23,6 +23,7 @@ mod serve;
 mod task;
 mod tasks;
 mod token;
+mod trace_context;
 pub mod webhooks;
 
 pub use admin::{

@@ -264,7 +264,12 @@ where
             JwksSource::Fixed(_) => delivered,
         };
         let task_id = task.id.clone();
-        let handled = AssertUnwindSafe(async { (self.handler)(task).await.into_reply() });
+        // In the trace the delivery's POST is in, when the application has OpenTelemetry.
+        let handled = AssertUnwindSafe(crate::trace_context::within(
+            headers.header("traceparent"),
+            headers.header("tracestate"),
+            async { (self.handler)(task).await.into_reply() },
+        ));
         match handled.catch_unwind().await {
             Ok(reply) => {
                 // A reply holds strings and `Value`s: it always serializes. Fail the task if not.

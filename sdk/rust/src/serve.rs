@@ -257,7 +257,13 @@ where
     /// The handler's reply; a panic fails the task instead of the loop.
     async fn answer(&self, task: Task) -> TaskReply {
         let task_id = task.id.clone();
-        let handled = AssertUnwindSafe(async { (self.handler)(task).await.into_reply() });
+        // In the trace the claimed task is in, when the application has OpenTelemetry.
+        let (traceparent, tracestate) = (task.traceparent.clone(), task.tracestate.clone());
+        let handled = AssertUnwindSafe(crate::trace_context::within(
+            traceparent.as_deref(),
+            tracestate.as_deref(),
+            async { (self.handler)(task).await.into_reply() },
+        ));
         match handled.catch_unwind().await {
             Ok(reply) => reply,
             Err(panic) => {

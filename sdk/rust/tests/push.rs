@@ -616,3 +616,37 @@ async fn each_reply_is_answered_as_the_taskresultin_the_pull_path_posts() {
         assert_eq!(response.body(), r#"{"state":"completed"}"#);
     }
 }
+
+mod otel;
+
+/// An application with OpenTelemetry: its push handler runs in the trace of the delivery, under
+/// the span its POST names, which is in the trace of the span the task was opened in.
+#[tokio::test]
+async fn the_handler_runs_in_the_trace_of_the_delivery() {
+    otel::instrument();
+    let (app, pair) = gateway().await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let handler = {
+        let seen = Arc::clone(&seen);
+        move |task: Task| {
+            seen.lock().unwrap().push(otel::current_ids());
+            async move { task.done().text("traced") }
+        }
+    };
+    let server = pushed(&app, &pair, handler, |_| {}).await;
+    let caller = client(&app, &pair.caller.key);
+    let (task, planned) = otel::in_span(open(&caller, &pair, "traced")).await;
+    assert_eq!(task.state(), TaskState::Completed, "{task:?}");
+    let delivered = server.exchanges()[0].headers["traceparent"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, [otel::ids(Some(&delivered))], "under the POST's span");
+    assert_eq!(seen[0].0, planned.0, "in the caller's trace");
+    let (_, task_span) = otel::ids(task.traceparent.as_deref());
+    assert_ne!(
+        seen[0].1, task_span,
+        "the POST's own span, under the task's"
+    );
+}

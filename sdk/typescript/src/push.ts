@@ -19,6 +19,7 @@ import { Agents } from "./agents.js";
 import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, API_KEY_VARIABLE, URL_VARIABLE, environment } from "./client.js";
 import { reply, resultOf, thrownMessage } from "./reply.js";
 import type { ServeHandler } from "./serve.js";
+import { withTraceOf } from "./tracing.js";
 import { Transport } from "./transport.js";
 import type { Message, Task, TaskResultIn } from "./types.js";
 import {
@@ -264,7 +265,9 @@ class PushEndpoint {
 
     let answer: string;
     try {
-      const result: TaskResultIn = resultOf(await this.#handler(task, reply));
+      // in the trace the delivery's POST is in, when the application has OpenTelemetry
+      const carrier = { traceparent: headerValue(headers, "traceparent"), tracestate: headerValue(headers, "tracestate") };
+      const result: TaskResultIn = resultOf(await withTraceOf(carrier, async () => this.#handler(task, reply)));
       answer = JSON.stringify(result);
     } catch (error) {
       this.#replayCache.forget(webhookId);

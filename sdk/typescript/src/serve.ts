@@ -19,6 +19,7 @@ import {
   UnprocessableEntityError,
 } from "./errors.js";
 import { failedResult, reply, resultOf, thrownMessage, type HandlerReturn, type ReplyBuilder } from "./reply.js";
+import { withTraceOf } from "./tracing.js";
 import type { Task, TaskResultIn } from "./types.js";
 
 /** Seconds each claim may wait for a task when `wait` is not given. */
@@ -141,7 +142,8 @@ async function claimLoop(loop: Loop): Promise<void> {
 async function answer(loop: Loop, task: Task): Promise<void> {
   let result: TaskResultIn;
   try {
-    result = resultOf(await loop.handler(task, reply));
+    // in the trace the claimed task is in, when the application has OpenTelemetry
+    result = resultOf(await withTraceOf(task, async () => loop.handler(task, reply)));
   } catch (thrown) {
     result = failedResult(thrownMessage(thrown));
   }

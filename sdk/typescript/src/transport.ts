@@ -19,6 +19,7 @@
 import { ConnectionError, ForgebenchError, errorForResponse, REQUEST_ID_HEADERS } from "./errors.js";
 import { abortableSleep, backoffDelayMs } from "./backoff.js";
 import { KeyCredential, saysInvalidToken, type Credential } from "./auth.js";
+import { outgoingTraceHeaders } from "./tracing.js";
 
 export const SDK_VERSION = "0.1.0";
 
@@ -166,9 +167,11 @@ export class Transport {
     const timer = setTimeout(() => timeout.abort(new DOMException("the request timed out", "TimeoutError")), limitMs);
     const signal = spec.signal === undefined ? timeout.signal : AbortSignal.any([spec.signal, timeout.signal]);
     try {
+      // the application's OpenTelemetry context, when it has one: its trace continues
+      const traced = await outgoingTraceHeaders();
       const response = await fetch(this.#url(spec), {
         method: spec.method,
-        headers: this.#headers(spec, streaming, credential),
+        headers: this.#headers(spec, streaming, credential, traced),
         body: spec.body === undefined ? null : JSON.stringify(spec.body),
         signal,
       });
@@ -204,11 +207,17 @@ export class Transport {
     return url.toString();
   }
 
-  #headers(spec: RequestSpec, streaming: boolean, credential: string): Record<string, string> {
+  #headers(
+    spec: RequestSpec,
+    streaming: boolean,
+    credential: string,
+    traced: Record<string, string>,
+  ): Record<string, string> {
     const headers: Record<string, string> = {
       Authorization: `Bearer ${credential}`,
       Accept: streaming ? "text/event-stream" : "application/json",
       "User-Agent": `forgebench-sdk-typescript/${SDK_VERSION}`,
+      ...traced,
       ...spec.headers,
     };
     if (spec.body !== undefined) headers["Content-Type"] = "application/json";

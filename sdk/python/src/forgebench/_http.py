@@ -14,6 +14,7 @@ from ._auth import Credential, StaticKey, is_invalid_token
 from ._errors import APIConnectionError, APITimeoutError, error_for_response
 from ._requests import Request
 from ._retry import delay_after_error, delay_after_response
+from ._tracing import outgoing_headers
 from ._version import __version__
 
 # The hosted service's URL, for callers to pass as `base_url`; never used when none is given.
@@ -60,6 +61,8 @@ class _TransportSettings:
             "Authorization": f"Bearer {token}",
             "Accept": "application/json",
             "User-Agent": USER_AGENT,
+            # the application's OpenTelemetry context, when it has one: its trace continues
+            **outgoing_headers(),
             **request.headers,
         }
         arguments: dict[str, Any] = {

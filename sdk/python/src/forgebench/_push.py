@@ -35,6 +35,7 @@ from ._errors import ForgebenchError
 from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, AsyncTransport
 from ._serve import AsyncHandler, error_message
 from ._task import Task, TaskReply, reply_from_result
+from ._tracing import continued
 from .webhooks import (
     DEFAULT_TOLERANCE_SECONDS,
     ReplayCache,
@@ -217,7 +218,9 @@ class PushApp:
                            [(b"retry-after", b"5")])
             return
         try:
-            result = await self._run_handler(task)
+            # the handler continues the trace the delivery's POST is in
+            with continued({name.lower(): value for name, value in headers}):
+                result = await self._run_handler(task)
         except Exception:
             logger.exception("forgebench: the handler raised on pushed task %s; answering 500 "
                              "so the gateway delivers it again", task.id)

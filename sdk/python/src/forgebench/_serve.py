@@ -17,6 +17,7 @@ Shared rules of the sync and async loops:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import threading
@@ -40,6 +41,7 @@ from ._errors import (
 from ._http import AsyncTransport, SyncTransport
 from ._retry import Backoff
 from ._task import HandlerResult, Task, TaskReply, reply_from_result
+from ._tracing import continued
 
 logger = logging.getLogger("forgebench")
 
@@ -62,6 +64,12 @@ INVALID_REPLY_ERRORS: tuple[type[Exception], ...] = (
 MAX_REPLY_ATTEMPTS = 8
 
 DEFAULT_SERVE_WAIT_SECONDS = 20
+
+
+def continued_trace_of(task: Task) -> contextlib.AbstractContextManager[None]:
+    """Runs the handler in the trace the claimed task is in (its `traceparent`), when the
+    application has OpenTelemetry."""
+    return continued({"traceparent": task.traceparent, "tracestate": task.tracestate})
 
 
 def error_message(error: BaseException) -> str:
@@ -229,7 +237,8 @@ class SyncServer:
 
     def _answer(self, task: Task) -> TaskReply:
         try:
-            return reply_from_result(self._handler(task))
+            with continued_trace_of(task):
+                return reply_from_result(self._handler(task))
         except Exception as error:
             logger.exception("forgebench: the handler raised on task %s; it fails", task.id)
             return TaskReply.failed(error_message(error))
@@ -344,9 +353,10 @@ class AsyncServer:
 
     async def _answer(self, task: Task) -> TaskReply:
         try:
-            result = self._handler(task)
-            if inspect.isawaitable(result):
-                result = await result
+            with continued_trace_of(task):
+                result = self._handler(task)
+                if inspect.isawaitable(result):
+                    result = await result
             return reply_from_result(result)
         except Exception as error:
             logger.exception("forgebench: the handler raised on task %s; it fails", task.id)
