@@ -123,7 +123,11 @@ async fn a_receiver_domain_failing_every_post_is_held_back_for_the_tenant_only()
         "{sent} POSTs: the breaker opened after the first failures"
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(failing.received().len(), sent, "no POST once the breaker is open");
+    assert_eq!(
+        failing.received().len(),
+        sent,
+        "no POST once the breaker is open"
+    );
     let mut counted = 0;
     for task_id in &held {
         counted += app.delivery_attempts(&noisy, task_id).await.len();
