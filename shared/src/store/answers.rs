@@ -151,9 +151,9 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression(format!(
-                "SET status_message = :message, status_timestamp = :now, updated_at = :now, \
+                "SET status_message = :message, updated_at = :now, \
                  history = list_append(history, :entry), {LOG_CHANGES} \
-                 ADD content_bytes :added{add_key}",
+                 REMOVE status_timestamp ADD content_bytes :added{add_key}",
             ))
             .expression_attribute_values(":message", body_text(message))
             .expression_attribute_values(":entry", AttributeValue::L(vec![body_text(message)]))
@@ -223,11 +223,11 @@ impl Store {
         let (add_key, new_key) = remember_key(key);
         let (queue, order) = queue_entry(task, now);
         let redelivery = match task.delivery {
-            Delivery::Pull => " REMOVE status_message",
+            Delivery::Pull => " REMOVE status_timestamp, status_message",
             Delivery::Push => {
                 ", delivery_attempts = :zero, delivery_id = :delivery, \
                  attempt_number = if_not_exists(attempt_number, :numbered) \
-                 REMOVE status_message, delivered_at, lease_token, lease_until"
+                 REMOVE status_timestamp, status_message, delivered_at, lease_token, lease_until"
             }
         };
         let (in_state, state_values) = from_states(Transition::Reply);
@@ -235,7 +235,7 @@ impl Store {
             .table_name(&self.table)
             .set_key(Some(task_key(&task.id)))
             .update_expression(format!(
-                "SET #state = :to, status_timestamp = :now, \
+                "SET #state = :to, \
                  updated_at = :now, history = list_append(history, :entry), {LOG_CHANGES}, \
                  gsi1pk = :queue, gsi1sk = :order{redelivery} ADD content_bytes :added{add_key}"
             ))
@@ -326,11 +326,12 @@ impl Store {
 /// "What a task costs"), and the claim's queue, deadline and lease entries go.
 fn answer_expression(result: &PackedResult, add_key: &str) -> String {
     let mut set = format!(
-        "#state = :to, status_timestamp = :now, updated_at = :now, \
+        "#state = :to, updated_at = :now, \
          history = list_append(history, :entry), {LOG_CHANGES}"
     );
-    let mut remove =
-        String::from("deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until");
+    let mut remove = String::from(
+        "status_timestamp, deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
+    );
     let fields = [
         (
             result.status_message.is_some(),

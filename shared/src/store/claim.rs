@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{n, s, Item, Reader};
 use super::layout::{deadline_shard_partition, due_sort_key, queue_partition, task_shard};
-use super::task_item::{change_entries, logging, queue_entry, LOG_CHANGES};
+use super::task_item::{change_entries, logging, queue_entry, task_id_of, LOG_CHANGES};
 use super::tasks::{
     conditioned, target, target_value, TaskTransition, CLAIM_CANDIDATES, UNCLAIMABLE_ERROR,
 };
@@ -80,7 +80,7 @@ type Entry = (String, String);
 /// A candidate's queue entry.
 fn entry_of(candidate: &Item) -> Option<Entry> {
     let read = Reader(candidate);
-    let id = read.s("id").ok()?;
+    let id = task_id_of(candidate, "queue entry").ok()?.to_string();
     let version = read.opt_s("updated_at").ok().flatten().unwrap_or_default();
     Some((id, version))
 }
@@ -225,12 +225,13 @@ impl Store {
                     continue;
                 }
             };
-            let candidate = Reader(&candidate);
-            let Ok(task_id) = candidate.id::<TaskId>("id") else {
+            let Ok(task_id) = task_id_of(&candidate, "queue entry") else {
                 tracing::error!("a queue entry without a task id; skipped");
                 continue;
             };
-            let claimed = self.claim_candidate(callee_id, &task_id, &candidate).await;
+            let claimed = self
+                .claim_candidate(callee_id, &task_id, &Reader(&candidate))
+                .await;
             if !matches!(claimed, Ok(Some(_))) {
                 self.claim_pages.forget(callee_id, &task_id);
             }
@@ -297,9 +298,9 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression(format!(
-                "SET #state = :to, status_timestamp = :now, updated_at = :now, \
+                "SET #state = :to, updated_at = :now, \
                  deadline_at = :deadline, gsi2pk = :shard, gsi2sk = :deadline_key, \
-                 {LOG_CHANGES} REMOVE gsi1pk, gsi1sk",
+                 {LOG_CHANGES} REMOVE status_timestamp, gsi1pk, gsi1sk",
             ))
             .expression_attribute_values(":queue", s(queue_partition(callee_id)))
             .expression_attribute_values(":now", s(&now))
@@ -329,8 +330,8 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression(format!(
-                "SET #state = :to, #error = :error, status_timestamp = :now, \
-                 updated_at = :now, {LOG_CHANGES} REMOVE gsi1pk, gsi1sk",
+                "SET #state = :to, #error = :error, \
+                 updated_at = :now, {LOG_CHANGES} REMOVE status_timestamp, gsi1pk, gsi1sk",
             ))
             .condition_expression("gsi1pk = :queue")
             .expression_attribute_names("#error", "error")
@@ -391,7 +392,12 @@ mod tests {
     /// Queue entries of these tasks, each at the version `v1`.
     fn entries(ids: &[&str]) -> Vec<Item> {
         ids.iter()
-            .map(|id| Item::from([("id".to_owned(), s(id)), ("updated_at".to_owned(), s("v1"))]))
+            .map(|id| {
+                Item::from([
+                    ("pk".to_owned(), s(format!("TASK#{id}"))),
+                    ("updated_at".to_owned(), s("v1")),
+                ])
+            })
             .collect()
     }
 

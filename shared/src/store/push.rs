@@ -120,11 +120,11 @@ impl Store {
         let mut update = self
             .task_update(task_id)
             .update_expression(
-                "SET #state = :to, status_timestamp = :now, updated_at = :now, \
+                "SET #state = :to, updated_at = :now, \
                  lease_token = :token, lease_until = :until, gsi1pk = :outbox, gsi1sk = :due, \
                  attempt_number = if_not_exists(attempt_number, \
                      if_not_exists(delivery_attempts, :zero)) + :one \
-                 ADD delivery_attempts :one",
+                 REMOVE status_timestamp ADD delivery_attempts :one",
             )
             .expression_attribute_values(":to", target_value(Transition::Lease, None)?)
             .expression_attribute_values(":push", s(Delivery::Push.as_str()))
@@ -187,7 +187,10 @@ impl Store {
         let due = clock::after(retry_in_seconds + 60);
         let update = self
             .task_update(task_id)
-            .update_expression("SET lease_until = :now, updated_at = :now, gsi1sk = :due")
+            .update_expression(
+                "SET lease_until = :now, status_timestamp = if_not_exists(status_timestamp, \
+                 updated_at), updated_at = :now, gsi1sk = :due",
+            )
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":due", s(due_sort_key(&due, task_id)));
@@ -204,7 +207,9 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression(
-                "SET delivery_attempts = :zero, updated_at = :now, gsi1pk = :outbox, gsi1sk = :due",
+                "SET delivery_attempts = :zero, \
+                 status_timestamp = if_not_exists(status_timestamp, updated_at), \
+                 updated_at = :now, gsi1pk = :outbox, gsi1sk = :due",
             )
             .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":now", s(clock::now()))
@@ -265,7 +270,9 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression(format!(
-                "SET delivered_at = :now, updated_at = :now, deadline_at = :deadline, \
+                "SET delivered_at = :now, \
+                 status_timestamp = if_not_exists(status_timestamp, updated_at), \
+                 updated_at = :now, deadline_at = :deadline, \
                  gsi2pk = :shard, gsi2sk = :deadline_key, {LOG_CHANGES} \
                  REMOVE lease_token, lease_until, gsi1pk, gsi1sk",
             ))

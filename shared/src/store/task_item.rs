@@ -152,9 +152,10 @@ fn counted_bits(task: &Task) -> u64 {
 /// The item of a task as opened. The claim deadline and the delivery bookkeeping (attempts,
 /// delivered-at, lease) are set later by the writes that change them, never from here.
 pub(crate) fn to_item(task: &Task) -> Item {
+    // The id is the key's (`TASK#{id}`, [`task_id_of`]), not an attribute of its own: a task's
+    // item, and each index entry that copies it, stays within one write unit the longer.
     let mut item = task_key(&task.id);
     item.insert("kind".into(), s("task"));
-    item.insert("id".into(), s(&task.id));
     item.insert("tenant_id".into(), s(&task.tenant_id));
     item.insert(
         "context_id".into(),
@@ -174,7 +175,11 @@ pub(crate) fn to_item(task: &Task) -> Item {
     if let Some(message) = &task.status_message {
         item.insert("status_message".into(), json(&message.to_value()));
     }
-    item.insert("status_timestamp".into(), s(&task.status_timestamp));
+    // The status changed when the task last did, unless a later write touched only its
+    // bookkeeping: stored only then (the writes that change the state remove it).
+    if task.status_timestamp != task.updated_at {
+        item.insert("status_timestamp".into(), s(&task.status_timestamp));
+    }
     item.insert("artifacts".into(), json(&task.artifacts.to_value()));
     if let Some(error) = &task.error {
         item.insert("error".into(), s(error));
@@ -285,8 +290,9 @@ impl TryFrom<&Item> for Task {
         let delivery_attempts = read.n_or("delivery_attempts", 0)?;
         let tenant_id: TenantId = read.id("tenant_id")?;
         let (context_id, context_named) = shown_context(&tenant_id, read.s("context_id")?);
+        let updated_at = read.at("updated_at")?;
         Ok(Task {
-            id: read.id("id")?,
+            id: task_id_of(item, "task")?,
             tenant_id,
             context_id: context_id.into(),
             context_named,
@@ -299,7 +305,9 @@ impl TryFrom<&Item> for Task {
                 .opt_json("status_message")?
                 .map(|value| stored("status_message", &value))
                 .transpose()?,
-            status_timestamp: read.at("status_timestamp")?,
+            status_timestamp: read
+                .opt_at("status_timestamp")?
+                .unwrap_or_else(|| updated_at.clone()),
             input: opening_message(item)?,
             artifacts: stored("artifacts", &read.json("artifacts")?)?,
             error: read.opt_s("error")?,
@@ -329,7 +337,7 @@ impl TryFrom<&Item> for Task {
             content_bytes: read.n_or("content_bytes", 0)?,
             expires_at: read.opt_n("expires_at")?,
             created_at: read.at("created_at")?,
-            updated_at: read.at("updated_at")?,
+            updated_at,
             changes: read_changes(item),
             notify_configs: read.n_or("notify_configs", 0)?,
             message_keys: match item.get("message_keys") {
@@ -590,6 +598,24 @@ mod tests {
             as_before.insert("delivery".into(), s("pull"));
             assert_eq!(Task::try_from(&as_before).unwrap(), shorter);
         }
+        // The id is the key's; the status time is stored only when it is not the last change.
+        assert!(!item.contains_key("id"));
+        assert!(
+            item.contains_key("status_timestamp"),
+            "status older than the last change"
+        );
+        let current = Task {
+            status_timestamp: task.updated_at.clone(),
+            ..task.clone()
+        };
+        let written = to_item(&current);
+        assert!(!written.contains_key("status_timestamp"));
+        assert_eq!(Task::try_from(&written).unwrap(), current);
+        // An item written before keeps both, and reads the same.
+        let mut as_before = written;
+        as_before.insert("id".into(), s(uuid));
+        as_before.insert("status_timestamp".into(), s(&current.updated_at));
+        assert_eq!(Task::try_from(&as_before).unwrap(), current);
         let mut written_before = item;
         written_before.insert("tree_counted".into(), AttributeValue::Bool(true));
         let read = Task::try_from(&written_before).unwrap();

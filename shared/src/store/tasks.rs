@@ -190,8 +190,9 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression(format!(
-                "SET #state = :to, status_timestamp = :now, updated_at = :now, {LOG_CHANGES} \
-                 REMOVE deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, lease_token, lease_until",
+                "SET #state = :to, updated_at = :now, {LOG_CHANGES} \
+                 REMOVE status_timestamp, deadline_at, gsi1pk, gsi1sk, gsi2pk, gsi2sk, \
+                 lease_token, lease_until",
             ))
             .expression_attribute_values(":now", s(&now))
             .expression_attribute_values(":tenant", s(tenant_id))
@@ -246,7 +247,7 @@ impl Store {
             .iter()
             .filter_map(|item| {
                 let read = Reader(item);
-                let task_id = read.id("id").ok()?;
+                let task_id = task_id_of(item, "deadline entry").ok()?;
                 Some(OverdueEntry {
                     index_key: read.s("gsi2sk").unwrap_or_default(),
                     deadline_at: read.at("deadline_at").unwrap_or_default(),

@@ -518,3 +518,52 @@ async fn a_warm_worker_leases_a_delivery_without_reading_the_task_or_the_callee(
     assert_eq!(calls, ["UpdateItem", "PutItem", "UpdateItem"], "{calls:?}");
     assert_eq!(callee.received().len(), 2);
 }
+
+/// A failed attempt's release writes only the delivery's bookkeeping: the task's `updated_at`
+/// moves and its status time stays the last change's (the item stores it apart only then).
+#[tokio::test]
+async fn a_released_attempt_moves_updated_at_and_keeps_the_status_time() {
+    let callee = Callee::start(|_| Answer::text(503, "busy")).await;
+    let app = spawn_app_with(Options {
+        retry_seconds: "30",
+        ..Options::local_push()
+    })
+    .await;
+    let pair = app.pair().await;
+    let saved = app
+        .set_endpoint(
+            &pair.tenant.admin_key,
+            &pair.callee.name,
+            json!({"url": callee.url}),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    let opened = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message("hi"), 0)
+        .await;
+    let task_id = opened.field("id");
+    callee.wait_for(1).await;
+    let mut read = app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    for _ in 0..50 {
+        if app.delivery_attempts(&pair, &task_id).await.len() == 1
+            && read.body["updated_at"] != read.body["status"]["timestamp"]
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        read = app
+            .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+            .await;
+    }
+    assert_eq!(read.state(), "working", "being delivered: {}", read.text);
+    let status_time = read.body["status"]["timestamp"].as_str().unwrap();
+    let updated_at = read.body["updated_at"].as_str().unwrap();
+    assert!(status_time < updated_at, "{}", read.text);
+    assert!(
+        status_time >= opened.body["status"]["timestamp"].as_str().unwrap(),
+        "{}",
+        read.text
+    );
+}
