@@ -21,6 +21,7 @@ use super::layout::{
     ATTEMPT_SORT_PREFIX,
 };
 use super::notify::config_key;
+use super::task_item::KEEP_STATUS_TIME;
 use super::task_item::{logging, task_id_of, task_key, LOG_CHANGES, WITHIN_CONTENT_CAP};
 use super::tasks::{conditioned, target_value};
 use super::{classify, committed, Store, StoreError, TaskTransition};
@@ -83,7 +84,10 @@ fn outbox_entry(item: &Item) -> Result<OutboxEntry, StoreError> {
 
 /// Conditions `update` on a push task still waiting for its delivery (open, not accepted) that
 /// no attempt holds a live lease of, and `also` (`:push` and `:now` are the update's own).
-fn waiting_delivery(update: UpdateItemFluentBuilder, also: &str) -> UpdateItemFluentBuilder {
+pub(super) fn waiting_delivery(
+    update: UpdateItemFluentBuilder,
+    also: &str,
+) -> UpdateItemFluentBuilder {
     conditioned(
         update,
         Transition::Redeliver,
@@ -187,36 +191,14 @@ impl Store {
         let due = clock::after(retry_in_seconds + 60);
         let update = self
             .task_update(task_id)
-            .update_expression(
-                "SET lease_until = :now, status_timestamp = if_not_exists(status_timestamp, \
-                 updated_at), updated_at = :now, gsi1sk = :due",
-            )
+            .update_expression(format!(
+                "SET lease_until = :now, {KEEP_STATUS_TIME}, updated_at = :now, gsi1sk = :due"
+            ))
             .expression_attribute_values(":token", s(token))
             .expression_attribute_values(":now", s(clock::now()))
             .expression_attribute_values(":due", s(due_sort_key(&due, task_id)));
         let update = conditioned(update, Transition::Release, " AND lease_token = :token");
         self.transition(update).await
-    }
-
-    /// Makes push task `task_id`'s waiting delivery due now with a fresh retry budget (a replay
-    /// or a redrive): while the task is open, not yet accepted, and no attempt holds a live
-    /// lease. Its outbox entry falls due soon after, should the enqueue that follows be lost.
-    /// The delivery keeps its id, so its `webhook-id`; attempt numbers run on.
-    pub async fn renew_delivery(&self, task_id: &TaskId) -> Result<TaskTransition, StoreError> {
-        let due = clock::after(90);
-        let update = self
-            .task_update(task_id)
-            .update_expression(
-                "SET delivery_attempts = :zero, \
-                 status_timestamp = if_not_exists(status_timestamp, updated_at), \
-                 updated_at = :now, gsi1pk = :outbox, gsi1sk = :due",
-            )
-            .expression_attribute_values(":zero", n(0))
-            .expression_attribute_values(":now", s(clock::now()))
-            .expression_attribute_values(":push", s(Delivery::Push.as_str()))
-            .expression_attribute_values(":outbox", s(outbox_shard_partition(task_shard(task_id))))
-            .expression_attribute_values(":due", s(due_sort_key(&due, task_id)));
-        self.transition(waiting_delivery(update, "")).await
     }
 
     /// Moves push task `task_id`'s outbox entry to fall due at `due` (a delivery held back for
@@ -270,9 +252,8 @@ impl Store {
         let update = self
             .task_update(task_id)
             .update_expression(format!(
-                "SET delivered_at = :now, \
-                 status_timestamp = if_not_exists(status_timestamp, updated_at), \
-                 updated_at = :now, deadline_at = :deadline, \
+                "SET delivered_at = :now, {KEEP_STATUS_TIME}, updated_at = :now, \
+                 deadline_at = :deadline, \
                  gsi2pk = :shard, gsi2sk = :deadline_key, {LOG_CHANGES} \
                  REMOVE lease_token, lease_until, gsi1pk, gsi1sk",
             ))

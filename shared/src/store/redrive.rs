@@ -1,14 +1,17 @@
 //! The tasks a redrive replays: a callee's tasks opened since a moment whose push delivery
 //! waits after a failed attempt, found on the callee's side of the task indexes
-//! (`inbound_tasks`, by creation) and judged on the tasks themselves.
+//! (`inbound_tasks`, by creation) and judged on the tasks themselves; and the write that
+//! renews such a delivery (a redrive's, a replay's).
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::item::{s, Item, Reader};
-use super::layout::TASK_SORT_KEY;
-use super::task_item::task_id_of;
-use super::{classify, Store, StoreError};
-use crate::domain::{AgentId, Task, TaskId, TaskState};
+use super::item::{n, s, Item, Reader};
+use super::layout::{due_sort_key, outbox_shard_partition, task_shard, TASK_SORT_KEY};
+use super::push::waiting_delivery;
+use super::task_item::{task_id_of, KEEP_STATUS_TIME};
+use super::{classify, Store, StoreError, TaskTransition};
+use crate::domain::task::Delivery;
+use crate::domain::{clock, AgentId, Task, TaskId, TaskState};
 
 /// The most index entries one redrive reads, whatever it finds.
 const MAX_ENTRIES_READ: usize = 1_000;
@@ -27,6 +30,26 @@ struct Entries {
 }
 
 impl Store {
+    /// Makes push task `task_id`'s waiting delivery due now with a fresh retry budget (a replay
+    /// or a redrive): while the task is open, not yet accepted, and no attempt holds a live
+    /// lease. Its outbox entry falls due soon after, should the enqueue that follows be lost.
+    /// The delivery keeps its id, so its `webhook-id`; attempt numbers run on.
+    pub async fn renew_delivery(&self, task_id: &TaskId) -> Result<TaskTransition, StoreError> {
+        let due = clock::after(90);
+        let update = self
+            .task_update(task_id)
+            .update_expression(format!(
+                "SET delivery_attempts = :zero, {KEEP_STATUS_TIME}, updated_at = :now, \
+                 gsi1pk = :outbox, gsi1sk = :due",
+            ))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":now", s(clock::now()))
+            .expression_attribute_values(":push", s(Delivery::Push.as_str()))
+            .expression_attribute_values(":outbox", s(outbox_shard_partition(task_shard(task_id))))
+            .expression_attribute_values(":due", s(due_sort_key(&due, task_id)));
+        self.transition(waiting_delivery(update, "")).await
+    }
+
     /// Up to `limit` tasks of `callee_id` opened at or after `since`, oldest first, whose
     /// delivery waits after a failed attempt; and, when more may follow, the `since` of the next
     /// read (the creation of the last task it read: that task may be read again).

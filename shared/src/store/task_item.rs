@@ -31,6 +31,11 @@ pub(crate) fn task_id_of(item: &Item, what: &str) -> Result<TaskId, StoreError> 
     task_id_of_partition(&pk).ok_or_else(|| StoreError::Corrupt(format!("{what} {pk}")))
 }
 
+/// What a write that moves `updated_at` but leaves the state and status message as they were
+/// sets beside it: the status time, kept as the last change's (`to_item`).
+pub(crate) const KEEP_STATUS_TIME: &str =
+    "status_timestamp = if_not_exists(status_timestamp, updated_at)";
+
 /// How long a push task may wait for its first delivery attempt before the sweeper re-enqueues it.
 pub const OUTBOX_GRACE_SECONDS: u64 = 60;
 
@@ -175,11 +180,6 @@ pub(crate) fn to_item(task: &Task) -> Item {
     if let Some(message) = &task.status_message {
         item.insert("status_message".into(), json(&message.to_value()));
     }
-    // The status changed when the task last did, unless a later write touched only its
-    // bookkeeping: stored only then (the writes that change the state remove it).
-    if task.status_timestamp != task.updated_at {
-        item.insert("status_timestamp".into(), s(&task.status_timestamp));
-    }
     item.insert("artifacts".into(), json(&task.artifacts.to_value()));
     if let Some(error) = &task.error {
         item.insert("error".into(), s(error));
@@ -223,9 +223,7 @@ pub(crate) fn to_item(task: &Task) -> Item {
     if let Some(expires_at) = task.expires_at {
         item.insert("expires_at".into(), n(expires_at));
     }
-    item.insert("created_at".into(), s(&task.created_at));
-    item.insert("updated_at".into(), s(&task.updated_at));
-    item.insert("changed_at".into(), s(task.changed_at()));
+    insert_times(&mut item, task);
     if !task.changes.is_empty() {
         item.insert("events".into(), change_entries(&task.changes));
     }
@@ -239,6 +237,18 @@ pub(crate) fn to_item(task: &Task) -> Item {
         item.insert("gsi1sk".into(), s(order));
     }
     item
+}
+
+/// The task's times: its creation, its last write, its last change and, only when it is not the
+/// last change (a later write touched only the delivery's bookkeeping), its status's; the writes
+/// that change the state or the status message remove that one ([`KEEP_STATUS_TIME`]).
+fn insert_times(item: &mut Item, task: &Task) {
+    item.insert("created_at".into(), s(&task.created_at));
+    item.insert("updated_at".into(), s(&task.updated_at));
+    item.insert("changed_at".into(), s(task.changed_at()));
+    if task.status_timestamp != task.updated_at {
+        item.insert("status_timestamp".into(), s(&task.status_timestamp));
+    }
 }
 
 /// The index a caller's tasks on one callee are read from: the caller's side index, sorted by
