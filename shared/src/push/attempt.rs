@@ -57,7 +57,7 @@ impl Worker {
                 body.into_bytes(),
             )
             .await;
-        record_on_span(outcome.as_ref().ok().map(|response| response.status));
+        super::post_span::record_answer(outcome.as_ref().ok().map(|response| response.status));
         let verdict = judge(&outcome);
         metrics::emit(Metric::PushAttempt {
             outcome: match verdict {
@@ -183,17 +183,5 @@ impl Worker {
             ),
         }
         Ok(JobOutcome::Done)
-    }
-}
-
-/// The POST's answer on the attempt's span (`push/worker.rs`): its status, and an error when
-/// none came or it was a server error.
-fn record_on_span(status: Option<u16>) {
-    let span = tracing::Span::current();
-    if let Some(status) = status {
-        span.record("http.response.status_code", status);
-    }
-    if status.is_none_or(|status| status >= 500) {
-        span.record("otel.status_code", "ERROR");
     }
 }

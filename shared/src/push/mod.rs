@@ -14,6 +14,7 @@ pub mod held_at_open;
 pub mod notify;
 pub mod outcome;
 pub mod parking;
+mod post_span;
 mod prepare;
 pub mod queue;
 mod request;

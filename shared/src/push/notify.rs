@@ -15,6 +15,8 @@
 
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use ed25519_dalek::SigningKey;
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 
@@ -186,10 +188,17 @@ impl Worker {
             let mut headers = headers.clone();
             let id = config.notification_id(event.number);
             sign_delivery(&mut headers, key, &id, unix_seconds(), &body);
-            crate::trace::add_headers(&mut headers, task.trace_context().as_ref());
-            let outcome = self
-                .post_cleared(clearance, &config.url, false, headers, body.into_bytes())
-                .await;
+            let span = super::post_span::notification(task, &config.url, config.id.as_str());
+            let outcome = async {
+                crate::trace::add_headers(&mut headers, task.trace_context().as_ref());
+                let outcome = self
+                    .post_cleared(clearance, &config.url, false, headers, body.into_bytes())
+                    .await;
+                super::post_span::record_answer(outcome.as_ref().ok().map(|answer| answer.status));
+                outcome
+            }
+            .instrument(span)
+            .await;
             let succeeded =
                 matches!(&outcome, Ok(response) if (200..300).contains(&response.status));
             let retry_after = match outcome {

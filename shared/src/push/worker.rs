@@ -157,7 +157,7 @@ impl Worker {
             Some(named) => self.lease_first(task_id, named).await?,
             None => self.read_first(task_id).await?,
         };
-        let span = attempt_span(&task, &prepared.endpoint.url);
+        let span = super::post_span::attempt(&task, &prepared.endpoint.url);
         let (record, verdict) = self
             .attempt(&task, prepared, &clearance)
             .instrument(span)
@@ -390,29 +390,6 @@ pub(super) fn task_id_of(body: &str) -> Option<(TaskId, MessageKind)> {
         ),
     };
     Some((task_id, kind))
-}
-
-/// The span of one POST of `task` (a client span, its status recorded once answered): in the
-/// task's trace, under its call's span.
-fn attempt_span(task: &Task, url: &str) -> tracing::Span {
-    let host = url::Url::parse(url)
-        .ok()
-        .and_then(|url| url.host_str().map(str::to_owned))
-        .unwrap_or_default();
-    let span = tracing::info_span!(
-        "push attempt",
-        otel.kind = "client",
-        otel.status_code = tracing::field::Empty,
-        http.request.method = "POST",
-        server.address = host,
-        http.response.status_code = tracing::field::Empty,
-        call_id = task.call_id.as_str(),
-        root_call_id = task.root_call_id.as_str(),
-    );
-    if let Some(context) = task.trace_context() {
-        crate::telemetry::continue_remote(&span, &context);
-    }
-    span
 }
 
 /// Names the task, its call, its tenant and its callee in the current span and trace.

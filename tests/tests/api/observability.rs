@@ -259,3 +259,45 @@ async fn a_push_post_is_a_client_span_of_its_call_with_the_status_it_got() {
         .to_owned();
     assert_eq!(sent.split('-').nth(2), Some(post.span_id.as_str()));
 }
+
+#[tokio::test]
+async fn a_push_notification_is_a_client_span_of_its_call_named_by_its_traceparent() {
+    use forgebench_tests::{spawn_app_with, Answer, Callee, Options};
+    let receiver_of_exports = exporting().await;
+    let receiver = Callee::start(|_| Answer::json(200, json!({}))).await;
+    let app = spawn_app_with(Options::local_push()).await;
+    let pair = app.pair().await;
+    let config = json!({"id": "hook", "url": receiver.url});
+    let message = json!({"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]});
+    let sent = app
+        .a2a_rpc(
+            &pair.callee.id,
+            &pair.caller.key,
+            "SendMessage",
+            json!({"message": message,
+                   "configuration": {"returnImmediately": true, "taskPushNotificationConfig": config}}),
+        )
+        .await;
+    let task_id = sent.body["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(app.claim(&pair.callee.key, 5).await.field("id"), task_id);
+    let posts = receiver.wait_for(1).await;
+    forgebench::telemetry::flush().await;
+    let spans = receiver_of_exports.spans();
+    let sent_under = posts[0].headers["traceparent"].to_str().unwrap().to_owned();
+    let notification = spans
+        .iter()
+        .find(|span| sent_under.split('-').nth(2) == Some(span.span_id.as_str()))
+        .unwrap_or_else(|| panic!("the POST's span was not exported: {spans:#?}"));
+    assert_eq!(notification.name, "push notification");
+    assert_eq!(notification.attributes["config_id"], "hook");
+    assert_eq!(notification.attributes["http.response.status_code"], "200");
+    let call = spans
+        .iter()
+        .find(|span| Some(&span.span_id) == notification.parent_span_id.as_ref())
+        .expect("the call's span");
+    assert_eq!(call.attributes["task_id"], task_id);
+    assert_eq!(call.name, format!("invoke_agent {}", pair.callee.name));
+}
