@@ -196,15 +196,13 @@ pub fn record_call(call: CallSpan<'_>) {
     if let Some(parent_call_id) = call.parent_call_id {
         attributes.push(KeyValue::new("parent_call_id", parent_call_id.to_owned()));
     }
-    let builder = provider
-        .tracer(SCOPE)
+    let tracer = provider.tracer(SCOPE);
+    let builder = tracer
         .span_builder(format!("invoke_agent {}", call.callee_name))
         .with_kind(SpanKind::Server)
         .with_start_time(call.started)
         .with_attributes(attributes);
-    let span = GivenIds::building(call.context, || {
-        provider.tracer(SCOPE).build_with_context(builder, &parent)
-    });
+    let span = GivenIds::building(call.context, || tracer.build_with_context(builder, &parent));
     drop(span);
 }
 

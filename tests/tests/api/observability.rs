@@ -217,15 +217,7 @@ async fn a_push_post_is_a_client_span_of_its_call_with_the_status_it_got() {
     let receiver = exporting().await;
     let callee = Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await;
     let app = spawn_app_with(Options::local_push()).await;
-    let pair = app.pair().await;
-    let saved = app
-        .set_endpoint(
-            &pair.tenant.admin_key,
-            &pair.callee.name,
-            json!({"url": callee.url}),
-        )
-        .await;
-    assert_eq!(saved.status, 200, "{}", saved.text);
+    let pair = app.push_pair(&callee.url).await;
     let opened = app
         .open_task(&pair.caller.key, &pair.callee.name, text_message("hi"), 0)
         .await;
@@ -257,7 +249,7 @@ async fn a_push_post_is_a_client_span_of_its_call_with_the_status_it_got() {
         .to_str()
         .unwrap()
         .to_owned();
-    assert_eq!(sent.split('-').nth(2), Some(post.span_id.as_str()));
+    assert_eq!(super::trace_context::ids(&sent).1, post.span_id);
 }
 
 #[tokio::test]
@@ -289,7 +281,7 @@ async fn a_push_notification_is_a_client_span_of_its_call_named_by_its_tracepare
     let sent_under = posts[0].headers["traceparent"].to_str().unwrap().to_owned();
     let notification = spans
         .iter()
-        .find(|span| sent_under.split('-').nth(2) == Some(span.span_id.as_str()))
+        .find(|span| super::trace_context::ids(&sent_under).1 == span.span_id)
         .unwrap_or_else(|| panic!("the POST's span was not exported: {spans:#?}"));
     assert_eq!(notification.name, "push notification");
     assert_eq!(notification.attributes["config_id"], "hook");

@@ -12,6 +12,8 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use serde_json::{json, Value};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+use super::trace_context::ids;
+
 /// An agent's own span for its work on a task, continuing the `traceparent` the gate handed it,
 /// and the `traceparent` it sends on from within that work.
 fn agent_work(name: &str, traceparent: &str) -> (tracing::Span, String) {
@@ -52,11 +54,6 @@ fn ancestry(spans: &[ExportedSpan], span: &ExportedSpan) -> Vec<String> {
         parent = found.parent_span_id.clone();
     }
     line
-}
-
-/// The span id a `traceparent` names.
-fn span_of(traceparent: &str) -> String {
-    traceparent.split('-').nth(2).expect("a span id").to_owned()
 }
 
 async fn a2a_post(
@@ -177,7 +174,7 @@ async fn a_call_tree_opened_over_rest_and_a2a_and_answered_by_pull_and_push_is_o
         "invoke_agent"
     );
     assert_eq!(
-        span_of(&claimed.field("traceparent")),
+        ids(&claimed.field("traceparent")).1,
         research_call.span_id,
         "the claim hands on the call's span"
     );
@@ -197,7 +194,7 @@ async fn a_call_tree_opened_over_rest_and_a2a_and_answered_by_pull_and_push_is_o
     // Its push POST: a span under the call, the one the POST's traceparent names.
     let attempt = spans
         .iter()
-        .find(|span| span.span_id == span_of(&delivered))
+        .find(|span| span.span_id == ids(&delivered).1)
         .unwrap_or_else(|| panic!("the POST's span was not exported: {spans:#?}"));
     assert_eq!(attempt.name, "push attempt");
     assert_eq!(
@@ -225,10 +222,7 @@ async fn a_call_tree_opened_over_rest_and_a2a_and_answered_by_pull_and_push_is_o
             "{what} is above the archiver's call: {line:?}"
         );
     }
-    assert_eq!(
-        span_of(&archived.field("traceparent")),
-        archive_span.span_id
-    );
+    assert_eq!(ids(&archived.field("traceparent")).1, archive_span.span_id);
     // Everything the tree exported is in one trace.
     for span in spans
         .iter()

@@ -529,15 +529,7 @@ async fn a_released_attempt_moves_updated_at_and_keeps_the_status_time() {
         ..Options::local_push()
     })
     .await;
-    let pair = app.pair().await;
-    let saved = app
-        .set_endpoint(
-            &pair.tenant.admin_key,
-            &pair.callee.name,
-            json!({"url": callee.url}),
-        )
-        .await;
-    assert_eq!(saved.status, 200, "{}", saved.text);
+    let pair = app.push_pair(&callee.url).await;
     let opened = app
         .open_task(&pair.caller.key, &pair.callee.name, text_message("hi"), 0)
         .await;

@@ -11,8 +11,8 @@ const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
 const TRACESTATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
 
-/// A `traceparent`'s trace id and span id.
-fn ids(traceparent: &str) -> (String, String) {
+/// A `traceparent`'s trace id and span id, of a sampled trace in version `00`'s form.
+pub(crate) fn ids(traceparent: &str) -> (String, String) {
     let fields: Vec<&str> = traceparent.split('-').collect();
     assert_eq!(fields.len(), 4, "{traceparent}");
     assert_eq!((fields[0], fields[3]), ("00", "01"), "{traceparent}");
