@@ -295,7 +295,9 @@ describe("the docs' samples, run as written against the gateway", { skip: noGate
         const world = await newWorld();
         const proxy = await startRecordingProxy(baseUrl());
         try {
-          const run = runSample(sample, { ...callerEnv(world, byId ? { calleeId: world.calleeId } : {}), baseUrl: proxy.url });
+          // The sample waits out its open's 30 s, then polls: on a loaded machine its start alone
+          // took over 20 s of the default 60 s, and it was killed before it could exit.
+          const run = runSample(sample, { ...callerEnv(world, byId ? { calleeId: world.calleeId } : {}), baseUrl: proxy.url }, 120_000);
           const claimed = await theSamplesTask(world);
           const callee = byId ? world.calleeId : CALLEE_NAME;
           const pollPath = `/v1/agents/${callee}/tasks/${claimed.id}?wait=20`;
