@@ -76,13 +76,15 @@ pub enum Parent {
 }
 
 impl CallTreeLimits {
-    /// These limits as changed to `next` at `now_ms`: counting begins again when a count limit
-    /// is set where there was none.
+    /// These limits as changed to `next` at `now_ms`: counting begins again when what is
+    /// counted changes, a count limit set where there was none or taken away. A count set
+    /// misses the opens made without it; and a root's children are counted beside its tree's
+    /// open tasks only while those are counted, so they move when the tree's limit goes.
     pub fn changed_to(&self, mut next: CallTreeLimits, now_ms: u64) -> CallTreeLimits {
         next.tracked_by_bindings = self.tracked_by_bindings;
-        let starts = (self.max_fan_out.is_none() && next.max_fan_out.is_some())
-            || (self.max_open_in_tree.is_none() && next.max_open_in_tree.is_some());
-        next.counts_since = if starts { now_ms } else { self.counts_since };
+        let changes = self.max_fan_out.is_some() != next.max_fan_out.is_some()
+            || self.max_open_in_tree.is_some() != next.max_open_in_tree.is_some();
+        next.counts_since = if changes { now_ms } else { self.counts_since };
         next
     }
 
@@ -211,5 +213,25 @@ mod tests {
             closed.place(&known(place), &b, &a),
             Err(RefusalReason::Cycle)
         );
+    }
+
+    #[test]
+    fn counting_begins_again_when_a_count_limit_is_set_or_taken_away() {
+        let counted = |fan_out: Option<u32>, open: Option<u32>| CallTreeLimits {
+            max_fan_out: fan_out,
+            max_open_in_tree: open,
+            counts_since: 7,
+            ..CallTreeLimits::default()
+        };
+        let both = counted(Some(2), Some(5));
+        assert_eq!(
+            both.changed_to(counted(Some(3), Some(9)), 99).counts_since,
+            7
+        );
+        assert_eq!(both.changed_to(counted(Some(2), None), 99).counts_since, 99);
+        assert_eq!(both.changed_to(counted(None, Some(5)), 99).counts_since, 99);
+        let none = counted(None, None);
+        assert_eq!(none.changed_to(counted(None, Some(1)), 99).counts_since, 99);
+        assert_eq!(none.changed_to(limits(3, true), 99).counts_since, 7);
     }
 }

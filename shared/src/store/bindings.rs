@@ -191,15 +191,16 @@ impl Store {
     }
 
     /// Moves the tenant's count of tracking bindings from what was read; when it goes from none
-    /// to some, counting starts again (`call_tree_counts_since`), since opens were not counted
-    /// while nothing tracked them.
+    /// to some or back, counting starts again (`call_tree_counts_since`): opens were not
+    /// counted while nothing tracked them, and a root's children are counted beside its tree's
+    /// open tasks only while those are (`CallTreeLimits::changed_to`).
     fn tracking_update(
         &self,
         tenant_id: &TenantId,
         change: TrackingChange,
     ) -> Result<TransactWriteItem, StoreError> {
         let mut expression = format!("SET {TRACKING_ATTRIBUTE} = :next");
-        let starts = change.seen == 0 && change.next > 0;
+        let starts = (change.seen == 0) != (change.next == 0);
         if starts {
             expression.push_str(", call_tree_counts_since = :now");
         }

@@ -59,6 +59,7 @@ mod sessions;
 mod task_item;
 mod tasks;
 mod tenancy;
+mod tree_counts;
 mod words;
 
 pub use agents::AgentRefusal;
@@ -66,7 +67,7 @@ pub use answers::InputRefusal;
 pub use audit::{AuditEntry, AuditPage, AuditSearch, AUDIT_READ_UNITS};
 pub use binding_use::UseTaken;
 pub use bindings::{BindingWrite, TrackingChange};
-pub use call_tree::{CountLimit, Counter, ParentCall};
+pub use call_tree::ParentCall;
 pub use cards::SigningKeyRecord;
 pub use claim::ClaimOutcome;
 pub use endpoint_health::HealthCount;
@@ -82,6 +83,7 @@ pub use sessions::SessionRecord;
 pub use task_item::DEADLINE_SHARDS;
 pub use tasks::{OverdueEntry, PairCursor, TaskTransition};
 pub use tenancy::MemberRecord;
+pub use tree_counts::{CountLimit, Counter};
 pub use words::WordsLane;
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};

@@ -55,7 +55,19 @@ impl Tasks<'_> {
             place,
             counted: Vec::new(),
         };
-        for (counter, limit, refusal) in counts_of(limits, call) {
+        let counts = counts_of(limits, call);
+        if let [(children, children_limit, _), (tree, tree_limit, _)] = counts.as_slice() {
+            if children.beside_tree()
+                && self
+                    .store
+                    .count_both_within((children, *children_limit), (tree, *tree_limit))
+                    .await?
+            {
+                admission.counted = vec![children.clone(), tree.clone()];
+                return Ok(Ok(admission));
+            }
+        }
+        for (counter, limit, refusal) in counts {
             match self.store.count_within(&counter, limit).await {
                 Ok(true) => admission.counted.push(counter),
                 Ok(false) => {
@@ -113,25 +125,32 @@ fn counts_of(
     // While a binding's limits track every call, an open with no limit of its own is counted
     // all the same (under no bound), so that the counts stay whole for the binding's.
     let tracked = |limit: Option<u32>| limit.or(limits.tracked_by_bindings.then_some(u32::MAX));
+    let tree_counted = tracked(limits.max_open_in_tree).is_some();
     if let (Some(max), Some((parent_id, opened_at))) = (tracked(limits.max_fan_out), known_parent) {
-        // A parent opened since counting began has had every task it opened counted.
+        // A root's children are counted on its tree's item while the tree's open tasks are.
+        let beside_tree = tree_counted && parent_id == root_call_id;
+        // A parent opened since counting began has had every task it opened counted (a root
+        // whose tree's item holds no count of its children did not start one there).
         let opened_since = unix_ms(opened_at).is_some_and(|at| at >= epoch);
         counts.push((
             Counter::Children {
                 tenant_id: call.tenant_id.clone(),
                 root_call_id: root_call_id.clone(),
                 parent_call_id: parent_id.clone(),
+                beside_tree,
             },
             CountLimit {
                 max,
                 epoch,
-                absent_is_zero: opened_since,
+                absent_is_zero: opened_since && !beside_tree,
                 expires_at: call.expires_at,
+                starts_children: false,
             },
             RefusalReason::FanOutExceeded,
         ));
     }
     if let Some(max) = tracked(limits.max_open_in_tree) {
+        let root = matches!(call.parent, Parent::None);
         counts.push((
             Counter::OpenInTree {
                 tenant_id: call.tenant_id.clone(),
@@ -141,8 +160,9 @@ fn counts_of(
                 max,
                 epoch,
                 // A root call starts its tree: nothing of it was opened before.
-                absent_is_zero: matches!(call.parent, Parent::None),
+                absent_is_zero: root,
                 expires_at: call.expires_at,
+                starts_children: root && tracked(limits.max_fan_out).is_some(),
             },
             RefusalReason::TreeOpenLimit,
         ));

@@ -576,3 +576,134 @@ async fn a_big_tree_at_its_open_limit_is_counted_again_at_most_every_so_often() 
         .collect();
     assert_eq!(reasons, vec!["tree_open_limit".to_owned(); 3]);
 }
+
+/// The tenant's item counting tree `root`'s open tasks, and its root's children beside them.
+async fn tree_item(app: &TestApp, tenant: &Tenant, root: &str) -> BTreeMap<String, AttributeValue> {
+    let read = app
+        .app
+        .store
+        .client()
+        .get_item()
+        .table_name(&app.table)
+        .key(
+            "pk",
+            AttributeValue::S(format!("TREE#{}#{root}", tenant.id)),
+        )
+        .key("sk", AttributeValue::S("OPEN".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap();
+    read.item.unwrap_or_default().into_iter().collect()
+}
+
+fn number(item: &BTreeMap<String, AttributeValue>, name: &str) -> Option<String> {
+    item.get(name).map(|value| value.as_n().unwrap().clone())
+}
+
+/// Whether call `call` has an item of its own counting the tasks it opened.
+async fn has_own_children_count(app: &TestApp, call: &str) -> bool {
+    let read = app
+        .app
+        .store
+        .client()
+        .get_item()
+        .table_name(&app.table)
+        .key("pk", AttributeValue::S(format!("CALL#{call}")))
+        .key("sk", AttributeValue::S("CHILDREN".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap();
+    read.item.is_some()
+}
+
+/// A call below a root takes its two counts, the root's tasks opened and the tree's open tasks,
+/// in one write: the root's count is kept on its tree's item. A call deeper down counts its
+/// parent's tasks on an item of the parent's own.
+#[tokio::test]
+async fn a_roots_children_are_counted_on_its_trees_item() {
+    let app = spawn_app().await;
+    let (tenant, agents) = agents_with_bindings(&app, &[("a", "b"), ("b", "c"), ("c", "d")]).await;
+    set_limits(
+        &app,
+        &tenant,
+        json!({"max_fan_out": 2, "max_open_in_tree": 10}),
+    )
+    .await;
+    let (b, c, d) = (&agents["b"], &agents["c"], &agents["d"]);
+    let root = open_call(&app, &agents["a"].key, &b.name, None).await;
+    let tree = tree_item(&app, &tenant, &root).await;
+    assert_eq!(number(&tree, "count").as_deref(), Some("1"));
+    assert_eq!(number(&tree, "children").as_deref(), Some("0"));
+    let child = open_call(&app, &b.key, &c.name, Some(&root)).await;
+    open_call(&app, &b.key, &c.name, Some(&root)).await;
+    let tree = tree_item(&app, &tenant, &root).await;
+    assert_eq!(number(&tree, "count").as_deref(), Some("3"));
+    assert_eq!(number(&tree, "children").as_deref(), Some("2"));
+    assert!(!has_own_children_count(&app, &root).await);
+    refused(&app, Binding::JsonRpc, &b.key, &c.name, &root).await;
+    open_call(&app, &c.key, &d.name, Some(&child)).await;
+    assert!(has_own_children_count(&app, &child).await);
+    let tree = tree_item(&app, &tenant, &root).await;
+    assert_eq!(number(&tree, "count").as_deref(), Some("4"));
+    assert_eq!(number(&tree, "children").as_deref(), Some("2"));
+}
+
+/// A tree whose item holds no count of its root's children (written before they were counted
+/// there) is held to the fan-out all the same: that count is first made from the ledger.
+#[tokio::test]
+async fn a_tree_item_without_its_roots_children_counts_them_from_the_ledger() {
+    let app = spawn_app().await;
+    let (tenant, agents) = agents_with_bindings(&app, &[("a", "b"), ("b", "c")]).await;
+    set_limits(
+        &app,
+        &tenant,
+        json!({"max_fan_out": 2, "max_open_in_tree": 10}),
+    )
+    .await;
+    let (b, c) = (&agents["b"], &agents["c"]);
+    let root = open_call(&app, &agents["a"].key, &b.name, None).await;
+    open_call(&app, &b.key, &c.name, Some(&root)).await;
+    open_call(&app, &b.key, &c.name, Some(&root)).await;
+    app.app
+        .store
+        .client()
+        .update_item()
+        .table_name(&app.table)
+        .key(
+            "pk",
+            AttributeValue::S(format!("TREE#{}#{root}", tenant.id)),
+        )
+        .key("sk", AttributeValue::S("OPEN".into()))
+        .update_expression("REMOVE children, children_epoch")
+        .send()
+        .await
+        .unwrap();
+    refused(&app, Binding::HttpJson, &b.key, &c.name, &root).await;
+    let tree = tree_item(&app, &tenant, &root).await;
+    assert_eq!(number(&tree, "children").as_deref(), Some("2"));
+}
+
+/// Taking the tree's limit away moves a root's count of its children off the tree's item:
+/// counting begins again, from the ledger, so the fan-out still holds.
+#[tokio::test]
+async fn the_fan_out_holds_when_the_trees_limit_is_taken_away() {
+    let app = spawn_app().await;
+    let (tenant, agents) = agents_with_bindings(&app, &[("a", "b"), ("b", "c")]).await;
+    set_limits(
+        &app,
+        &tenant,
+        json!({"max_fan_out": 2, "max_open_in_tree": 10}),
+    )
+    .await;
+    let (b, c) = (&agents["b"], &agents["c"]);
+    let root = open_call(&app, &agents["a"].key, &b.name, None).await;
+    open_call(&app, &b.key, &c.name, Some(&root)).await;
+    open_call(&app, &b.key, &c.name, Some(&root)).await;
+    set_limits(&app, &tenant, json!({"max_open_in_tree": null})).await;
+    refused(&app, Binding::Rest, &b.key, &c.name, &root).await;
+    set_limits(&app, &tenant, json!({"max_open_in_tree": 10})).await;
+    refused(&app, Binding::JsonRpc, &b.key, &c.name, &root).await;
+    assert_eq!(calls_in_tree(&app, &tenant, &root).await, 3);
+}
