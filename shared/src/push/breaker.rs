@@ -11,6 +11,10 @@
 //! (up to [`MAX_OPEN_FOR`]): a receiver down for long costs its tenant's backlog fewer and fewer
 //! returns.
 //!
+//! A receiver that hangs is known before its POSTs time out: POSTs still open past half their
+//! time count toward [`FAILURES_TO_OPEN`] as they would once they end ([`Breakers::sending`]),
+//! so five POSTs hanging open the breaker at half the push timeout, not at its end.
+//!
 //! A domain that timed out within [`RECENT_TIMEOUT`] gets a quarter of the push timeout for
 //! its POSTs ([`Breakers::timeout_for`]): a receiver that hung lately holds a worker less long.
 //! Only a POST given the whole time and timing out marks a domain so, and an answer in time
@@ -22,6 +26,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -119,18 +124,103 @@ type Key = (TenantId, String);
 /// in time: its POSTs need no slot of the tenant's pushes in flight meanwhile.
 pub const KNOWN_GOOD_FOR: Duration = Duration::from_secs(300);
 
-/// The breakers of this process, by tenant and receiver domain, and when each domain last
-/// answered in time.
+/// The POSTs of this process in flight to one tenant's domain: when each was sent, and the time
+/// it was given, by a number of its own.
+type InFlight = HashMap<u64, (Instant, Duration)>;
+
+/// The breakers of this process, by tenant and receiver domain, when each domain last answered
+/// in time, and the POSTs in flight.
 #[derive(Debug, Default)]
-pub struct Breakers(Mutex<HashMap<Key, Breaker>>, Mutex<HashMap<Key, Instant>>);
+pub struct Breakers {
+    breakers: Mutex<HashMap<Key, Breaker>>,
+    answered_in_time: Mutex<HashMap<Key, Instant>>,
+    in_flight: Mutex<HashMap<Key, InFlight>>,
+    next_post: AtomicU64,
+}
+
+/// A POST in flight, counted as hanging by its breaker once past half its time, until this is
+/// dropped (the POST ended, or its job was cut).
+#[derive(Debug)]
+pub struct Sending<'a> {
+    breakers: &'a Breakers,
+    key: Key,
+    post: u64,
+}
+
+impl Drop for Sending<'_> {
+    fn drop(&mut self) {
+        let mut in_flight = self.breakers.in_flight();
+        if let Some(posts) = in_flight.get_mut(&self.key) {
+            posts.remove(&self.post);
+            if posts.is_empty() {
+                in_flight.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl Breaker {
+    fn new(now: Instant) -> Breaker {
+        Breaker {
+            failures: 0,
+            last_failure: now,
+            open_until: None,
+            trial_since: None,
+            failed_trials: 0,
+            timed_out_at: None,
+        }
+    }
+}
 
 impl Breakers {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Breaker>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.breakers.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn good(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Instant>> {
-        self.1.lock().unwrap_or_else(PoisonError::into_inner)
+        self.answered_in_time
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<Key, InFlight>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes `tenant`'s POST to `domain`, given `time`, as sent at `now`, until the guard this
+    /// returns is dropped: while it hangs past half its time it counts toward opening the
+    /// breaker ([`Breakers::gate`]), as the slow answer or timeout it will be.
+    pub fn sending(
+        &self,
+        tenant: &TenantId,
+        domain: &str,
+        time: Duration,
+        now: Instant,
+    ) -> Sending<'_> {
+        let key = (tenant.clone(), domain.to_owned());
+        let post = self.next_post.fetch_add(1, Ordering::Relaxed);
+        self.in_flight()
+            .entry(key.clone())
+            .or_default()
+            .insert(post, (now, time));
+        Sending {
+            breakers: self,
+            key,
+            post,
+        }
+    }
+
+    /// How many of the POSTs in flight to `key` have been open past half their time at `now`.
+    fn hanging(&self, key: &Key, now: Instant) -> u32 {
+        self.in_flight().get(key).map_or(0, |posts| {
+            let hanging = posts
+                .values()
+                .filter(|(sent, time)| now.saturating_duration_since(*sent) > *time / 2)
+                .count();
+            u32::try_from(hanging).unwrap_or(u32::MAX)
+        })
     }
 
     /// Whether a POST of `tenant`'s to `domain` must hold a slot of the tenant's pushes in
@@ -162,8 +252,14 @@ impl Breakers {
     /// Whether `tenant`'s POST may go to `domain` at `now`: a closed breaker lets it; an open
     /// one holds it back until it has been open [`OPEN_FOR`], then lets one trial through.
     pub fn gate(&self, tenant: &TenantId, domain: &str, now: Instant) -> Gate {
+        let key = (tenant.clone(), domain.to_owned());
+        let hanging = self.hanging(&key, now);
         let mut breakers = self.lock();
-        let Some(breaker) = breakers.get_mut(&(tenant.clone(), domain.to_owned())) else {
+        if let Some(open_for) = open_on_hanging(&mut breakers, &key, hanging, now) {
+            tracing::warn!(tenant_id = %tenant, domain = %domain, hanging, "pushes to a receiver domain whose POSTs hang are held back for a while");
+            return Gate::Wait(open_for);
+        }
+        let Some(breaker) = breakers.get_mut(&key) else {
             return Gate::Send;
         };
         let Some(open_until) = breaker.open_until else {
@@ -226,14 +322,7 @@ impl Breakers {
         if breakers.len() >= MAX_BREAKERS && !breakers.contains_key(&key) {
             forget_oldest(&mut breakers);
         }
-        let breaker = breakers.entry(key).or_insert(Breaker {
-            failures: 0,
-            last_failure: now,
-            open_until: None,
-            trial_since: None,
-            failed_trials: 0,
-            timed_out_at: None,
-        });
+        let breaker = breakers.entry(key).or_insert_with(|| Breaker::new(now));
         breaker.failures = breaker.failures.saturating_add(1);
         breaker.last_failure = now;
         breaker.trial_since = None;
@@ -252,6 +341,33 @@ impl Breakers {
         breaker.open_until = Some(now + open_for(breaker.failed_trials));
         true
     }
+}
+
+/// Opens the closed breaker at `key` when its failures in a row and its POSTs `hanging` past half
+/// their time reach [`FAILURES_TO_OPEN`]; how long it holds back then.
+fn open_on_hanging(
+    breakers: &mut HashMap<Key, Breaker>,
+    key: &Key,
+    hanging: u32,
+    now: Instant,
+) -> Option<Duration> {
+    let breaker = breakers.get(key);
+    let failures = breaker.map_or(0, |breaker| breaker.failures);
+    if hanging == 0
+        || breaker.is_some_and(|breaker| breaker.open_until.is_some())
+        || failures.saturating_add(hanging) < FAILURES_TO_OPEN
+    {
+        return None;
+    }
+    if breakers.len() >= MAX_BREAKERS && !breakers.contains_key(key) {
+        forget_oldest(breakers);
+    }
+    let breaker = breakers
+        .entry(key.clone())
+        .or_insert_with(|| Breaker::new(now));
+    let holds_back = open_for(breaker.failed_trials);
+    breaker.open_until = Some(now + holds_back);
+    Some(holds_back)
 }
 
 /// Drops the tenth of the breakers whose last failure is oldest.

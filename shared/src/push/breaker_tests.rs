@@ -229,10 +229,10 @@ fn past_the_most_breakers_the_oldest_failures_are_forgotten() {
             now + Duration::from_millis(n),
         );
     }
-    let kept = breakers.0.lock().unwrap().len();
+    let kept = breakers.breakers.lock().unwrap().len();
     assert!(kept < MAX_BREAKERS && kept > MAX_BREAKERS / 2, "{kept}");
     assert!(breakers
-        .0
+        .breakers
         .lock()
         .unwrap()
         .contains_key(&(tenant, format!("h{MAX_BREAKERS}"))));
@@ -264,5 +264,76 @@ fn a_domain_that_answered_in_time_needs_no_slot_until_it_fails_or_goes_quiet() {
     assert!(
         breakers.needs_slot(&tenant, "hooks.example", now),
         "timed out"
+    );
+}
+
+/// Five POSTs of `tenant`'s to `hooks.example`, each given `time`, sent at `now`.
+fn five_sent<'a>(
+    breakers: &'a Breakers,
+    tenant: &TenantId,
+    time: Duration,
+    now: Instant,
+) -> Vec<Sending<'a>> {
+    (0..FAILURES_TO_OPEN)
+        .map(|_| breakers.sending(tenant, "hooks.example", time, now))
+        .collect()
+}
+
+#[test]
+fn posts_hanging_past_half_their_time_open_the_breaker_before_they_time_out() {
+    let breakers = Breakers::default();
+    let (noisy, quiet) = (TenantId::from("noisy"), TenantId::from("quiet"));
+    let (now, time) = (Instant::now(), Duration::from_secs(10));
+    let hanging = five_sent(&breakers, &noisy, time, now);
+    let early = now + Duration::from_secs(4);
+    assert_eq!(breakers.gate(&noisy, "hooks.example", early), Gate::Send);
+    let past_half = now + Duration::from_secs(6);
+    assert_eq!(
+        breakers.gate(&noisy, "hooks.example", past_half),
+        Gate::Wait(OPEN_FOR)
+    );
+    assert_eq!(
+        breakers.gate(&quiet, "hooks.example", past_half),
+        Gate::Send
+    );
+    assert_eq!(
+        breakers.gate(&noisy, "other.example", past_half),
+        Gate::Send
+    );
+    // They time out: counted, and the breaker stays open as it was opened.
+    drop(hanging);
+    let timed_out = now + time;
+    for _ in 0..FAILURES_TO_OPEN {
+        let answer = Answer::TimedOut { whole_time: true };
+        assert!(!breakers.record(&noisy, "hooks.example", answer, timed_out));
+    }
+    assert_eq!(
+        breakers.gate(&noisy, "hooks.example", timed_out),
+        Gate::Wait(OPEN_FOR - Duration::from_secs(4))
+    );
+}
+
+#[test]
+fn hanging_posts_count_with_the_failures_before_them_and_not_once_answered() {
+    let breakers = Breakers::default();
+    let tenant = TenantId::from("t");
+    let (now, time) = (Instant::now(), Duration::from_secs(10));
+    let past_half = now + Duration::from_secs(6);
+    let answered = five_sent(&breakers, &tenant, time, now);
+    drop(answered);
+    assert_eq!(
+        breakers.gate(&tenant, "hooks.example", past_half),
+        Gate::Send
+    );
+    let mut four = five_sent(&breakers, &tenant, time, now);
+    four.pop();
+    assert_eq!(
+        breakers.gate(&tenant, "hooks.example", past_half),
+        Gate::Send
+    );
+    fail(&breakers, &tenant, 1, now);
+    assert_eq!(
+        breakers.gate(&tenant, "hooks.example", past_half),
+        Gate::Wait(OPEN_FOR)
     );
 }

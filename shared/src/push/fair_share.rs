@@ -81,10 +81,15 @@ impl Worker {
         body: Vec<u8>,
     ) -> Result<EndpointResponse, DialError> {
         let started = Instant::now();
+        let (tenant_id, domain) = (&clearance.tenant_id, &clearance.domain);
+        let sending = self
+            .breakers
+            .sending(tenant_id, domain, clearance.time, started);
         let outcome = self
             .dialer
             .post(url, allow_private, headers, body, clearance.time)
             .await;
+        drop(sending);
         let succeeded = matches!(&outcome, Ok(response) if (200..300).contains(&response.status));
         let timed_out = matches!(outcome, Err(DialError::Timeout));
         let answer = Answer::of(
@@ -94,7 +99,6 @@ impl Worker {
             clearance.time,
             self.dialer.timeout(),
         );
-        let (tenant_id, domain) = (&clearance.tenant_id, &clearance.domain);
         if self
             .breakers
             .record(tenant_id, domain, answer, Instant::now())
