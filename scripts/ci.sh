@@ -11,6 +11,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 . scripts/lib/steps.sh
 
+# A clean clone builds everything once: cargo's incremental caches would only be written, never
+# read, at a cost to every compile of the workspace's own crates.
+export CARGO_INCREMENTAL=0
 export FORGEBENCH_DYNAMODB_PORT=${FORGEBENCH_TEST_DYNAMODB_PORT:-8010}
 export FORGEBENCH_MOTO_PORT=${FORGEBENCH_TEST_MOTO_PORT:-5010}
 at_exit scripts/local-stack.sh stop
@@ -79,10 +82,11 @@ step "unit and integration tests (nextest)" rust_tests cargo nextest run --works
 # LocalStack's runtime and Chromium are the heaviest processes of the run: beside the
 # benchmarks they made the soak's p99 reach 21 s and the search benchmark's seeding time out.
 # Their suites run on their own first: the tests that use SQS, KMS and S3 against LocalStack
-# (ports of their own), then the console in headless Chromium.
-step "localstack smoke (SQS, KMS and S3 on LocalStack)" scripts/localstack-smoke.sh
+# (ports of their own), beside the console in headless Chromium: short suites, each mostly
+# waiting on its own emulator or browser.
+spawn localstack-smoke scripts/localstack-smoke.sh
 step "console in headless Chromium" scripts/sdk-tests.sh console
-await more-stacks
+await localstack-smoke more-stacks
 spawn schemathesis on_stack 8011 5011 scripts/schemathesis.sh
 spawn sdk-suites scripts/sdk-tests.sh python typescript
 
@@ -91,16 +95,18 @@ bench_bin=(cargo run --quiet --locked -p forgebench-bench --bin)
 bench() { local began=$SECONDS; "${bench_bin[@]}" "$@" && echo "(took $((SECONDS - began)) s)"; }
 # Two lanes of benchmarks, each on tables of its own: they mostly wait on their emulators.
 benchmarks_waiting() {
-  echo "== benchmark (short: 6 s idle waits): one pull task's DynamoDB calls, long-poll cost, answer latency"
-  bench pull-lifecycle -- 6
+  echo "== benchmark (short: 6 s idle waits, 12 rounds): one pull task's DynamoDB calls, long-poll cost, answer latency"
+  bench pull-lifecycle -- 6 12
   echo "== benchmark (short): push delivery beside a direct POST, and its hot path's calls"
   bench push-delivery -- 10 40 20
   echo "== benchmark (short): event streams beside the long poll"
   bench event-streams -- 8 6
   echo "== fault suite (short: 3 s faults); fails on a task lost or duplicated, or an undocumented answer"
   bench faults -- 3 --gate
-  echo "== soak (short: 60 s of mixed work); fails on an undocumented answer or a task not completed"
-  bench soak -- 60 4 --gate
+  echo "== soak (short: 40 s of mixed work); fails on an undocumented answer or a task not completed"
+  bench soak -- 40 4 --gate
+  echo "== benchmark (short): a quiet tenant's pull life and push deliveries beside a noisy tenant; fails on a quiet push task lost"
+  bench noisy-neighbour -- 10
 }
 benchmarks_volume() {
   echo "== benchmark (short): task search beside a full Scan"
@@ -109,8 +115,6 @@ benchmarks_volume() {
   bench claims -- 50
   echo "== benchmark (short): claims, idle waits and search with 10x and 100x the history"
   bench history -- 20 20 3
-  echo "== benchmark (short): a quiet tenant's pull life and push deliveries beside a noisy tenant; fails on a quiet push task lost"
-  bench noisy-neighbour -- 10
   # In this lane, not the other: the waiting lane is the run's longest tail.
   # Ten tasks per mode: the units per task are the same as with more (they are counts), and the
   # run takes half the time.

@@ -50,9 +50,12 @@ spawn() {
   shift
   echo "== $name (in the background; log: ${steps_logs#"$root/"}/$name.log)" >&2
   step_begin[$name]=$(date +%s)
-  rm -f "$steps_logs/$name.end"
-  # The step's own end time, so a step awaited late still reports how long it ran.
-  ( ("$@") >"$steps_logs/$name.log" 2>&1; status=$?; date +%s >"$steps_logs/$name.end"; exit $status ) &
+  rm -f "$steps_logs/$name.end" "$steps_logs/$name.status"
+  # The step's own end time, so a step awaited late still reports how long it ran; and its exit
+  # status, since `wait` cannot tell it once the step's pid was taken by another process (a long
+  # run starts tens of thousands, and pids wrap around).
+  ( status=0; ("$@") >"$steps_logs/$name.log" 2>&1 || status=$?
+    date +%s >"$steps_logs/$name.end"; echo "$status" >"$steps_logs/$name.status"; exit $status ) &
   step_pid[$name]=$!
 }
 
@@ -60,7 +63,9 @@ await() {
   local name status failed=0
   for name in "$@"; do
     status=0
-    wait "${step_pid[$name]}" || status=$?
+    # A step that ended has said how; only one still running is waited for (its pid is its own).
+    [ -s "$steps_logs/$name.status" ] || wait "${step_pid[$name]}" 2>/dev/null || status=$?
+    [ ! -s "$steps_logs/$name.status" ] || status=$(cat "$steps_logs/$name.status")
     local end
     end=$(cat "$steps_logs/$name.end" 2>/dev/null || date +%s)
     _step_record "$name (beside others)" $(( end - ${step_begin[$name]} )) "$([ $status = 0 ] && echo ok || echo "FAILED ($status)")"

@@ -310,10 +310,14 @@ describe("the docs' samples, run as written against the gateway", { skip: noGate
             request: `${exchange.method} ${exchange.url}`,
             state: (exchange.responseBody as Task).status.state,
           }));
-          assert.deepEqual(exchanges, [
-            { request: `POST /v1/agents/${callee}/tasks?wait=30`, state: "working" },
-            { request: `GET ${pollPath}`, state: "completed" },
-          ]);
+          // The open, answered working, then the poll. On a loaded machine the open's answer can
+          // come after the SDK's time for it (its 30 s wait and 30 s more), and the SDK sends the
+          // open again: the same message, so the same task, answered working again.
+          const open = { request: `POST /v1/agents/${callee}/tasks?wait=30`, state: "working" };
+          const opens = exchanges.slice(0, -1);
+          assert.ok(opens.length >= 1, JSON.stringify(exchanges));
+          for (const sent of opens) assert.deepEqual(sent, open);
+          assert.deepEqual(exchanges.at(-1), { request: `GET ${pollPath}`, state: "completed" });
         } finally {
           await proxy.close();
         }
