@@ -27,6 +27,14 @@ pub enum CommandError {
 }
 
 impl CommandError {
+    /// The gateway's refusal behind this error, if it answered one.
+    pub fn gateway(&self) -> Option<&forgebench_sdk::Error> {
+        match self {
+            CommandError::Gateway(error) => Some(error),
+            CommandError::Usage(_) => None,
+        }
+    }
+
     /// The exit code of this error; see [`crate::exit`].
     pub fn exit_code(&self) -> u8 {
         match self {

@@ -63,7 +63,7 @@ async fn main() -> ExitCode {
     match commands::run(&client, printer, cli.command).await {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("forgebench: {error}");
+            printer.error(&error);
             ExitCode::from(error.exit_code())
         }
     }

@@ -15,6 +15,29 @@ pub struct Printer {
 }
 
 impl Printer {
+    /// Reports a command's error on stderr: with `--json` one line
+    /// `{"error": {"message", "exit_code", "status", "code", "request_id"}}` (`null` for what the
+    /// error does not have), else `forgebench: MESSAGE`, with the gateway's request id (the id
+    /// its operators search the logs by) when it answered one.
+    pub fn error(&self, error: &crate::commands::CommandError) {
+        let gateway = error.gateway();
+        let request_id = gateway.and_then(forgebench_sdk::Error::request_id);
+        if self.json {
+            let report = serde_json::json!({"error": {
+                "message": error.to_string(),
+                "exit_code": error.exit_code(),
+                "status": gateway.and_then(forgebench_sdk::Error::status),
+                "code": gateway.and_then(forgebench_sdk::Error::code),
+                "request_id": request_id,
+            }});
+            eprintln!("{report}");
+        } else if let Some(request_id) = request_id {
+            eprintln!("forgebench: {error} (request id {request_id})");
+        } else {
+            eprintln!("forgebench: {error}");
+        }
+    }
+
     /// Prints `value` as one line of JSON, or `human()` as text.
     pub fn print<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
         if self.json {

@@ -272,6 +272,33 @@ async fn the_management_commands_set_up_agents_that_can_call_each_other() {
         "{}",
         refused.stderr
     );
+    let request_id = refused
+        .stderr
+        .trim_end()
+        .rsplit_once("(request id ")
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("no request id: {}", refused.stderr))
+        .to_owned();
+    assert!(!request_id.is_empty());
+    let refused = run(
+        &app,
+        &caller_key,
+        &["--json", "call", "classifier", "--text", "hi"],
+    )
+    .await;
+    assert_eq!(refused.code, 7, "{}", refused.stderr);
+    assert_eq!(refused.stdout, "", "an error prints nothing on stdout");
+    // Progress lines come first; the error is the last line.
+    let last_line = refused.stderr.trim_end().lines().last().unwrap_or_default();
+    let report: Value = serde_json::from_str(last_line)
+        .unwrap_or_else(|_| panic!("one line of JSON: {}", refused.stderr));
+    let error = &report["error"];
+    assert_eq!(error["exit_code"], 7);
+    assert_eq!(error["status"], 403);
+    assert_eq!(error["code"], "not_permitted");
+    let json_request_id = error["request_id"].as_str().unwrap();
+    assert!(!json_request_id.is_empty() && json_request_id != request_id);
+    assert!(error["message"].as_str().unwrap().contains("not permitted"));
 
     let granted = run(
         &app,
