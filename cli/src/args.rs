@@ -70,6 +70,12 @@ pub enum Command {
     /// OpenID Connect issuers the tenant trusts: whose tokens sign in as which agent or member.
     #[command(subcommand)]
     Issuers(IssuerCommand),
+    /// Print the shell's completion script for forgebench (needs no gateway), e.g.
+    /// `forgebench completions bash > ~/.local/share/bash-completion/completions/forgebench`.
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -13,7 +13,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use forgebench_sdk::{Client, HOSTED_URL};
 
-use crate::args::Cli;
+use crate::args::{Cli, Command};
 use crate::output::Printer;
 use crate::token::CommandTokens;
 
@@ -26,6 +26,15 @@ async fn main() -> ExitCode {
         .with_env_filter(filter)
         .init();
     let cli = Cli::parse();
+    if let Command::Completions { shell } = cli.command {
+        clap_complete::generate(
+            shell,
+            &mut Cli::command(),
+            "forgebench",
+            &mut std::io::stdout(),
+        );
+        return ExitCode::SUCCESS;
+    }
     let printer = Printer { json: cli.json };
     // No default gateway: a key goes only where the user said (--url or FORGEBENCH_URL).
     let Some(url) = cli.url.filter(|url| !url.is_empty()) else {

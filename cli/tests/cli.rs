@@ -687,3 +687,29 @@ async fn without_a_url_the_cli_is_a_usage_error_and_sends_nothing() {
         "no request went anywhere (the old default would have gone to the hosted service)"
     );
 }
+
+/// Shell completions need no gateway, key or URL, and name every command.
+#[tokio::test]
+async fn completions_are_printed_for_each_shell_without_a_gateway() {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef forgebench"),
+        ("fish", "complete -c forgebench"),
+    ] {
+        let mut command = Command::new(BINARY);
+        command
+            .args(["completions", shell])
+            .env_remove("FORGEBENCH_URL")
+            .env_remove("FORGEBENCH_API_KEY")
+            .kill_on_drop(true);
+        let run = finish(command).await;
+        assert_eq!(run.code, 0, "{shell}: {}", run.stderr);
+        assert!(run.stdout.contains(marker), "{shell}: {}", run.stdout);
+        for name in ["tasks", "bindings", "issuers", "replay-notification"] {
+            assert!(run.stdout.contains(name), "{shell} completes {name}");
+        }
+    }
+    let mut unknown = Command::new(BINARY);
+    unknown.args(["completions", "cmd.exe"]).kill_on_drop(true);
+    assert_eq!(finish(unknown).await.code, 2);
+}
