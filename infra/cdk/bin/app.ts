@@ -12,18 +12,12 @@
 // forgebench-cdk).
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { FunctionCode } from '../lib/gateway';
+import { functionCodeFromContext } from '../lib/gateway';
 import { ForgebenchStack } from '../lib/stack';
 
 const app = new App();
-const kind = (app.node.tryGetContext('code') as string | undefined) ?? 'prebuilt';
-let code: FunctionCode;
-if (kind === 'prebuilt') code = { kind, dir: app.node.tryGetContext('prebuiltDir') as string | undefined };
-else if (kind === 'cargoLambda' || kind === 'placeholder') code = { kind };
-else throw new Error(`context code must be prebuilt, cargoLambda or placeholder, not ${kind}`);
-
 new ForgebenchStack(app, (app.node.tryGetContext('stackName') as string | undefined) ?? 'forgebench-cdk', {
   description: 'Forgebench A2A gateway: governed agent-to-agent tasks behind API Gateway REST, one Lambda function per route, state in one DynamoDB table.',
-  code,
+  code: functionCodeFromContext(app),
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

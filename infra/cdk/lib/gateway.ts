@@ -1,9 +1,10 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Aws, CfnCondition, CfnDeletionPolicy, CfnWaitConditionHandle, Duration, Fn, IResolvable, Token } from 'aws-cdk-lib';
+import { Aws, CfnCondition, CfnWaitConditionHandle, Duration, Fn, IResolvable, RemovalPolicy, Token } from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -20,8 +21,9 @@ import { Construct } from 'constructs';
 import * as yaml from 'js-yaml';
 import { DASHBOARD_BODY } from './dashboard';
 import { EnvValue, FUNCTIONS, FunctionSpec, Grant, ResourceKind } from './functions';
-import { acknowledgeNagFindings } from './nag';
-import { TABLE } from './table';
+import { keepLogicalId } from './logical-ids';
+import { acknowledgeGrantFinding, acknowledgeNagFindings } from './nag';
+import { TABLE, TABLE_ATTRIBUTES, TABLE_INDEXES } from './table';
 
 /**
  * How the functions' code is packaged. Every function runs the one gateway binary
@@ -41,26 +43,41 @@ export type FunctionCode =
   | { readonly kind: 'cargoLambda'; readonly manifestPath?: string }
   | { readonly kind: 'placeholder' };
 
+/**
+ * The gateway's settings: the parameters of infra/template.yaml as plain values, or tokens (a
+ * `CfnParameter`'s value, as `ForgebenchStack` passes them). Plain values outside their range stop
+ * the synth.
+ */
 export interface ForgebenchGatewayProps {
   /** SHA-256 (64 lower-case hex) of the operator key; the key itself is never deployed. */
   readonly operatorKeyHash: string;
-  /** @default { kind: 'prebuilt' } with `dir` `<repository>/target/lambda-arm64` */
+  /**
+   * How the functions' code is packaged (every function runs the one gateway binary).
+   * @default { kind: 'prebuilt' } with `dir` `<repository>/target/lambda-arm64`
+   */
   readonly code?: FunctionCode;
-  /** The API definition; its integrations name the functions (`${<id>Function.Arn}`). @default `<repository>/infra/openapi.yaml` */
+  /**
+   * The API definition; its integrations name the functions (`${<id>Function.Arn}`).
+   * @default `infra/openapi.yaml` of the repository this package is in, or the copy packed with it
+   */
   readonly openApiPath?: string;
-  /** @default true */
+  /**
+   * Whether the state table is protected from deletion (with the stack, or by anyone). A token
+   * (a `"true"`/`"false"` parameter) is passed through.
+   * @default true
+   */
   readonly tableDeletionProtection?: boolean | IResolvable;
-  /** Days the functions' logs are kept (a CloudWatch Logs retention value). @default 30 */
+  /** Days the functions' and the access log's logs are kept (a CloudWatch Logs retention value). @default 30 */
   readonly logRetentionDays?: number;
-  /** Days tasks and their stored bodies are kept (table TTL, bucket lifecycle), 1–3650. @default 365 */
+  /** Days tasks and their stored bodies are kept (table TTL, the body bucket's lifecycle rule), 1–3650. @default 365 */
   readonly taskRetentionDays?: number;
-  /** Requests per second the whole API serves. @default 500 */
+  /** Requests per second the whole API serves (the stage's throttle); past it, 429. @default 500 */
   readonly throttleRateLimit?: number;
   /** The stage's token bucket size. @default 1000 */
   readonly throttleBurstLimit?: number;
   /** Reserved concurrency of each long-poll function. @default 100 */
   readonly longPollConcurrency?: number;
-  /** The most push worker invocations the queue runs at once (2 to 1,000). @default 50 */
+  /** The most push worker invocations the queue runs at once (the event source mapping's maximum concurrency), 2–1,000. @default 50 */
   readonly pushWorkerConcurrency?: number;
   /** The base URL agent cards name and sign; empty: the API's own URL. @default '' */
   readonly publicUrl?: string;
@@ -68,21 +85,25 @@ export interface ForgebenchGatewayProps {
   readonly maxWaitSeconds?: number;
   /** The most waiting requests and streams of one tenant at once, 1–1,000. @default 40 */
   readonly tenantMaxWaits?: number;
-  /** The most agents one tenant holds that are not retired (1 to 100,000; default 1,000). */
+  /** The most agents one tenant holds that are not retired, 1–100,000. @default 1000 */
   readonly tenantMaxAgents?: number;
-  /** The most push notification configs with updates to send one tenant holds (1 to 1,000,000; default 10,000). */
+  /** The most push notification configs with updates to send one tenant holds, 1–1,000,000. @default 10000 */
   readonly tenantMaxConfigs?: number;
-  /** The most push POSTs of one tenant in flight across every push worker (1 to 1,000; default 10). */
+  /** The most push POSTs of one tenant in flight across every push worker, 1–1,000. @default 10 */
   readonly tenantMaxPushes?: number;
-  /** Failed attempts in a row that disable a push endpoint (1 to 100,000; default 20). */
+  /** Failed attempts in a row that disable a push endpoint, 1–100,000. @default 20 */
   readonly endpointDisableFailures?: number;
-  /** The least time those failures span, in seconds (0 to 2,592,000; default 3,600). */
+  /** The least time those failures span, in seconds, 0–2,592,000. @default 3600 */
   readonly endpointDisableSeconds?: number;
-  /** The most DynamoDB write units one write of a message's word postings spends (1 to 1,000; default 1,000). */
+  /** The most DynamoDB write units one write of a message's word postings spends, 1–1,000. @default 1000 */
   readonly indexUnits?: number;
   /** The secrets key's alias. @default `alias/<stack name>-secrets` */
   readonly keyAliasName?: string;
-  /** The REST API's name (also the `ApiName` the 5xx alarm and the dashboard watch). @default `<stack name>-Api` */
+  /**
+   * The REST API's name (also the `ApiName` the 5xx alarm, the dashboard and the `metricApi*`
+   * methods watch): give each gateway in one account and region its own.
+   * @default `<stack name>-Api`
+   */
   readonly restApiName?: string;
   /**
    * An address the alarm topic mails (it confirms the subscription first); empty: the topic has
@@ -127,6 +148,9 @@ export interface ForgebenchGatewayProps {
   readonly otelCollectorLayerArn?: string;
 }
 
+const FIVE_MINUTES = Duration.minutes(5);
+/** The statistic and period of the count metrics (the alarms' and the dashboard's). */
+const FIVE_MINUTE_SUM = { statistic: 'Sum', period: FIVE_MINUTES } as const;
 const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
 const DEFAULT_TIMEOUT = 29;
 const DEFAULT_MEMORY = 256;
@@ -149,6 +173,39 @@ export function repositoryRoot(from: string = __dirname): string {
   }
 }
 
+/** This package's directory (the one holding its package.json), from lib/ or dist/lib/. */
+function packageDir(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no package.json above ${__dirname}`);
+  }
+}
+
+/**
+ * The API definition the construct deploys by default: `infra/openapi.yaml` of the repository
+ * when this package is its `infra/cdk` (a checkout, or an install from that directory), else the
+ * copy `npm pack` puts beside package.json (the `prepack` script).
+ */
+export function defaultOpenApiPath(): string {
+  const dir = packageDir();
+  const candidates = [path.join(dir, '..', 'openapi.yaml'), path.join(dir, 'openapi.yaml')];
+  const found = candidates.find((c) => fs.existsSync(c));
+  if (!found) throw new Error(`no API definition at ${candidates.join(' or ')}; pass openApiPath`);
+  return found;
+}
+
+/**
+ * The `code` an app's context asks for: `-c code=prebuilt` (the default; `-c prebuiltDir=DIR` for
+ * a directory holding `gateway/bootstrap` other than `<repository>/target/lambda-arm64`),
+ * `-c code=cargoLambda` or `-c code=placeholder`.
+ */
+export function functionCodeFromContext(scope: Construct): FunctionCode {
+  const kind = (scope.node.tryGetContext('code') as string | undefined) ?? 'prebuilt';
+  if (kind === 'prebuilt') return { kind, dir: scope.node.tryGetContext('prebuiltDir') as string | undefined };
+  if (kind === 'cargoLambda' || kind === 'placeholder') return { kind };
+  throw new Error(`context code must be prebuilt, cargoLambda or placeholder, not ${kind}`);
+}
+
 function checkRange(name: string, value: number | undefined, min: number, max: number): void {
   if (value === undefined || Token.isUnresolved(value)) return;
   if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be a whole number in ${min}..${max}, not ${value}`);
@@ -162,28 +219,44 @@ function envString(value: number): string {
  * The Forgebench A2A gateway: the REST API of infra/openapi.yaml, one arm64 Lambda function per
  * route with its own least-privilege role, the push worker on its queue with a dead-letter queue
  * and an alarm, the scheduled sweeper (all of them the one gateway binary, told apart by
- * `FORGEBENCH_ROUTE`), the state table, the body bucket and the secrets key; the same system as
- * infra/template.yaml.
+ * `FORGEBENCH_ROUTE`), the state table, the body bucket and the secrets key, the alarms and the
+ * dashboard; the same system as infra/template.yaml.
+ *
+ * A stack that embeds it reaches its resources as L2 constructs (`table`, `pushQueue`, `api`,
+ * `functions.OpenTask`, ...) and has `grant*` methods for its own principals and `metric*`
+ * methods for its own alarms and dashboards.
  */
 export class ForgebenchGateway extends Construct {
-  readonly table: dynamodb.CfnTable;
-  readonly pushQueue: sqs.CfnQueue;
-  readonly pushDeadLetterQueue: sqs.CfnQueue;
-  readonly secretsKey: kms.CfnKey;
-  readonly bodyBucket: s3.CfnBucket;
+  /** The state table: tasks, their calls and audit entries, agents, keys, tenants (one table). */
+  readonly table: dynamodb.Table;
+  /** The push deliveries' queue, which the push worker consumes. */
+  readonly pushQueue: sqs.Queue;
+  /** Where a push delivery lands that the worker could not handle in 10 receives. */
+  readonly pushDeadLetterQueue: sqs.Queue;
+  /** Seals push endpoint secrets and signing-key seeds, and encrypts the body bucket. */
+  readonly secretsKey: kms.Key;
+  /** Message and artifact bodies too large for a task item, under `tasks/`; kept when the stack goes (Retain). */
+  readonly bodyBucket: s3.Bucket;
+  /** The REST API (infra/openapi.yaml); its one stage is `api.deploymentStage` (`prod`). */
   readonly api: apigateway.SpecRestApi;
+  /** The REST API's name: the `ApiName` dimension of its metrics. */
+  readonly restApiName: string;
   /** Every function by its `id` in FUNCTIONS (`OpenTask`, `PushWorker`, ...). */
   readonly functions: Readonly<Record<string, lambda.Function>>;
-  readonly pushDeadLetterAlarm: cloudwatch.CfnAlarm;
-  /** The topic every alarm notifies. */
-  readonly alarmTopic: sns.CfnTopic;
+  /** Every function's log group (`/aws/lambda/<function name>`), by the function's `id`. */
+  readonly functionLogGroups: Readonly<Record<string, logs.LogGroup>>;
+  /** The alarm on the dead-letter queue (also `alarms.PushDeadLetterAlarm`). */
+  readonly pushDeadLetterAlarm: cloudwatch.Alarm;
+  /** The topic every alarm notifies: subscribe to it, or add it as an action of your own alarms. */
+  readonly alarmTopic: sns.Topic;
   /** Every alarm, by its SAM logical id (`Api5xxAlarm`, `PushDeadLetterAlarm`, ...). */
-  readonly alarms: Readonly<Record<string, cloudwatch.CfnAlarm>>;
+  readonly alarms: Readonly<Record<string, cloudwatch.IAlarm>>;
   readonly dashboard: cloudwatch.CfnDashboard;
   /** The dashboard's name (`<stack name>-gateway`). */
   readonly dashboardName: string;
   /** The stage's access log (one JSON line per request: no body, header or key). */
-  readonly accessLogGroup: logs.CfnLogGroup;
+  readonly accessLogGroup: logs.LogGroup;
+  /** The CloudWatch namespace of the functions' business metrics (see `metric`). */
   readonly metricsNamespace: string;
   /** The X-Ray write policy every function's role has (SAM's name for it in the partition). */
   readonly xrayWritePolicy: iam.IManagedPolicy;
@@ -192,7 +265,6 @@ export class ForgebenchGateway extends Construct {
 
   constructor(scope: Construct, id: string, props: ForgebenchGatewayProps) {
     super(scope, id);
-    const root = repositoryRoot();
     const logRetentionDays = props.logRetentionDays ?? 30;
     const taskRetentionDays = props.taskRetentionDays ?? 365;
     const maxWaitSeconds = props.maxWaitSeconds ?? 30;
@@ -228,131 +300,127 @@ export class ForgebenchGateway extends Construct {
     }
     this.metricsNamespace = props.metricsNamespace ?? Fn.sub('Forgebench/${AWS::StackName}');
 
-    // The state table, as infra/template.yaml defines it. The L1 resource: its global secondary
-    // indexes use multi-attribute partition keys (several HASH entries), which CloudFormation takes
-    // as they are; the L2 Table would also add a Retain deletion policy the SAM stack lacks.
-    this.table = new dynamodb.CfnTable(this, 'Table', {
-      ...TABLE,
-      deletionProtectionEnabled: props.tableDeletionProtection ?? true,
-    });
+    // The state table, as infra/template.yaml defines it (lib/table.ts).
+    // Deleted with the stack unless deletion protection (on by default) stops it: the SAM stack's
+    // table declares no DeletionPolicy, whose default is Delete (the L2's would be Retain).
+    this.table = new dynamodb.Table(this, 'Table', { ...TABLE, removalPolicy: RemovalPolicy.DESTROY });
+    for (const gsi of TABLE_INDEXES) this.table.addGlobalSecondaryIndex(gsi);
+    const cfnTable = this.table.node.defaultChild as dynamodb.CfnTable;
+    // Typed `boolean` on the L2; a parameter's token goes on the resource as it is.
+    cfnTable.deletionProtectionEnabled = props.tableDeletionProtection ?? true;
+    // The template's order (the L2 lists them in the order its keys name them): sorted in place,
+    // so an index added later still reaches the resource.
+    (cfnTable.attributeDefinitions as dynamodb.CfnTable.AttributeDefinitionProperty[]).sort(
+      (a, b) => TABLE_ATTRIBUTES.indexOf(a.attributeName) - TABLE_ATTRIBUTES.indexOf(b.attributeName),
+    );
+    keepLogicalId(this.table);
 
-    this.pushDeadLetterQueue = new sqs.CfnQueue(this, 'PushDeadLetterQueue', {
-      messageRetentionPeriod: 1209600,
-      sqsManagedSseEnabled: true,
+    this.pushDeadLetterQueue = new sqs.Queue(this, 'PushDeadLetterQueue', {
+      retentionPeriod: Duration.seconds(1209600),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      // As the SAM stack's queues (no DeletionPolicy: CloudFormation's default, Delete).
+      removalPolicy: RemovalPolicy.DESTROY,
     });
     // The worker's timeout is 30 s; the visibility timeout is 6x that, as the event source
     // mapping wants; maxReceiveCount is above the 6 scheduled attempts.
-    this.pushQueue = new sqs.CfnQueue(this, 'PushQueue', {
-      visibilityTimeout: 180,
-      messageRetentionPeriod: 345600,
-      sqsManagedSseEnabled: true,
-      redrivePolicy: { deadLetterTargetArn: this.pushDeadLetterQueue.attrArn, maxReceiveCount: 10 },
+    this.pushQueue = new sqs.Queue(this, 'PushQueue', {
+      visibilityTimeout: Duration.seconds(180),
+      retentionPeriod: Duration.seconds(345600),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      deadLetterQueue: { queue: this.pushDeadLetterQueue, maxReceiveCount: 10 },
+      removalPolicy: RemovalPolicy.DESTROY,
     });
+    keepLogicalId(this.pushDeadLetterQueue);
+    keepLogicalId(this.pushQueue);
 
     // TLS-only, like the body bucket (cdk-nag AwsSolutions-SQS4). Every client already uses HTTPS:
-    // the functions' SDK clients and Lambda's event source mapping.
-    new sqs.CfnQueuePolicy(this, 'PushQueuesTlsOnly', {
-      queues: [this.pushQueue.ref, this.pushDeadLetterQueue.ref],
-      policyDocument: {
-        Version: '2012-10-17',
-        Statement: [
-          {
-            Sid: 'TlsOnly',
-            Effect: 'Deny',
-            Principal: '*',
-            Action: 'sqs:*',
-            Resource: [this.pushQueue.attrArn, this.pushDeadLetterQueue.attrArn],
-            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
-          },
-        ],
-      },
-    });
+    // the functions' SDK clients and Lambda's event source mapping. One policy for both queues.
+    const queuesTlsOnly = new sqs.QueuePolicy(this, 'PushQueuesTlsOnly', { queues: [this.pushQueue, this.pushDeadLetterQueue] });
+    queuesTlsOnly.document.addStatements(
+      new iam.PolicyStatement({
+        sid: 'TlsOnly',
+        effect: iam.Effect.DENY,
+        principals: [new iam.StarPrincipal()],
+        actions: ['sqs:*'],
+        resources: [this.pushQueue.queueArn, this.pushDeadLetterQueue.queueArn],
+        conditions: { Bool: { 'aws:SecureTransport': 'false' } },
+      }),
+    );
+    keepLogicalId(queuesTlsOnly);
 
-    this.secretsKey = new kms.CfnKey(this, 'SecretsKey', {
+    this.secretsKey = new kms.Key(this, 'SecretsKey', {
       description: 'Forgebench gateway - seals push endpoint secrets',
       enableKeyRotation: true,
-      keyPolicy: {
-        Version: '2012-10-17',
-        Statement: [
-          {
-            Sid: 'AccountAdministers',
-            Effect: 'Allow',
-            Principal: { AWS: Fn.sub('arn:${AWS::Partition}:iam::${AWS::AccountId}:root') },
-            Action: 'kms:*',
-            Resource: '*',
-          },
+      // Deleted (scheduled for deletion) with the stack, as the SAM stack's key, which declares no
+      // DeletionPolicy; the L2's default would be Retain.
+      removalPolicy: RemovalPolicy.DESTROY,
+      policy: new iam.PolicyDocument({
+        statements: [
+          new iam.PolicyStatement({
+            sid: 'AccountAdministers',
+            effect: iam.Effect.ALLOW,
+            principals: [new iam.ArnPrincipal(Fn.sub('arn:${AWS::Partition}:iam::${AWS::AccountId}:root'))],
+            actions: ['kms:*'],
+            resources: ['*'],
+          }),
         ],
-      },
+      }),
     });
+    keepLogicalId(this.secretsKey);
+    // L1: kms.Alias targets the key by its ARN, the SAM template (and this resource) by its id.
     new kms.CfnAlias(this, 'SecretsKeyAlias', {
       aliasName: props.keyAliasName ?? Fn.sub('alias/${AWS::StackName}-secrets'),
-      targetKeyId: this.secretsKey.ref,
+      targetKeyId: this.secretsKey.keyId,
     });
 
-    this.bodyBucket = new s3.CfnBucket(this, 'BodyBucket', {
-      bucketEncryption: {
-        serverSideEncryptionConfiguration: [
-          {
-            serverSideEncryptionByDefault: { sseAlgorithm: 'aws:kms', kmsMasterKeyId: this.secretsKey.attrArn },
-            bucketKeyEnabled: true,
-          },
-        ],
-      },
-      publicAccessBlockConfiguration: {
-        blockPublicAcls: true,
-        blockPublicPolicy: true,
-        ignorePublicAcls: true,
-        restrictPublicBuckets: true,
-      },
-      ownershipControls: { rules: [{ objectOwnership: 'BucketOwnerEnforced' }] },
-      lifecycleConfiguration: {
-        rules: [
-          {
-            id: 'expire-task-bodies',
-            status: 'Enabled',
-            prefix: 'tasks/',
-            expirationInDays: taskRetentionDays,
-            abortIncompleteMultipartUpload: { daysAfterInitiation: 1 },
-          },
-        ],
-      },
+    this.bodyBucket = new s3.Bucket(this, 'BodyBucket', {
+      encryption: s3.BucketEncryption.KMS,
+      encryptionKey: this.secretsKey,
+      bucketKeyEnabled: true,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      lifecycleRules: [
+        {
+          id: 'expire-task-bodies',
+          enabled: true,
+          prefix: 'tasks/',
+          expiration: Duration.days(taskRetentionDays),
+          abortIncompleteMultipartUploadAfter: Duration.days(1),
+        },
+      ],
+      // The bodies are the tasks' data: kept when the stack goes, like the SAM stack's.
+      removalPolicy: RemovalPolicy.RETAIN,
     });
-    // The bodies are the tasks' data: kept when the stack goes, like the SAM stack's.
-    this.bodyBucket.cfnOptions.deletionPolicy = CfnDeletionPolicy.RETAIN;
-    this.bodyBucket.cfnOptions.updateReplacePolicy = CfnDeletionPolicy.RETAIN;
-    new s3.CfnBucketPolicy(this, 'BodyBucketPolicy', {
-      bucket: this.bodyBucket.ref,
-      policyDocument: {
-        Version: '2012-10-17',
-        Statement: [
-          {
-            Sid: 'TlsOnly',
-            Effect: 'Deny',
-            Principal: '*',
-            Action: 's3:*',
-            Resource: [this.bodyBucket.attrArn, `${this.bodyBucket.attrArn}/*`],
-            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
-          },
-        ],
-      },
-    });
+    keepLogicalId(this.bodyBucket);
+    // TLS-only (the SAM template's statement, with its Sid; `enforceSSL` would write its own).
+    this.bodyBucket.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'TlsOnly',
+        effect: iam.Effect.DENY,
+        principals: [new iam.StarPrincipal()],
+        actions: ['s3:*'],
+        resources: [this.bodyBucket.bucketArn, this.bodyBucket.arnForObjects('*')],
+        conditions: { Bool: { 'aws:SecureTransport': 'false' } },
+      }),
+    );
+    keepLogicalId(this.bodyBucket.policy!, { parent: this, id: 'BodyBucketPolicy' });
 
     const envValues: Record<EnvValue, string> = {
-      queueUrl: this.pushQueue.ref,
-      bucketName: this.bodyBucket.ref,
-      keyId: this.secretsKey.ref,
+      queueUrl: this.pushQueue.queueUrl,
+      bucketName: this.bodyBucket.bucketName,
+      keyId: this.secretsKey.keyId,
       operatorKeyHash: props.operatorKeyHash,
       publicUrl: props.publicUrl ?? '',
     };
     const resources: Record<string, string> = {
-      table: this.table.attrArn,
-      indexes: `${this.table.attrArn}/index/*`,
-      bodies: `${this.bodyBucket.attrArn}/tasks/*`,
-      queue: this.pushQueue.attrArn,
-      key: this.secretsKey.attrArn,
+      table: this.table.tableArn,
+      indexes: `${this.table.tableArn}/index/*`,
+      bodies: this.bodyBucket.arnForObjects('tasks/*'),
+      queue: this.pushQueue.queueArn,
+      key: this.secretsKey.keyArn,
     };
     const resourceArn = (kind: ResourceKind): string =>
-      kind.startsWith('index/') ? `${this.table.attrArn}/${kind}` : resources[kind]!;
+      kind.startsWith('index/') ? `${this.table.tableArn}/${kind}` : resources[kind]!;
 
     // The one binary is packaged once. Prebuilt and placeholder: one asset (one lambda.Code),
     // shared by every function: staged and uploaded once. cargoLambda: RustFunction makes its own
@@ -364,7 +432,7 @@ export class ForgebenchGateway extends Construct {
     let sharedCode: lambda.Code | undefined;
     let rustBuild: RustBuild | undefined;
     if (code.kind === 'prebuilt') {
-      const dir = path.join(code.dir ?? path.join(root, 'target', 'lambda-arm64'), GATEWAY_BINARY);
+      const dir = path.join(code.dir ?? path.join(repositoryRoot(), 'target', 'lambda-arm64'), GATEWAY_BINARY);
       if (!fs.existsSync(path.join(dir, 'bootstrap'))) {
         throw new Error(
           `ForgebenchGateway: no prebuilt gateway binary: ${path.join(dir, 'bootstrap')} is missing. ` +
@@ -378,7 +446,7 @@ export class ForgebenchGateway extends Construct {
     } else {
       rustBuild = {
         runtime: 'provided.al2023',
-        manifestPath: code.manifestPath ?? path.join(root, 'Cargo.toml'),
+        manifestPath: code.manifestPath ?? path.join(repositoryRoot(), 'Cargo.toml'),
         binaryName: GATEWAY_BINARY,
         bundling: { architecture: lambda.Architecture.ARM_64, cargoLambdaFlags: ['--locked'] },
       };
@@ -400,8 +468,9 @@ export class ForgebenchGateway extends Construct {
     const spans = spanExport(this, props.otelCollectorLayerArn);
 
     const functions: Record<string, lambda.Function> = {};
+    const functionLogGroups: Record<string, logs.LogGroup> = {};
     for (const spec of FUNCTIONS) {
-      functions[spec.id] = this.makeFunction(spec, {
+      ({ fn: functions[spec.id], logGroup: functionLogGroups[spec.id] } = this.makeFunction(spec, {
         sharedCode,
         rustBuild,
         envValues,
@@ -421,22 +490,27 @@ export class ForgebenchGateway extends Construct {
         metricsNamespace: this.metricsNamespace,
         xrayPolicy,
         spans,
-      });
+      }));
     }
     this.functions = functions;
+    this.functionLogGroups = functionLogGroups;
 
     // The API: infra/openapi.yaml with each integration's function ARN substituted.
-    const openApiPath = props.openApiPath ?? path.join(root, 'infra', 'openapi.yaml');
+    const openApiPath = props.openApiPath ?? defaultOpenApiPath();
     const definition = yaml.load(fs.readFileSync(openApiPath, 'utf8')) as OpenApi;
     const named = bindIntegrations(definition, functions);
     for (const spec of FUNCTIONS) {
       if (!spec.trigger && !named.has(spec.id)) throw new Error(`ForgebenchGateway: ${spec.id} has no trigger and no route in ${openApiPath}`);
     }
-    const apiName = props.restApiName ?? Fn.sub('${AWS::StackName}-Api');
+    const apiName = (this.restApiName = props.restApiName ?? Fn.sub('${AWS::StackName}-Api'));
 
     // The stage's access log, and the account setting it needs: API Gateway writes access logs
     // only once the account (per region) names a CloudWatch Logs role.
-    this.accessLogGroup = new logs.CfnLogGroup(this, 'ApiAccessLogGroup', { retentionInDays: logRetentionDays });
+    this.accessLogGroup = new logs.LogGroup(this, 'ApiAccessLogGroup', {
+      retention: logRetentionDays as logs.RetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    keepLogicalId(this.accessLogGroup);
     const configureLogging = props.configureApiGatewayLogging ?? true;
     const loggingCondition = Token.isUnresolved(configureLogging)
       ? new CfnCondition(this, 'ConfiguresApiGatewayLogging', { expression: Fn.conditionEquals(configureLogging, 'true') })
@@ -477,7 +551,7 @@ export class ForgebenchGateway extends Construct {
         // One JSON line per request: no body, no header, no key. API Gateway knows no principal
         // (the functions authenticate), so the principal is on the function's `request served`
         // line, joined by request_id (docs/operations.md).
-        accessLogDestination: { bind: () => ({ destinationArn: this.accessLogGroup.attrArn }) },
+        accessLogDestination: new apigateway.LogGroupLogDestination(this.accessLogGroup),
         accessLogFormat: apigateway.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
       },
     });
@@ -494,45 +568,59 @@ export class ForgebenchGateway extends Construct {
     this.limitKeyRequestRates(props.keyRequestRateLimit ?? 0, props.addressRequestRateLimit ?? DEFAULT_ADDRESS_REQUEST_RATE_LIMIT);
 
     // Operations (docs/operations.md): the topic every alarm notifies, the alarms, a dashboard.
-    this.alarmTopic = new sns.CfnTopic(this, 'AlarmTopic', { kmsMasterKeyId: 'alias/aws/sns' });
-    new sns.CfnTopicPolicy(this, 'AlarmTopicPolicy', {
-      topics: [this.alarmTopic.ref],
-      policyDocument: {
-        Version: '2012-10-17',
-        Statement: [
-          {
-            Sid: 'AlarmsPublish',
-            Effect: 'Allow',
-            Principal: { Service: 'cloudwatch.amazonaws.com' },
-            Action: 'sns:Publish',
-            Resource: this.alarmTopic.ref,
-            Condition: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
-          },
-        ],
-      },
-    });
+    this.alarmTopic = new sns.Topic(this, 'AlarmTopic');
+    // SNS's own key by its alias, as the template names it (the L2's `masterKey` would write an
+    // alias ARN).
+    (this.alarmTopic.node.defaultChild as sns.CfnTopic).kmsMasterKeyId = 'alias/aws/sns';
+    keepLogicalId(this.alarmTopic);
+    this.alarmTopic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'AlarmsPublish',
+        effect: iam.Effect.ALLOW,
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [this.alarmTopic.topicArn],
+        conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
+      }),
+    );
+    keepLogicalId(this.alarmTopic.node.findChild('Policy'), { parent: this, id: 'AlarmTopicPolicy' });
     if (Token.isUnresolved(alarmEmail) || alarmEmail !== '') {
-      const subscription = new sns.CfnSubscription(this, 'AlarmEmailSubscription', {
-        topicArn: this.alarmTopic.ref,
-        protocol: 'email',
+      const subscription = new sns.Subscription(this, 'AlarmEmailSubscription', {
+        topic: this.alarmTopic,
+        protocol: sns.SubscriptionProtocol.EMAIL,
         endpoint: alarmEmail,
       });
+      keepLogicalId(subscription);
       if (Token.isUnresolved(alarmEmail)) {
-        subscription.cfnOptions.condition = new CfnCondition(this, 'HasAlarmEmail', {
+        (subscription.node.defaultChild as sns.CfnSubscription).cfnOptions.condition = new CfnCondition(this, 'HasAlarmEmail', {
           expression: Fn.conditionNot(Fn.conditionEquals(alarmEmail, '')),
         });
       }
     }
-    const alarmActions = [this.alarmTopic.ref];
-    const alarms: Record<string, cloudwatch.CfnAlarm> = {};
+    const alarms: Record<string, cloudwatch.IAlarm> = {};
+    // The metric-math alarms stay L1: the L2 Alarm names its expression `expr_1`, where the
+    // template's names it (`rate`, `failures`, `throttles`). Each has an IAlarm handle.
     const alarm = (name: string, alarmProps: Omit<cloudwatch.CfnAlarmProps, 'alarmActions' | 'treatMissingData' | 'comparisonOperator'>) => {
-      alarms[name] = new cloudwatch.CfnAlarm(this, name, {
+      const resource = new cloudwatch.CfnAlarm(this, name, {
         ...alarmProps,
-        alarmActions,
+        alarmActions: [this.alarmTopic.topicArn],
         comparisonOperator: 'GreaterThanThreshold',
         treatMissingData: 'notBreaching',
       });
-      return alarms[name]!;
+      alarms[name] = cloudwatch.Alarm.fromAlarmArn(this, `${name}Handle`, resource.attrArn);
+    };
+    // An alarm on one metric (the construct's own metric* methods) above its threshold, to the topic.
+    const metricAlarm = (name: string, metric: cloudwatch.IMetric, alarmProps: Pick<cloudwatch.AlarmProps, 'alarmDescription' | 'evaluationPeriods' | 'datapointsToAlarm' | 'threshold'>) => {
+      const created = new cloudwatch.Alarm(this, name, {
+        ...alarmProps,
+        metric,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      created.addAlarmAction(new cloudwatchActions.SnsAction(this.alarmTopic));
+      keepLogicalId(created);
+      alarms[name] = created;
+      return created;
     };
     const stat = (id: string, namespace: string, metricName: string, dimensions: Record<string, string>, s = 'Sum') => ({
       id,
@@ -600,40 +688,26 @@ export class ForgebenchGateway extends Construct {
       evaluationPeriods: 1,
       threshold: 0,
     });
-    alarm('PushQueueAgeAlarm', {
+    metricAlarm('PushQueueAgeAlarm', this.metricPushQueueAge(), {
       alarmDescription:
         'The oldest push message waited over 5 minutes: the worker is failing, throttled, or ' +
         'slower than the tasks arriving.\n',
-      namespace: 'AWS/SQS',
-      metricName: 'ApproximateAgeOfOldestMessage',
-      dimensions: [{ name: 'QueueName', value: this.pushQueue.attrQueueName }],
-      statistic: 'Maximum',
-      period: 300,
       evaluationPeriods: 2,
       threshold: 300,
     });
-    alarm('SweepSkippedAlarm', {
+    metricAlarm('SweepSkippedAlarm', this.metric('SweepSkipped'), {
       alarmDescription:
         'Sweeps left items for later three runs in a row (the store or the queue failing for ' +
         'the sweeper): overdue tasks are not failed, lost enqueues not redone, word indexes behind.\n',
-      namespace: this.metricsNamespace,
-      metricName: 'SweepSkipped',
-      statistic: 'Sum',
-      period: 300,
       evaluationPeriods: 3,
       datapointsToAlarm: 3,
       threshold: 0,
     });
-
-    alarm('ItemsSkippedAlarm', {
+    metricAlarm('ItemsSkippedAlarm', this.metric('ItemsSkipped'), {
       alarmDescription:
         'A page left out a stored item it could not decode (the rest of the page was served): ' +
         'a bug to fix, never a normal condition. The gateway\'s log line "an item of a page could ' +
         'not be decoded" names the item\'s key and the cause.\n',
-      namespace: this.metricsNamespace,
-      metricName: 'ItemsSkipped',
-      statistic: 'Sum',
-      period: 300,
       evaluationPeriods: 1,
       threshold: 0,
     });
@@ -644,28 +718,166 @@ export class ForgebenchGateway extends Construct {
       dashboardBody: Fn.sub(DASHBOARD_BODY, {
         Namespace: this.metricsNamespace,
         ApiName: apiName,
-        PushQueueName: this.pushQueue.attrQueueName,
-        DeadLetterQueueName: this.pushDeadLetterQueue.attrQueueName,
+        PushQueueName: this.pushQueue.queueName,
+        DeadLetterQueueName: this.pushDeadLetterQueue.queueName,
       }),
     });
 
-    this.pushDeadLetterAlarm = new cloudwatch.CfnAlarm(this, 'PushDeadLetterAlarm', {
+    this.pushDeadLetterAlarm = metricAlarm('PushDeadLetterAlarm', this.metricDeadLetters(), {
       alarmDescription: 'Push deliveries the worker could not handle reached the dead-letter queue.',
-      alarmActions,
-      namespace: 'AWS/SQS',
-      metricName: 'ApproximateNumberOfMessagesVisible',
-      dimensions: [{ name: 'QueueName', value: this.pushDeadLetterQueue.attrQueueName }],
-      statistic: 'Maximum',
-      period: 300,
       evaluationPeriods: 1,
       threshold: 0,
-      comparisonOperator: 'GreaterThanThreshold',
-      treatMissingData: 'notBreaching',
     });
-    alarms.PushDeadLetterAlarm = this.pushDeadLetterAlarm;
     this.alarms = alarms;
 
     acknowledgeNagFindings(this);
+  }
+
+  // For the stacks that embed the gateway: grants to their own principals, metrics for their own
+  // alarms and dashboards. Each is made of the construct's resources (the grants name their ARNs,
+  // the metrics their names), never of names typed again.
+
+  /**
+   * Lets `grantee` read the ledger: the state table and its indexes (`dynamodb.Table.grantReadData`:
+   * GetItem, BatchGetItem, Query, Scan, ConditionCheckItem, DescribeTable, and GetRecords and
+   * GetShardIterator, which need a stream the table does not have), never write. The table holds
+   * every tenant's items: a grant for the operator's own auditors and reporting jobs, not for a
+   * tenant. The table is encrypted with DynamoDB's AWS-managed key, so no key grant is needed.
+   * Acknowledges, on the grantee, the cdk-nag finding (AwsSolutions-IAM5) of `<table>/index/*`.
+   */
+  grantReadLedger(grantee: iam.IGrantable): iam.Grant {
+    const grant = this.table.grantReadData(grantee);
+    acknowledgeGrantFinding(this, grantee, 'indexes');
+    return grant;
+  }
+
+  /**
+   * Lets `grantee` read the stored message and artifact bodies: `s3:GetObject` on the body
+   * bucket's `tasks/*`, and `kms:Decrypt` on the secrets key only through S3 in this region
+   * (`kms:ViaService`), so not the endpoint secrets and signing-key seeds the key also seals. For
+   * a principal of this account: the key's policy leaves its use to the account's IAM policies.
+   * Acknowledges, on the grantee, the cdk-nag finding (AwsSolutions-IAM5) of `<bucket>/tasks/*`.
+   */
+  grantReadBodies(grantee: iam.IGrantable): iam.Grant {
+    const objects = iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['s3:GetObject'],
+      resourceArns: [this.bodyBucket.arnForObjects('tasks/*')],
+    });
+    const key = iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['kms:Decrypt'],
+      resourceArns: [this.secretsKey.keyArn],
+      conditions: { StringEquals: { 'kms:ViaService': Fn.sub('s3.${AWS::Region}.amazonaws.com') } },
+    });
+    acknowledgeGrantFinding(this, grantee, 'bodies');
+    return objects.combine(key);
+  }
+
+  /**
+   * A business metric the functions write (Embedded Metric Format lines, shared/src/metrics.rs)
+   * in `metricsNamespace`: `TasksOpened` (dimension `Delivery`), `TasksClaimed`, `TasksAnswered`
+   * (`State`, `Delivery`), `TasksExpired`, `SweepSkipped`, `Refusals` (`Reason`),
+   * `PushAttemptLatency` (`Outcome`, milliseconds), `PushFailures`, `ItemsSkipped`, `LongPollWait`
+   * (`Route`, seconds). A metric with dimensions is published only with them: pass
+   * `dimensionsMap` for those.
+   * @default statistic Sum, period 5 minutes
+   */
+  metric(metricName: string, props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return new cloudwatch.Metric({ namespace: this.metricsNamespace, metricName, ...FIVE_MINUTE_SUM, ...props });
+  }
+
+  /**
+   * The API's requests (`AWS/ApiGateway` `Count`, by `ApiName` and `Stage`: the stage's own
+   * metric, its `Stage` a reference to the `prod` stage, as for every `metricApi*`).
+   * @default statistic Sum, period 5 minutes
+   */
+  metricApiRequests(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.api.deploymentStage.metricCount({ ...FIVE_MINUTE_SUM, ...props });
+  }
+
+  /** The API's 4xx answers (`AWS/ApiGateway` `4XXError` of the `prod` stage). @default statistic Sum, period 5 minutes */
+  metricApi4xx(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.api.deploymentStage.metricClientError({ ...FIVE_MINUTE_SUM, ...props });
+  }
+
+  /**
+   * The API's 5xx answers (`AWS/ApiGateway` `5XXError` of the `prod` stage): a function failing,
+   * timing out or throttled, or a backing service unavailable. The construct's own `Api5xxAlarm`
+   * watches their share of requests.
+   * @default statistic Sum, period 5 minutes
+   */
+  metricApi5xx(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.api.deploymentStage.metricServerError({ ...FIVE_MINUTE_SUM, ...props });
+  }
+
+  /**
+   * The API's latency, request to response as API Gateway measures it (`AWS/ApiGateway`
+   * `Latency` of the `prod` stage, milliseconds). Long polls (`?wait=`) and streams count the time
+   * they wait, so a high percentile can be waiting rather than slowness.
+   * @default statistic p99, period 5 minutes
+   */
+  metricApiLatency(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.api.deploymentStage.metricLatency({ statistic: 'p99', period: FIVE_MINUTES, ...props });
+  }
+
+  /**
+   * How long the oldest push delivery has waited on the push queue (`AWS/SQS`
+   * `ApproximateAgeOfOldestMessage`, seconds), which `PushQueueAgeAlarm` watches.
+   * @default statistic Maximum, period 5 minutes
+   */
+  metricPushQueueAge(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.pushQueue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum', period: FIVE_MINUTES, ...props });
+  }
+
+  /**
+   * Push deliveries waiting on the dead-letter queue (`AWS/SQS`
+   * `ApproximateNumberOfMessagesVisible`), which `PushDeadLetterAlarm` watches.
+   * @default statistic Maximum, period 5 minutes
+   */
+  metricDeadLetters(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.pushDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: FIVE_MINUTES, ...props });
+  }
+
+  /**
+   * A function's failed invocations (`AWS/Lambda` `Errors` by `FunctionName`), the function named
+   * by its id in FUNCTIONS (`OpenTask`) or its route (`open-task`). Without one, the sum over
+   * every function: a math expression of one metric per function, for dashboards (a CloudWatch
+   * alarm takes at most 10 metrics; alarm on one function's).
+   * @default statistic Sum, period 5 minutes
+   */
+  metricFunctionErrors(functionId: string, props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+  metricFunctionErrors(): cloudwatch.MathExpression;
+  metricFunctionErrors(functionId?: string, props?: cloudwatch.MetricOptions): cloudwatch.IMetric {
+    if (functionId === undefined) return this.sumOverFunctions('errors', (fn) => fn.metricErrors(FIVE_MINUTE_SUM), 'Errors, every function');
+    return this.functionOf(functionId).metricErrors({ ...FIVE_MINUTE_SUM, ...props });
+  }
+
+  /**
+   * A function's throttled invocations (`AWS/Lambda` `Throttles` by `FunctionName`): for a
+   * long-poll function, requests turned away at its reserved concurrency. Without a function, the
+   * sum over every function (for dashboards, as `metricFunctionErrors`).
+   * @default statistic Sum, period 5 minutes
+   */
+  metricFunctionThrottles(functionId: string, props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+  metricFunctionThrottles(): cloudwatch.MathExpression;
+  metricFunctionThrottles(functionId?: string, props?: cloudwatch.MetricOptions): cloudwatch.IMetric {
+    if (functionId === undefined) return this.sumOverFunctions('throttles', (fn) => fn.metricThrottles(FIVE_MINUTE_SUM), 'Throttles, every function');
+    return this.functionOf(functionId).metricThrottles({ ...FIVE_MINUTE_SUM, ...props });
+  }
+
+  /** The function with this id in FUNCTIONS (`OpenTask`) or this route (`open-task`). */
+  functionOf(idOrRoute: string): lambda.Function {
+    const spec = FUNCTIONS.find((f) => f.id === idOrRoute || f.route === idOrRoute);
+    if (!spec) throw new Error(`ForgebenchGateway: no function ${idOrRoute}; one of ${FUNCTIONS.map((f) => f.id).join(', ')}`);
+    return this.functions[spec.id]!;
+  }
+
+  /** SUM over one metric per function, each named `<prefix><function id>` (ids unique in a graph beside another such sum). */
+  private sumOverFunctions(prefix: string, metricOf: (fn: lambda.Function) => cloudwatch.Metric, label: string): cloudwatch.MathExpression {
+    const usingMetrics: Record<string, cloudwatch.IMetric> = {};
+    for (const spec of FUNCTIONS) usingMetrics[`${prefix}${spec.id}`] = metricOf(this.functions[spec.id]!);
+    return new cloudwatch.MathExpression({ expression: `SUM([${Object.keys(usingMetrics).join(', ')}])`, usingMetrics, label, period: FIVE_MINUTES });
   }
 
   /**
@@ -790,7 +1002,7 @@ export class ForgebenchGateway extends Construct {
     association.cfnOptions.condition = condition;
   }
 
-  private makeFunction(spec: FunctionSpec, ctx: FunctionContext): lambda.Function {
+  private makeFunction(spec: FunctionSpec, ctx: FunctionContext): { fn: lambda.Function; logGroup: logs.LogGroup } {
     const scope = new Construct(this, spec.id);
     const statements = spec.grants.map((g) => statement(g, ctx.resourceArn));
     const managedPolicies = [iam.ManagedPolicy.fromAwsManagedPolicyName('service-role/AWSLambdaBasicExecutionRole'), ctx.xrayPolicy];
@@ -807,7 +1019,7 @@ export class ForgebenchGateway extends Construct {
     const environment: Record<string, string> = {
       // What the gateway binary serves in this function (its route, the push worker, the sweeper).
       FORGEBENCH_ROUTE: spec.route,
-      FORGEBENCH_TABLE: this.table.ref,
+      FORGEBENCH_TABLE: this.table.tableName,
       FORGEBENCH_MAX_WAIT_SECONDS: envString(ctx.maxWaitSeconds),
       FORGEBENCH_TENANT_MAX_WAITS: envString(ctx.tenantMaxWaits),
       FORGEBENCH_TENANT_MAX_AGENTS: envString(ctx.tenantMaxAgents),
@@ -868,10 +1080,12 @@ export class ForgebenchGateway extends Construct {
     (fn.node.defaultChild as lambda.CfnFunction).addMetadata('forgebench:function', spec.route);
 
     // One log group per function, so the retention is set rather than forever.
-    new logs.CfnLogGroup(scope, 'LogGroup', {
+    const logGroup = new logs.LogGroup(scope, 'LogGroup', {
       logGroupName: `/aws/lambda/${fn.functionName}`,
-      retentionInDays: ctx.logRetentionDays,
+      retention: ctx.logRetentionDays as logs.RetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
     });
+    keepLogicalId(logGroup);
 
     if (spec.trigger?.kind === 'schedule') {
       new events.Rule(scope, spec.trigger.id, {
@@ -883,13 +1097,13 @@ export class ForgebenchGateway extends Construct {
       // the queue, as SAM's does (an SqsEventSource would add a second, broader grant).
       new lambda.EventSourceMapping(scope, spec.trigger.id, {
         target: fn,
-        eventSourceArn: this.pushQueue.attrArn,
+        eventSourceArn: this.pushQueue.queueArn,
         batchSize: spec.trigger.batchSize,
         reportBatchItemFailures: spec.trigger.reportBatchItemFailures,
         maxConcurrency: ctx.pushWorkerConcurrency,
       });
     }
-    return fn;
+    return { fn, logGroup };
   }
 }
 

@@ -1,4 +1,4 @@
-export { ForgebenchGateway, ForgebenchGatewayProps, FunctionCode, repositoryRoot } from './gateway';
+export { ForgebenchGateway, ForgebenchGatewayProps, FunctionCode, CANONICAL_AUTHORIZATION, defaultOpenApiPath, functionCodeFromContext, repositoryRoot } from './gateway';
 export { FUNCTIONS, FunctionSpec, Grant, ResourceKind, EnvValue, Trigger } from './functions';
-export { TABLE } from './table';
+export { TABLE, TABLE_ATTRIBUTES, TABLE_INDEXES, TABLE_KEY, TTL_ATTRIBUTE } from './table';
 export { ForgebenchStack, ForgebenchStackProps } from './stack';

@@ -1,5 +1,6 @@
-import { Stack, Validations } from 'aws-cdk-lib';
-import type { IConstruct } from 'constructs';
+import { CfnElement, Stack, Validations } from 'aws-cdk-lib';
+import type { IGrantable } from 'aws-cdk-lib/aws-iam';
+import { Construct, IConstruct } from 'constructs';
 import type { ForgebenchGateway } from './gateway';
 import { FUNCTIONS } from './functions';
 
@@ -13,11 +14,44 @@ function ack(scope: IConstruct, id: string, reason: string): void {
   Validations.of(scope).acknowledge({ id, reason });
 }
 
+/** How cdk-nag writes a resource's `Fn::GetAtt` in a finding: `<LogicalId.Attribute>`. */
+function getAtt(r: IConstruct, attribute: string): string {
+  return `<${Stack.of(r).resolve((r.node.defaultChild as CfnElement).logicalId)}.${attribute}>`;
+}
+/** The wildcard resource of the table's indexes, as a finding names it. */
+const indexesOf = (gateway: ForgebenchGateway) => `${getAtt(gateway.table, 'Arn')}/index/*`;
+/** The wildcard resource of the stored bodies, as a finding names it. */
+const bodiesOf = (gateway: ForgebenchGateway) => `${getAtt(gateway.bodyBucket, 'Arn')}/tasks/*`;
+
+/**
+ * Acknowledges, on the principal a `grant*` method gave it to, the one wildcard finding
+ * (AwsSolutions-IAM5) that grant raises: `<table>/index/*` for the ledger, `<bucket>/tasks/*` for
+ * the bodies. A principal that is no construct (a service principal) gets no policy of its own.
+ */
+export function acknowledgeGrantFinding(gateway: ForgebenchGateway, grantee: IGrantable, on: 'indexes' | 'bodies'): void {
+  const principal = grantee.grantPrincipal;
+  if (!Construct.isConstruct(principal)) return;
+  if (on === 'indexes') {
+    ack(
+      principal,
+      `AwsSolutions-IAM5[Resource::${indexesOf(gateway)}]`,
+      "ForgebenchGateway.grantReadLedger: the read actions on the indexes of the gateway's own table only " +
+        '(tasks by side, conversation, call trees, word postings), which a reader of the ledger queries.',
+    );
+  } else {
+    ack(
+      principal,
+      `AwsSolutions-IAM5[Resource::${bodiesOf(gateway)}]`,
+      "ForgebenchGateway.grantReadBodies: s3:GetObject on the gateway's stored bodies only, one object per " +
+        "body under tasks/<task id>/; the prefix is the narrowest resource a deploy-time policy can name.",
+    );
+  }
+}
+
 export function acknowledgeNagFindings(gateway: ForgebenchGateway): void {
   const stack = Stack.of(gateway);
-  const getAtt = (r: { logicalId: string }, attribute: string) => `<${stack.resolve(r.logicalId)}.${attribute}>`;
-  const indexes = `${getAtt(gateway.table, 'Arn')}/index/*`;
-  const bodies = `${getAtt(gateway.bodyBucket, 'Arn')}/tasks/*`;
+  const indexes = indexesOf(gateway);
+  const bodies = bodiesOf(gateway);
 
   const xray = JSON.stringify(stack.resolve(gateway.xrayWritePolicy.managedPolicyArn));
   for (const spec of FUNCTIONS) {
@@ -100,7 +134,7 @@ export function acknowledgeNagFindings(gateway: ForgebenchGateway): void {
       'a WAF web ACL is an account-level choice (and cost) left to the operator, who can associate one with the stage.',
   );
   ack(
-    gateway.bodyBucket,
+    gateway.bodyBucket.node.defaultChild!,
     'AwsSolutions-S1',
     'The bucket is private (public access blocked, bucket-owner-enforced), TLS-only and KMS-encrypted, and only ' +
       "the gateway's function roles may read or write tasks/*; server access logs would need a second bucket the " +

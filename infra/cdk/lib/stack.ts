@@ -217,7 +217,7 @@ export class ForgebenchStack extends Stack {
       otelCollectorLayerArn: otelCollectorLayerArn.valueAsString,
     });
 
-    new CfnOutput(this, 'AlarmTopic', { description: 'The SNS topic every alarm notifies; subscribe to it', value: this.gateway.alarmTopic.ref });
+    new CfnOutput(this, 'AlarmTopic', { description: 'The SNS topic every alarm notifies; subscribe to it', value: this.gateway.alarmTopic.topicArn });
     new CfnOutput(this, 'Dashboard', {
       description: 'The CloudWatch dashboard of the gateway',
       value: Fn.sub('https://${AWS::Region}.console.aws.amazon.com/cloudwatch/home?region=${AWS::Region}#dashboards:name=${Name}', {
@@ -226,6 +226,6 @@ export class ForgebenchStack extends Stack {
     });
 
     new CfnOutput(this, 'ApiUrl', { description: 'Base URL of the gateway', value: this.gateway.url });
-    new CfnOutput(this, 'TableName', { value: this.gateway.table.ref });
+    new CfnOutput(this, 'TableName', { value: this.gateway.table.tableName });
   }
 }

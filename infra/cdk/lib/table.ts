@@ -1,43 +1,64 @@
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 
-// The state table of infra/template.yaml (the `Table` resource), deletion protection aside (a
-// prop of the construct). The task-search indexes (shared/src/store/search.rs) key on
-// attributes every task has: each side by creation with its state and latest change projected
-// (the caller's side with the callee too, for A2A ListTasks), a conversation by creation; `words_due` uses DynamoDB's multi-attribute partition
-// keys. test/drift.test.ts holds this to the SAM template.
+// The state table of infra/template.yaml (the `Table` resource) as the props of the L2
+// `dynamodb.Table`, deletion protection and removal aside (the construct sets them). The
+// task-search indexes (shared/src/store/search.rs) key on attributes every task has: each side by
+// creation with its state and latest change projected (the caller's side with the callee too, for
+// A2A ListTasks), a conversation by creation; `words_due` uses DynamoDB's multi-attribute
+// partition keys (`partitionKeys`). test/drift.test.ts holds this to the SAM template.
+//
+// `dynamodb.Table`, not `TableV2`: TableV2 synthesizes an `AWS::DynamoDB::GlobalTable`, another
+// resource type than the SAM template's `AWS::DynamoDB::Table` (a stack switching between them
+// would replace its table, and its data with it).
 
-const S = (attributeName: string): dynamodb.CfnTable.AttributeDefinitionProperty => ({ attributeName, attributeType: 'S' });
-const HASH = (attributeName: string): dynamodb.CfnTable.KeySchemaProperty => ({ attributeName, keyType: 'HASH' });
-const RANGE = (attributeName: string): dynamodb.CfnTable.KeySchemaProperty => ({ attributeName, keyType: 'RANGE' });
+const S = (name: string): dynamodb.Attribute => ({ name, type: dynamodb.AttributeType.STRING });
 const index = (
   indexName: string,
-  projectionType: 'ALL' | 'KEYS_ONLY',
-  ...keySchema: dynamodb.CfnTable.KeySchemaProperty[]
-): dynamodb.CfnTable.GlobalSecondaryIndexProperty => ({ indexName, keySchema, projection: { projectionType } });
-const including = (
-  indexName: string,
-  nonKeyAttributes: string[],
-  ...keySchema: dynamodb.CfnTable.KeySchemaProperty[]
-): dynamodb.CfnTable.GlobalSecondaryIndexProperty => ({
+  projectionType: dynamodb.ProjectionType,
+  partitionKeys: dynamodb.Attribute[],
+  sortKey: dynamodb.Attribute,
+  nonKeyAttributes?: string[],
+): dynamodb.GlobalSecondaryIndexProps => ({
   indexName,
-  keySchema,
-  projection: { projectionType: 'INCLUDE', nonKeyAttributes },
+  ...(partitionKeys.length === 1 ? { partitionKey: partitionKeys[0] } : { partitionKeys }),
+  sortKey,
+  projectionType,
+  ...(nonKeyAttributes ? { nonKeyAttributes } : {}),
 });
+const { ALL, KEYS_ONLY, INCLUDE } = dynamodb.ProjectionType;
 
-export const TABLE: Omit<dynamodb.CfnTableProps, 'deletionProtectionEnabled'> = {
-  billingMode: 'PAY_PER_REQUEST',
+/** The table's own key. */
+export const TABLE_KEY = { partitionKey: S('pk'), sortKey: S('sk') } as const;
+
+/** The table's global secondary indexes, in the order of infra/template.yaml. */
+export const TABLE_INDEXES: readonly dynamodb.GlobalSecondaryIndexProps[] = [
+  index('gsi1', ALL, [S('gsi1pk')], S('gsi1sk')),
+  index('gsi2', ALL, [S('gsi2pk')], S('gsi2sk')),
+  index('inbound_tasks', INCLUDE, [S('callee_agent_id')], S('created_at'), ['state', 'changed_at']),
+  index('outbound_tasks', INCLUDE, [S('caller_agent_id')], S('created_at'), ['state', 'changed_at', 'callee_agent_id']),
+  index('conversation', KEYS_ONLY, [S('context_id')], S('created_at')),
+  index('words_due', KEYS_ONLY, [S('words_due'), S('shard')], S('changed_at')),
+];
+
+/**
+ * The attribute definitions in the order of infra/template.yaml. The L2 table lists them in the
+ * order its keys name them (the indexes' keys after the table's), the same set in another order;
+ * the construct sets this order on the resource, so the template is the one the construct
+ * synthesized when it was an L1 `CfnTable` (no update for a stack deployed from it).
+ */
+export const TABLE_ATTRIBUTES: readonly string[] = [
+  'pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'callee_agent_id', 'caller_agent_id', 'created_at',
+  'context_id', 'changed_at', 'words_due', 'shard',
+];
+
+/** Tasks (and their delivery attempts) expire after taskRetentionDays, at the time this attribute holds. */
+export const TTL_ATTRIBUTE = 'expires_at';
+
+/** The L2 table's props, as infra/template.yaml's `Table`. */
+export const TABLE: dynamodb.TableProps = {
+  ...TABLE_KEY,
+  billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
   pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-  sseSpecification: { sseEnabled: true },
-  // Tasks (and their delivery attempts) expire after taskRetentionDays.
-  timeToLiveSpecification: { attributeName: "expires_at", enabled: true },
-  attributeDefinitions: [S("pk"), S("sk"), S("gsi1pk"), S("gsi1sk"), S("gsi2pk"), S("gsi2sk"), S("callee_agent_id"), S("caller_agent_id"), S("created_at"), S("context_id"), S("changed_at"), S("words_due"), S("shard")],
-  keySchema: [HASH("pk"), RANGE("sk")],
-  globalSecondaryIndexes: [
-    index("gsi1", "ALL", HASH("gsi1pk"), RANGE("gsi1sk")),
-    index("gsi2", "ALL", HASH("gsi2pk"), RANGE("gsi2sk")),
-    including("inbound_tasks", ["state", "changed_at"], HASH("callee_agent_id"), RANGE("created_at")),
-    including("outbound_tasks", ["state", "changed_at", "callee_agent_id"], HASH("caller_agent_id"), RANGE("created_at")),
-    index("conversation", "KEYS_ONLY", HASH("context_id"), RANGE("created_at")),
-    index("words_due", "KEYS_ONLY", HASH("words_due"), HASH("shard"), RANGE("changed_at")),
-  ],
+  encryption: dynamodb.TableEncryption.AWS_MANAGED,
+  timeToLiveAttribute: TTL_ATTRIBUTE,
 };

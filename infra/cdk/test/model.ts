@@ -293,6 +293,15 @@ function outputs(o: Json, name: (id: string) => string): Record<string, Json> {
   return Object.fromEntries(Object.keys(o ?? {}).sort().map((k) => [k, canon(o[k].Value, name)]));
 }
 
+/**
+ * A deletion policy as CloudFormation applies it: `Delete`, written out (CDK's L2 constructs write
+ * it for a stateful resource that is deleted with its stack), is the default of every resource
+ * type but RDS's, the same as none.
+ */
+function deletion(type: string, policy: Json): Json {
+  return policy === 'Delete' && !type.startsWith('AWS::RDS::') ? undefined : policy;
+}
+
 /** Every other resource, by name: type, properties, metadata, deletion policies, condition, dependencies. */
 function others(resources: Json, name: (id: string) => string, sam: boolean): Record<string, Json> {
   const out: Record<string, Json> = {};
@@ -312,8 +321,8 @@ function others(resources: Json, name: (id: string) => string, sam: boolean): Re
         {
           Type: r.Type,
           Metadata: Object.keys(metadata).length > 0 ? metadata : undefined,
-          DeletionPolicy: r.DeletionPolicy,
-          UpdateReplacePolicy: r.UpdateReplacePolicy,
+          DeletionPolicy: deletion(r.Type, r.DeletionPolicy),
+          UpdateReplacePolicy: deletion(r.Type, r.UpdateReplacePolicy),
           Condition: r.Condition === undefined ? undefined : name(r.Condition),
           DependsOn: dependsOn(r.DependsOn, name),
         },
