@@ -249,6 +249,8 @@ export class ForgebenchGateway extends Construct {
   readonly pushDeadLetterAlarm: cloudwatch.Alarm;
   /** The topic every alarm notifies: subscribe to it, or add it as an action of your own alarms. */
   readonly alarmTopic: sns.Topic;
+  /** The alarm topic's key: its policy lets CloudWatch alarms of this account publish to it. */
+  readonly alarmTopicKey: kms.Key;
   /** Every alarm, by its SAM logical id (`Api5xxAlarm`, `PushDeadLetterAlarm`, ...). */
   readonly alarms: Readonly<Record<string, cloudwatch.IAlarm>>;
   readonly dashboard: cloudwatch.CfnDashboard;
@@ -568,10 +570,36 @@ export class ForgebenchGateway extends Construct {
     this.limitKeyRequestRates(props.keyRequestRateLimit ?? 0, props.addressRequestRateLimit ?? DEFAULT_ADDRESS_REQUEST_RATE_LIMIT);
 
     // Operations (docs/operations.md): the topic every alarm notifies, the alarms, a dashboard.
+    // The topic's own key: CloudWatch alarms cannot publish to a topic encrypted with SNS's AWS
+    // managed key (alias/aws/sns), whose policy cannot let CloudWatch use it.
+    this.alarmTopicKey = new kms.Key(this, 'AlarmTopicKey', {
+      description: 'Forgebench gateway - encrypts the alarm topic',
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.DESTROY,
+      policy: new iam.PolicyDocument({
+        statements: [
+          new iam.PolicyStatement({
+            sid: 'AccountAdministers',
+            effect: iam.Effect.ALLOW,
+            principals: [new iam.ArnPrincipal(Fn.sub('arn:${AWS::Partition}:iam::${AWS::AccountId}:root'))],
+            actions: ['kms:*'],
+            resources: ['*'],
+          }),
+          new iam.PolicyStatement({
+            sid: 'AlarmsPublishEncrypted',
+            effect: iam.Effect.ALLOW,
+            principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+            actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+            resources: ['*'],
+            conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
+          }),
+        ],
+      }),
+    });
+    keepLogicalId(this.alarmTopicKey);
     this.alarmTopic = new sns.Topic(this, 'AlarmTopic');
-    // SNS's own key by its alias, as the template names it (the L2's `masterKey` would write an
-    // alias ARN).
-    (this.alarmTopic.node.defaultChild as sns.CfnTopic).kmsMasterKeyId = 'alias/aws/sns';
+    // The key by its id, as the template names it (the L2's `masterKey` would write its ARN).
+    (this.alarmTopic.node.defaultChild as sns.CfnTopic).kmsMasterKeyId = this.alarmTopicKey.keyId;
     keepLogicalId(this.alarmTopic);
     this.alarmTopic.addToResourcePolicy(
       new iam.PolicyStatement({

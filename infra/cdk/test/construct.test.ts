@@ -64,7 +64,7 @@ test('the construct embeds in a plain stack: the whole gateway, as L2 resources'
   template.resourceCountIs('AWS::Lambda::Function', FUNCTIONS.length);
   template.resourceCountIs('AWS::DynamoDB::Table', 1);
   template.resourceCountIs('AWS::SQS::Queue', 2);
-  template.resourceCountIs('AWS::KMS::Key', 1);
+  template.resourceCountIs('AWS::KMS::Key', 2);
   template.resourceCountIs('AWS::S3::Bucket', 1);
   template.resourceCountIs('AWS::SNS::Topic', 1);
   template.resourceCountIs('AWS::ApiGateway::RestApi', 1);
