@@ -70,12 +70,65 @@ pub enum Command {
     /// OpenID Connect issuers the tenant trusts: whose tokens sign in as which agent or member.
     #[command(subcommand)]
     Issuers(IssuerCommand),
+    /// The audit log, newest first: who did what, allowed or refused, and why.
+    Audit(AuditArgs),
+    /// Call trees: the lineage of calls one root call started.
+    #[command(subcommand)]
+    Calls(CallsCommand),
     /// Print the shell's completion script for forgebench (needs no gateway), e.g.
     /// `forgebench completions bash > ~/.local/share/bash-completion/completions/forgebench`.
     Completions {
         /// The shell to complete in.
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// An agent (name or id), as the actor or the target.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// An action or its prefix: `task.open`, `agent.` …
+    #[arg(long)]
+    pub action: Option<String>,
+    #[arg(long, value_enum)]
+    pub outcome: Option<OutcomeArg>,
+    /// RFC 3339: entries after it.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Entries per page (1–100).
+    #[arg(long)]
+    pub limit: Option<u32>,
+    /// The next_cursor of a previous page.
+    #[arg(long)]
+    pub cursor: Option<String>,
+    /// Every page, not only the first.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// An audit entry's outcome, as a filter.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OutcomeArg {
+    Allowed,
+    Refused,
+    WouldRefuse,
+}
+
+impl From<OutcomeArg> for forgebench_sdk::AuditOutcome {
+    fn from(outcome: OutcomeArg) -> Self {
+        match outcome {
+            OutcomeArg::Allowed => forgebench_sdk::AuditOutcome::Allowed,
+            OutcomeArg::Refused => forgebench_sdk::AuditOutcome::Refused,
+            OutcomeArg::WouldRefuse => forgebench_sdk::AuditOutcome::WouldRefuse,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CallsCommand {
+    /// Draw the tree of calls below a root call (admin or viewer key).
+    Tree { root_call_id: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -345,6 +398,8 @@ pub enum TaskCommand {
     Search(SearchArgs),
     /// Attempt a push task's waiting delivery now (the callee's owner or an admin).
     Replay { callee: String, task_id: String },
+    /// A push task's delivery attempts, oldest first: status (or none), latency, error.
+    Attempts { callee: String, task_id: String },
     /// Send an A2A push notification config of the task the latest event it received, again,
     /// under the same webhook-id (the task's caller or an admin).
     ReplayNotification {

@@ -9,12 +9,13 @@ use forgebench_sdk::{
 use serde_json::{json, Value};
 
 use crate::args::{
-    AgentCommand, BindingCommand, CallArgs, CardCommand, Command, DirectionArg, EndpointCommand,
-    IssuerCommand, KeyCommand, MemberCommand, SearchArgs, ServeArgs, SetEndpointArgs, StateArg,
-    TaskCommand, TenantCommand,
+    AgentCommand, BindingCommand, CallArgs, CallsCommand, CardCommand, Command, DirectionArg,
+    EndpointCommand, IssuerCommand, KeyCommand, MemberCommand, SearchArgs, ServeArgs,
+    SetEndpointArgs, StateArg, TaskCommand, TenantCommand,
 };
 use crate::exec::answer_with_command;
 use crate::exit;
+use crate::ledger;
 use crate::output::{self, Printer};
 
 /// Why a command could not do its work.
@@ -64,6 +65,10 @@ pub async fn run(client: &Client, printer: Printer, command: Command) -> Outcome
         Command::Cards(command) => cards(client, printer, command).await,
         Command::Serve(args) => serve(client, printer, args).await,
         Command::Issuers(command) => issuers(client, printer, command).await,
+        Command::Audit(args) => ledger::audit(client, printer, args).await,
+        Command::Calls(CallsCommand::Tree { root_call_id }) => {
+            ledger::calls_tree(client, printer, &root_call_id).await
+        }
         // Answered before a client is built (main.rs): it needs no gateway.
         Command::Completions { .. } => Ok(exit::SUCCESS),
     }
@@ -408,6 +413,9 @@ async fn tasks(client: &Client, printer: Printer, command: TaskCommand) -> Outco
             let task = client.answer(&callee, &task_id, text).await?;
             print_task(printer, &task);
             Ok(exit::SUCCESS)
+        }
+        TaskCommand::Attempts { callee, task_id } => {
+            ledger::attempts(client, printer, &callee, &task_id).await
         }
         TaskCommand::Replay { callee, task_id } => {
             let replayed = client.replay_delivery(&callee, &task_id).await?;

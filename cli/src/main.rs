@@ -4,6 +4,7 @@ mod args;
 mod commands;
 mod exec;
 mod exit;
+mod ledger;
 mod output;
 mod token;
 

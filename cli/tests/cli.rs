@@ -439,6 +439,20 @@ async fn the_delivery_commands_show_health_replay_redrive_and_enable() {
     let replayed = until_done(&app, admin, &replay, |run| run.code == 0).await;
     assert_eq!(replayed.json()["task_id"], task_id.as_str());
     attempts_reach(&app, &pair, &task_id, 2).await;
+    // Both attempts, oldest first: each a 503.
+    let attempts = ["--json", "tasks", "attempts", callee, &task_id];
+    let listed = run(&app, admin, &attempts).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let items = listed.json()["items"].as_array().unwrap().clone();
+    assert!(items.len() >= 2, "{items:?}");
+    assert_eq!(items[0]["attempt"], 1);
+    assert!(
+        items.iter().all(|attempt| attempt["status"] == 503),
+        "{items:?}"
+    );
+    let human = run(&app, admin, &["tasks", "attempts", callee, &task_id]).await;
+    assert!(human.stdout.starts_with("#1  "), "{}", human.stdout);
+    assert!(human.stdout.contains("  503  "), "{}", human.stdout);
     let unknown = run(&app, admin, &["tasks", "replay", callee, "no-such-task"]).await;
     assert_eq!(unknown.code, 1, "not found exits 1: {}", unknown.stderr);
     let bad_since = ["endpoints", "redrive", callee, "--since", "yesterday"];
@@ -712,4 +726,91 @@ async fn completions_are_printed_for_each_shell_without_a_gateway() {
     let mut unknown = Command::new(BINARY);
     unknown.args(["completions", "cmd.exe"]).kill_on_drop(true);
     assert_eq!(finish(unknown).await.code, 2);
+}
+
+/// `calls tree` draws a workflow's calls under one another; `audit` reads the log's entries a
+/// page at a time or all of them, filtered.
+#[tokio::test]
+async fn the_ledger_commands_draw_a_call_tree_and_read_the_audit_log() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let admin = pair.tenant.admin_key.as_str();
+    let archiver = app.create_agent(admin, "archiver").await;
+    let granted = app.grant(admin, &pair.callee.id, &[&archiver.name]).await;
+    assert_eq!(granted.status, 200, "{}", granted.text);
+    let open = |key: &str, callee: &str, parent: Option<&str>| {
+        let mut args = vec!["--json", "call", callee, "--text", "hop", "--wait", "0"];
+        if let Some(parent) = parent {
+            args.extend(["--parent-call-id", parent]);
+        }
+        let (key, args): (String, Vec<String>) = (
+            key.to_owned(),
+            args.into_iter().map(str::to_owned).collect(),
+        );
+        let app = &app;
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let opened = run(app, &key, &args).await;
+            assert_eq!(opened.code, 6, "{}", opened.stderr);
+            opened.json()["call_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let root = open(&pair.caller.key, &pair.callee.name, None).await;
+    let child = open(&pair.callee.key, &archiver.name, Some(&root)).await;
+    open(&pair.callee.key, &archiver.name, Some(&root)).await;
+
+    let tree = run(&app, admin, &["calls", "tree", &root]).await;
+    assert_eq!(tree.code, 0, "{}", tree.stderr);
+    let shape: Vec<String> = tree
+        .stdout
+        .lines()
+        .map(|line| line.split("  task").next().unwrap_or_default().to_owned())
+        .collect();
+    let (caller, callee, third) = (&pair.caller.id, &pair.callee.id, &archiver.id);
+    assert_eq!(
+        shape,
+        [
+            format!("{caller} -> {callee}"),
+            format!("├─ {callee} -> {third}"),
+            format!("└─ {callee} -> {third}"),
+        ]
+    );
+    assert!(tree.stdout.contains(&format!("call {child}")));
+    let as_json = run(&app, admin, &["--json", "calls", "tree", &root]).await;
+    assert_eq!(as_json.json()["items"].as_array().unwrap().len(), 3);
+
+    let opens = [
+        "--json",
+        "audit",
+        "--action",
+        "task.open",
+        "--all",
+        "--limit",
+        "1",
+    ];
+    let all = run(&app, admin, &opens).await;
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    let entries: Vec<Value> = all
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        entries.len(),
+        3,
+        "every page, one entry each: {}",
+        all.stdout
+    );
+    assert!(entries.iter().all(|entry| entry["action"] == "task.open"));
+    let page = run(
+        &app,
+        admin,
+        &["audit", "--action", "task.open", "--limit", "2"],
+    )
+    .await;
+    assert_eq!(page.stdout.lines().count(), 2, "{}", page.stdout);
+    assert!(page.stderr.contains("--cursor "), "{}", page.stderr);
+    let refused = ["--json", "audit", "--outcome", "refused", "--all"];
+    let refused = run(&app, admin, &refused).await;
+    assert_eq!(refused.stdout, "", "nothing was refused");
 }
