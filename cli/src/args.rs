@@ -400,6 +400,14 @@ pub enum TaskCommand {
     Replay { callee: String, task_id: String },
     /// A push task's delivery attempts, oldest first: status (or none), latency, error.
     Attempts { callee: String, task_id: String },
+    /// Follow a task's events as they happen, to its end; the exit code says its final state.
+    Watch {
+        callee: String,
+        task_id: String,
+        /// Resume after this event id (the first column of a line): nothing before it again.
+        #[arg(long)]
+        after: Option<u64>,
+    },
     /// Send an A2A push notification config of the task the latest event it received, again,
     /// under the same webhook-id (the task's caller or an admin).
     ReplayNotification {

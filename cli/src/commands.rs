@@ -17,6 +17,7 @@ use crate::exec::answer_with_command;
 use crate::exit;
 use crate::ledger;
 use crate::output::{self, Printer};
+use crate::watch;
 
 /// Why a command could not do its work.
 #[derive(Debug, thiserror::Error)]
@@ -414,6 +415,11 @@ async fn tasks(client: &Client, printer: Printer, command: TaskCommand) -> Outco
             print_task(printer, &task);
             Ok(exit::SUCCESS)
         }
+        TaskCommand::Watch {
+            callee,
+            task_id,
+            after,
+        } => watch::watch(client, printer, (&callee, &task_id), after).await,
         TaskCommand::Attempts { callee, task_id } => {
             ledger::attempts(client, printer, &callee, &task_id).await
         }

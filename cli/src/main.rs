@@ -7,6 +7,7 @@ mod exit;
 mod ledger;
 mod output;
 mod token;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use forgebench_tests::{spawn_app, spawn_app_with, Answer, Callee, Options, Pair, TestApp};
 use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt;
 use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 
@@ -813,4 +814,89 @@ async fn the_ledger_commands_draw_a_call_tree_and_read_the_audit_log() {
     let refused = ["--json", "audit", "--outcome", "refused", "--all"];
     let refused = run(&app, admin, &refused).await;
     assert_eq!(refused.stdout, "", "nothing was refused");
+}
+
+/// `tasks watch` follows a task from its open to its answer, exits with its final state, and
+/// resumes after an event id with nothing seen twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_watch_follows_a_task_to_its_end_and_resumes_after_an_event() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let callee = pair.callee.name.as_str();
+    let args = [
+        "--json", "call", callee, "--text", "classify", "--wait", "0",
+    ];
+    let opened = run(&app, &pair.caller.key, &args).await;
+    let task_id = opened.json()["id"].as_str().unwrap().to_owned();
+    let mut watcher = command(
+        &app,
+        &pair.caller.key,
+        &["tasks", "watch", callee, &task_id],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stdout = tokio::io::BufReader::new(watcher.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(60), stdout.next_line())
+        .await
+        .expect("the watch prints the task")
+        .unwrap()
+        .unwrap();
+    assert!(first.contains("  task  submitted"), "{first}");
+    let claimed = app.claim(&pair.callee.key, 5).await;
+    assert_eq!(claimed.field("id"), task_id);
+    let answered = app
+        .post_result(
+            &pair.callee.key,
+            &task_id,
+            json!({"state": "completed", "artifacts": [{"parts": [{"text": "software"}]}]}),
+        )
+        .await;
+    assert_eq!(answered.status, 200, "{}", answered.text);
+    let mut lines = Vec::new();
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(60), stdout.next_line())
+        .await
+        .expect("the watch ends with the task")
+        .unwrap()
+    {
+        lines.push(line);
+    }
+    let status = watcher.wait().await.unwrap();
+    assert_eq!(status.code(), Some(0), "{lines:?}");
+    assert!(
+        lines.iter().any(|line| line.contains("  working")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.last().unwrap().contains("  final  completed"),
+        "{lines:?}"
+    );
+
+    // From the claim's event on: the events after it, and no earlier one.
+    let claim_id = lines
+        .iter()
+        .find(|line| line.contains("  working"))
+        .and_then(|line| line.split("  ").next())
+        .unwrap()
+        .to_owned();
+    let after = [
+        "--json", "tasks", "watch", callee, &task_id, "--after", &claim_id,
+    ];
+    let resumed = run(&app, &pair.caller.key, &after).await;
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let ids: Vec<u64> = resumed
+        .stdout
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["id"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let claim_id: u64 = claim_id.parse().unwrap();
+    assert!(
+        !ids.is_empty() && ids.iter().all(|id| *id > claim_id),
+        "{ids:?}"
+    );
 }
