@@ -467,6 +467,14 @@ pub struct ServeArgs {
     /// Seconds each claim waits (0–30).
     #[arg(long, default_value_t = forgebench_sdk::DEFAULT_SERVE_WAIT_SECONDS)]
     pub wait: u32,
+    /// Seconds one task's command may run; past them its processes are killed and the task
+    /// fails.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// A variable of this environment the command gets too (repeatable); beyond PATH, HOME,
+    /// USER, LOGNAME, SHELL, LANG, LC_ALL, LC_CTYPE, TZ and TMPDIR it gets none.
+    #[arg(long, value_name = "NAME")]
+    pub pass_env: Vec<String>,
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::args::{
     EndpointCommand, IssuerCommand, KeyCommand, MemberCommand, SearchArgs, ServeArgs,
     SetEndpointArgs, StateArg, TaskCommand, TenantCommand,
 };
-use crate::exec::answer_with_command;
+use crate::exec::{answer_with_command, ExecLimits};
 use crate::exit;
 use crate::ledger;
 use crate::output::{self, Printer};
@@ -495,8 +495,13 @@ async fn serve(client: &Client, printer: Printer, args: ServeArgs) -> Outcome {
     let stop = StopSignal::new();
     tokio::spawn(stop_on_signal(stop.clone()));
     let command = args.exec.as_str();
+    let limits = ExecLimits {
+        timeout: Duration::from_secs(args.timeout.max(1)),
+        pass_env: args.pass_env,
+    };
+    let limits = &limits;
     let handler = |task: Task| async move {
-        let reply = answer_with_command(command, &task).await;
+        let reply = answer_with_command(command, &task, limits).await;
         eprintln!("forgebench: task {} -> {}", task.id, reply.state);
         reply
     };

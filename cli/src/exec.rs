@@ -1,47 +1,104 @@
 //! `serve --exec`: one claimed task through a command. The task (JSON) goes to the command's
-//! stdin; its stdout becomes the reply; a non-zero exit fails the task. The command's stderr is
+//! stdin; its stdout becomes the reply; a non-zero exit, a run past `--timeout` or more than
+//! [`MAX_OUTPUT_BYTES`] on stdout fails the task. The command runs in a process group of its
+//! own, with an allow-list of `serve`'s environment. The command's stderr is
 //! the serving side's own: it goes to `serve`'s stderr, never to the calling agent (it may
 //! hold paths, environment dumps, stack traces). A command that wants the caller to know why
 //! prints `{"state": "failed", "error": "..."}` on stdout.
 
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
 
 use forgebench_sdk::{Task, TaskReply, API_KEY_VARIABLE};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
 
 use crate::token::TOKEN_COMMAND_VARIABLE;
-use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
 
 /// The most of a failed command's stderr `serve` prints (its end, where the reason usually is).
 pub const MAX_ERROR_CHARS: usize = 4096;
 
-/// Runs `command` with `sh -c` on `task` and reads its reply. Never errors: a command that
-/// cannot be started, or exits non-zero, fails the task.
-pub async fn answer_with_command(command: &str, task: &Task) -> TaskReply {
-    match run(command, task).await {
-        Ok(output) if output.status.success() => reply_from_stdout(&output.stdout),
-        Ok(output) => failure_from(&output, task),
+/// The most a command may print on stdout: the reply it stands for must fit in a task anyway.
+pub const MAX_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+
+/// The most of a command's stderr kept (its end) while it runs.
+const MAX_STDERR_BYTES: usize = 64 * 1024;
+
+/// The variables of `serve`'s environment every command gets; others only when named with
+/// `--pass-env` (the serving agent's key, tokens and any other secret stay out by default).
+pub const PASSED_ALWAYS: [&str; 10] = [
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
+];
+
+/// What `serve --exec` holds each command to.
+#[derive(Debug, Clone)]
+pub struct ExecLimits {
+    /// How long one task's command may run; past it its process group is killed and the task
+    /// fails.
+    pub timeout: Duration,
+    /// Variables of `serve`'s environment passed on beyond [`PASSED_ALWAYS`].
+    pub pass_env: Vec<String>,
+}
+
+/// How a command's run ended.
+enum Ran {
+    Exited {
+        status: ExitStatus,
+        stdout: Vec<u8>,
+        stderr: Vec<u8>,
+    },
+    TimedOut,
+    TooMuchOutput,
+}
+
+/// Runs `command` with `sh -c` on `task` under `limits` and reads its reply. Never errors: a
+/// command that cannot be started, exits non-zero, runs past its time or prints past
+/// [`MAX_OUTPUT_BYTES`] fails the task.
+pub async fn answer_with_command(command: &str, task: &Task, limits: &ExecLimits) -> TaskReply {
+    match run(command, task, limits).await {
+        Ok(Ran::Exited { status, stdout, .. }) if status.success() => reply_from_stdout(&stdout),
+        Ok(Ran::Exited { status, stderr, .. }) => failure_from(status, &stderr, task),
+        Ok(Ran::TimedOut) => TaskReply::fail(format!(
+            "the command ran past its {} s and was stopped",
+            limits.timeout.as_secs()
+        )),
+        Ok(Ran::TooMuchOutput) => TaskReply::fail(format!(
+            "the command printed more than {MAX_OUTPUT_BYTES} bytes and was stopped"
+        )),
         Err(error) => TaskReply::fail(format!("the command could not be run: {error}")),
     }
 }
 
-async fn run(command: &str, task: &Task) -> std::io::Result<std::process::Output> {
+/// The command in a process group of its own (a Ctrl-C at the terminal reaches `serve`, which
+/// lets the tasks in hand finish, not the commands), with only the environment `limits` pass
+/// and the task's ids. Its whole group is killed when it ends, times out or prints too much.
+async fn run(command: &str, task: &Task, limits: &ExecLimits) -> std::io::Result<Ran> {
     let input = serde_json::to_vec(task)?;
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        // The serving agent's key, or the way to its tokens, is not the command's to use or
-        // leak.
-        .env_remove(API_KEY_VARIABLE)
-        .env_remove(TOKEN_COMMAND_VARIABLE)
+    let mut child = Command::new("sh");
+    child.arg("-c").arg(command).env_clear();
+    // The serving agent's key, or the way to its tokens, is never the command's to use or leak,
+    // even when named.
+    let secret = |name: &&str| *name == API_KEY_VARIABLE || *name == TOKEN_COMMAND_VARIABLE;
+    let passed = limits.pass_env.iter().map(String::as_str);
+    let names = PASSED_ALWAYS.iter().copied().chain(passed);
+    for name in names.filter(|name| !secret(name)) {
+        if let Some(value) = std::env::var_os(name) {
+            child.env(name, value);
+        }
+    }
+    let mut child = child
         .env("FORGEBENCH_TASK_ID", &task.id)
         .env("FORGEBENCH_CONTEXT_ID", &task.context_id)
         .env("FORGEBENCH_CALL_ID", task.call_id().unwrap_or_default())
+        .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
+    let group = child
+        .id()
+        .and_then(|id| rustix::process::Pid::from_raw(id.try_into().ok()?));
     if let Some(mut stdin) = child.stdin.take() {
         // Written beside the wait, so a command that answers before reading all never blocks.
         tokio::spawn(async move {
@@ -49,7 +106,62 @@ async fn run(command: &str, task: &Task) -> std::io::Result<std::process::Output
             let _ignored = stdin.write_all(&input).await;
         });
     }
-    child.wait_with_output().await
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let ran = tokio::time::timeout(limits.timeout, async {
+        let read = tokio::try_join!(
+            read_at_most(stdout, MAX_OUTPUT_BYTES),
+            read_tail(stderr, MAX_STDERR_BYTES)
+        );
+        match read {
+            Ok((Some(stdout), stderr)) => Ok(Ran::Exited {
+                status: child.wait().await?,
+                stdout,
+                stderr,
+            }),
+            Ok((None, _)) => Ok(Ran::TooMuchOutput),
+            Err(error) => Err(error),
+        }
+    })
+    .await
+    .unwrap_or(Ok(Ran::TimedOut));
+    if let Some(group) = group {
+        // What the command left running goes with it (gone already: nothing to do).
+        let _gone = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+    ran
+}
+
+/// All of `pipe`, or `None` once it passes `max` bytes.
+async fn read_at_most(
+    pipe: Option<impl AsyncRead + Unpin>,
+    max: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut read = Vec::new();
+    let Some(pipe) = pipe else {
+        return Ok(Some(read));
+    };
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    pipe.take(limit).read_to_end(&mut read).await?;
+    Ok((read.len() <= max).then_some(read))
+}
+
+/// The last `max` bytes of `pipe`, read to its end.
+async fn read_tail(pipe: Option<impl AsyncRead + Unpin>, max: usize) -> std::io::Result<Vec<u8>> {
+    let mut kept = Vec::new();
+    let Some(mut pipe) = pipe else {
+        return Ok(kept);
+    };
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = pipe.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(kept);
+        }
+        kept.extend_from_slice(&chunk[..n]);
+        if kept.len() > max {
+            kept.drain(..kept.len() - max);
+        }
+    }
 }
 
 /// The reply a successful command's stdout stands for, by the push path's rules: empty is
@@ -74,18 +186,15 @@ pub fn reply_from_stdout(stdout: &[u8]) -> TaskReply {
 
 /// A failed command: the task fails with its exit status only; its stderr (the end of it) is
 /// printed here, for whoever runs `serve`.
-fn failure_from(output: &std::process::Output, task: &Task) -> TaskReply {
-    let stderr = String::from_utf8_lossy(&output.stderr);
+fn failure_from(status: ExitStatus, stderr: &[u8], task: &Task) -> TaskReply {
+    let stderr = String::from_utf8_lossy(stderr);
     let stderr = stderr.trim();
     if !stderr.is_empty() {
         let skip = stderr.chars().count().saturating_sub(MAX_ERROR_CHARS);
         let tail: String = stderr.chars().skip(skip).collect();
-        eprintln!(
-            "task {}: the command failed ({}): {tail}",
-            task.id, output.status
-        );
+        eprintln!("task {}: the command failed ({status}): {tail}", task.id);
     }
-    TaskReply::fail(format!("the command failed ({})", output.status))
+    TaskReply::fail(format!("the command failed ({status})"))
 }
 
 #[cfg(test)]

@@ -900,3 +900,188 @@ async fn tasks_watch_follows_a_task_to_its_end_and_resumes_after_an_event() {
         "{ids:?}"
     );
 }
+
+/// Branches on the task's text: "env" prints what of the environment it got, "hang" leaves a
+/// process behind and never ends, "flood" prints 5 MB.
+const LIMITED: &str = r#"input=$(cat)
+case "$input" in
+  *'"text":"env'*) printf '%s' "secret=${SECRET_FOR_TEST:-none} key=${FORGEBENCH_API_KEY:-none} passed=${PASSED_ONE:-none} path=${PATH:+set}" ;;
+  *'"text":"hang'*) sleep 60 & echo $! > "$PID_FILE"; wait ;;
+  *'"text":"flood'*) head -c 5000000 /dev/zero | tr '\0' x ;;
+esac"#;
+
+/// `serve --exec` gives its command only the environment it allows, stops one that runs past
+/// `--timeout` with whatever it left running, and one that prints past the bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_exec_holds_each_command_to_its_environment_its_time_and_its_output() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let pid_file = std::env::temp_dir().join(format!("forgebench-exec-{}.pid", uuid_like()));
+    let args = [
+        "--json",
+        "serve",
+        "--wait",
+        "1",
+        "--timeout",
+        "2",
+        "--pass-env",
+        "PASSED_ONE",
+        "--pass-env",
+        "FORGEBENCH_API_KEY",
+        "--exec",
+        LIMITED,
+    ];
+    let server = command(&app, &pair.callee.key, &args)
+        .env("SECRET_FOR_TEST", "s3cret")
+        .env("PASSED_ONE", "yes")
+        .env("PID_FILE", &pid_file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let call = |text: &'static str| {
+        let key = pair.caller.key.clone();
+        let callee = pair.callee.name.clone();
+        let app = &app;
+        async move {
+            let args = ["--json", "call", &callee, "--text", text, "--wait", "20"];
+            run(app, &key, &args).await.json()
+        }
+    };
+    let env = call("env").await;
+    assert_eq!(
+        env["artifacts"][0]["parts"][0]["text"], "secret=none key=none passed=yes path=set",
+        "{env}"
+    );
+    drop(server);
+
+    let server = command(
+        &app,
+        &pair.callee.key,
+        &[
+            "--json",
+            "serve",
+            "--wait",
+            "1",
+            "--timeout",
+            "2",
+            "--pass-env",
+            "PID_FILE",
+            "--exec",
+            LIMITED,
+        ],
+    )
+    .env("PID_FILE", &pid_file)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let hung = call("hang").await;
+    assert_eq!(hung["status"]["state"], "failed", "{hung}");
+    assert_eq!(
+        hung["error"],
+        "the command ran past its 2 s and was stopped"
+    );
+    // Gone, or dead and waiting to be reaped (a zombie), within a moment of the task's failing.
+    let left = std::fs::read_to_string(&pid_file).unwrap();
+    let stat = format!("/proc/{}/stat", left.trim());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let stat = std::fs::read_to_string(&stat).ok();
+        let state = stat.as_deref().and_then(|stat| stat.rsplit(") ").next());
+        if state.is_none_or(|rest| rest.starts_with('Z')) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the command's process still runs: {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let flooded = call("flood").await;
+    assert_eq!(flooded["status"]["state"], "failed", "{flooded}");
+    assert!(
+        flooded["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the command printed more than"),
+        "{flooded}"
+    );
+    let stopped = terminate(server).await;
+    assert_eq!(stopped.code, 0, "{}", stopped.stderr);
+    let _ = std::fs::remove_file(&pid_file);
+}
+
+fn uuid_like() -> String {
+    format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+/// A Ctrl-C at the terminal reaches the whole foreground process group: `serve` stops claiming
+/// and lets the task in hand finish, and its command, in a group of its own, never sees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_lets_the_task_in_hand_finish_and_never_reaches_its_command() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let exec = "cat > /dev/null; sleep 2; echo finished";
+    let server = command(
+        &app,
+        &pair.callee.key,
+        &["--json", "serve", "--wait", "1", "--exec", exec],
+    )
+    .process_group(0)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let group = server.id().unwrap().to_string();
+    let args = [
+        "--json",
+        "call",
+        &pair.callee.name,
+        "--text",
+        "slow",
+        "--wait",
+        "0",
+    ];
+    let opened = run(&app, &pair.caller.key, &args).await;
+    let task_id = opened.json()["id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while app
+        .get_task(&pair.caller.key, &pair.callee.name, &task_id)
+        .await
+        .state()
+        != "working"
+    {
+        assert!(Instant::now() < deadline, "the task was claimed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // As a terminal's Ctrl-C: SIGINT to every process of serve's group.
+    let interrupted = Command::new("kill")
+        .args(["-INT", "--", &format!("-{group}")])
+        .status()
+        .await
+        .unwrap();
+    assert!(interrupted.success());
+    let output = tokio::time::timeout(Duration::from_secs(30), server.wait_with_output())
+        .await
+        .expect("serve stopped")
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let done = app
+        .settled(&pair.caller.key, &pair.callee.name, &task_id)
+        .await;
+    assert_eq!(done.state(), "completed", "{}", done.text);
+    assert_eq!(done.body["artifacts"][0]["parts"][0]["text"], "finished");
+}
