@@ -224,17 +224,7 @@ impl Store {
     /// open tasks of the tree; with the calls the tree holds. `None` for a tree too big to count
     /// again.
     async fn recount(&self, counter: &Counter) -> Result<Option<(u64, u64)>, StoreError> {
-        let (tenant_id, root_call_id) = match counter {
-            Counter::Children {
-                tenant_id,
-                root_call_id,
-                ..
-            }
-            | Counter::OpenInTree {
-                tenant_id,
-                root_call_id,
-            } => (tenant_id, root_call_id),
-        };
+        let (tenant_id, root_call_id) = counter.tree();
         let calls = self.calls_of_root(tenant_id, root_call_id).await?;
         if calls.len() > RECOUNT_MAX_CALLS {
             return Ok(None);
@@ -290,6 +280,16 @@ impl Counter {
                 parent_call_id,
                 ..
             } => call_children_key(parent_call_id),
+            _ => {
+                let (tenant_id, root_call_id) = self.tree();
+                tree_open_key(tenant_id, root_call_id)
+            }
+        }
+    }
+
+    /// The tenant and root call of the tree this count is in.
+    fn tree(&self) -> (&TenantId, &CallId) {
+        match self {
             Counter::Children {
                 tenant_id,
                 root_call_id,
@@ -298,7 +298,7 @@ impl Counter {
             | Counter::OpenInTree {
                 tenant_id,
                 root_call_id,
-            } => tree_open_key(tenant_id, root_call_id),
+            } => (tenant_id, root_call_id),
         }
     }
 

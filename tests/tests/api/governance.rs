@@ -577,24 +577,26 @@ async fn a_big_tree_at_its_open_limit_is_counted_again_at_most_every_so_often() 
     assert_eq!(reasons, vec!["tree_open_limit".to_owned(); 3]);
 }
 
-/// The tenant's item counting tree `root`'s open tasks, and its root's children beside them.
-async fn tree_item(app: &TestApp, tenant: &Tenant, root: &str) -> BTreeMap<String, AttributeValue> {
+/// The table's item at `pk`/`sk`, read strongly consistently (empty when there is none).
+async fn stored(app: &TestApp, pk: String, sk: &str) -> BTreeMap<String, AttributeValue> {
     let read = app
         .app
         .store
         .client()
         .get_item()
         .table_name(&app.table)
-        .key(
-            "pk",
-            AttributeValue::S(format!("TREE#{}#{root}", tenant.id)),
-        )
-        .key("sk", AttributeValue::S("OPEN".into()))
+        .key("pk", AttributeValue::S(pk))
+        .key("sk", AttributeValue::S(sk.into()))
         .consistent_read(true)
         .send()
         .await
         .unwrap();
     read.item.unwrap_or_default().into_iter().collect()
+}
+
+/// The tenant's item counting tree `root`'s open tasks, and its root's children beside them.
+async fn tree_item(app: &TestApp, tenant: &Tenant, root: &str) -> BTreeMap<String, AttributeValue> {
+    stored(app, format!("TREE#{}#{root}", tenant.id), "OPEN").await
 }
 
 fn number(item: &BTreeMap<String, AttributeValue>, name: &str) -> Option<String> {
@@ -603,19 +605,26 @@ fn number(item: &BTreeMap<String, AttributeValue>, name: &str) -> Option<String>
 
 /// Whether call `call` has an item of its own counting the tasks it opened.
 async fn has_own_children_count(app: &TestApp, call: &str) -> bool {
-    let read = app
-        .app
-        .store
-        .client()
-        .get_item()
-        .table_name(&app.table)
-        .key("pk", AttributeValue::S(format!("CALL#{call}")))
-        .key("sk", AttributeValue::S("CHILDREN".into()))
-        .consistent_read(true)
-        .send()
+    !stored(app, format!("CALL#{call}"), "CHILDREN")
         .await
-        .unwrap();
-    read.item.is_some()
+        .is_empty()
+}
+
+/// A tenant limiting fan-out to 2 and open tasks to 10 a tree, with a root call from `a` to `b`
+/// and the two calls below it from `b` to `c` that its fan-out allows; the root's call id.
+async fn root_with_two_children(app: &TestApp) -> (Tenant, BTreeMap<String, TestAgent>, String) {
+    let (tenant, agents) = agents_with_bindings(app, &[("a", "b"), ("b", "c")]).await;
+    set_limits(
+        app,
+        &tenant,
+        json!({"max_fan_out": 2, "max_open_in_tree": 10}),
+    )
+    .await;
+    let (b, c) = (&agents["b"], &agents["c"]);
+    let root = open_call(app, &agents["a"].key, &b.name, None).await;
+    open_call(app, &b.key, &c.name, Some(&root)).await;
+    open_call(app, &b.key, &c.name, Some(&root)).await;
+    (tenant, agents, root)
 }
 
 /// A call below a root takes its two counts, the root's tasks opened and the tree's open tasks,
@@ -655,17 +664,8 @@ async fn a_roots_children_are_counted_on_its_trees_item() {
 #[tokio::test]
 async fn a_tree_item_without_its_roots_children_counts_them_from_the_ledger() {
     let app = spawn_app().await;
-    let (tenant, agents) = agents_with_bindings(&app, &[("a", "b"), ("b", "c")]).await;
-    set_limits(
-        &app,
-        &tenant,
-        json!({"max_fan_out": 2, "max_open_in_tree": 10}),
-    )
-    .await;
+    let (tenant, agents, root) = root_with_two_children(&app).await;
     let (b, c) = (&agents["b"], &agents["c"]);
-    let root = open_call(&app, &agents["a"].key, &b.name, None).await;
-    open_call(&app, &b.key, &c.name, Some(&root)).await;
-    open_call(&app, &b.key, &c.name, Some(&root)).await;
     app.app
         .store
         .client()
@@ -690,17 +690,8 @@ async fn a_tree_item_without_its_roots_children_counts_them_from_the_ledger() {
 #[tokio::test]
 async fn the_fan_out_holds_when_the_trees_limit_is_taken_away() {
     let app = spawn_app().await;
-    let (tenant, agents) = agents_with_bindings(&app, &[("a", "b"), ("b", "c")]).await;
-    set_limits(
-        &app,
-        &tenant,
-        json!({"max_fan_out": 2, "max_open_in_tree": 10}),
-    )
-    .await;
+    let (tenant, agents, root) = root_with_two_children(&app).await;
     let (b, c) = (&agents["b"], &agents["c"]);
-    let root = open_call(&app, &agents["a"].key, &b.name, None).await;
-    open_call(&app, &b.key, &c.name, Some(&root)).await;
-    open_call(&app, &b.key, &c.name, Some(&root)).await;
     set_limits(&app, &tenant, json!({"max_open_in_tree": null})).await;
     refused(&app, Binding::Rest, &b.key, &c.name, &root).await;
     set_limits(&app, &tenant, json!({"max_open_in_tree": 10})).await;
