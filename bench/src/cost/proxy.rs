@@ -89,13 +89,14 @@ impl Proxy {
         std::mem::take(&mut *self.log.lock().expect("proxy log"))
     }
 
-    pub fn count(&self, operation: &str) -> usize {
+    /// The SQS messages deleted so far, one by one or in batches.
+    pub fn deletes(&self) -> usize {
         self.log
             .lock()
             .expect("proxy log")
             .iter()
-            .filter(|exchange| exchange.operation() == operation)
-            .count()
+            .map(|exchange| crate::run::deleted_handles(exchange).count())
+            .sum()
     }
 }
 

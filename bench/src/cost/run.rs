@@ -146,16 +146,18 @@ impl Run {
                 continue;
             }
             self.batches += 1;
+            let mut left = handles.len();
             let last_delete = exchanges[index..]
                 .iter()
-                .filter(|later| {
-                    later.operation() == "DeleteMessage"
-                        && later.request["ReceiptHandle"]
-                            .as_str()
-                            .is_some_and(|handle| handles.contains(&handle))
+                .filter_map(|later| {
+                    let deleted = deleted_handles(later)
+                        .filter(|handle| handles.contains(handle))
+                        .count();
+                    (deleted > 0 && left > 0).then(|| {
+                        left = left.saturating_sub(deleted);
+                        later.sent
+                    })
                 })
-                .map(|later| later.sent)
-                .take(handles.len())
                 .last();
             if let Some(sent) = last_delete {
                 self.batch_times
@@ -163,4 +165,20 @@ impl Run {
             }
         }
     }
+}
+
+/// The receipt handles an SQS request deletes: a `DeleteMessage`'s one, or each entry of a
+/// `DeleteMessageBatch` (how the local worker, as the Lambda event source, deletes a batch's
+/// successes).
+pub fn deleted_handles(exchange: &Exchange) -> impl Iterator<Item = &str> {
+    let single = (exchange.operation() == "DeleteMessage")
+        .then(|| exchange.request["ReceiptHandle"].as_str())
+        .flatten();
+    let batch = (exchange.operation() == "DeleteMessageBatch")
+        .then(|| exchange.request["Entries"].as_array())
+        .flatten()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry["ReceiptHandle"].as_str());
+    single.into_iter().chain(batch)
 }

@@ -143,7 +143,7 @@ async fn open_now(gateway: &Gateway, pair: &Pair, traced: bool) -> Reply {
 
 async fn push_task(gateway: &Gateway, pair: &Pair, callee: &Callee, run: &mut Run) {
     let (app, moto) = (&gateway.app, &gateway.moto);
-    let (received, deleted) = (callee.received().len(), moto.count("DeleteMessage"));
+    let (received, deleted) = (callee.received().len(), moto.deletes());
     let traced = run.mode == PUSH_TRACED;
     let opened = timed(
         run,
@@ -155,7 +155,7 @@ async fn push_task(gateway: &Gateway, pair: &Pair, callee: &Callee, run: &mut Ru
     // Delivered, answered, and the worker done with its batch (its message deleted).
     assert!(callee.wait_for(received + 1).await.len() > received);
     for _ in 0..1500 {
-        if moto.count("DeleteMessage") > deleted {
+        if moto.deletes() > deleted {
             break;
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
