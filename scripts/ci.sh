@@ -75,8 +75,12 @@ at_exit stack_on 8011 5011 stop
 at_exit stack_on 8012 5012 stop
 spawn more-stacks more_stacks
 
-# The Rust tests with only the arm64 build beside them: several of them race real clients
-# against each other and are slowed, not helped, by more company.
+# The SDK suites mostly wait on their gateway (scripts/test.sh runs them beside the Rust tests
+# too): they start once the arm64 build is done, beside the Rust tests' second half, which
+# leaves a core idle, rather than in the run's CPU-bound tail. (Not sooner: beside the debug
+# build's tests and the arm64 build at once, the racing Rust tests only slow down.)
+sdk_suites() { after deploy-build; scripts/sdk-tests.sh python typescript; }
+spawn sdk-suites sdk_suites
 . scripts/lib/rust-tests.sh
 step "unit and integration tests (nextest)" rust_tests cargo nextest run --workspace --locked
 # LocalStack's runtime and Chromium are the heaviest processes of the run: beside the
@@ -89,7 +93,6 @@ step "localstack smoke (SQS, KMS and S3 on LocalStack)" scripts/localstack-smoke
 step "console in headless Chromium" scripts/sdk-tests.sh console
 await more-stacks
 spawn schemathesis on_stack 8011 5011 scripts/schemathesis.sh
-spawn sdk-suites scripts/sdk-tests.sh python typescript
 
 bench_bin=(cargo run --quiet --locked -p forgebench-bench --bin)
 # Each benchmark's time closes its output, so the two lanes can be kept even.

@@ -4,6 +4,8 @@
 #   step NAME COMMAND...     runs COMMAND now; its output goes to this terminal
 #   spawn NAME COMMAND...    starts COMMAND in the background, its output in $steps_logs/NAME.log
 #   await NAME...            waits for spawned steps; a failed one prints its log and fails
+#   after NAME               inside a spawned step: waits until step NAME has ended, however
+#                            it ended (the awaiting script judges it)
 #   at_exit COMMAND          runs COMMAND when the script exits (before the table)
 #   print_step_times         the table (printed on exit)
 # Every step runs with `set -e` semantics: a failing step fails the script, after the table.
@@ -78,6 +80,10 @@ await() {
     fi
   done
   [ $failed = 0 ] || exit $failed
+}
+
+after() {
+  until [ -s "$steps_logs/$1.status" ]; do sleep 2; done
 }
 
 steps_at_exit=()
