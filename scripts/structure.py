@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("config", ["config", "bootstrap"]),
     # Every change to a task, and the services that drive changes: the push worker, the
     # sweeper, search; the one error type the edges render.
-    ("tasks", ["tasks/", "push/", "search", "sweeper", "error"]),
+    ("tasks", ["tasks/", "push/", "search", "sweeper", "sweeper_holds", "error"]),
     # What a process holds: the adapters and services, built once.
     ("app", ["app"]),
     # HTTP: REST, both A2A bindings, the console; parse, authorize, call below, render.

@@ -22,6 +22,7 @@ pub mod search;
 pub mod signing;
 pub mod store;
 pub mod sweeper;
+mod sweeper_holds;
 pub mod tasks;
 pub mod telemetry;
 pub mod trace;

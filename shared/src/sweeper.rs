@@ -25,6 +25,7 @@ use crate::search::index_words;
 use crate::store::{
     OutboxEntry, OverdueEntry, Store, StoreError, TaskTransition, WordsLane, DEADLINE_SHARDS,
 };
+use crate::sweeper_holds::{Decision, Holds};
 use crate::tasks::Tasks;
 
 /// Most entries read per page of a shard.
@@ -335,13 +336,14 @@ pub async fn sweep_outbox_until(store: &Store, queue: &Queue, now: &str) -> Swep
 }
 
 async fn sweep_outbox_within(store: &Store, queue: &Queue, now: &str, until: Instant) -> Swept {
+    let holds = &Holds::at(store, now);
     let tasks = every_shard(until, |shard| async move {
         let entries = store.outbox_due(shard, now, BATCH).await;
-        re_enqueue(store, queue, now, shard, entries).await
+        re_enqueue(store, queue, now, shard, entries, holds).await
     });
     let configs = every_shard(until, |shard| async move {
         let entries = store.notify_due(shard, now, BATCH).await;
-        re_enqueue(store, queue, now, shard, entries).await
+        re_enqueue(store, queue, now, shard, entries, holds).await
     });
     let (tasks, configs) = tokio::join!(tasks, configs);
     let mut swept = tasks;
@@ -356,6 +358,7 @@ async fn re_enqueue(
     now: &str,
     shard: char,
     entries: Result<Vec<OutboxEntry>, StoreError>,
+    holds: &Holds<'_>,
 ) -> Page {
     let entries = match entries {
         Ok(entries) => entries,
@@ -366,9 +369,29 @@ async fn re_enqueue(
     };
     let mut swept = Swept::default();
     for entry in &entries {
-        swept += re_enqueue_one(store, queue, now, entry).await;
+        swept += match holds.decide(entry).await {
+            Decision::Send => re_enqueue_one(store, queue, now, entry).await,
+            Decision::WaitUntil(until) => keep_waiting(store, entry, until).await,
+            Decision::Leave => Swept::default(),
+        };
     }
     Page::of(entries.len(), swept)
+}
+
+/// Moves a held callee's entry to wait until `until` (seconds since the epoch), with no
+/// message: it is not counted as enqueued.
+async fn keep_waiting(store: &Store, entry: &OutboxEntry, until: u64) -> Swept {
+    let due = clock::from_unix(until);
+    match store.bump_outbox_entry(entry, &due, 0).await {
+        Ok(_) => Swept::default(),
+        Err(error) => {
+            skip(&error, &entry.task_id, "outbox");
+            Swept {
+                done: 0,
+                skipped: 1,
+            }
+        }
+    }
 }
 
 async fn re_enqueue_one(store: &Store, queue: &Queue, now: &str, entry: &OutboxEntry) -> Swept {

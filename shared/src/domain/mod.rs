@@ -10,6 +10,7 @@ pub mod clock;
 pub mod content;
 pub mod contract;
 pub mod cursor;
+pub mod delivery_hold;
 pub mod endpoint_health;
 pub mod events;
 pub mod headers;

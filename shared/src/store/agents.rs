@@ -12,11 +12,11 @@ use super::tenancy::CountBound;
 use super::{classify, committed, AuditEntry, Store, StoreError};
 use crate::domain::{Agent, AgentRef, AgentStatus};
 
-fn id_key(agent_id: &AgentId) -> Item {
+pub(super) fn id_key(agent_id: &AgentId) -> Item {
     key(agent_partition(agent_id), AGENT_SORT_KEY)
 }
 
-fn name_key(tenant_id: &TenantId, name: &str) -> Item {
+pub(super) fn name_key(tenant_id: &TenantId, name: &str) -> Item {
     key(tenant_partition(tenant_id), agent_name_sort_key(name))
 }
 

@@ -6,7 +6,7 @@
 //! conditioned on still holding that lease: an answer that arrives after a cancel is discarded.
 
 use crate::domain::clock::Timestamp;
-use crate::domain::ids::{TaskId, TenantId};
+use crate::domain::ids::{AgentId, TaskId, TenantId};
 use crate::domain::transitions::Transition;
 use crate::domain::{Task, TaskState};
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
@@ -64,6 +64,8 @@ pub struct OutboxEntry {
     pub idle_rounds: u64,
     /// The task's tenant, which names the message the sweeper sends its group (SQS fair queues).
     pub tenant_id: Option<TenantId>,
+    /// The task's callee, whose hold on deliveries the sweeper heeds (`domain::delivery_hold`).
+    pub callee_id: Option<AgentId>,
 }
 
 /// Reads an outbox entry from its keys alone (whatever the index projects).
@@ -79,6 +81,7 @@ fn outbox_entry(item: &Item) -> Result<OutboxEntry, StoreError> {
             None => 0,
         },
         tenant_id: read.opt_id("tenant_id")?,
+        callee_id: read.opt_id("callee_agent_id")?,
     })
 }
 

@@ -3,6 +3,7 @@
 //! counted as an attempt), and its breaker at a receiver domain failing every POST holds its
 //! deliveries back, while another tenant's deliveries go on.
 
+use forgebench::domain::delivery_hold::TRIAL_WINDOW_SECONDS;
 use std::time::Duration;
 
 use forgebench_tests::{spawn_app_with, text_message, Answer, Callee, Options, Pair, TestApp};
@@ -298,14 +299,14 @@ async fn a_backlog_held_back_for_long_waits_on_the_outbox_not_on_the_queue() {
     let now = forgebench::domain::clock::now().to_string();
     let swept = forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &now).await;
     assert_eq!(swept.done, 0, "{swept:?}");
-    // Once their wait is over, the sweeper (every minute, deployed) enqueues them again: here a
-    // sweep as if ten minutes later, past every wait (a task opened after the callee was marked
-    // is parked by its open up to half its wait again later). The breaker still open, each is
-    // held back again, untried.
+    // Once their wait is over, the sweeper (every minute, deployed) enqueues one of them as a
+    // trial, the rest waiting for it: here a sweep as if ten minutes later, past every wait (a
+    // task opened after the callee was marked is parked by its open up to half its wait again
+    // later). The breaker still open, the trial is held back again, untried.
     let later = forgebench::domain::clock::after(600).to_string();
     let swept =
         forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &later).await;
-    assert_eq!(swept.done, held.len(), "{swept:?}");
+    assert_eq!(swept.done, 1, "{swept:?}");
     tokio::time::sleep(Duration::from_secs(1)).await;
     for task_id in &held {
         assert_ne!(state(&app, &noisy, task_id).await, "failed");
@@ -440,24 +441,31 @@ async fn a_held_callees_new_push_tasks_are_parked_by_their_open() {
         "only the other tenant's, past its grace: {swept:?}"
     );
     take_messages(&app).await;
-    let at_the_end = forgebench::domain::clock::from_unix(until + 60 + 1).to_string();
-    let swept = forgebench::sweeper::sweep_outbox_until(store, &app.app.queue, &at_the_end).await;
-    // The parked three, and the other tenant's task once more (a minute after its last sweep).
-    assert_eq!(swept.done, parked.len() + 1, "{swept:?}");
-    let bodies: Vec<String> = take_messages(&app)
-        .await
-        .into_iter()
-        .map(|(body, _)| body)
-        .collect();
-    assert_eq!(bodies.len(), parked.len() + 1, "{bodies:?}");
-    for task_id in &parked {
+    // The hold over, one parked task goes as a trial, beside the other tenant's task once more
+    // (a minute after its last sweep); the other two wait for the trial's end.
+    let (sent, waiting) = sweep_after_the_hold(&app, until + 60 + 1, &parked).await;
+    let trial_until = until + 60 + 1 + TRIAL_WINDOW_SECONDS;
+    assert_eq!(
+        marks(&app, &held).await,
+        [(Some(trial_until), Some(trial_until)); 2]
+    );
+    assert_eq!(waiting.len(), 2, "{sent:?}");
+    // No new hold was marked by the trial's end: it went through, the hold ends, the rest go.
+    let after_the_trial = forgebench::domain::clock::from_unix(trial_until + 1).to_string();
+    let swept =
+        forgebench::sweeper::sweep_outbox_until(store, &app.app.queue, &after_the_trial).await;
+    assert_eq!(swept.done, waiting.len(), "{swept:?}");
+    let bodies = take_bodies(&app).await;
+    for task_id in &waiting {
         assert!(
-            bodies.iter().any(|body| body.contains(task_id.as_str())),
+            bodies.iter().any(|body| body.contains(task_id)),
             "{bodies:?}"
         );
     }
+    assert_eq!(marks(&app, &held).await, [(None, None); 2]);
 
     // Setting the endpoint writes the agent: the hold is gone, and the next open sends.
+    hold(&app, &held, until + 600).await;
     let reply = app
         .set_endpoint(
             &held.tenant.admin_key,
@@ -471,4 +479,113 @@ async fn a_held_callees_new_push_tasks_are_parked_by_their_open() {
     let messages = take_messages(&app).await;
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert!(messages[0].0.contains(&next[0]), "{messages:?}");
+}
+
+/// `pair`'s callee's hold marks, on its copy by id and by name: `(push_held_until,
+/// push_trial_until)`.
+async fn marks(app: &TestApp, pair: &Pair) -> [(Option<u64>, Option<u64>); 2] {
+    use forgebench::domain::AgentId;
+    let (_, hold) = app
+        .app
+        .store
+        .delivery_hold(&AgentId::from(pair.callee.id.clone()))
+        .await
+        .unwrap()
+        .unwrap();
+    let by_id = (hold.held_until, hold.trial_until);
+    let by_name = held_at_open(app, pair).await[1];
+    let trial_by_name = if by_name == by_id.0 { by_id.1 } else { None };
+    [by_id, (by_name, trial_by_name)]
+}
+
+/// The bodies of the messages on the queue, taken off it.
+async fn take_bodies(app: &TestApp) -> Vec<String> {
+    take_messages(app)
+        .await
+        .into_iter()
+        .map(|(body, _)| body)
+        .collect()
+}
+
+/// A sweep at `at` (seconds since the epoch) after `parked`'s callee's hold ended: exactly one
+/// of `parked` is sent (the trial); the ones left waiting, and every body sent.
+async fn sweep_after_the_hold(
+    app: &TestApp,
+    at: u64,
+    parked: &[String],
+) -> (Vec<String>, Vec<String>) {
+    let now = forgebench::domain::clock::from_unix(at).to_string();
+    forgebench::sweeper::sweep_outbox_until(&app.app.store, &app.app.queue, &now).await;
+    let bodies = take_bodies(app).await;
+    let (trial, waiting): (Vec<String>, Vec<String>) = parked
+        .iter()
+        .cloned()
+        .partition(|task_id| bodies.iter().any(|body| body.contains(task_id.as_str())));
+    assert_eq!(trial.len(), 1, "one trial: {bodies:?}");
+    (bodies, waiting)
+}
+
+/// A held callee's parked backlog comes back one trial at a time: when its hold ends, one sweep
+/// sends one of its tasks and leaves the rest waiting, without a message, for the trial's
+/// window; a trial that fails (a worker marks a later hold) keeps them waiting until that hold
+/// ends, when one more goes; two sweeps at once start one trial between them.
+#[tokio::test]
+async fn a_held_callees_backlog_comes_back_one_trial_at_a_time() {
+    let app = spawn_app_with(Options {
+        push_worker: false,
+        ..Options::local_push()
+    })
+    .await;
+    let receiver = Callee::start(|_| hanging()).await;
+    let held = app.push_pair(&receiver.url).await;
+    let until = forgebench::domain::clock::unix_now() + 120;
+    hold(&app, &held, until).await;
+    let parked = open_many(&app, &held, 4).await;
+    assert!(take_messages(&app).await.is_empty());
+
+    // Two sweeps at once, past the hold and the open's spread: one trial between them.
+    let past = forgebench::domain::clock::from_unix(until + 90).to_string();
+    let store = &app.app.store;
+    let (first, second) = tokio::join!(
+        forgebench::sweeper::sweep_outbox_until(store, &app.app.queue, &past),
+        forgebench::sweeper::sweep_outbox_until(store, &app.app.queue, &past),
+    );
+    assert_eq!(first.done + second.done, 1, "{first:?} {second:?}");
+    let bodies = take_bodies(&app).await;
+    let trial: Vec<&String> = parked
+        .iter()
+        .filter(|task_id| bodies.iter().any(|body| body.contains(task_id.as_str())))
+        .collect();
+    assert_eq!(trial.len(), 1, "{bodies:?}");
+    let trial_until = until + 90 + TRIAL_WINDOW_SECONDS;
+    assert_eq!(
+        marks(&app, &held).await[0],
+        (Some(trial_until), Some(trial_until))
+    );
+
+    // The trial fails: its worker marks a later hold. The rest wait through it, and the trial's
+    // end does not end the hold.
+    let later = trial_until + 60;
+    hold(&app, &held, later).await;
+    let during = forgebench::domain::clock::from_unix(trial_until + 1).to_string();
+    let swept = forgebench::sweeper::sweep_outbox_until(store, &app.app.queue, &during).await;
+    assert_eq!(swept.done, 0, "{swept:?}");
+    assert!(take_messages(&app).await.is_empty());
+    assert_eq!(
+        marks(&app, &held).await[0],
+        (Some(later), Some(trial_until))
+    );
+
+    // That hold over, one more goes (the earliest due: the first trial's task, which its worker
+    // would have parked again), the other three wait.
+    let (_, waiting) = sweep_after_the_hold(&app, later + 1, &parked).await;
+    assert_eq!(waiting.len(), 3);
+    let second_trial = later + 1 + TRIAL_WINDOW_SECONDS;
+    assert_eq!(
+        marks(&app, &held).await,
+        [(Some(second_trial), Some(second_trial)); 2]
+    );
+    for task_id in &parked {
+        assert_eq!(state(&app, &held, task_id).await, "submitted");
+    }
 }
