@@ -4,8 +4,10 @@ mod args;
 mod commands;
 mod exec;
 mod exit;
+mod govern;
 mod ledger;
 mod output;
+mod pages;
 mod token;
 mod watch;
 
@@ -18,6 +20,9 @@ use forgebench_sdk::{Client, HOSTED_URL};
 use crate::args::{Cli, Command};
 use crate::output::Printer;
 use crate::token::CommandTokens;
+
+/// `forgebench-cli/<version>`: what the CLI's requests say they come from.
+const USER_AGENT: &str = concat!("forgebench-cli/", env!("CARGO_PKG_VERSION"));
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -51,7 +56,8 @@ async fn main() -> ExitCode {
             .exit();
     };
     // A key, or a command that prints tokens: one of them (an empty one counts as none).
-    let mut builder = Client::builder().base_url(url);
+    // Its own User-Agent, so the gateway's access log tells the CLI's requests from the SDK's.
+    let mut builder = Client::builder().base_url(url).user_agent(USER_AGENT);
     if let Some(key) = cli.key.filter(|key| !key.is_empty()) {
         builder = builder.api_key(key);
     }
