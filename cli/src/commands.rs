@@ -484,7 +484,7 @@ async fn serve(client: &Client, printer: Printer, args: ServeArgs) -> Outcome {
     };
     let limits = &limits;
     let handler = |task: Task| async move {
-        let reply = answer_with_command(command, &task, limits).await;
+        let reply = answer_with_command(client, command, &task, limits).await;
         eprintln!("forgebench: task {} -> {}", task.id, reply.state);
         reply
     };

@@ -8,6 +8,7 @@ mod govern;
 mod ledger;
 mod output;
 mod pages;
+mod progress;
 mod token;
 mod watch;
 

@@ -1406,3 +1406,74 @@ async fn all_follows_the_cursor_through_every_page_of_tasks_and_cards() {
     expected.sort_unstable();
     assert_eq!(names, expected, "every card once, by name");
 }
+
+/// `serve --exec`'s command reports progress by writing lines to fd 3: a text line and a JSON
+/// line join the task's history as progress messages while it works; a flood of a thousand
+/// lines is coalesced and bounded, its last line still reported before the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_command_reports_progress_on_its_fd_and_a_flood_is_bounded() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let exec = r#"cat > /dev/null
+echo reading >&3
+sleep 1
+echo '{"step": 2}' >&"$FORGEBENCH_PROGRESS_FD"
+sleep 1
+i=0
+while [ $i -lt 1000 ]; do echo "line $i" >&3; i=$((i+1)); done
+echo done"#;
+    let server = serve(&app, &pair.callee.key, exec);
+    let call = [
+        "--json",
+        "call",
+        &pair.callee.name,
+        "--text",
+        "go",
+        "--wait",
+        "30",
+    ];
+    let called = run(&app, &pair.caller.key, &call).await;
+    assert_eq!(called.code, 0, "{}", called.stderr);
+    let task_id = called.json()["id"].as_str().unwrap().to_owned();
+    let read = json_of(
+        &app,
+        &pair.caller.key,
+        &["tasks", "get", &pair.callee.name, &task_id],
+    )
+    .await;
+    assert_eq!(read["artifacts"][0]["parts"][0]["text"], "done");
+    let mut progress: Vec<&Value> = read["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "agent")
+        .collect();
+    let answer = progress.pop().unwrap();
+    assert_eq!(
+        answer["parts"],
+        json!([{"text": "done"}]),
+        "the answer comes last"
+    );
+    assert_eq!(progress[0]["parts"], json!([{"text": "reading"}]));
+    assert_eq!(progress[1]["parts"], json!([{"data": {"step": 2}}]));
+    let flood = &progress[2..];
+    assert!(
+        !flood.is_empty() && flood.len() < 1000,
+        "{} of the flood's lines reported",
+        flood.len()
+    );
+    assert_eq!(
+        flood.last().unwrap()["parts"],
+        json!([{"text": "line 999"}]),
+        "the newest line is reported before the answer"
+    );
+    let stopped = terminate(server).await;
+    assert!(
+        stopped.stderr.contains(&format!(
+            "{} progress lines not reported",
+            1000 - flood.len()
+        )),
+        "{}",
+        stopped.stderr
+    );
+}
