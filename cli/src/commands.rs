@@ -28,6 +28,9 @@ pub enum CommandError {
     Gateway(#[from] forgebench_sdk::Error),
     #[error("{0}")]
     Usage(String),
+    /// The profile named, or the config file, cannot be used.
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
 }
 
 impl CommandError {
@@ -35,7 +38,7 @@ impl CommandError {
     pub fn gateway(&self) -> Option<&forgebench_sdk::Error> {
         match self {
             CommandError::Gateway(error) => Some(error),
-            CommandError::Usage(_) => None,
+            CommandError::Usage(_) | CommandError::Profile(_) => None,
         }
     }
 
@@ -47,7 +50,7 @@ impl CommandError {
                 forgebench_sdk::Error::Unauthenticated(_) | forgebench_sdk::Error::TokenProvider(_),
             ) => exit::UNAUTHENTICATED,
             CommandError::Gateway(_) => exit::ERROR,
-            CommandError::Usage(_) => exit::USAGE,
+            CommandError::Usage(_) | CommandError::Profile(_) => exit::USAGE,
         }
     }
 }

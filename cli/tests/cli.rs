@@ -38,10 +38,15 @@ impl Run {
     }
 }
 
+/// No profile of the user's own reaches a test: the config directory is one that is not there.
+const NO_CONFIG: &str = "/nonexistent/forgebench-tests";
+
 fn command(app: &TestApp, key: &str, args: &[&str]) -> Command {
     let mut command = Command::new(BINARY);
     command
         .args(args)
+        .env("XDG_CONFIG_HOME", NO_CONFIG)
+        .env_remove("FORGEBENCH_PROFILE")
         .env("FORGEBENCH_URL", &app.base)
         .env("FORGEBENCH_API_KEY", key)
         .kill_on_drop(true);
@@ -681,6 +686,7 @@ async fn without_a_url_the_cli_is_a_usage_error_and_sends_nothing() {
         let mut command = Command::new(BINARY);
         command
             .args(["--json", "agents", "me"])
+            .env("XDG_CONFIG_HOME", NO_CONFIG)
             .env("FORGEBENCH_API_KEY", &key)
             .kill_on_drop(true);
         match empty {
@@ -1476,4 +1482,109 @@ echo done"#;
         "{}",
         stopped.stderr
     );
+}
+
+/// A config directory of the test's own holding `config`, with `mode`: its path.
+fn config_home(config: &str, mode: u32) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let home = std::env::temp_dir().join(format!("forgebench-profiles-{}", uuid_like()));
+    let file = home.join("forgebench").join("config.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, config).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+    home
+}
+
+/// `agents me` as the binary sees it with `home` as its config directory, `env` set and no
+/// other URL or credential; its run.
+async fn me_with(home: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut command = Command::new(BINARY);
+    command
+        .args(args)
+        .args(["--json", "agents", "me"])
+        .env("XDG_CONFIG_HOME", home)
+        .env_remove("FORGEBENCH_PROFILE")
+        .env_remove("FORGEBENCH_URL")
+        .env_remove("FORGEBENCH_API_KEY")
+        .env_remove("FORGEBENCH_TOKEN_COMMAND")
+        .envs(env.iter().copied())
+        .kill_on_drop(true);
+    finish(command).await
+}
+
+/// Profiles give the URL and the key where no flag or variable does: the default one, one named
+/// with `--profile` or `FORGEBENCH_PROFILE` (the flag first); a variable's key or URL over the
+/// profile's, a flag's over the variable's. A profile not in the file is a usage error naming
+/// it; a file others may read is refused while it holds a key, without printing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiles_fill_in_what_flags_and_variables_leave_and_keys_stay_private() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    let config = format!(
+        "[profiles.default]\nurl = \"{base}\"\nkey = \"{}\"\n\n\
+         [profiles.callee]\nurl = \"{base}\"\nkey = \"{}\"\n\n\
+         [profiles.nowhere]\nurl = \"http://127.0.0.1:9\"\nkey = \"{}\"\n",
+        caller.key,
+        callee.key,
+        callee.key,
+        base = app.base
+    );
+    let home = config_home(&config, 0o600);
+    let me = |run: Run| {
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.json()["name"].as_str().unwrap().to_owned()
+    };
+    let callee_profile = [("FORGEBENCH_PROFILE", "callee")];
+    assert_eq!(me(me_with(&home, &[], &[]).await), caller.name, "default");
+    assert_eq!(
+        me(me_with(&home, &[], &["--profile", "callee"]).await),
+        callee.name
+    );
+    assert_eq!(me(me_with(&home, &callee_profile, &[]).await), callee.name);
+    let flag_over_variable = me_with(&home, &callee_profile, &["--profile", "default"]).await;
+    assert_eq!(me(flag_over_variable), caller.name);
+    let key_variable = [("FORGEBENCH_API_KEY", callee.key.as_str())];
+    assert_eq!(me(me_with(&home, &key_variable, &[]).await), callee.name);
+    let key_flag = ["--key", caller.key.as_str()];
+    assert_eq!(
+        me(me_with(&home, &key_variable, &key_flag).await),
+        caller.name
+    );
+    let url_variable = [("FORGEBENCH_URL", app.base.as_str())];
+    let nowhere = ["--profile", "nowhere"];
+    assert_eq!(
+        me(me_with(&home, &url_variable, &nowhere).await),
+        callee.name
+    );
+
+    let missing = me_with(&home, &[], &["--profile", "staging"]).await;
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    let said: Value = serde_json::from_str(missing.stderr.trim()).unwrap();
+    let message = said["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("no profile staging in "), "{message}");
+    assert!(message.ends_with("forgebench/config.toml"), "{message}");
+
+    let exposed = config_home(&config, 0o644);
+    let refused = me_with(&exposed, &[], &[]).await;
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("mode 644"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("chmod 600"), "{}", refused.stderr);
+    assert!(
+        !refused.stderr.contains(&caller.key),
+        "the key is never printed"
+    );
+    let without_key = config_home(
+        &format!("[profiles.default]\nurl = \"{}\"\n", app.base),
+        0o644,
+    );
+    let url_only = me_with(&without_key, &key_variable, &[]).await;
+    assert_eq!(
+        me(url_only),
+        callee.name,
+        "a file without a key may be anyone's to read"
+    );
+    for dir in [home, exposed, without_key] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
