@@ -125,17 +125,22 @@ impl Reporter {
         }
     }
 
+    /// Reports `line`; after a refusal that would not pass (the task no longer working, a key
+    /// refused) it reports no more.
     async fn report(&mut self, line: &str) {
         self.sent += 1;
-        if let Err(error) = self
+        let reported = self
             .client
             .progress_parts(&self.task_id, parts_of(line))
-            .await
-        {
+            .await;
+        if let Err(error) = reported {
             eprintln!(
                 "forgebench: task {}: progress not reported: {error}",
                 self.task_id
             );
+            if !error.is_passing() {
+                self.sent = MAX_REPORTS;
+            }
         }
     }
 }

@@ -1420,15 +1420,26 @@ async fn all_follows_the_cursor_through_every_page_of_tasks_and_cards() {
 async fn an_exec_command_reports_progress_on_its_fd_and_a_flood_is_bounded() {
     let app = spawn_app().await;
     let pair = app.pair().await;
-    let exec = r#"cat > /dev/null
+    let canceled_flag = std::env::temp_dir().join(format!("forgebench-canceled-{}", uuid_like()));
+    let exec = format!(
+        r#"input=$(cat)
+case "$input" in
+*"cancel me"*)
+  echo first >&3
+  while [ ! -e '{flag}' ]; do sleep 0.1; done
+  for i in 1 2 3 4 5; do echo "after $i" >&3; sleep 0.6; done
+  echo done; exit 0;;
+esac
 echo reading >&3
 sleep 1
-echo '{"step": 2}' >&"$FORGEBENCH_PROGRESS_FD"
+echo '{{"step": 2}}' >&"$FORGEBENCH_PROGRESS_FD"
 sleep 1
 i=0
 while [ $i -lt 1000 ]; do echo "line $i" >&3; i=$((i+1)); done
-echo done"#;
-    let server = serve(&app, &pair.callee.key, exec);
+echo done"#,
+        flag = canceled_flag.display()
+    );
+    let server = serve(&app, &pair.callee.key, &exec);
     let call = [
         "--json",
         "call",
@@ -1473,6 +1484,34 @@ echo done"#;
         json!([{"text": "line 999"}]),
         "the newest line is reported before the answer"
     );
+    // The caller cancels while the command works: the next line's report is refused (409)
+    // and no later line is sent.
+    let call = [
+        "--json",
+        "call",
+        &pair.callee.name,
+        "--text",
+        "cancel me",
+        "--wait",
+        "0",
+    ];
+    let opened = run(&app, &pair.caller.key, &call).await;
+    let canceled = opened.json()["id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !app
+        .get_task(&pair.caller.key, &pair.callee.name, &canceled)
+        .await
+        .text
+        .contains("\"first\"")
+    {
+        assert!(Instant::now() < deadline, "the first line was reported");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cancel = app
+        .cancel(&pair.caller.key, &pair.callee.name, &canceled)
+        .await;
+    assert_eq!(cancel.status, 200, "{}", cancel.text);
+    std::fs::write(&canceled_flag, b"").unwrap();
     let stopped = terminate(server).await;
     assert!(
         stopped.stderr.contains(&format!(
@@ -1482,6 +1521,16 @@ echo done"#;
         "{}",
         stopped.stderr
     );
+    let refused = stopped.stderr.matches("progress not reported:").count();
+    assert_eq!(refused, 1, "{}", stopped.stderr);
+    assert!(
+        stopped
+            .stderr
+            .contains(&format!("task {canceled}: 4 progress lines not reported")),
+        "{}",
+        stopped.stderr
+    );
+    std::fs::remove_file(&canceled_flag).unwrap();
 }
 
 /// A config directory of the test's own holding `config`, with `mode`: its path.
