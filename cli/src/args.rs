@@ -30,6 +30,10 @@ pub struct Cli {
         global = true
     )]
     pub token_command: Option<String>,
+    /// The profile of the config file ($XDG_CONFIG_HOME/forgebench/config.toml) to take the URL
+    /// and credential from, where no flag or variable gives them (default: `default`, if any).
+    #[arg(long, env = "FORGEBENCH_PROFILE", global = true, value_name = "NAME")]
+    pub profile: Option<String>,
     /// Print the gateway's JSON on stdout, for scripts.
     #[arg(long, global = true)]
     pub json: bool,
@@ -75,6 +79,19 @@ pub enum Command {
     /// Call trees: the lineage of calls one root call started.
     #[command(subcommand)]
     Calls(CallsCommand),
+    /// Tool bindings of an agent: the skills its card lists.
+    #[command(subcommand)]
+    Tools(ToolCommand),
+    /// The gateway's signing keys (cards, webhooks): list (any key), rotate and retire
+    /// (operator key).
+    #[command(subcommand)]
+    SigningKeys(SigningKeyCommand),
+    /// The tenant's settings: word search and the call-tree limits.
+    #[command(subcommand)]
+    Settings(SettingsCommand),
+    /// The tenant's policies (Cedar `forbid` rules), and whether the gate would allow a call.
+    #[command(subcommand)]
+    Policies(PolicyCommand),
     /// Print the shell's completion script for forgebench (needs no gateway), e.g.
     /// `forgebench completions bash > ~/.local/share/bash-completion/completions/forgebench`.
     Completions {
@@ -218,6 +235,10 @@ pub enum MemberCommand {
     },
     /// List the members (never a key).
     List,
+    /// Issue a member another key; prints it, once.
+    IssueKey { member_id: String },
+    /// Revoke one of a member's keys.
+    RevokeKey { member_id: String, key_id: String },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -288,6 +309,214 @@ pub enum BindingCommand {
     List { agent: String },
     /// Revoke a binding, from either side.
     Revoke { agent: String, binding_id: String },
+    /// Set a binding's own call-tree limits and its contract (admin key; AGENT is either side).
+    /// Each option left out stays as it is; `none` removes it.
+    Update(UpdateBindingArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateBindingArgs {
+    pub agent: String,
+    pub binding_id: String,
+    /// The most calls on one path of a tree through this binding (1–64), or `none`.
+    #[arg(long, value_name = "N|none")]
+    pub max_call_depth: Option<Clearable<u32>>,
+    /// Refuse a call back to an agent already on the path (`true`, `false`), or `none`.
+    #[arg(long, value_name = "true|false|none")]
+    pub refuse_cycles: Option<Clearable<bool>>,
+    /// The most tasks one call may open (1–10,000), or `none`.
+    #[arg(long, value_name = "N|none")]
+    pub max_fan_out: Option<Clearable<u32>>,
+    /// The most tasks of one tree open at once (1–10,000), or `none`.
+    #[arg(long, value_name = "N|none")]
+    pub max_open_in_tree: Option<Clearable<u32>>,
+    /// The callee's skills the caller may name, comma-separated, or `none` for any.
+    #[arg(long, value_name = "SKILL,...|none")]
+    pub skills: Option<Clearable<Skills>>,
+    /// Tasks the caller may open a minute, or `none`.
+    #[arg(long, value_name = "N|none")]
+    pub rate_per_minute: Option<Clearable<u32>>,
+    /// Tasks the caller may hold open at once, or `none`.
+    #[arg(long, value_name = "N|none")]
+    pub max_concurrent: Option<Clearable<u32>>,
+    /// Tasks the caller may open a UTC day, or `none`.
+    #[arg(long, value_name = "N|none")]
+    pub daily_quota: Option<Clearable<u32>>,
+}
+
+/// A value to set, or `none`: the value removed (sent as `null`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Clearable<T>(pub Option<T>);
+
+impl<T: std::str::FromStr> std::str::FromStr for Clearable<T>
+where
+    T::Err: std::fmt::Display,
+{
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, String> {
+        if value == "none" {
+            return Ok(Clearable(None));
+        }
+        value
+            .parse()
+            .map(|value| Clearable(Some(value)))
+            .map_err(|error| format!("{error} (or `none`)"))
+    }
+}
+
+/// Skill names, comma-separated on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skills(pub Vec<String>);
+
+impl std::str::FromStr for Skills {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, String> {
+        let skills: Vec<String> = value
+            .split(',')
+            .map(str::trim)
+            .filter(|skill| !skill.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if skills.is_empty() {
+            return Err("no skill named".into());
+        }
+        Ok(Skills(skills))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolCommand {
+    /// An agent's tools.
+    List { agent: String },
+    /// Add or replace one of the agent's tools (its owner or an admin).
+    Put {
+        agent: String,
+        tool: String,
+        /// What it does (1–2,000 characters): the card skill's description.
+        #[arg(long)]
+        description: String,
+        /// A tag (repeatable, up to 20).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+    },
+    /// Remove one of the agent's tools.
+    Delete { agent: String, tool: String },
+}
+
+/// What a signing key signs.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PurposeArg {
+    CardSigning,
+    WebhookSigning,
+}
+
+impl From<PurposeArg> for forgebench_sdk::SigningKeyPurpose {
+    fn from(purpose: PurposeArg) -> Self {
+        match purpose {
+            PurposeArg::CardSigning => forgebench_sdk::SigningKeyPurpose::CardSigning,
+            PurposeArg::WebhookSigning => forgebench_sdk::SigningKeyPurpose::WebhookSigning,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SigningKeyCommand {
+    /// The public keys not retired, of both purposes (the JWKS).
+    List,
+    /// Make a new key of a purpose active (default: card-signing); the old one stays listed.
+    Rotate {
+        #[arg(long, value_enum)]
+        purpose: Option<PurposeArg>,
+    },
+    /// Drop a replaced key from the JWKS for good.
+    Retire { kid: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SettingsCommand {
+    /// The tenant's settings (admin or viewer key).
+    Get,
+    /// Change them (admin key); each option left out stays as it is.
+    Update(UpdateSettingsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateSettingsArgs {
+    /// Index task message words for `tasks search --q`.
+    #[arg(long, value_name = "true|false")]
+    pub word_search: Option<bool>,
+    /// The most calls on one path of a call tree, its root counted as 1 (1–64).
+    #[arg(long)]
+    pub max_call_depth: Option<u32>,
+    /// Refuse a call to an agent already on its own path to the root.
+    #[arg(long, value_name = "true|false")]
+    pub refuse_cycles: Option<bool>,
+    /// The most tasks one call may open (1–10,000), or `none`.
+    #[arg(long, value_name = "N|none")]
+    pub max_fan_out: Option<Clearable<u32>>,
+    /// The most tasks of one call tree open at once (1–10,000), or `none`.
+    #[arg(long, value_name = "N|none")]
+    pub max_open_in_tree: Option<Clearable<u32>>,
+}
+
+/// A policy's mode.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    Enforce,
+    DryRun,
+}
+
+impl From<ModeArg> for forgebench_sdk::PolicyMode {
+    fn from(mode: ModeArg) -> Self {
+        match mode {
+            ModeArg::Enforce => forgebench_sdk::PolicyMode::Enforce,
+            ModeArg::DryRun => forgebench_sdk::PolicyMode::DryRun,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// The tenant's policies and the set's version (admin or viewer key).
+    List,
+    /// Add or change one policy by name (admin key); a new one is tried (`dry-run`) unless
+    /// `--mode` says otherwise.
+    Set {
+        name: String,
+        /// Its Cedar text: one `forbid`.
+        #[arg(long, conflicts_with = "policy_file")]
+        policy: Option<String>,
+        /// A file holding its Cedar text.
+        #[arg(long, value_name = "PATH")]
+        policy_file: Option<std::path::PathBuf>,
+        #[arg(long, value_enum)]
+        mode: Option<ModeArg>,
+        #[arg(long, conflicts_with = "no_description")]
+        description: Option<String>,
+        /// Remove its description.
+        #[arg(long)]
+        no_description: bool,
+    },
+    /// Remove one policy (admin key).
+    Remove { name: String },
+    /// Whether the gate would allow CALLER to call CALLEE now, and why (records nothing).
+    Check {
+        caller: String,
+        callee: String,
+        #[arg(long)]
+        skill: Option<String>,
+        /// `open` (default), `answer`, `cancel` or `read`.
+        #[arg(long)]
+        action: Option<String>,
+        /// The call's depth in its tree (default 1).
+        #[arg(long)]
+        depth: Option<u32>,
+        /// The agent at the root of the tree.
+        #[arg(long)]
+        root_caller: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -440,16 +669,26 @@ pub struct SearchArgs {
     /// The next_cursor of a previous page.
     #[arg(long)]
     pub cursor: Option<String>,
+    /// Every page, not only the first.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum CardCommand {
     /// One agent's card.
     Get { agent: String },
-    /// One page of the tenant's registry.
+    /// One page of the tenant's registry, by name (or every page with --all).
     List {
+        /// Agents read a page (1–50).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// The next_cursor of a previous page.
         #[arg(long)]
         cursor: Option<String>,
+        /// Every page, not only the first.
+        #[arg(long)]
+        all: bool,
     },
 }
 

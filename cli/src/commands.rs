@@ -3,20 +3,22 @@
 use std::time::{Duration, Instant};
 
 use forgebench_sdk::{
-    CallOptions, Client, Direction, EndpointAuth, EndpointConfig, ServeOptions, StopSignal, Task,
-    TaskSearch, TaskState, MAX_WAIT_SECONDS,
+    CallOptions, Client, EndpointAuth, EndpointConfig, ServeOptions, StopSignal, Task, TaskState,
+    MAX_WAIT_SECONDS,
 };
 use serde_json::{json, Value};
 
 use crate::args::{
-    AgentCommand, BindingCommand, CallArgs, CallsCommand, CardCommand, Command, DirectionArg,
-    EndpointCommand, IssuerCommand, KeyCommand, MemberCommand, SearchArgs, ServeArgs,
-    SetEndpointArgs, StateArg, TaskCommand, TenantCommand,
+    AgentCommand, BindingCommand, CallArgs, CallsCommand, CardCommand, Command, EndpointCommand,
+    IssuerCommand, KeyCommand, MemberCommand, ServeArgs, SetEndpointArgs, TaskCommand,
+    TenantCommand,
 };
 use crate::exec::{answer_with_command, ExecLimits};
 use crate::exit;
+use crate::govern;
 use crate::ledger;
 use crate::output::{self, Printer};
+use crate::pages;
 use crate::watch;
 
 /// Why a command could not do its work.
@@ -26,6 +28,9 @@ pub enum CommandError {
     Gateway(#[from] forgebench_sdk::Error),
     #[error("{0}")]
     Usage(String),
+    /// The profile named, or the config file, cannot be used.
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
 }
 
 impl CommandError {
@@ -33,7 +38,7 @@ impl CommandError {
     pub fn gateway(&self) -> Option<&forgebench_sdk::Error> {
         match self {
             CommandError::Gateway(error) => Some(error),
-            CommandError::Usage(_) => None,
+            CommandError::Usage(_) | CommandError::Profile(_) => None,
         }
     }
 
@@ -45,7 +50,7 @@ impl CommandError {
                 forgebench_sdk::Error::Unauthenticated(_) | forgebench_sdk::Error::TokenProvider(_),
             ) => exit::UNAUTHENTICATED,
             CommandError::Gateway(_) => exit::ERROR,
-            CommandError::Usage(_) => exit::USAGE,
+            CommandError::Usage(_) | CommandError::Profile(_) => exit::USAGE,
         }
     }
 }
@@ -70,6 +75,10 @@ pub async fn run(client: &Client, printer: Printer, command: Command) -> Outcome
         Command::Calls(CallsCommand::Tree { root_call_id }) => {
             ledger::calls_tree(client, printer, &root_call_id).await
         }
+        Command::Tools(command) => govern::tools(client, printer, command).await,
+        Command::SigningKeys(command) => govern::signing_keys(client, printer, command).await,
+        Command::Settings(command) => govern::settings(client, printer, command).await,
+        Command::Policies(command) => govern::policies(client, printer, command).await,
         // Answered before a client is built (main.rs): it needs no gateway.
         Command::Completions { .. } => Ok(exit::SUCCESS),
     }
@@ -142,6 +151,12 @@ async fn members(client: &Client, printer: Printer, command: MemberCommand) -> O
             printer.print(&members, || {
                 output::value_lines(&members.items, &["member_id", "name", "role", "created_at"])
             });
+        }
+        MemberCommand::IssueKey { member_id } => {
+            return govern::issue_member_key(client, printer, &member_id).await;
+        }
+        MemberCommand::RevokeKey { member_id, key_id } => {
+            return govern::revoke_member_key(client, printer, &member_id, &key_id).await;
         }
     }
     Ok(exit::SUCCESS)
@@ -251,6 +266,7 @@ async fn bindings(client: &Client, printer: Printer, command: BindingCommand) ->
         BindingCommand::Revoke { agent, binding_id } => {
             client.revoke_binding(&agent, &binding_id).await?
         }
+        BindingCommand::Update(args) => return govern::update_binding(client, printer, args).await,
     };
     printer.print(&binding, || output::binding_line(&binding));
     Ok(exit::SUCCESS)
@@ -444,51 +460,21 @@ async fn tasks(client: &Client, printer: Printer, command: TaskCommand) -> Outco
             printer.print(&replayed, || output::replayed_notification_line(&replayed));
             Ok(exit::SUCCESS)
         }
-        TaskCommand::Search(args) => {
-            let page = client.search_tasks(&search_of(args)).await?;
-            printer.print(&page, || {
-                let mut lines: Vec<String> = page.items.iter().map(output::task_line).collect();
-                if let Some(cursor) = &page.next_cursor {
-                    lines.push(format!("more: --cursor {cursor}"));
-                }
-                lines.join("\n")
-            });
-            Ok(exit::SUCCESS)
-        }
-    }
-}
-
-fn search_of(args: SearchArgs) -> TaskSearch {
-    TaskSearch {
-        direction: args.direction.map(|direction| match direction {
-            DirectionArg::Inbound => Direction::Inbound,
-            DirectionArg::Outbound => Direction::Outbound,
-            DirectionArg::Both => Direction::Both,
-        }),
-        agent: args.agent,
-        state: args.state.map(|state| match state {
-            StateArg::Submitted => TaskState::Submitted,
-            StateArg::Working => TaskState::Working,
-            StateArg::InputRequired => TaskState::InputRequired,
-            StateArg::Completed => TaskState::Completed,
-            StateArg::Failed => TaskState::Failed,
-            StateArg::Canceled => TaskState::Canceled,
-        }),
-        context_id: args.context_id,
-        q: args.q,
-        since: args.since,
-        limit: args.limit,
-        cursor: args.cursor,
+        TaskCommand::Search(args) => pages::search(client, printer, args).await,
     }
 }
 
 async fn cards(client: &Client, printer: Printer, command: CardCommand) -> Outcome {
-    let cards = match command {
-        CardCommand::Get { agent } => client.card(&agent).await?,
-        CardCommand::List { cursor } => client.cards(cursor.as_deref()).await?,
-    };
-    printer.print(&cards, || output::pretty(&cards));
-    Ok(exit::SUCCESS)
+    match command {
+        CardCommand::Get { agent } => {
+            let card = client.card(&agent).await?;
+            printer.print(&card, || output::pretty(&card));
+            Ok(exit::SUCCESS)
+        }
+        CardCommand::List { limit, cursor, all } => {
+            pages::cards(client, printer, limit, cursor, all).await
+        }
+    }
 }
 
 async fn serve(client: &Client, printer: Printer, args: ServeArgs) -> Outcome {
@@ -501,7 +487,7 @@ async fn serve(client: &Client, printer: Printer, args: ServeArgs) -> Outcome {
     };
     let limits = &limits;
     let handler = |task: Task| async move {
-        let reply = answer_with_command(command, &task, limits).await;
+        let reply = answer_with_command(client, command, &task, limits).await;
         eprintln!("forgebench: task {} -> {}", task.id, reply.state);
         reply
     };

@@ -1,7 +1,8 @@
 //! `serve --exec`: one claimed task through a command. The task (JSON) goes to the command's
 //! stdin; its stdout becomes the reply; a non-zero exit, a run past `--timeout` or more than
 //! [`MAX_OUTPUT_BYTES`] on stdout fails the task. The command runs in a process group of its
-//! own, with an allow-list of `serve`'s environment. The command's stderr is
+//! own, with an allow-list of `serve`'s environment, and may report progress on fd 3
+//! ([`crate::progress`]). The command's stderr is
 //! the serving side's own: it goes to `serve`'s stderr, never to the calling agent (it may
 //! hold paths, environment dumps, stack traces). A command that wants the caller to know why
 //! prints `{"state": "failed", "error": "..."}` on stdout.
@@ -9,10 +10,12 @@
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use forgebench_sdk::{Task, TaskReply, API_KEY_VARIABLE};
+use command_fds::{CommandFdExt, FdMapping};
+use forgebench_sdk::{Client, Task, TaskReply, API_KEY_VARIABLE};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+use crate::progress::{self, PROGRESS_FD, PROGRESS_FD_VARIABLE};
 use crate::token::TOKEN_COMMAND_VARIABLE;
 
 /// The most of a failed command's stderr `serve` prints (its end, where the reason usually is).
@@ -54,8 +57,13 @@ enum Ran {
 /// Runs `command` with `sh -c` on `task` under `limits` and reads its reply. Never errors: a
 /// command that cannot be started, exits non-zero, runs past its time or prints past
 /// [`MAX_OUTPUT_BYTES`] fails the task.
-pub async fn answer_with_command(command: &str, task: &Task, limits: &ExecLimits) -> TaskReply {
-    match run(command, task, limits).await {
+pub async fn answer_with_command(
+    client: &Client,
+    command: &str,
+    task: &Task,
+    limits: &ExecLimits,
+) -> TaskReply {
+    match run(client, command, task, limits).await {
         Ok(Ran::Exited { status, stdout, .. }) if status.success() => reply_from_stdout(&stdout),
         Ok(Ran::Exited { status, stderr, .. }) => failure_from(status, &stderr, task),
         Ok(Ran::TimedOut) => TaskReply::fail(format!(
@@ -70,32 +78,20 @@ pub async fn answer_with_command(command: &str, task: &Task, limits: &ExecLimits
 }
 
 /// The command in a process group of its own (a Ctrl-C at the terminal reaches `serve`, which
-/// lets the tasks in hand finish, not the commands), with only the environment `limits` pass
-/// and the task's ids. Its whole group is killed when it ends, times out or prints too much.
-async fn run(command: &str, task: &Task, limits: &ExecLimits) -> std::io::Result<Ran> {
+/// lets the tasks in hand finish, not the commands), with only the environment `limits` pass,
+/// the task's ids and its progress channel ([`crate::progress`]). Its whole group is killed
+/// when it ends, times out or prints too much; what it reported last goes before the reply.
+async fn run(
+    client: &Client,
+    command: &str,
+    task: &Task,
+    limits: &ExecLimits,
+) -> std::io::Result<Ran> {
     let input = serde_json::to_vec(task)?;
-    let mut child = Command::new("sh");
-    child.arg("-c").arg(command).env_clear();
-    // The serving agent's key, or the way to its tokens, is never the command's to use or leak,
-    // even when named.
-    let secret = |name: &&str| *name == API_KEY_VARIABLE || *name == TOKEN_COMMAND_VARIABLE;
-    let passed = limits.pass_env.iter().map(String::as_str);
-    let names = PASSED_ALWAYS.iter().copied().chain(passed);
-    for name in names.filter(|name| !secret(name)) {
-        if let Some(value) = std::env::var_os(name) {
-            child.env(name, value);
-        }
-    }
-    let mut child = child
-        .env("FORGEBENCH_TASK_ID", &task.id)
-        .env("FORGEBENCH_CONTEXT_ID", &task.context_id)
-        .env("FORGEBENCH_CALL_ID", task.call_id().unwrap_or_default())
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
+    let (progress_end, progress) = progress::channel(client, &task.id)?;
+    // Built and dropped here: the command holds the pipe's write end until it is dropped, and
+    // the reader sees the pipe close only once no one else holds it.
+    let mut child = command_for(command, task, limits, progress_end)?.spawn()?;
     let group = child
         .id()
         .and_then(|id| rustix::process::Pid::from_raw(id.try_into().ok()?));
@@ -128,7 +124,47 @@ async fn run(command: &str, task: &Task, limits: &ExecLimits) -> std::io::Result
         // What the command left running goes with it (gone already: nothing to do).
         let _gone = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
+    progress.finish().await;
     ran
+}
+
+/// `sh -c command` as [`run`] starts it; `progress_end` becomes its fd 3.
+fn command_for(
+    command: &str,
+    task: &Task,
+    limits: &ExecLimits,
+    progress_end: std::os::fd::OwnedFd,
+) -> std::io::Result<Command> {
+    let mut child = Command::new("sh");
+    child.arg("-c").arg(command).env_clear();
+    // The serving agent's key, or the way to its tokens, is never the command's to use or leak,
+    // even when named.
+    let secret = |name: &&str| *name == API_KEY_VARIABLE || *name == TOKEN_COMMAND_VARIABLE;
+    let passed = limits.pass_env.iter().map(String::as_str);
+    let names = PASSED_ALWAYS.iter().copied().chain(passed);
+    for name in names.filter(|name| !secret(name)) {
+        if let Some(value) = std::env::var_os(name) {
+            child.env(name, value);
+        }
+    }
+    let progress = FdMapping {
+        parent_fd: progress_end,
+        child_fd: PROGRESS_FD,
+    };
+    child
+        .fd_mappings(vec![progress])
+        .map_err(std::io::Error::other)?;
+    child
+        .env("FORGEBENCH_TASK_ID", &task.id)
+        .env("FORGEBENCH_CONTEXT_ID", &task.context_id)
+        .env("FORGEBENCH_CALL_ID", task.call_id().unwrap_or_default())
+        .env(PROGRESS_FD_VARIABLE, PROGRESS_FD.to_string())
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    Ok(child)
 }
 
 /// All of `pipe`, or `None` once it passes `max` bytes.

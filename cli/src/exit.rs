@@ -55,4 +55,31 @@ mod tests {
         assert_eq!(distinct.len(), codes.len());
         assert_eq!(for_state(TaskState::Submitted), STILL_WORKING);
     }
+
+    #[test]
+    fn the_readme_s_table_has_a_row_for_each_code_and_no_other() {
+        let readme = include_str!("../README.md");
+        let section = readme
+            .split("## Exit codes")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## ").next())
+            .unwrap_or_default();
+        let documented: Vec<u8> = section
+            .lines()
+            .filter_map(|line| line.strip_prefix("| "))
+            .filter_map(|line| line.split(' ').next()?.parse().ok())
+            .collect();
+        let codes = [
+            SUCCESS,
+            ERROR,
+            USAGE,
+            FAILED,
+            INPUT_REQUIRED,
+            CANCELED,
+            STILL_WORKING,
+            REFUSED,
+            UNAUTHENTICATED,
+        ];
+        assert_eq!(documented, codes);
+    }
 }

@@ -210,3 +210,12 @@ pub fn value_lines(items: &[Value], fields: &[&str]) -> String {
 pub fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
+
+/// A value the gateway spells as a JSON string (an enum: `dry_run`, `webhook-signing`), as
+/// it spells it; empty for anything else.
+pub fn spelled<T: Serialize>(value: T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(text)) => text,
+        _ => String::new(),
+    }
+}

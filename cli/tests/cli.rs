@@ -38,10 +38,15 @@ impl Run {
     }
 }
 
+/// No profile of the user's own reaches a test: the config directory is one that is not there.
+const NO_CONFIG: &str = "/nonexistent/forgebench-tests";
+
 fn command(app: &TestApp, key: &str, args: &[&str]) -> Command {
     let mut command = Command::new(BINARY);
     command
         .args(args)
+        .env("XDG_CONFIG_HOME", NO_CONFIG)
+        .env_remove("FORGEBENCH_PROFILE")
         .env("FORGEBENCH_URL", &app.base)
         .env("FORGEBENCH_API_KEY", key)
         .kill_on_drop(true);
@@ -681,6 +686,7 @@ async fn without_a_url_the_cli_is_a_usage_error_and_sends_nothing() {
         let mut command = Command::new(BINARY);
         command
             .args(["--json", "agents", "me"])
+            .env("XDG_CONFIG_HOME", NO_CONFIG)
             .env("FORGEBENCH_API_KEY", &key)
             .kill_on_drop(true);
         match empty {
@@ -1084,4 +1090,550 @@ async fn ctrl_c_lets_the_task_in_hand_finish_and_never_reaches_its_command() {
         .await;
     assert_eq!(done.state(), "completed", "{}", done.text);
     assert_eq!(done.body["artifacts"][0]["parts"][0]["text"], "finished");
+}
+
+/// Runs the binary as `key`, asserts it exited 0 and returns its JSON on stdout.
+async fn json_of(app: &TestApp, key: &str, args: &[&str]) -> Value {
+    let mut with_json = vec!["--json"];
+    with_json.extend_from_slice(args);
+    let ran = run(app, key, &with_json).await;
+    assert_eq!(ran.code, 0, "{args:?}: {}", ran.stderr);
+    ran.json()
+}
+
+/// The governance commands, each checked by reading back what it changed: a member's second
+/// key (it signs in, then is refused once revoked), a binding's limits and contract, an agent's
+/// tools (on its card too), the tenant's settings and policies (a tried policy only logs, an
+/// enforced one refuses, a removed one is gone) and the signing keys (rotated, listed, retired).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_governance_commands_change_what_they_say_and_read_it_back() {
+    let app = spawn_app_with(Options {
+        signing_key_lifetime: Duration::ZERO,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let admin = pair.tenant.admin_key.as_str();
+
+    let member = json_of(
+        &app,
+        admin,
+        &["members", "create", "pat", "--role", "viewer"],
+    )
+    .await;
+    let member_id = member["member_id"].as_str().unwrap();
+    let issued = json_of(&app, admin, &["members", "issue-key", member_id]).await;
+    let second_key = issued["key"].as_str().unwrap();
+    assert!(run(&app, second_key, &["settings", "get"]).await.code == 0);
+    let key_id = issued["key_id"].as_str().unwrap();
+    let revoked = json_of(&app, admin, &["members", "revoke-key", member_id, key_id]).await;
+    assert_eq!(revoked["revoked"], true);
+    let refused = run(&app, second_key, &["settings", "get"]).await;
+    assert_eq!(refused.code, 8, "a revoked key exits 8: {}", refused.stderr);
+
+    let update = [
+        "bindings",
+        "update",
+        &pair.callee.name,
+        &pair.binding_id,
+        "--max-call-depth",
+        "3",
+        "--skills",
+        "lookup,refund",
+        "--daily-quota",
+        "40",
+    ];
+    let updated = json_of(&app, admin, &update).await;
+    assert_eq!(updated["limits"]["max_call_depth"], 3);
+    assert_eq!(updated["contract"]["skills"], json!(["lookup", "refund"]));
+    let cleared = [
+        "bindings",
+        "update",
+        &pair.caller.name,
+        &pair.binding_id,
+        "--daily-quota",
+        "none",
+        "--skills",
+        "none",
+    ];
+    let cleared = json_of(&app, admin, &cleared).await;
+    assert_eq!(cleared["contract"]["daily_quota"], Value::Null);
+    assert_eq!(cleared["contract"]["skills"], Value::Null);
+    assert_eq!(cleared["limits"]["max_call_depth"], 3, "the rest stays");
+    let listed = json_of(&app, admin, &["bindings", "list", &pair.callee.name]).await;
+    assert_eq!(listed["inbound"][0]["limits"]["max_call_depth"], 3);
+    let nothing = run(&app, admin, &["bindings", "update", "a", "b"]).await;
+    assert_eq!(nothing.code, 2, "nothing to change: {}", nothing.stderr);
+
+    walk_tools(&app, &pair).await;
+    walk_settings_and_policies(&app, &pair).await;
+    walk_signing_keys(&app, admin).await;
+    walk_agents_members_and_bindings(&app, &pair).await;
+}
+
+/// The management commands no other test runs: a member's agent granted a pending binding an
+/// admin approves and revokes, the listings, an agent paused, a key revoked, a question
+/// answered.
+async fn walk_agents_members_and_bindings(app: &TestApp, pair: &Pair) {
+    let admin = pair.tenant.admin_key.as_str();
+    let member = json_of(app, admin, &["members", "create", "sam"]).await;
+    let member_key = member["key"].as_str().unwrap();
+    let members = run(app, admin, &["members", "list"]).await;
+    assert!(
+        members.stdout.contains("  sam  member  "),
+        "{}",
+        members.stdout
+    );
+    assert!(
+        !members.stdout.contains(member_key),
+        "a listing never shows a key"
+    );
+    json_of(app, member_key, &["agents", "create", "sams-agent"]).await;
+    let grant = ["bindings", "grant", "sams-agent", &pair.callee.name];
+    let granted = json_of(app, member_key, &grant).await;
+    assert_eq!(granted[0]["approved_at"], Value::Null, "pending");
+    let binding_id = granted[0]["id"].as_str().unwrap();
+    let approve = ["bindings", "approve", &pair.callee.name, binding_id];
+    assert!(json_of(app, admin, &approve).await["approved_at"].is_string());
+    let revoke = ["bindings", "revoke", "sams-agent", binding_id];
+    assert_eq!(json_of(app, member_key, &revoke).await["revoked"], true);
+
+    let listed = run(app, admin, &["agents", "list"]).await;
+    assert_eq!(listed.stdout.lines().count(), 3, "{}", listed.stdout);
+    let update = ["agents", "update", "sams-agent", "--status", "paused"];
+    assert_eq!(json_of(app, member_key, &update).await["status"], "paused");
+    let got = run(app, admin, &["agents", "get", "sams-agent"]).await;
+    assert!(
+        got.stdout.contains("  sams-agent  paused  pull"),
+        "{}",
+        got.stdout
+    );
+
+    let issued = json_of(app, admin, &["keys", "issue", "sams-agent"]).await;
+    let key_id = issued["key_id"].as_str().unwrap();
+    json_of(app, admin, &["keys", "revoke", "sams-agent", key_id]).await;
+    let keys = json_of(app, admin, &["keys", "list", "sams-agent"]).await;
+    assert!(keys["items"][0]["revoked_at"].is_string(), "{keys}");
+
+    let asked = app.asked(pair).await;
+    let answer = ["tasks", "answer", &pair.callee.name, &asked, "yes, go on"];
+    let answered = json_of(app, &pair.caller.key, &answer).await;
+    assert_eq!(answered["status"]["state"], "working");
+    assert_eq!(
+        answered["history"].as_array().unwrap().last().unwrap()["parts"][0]["text"],
+        "yes, go on"
+    );
+}
+
+async fn walk_tools(app: &TestApp, pair: &Pair) {
+    let callee = pair.callee.name.as_str();
+    let put = [
+        "tools",
+        "put",
+        callee,
+        "lookup",
+        "--description",
+        "Looks an invoice up",
+        "--tag",
+        "invoices",
+    ];
+    let tool = json_of(app, &pair.tenant.admin_key, &put).await;
+    assert_eq!(tool["tags"], json!(["invoices"]));
+    let listed = run(app, &pair.tenant.admin_key, &["tools", "list", callee]).await;
+    assert_eq!(listed.stdout, "lookup  Looks an invoice up  [invoices]\n");
+    let card = json_of(app, &pair.caller.key, &["cards", "get", callee]).await;
+    assert_eq!(card["skills"][0]["description"], "Looks an invoice up");
+    let delete = ["tools", "delete", callee, "lookup"];
+    let removed = json_of(app, &pair.tenant.admin_key, &delete).await;
+    assert_eq!(removed["removed"], true);
+    let listed = json_of(app, &pair.callee.key, &["tools", "list", callee]).await;
+    assert_eq!(listed["items"], json!([]));
+}
+
+async fn walk_settings_and_policies(app: &TestApp, pair: &Pair) {
+    let admin = pair.tenant.admin_key.as_str();
+    let changed = [
+        "settings",
+        "update",
+        "--max-call-depth",
+        "5",
+        "--max-fan-out",
+        "20",
+        "--word-search",
+        "false",
+    ];
+    let changed = json_of(app, admin, &changed).await;
+    assert_eq!(
+        (&changed["max_call_depth"], &changed["max_fan_out"]),
+        (&json!(5), &json!(20))
+    );
+    json_of(app, admin, &["settings", "update", "--max-fan-out", "none"]).await;
+    let read = run(app, admin, &["settings", "get"]).await;
+    assert!(
+        read.stdout.contains("max_call_depth    5\n"),
+        "{}",
+        read.stdout
+    );
+    assert!(
+        read.stdout.contains("max_fan_out       none\n"),
+        "{}",
+        read.stdout
+    );
+    assert!(
+        read.stdout.contains("word_search       false\n"),
+        "{}",
+        read.stdout
+    );
+
+    let policy = format!(
+        r#"forbid(principal, action == Action::"open", resource) when {{ resource.name == "{}" }};"#,
+        pair.callee.name
+    );
+    let saved = json_of(
+        app,
+        admin,
+        &["policies", "set", "no-callee", "--policy", &policy],
+    )
+    .await;
+    assert_eq!(saved["items"][0]["mode"], "dry_run");
+    let check = ["policies", "check", &pair.caller.name, &pair.callee.name];
+    let tried = run(app, admin, &check).await;
+    assert_eq!(tried.stdout, "allowed  would refuse no-callee\n");
+    let enforce = ["policies", "set", "no-callee", "--mode", "enforce"];
+    json_of(app, admin, &enforce).await;
+    let refused = json_of(app, admin, &check).await;
+    assert_eq!(refused["allowed"], false);
+    assert_eq!(refused["policies"], json!(["no-callee"]));
+    let call = ["call", &pair.callee.name, "--text", "hi", "--wait", "0"];
+    assert_eq!(run(app, &pair.caller.key, &call).await.code, 7);
+    let removed = json_of(app, admin, &["policies", "remove", "no-callee"]).await;
+    assert_eq!(removed["items"], json!([]));
+    let listed = run(app, admin, &["policies", "list"]).await;
+    assert_eq!(listed.stdout, "version 3\n");
+    assert_eq!(json_of(app, admin, &check).await["allowed"], true);
+}
+
+async fn walk_signing_keys(app: &TestApp, admin: &str) {
+    let operator = app.operator_key.as_str();
+    let rotate = ["signing-keys", "rotate", "--purpose", "webhook-signing"];
+    let refused = run(app, admin, &rotate).await;
+    assert_eq!(
+        refused.code, 7,
+        "an admin may not rotate: {}",
+        refused.stderr
+    );
+    let old = json_of(app, operator, &rotate).await;
+    let new = json_of(app, operator, &rotate).await;
+    assert_eq!(old["purpose"], "webhook-signing");
+    let (old, new) = (old["kid"].as_str().unwrap(), new["kid"].as_str().unwrap());
+    let listed = run(app, admin, &["signing-keys", "list"]).await;
+    for kid in [old, new] {
+        assert!(
+            listed
+                .stdout
+                .contains(&format!("{kid}  webhook-signing  EdDSA")),
+            "{}",
+            listed.stdout
+        );
+    }
+    let active = run(app, operator, &["signing-keys", "retire", new]).await;
+    assert_eq!(active.code, 1, "the active key stays: {}", active.stderr);
+    // Retired once no process may still sign with it (0 s here, plus 2 s for clocks).
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let retired = run(app, operator, &["signing-keys", "retire", old]).await;
+    assert_eq!(retired.stdout, format!("{old}  webhook-signing  retired\n"));
+    let listed = json_of(app, admin, &["signing-keys", "list"]).await;
+    let kids: Vec<&str> = listed["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|key| key["kid"].as_str())
+        .collect();
+    assert!(kids.contains(&new) && !kids.contains(&old), "{kids:?}");
+}
+
+/// `--all` follows the cursor to the end: five tasks in pages of two and five agents' cards in
+/// pages of two are each seen once, where one page shows two and names the next cursor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_follows_the_cursor_through_every_page_of_tasks_and_cards() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let mut opened = Vec::new();
+    for n in 0..5 {
+        let message = forgebench_tests::text_message(&format!("task {n}"));
+        let reply = app
+            .open_task(&pair.caller.key, &pair.callee.name, message, 0)
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        opened.push(reply.field("id"));
+    }
+    let search = ["tasks", "search", "--direction", "outbound", "--limit", "2"];
+    let page = json_of(&app, &pair.caller.key, &search).await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 2);
+    assert!(page["next_cursor"].is_string());
+    let mut every = search.to_vec();
+    every.extend(["--all", "--json"]);
+    let all = run(&app, &pair.caller.key, &every).await;
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    let mut found: Vec<String> = all
+        .stdout
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    found.sort();
+    opened.sort();
+    assert_eq!(found, opened, "each task once");
+
+    for name in ["agent-c", "agent-d", "agent-e"] {
+        app.create_agent(&pair.tenant.admin_key, name).await;
+    }
+    let cards = ["cards", "list", "--limit", "2"];
+    let page = json_of(&app, &pair.caller.key, &cards).await;
+    assert_eq!(page["cards"].as_array().unwrap().len(), 2);
+    let all = run(&app, &pair.caller.key, &[&cards[..], &["--all"]].concat()).await;
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    let names: Vec<&str> = all
+        .stdout
+        .lines()
+        .map(|line| line.split("  ").next().unwrap())
+        .collect();
+    let mut expected = vec![
+        "agent-c",
+        "agent-d",
+        "agent-e",
+        pair.caller.name.as_str(),
+        pair.callee.name.as_str(),
+    ];
+    expected.sort_unstable();
+    assert_eq!(names, expected, "every card once, by name");
+}
+
+/// `serve --exec`'s command reports progress by writing lines to fd 3: a text line and a JSON
+/// line join the task's history as progress messages while it works; a flood of a thousand
+/// lines is coalesced and bounded, its last line still reported before the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_command_reports_progress_on_its_fd_and_a_flood_is_bounded() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let canceled_flag = std::env::temp_dir().join(format!("forgebench-canceled-{}", uuid_like()));
+    let exec = format!(
+        r#"input=$(cat)
+case "$input" in
+*"cancel me"*)
+  echo first >&3
+  while [ ! -e '{flag}' ]; do sleep 0.1; done
+  for i in 1 2 3 4 5; do echo "after $i" >&3; sleep 0.6; done
+  echo done; exit 0;;
+esac
+echo reading >&3
+sleep 1
+echo '{{"step": 2}}' >&"$FORGEBENCH_PROGRESS_FD"
+sleep 1
+i=0
+while [ $i -lt 1000 ]; do echo "line $i" >&3; i=$((i+1)); done
+echo done"#,
+        flag = canceled_flag.display()
+    );
+    let server = serve(&app, &pair.callee.key, &exec);
+    let call = [
+        "--json",
+        "call",
+        &pair.callee.name,
+        "--text",
+        "go",
+        "--wait",
+        "30",
+    ];
+    let called = run(&app, &pair.caller.key, &call).await;
+    assert_eq!(called.code, 0, "{}", called.stderr);
+    let task_id = called.json()["id"].as_str().unwrap().to_owned();
+    let read = json_of(
+        &app,
+        &pair.caller.key,
+        &["tasks", "get", &pair.callee.name, &task_id],
+    )
+    .await;
+    assert_eq!(read["artifacts"][0]["parts"][0]["text"], "done");
+    let mut progress: Vec<&Value> = read["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "agent")
+        .collect();
+    let answer = progress.pop().unwrap();
+    assert_eq!(
+        answer["parts"],
+        json!([{"text": "done"}]),
+        "the answer comes last"
+    );
+    assert_eq!(progress[0]["parts"], json!([{"text": "reading"}]));
+    assert_eq!(progress[1]["parts"], json!([{"data": {"step": 2}}]));
+    let flood = &progress[2..];
+    assert!(
+        !flood.is_empty() && flood.len() < 1000,
+        "{} of the flood's lines reported",
+        flood.len()
+    );
+    assert_eq!(
+        flood.last().unwrap()["parts"],
+        json!([{"text": "line 999"}]),
+        "the newest line is reported before the answer"
+    );
+    // The caller cancels while the command works: the next line's report is refused (409)
+    // and no later line is sent.
+    let call = [
+        "--json",
+        "call",
+        &pair.callee.name,
+        "--text",
+        "cancel me",
+        "--wait",
+        "0",
+    ];
+    let opened = run(&app, &pair.caller.key, &call).await;
+    let canceled = opened.json()["id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !app
+        .get_task(&pair.caller.key, &pair.callee.name, &canceled)
+        .await
+        .text
+        .contains("\"first\"")
+    {
+        assert!(Instant::now() < deadline, "the first line was reported");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cancel = app
+        .cancel(&pair.caller.key, &pair.callee.name, &canceled)
+        .await;
+    assert_eq!(cancel.status, 200, "{}", cancel.text);
+    std::fs::write(&canceled_flag, b"").unwrap();
+    let stopped = terminate(server).await;
+    assert!(
+        stopped.stderr.contains(&format!(
+            "{} progress lines not reported",
+            1000 - flood.len()
+        )),
+        "{}",
+        stopped.stderr
+    );
+    let refused = stopped.stderr.matches("progress not reported:").count();
+    assert_eq!(refused, 1, "{}", stopped.stderr);
+    assert!(
+        stopped
+            .stderr
+            .contains(&format!("task {canceled}: 4 progress lines not reported")),
+        "{}",
+        stopped.stderr
+    );
+    std::fs::remove_file(&canceled_flag).unwrap();
+}
+
+/// A config directory of the test's own holding `config`, with `mode`: its path.
+fn config_home(config: &str, mode: u32) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let home = std::env::temp_dir().join(format!("forgebench-profiles-{}", uuid_like()));
+    let file = home.join("forgebench").join("config.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, config).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+    home
+}
+
+/// `agents me` as the binary sees it with `home` as its config directory, `env` set and no
+/// other URL or credential; its run.
+async fn me_with(home: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut command = Command::new(BINARY);
+    command
+        .args(args)
+        .args(["--json", "agents", "me"])
+        .env("XDG_CONFIG_HOME", home)
+        .env_remove("FORGEBENCH_PROFILE")
+        .env_remove("FORGEBENCH_URL")
+        .env_remove("FORGEBENCH_API_KEY")
+        .env_remove("FORGEBENCH_TOKEN_COMMAND")
+        .envs(env.iter().copied())
+        .kill_on_drop(true);
+    finish(command).await
+}
+
+/// Profiles give the URL and the key where no flag or variable does: the default one, one named
+/// with `--profile` or `FORGEBENCH_PROFILE` (the flag first); a variable's key or URL over the
+/// profile's, a flag's over the variable's. A profile not in the file is a usage error naming
+/// it; a file others may read is refused while it holds a key, without printing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiles_fill_in_what_flags_and_variables_leave_and_keys_stay_private() {
+    let app = spawn_app().await;
+    let pair = app.pair().await;
+    let (caller, callee) = (&pair.caller, &pair.callee);
+    let config = format!(
+        "[profiles.default]\nurl = \"{base}\"\nkey = \"{}\"\n\n\
+         [profiles.callee]\nurl = \"{base}\"\nkey = \"{}\"\n\n\
+         [profiles.nowhere]\nurl = \"http://127.0.0.1:9\"\nkey = \"{}\"\n",
+        caller.key,
+        callee.key,
+        callee.key,
+        base = app.base
+    );
+    let home = config_home(&config, 0o600);
+    let me = |run: Run| {
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.json()["name"].as_str().unwrap().to_owned()
+    };
+    let callee_profile = [("FORGEBENCH_PROFILE", "callee")];
+    assert_eq!(me(me_with(&home, &[], &[]).await), caller.name, "default");
+    assert_eq!(
+        me(me_with(&home, &[], &["--profile", "callee"]).await),
+        callee.name
+    );
+    assert_eq!(me(me_with(&home, &callee_profile, &[]).await), callee.name);
+    let flag_over_variable = me_with(&home, &callee_profile, &["--profile", "default"]).await;
+    assert_eq!(me(flag_over_variable), caller.name);
+    let key_variable = [("FORGEBENCH_API_KEY", callee.key.as_str())];
+    assert_eq!(me(me_with(&home, &key_variable, &[]).await), callee.name);
+    let key_flag = ["--key", caller.key.as_str()];
+    assert_eq!(
+        me(me_with(&home, &key_variable, &key_flag).await),
+        caller.name
+    );
+    let url_variable = [("FORGEBENCH_URL", app.base.as_str())];
+    let nowhere = ["--profile", "nowhere"];
+    assert_eq!(
+        me(me_with(&home, &url_variable, &nowhere).await),
+        callee.name
+    );
+
+    let missing = me_with(&home, &[], &["--profile", "staging"]).await;
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    let said: Value = serde_json::from_str(missing.stderr.trim()).unwrap();
+    let message = said["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("no profile staging in "), "{message}");
+    assert!(message.ends_with("forgebench/config.toml"), "{message}");
+
+    let exposed = config_home(&config, 0o644);
+    let refused = me_with(&exposed, &[], &[]).await;
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("mode 644"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("chmod 600"), "{}", refused.stderr);
+    assert!(
+        !refused.stderr.contains(&caller.key),
+        "the key is never printed"
+    );
+    let without_key = config_home(
+        &format!("[profiles.default]\nurl = \"{}\"\n", app.base),
+        0o644,
+    );
+    let url_only = me_with(&without_key, &key_variable, &[]).await;
+    assert_eq!(
+        me(url_only),
+        callee.name,
+        "a file without a key may be anyone's to read"
+    );
+    for dir in [home, exposed, without_key] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -47,6 +47,8 @@ fn bare(base: &str, args: &[&str]) -> Command {
     command
         .args(args)
         .env("FORGEBENCH_URL", base)
+        .env("XDG_CONFIG_HOME", "/nonexistent/forgebench-tests")
+        .env_remove("FORGEBENCH_PROFILE")
         .env_remove("FORGEBENCH_API_KEY")
         .env_remove("FORGEBENCH_TOKEN_COMMAND")
         .kill_on_drop(true);

@@ -72,6 +72,7 @@ pub struct ClientBuilder {
     timeout: Option<Duration>,
     max_retries: Option<u32>,
     http: Option<reqwest::Client>,
+    user_agent: Option<String>,
 }
 
 impl ClientBuilder {
@@ -110,6 +111,15 @@ impl ClientBuilder {
         self
     }
 
+    /// The User-Agent to send instead of `forgebench-rust/<version>`, for a program built on the
+    /// SDK that its gateway's operators (and access logs) should tell apart, e.g.
+    /// `forgebench-cli/<version>`. Not used with [`ClientBuilder::http_client`]: that client's
+    /// own User-Agent is sent.
+    pub fn user_agent(mut self, user_agent: impl Into<String>) -> ClientBuilder {
+        self.user_agent = Some(user_agent.into());
+        self
+    }
+
     /// Your own `reqwest::Client` (its pool, proxies, TLS settings).
     pub fn http_client(mut self, http: reqwest::Client) -> ClientBuilder {
         self.http = Some(http);
@@ -144,7 +154,7 @@ impl ClientBuilder {
         let http = match self.http {
             Some(http) => http,
             None => reqwest::Client::builder()
-                .user_agent(USER_AGENT)
+                .user_agent(self.user_agent.as_deref().unwrap_or(USER_AGENT))
                 .build()
                 .map_err(Error::Connection)?,
         };

@@ -495,7 +495,16 @@ impl Client {
 
     /// One page of the tenant's registry: `{"cards": [...], "next_cursor"}`.
     pub async fn cards(&self, cursor: Option<&str>) -> Result<Value> {
+        self.cards_page(None, cursor).await
+    }
+
+    /// One page of the tenant's registry of at most `limit` agents (1–50, the gateway's
+    /// default 20 when `None`): `GET /v1/agents/cards`.
+    pub async fn cards_page(&self, limit: Option<u32>, cursor: Option<&str>) -> Result<Value> {
         let mut request = Request::get("/v1/agents/cards".into());
+        if let Some(limit) = limit {
+            request = request.query("limit", limit);
+        }
         if let Some(cursor) = cursor {
             request = request.query("cursor", cursor);
         }

@@ -272,7 +272,14 @@ impl Client {
 
     /// Reports progress on a claimed task; it stays `working`.
     pub async fn progress(&self, task_id: &str, text: impl Into<String>) -> Result<Task> {
-        let message = Message::new("agent", vec![Part::Text(text.into())]);
+        self.progress_parts(task_id, vec![Part::Text(text.into())])
+            .await
+    }
+
+    /// Reports progress on a claimed task as any parts (text, data); it stays `working`:
+    /// `POST /v1/agents/me/tasks/{id}/progress`.
+    pub async fn progress_parts(&self, task_id: &str, parts: Vec<Part>) -> Result<Task> {
+        let message = Message::new("agent", parts);
         let path = format!("/v1/agents/me/tasks/{}/progress", segment(task_id)?);
         self.send_json(Request::post(path, json!({ "message": message })).repeatable(true))
             .await
