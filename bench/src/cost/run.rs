@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::billing::{billed, billed_total, is_read, units_by_place};
+use forgebench_bench::capacity::{billed, billed_total, is_read, units_by_place};
+use forgebench_bench::proxy::{Exchange, Proxy};
+
 use crate::prices::SQS_CHUNK;
-use crate::proxy::{Exchange, Proxy};
 
 /// Everything one mode's N tasks made.
 pub struct Run {
