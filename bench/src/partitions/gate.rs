@@ -13,7 +13,7 @@ use crate::tally::Count;
 /// subject (the callee's queue, the tenant's audit log, a word, the conversation) takes the
 /// same units per task at any size; a caller's or a callee's own keys take their share (one in
 /// two here), so a run with more agents stays within these.
-const BOUNDS: [(Scenario, &str, f64, f64); 21] = [
+const BOUNDS: [(Scenario, &str, f64, f64); 25] = [
     // The tenant's audit log (open, claim, result); the callee's agent item read by its claims.
     (Scenario::OneCallee, "table", 3.0, 1.0),
     // The callee's queue: its entry in at the open, out at the claim; the claim's page.
@@ -23,6 +23,12 @@ const BOUNDS: [(Scenario, &str, f64, f64); 21] = [
     // The callee's side entry: written at the open, refreshed at the claim and the result.
     (Scenario::OneCallee, "inbound_tasks", 3.0, 0.0),
     (Scenario::OneCallee, "outbound_tasks", 1.5, 0.0),
+    // Pushed: the open's audit entry (the delivery's answer is the callee's, logged on the
+    // task), the callee's agent read by the worker; the outbox entry over its 16 shards.
+    (Scenario::OneCalleePush, "table", 1.0, 1.0),
+    (Scenario::OneCalleePush, "gsi1", 0.25, 0.0),
+    (Scenario::OneCalleePush, "inbound_tasks", 3.0, 0.0),
+    (Scenario::OneCalleePush, "outbound_tasks", 1.5, 0.0),
     (Scenario::OneTenant, "table", 3.0, 0.5),
     (Scenario::OneTenant, "gsi1", 1.0, 0.25),
     (Scenario::OneTenant, "gsi2", 0.125, 0.0),

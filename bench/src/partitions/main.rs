@@ -1,10 +1,12 @@
 //! Partition keys: the write and read units each partition key of the table and of every index
 //! takes per task, for the keys a busy deployment heats, and the capacity model built on them.
 //!
-//! Scenarios, each on a fresh table, small pull tasks one after another (open at once, claim,
-//! result, the caller's read) after one warm-up task per pair of agents:
+//! Scenarios, each on a fresh table, small tasks one after another (open at once; claim and
+//! result, or the push worker's delivery; the caller's read) after one warm-up task per pair of
+//! agents:
 //!
-//! - one callee: N tasks to one callee from A callers, in turn;
+//! - one callee: N tasks to one callee from A callers, in turn; and the same pushed (the push
+//!   worker delivers each task to an endpoint on loopback that answers it at once);
 //! - one tenant: N tasks among A callers and A callees of one tenant, every pair in turn;
 //! - a common word: the same tenant's shape, every message carrying one word and two of its own;
 //! - one conversation: N tasks (at most 99) in the conversation the warm-up task opened.
@@ -44,6 +46,9 @@ fn described(scenario: Scenario, sizes: Sizes) -> String {
     let agents = sizes.agents;
     match scenario {
         Scenario::OneCallee => format!("pull tasks to one callee from {agents} callers in turn"),
+        Scenario::OneCalleePush => format!(
+            "push tasks to one callee from {agents} callers in turn, its endpoint answering at once"
+        ),
         Scenario::OneTenant => {
             format!("pull tasks among {agents} callers and {agents} callees of one tenant")
         }

@@ -1,11 +1,11 @@
-//! The scenarios, each on a table of its own: small pull tasks driven one after another through
+//! The scenarios, each on a table of its own: small tasks driven one after another through
 //! the in-process gateway, whose DynamoDB client goes through a proxy that records each request
 //! with its consumed capacity and the images of the items each write names.
 
 use forgebench_bench::attribution::{Layout, Roles, Spread};
 use forgebench_bench::proxy::{Capture, Proxy};
 use forgebench_bench::small_task;
-use forgebench_tests::{spawn_app_with, Options, Tenant, TestAgent, TestApp};
+use forgebench_tests::{spawn_app_with, Answer, Callee, Options, Tenant, TestAgent, TestApp};
 use serde_json::{json, Value};
 
 use crate::tally::Count;
@@ -15,6 +15,8 @@ use crate::tally::Count;
 pub enum Scenario {
     /// Tasks to one callee from many callers.
     OneCallee,
+    /// The same, the callee pushed to: its endpoint answers each task at once.
+    OneCalleePush,
     /// Tasks among one tenant's many callers and callees.
     OneTenant,
     /// Every message in one tenant carries one word (and words of its own).
@@ -24,8 +26,9 @@ pub enum Scenario {
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 5] = [
         Scenario::OneCallee,
+        Scenario::OneCalleePush,
         Scenario::OneTenant,
         Scenario::CommonWord,
         Scenario::OneConversation,
@@ -34,6 +37,7 @@ impl Scenario {
     pub fn name(self) -> &'static str {
         match self {
             Scenario::OneCallee => "one callee",
+            Scenario::OneCalleePush => "one callee, push",
             Scenario::OneTenant => "one tenant",
             Scenario::CommonWord => "a common word",
             Scenario::OneConversation => "one conversation",
@@ -44,7 +48,7 @@ impl Scenario {
     /// conversation's.
     pub fn subject(self) -> &'static str {
         match self {
-            Scenario::OneCallee => "{callee}",
+            Scenario::OneCallee | Scenario::OneCalleePush => "{callee}",
             Scenario::OneTenant => "{tenant}",
             Scenario::CommonWord => "{word}",
             Scenario::OneConversation => "{conversation}",
@@ -55,7 +59,9 @@ impl Scenario {
     /// conversation, which holds at most 100 tasks.
     pub fn target(self) -> Option<(f64, &'static str)> {
         match self {
-            Scenario::OneCallee => Some((10_000.0, "tasks/s to one callee")),
+            Scenario::OneCallee | Scenario::OneCalleePush => {
+                Some((10_000.0, "tasks/s to one callee"))
+            }
             Scenario::OneTenant | Scenario::CommonWord => Some((50_000.0, "tasks/s in one tenant")),
             Scenario::OneConversation => None,
         }
@@ -70,32 +76,45 @@ pub struct Sizes {
     pub agents: usize,
 }
 
-/// The gateway under count and its recording proxy.
+/// The gateway under count and its recording proxies; for push, the callee's endpoint.
 struct Bench {
     app: TestApp,
     dynamodb: Proxy,
+    /// SQS's requests, to see the worker done with each task (its message deleted).
+    moto: Proxy,
+    endpoint: Option<Callee>,
     layout: Layout,
     roles: Roles,
 }
 
-async fn bench() -> Bench {
+/// The gateway, with the push worker and an endpoint that answers every task at once when
+/// `push`.
+async fn bench(push: bool) -> Bench {
     let layout = Layout::deployed();
     let capture = Capture {
         consumed_capacity: true,
         images: Some(layout.key.clone()),
     };
     let dynamodb = Proxy::start_capturing(forgebench_tests::dynamodb_endpoint(), capture).await;
+    let moto = Proxy::start(forgebench_tests::moto_endpoint(), false).await;
     let app = spawn_app_with(Options {
         dynamodb_endpoint: dynamodb.endpoint.clone(),
+        moto_endpoint: moto.endpoint.clone(),
         key_cache_seconds: 600,
         deployed_poll_intervals: true,
-        push_worker: false,
-        ..Options::default()
+        push_worker: push,
+        ..Options::local_push()
     })
     .await;
+    let endpoint = match push {
+        true => Some(Callee::start(|_| Answer::json(200, json!({"state": "completed"}))).await),
+        false => None,
+    };
     Bench {
         app,
         dynamodb,
+        moto,
+        endpoint,
         layout,
         roles: Roles::default(),
     }
@@ -130,6 +149,16 @@ async fn party(bench: &mut Bench, callers: usize, callees: usize) -> Party {
             bench.roles.name(&agent.id, role, Spread::Shared);
         }
     }
+    if let Some(endpoint) = &bench.endpoint {
+        let url = json!({"url": endpoint.url, "auth": {"type": "bearer", "secret": "bench"}});
+        for callee in &callees {
+            let set = bench
+                .app
+                .set_endpoint(&tenant.admin_key, &callee.name, url.clone());
+            let set = set.await;
+            assert_eq!(set.status, 200, "{}", set.text);
+        }
+    }
     let names: Vec<&str> = callees.iter().map(|callee| callee.name.as_str()).collect();
     for caller in &callers {
         let granted = bench.app.grant(&tenant.admin_key, &caller.id, &names).await;
@@ -142,16 +171,49 @@ async fn party(bench: &mut Bench, callers: usize, callees: usize) -> Party {
     Party { callers, callees }
 }
 
-/// One pull task's life (open at once, claim, result, the caller's read), its ids named by
-/// their roles: its task, its call and, unless `context` continues one, its own conversation.
-/// Returns the task's conversation.
-async fn pull_task(
+/// The callee claims the task and answers it.
+async fn answered(app: &TestApp, callee: &TestAgent, task: &str) {
+    let claimed = app.claim(&callee.key, 0).await;
+    assert_eq!(claimed.field("id"), task, "{}", claimed.text);
+    let done = app
+        .post_result(&callee.key, task, small_task::result())
+        .await;
+    assert_eq!(done.state(), "completed", "{}", done.text);
+}
+
+/// The SQS deletes the worker made: each ends a batch it is done with.
+fn deleted(moto: &Proxy) -> usize {
+    moto.count("DeleteMessageBatch") + moto.count("DeleteMessage")
+}
+
+/// The push worker delivered the task beyond the `received` before it, and is done with it
+/// (its message deleted).
+async fn delivered(moto: &Proxy, endpoint: &Callee, received: (usize, usize)) {
+    let (posts, deletes) = received;
+    assert!(endpoint.wait_for(posts + 1).await.len() > posts);
+    for _ in 0..1500 {
+        if deleted(moto) > deletes {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    panic!("the push worker did not finish its delivery");
+}
+
+/// One task's life (open at once; pull: claim, result; push: the worker's delivery; then the
+/// caller's read), its ids named by their roles: its task, its call and, unless `context`
+/// continues one, its own conversation. Returns the task's conversation.
+async fn one_task(
     bench: &mut Bench,
     caller: &TestAgent,
     callee: &TestAgent,
     message: Value,
     context: Option<&str>,
 ) -> String {
+    let received = match &bench.endpoint {
+        Some(endpoint) => (endpoint.received().len(), deleted(&bench.moto)),
+        None => (0, 0),
+    };
     let app = &bench.app;
     let mut body = json!({ "message": message });
     if let Some(context) = context {
@@ -161,12 +223,10 @@ async fn pull_task(
     let opened = app.post(&path, &caller.key, body).await;
     assert_eq!(opened.status, 200, "{}", opened.text);
     let task = opened.field("id");
-    let claimed = app.claim(&callee.key, 0).await;
-    assert_eq!(claimed.field("id"), task, "{}", claimed.text);
-    let done = app
-        .post_result(&callee.key, &task, small_task::result())
-        .await;
-    assert_eq!(done.state(), "completed", "{}", done.text);
+    match &bench.endpoint {
+        Some(endpoint) => delivered(&bench.moto, endpoint, received).await,
+        None => answered(app, callee, &task).await,
+    }
     let read = app.get_task(&caller.key, &callee.id, &task).await;
     assert_eq!(read.state(), "completed", "{}", read.text);
     bench.roles.name(&task, "task", Spread::OneTask);
@@ -191,9 +251,9 @@ fn common_word_message(n: usize) -> Value {
 /// Runs `scenario`: one warm-up task per pair (keys and agents cached, as for busy agents),
 /// then `sizes.tasks` tasks (rounded up to a whole number of rounds over the pairs), counted.
 pub async fn run(scenario: Scenario, sizes: Sizes) -> Count {
-    let mut bench = bench().await;
+    let mut bench = bench(scenario == Scenario::OneCalleePush).await;
     let (callers, callees) = match scenario {
-        Scenario::OneCallee => (sizes.agents, 1),
+        Scenario::OneCallee | Scenario::OneCalleePush => (sizes.agents, 1),
         Scenario::OneTenant | Scenario::CommonWord => (sizes.agents, sizes.agents),
         Scenario::OneConversation => (1, 1),
     };
@@ -209,7 +269,7 @@ pub async fn run(scenario: Scenario, sizes: Sizes) -> Count {
     };
     let mut conversation = None;
     for (n, (caller, callee)) in pairs.iter().enumerate() {
-        let context = pull_task(&mut bench, caller, callee, message(n), None).await;
+        let context = one_task(&mut bench, caller, callee, message(n), None).await;
         conversation.get_or_insert(context);
     }
     if scenario == Scenario::OneConversation {
@@ -228,7 +288,7 @@ pub async fn run(scenario: Scenario, sizes: Sizes) -> Count {
     for n in 0..tasks {
         let (caller, callee) = pairs[n % pairs.len()];
         let body = message(pairs.len() + n);
-        pull_task(&mut bench, caller, callee, body, conversation.as_deref()).await;
+        one_task(&mut bench, caller, callee, body, conversation.as_deref()).await;
     }
     Count::new(
         scenario,
