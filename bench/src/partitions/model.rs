@@ -123,6 +123,7 @@ pub fn print_model(count: &Count) {
     }
     let subject = scenario.subject();
     let named = loads.iter().filter(|load| load.shape.contains(subject));
+    println!();
     let subject = format!("the keys naming {subject}");
     for (what, limit) in [
         ("all its keys", first(loads.iter())),
