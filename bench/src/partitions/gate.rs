@@ -78,3 +78,14 @@ pub fn gate(counts: &[Count]) -> Vec<String> {
     }
     failures
 }
+
+/// What of `printed` (each scenario's model below its heading, each target line) the page at
+/// `path` does not quote word for word, described: a page whose numbers are not this run's.
+pub fn quoted(path: &str, printed: &[String]) -> Vec<String> {
+    let page = std::fs::read_to_string(path).expect("the page that quotes the model");
+    printed
+        .iter()
+        .filter(|text| !page.contains(text.trim()))
+        .map(|text| format!("{path} does not quote this run's:\n{}", text.trim()))
+        .collect()
+}

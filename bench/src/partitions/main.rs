@@ -24,8 +24,11 @@
 //! task than today's bounds (`gate.rs`); how far each target is from met is printed, never
 //! failed.
 //!
-//! Usage: `partitions [tasks per scenario] [agents] [--gate]` (defaults 200 and 8), with the
-//! `AWS_*` settings of `scripts/local-stack.sh env`.
+//! With `--doc=docs/capacity.md`, the run also fails unless that page quotes each model and
+//! target line it printed, word for word: the page's numbers are this program's.
+//!
+//! Usage: `partitions [tasks per scenario] [agents] [--gate] [--doc=PATH]` (defaults 200 and
+//! 8), with the `AWS_*` settings of `scripts/local-stack.sh env`.
 
 #![allow(
     clippy::unwrap_used,
@@ -64,6 +67,10 @@ fn described(scenario: Scenario, sizes: Sizes) -> String {
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let gated = args.iter().any(|arg| arg == "--gate");
+    let quoting = args
+        .iter()
+        .find_map(|arg| arg.strip_prefix("--doc="))
+        .map(str::to_owned);
     let numbers: Vec<usize> = args
         .iter()
         .filter(|arg| !arg.starts_with("--"))
@@ -78,18 +85,27 @@ async fn main() {
          (the small task: a dozen-word message and a data part, claimed, answered, read once)."
     );
     let mut counts = Vec::new();
+    let mut printed = Vec::new();
     for scenario in Scenario::ALL {
         let count = run(scenario, sizes).await;
         report::print_count(&count, &described(scenario, sizes));
-        model::print_model(&count);
+        printed.push(model::print_model(&count));
         counts.push(count);
     }
     println!("\nTargets (not gated: the sharding's to meet):");
     for count in &counts {
-        println!("  {}", model::target_line(count));
+        let line = format!("  {}", model::target_line(count));
+        println!("{line}");
+        printed.push(line);
     }
-    let failures = gate::gate(&counts);
-    if gated && !failures.is_empty() {
+    let mut failures = gate::gate(&counts);
+    if !gated {
+        failures.clear();
+    }
+    if let Some(path) = quoting {
+        failures.extend(gate::quoted(&path, &printed));
+    }
+    if !failures.is_empty() {
         eprintln!("partitions gate failed:\n  {}", failures.join("\n  "));
         std::process::exit(1);
     }

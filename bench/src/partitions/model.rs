@@ -9,8 +9,9 @@ pub const PARTITION_WRITE_UNITS: f64 = 1_000.0;
 /// The read units a second one partition serves.
 pub const PARTITION_READ_UNITS: f64 = 3_000.0;
 
-/// The key of one place that limits a scenario's rate first, with its units per task.
-pub struct Limiting {
+/// One key shape of one place: the units per task its busiest key takes, and the rate at which
+/// that key reaches a partition's limit.
+pub struct KeyRate {
     pub place: String,
     pub shape: String,
     pub per_task: Units,
@@ -27,8 +28,8 @@ pub fn sustained(per_task: Units) -> f64 {
 
 /// Every key shape whose load grows with the rate (a task's own keys never limit it), each
 /// place's in order, the lowest sustained rate first.
-pub fn loads(count: &Count) -> Vec<Limiting> {
-    let mut loads: Vec<Limiting> = count
+pub fn loads(count: &Count) -> Vec<KeyRate> {
+    let mut loads: Vec<KeyRate> = count
         .shapes()
         .iter()
         .filter_map(|load| Some(limit_of(load, load.per_key_per_task(count.tasks)?)))
@@ -63,12 +64,12 @@ pub fn hottest(count: &Count) -> Vec<(String, Units)> {
 }
 
 /// The first limit among `loads`: the key that reaches a partition's limit at the lowest rate.
-fn first<'a>(loads: impl Iterator<Item = &'a Limiting>) -> Option<&'a Limiting> {
+fn first<'a>(loads: impl Iterator<Item = &'a KeyRate>) -> Option<&'a KeyRate> {
     loads.min_by(|a, b| a.sustained.total_cmp(&b.sustained))
 }
 
-fn limit_of(load: &ShapeLoad, per_task: Units) -> Limiting {
-    Limiting {
+fn limit_of(load: &ShapeLoad, per_task: Units) -> KeyRate {
+    KeyRate {
         place: load.place.clone(),
         shape: shape_label(load),
         per_task,
@@ -88,49 +89,53 @@ pub fn shape_label(load: &ShapeLoad) -> String {
 
 /// Prints the model of one scenario: every key shape whose load grows with the rate, what it
 /// sustains and its load at the scenario's target; then what the scenario's keys sustain, all
-/// of them and those of its subject alone.
-pub fn print_model(count: &Count) {
-    let scenario = count.scenario;
+/// of them and those of its subject alone. Returns what it printed below its heading, the part
+/// docs/capacity.md quotes.
+pub fn print_model(count: &Count) -> String {
     println!(
         "\nCapacity model, {} (a partition serves {PARTITION_WRITE_UNITS} WCU/s and \
          {PARTITION_READ_UNITS} RCU/s, the table's and every index's alike):",
-        scenario.name()
+        count.scenario.name()
     );
+    let body = model_body(count);
+    print!("{body}");
+    body
+}
+
+/// The model's table and its closing lines, as [`print_model`] prints them.
+fn model_body(count: &Count) -> String {
+    use std::fmt::Write;
+    let scenario = count.scenario;
     let target = scenario.target();
     let at = target.map_or(String::new(), |(rate, _)| {
         format!(" | WCU/s, RCU/s on it at {rate} tasks/s")
     });
-    println!(
-        "| place | key | write units per task | read units per task | tasks/s it sustains{at} |"
-    );
-    println!(
-        "|---|---|---|---|---{}|",
+    let mut body = format!(
+        "| place | key | write units per task | read units per task | tasks/s it sustains{at} |\n\
+         |---|---|---|---|---{}|\n",
         if target.is_some() { "|---" } else { "" }
     );
     let loads = loads(count);
     for load in &loads {
         let at_target = target.map_or(String::new(), |(rate, _)| {
-            format!(
-                " | {:.0}, {:.0}",
-                load.per_task.write * rate,
-                load.per_task.read * rate
-            )
+            let (write, read) = (load.per_task.write * rate, load.per_task.read * rate);
+            format!(" | {write:.0}, {read:.0}")
         });
-        println!(
+        let _ = writeln!(
+            body,
             "| {} | `{}` | {:.3} | {:.3} | {:.0}{at_target} |",
             load.place, load.shape, load.per_task.write, load.per_task.read, load.sustained
         );
     }
+    body.push('\n');
     let subject = scenario.subject();
     let named = loads.iter().filter(|load| load.shape.contains(subject));
-    println!();
     let subject = format!("the keys naming {subject}");
-    for (what, limit) in [
-        ("all its keys", first(loads.iter())),
-        (&subject, first(named)),
-    ] {
+    let all = first(loads.iter());
+    for (what, limit) in [("all its keys", all), (&subject, first(named))] {
         if let Some(limit) = limit {
-            println!(
+            let _ = writeln!(
+                body,
                 "{}, {what}: {:.0} tasks/s (first limit: {} `{}`)",
                 scenario.name(),
                 limit.sustained,
@@ -139,6 +144,7 @@ pub fn print_model(count: &Count) {
             );
         }
     }
+    body
 }
 
 /// The line that says how far the scenario's target is (never a failure: the targets are
