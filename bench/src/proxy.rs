@@ -376,3 +376,41 @@ fn reply(
         .body(http_body_util::Full::new(hyper::body::Bytes::from(body)))
         .expect("response")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::named_items;
+    use serde_json::json;
+
+    fn key(pk: &str) -> serde_json::Value {
+        json!({"pk": {"S": pk}, "sk": {"S": "X"}})
+    }
+
+    #[test]
+    fn a_write_names_its_items_by_their_table_key_in_the_request_order() {
+        let attributes = vec!["pk".to_owned(), "sk".to_owned()];
+        let mut item = key("TASK#1");
+        item["state"] = json!({"S": "submitted"});
+        let put = json!({"TableName": "t", "Item": item});
+        assert_eq!(
+            named_items(&put, &attributes),
+            vec![("t".into(), key("TASK#1"))]
+        );
+        let batch = json!({"RequestItems": {"t": [
+            {"PutRequest": {"Item": key("AUDIT#a")}},
+            {"DeleteRequest": {"Key": key("WORDS#a#b")}},
+        ]}});
+        assert_eq!(
+            named_items(&batch, &attributes),
+            vec![("t".into(), key("AUDIT#a")), ("t".into(), key("WORDS#a#b"))]
+        );
+        let transaction = json!({"TransactItems": [
+            {"ConditionCheck": {"TableName": "t", "Key": key("BINDING#b")}},
+            {"Update": {"TableName": "t", "Key": key("TASK#2")}},
+        ]});
+        assert_eq!(
+            named_items(&transaction, &attributes),
+            vec![("t".into(), key("BINDING#b")), ("t".into(), key("TASK#2"))]
+        );
+    }
+}
