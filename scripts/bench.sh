@@ -5,6 +5,8 @@
 #   event-streams   an event stream's idle reads and write-to-event latency beside the long poll's
 #   search          task search over an agent with 100,000 tasks beside a full Scan
 #   cost            dollars per million tasks, pull and push, from the AWS requests counted
+#   partitions      DynamoDB units per partition key per task, and the capacity model on them
+#                   (fails unless docs/capacity.md quotes the model it prints)
 #   claims          claims/s through the gateway beside raw conditional writes/s, 1 to 8 pollers
 #   history         claims, idle waits and searches with 1x, 10x and 100x the finished tasks
 #   cold-init       every function's cold start (the one gateway binary, each FORGEBENCH_ROUTE)
@@ -25,6 +27,7 @@ cargo run --release --locked -p forgebench-bench --bin push-delivery
 cargo run --release --locked -p forgebench-bench --bin event-streams
 cargo run --release --locked -p forgebench-bench --bin search -- 100000 20
 cargo run --release --locked -p forgebench-bench --bin cost -- 200 --gate
+cargo run --release --locked -p forgebench-bench --bin partitions -- 200 8 --gate --doc=docs/capacity.md
 cargo run --release --locked -p forgebench-bench --bin claims -- 2000
 cargo run --release --locked -p forgebench-bench --bin history -- 200 200 20
 cargo run --release --locked -p forgebench-bench --bin faults -- 10 --gate

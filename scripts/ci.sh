@@ -124,6 +124,8 @@ benchmarks_volume() {
   # run takes half the time.
   echo "== benchmark (short): cost per million tasks, pull and push; fails past the units a task may cost"
   bench cost -- 10 --gate
+  echo "== benchmark (short): DynamoDB units per partition key and the capacity model; fails past the busiest keys' units per task"
+  bench partitions -- 8 2 --gate
 }
 # The benchmarks run short here, to keep them working; their figures come from scripts/bench.sh.
 spawn benchmarks-waiting on_stack 8012 5012 benchmarks_waiting

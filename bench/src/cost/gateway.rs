@@ -1,11 +1,11 @@
 //! The gateway under measure: the in-process app with its DynamoDB and moto clients pointed at
 //! recording proxies and its AWS requests recorded, and what a run asks of it.
 
+use forgebench_bench::proxy::Proxy;
 use forgebench_tests::{spawn_app_with, Options, Pair, Recorder, TestApp};
 use serde_json::json;
 
 use crate::billing::take_requests;
-use crate::proxy::Proxy;
 use crate::run::Run;
 
 pub struct Gateway {

@@ -1,10 +1,10 @@
 //! One open of a large message: the write units its postings spend, which `--gate` holds to
 //! the bound of one write of postings.
 
+use forgebench_bench::capacity::billed_total;
 use forgebench_tests::Options;
 use serde_json::json;
 
-use crate::billing::billed_total;
 use crate::gateway::{gateway, set_word_search};
 
 /// Distinct words of the large message: three times what one write of postings may spend.

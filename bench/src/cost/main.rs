@@ -33,8 +33,8 @@
 //! Usage: `cost [tasks per mode]` (default 200), with the `AWS_*` settings of
 //! `scripts/local-stack.sh env`. `scripts/bench.sh` runs it in release mode (for the timings).
 //!
-//! The parts: [`proxy`] records what the emulators are asked and [`billing`] counts it in units
-//! and requests; [`gateway`], [`tasks`], [`sweeper`] and [`large_open`] drive the measured work,
+//! The parts: the shared `proxy` records what the emulators are asked, the shared `capacity`
+//! and [`billing`] count it in units and requests; [`gateway`], [`tasks`], [`sweeper`] and [`large_open`] drive the measured work,
 //! gathered in a [`run`]; [`prices`] and [`template`] price it, [`report`] prints each run's bill
 //! and [`gate`] holds the units per task to their bounds.
 
@@ -49,7 +49,6 @@ mod gate;
 mod gateway;
 mod large_open;
 mod prices;
-mod proxy;
 mod report;
 mod run;
 mod sweeper;

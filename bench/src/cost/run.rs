@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::billing::{billed, billed_total, is_read, units_by_place};
+use forgebench_bench::capacity::{billed, billed_total, is_read, units_by_place};
+use forgebench_bench::proxy::{deleted_handles, Exchange, Proxy};
+
 use crate::prices::SQS_CHUNK;
-use crate::proxy::{Exchange, Proxy};
 
 /// Everything one mode's N tasks made.
 pub struct Run {
@@ -165,20 +166,4 @@ impl Run {
             }
         }
     }
-}
-
-/// The receipt handles an SQS request deletes: a `DeleteMessage`'s one, or each entry of a
-/// `DeleteMessageBatch` (how the local worker, as the Lambda event source, deletes a batch's
-/// successes).
-pub fn deleted_handles(exchange: &Exchange) -> impl Iterator<Item = &str> {
-    let single = (exchange.operation() == "DeleteMessage")
-        .then(|| exchange.request["ReceiptHandle"].as_str())
-        .flatten();
-    let batch = (exchange.operation() == "DeleteMessageBatch")
-        .then(|| exchange.request["Entries"].as_array())
-        .flatten()
-        .into_iter()
-        .flatten()
-        .filter_map(|entry| entry["ReceiptHandle"].as_str());
-    single.into_iter().chain(batch)
 }

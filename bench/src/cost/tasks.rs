@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use forgebench_tests::{Answer, Callee, Options, Pair, Reply};
-use serde_json::{json, Value};
+use serde_json::json;
+
+use forgebench_bench::small_task;
 
 use crate::gateway::{gateway, set_settings, set_word_search, Gateway};
 use crate::run::Run;
@@ -22,22 +24,6 @@ async fn timed<T>(
     reply
 }
 
-/// The small task of the cost targets: a two-part message of a dozen words and a small `data`
-/// part; with its answer, 14 distinct words (docs/benchmarks.md, "Cost per task").
-fn small_message() -> Value {
-    json!({"role": "user", "parts": [
-        {"text": "Please classify the attached invoice and flag anything unusual for review"},
-        {"data": {"invoice": 4182}},
-    ]})
-}
-
-/// The small task's answer: a one-part artifact.
-fn small_result() -> Value {
-    json!({"state": "completed", "artifacts": [
-        {"name": "invoice", "parts": [{"text": "routine, approved"}]},
-    ]})
-}
-
 /// The skill the small task names when its binding has a contract: one of the contract's.
 const SMALL_SKILL: &str = "classify";
 
@@ -45,7 +31,7 @@ const SMALL_SKILL: &str = "classify";
 /// (`X-Parent-Call`), naming [`SMALL_SKILL`] when `skill`.
 async fn open_small(gateway: &Gateway, pair: &Pair, parent: Option<&str>, skill: bool) -> Reply {
     let app = &gateway.app;
-    let mut body = json!({ "message": small_message() });
+    let mut body = json!({ "message": small_task::message() });
     if skill {
         body["skill"] = json!(SMALL_SKILL);
     }
@@ -96,7 +82,7 @@ async fn pull_task(gateway: &Gateway, pair: &Pair, opening: Opening<'_>, run: &m
     let done = timed(
         run,
         "POST /v1/agents/me/tasks/{id}/result",
-        app.post_result(&pair.callee.key, &opened.field("id"), small_result()),
+        app.post_result(&pair.callee.key, &opened.field("id"), small_task::result()),
     )
     .await;
     assert_eq!(done.state(), "completed", "{}", done.text);
@@ -132,7 +118,7 @@ async fn open_now(gateway: &Gateway, pair: &Pair, traced: bool) -> Reply {
             app.base, pair.callee.id
         ))
         .bearer_auth(&pair.caller.key)
-        .json(&json!({ "message": small_message() }));
+        .json(&json!({ "message": small_task::message() }));
     if traced {
         for (name, value) in CALLER_TRACE {
             request = request.header(name, value);
