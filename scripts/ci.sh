@@ -76,9 +76,10 @@ at_exit stack_on 8012 5012 stop
 spawn more-stacks more_stacks
 
 # The SDK suites mostly wait on their gateway (scripts/test.sh runs them beside the Rust tests
-# too): they start once the arm64 build is done, beside the Rust tests' second half, which
-# leaves a core idle, rather than in the run's CPU-bound tail. (Not sooner: beside the debug
-# build's tests and the arm64 build at once, the racing Rust tests only slow down.)
+# too): they start once the arm64 build is done, beside the rest of the Rust tests (which
+# leave a core idle) and the LocalStack smoke, rather than in the run's CPU-bound tail. (Not
+# sooner: beside the debug build's tests and the arm64 build at once, the racing Rust tests
+# only slow down.)
 sdk_suites() { after deploy-build; scripts/sdk-tests.sh python typescript; }
 spawn sdk-suites sdk_suites
 . scripts/lib/rust-tests.sh
