@@ -31,7 +31,8 @@ cargo run --release --locked -p forgebench-bench --bin partitions -- 200 8 --gat
 cargo run --release --locked -p forgebench-bench --bin claims -- 2000
 cargo run --release --locked -p forgebench-bench --bin history -- 200 200 20
 cargo run --release --locked -p forgebench-bench --bin faults -- 10 --gate
-cargo run --release --locked -p forgebench-bench --bin noisy-neighbour -- 300
+# Both scenarios, 300 quiet tasks a phase; the push phases interleaved in 5 rounds.
+cargo run --release --locked -p forgebench-bench --bin noisy-neighbour -- 300 both 10 5
 cargo run --release --locked -p forgebench-bench --bin soak -- 600 4 --gate
 
 scripts/install.sh deploy

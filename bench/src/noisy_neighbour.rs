@@ -14,7 +14,8 @@
 //! never answers, beside a quiet tenant's push deliveries.
 //!
 //! `cargo run -p forgebench-bench --bin noisy-neighbour -- [tasks per phase, default 40]
-//! [pull|push, default both] [the push scenario's FORGEBENCH_TENANT_MAX_PUSHES, default 10]`
+//! [pull|push, default both] [the push scenario's FORGEBENCH_TENANT_MAX_PUSHES, default 10]
+//! [the push scenario's rounds, default 1]`
 
 #![allow(
     clippy::unwrap_used,
@@ -47,7 +48,11 @@ async fn main() {
         .nth(3)
         .and_then(|arg| arg.parse().ok())
         .unwrap_or(forgebench::config::DEFAULT_TENANT_MAX_PUSHES);
-    if scenario != "pull" && !noisy_push::run(tasks, bound).await {
+    let rounds = std::env::args()
+        .nth(4)
+        .and_then(|arg| arg.parse().ok())
+        .unwrap_or(1);
+    if scenario != "pull" && !noisy_push::run(tasks, bound, rounds).await {
         eprintln!("noisy neighbour: quiet push tasks were never delivered");
         std::process::exit(1);
     }

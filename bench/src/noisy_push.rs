@@ -25,8 +25,10 @@ const NOISY_RATE: u64 = 8;
 const DELIVERY_DEADLINE: Duration = Duration::from_secs(60);
 
 /// Runs the scenario with `tasks` quiet tasks a phase and each tenant's pushes in flight
-/// bounded by `bound` (`FORGEBENCH_TENANT_MAX_PUSHES`); whether none was lost.
-pub async fn run(tasks: usize, bound: u32) -> bool {
+/// bounded by `bound` (`FORGEBENCH_TENANT_MAX_PUSHES`), the phases interleaved in `rounds`
+/// (each round a block of each phase, `tasks / rounds` quiet tasks each), so that the machine's
+/// own drift over the run falls on every phase alike; whether none was lost.
+pub async fn run(tasks: usize, bound: u32, rounds: usize) -> bool {
     let recorder = forgebench_tests::Recorder::default();
     let app = Arc::new(
         spawn_app_with(Options {
@@ -50,26 +52,47 @@ pub async fn run(tasks: usize, bound: u32) -> bool {
             }
         })
     };
-    let alone = deliveries(&app, &quiet, &healthy, tasks).await;
-    let alone_requests = requests_a_second(&recorder, alone.took);
     // The same load from a tenant whose endpoint answers: what the machine's share of the work
-    // costs the quiet tenant, apart from what the noisy tenant's failing endpoint costs it.
-    let busy = Noise::start(Arc::clone(&app), completed()).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let beside_busy = deliveries(&app, &quiet, &healthy, tasks).await;
-    busy.stop().await;
-    let noise = Noise::start(Arc::clone(&app), hanging()).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    recorder.take_requests();
-    let beside = deliveries(&app, &quiet, &healthy, tasks).await;
-    let beside_requests = requests_a_second(&recorder, beside.took);
-    let (opened, dialed) = noise.stop().await;
+    // costs the quiet tenant, apart from what the noisy tenant's failing endpoint costs it. Each
+    // loading tenant is one tenant for the whole run: the noisy one's breaker, holds and parked
+    // backlog carry over from one of its blocks to the next, as they would.
+    let busy = Loader::start(&app, completed()).await;
+    let noisy = Loader::start(&app, hanging()).await;
+    let rounds = rounds.clamp(1, tasks.max(1));
+    let mut phases: [Phase; 3] = Default::default();
+    for round in 0..rounds {
+        let block = tasks / rounds + usize::from(round < tasks % rounds);
+        recorder.take_requests();
+        let alone = deliveries(&app, &quiet, &healthy, block).await;
+        phases[0].add(alone, &recorder);
+        for (phase, loader) in phases[1..].iter_mut().zip([&busy, &noisy]) {
+            let noise = loader.open(Arc::clone(&app));
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            recorder.take_requests();
+            phase.add(deliveries(&app, &quiet, &healthy, block).await, &recorder);
+            noise.stop().await;
+        }
+    }
     sweeper.abort();
-    println!("AWS requests a second, alone: {alone_requests}");
-    println!("AWS requests a second, beside the noisy tenant: {beside_requests}");
+    let [alone, beside_busy, beside] = &phases;
+    println!(
+        "AWS requests a second, alone: {}",
+        alone.requests_a_second()
+    );
+    println!(
+        "AWS requests a second, beside the noisy tenant: {}",
+        beside.requests_a_second()
+    );
     println!();
     println!("push noisy neighbour: each tenant's pushes in flight bounded at {bound}");
-    report(tasks, [&alone, &beside_busy, &beside], opened, dialed);
+    let dialed = noisy.endpoint.received().len();
+    report(
+        tasks,
+        rounds,
+        [alone, beside_busy, beside],
+        noisy.opened(),
+        dialed,
+    );
     alone.lost + beside_busy.lost + beside.lost == 0
 }
 
@@ -91,7 +114,13 @@ fn hanging() -> Answer {
 
 /// Prints the phases (alone, beside a busy tenant whose endpoint answers, beside the noisy one)
 /// and their ratios to the quiet tenant alone.
-fn report(tasks: usize, [alone, busy, noisy]: [&Phase; 3], opened: u64, dialed: usize) {
+fn report(
+    tasks: usize,
+    rounds: usize,
+    [alone, busy, noisy]: [&Phase; 3],
+    opened: u64,
+    dialed: usize,
+) {
     let p = |phase: &Phase| {
         (
             percentile(&phase.times, 0.5),
@@ -101,7 +130,7 @@ fn report(tasks: usize, [alone, busy, noisy]: [&Phase; 3], opened: u64, dialed: 
     let (alone_p50, alone_p95) = p(alone);
     println!();
     println!(
-        "push noisy neighbour: the quiet tenant's open → delivery, {tasks} tasks a phase at {QUIET_RATE} a second"
+        "push noisy neighbour: the quiet tenant's open → delivery, {tasks} tasks a phase at {QUIET_RATE} a second, the phases interleaved in {rounds} round(s)"
     );
     println!();
     println!("| quiet tenant's open → delivery | p50 ms | p95 ms | p50 ratio | p95 ratio | lost |");
@@ -140,28 +169,43 @@ fn report(tasks: usize, [alone, busy, noisy]: [&Phase; 3], opened: u64, dialed: 
     );
 }
 
-/// One phase's open → delivery times, the tasks never delivered, and how long it took.
+/// One phase's open → delivery times, the tasks never delivered, how long it took, and the AWS
+/// requests made meanwhile (by service and operation), over all its blocks.
+#[derive(Default)]
 struct Phase {
     times: Vec<Duration>,
     lost: usize,
     took: Duration,
+    requests: std::collections::BTreeMap<String, usize>,
 }
 
-/// The AWS requests `recorder` saw over `took`, a second, by service and operation.
-fn requests_a_second(recorder: &forgebench_tests::Recorder, took: Duration) -> String {
-    let mut counts = std::collections::BTreeMap::<String, usize>::new();
-    for (operation, actions) in recorder.take_requests() {
-        let service = actions
-            .first()
-            .and_then(|action| action.split(':').next())
-            .unwrap_or("?");
-        *counts.entry(format!("{service}:{operation}")).or_default() += 1;
+impl Phase {
+    /// Adds a block of this phase, and the requests `recorder` saw during it.
+    fn add(&mut self, block: Phase, recorder: &forgebench_tests::Recorder) {
+        self.times.extend(block.times);
+        self.lost += block.lost;
+        self.took += block.took;
+        for (operation, actions) in recorder.take_requests() {
+            let service = actions
+                .first()
+                .and_then(|action| action.split(':').next())
+                .unwrap_or("?");
+            *self
+                .requests
+                .entry(format!("{service}:{operation}"))
+                .or_default() += 1;
+        }
     }
-    counts
-        .iter()
-        .map(|(name, count)| format!("{name} {:.1}", *count as f64 / took.as_secs_f64()))
-        .collect::<Vec<_>>()
-        .join(", ")
+
+    /// The AWS requests a second of the phase, by service and operation.
+    fn requests_a_second(&self) -> String {
+        let seconds = self.took.as_secs_f64();
+        self.requests
+            .iter()
+            .map(|(name, count)| format!("{name} {:.1}", *count as f64 / seconds))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// `count` push tasks of `pair`, opened [`QUIET_RATE`] a second: each one's time from its open
@@ -203,59 +247,62 @@ async fn deliveries(app: &TestApp, pair: &Pair, endpoint: &Callee, count: usize)
         times,
         lost: opened_at.len(),
         took: started.elapsed(),
+        requests: Default::default(),
     }
 }
 
-/// The noisy tenant's opens, running until stopped.
+/// A loading tenant: its callee's endpoint and its opens over the run.
+struct Loader {
+    endpoint: Callee,
+    pair: Pair,
+    opened: Arc<AtomicU64>,
+}
+
+/// A loading tenant's opens, running until stopped.
 struct Noise {
     stop: Arc<AtomicBool>,
-    opened: Arc<AtomicU64>,
-    hung: Callee,
     load: tokio::task::JoinHandle<()>,
 }
 
-impl Noise {
-    /// Opens [`NOISY_RATE`] push tasks a second to an endpoint answering each with `answer`.
-    async fn start(app: Arc<TestApp>, answer: Answer) -> Noise {
-        let hung = Callee::start(move |_| answer.clone()).await;
-        let pair = app.push_pair(&hung.url).await;
-        let (stop, opened) = (
-            Arc::new(AtomicBool::new(false)),
-            Arc::new(AtomicU64::new(0)),
-        );
-        let (stop_opens, opened_count) = (Arc::clone(&stop), Arc::clone(&opened));
+impl Loader {
+    /// A tenant whose callee's endpoint answers each POST with `answer`.
+    async fn start(app: &TestApp, answer: Answer) -> Loader {
+        let endpoint = Callee::start(move |_| answer.clone()).await;
+        let pair = app.push_pair(&endpoint.url).await;
+        Loader {
+            endpoint,
+            pair,
+            opened: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Opens [`NOISY_RATE`] push tasks a second until the [`Noise`] is stopped.
+    fn open(&self, app: Arc<TestApp>) -> Noise {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stop_opens, opened) = (Arc::clone(&stop), Arc::clone(&self.opened));
+        let (key, callee) = (self.pair.caller.key.clone(), self.pair.callee.name.clone());
         let load = tokio::spawn(async move {
             let mut pace = tokio::time::interval(Duration::from_millis(1000 / NOISY_RATE));
             while !stop_opens.load(Ordering::Relaxed) {
                 pace.tick().await;
-                let reply = app
-                    .open_task(
-                        &pair.caller.key,
-                        &pair.callee.name,
-                        text_message("noise"),
-                        0,
-                    )
-                    .await;
+                let reply = app.open_task(&key, &callee, text_message("noise"), 0).await;
                 if reply.status == 200 {
-                    opened_count.fetch_add(1, Ordering::Relaxed);
+                    opened.fetch_add(1, Ordering::Relaxed);
                 }
             }
         });
-        Noise {
-            stop,
-            opened,
-            hung,
-            load,
-        }
+        Noise { stop, load }
     }
 
-    /// Stops the opens: how many were opened, and how many POSTs reached the hanging endpoint.
-    async fn stop(self) -> (u64, usize) {
+    /// How many tasks it opened over the run.
+    fn opened(&self) -> u64 {
+        self.opened.load(Ordering::Relaxed)
+    }
+}
+
+impl Noise {
+    async fn stop(self) {
         self.stop.store(true, Ordering::Relaxed);
         let _ = tokio::time::timeout(Duration::from_secs(15), self.load).await;
-        (
-            self.opened.load(Ordering::Relaxed),
-            self.hung.received().len(),
-        )
     }
 }
