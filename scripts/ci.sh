@@ -102,7 +102,8 @@ bench() {
   local name=$1 began=$SECONDS
   shift
   [ "${1:-}" != -- ] || shift
-  "$root/target/debug/$name" "$@" && echo "(took $((SECONDS - began)) s)"
+  # The stack cargo gives every program it runs (.cargo/config.toml): without cargo, set here.
+  RUST_MIN_STACK=8388608 "$root/target/debug/$name" "$@" && echo "(took $((SECONDS - began)) s)"
 }
 # Two lanes of benchmarks, each on tables of its own: they mostly wait on their emulators.
 benchmarks_waiting() {
