@@ -33,25 +33,17 @@ import {
   answerTask,
   baseUrl,
   claimExpected,
+  client,
   newWorld,
   noGateway,
   ok,
+  operator,
   textResult,
 } from "./support/gateway.js";
 import { delay, rejection } from "./support/util.js";
 
 /** The call-tree limits of a tenant that never set them. */
 const DEFAULT_LIMITS = { max_call_depth: 16, refuse_cycles: false, max_fan_out: null, max_open_in_tree: null } as const;
-
-function client(apiKey: string): Forgebench {
-  return new Forgebench({ baseUrl: baseUrl(), apiKey });
-}
-
-function operator(): Forgebench {
-  const key = process.env.FORGEBENCH_OPERATOR_KEY;
-  if (key === undefined) throw new Error("FORGEBENCH_OPERATOR_KEY is not set");
-  return client(key);
-}
 
 /** A new tenant made through the SDK, and a client with its admin key. */
 async function newTenant(): Promise<{ tenantId: string; admin: Forgebench; adminKey: string }> {

@@ -13,7 +13,6 @@ import { after, before, describe, test } from "node:test";
 
 import {
   ConflictError,
-  Forgebench,
   JWKS_REFRESH_SECONDS,
   NotFoundError,
   PermissionDeniedError,
@@ -32,18 +31,8 @@ import {
   type Task,
 } from "@seedlinglabs/forgebench-sdk";
 
-import { CALLEE_NAME, baseUrl, newWorld, noGateway, ok, openTask, type World } from "./support/gateway.js";
+import { CALLEE_NAME, baseUrl, client, newWorld, noGateway, ok, openTask, operator, type World } from "./support/gateway.js";
 import { delay, rejection } from "./support/util.js";
-
-function client(apiKey: string): Forgebench {
-  return new Forgebench({ baseUrl: baseUrl(), apiKey });
-}
-
-function operator(): Forgebench {
-  const key = process.env.FORGEBENCH_OPERATOR_KEY;
-  if (key === undefined) throw new Error("FORGEBENCH_OPERATOR_KEY is not set");
-  return client(key);
-}
 
 // --- an HTTP server around either adapter ---------------------------------------------------
 

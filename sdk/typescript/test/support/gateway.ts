@@ -5,7 +5,7 @@
 
 import { randomUUID } from "node:crypto";
 
-import type { Task, TaskResultIn } from "@seedlinglabs/forgebench-sdk";
+import { Forgebench, type Task, type TaskResultIn } from "@seedlinglabs/forgebench-sdk";
 
 export const CALLER_NAME = "billing-orchestrator";
 export const CALLEE_NAME = "invoice-classifier";
@@ -149,4 +149,14 @@ function operatorKey(): string {
   const key = process.env.FORGEBENCH_OPERATOR_KEY;
   if (key === undefined) throw new Error("FORGEBENCH_OPERATOR_KEY is not set");
   return key;
+}
+
+/** An SDK client of the local gateway with `apiKey`. */
+export function client(apiKey: string): Forgebench {
+  return new Forgebench({ baseUrl: baseUrl(), apiKey });
+}
+
+/** An SDK client with the deployment's operator key. */
+export function operator(): Forgebench {
+  return client(operatorKey());
 }
