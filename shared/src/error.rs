@@ -109,7 +109,7 @@ impl From<Invalid> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::Unavailable(cause) => {
+            StoreError::Unavailable(cause) | StoreError::Throttled(cause) => {
                 tracing::warn!(cause = %cause, "backing store unavailable");
                 ApiError::Unavailable
             }

@@ -20,6 +20,7 @@ use crate::bodies::{Bodies, BodyError};
 use crate::domain::content::Stored;
 use crate::domain::events::Change;
 use crate::domain::search::{Cursor, Position, SearchFilters, Side};
+use crate::domain::shards::ShardCount;
 use crate::domain::words::{words_of_stored, QueryWords, TaskWords};
 use crate::domain::{clock, Message, Task, TaskId};
 use crate::store::search::{IndexPage, Range, SearchIndex};
@@ -62,8 +63,9 @@ fn below(position: &Position, after: &Position) -> bool {
 }
 
 /// The indexes a search walks: one per side of the agent, the conversation's, a word's
-/// postings, or (for every task of the tenant) the tenant's opens in its audit log.
-fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
+/// postings, or (for every task of the tenant) the tenant's opens in each of the `audit_shards`
+/// partitions of its audit log.
+fn walks(filters: &SearchFilters, audit_shards: ShardCount) -> Vec<SearchIndex<'_>> {
     if let (None, Some(context_id)) = (&filters.words, &filters.context_id) {
         return vec![SearchIndex::Context {
             tenant: &filters.tenant,
@@ -80,9 +82,11 @@ fn walks(filters: &SearchFilters) -> Vec<SearchIndex<'_>> {
         }];
     }
     let Some(agent) = &filters.agent else {
-        return vec![SearchIndex::Opens {
-            tenant: &filters.tenant,
-        }];
+        let tenant = &filters.tenant;
+        let opens = audit_shards.shards();
+        return opens
+            .map(|shard| SearchIndex::Opens { tenant, shard })
+            .collect();
     };
     let state = filters.state;
     let walk = |side: Side| SearchIndex::Side { side, agent, state };
@@ -215,14 +219,19 @@ pub async fn search_within(
     let top = after.map_or(moment.as_str(), |after| after.created_at.as_str());
     // One entry past the page, so the page's last placement is known final in one read.
     let page_size = i32::try_from(limit + 1).unwrap_or(101);
-    let mut walks: Vec<Walk<'_>> = walks(filters)
+    let audit_shards = audit_shards(store, filters).await?;
+    let indexes = walks(filters, audit_shards);
+    // The partitions of a spread audit log each take their share of the page at first (at
+    // least two entries); one log's partition, or each side of an agent, takes it whole.
+    let share = page_size / i32::from(audit_shards.get());
+    let mut walks: Vec<Walk<'_>> = indexes
         .into_iter()
         .map(|index| Walk {
             index,
             next: None,
             reached: None,
             done: false,
-            size: page_size,
+            size: share.max(2).min(page_size),
         })
         .collect();
     for _ in 0..MAX_ROUNDS {
@@ -265,6 +274,18 @@ pub async fn search_within(
     }
     let reached = complete_above(&walks);
     Ok(page(found, reached, limit, moment.clone()))
+}
+
+/// How many partitions the tenant's audit log is spread over, read fresh, for a search that
+/// walks them all (every task of the tenant); one for any other search, which reads none.
+async fn audit_shards(store: &Store, filters: &SearchFilters) -> Result<ShardCount, StoreError> {
+    let tenant_wide =
+        filters.words.is_none() && filters.context_id.is_none() && filters.agent.is_none();
+    if !tenant_wide {
+        return Ok(ShardCount::ONE);
+    }
+    let settings = store.tenant_settings(&filters.tenant).await?;
+    Ok(settings.unwrap_or_default().audit_shards)
 }
 
 /// The moment above which every walk has read everything: the highest moment a walk still

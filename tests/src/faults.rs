@@ -62,6 +62,8 @@ impl Fault {
 #[derive(Default)]
 struct State {
     fault: Mutex<Fault>,
+    /// When set, only requests whose body holds this text meet the fault.
+    only_where: Mutex<Option<String>>,
     faulted: AtomicU64,
 }
 
@@ -123,6 +125,14 @@ impl FaultProxy {
 
     /// Sets the fault every later request meets.
     pub fn set(&self, fault: Fault) {
+        *self.state.only_where.lock().expect("proxy state") = None;
+        *self.state.fault.lock().expect("proxy state") = fault;
+    }
+
+    /// Sets the fault that every later request whose body holds `text` meets (a throttled
+    /// partition: DynamoDB throttles the requests that write one key, not the others).
+    pub fn set_where(&self, text: &str, fault: Fault) {
+        *self.state.only_where.lock().expect("proxy state") = Some(text.to_owned());
         *self.state.fault.lock().expect("proxy state") = fault;
     }
 
@@ -139,7 +149,19 @@ async fn pass(
     target: &str,
     state: &State,
 ) -> Result<Answer, std::io::Error> {
-    let fault = state.fault.lock().expect("proxy state").clone();
+    let (parts, body) = request.into_parts();
+    let bytes = body
+        .collect()
+        .await
+        .map(|body| body.to_bytes())
+        .unwrap_or_default();
+    let mut fault = state.fault.lock().expect("proxy state").clone();
+    let only_where = state.only_where.lock().expect("proxy state").clone();
+    if let Some(text) = only_where {
+        if !String::from_utf8_lossy(&bytes).contains(&text) {
+            fault = Fault::None;
+        }
+    }
     if fault != Fault::None {
         state.faulted.fetch_add(1, Ordering::Relaxed);
     }
@@ -163,12 +185,6 @@ async fn pass(
         Fault::Delay(delay) => tokio::time::sleep(delay).await,
         Fault::None => {}
     }
-    let (parts, body) = request.into_parts();
-    let bytes = body
-        .collect()
-        .await
-        .map(|body| body.to_bytes())
-        .unwrap_or_default();
     let path = parts.uri.path_and_query().map_or("/", |path| path.as_str());
     let mut outbound = client.request(parts.method.clone(), format!("{target}{path}"));
     for (name, value) in &parts.headers {

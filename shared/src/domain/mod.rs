@@ -29,6 +29,7 @@ pub mod result;
 pub mod retry;
 pub mod search;
 pub mod session;
+pub mod shards;
 pub mod signing;
 pub mod state;
 pub mod task;

@@ -102,6 +102,10 @@ pub struct Task {
     /// answers written to the task, so a write repeated with the same `message_id` is told
     /// apart from a new one, even after the task has moved on.
     pub message_keys: Vec<String>,
+    /// The partition of its tenant's audit log that the task's entries go to
+    /// (`domain/shards.rs`), chosen at its open from the tenant's count then; `0`, the log's
+    /// first partition, for a task of a log never spread.
+    pub audit_shard: u16,
 }
 
 /// Where a task sits in the call ledger: its own call, the call that caused it (sent as
@@ -184,6 +188,7 @@ impl Task {
             notify_configs: 0,
             context_named: false,
             message_keys: Vec::new(),
+            audit_shard: 0,
         }
     }
 
@@ -419,6 +424,7 @@ mod tests {
             updated_at: crate::domain::clock::Timestamp::default(),
             changes: Vec::new(),
             message_keys: Vec::new(),
+            audit_shard: 0,
             notify_configs: 0,
             context_named: false,
         }

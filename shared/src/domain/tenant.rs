@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::call_tree::CallTreeLimits;
+use super::shards::ShardCount;
 
 /// The settings of one tenant; a tenant that never changed them has the defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -16,6 +17,10 @@ pub struct TenantSettings {
     /// The version of the tenant's policies (docs/api.md, "Tenant policies"): 0 while it has
     /// none, so a call of a tenant without policies reads nothing more.
     pub policies_version: u64,
+    /// How many partitions the tenant's audit log is spread over (`domain/shards.rs`): one
+    /// until a write to it is throttled, never chosen by the tenant.
+    #[serde(skip)]
+    pub audit_shards: ShardCount,
 }
 
 impl Default for TenantSettings {
@@ -24,6 +29,7 @@ impl Default for TenantSettings {
             word_search: true,
             call_tree: CallTreeLimits::default(),
             policies_version: 0,
+            audit_shards: ShardCount::ONE,
         }
     }
 }

@@ -4,7 +4,7 @@ use crate::domain::clock::Timestamp;
 use serde_json::{json, Value};
 
 use super::item::{key, n, opt_s, s, Item, Reader};
-use super::layout::{audit_partition, audit_sort_key, audit_sort_key_past};
+use super::layout::{audit_partition, audit_shard_of_partition, audit_sort_key};
 use super::{classify, Store, StoreError};
 use crate::domain::task::CallLineage;
 use crate::domain::{
@@ -46,6 +46,9 @@ pub struct AuditEntry {
     pub signed_in_with: Option<SignedInWith>,
     /// The tenant policies that refused the call, or would have (`would_refuse`), by name.
     pub policy: Option<String>,
+    /// The partition of the tenant's log the entry is on (`domain/shards.rs`): its task's, for
+    /// an entry about a task; else `0`, the log's first.
+    pub shard: u16,
 }
 
 /// The length of the window in which repeated refusals share one audit entry.
@@ -104,6 +107,7 @@ impl AuditEntry {
             count: 1,
             signed_in_with: None,
             policy: None,
+            shard: 0,
         }
     }
 
@@ -118,6 +122,7 @@ impl AuditEntry {
     /// The entry, about `task`: the task, its call and the call's lineage.
     fn about(mut self, task: &Task) -> AuditEntry {
         self.task_id = Some(task.id.clone());
+        self.shard = task.audit_shard;
         self.caller_agent_id = Some(task.caller_agent_id.clone());
         self.callee_agent_id = Some(task.callee_agent_id.clone());
         self.of_call(&task.lineage())
@@ -178,7 +183,8 @@ impl AuditEntry {
     }
 
     pub fn to_item(&self) -> Item {
-        let mut item = key(audit_partition(&self.tenant_id), self.sort_key());
+        let partition = audit_partition(&self.tenant_id, self.shard);
+        let mut item = key(partition, self.sort_key());
         item.insert("kind".into(), s("audit"));
         item.insert("id".into(), s(&self.id));
         item.insert("tenant_id".into(), s(&self.tenant_id));
@@ -271,163 +277,27 @@ impl TryFrom<&Item> for AuditEntry {
                 _ => None,
             },
             policy: read.opt_s("policy")?,
+            shard: audit_shard_of_partition(&read.s("pk")?),
         })
     }
 }
 
 impl Store {
     /// Records one entry on its own (refusals and management actions).
+    /// A throttled write spreads the tenant's log further (`store/audit_log.rs`).
     pub async fn record_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {
-        self.client
+        let written = self
+            .client
             .put_item()
             .table_name(&self.table)
             .set_item(Some(entry.to_item()))
             .send()
             .await
             .map(|_| ())
-            .map_err(classify)
+            .map_err(classify);
+        if let Err(StoreError::Throttled(_)) = &written {
+            self.audit_log_throttled(&entry.tenant_id).await;
+        }
+        written
     }
-
-    /// A page of a tenant's audit log, newest first: the entries the search's filters keep,
-    /// read on (filtered in the store) until the page holds `limit` of them, the log ends, or
-    /// the page has spent [`AUDIT_READ_UNITS`]. Returns the page and the sort key to page on
-    /// from when more may follow: the last entry's when the page is full, else the last one the
-    /// reads evaluated, so paging never skips or repeats an entry.
-    pub async fn list_audit(&self, search: &AuditSearch<'_>) -> Result<AuditPage, StoreError> {
-        let partition = audit_partition(search.tenant_id);
-        let mut page = AuditPage::default();
-        if let (Some(after), Some(since)) = (search.after, search.since) {
-            // The log pages newest first: past a cursor at or before `since` nothing is newer
-            // than `since`, and the store refuses a start outside the key's range.
-            if after <= audit_sort_key_past(since).as_str() {
-                return Ok(page);
-            }
-        }
-        let mut start = search.after.map(|after| key(partition.clone(), after));
-        loop {
-            let wanted = search.limit - page.entries.len();
-            let output = self
-                .audit_query(search, &partition, start.take(), wanted)
-                .send()
-                .await
-                .map_err(classify)?;
-            page.read_units += super::item::units(output.consumed_capacity());
-            let mut entries = super::page::decoded(output.items(), "audit", AuditEntry::try_from);
-            let evaluated_last = output
-                .last_evaluated_key()
-                .and_then(|key| Reader(key).s("sk").ok());
-            if entries.len() >= wanted {
-                entries.truncate(wanted);
-                page.entries.extend(entries);
-                let more = entries_follow(output.items().len(), wanted, evaluated_last.is_some());
-                page.next = more
-                    .then(|| page.entries.last().map(AuditEntry::sort_key))
-                    .flatten();
-                return Ok(page);
-            }
-            page.entries.extend(entries);
-            page.next = evaluated_last;
-            match &page.next {
-                Some(after) if page.read_units < AUDIT_READ_UNITS => {
-                    start = Some(key(partition.clone(), after.clone()));
-                }
-                _ => return Ok(page),
-            }
-        }
-    }
-
-    /// One read of the log for `search`: from `start`, the filters in the store.
-    fn audit_query(
-        &self,
-        search: &AuditSearch<'_>,
-        partition: &str,
-        start: Option<Item>,
-        wanted: usize,
-    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
-        let mut query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .expression_attribute_values(":pk", s(partition))
-            .scan_index_forward(false)
-            .consistent_read(true)
-            .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Total)
-            .set_exclusive_start_key(start);
-        query = match search.since {
-            Some(since) => query
-                .key_condition_expression("pk = :pk AND sk > :since")
-                .expression_attribute_values(":since", s(audit_sort_key_past(since))),
-            None => query.key_condition_expression("pk = :pk"),
-        };
-        let mut filters = Vec::new();
-        if let Some(action) = search.action {
-            filters.push("begins_with(#action, :action)");
-            query = query
-                .expression_attribute_names("#action", "action")
-                .expression_attribute_values(":action", s(action));
-        }
-        if let Some(outcome) = search.outcome {
-            filters.push("#outcome = :outcome");
-            query = query
-                .expression_attribute_names("#outcome", "outcome")
-                .expression_attribute_values(":outcome", s(outcome));
-        }
-        if let Some(agent) = search.agent {
-            filters.push(
-                "(actor_id = :agent OR #target = :agent OR caller_agent_id = :agent \
-                 OR callee_agent_id = :agent)",
-            );
-            query = query
-                .expression_attribute_names("#target", "target")
-                .expression_attribute_values(":agent", s(agent));
-        }
-        // A read takes one entry past the page, so a full page knows whether more follow;
-        // filtered, it evaluates a larger stretch, of which only what the filters keep comes
-        // back.
-        let size = match filters.is_empty() {
-            true => wanted + 1,
-            false => AUDIT_FILTERED_READ.max(wanted + 1),
-        };
-        if !filters.is_empty() {
-            query = query.filter_expression(filters.join(" AND "));
-        }
-        query.limit(i32::try_from(size).unwrap_or(i32::MAX))
-    }
-}
-
-/// Whether entries may follow a read that filled the page: it found `kept` items where the page
-/// wanted `wanted`, and the store said whether it stopped before the log's end. A read takes
-/// one past the page, so a page that ends the log ends without a cursor.
-fn entries_follow(kept: usize, wanted: usize, stopped_short: bool) -> bool {
-    kept > wanted || (kept == wanted && stopped_short)
-}
-
-/// The read capacity after which a page of the audit log reads no further: a filter that
-/// keeps few entries costs at most this much per page (its next page goes on from there).
-pub const AUDIT_READ_UNITS: f64 = 100.0;
-
-/// How many entries one filtered read evaluates at most.
-const AUDIT_FILTERED_READ: usize = 500;
-
-/// What a page of the audit log is asked for. `agent` is an agent's id.
-#[derive(Debug)]
-pub struct AuditSearch<'a> {
-    pub tenant_id: &'a TenantId,
-    /// The sort key of the last entry a previous page covered.
-    pub after: Option<&'a str>,
-    pub limit: usize,
-    pub agent: Option<&'a str>,
-    pub action: Option<&'a str>,
-    pub outcome: Option<&'a str>,
-    pub since: Option<&'a str>,
-}
-
-/// A page of the audit log.
-#[derive(Debug, Default)]
-pub struct AuditPage {
-    pub entries: Vec<AuditEntry>,
-    /// The sort key to page on from (`{at}#{id}`), when more may follow.
-    pub next: Option<String>,
-    /// The read capacity the page cost, as the store reports it.
-    pub read_units: f64,
 }

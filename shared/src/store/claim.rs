@@ -238,7 +238,9 @@ impl Store {
             match claimed {
                 Ok(Some(task)) => return Ok(ClaimOutcome::Claimed(Box::new(task))),
                 Ok(None) => {}
-                Err(error @ StoreError::Unavailable(_)) => return Err(error),
+                Err(error @ (StoreError::Unavailable(_) | StoreError::Throttled(_))) => {
+                    return Err(error)
+                }
                 Err(error) => {
                     tracing::error!(task_id = %task_id, error = %error, "a queued task cannot be claimed; failing it and passing over");
                     if let Err(error) = self.fail_unclaimable(callee_id, &task_id).await {

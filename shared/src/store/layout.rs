@@ -26,7 +26,7 @@
 //! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{tenant}#{root}` / `{at}#{id}` (older calls: `ROOT#{root}`) | |
 //! | the tasks a call opened (`max_fan_out`) | `CALL#{id}` | `CHILDREN` | | |
 //! | the open tasks of a tenant's tree (`max_open_in_tree`) | `TREE#{tenant}#{root}` | `OPEN` | | |
-//! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
+//! | audit entry | `AUDIT#{tenant}`, or `AUDIT#{tenant}#{shard}` once the log is spread (`domain/shards.rs`) | `{at}#{id}` | | |
 //! | a key holder's long-poll slot | `POLLS#{agent or member}` | `SLOT#{n}` | | |
 //! | a tenant's long-poll slot | `TPOLLS#{tenant}` | `SLOT#{n}` | | |
 //! | a tenant's push POST in flight | `TPUSH#{tenant}` | `SLOT#{n}` | | |
@@ -316,8 +316,20 @@ pub(crate) fn call_tree_sort_key(at: &str, call_id: &str) -> String {
 }
 
 /// The partition of a tenant's audit log.
-pub(crate) fn audit_partition(tenant_id: &TenantId) -> String {
-    format!("AUDIT#{tenant_id}")
+pub(crate) fn audit_partition(tenant_id: &TenantId, shard: u16) -> String {
+    match shard {
+        0 => format!("AUDIT#{tenant_id}"),
+        shard => format!("AUDIT#{tenant_id}#{shard}"),
+    }
+}
+
+/// The shard an audit entry's partition names: `0` for the log's first partition.
+pub(crate) fn audit_shard_of_partition(partition: &str) -> u16 {
+    partition
+        .strip_prefix("AUDIT#")
+        .and_then(|rest| rest.split_once('#'))
+        .and_then(|(_, shard)| shard.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Where an audit entry sorts in its tenant's log: `{at}#{id}`.
@@ -440,7 +452,10 @@ mod tests {
             (call_tree_partition(&tenant, "r"), "ROOT#t#r"),
             (older_call_tree_partition("r"), "ROOT#r"),
             (call_tree_sort_key("at", "c"), "at#c"),
-            (audit_partition(&tenant), "AUDIT#t"),
+            (audit_partition(&tenant, 0), "AUDIT#t"),
+            (audit_partition(&tenant, 7), "AUDIT#t#7"),
+            (audit_shard_of_partition("AUDIT#t#7").to_string(), "7"),
+            (audit_shard_of_partition("AUDIT#t").to_string(), "0"),
             (audit_sort_key("at", "i"), "at#i"),
             (audit_sort_key_past("at"), "at#~"),
             (moment_sort_key_bound("at"), "at$"),

@@ -15,7 +15,7 @@
 //! | push notification config of a task (`store/notify.rs`) | `TASK#{id}` | `NOTIFY#{config}` | `OUTBOX#{shard}` / due#task, until its task is finished and delivered | |
 //! | conversation | `CONTEXT#{id}` | `CONTEXT` | | |
 //! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{tenant}#{root}` / at#id (older calls: `ROOT#{root}`) | |
-//! | audit entry | `AUDIT#{tenant}` | `{at}#{id}` | | |
+//! | audit entry | `AUDIT#{tenant}`, or `AUDIT#{tenant}#{shard}` once the log is spread (`domain/shards.rs`) | `{at}#{id}` | | |
 //! | long-poll slot (`store/polls.rs`) | `POLLS#{agent}` | `SLOT#{n}` | | |
 //! | word posting (`store/words.rs`) | `WORDS#{tenant}#{word}` | `{created}#{task}` | | |
 //!
@@ -32,6 +32,7 @@
 mod agents;
 mod answers;
 mod audit;
+mod audit_log;
 mod binding_use;
 mod bindings;
 mod call_tree;
@@ -65,7 +66,8 @@ mod words;
 
 pub use agents::AgentRefusal;
 pub use answers::InputRefusal;
-pub use audit::{AuditEntry, AuditPage, AuditSearch, AUDIT_READ_UNITS};
+pub use audit::AuditEntry;
+pub use audit_log::{AuditPage, AuditSearch, AUDIT_READ_UNITS};
 pub use binding_use::UseTaken;
 pub use bindings::{BindingWrite, TrackingChange};
 pub use call_tree::ParentCall;
@@ -138,6 +140,10 @@ pub enum StoreError {
     /// that was asked took effect unless it was a single atomic write that the retry re-sent.
     #[error("DynamoDB unavailable: {0}")]
     Unavailable(String),
+    /// The service throttled the request: a partition (or the table) past what it serves a
+    /// second. Nothing that was asked took effect, but what a batch had written before.
+    #[error("DynamoDB throttled: {0}")]
+    Throttled(String),
     /// An item would exceed DynamoDB's item size limit.
     #[error("item too large")]
     TooLarge,
@@ -190,9 +196,10 @@ where
                 ));
             }
             match code {
-                "ThrottlingException"
-                | "ProvisionedThroughputExceededException"
-                | "RequestLimitExceeded"
+                "ThrottlingException" | "ProvisionedThroughputExceededException" => {
+                    StoreError::Throttled(format!("{code}: {message}"))
+                }
+                "RequestLimitExceeded"
                 | "InternalServerError"
                 | "ServiceUnavailable"
                 | "TransactionInProgressException" => {

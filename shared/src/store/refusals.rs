@@ -54,7 +54,7 @@ impl Store {
             .client
             .update_item()
             .table_name(&self.table)
-            .key("pk", s(audit_partition(&entry.tenant_id)))
+            .key("pk", s(audit_partition(&entry.tenant_id, entry.shard)))
             .key("sk", s(audit_sort_key(&window, &id)));
         for (index, (name, value)) in item
             .into_iter()

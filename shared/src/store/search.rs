@@ -54,9 +54,10 @@ pub enum SearchIndex<'a> {
         direction: Direction,
         word: &'a str,
     },
-    /// Every task of a tenant, by creation: the `task.open` entries of its audit log (the
-    /// table's own items, one per task, written with the task's creation as their moment).
-    Opens { tenant: &'a TenantId },
+    /// Every task of a tenant, by creation: the `task.open` entries of one partition of its
+    /// audit log (the table's own items, one per task, written with the task's creation as
+    /// their moment); a search walks every partition the log is spread over.
+    Opens { tenant: &'a TenantId, shard: u16 },
 }
 
 impl SearchIndex<'_> {
@@ -113,7 +114,7 @@ impl SearchIndex<'_> {
             SearchIndex::Word { tenant, word, .. } => {
                 vec![("pk", posting_partition(tenant, word))]
             }
-            SearchIndex::Opens { tenant } => vec![("pk", audit_partition(tenant))],
+            SearchIndex::Opens { tenant, shard } => vec![("pk", audit_partition(tenant, shard))],
         }
     }
 
@@ -265,9 +266,9 @@ impl Store {
             page.read_units += named.read_units;
             return Ok(page);
         }
-        if let SearchIndex::Opens { tenant } = index {
+        if let SearchIndex::Opens { tenant, shard } = index {
             return self
-                .opens_page(tenant, range.at_or_before, start, limit)
+                .opens_page((tenant, shard), range.at_or_before, start, limit)
                 .await;
         }
         self.secondary_index_page(index, range, start, limit).await
@@ -345,13 +346,13 @@ impl Store {
     /// not a creation, so `state` and `since` are judged on the tasks read.
     async fn opens_page(
         &self,
-        tenant: &TenantId,
+        (tenant, shard): (&TenantId, u16),
         top: Option<&str>,
         start: Option<Item>,
         limit: i32,
     ) -> Result<IndexPage, StoreError> {
         let page = NewestFirst {
-            partition: audit_partition(tenant),
+            partition: audit_partition(tenant, shard),
             top,
             start,
             limit,

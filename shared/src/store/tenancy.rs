@@ -14,6 +14,7 @@ use super::layout::{
 };
 use super::{AuditEntry, Store, StoreError};
 use crate::domain::call_tree::CallTreeLimits;
+use crate::domain::shards::ShardCount;
 use crate::domain::{clock, TenantSettings};
 
 /// A member as the tenant's listing shows it.
@@ -368,6 +369,9 @@ fn settings_of(item: &Item) -> Result<TenantSettings, StoreError> {
             tracked_by_bindings: read.n_or(super::bindings::TRACKING_ATTRIBUTE, 0)? > 0,
         },
         policies_version: read.n_or(super::policies::VERSION_ATTRIBUTE, 0)?,
+        audit_shards: ShardCount::from_stored(
+            read.n_or(super::audit_log::AUDIT_SHARDS_ATTRIBUTE, 1)?,
+        ),
     })
 }
 

@@ -103,7 +103,8 @@ impl Store {
 
     /// Writes what follows from a task its open just wrote (`store/open.rs`: its call, its audit
     /// entry, the conversation it starts) and the postings of its opening message's `words`
-    /// (none when they could not be read), in one batch.
+    /// (none when they could not be read), in one batch. A throttled batch spreads the tenant's
+    /// audit log further (`store/audit_log.rs`).
     pub async fn record_opened(
         &self,
         task: &Task,
@@ -117,7 +118,13 @@ impl Store {
         if let Some(words) = words {
             puts.extend(posting_puts(task, words, self.index_units)?);
         }
-        self.batch_write(puts).await
+        let written = self.batch_write(puts).await;
+        if let Err(StoreError::Throttled(_)) = &written {
+            // The batch holds the task's audit entry: its tenant's log is spread further, so
+            // that later opens share the load (the throttle may have been another item's).
+            self.audit_log_throttled(&task.tenant_id).await;
+        }
+        written
     }
 
     /// Up to `limit` postings of one partition (a word among a tenant's tasks), newest task
@@ -316,7 +323,7 @@ impl Store {
                     .unwrap_or_default();
             }
             if !pending.is_empty() {
-                return Err(StoreError::Unavailable(format!(
+                return Err(StoreError::Throttled(format!(
                     "{} writes left unprocessed",
                     pending.len()
                 )));

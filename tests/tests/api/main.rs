@@ -10,6 +10,7 @@
 mod a2a;
 mod a2a_push_configs;
 mod a2a_streams;
+mod audit_partitions;
 mod bad_input;
 mod binding_terms;
 mod bindings;

@@ -26,6 +26,8 @@ pub(super) enum Refusal {
 pub(super) struct Admission {
     pub tree: TreeAdmission,
     pub contract: ContractAdmission,
+    /// How many partitions the tenant's audit log is spread over, as its settings stood.
+    pub audit_shards: crate::domain::shards::ShardCount,
 }
 
 impl Admission {
@@ -107,5 +109,9 @@ async fn enter_counts(
             return Err(error.into());
         }
     };
-    Ok(Ok(Admission { tree, contract }))
+    Ok(Ok(Admission {
+        tree,
+        contract,
+        audit_shards: settings.audit_shards,
+    }))
 }

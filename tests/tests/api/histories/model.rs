@@ -220,6 +220,11 @@ pub enum Step {
     RotateViewerKey {
         tenant: usize,
     },
+    /// The store throttled a write of the tenant's audit log, which the gateway then spreads
+    /// over twice as many partitions (`domain/shards.rs`): nothing any reader sees may change.
+    SpreadAudit {
+        tenant: usize,
+    },
     WordSearch {
         tenant: usize,
         on: bool,
@@ -1258,6 +1263,12 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
             .prop_map(|tenant| Step::RotateViewerKey { tenant })
             .boxed(),
     ));
+    arms.push((
+        1,
+        (0..TENANTS)
+            .prop_map(|tenant| Step::SpreadAudit { tenant })
+            .boxed(),
+    ));
     if !active.is_empty() {
         arms.push((
             1,
@@ -1617,6 +1628,7 @@ impl ReferenceStateMachine for Reference {
                 Expect::Status(200)
             }
             Step::RotateViewerKey { .. } => Expect::Status(200),
+            Step::SpreadAudit { .. } => Expect::Read,
             Step::WordSearch { tenant, on } => {
                 state.tenants[tenant].word_search = on;
                 Expect::Status(200)

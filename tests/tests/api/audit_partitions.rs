@@ -1,0 +1,151 @@
+//! A tenant's audit log spread over partitions (docs/capacity.md): a throttled write of it
+//! spreads it further, and the log and the tenant's task search page as one log whatever the
+//! count each entry was written under.
+
+use forgebench::domain::shards::ShardCount;
+use forgebench::domain::{TaskId, TenantId};
+use forgebench_tests::faults::{Fault, FaultProxy};
+use forgebench_tests::{dynamodb_endpoint, spawn_app_with, text_message, Options, Pair, TestApp};
+use serde_json::Value;
+
+/// Every item of a listing, page after page of `limit`, each page's `next_cursor` sent back.
+async fn every_page(app: &TestApp, path: &str, key: &str, field: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..200 {
+        let page_path = match &cursor {
+            Some(cursor) => format!("{path}&cursor={cursor}"),
+            None => path.to_owned(),
+        };
+        let page = app.get(&page_path, key).await;
+        assert_eq!(page.status, 200, "{page_path}: {}", page.text);
+        items.extend(page.body[field].as_array().cloned().unwrap_or_default());
+        match page.body["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return items,
+        }
+    }
+    panic!("{path}: a listing that never ends");
+}
+
+async fn settings_count(app: &TestApp, tenant: &TenantId) -> ShardCount {
+    let settings = app.app.store.tenant_settings(tenant).await.unwrap();
+    settings.expect("the tenant").audit_shards
+}
+
+async fn open(app: &TestApp, pair: &Pair, text: &str) -> String {
+    let reply = app
+        .open_task(&pair.caller.key, &pair.callee.name, text_message(text), 0)
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.field("id")
+}
+
+/// Opens tasks until one lands on the log's partition `shard`: their ids, oldest first.
+async fn open_until_on(app: &TestApp, pair: &Pair, shard: u16) -> Vec<String> {
+    let mut opened = Vec::new();
+    for n in 0..60 {
+        let id = open(app, pair, &format!("task {n}")).await;
+        opened.push(id.clone());
+        let task = app.app.store.get_task(&TaskId::from(id)).await.unwrap();
+        if task.expect("the task").audit_shard == shard {
+            return opened;
+        }
+    }
+    panic!("no task on partition {shard} in 60 opens");
+}
+
+/// The log's `task.open` entries and the tenant's tasks, page after page, are the tasks
+/// `opened`, newest first, each once.
+async fn every_open_listed_once(app: &TestApp, pair: &Pair, opened: &[String], limit: u32) {
+    let newest_first: Vec<&str> = opened.iter().rev().map(String::as_str).collect();
+    let path = format!("/v1/audit?action=task.open&outcome=allowed&limit={limit}");
+    let entries = every_page(app, &path, &pair.tenant.admin_key, "items").await;
+    let logged: Vec<&str> = entries
+        .iter()
+        .map(|entry| entry["task_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(logged, newest_first, "the log's opens");
+    let path = format!("/v1/tasks?limit={limit}");
+    let tasks = every_page(app, &path, &pair.tenant.admin_key, "items").await;
+    let found: Vec<&str> = tasks
+        .iter()
+        .map(|task| task["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(found, newest_first, "the tenant's task search");
+}
+
+#[tokio::test]
+async fn a_throttled_audit_write_spreads_the_log_and_every_entry_stays_listed_once() {
+    let store = FaultProxy::start(&dynamodb_endpoint()).await;
+    let app = spawn_app_with(Options {
+        dynamodb_endpoint: store.endpoint.clone(),
+        push_worker: false,
+        ..Options::default()
+    })
+    .await;
+    let pair = app.pair().await;
+    let tenant = TenantId::from(pair.tenant.id.clone());
+    let mut opened = vec![open(&app, &pair, "before").await];
+    assert_eq!(settings_count(&app, &tenant).await, ShardCount::ONE);
+
+    // DynamoDB throttles the writes of the tenant's log partition, and only those.
+    store.set_where("\"AUDIT#", Fault::dynamodb_throttling());
+    opened.push(open(&app, &pair, "throttled").await);
+    store.set(Fault::None);
+    assert!(
+        store.faulted() > 0,
+        "the open's audit entry met the throttle"
+    );
+    assert_eq!(
+        settings_count(&app, &tenant).await,
+        ShardCount::ONE.doubled().unwrap(),
+        "the log spread over two partitions"
+    );
+
+    // The throttled open's ledger is written again by the sweeper, on its task's partition.
+    let swept = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
+    assert_eq!(swept.done, 1, "{swept:?}");
+    opened.extend(open_until_on(&app, &pair, 1).await);
+    opened.extend(open_until_on(&app, &pair, 0).await);
+    every_open_listed_once(&app, &pair, &opened, 3).await;
+}
+
+#[tokio::test]
+async fn a_log_over_more_partitions_than_entries_pages_one_entry_at_a_time() {
+    let app = spawn_app_with(Options::default()).await;
+    let pair = app.pair().await;
+    let tenant = TenantId::from(pair.tenant.id.clone());
+    let mut opened = vec![open(&app, &pair, "first").await];
+    let mut count = ShardCount::ONE;
+    for _ in 0..3 {
+        count = app
+            .app
+            .store
+            .spread_audit_log(&tenant, count)
+            .await
+            .unwrap();
+        opened.push(open(&app, &pair, "next").await);
+    }
+    assert_eq!(count.get(), 8);
+    // A refusal in between: the log's own entries, filtered out of the opens.
+    let other = app.create_tenant().await;
+    let refused = app
+        .open_task(&pair.caller.key, &other.admin_key, text_message("no"), 0)
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    opened.push(open(&app, &pair, "last").await);
+    every_open_listed_once(&app, &pair, &opened, 1).await;
+    every_open_listed_once(&app, &pair, &opened, 2).await;
+    let path = "/v1/audit?limit=2";
+    let all = every_page(&app, path, &pair.tenant.admin_key, "items").await;
+    let moments: Vec<&str> = all.iter().map(|e| e["at"].as_str().unwrap()).collect();
+    let mut sorted = moments.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(moments, sorted, "the whole log, newest first");
+    let mut ids: Vec<&str> = all.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), all.len(), "each entry once");
+    assert!(all.iter().any(|e| e["outcome"] == "refused"), "{all:?}");
+}
