@@ -9,9 +9,10 @@ pub enum Spread {
     /// One key takes its share of every task (a callee's queue, a tenant's audit log, a word):
     /// its units per second are its units per task times the rate.
     Shared,
-    /// The tasks are spread over a fixed set of keys by their ids (the deadline shards): each
-    /// key takes the shape's units per task times the rate, over the number of shards.
-    Sharded,
+    /// The tasks are spread over a set of keys by their ids (the deadline shards, a spread
+    /// audit log), this many: each key takes the shape's units per task times the rate, over
+    /// the number of shards.
+    Sharded(u16),
     /// Each task has keys of its own (its item, its call, its conversation): their load is one
     /// task's, whatever the rate.
     OneTask,
@@ -21,7 +22,13 @@ pub enum Spread {
 #[derive(Debug, Clone, Default)]
 pub struct Roles {
     ids: HashMap<String, (String, Spread)>,
+    /// Over how many partitions the run's audit logs are spread, when more than one.
+    audit_shards: Option<u16>,
 }
+
+/// The shards of the deadline, outbox and `words_due` lists: one per first hex digit of a
+/// task's id.
+const TASK_ID_SHARDS: u16 = forgebench::store::DEADLINE_SHARDS.len() as u16;
 
 /// Separators inside a key, kept in its shape.
 const SEPARATORS: [char; 3] = ['#', '|', ':'];
@@ -43,6 +50,12 @@ const ROLE_AFTER: [(&str, &str, Spread); 12] = [
 ];
 
 impl Roles {
+    /// Notes that the run's audit logs are spread over `count` partitions: `AUDIT#{tenant}`
+    /// and `AUDIT#{tenant}#{n}` are then one shape, `AUDIT#{tenant}#{shard}`, of `count` keys.
+    pub fn audit_log_spread(&mut self, count: u16) {
+        self.audit_shards = (count > 1).then_some(count);
+    }
+
     /// Names `id` by `role` in every key it appears in.
     pub fn name(&mut self, id: &str, role: &str, spread: Spread) {
         self.ids.insert(id.to_owned(), (role.to_owned(), spread));
@@ -54,6 +67,10 @@ impl Roles {
     /// `{shard}`; anything else as it is.
     pub fn shape(&self, partition: &str) -> (String, Spread) {
         let segments: Vec<&str> = partition.split(SEPARATORS).collect();
+        if let (Some(count), ["AUDIT", tenant, ..]) = (self.audit_shards, segments.as_slice()) {
+            let (tenant, _) = self.segment("AUDIT", 1, Some("AUDIT"), tenant);
+            return (format!("AUDIT#{tenant}#{{shard}}"), Spread::Sharded(count));
+        }
         let separators = partition.matches(SEPARATORS);
         let mut spread = Spread::Shared;
         let mut shaped: Vec<String> = Vec::new();
@@ -85,7 +102,7 @@ impl Roles {
             return ("{word}".to_owned(), Spread::Shared);
         }
         if index > 0 && (1..=2).contains(&segment.len()) && is_hex(segment) {
-            return ("{shard}".to_owned(), Spread::Sharded);
+            return ("{shard}".to_owned(), Spread::Sharded(TASK_ID_SHARDS));
         }
         if !is_id(segment) {
             return (segment.to_owned(), Spread::Shared);
@@ -157,16 +174,30 @@ mod tests {
         );
         assert_eq!(
             roles.shape("DEADLINE#c"),
-            ("DEADLINE#{shard}".to_owned(), Spread::Sharded)
+            ("DEADLINE#{shard}".to_owned(), Spread::Sharded(16))
         );
         assert_eq!(
             roles.shape("due|7"),
-            ("due|{shard}".to_owned(), Spread::Sharded)
+            ("due|{shard}".to_owned(), Spread::Sharded(16))
         );
         // An id no role names and no prefix explains counts as shared: the cautious reading.
         assert_eq!(
             roles.shape(&format!("ROOT#{TENANT}#{task}")),
             ("ROOT#{tenant}#{id}".to_owned(), Spread::Shared)
+        );
+    }
+
+    #[test]
+    fn a_spread_audit_log_is_one_sharded_shape_its_first_partition_included() {
+        let mut roles = roles();
+        roles.audit_log_spread(256);
+        let shape = ("AUDIT#{tenant}#{shard}".to_owned(), Spread::Sharded(256));
+        assert_eq!(roles.shape(&format!("AUDIT#{TENANT}")), shape);
+        assert_eq!(roles.shape(&format!("AUDIT#{TENANT}#255")), shape);
+        roles.audit_log_spread(1);
+        assert_eq!(
+            roles.shape(&format!("AUDIT#{TENANT}")),
+            ("AUDIT#{tenant}".to_owned(), Spread::Shared)
         );
     }
 

@@ -80,8 +80,8 @@ fn limit_of(load: &ShapeLoad, per_task: Units) -> KeyRate {
 /// A shape as printed: a sharded one with its shard count.
 pub fn shape_label(load: &ShapeLoad) -> String {
     match load.spread {
-        forgebench_bench::attribution::Spread::Sharded => {
-            format!("{} (÷{})", load.shape, crate::tally::SHARDS)
+        forgebench_bench::attribution::Spread::Sharded(shards) => {
+            format!("{} (÷{shards})", load.shape)
         }
         _ => load.shape.clone(),
     }

@@ -13,7 +13,7 @@ const SHAPES_PER_PLACE: usize = 4;
 fn spread_label(spread: Spread) -> &'static str {
     match spread {
         Spread::Shared => "shared",
-        Spread::Sharded => "sharded",
+        Spread::Sharded(_) => "sharded",
         Spread::OneTask => "one task's",
     }
 }

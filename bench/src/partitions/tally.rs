@@ -131,10 +131,6 @@ impl Count {
     }
 }
 
-/// Deadline and outbox entries and the `words_due` index spread tasks over this many keys by
-/// the first character of their id.
-pub const SHARDS: f64 = forgebench::store::DEADLINE_SHARDS.len() as f64;
-
 impl ShapeLoad {
     /// Units per task on the busiest key of this shape as the rate grows: the busiest key's for
     /// a shared key, the shape's over the shards for a sharded one, none for a task's own keys
@@ -146,9 +142,9 @@ impl ShapeLoad {
                 read: self.hottest.read / tasks,
                 write: self.hottest.write / tasks,
             }),
-            Spread::Sharded => Some(Units {
-                read: self.total.read / tasks / SHARDS,
-                write: self.total.write / tasks / SHARDS,
+            Spread::Sharded(shards) => Some(Units {
+                read: self.total.read / tasks / f64::from(shards),
+                write: self.total.write / tasks / f64::from(shards),
             }),
             Spread::OneTask => None,
         }
