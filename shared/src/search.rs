@@ -63,9 +63,9 @@ fn below(position: &Position, after: &Position) -> bool {
 }
 
 /// The indexes a search walks: one per side of the agent, the conversation's, a word's
-/// postings, or (for every task of the tenant) the tenant's opens in each of the `audit_shards`
-/// partitions of its audit log.
-fn walks(filters: &SearchFilters, audit_shards: ShardCount) -> Vec<SearchIndex<'_>> {
+/// postings, or (for every task of the tenant) the tenant's opens in its audit log; the last
+/// two in each of the `log_shards` partitions of the tenant's spread logs.
+fn walks(filters: &SearchFilters, log_shards: ShardCount) -> Vec<SearchIndex<'_>> {
     if let (None, Some(context_id)) = (&filters.words, &filters.context_id) {
         return vec![SearchIndex::Context {
             tenant: &filters.tenant,
@@ -73,17 +73,20 @@ fn walks(filters: &SearchFilters, audit_shards: ShardCount) -> Vec<SearchIndex<'
         }];
     }
     if let Some(words) = &filters.words {
-        // One tenant-wide posting list serves both sides, filtered to the agent's.
-        return vec![SearchIndex::Word {
+        // One tenant-wide posting list serves both sides, filtered to the agent's, in each
+        // partition of the tenant's spread logs.
+        let word = |shard| SearchIndex::Word {
             tenant: &filters.tenant,
             agent: filters.agent.as_ref(),
             direction: filters.direction,
             word: words.driver(),
-        }];
+            shard,
+        };
+        return log_shards.shards().map(word).collect();
     }
     let Some(agent) = &filters.agent else {
         let tenant = &filters.tenant;
-        let opens = audit_shards.shards();
+        let opens = log_shards.shards();
         return opens
             .map(|shard| SearchIndex::Opens { tenant, shard })
             .collect();
@@ -219,11 +222,11 @@ pub async fn search_within(
     let top = after.map_or(moment.as_str(), |after| after.created_at.as_str());
     // One entry past the page, so the page's last placement is known final in one read.
     let page_size = i32::try_from(limit + 1).unwrap_or(101);
-    let audit_shards = audit_shards(store, filters).await?;
-    let indexes = walks(filters, audit_shards);
-    // The partitions of a spread audit log each take their share of the page at first (at
-    // least two entries); one log's partition, or each side of an agent, takes it whole.
-    let share = page_size / i32::from(audit_shards.get());
+    let log_shards = log_shards(store, filters).await?;
+    let indexes = walks(filters, log_shards);
+    // The partitions of spread logs each take their share of the page at first (at least two
+    // entries); a log's one partition, or each side of an agent, takes it whole.
+    let share = page_size / i32::from(log_shards.get());
     let mut walks: Vec<Walk<'_>> = indexes
         .into_iter()
         .map(|index| Walk {
@@ -276,16 +279,16 @@ pub async fn search_within(
     Ok(page(found, reached, limit, moment.clone()))
 }
 
-/// How many partitions the tenant's audit log is spread over, read fresh, for a search that
-/// walks them all (every task of the tenant); one for any other search, which reads none.
-async fn audit_shards(store: &Store, filters: &SearchFilters) -> Result<ShardCount, StoreError> {
-    let tenant_wide =
-        filters.words.is_none() && filters.context_id.is_none() && filters.agent.is_none();
-    if !tenant_wide {
+/// How many partitions the tenant's logs are spread over, read fresh, for a search that walks
+/// them all (with words, or every task of the tenant); one for any other search, which reads
+/// none.
+async fn log_shards(store: &Store, filters: &SearchFilters) -> Result<ShardCount, StoreError> {
+    let every_task = filters.context_id.is_none() && filters.agent.is_none();
+    if filters.words.is_none() && !every_task {
         return Ok(ShardCount::ONE);
     }
     let settings = store.tenant_settings(&filters.tenant).await?;
-    Ok(settings.unwrap_or_default().audit_shards)
+    Ok(settings.unwrap_or_default().log_shards)
 }
 
 /// The moment above which every walk has read everything: the highest moment a walk still

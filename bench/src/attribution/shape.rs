@@ -22,8 +22,9 @@ pub enum Spread {
 #[derive(Debug, Clone, Default)]
 pub struct Roles {
     ids: HashMap<String, (String, Spread)>,
-    /// Over how many partitions the run's audit logs are spread, when more than one.
-    audit_shards: Option<u16>,
+    /// Over how many partitions the run's tenants' logs (audit entries, word postings) are
+    /// spread, when more than one.
+    log_shards: Option<u16>,
 }
 
 /// The shards of the deadline, outbox and `words_due` lists: one per first hex digit of a
@@ -50,15 +51,30 @@ const ROLE_AFTER: [(&str, &str, Spread); 12] = [
 ];
 
 impl Roles {
-    /// Notes that the run's audit logs are spread over `count` partitions: `AUDIT#{tenant}`
-    /// and `AUDIT#{tenant}#{n}` are then one shape, `AUDIT#{tenant}#{shard}`, of `count` keys.
-    pub fn audit_log_spread(&mut self, count: u16) {
-        self.audit_shards = (count > 1).then_some(count);
+    /// Notes that the run's tenants' logs are spread over `count` partitions: `AUDIT#{tenant}`
+    /// and `AUDIT#{tenant}#{n}` are then one shape, `AUDIT#{tenant}#{shard}`, of `count` keys,
+    /// and a word's postings `WORDS#{tenant}#{word}#{shard}`.
+    pub fn logs_spread(&mut self, count: u16) {
+        self.log_shards = (count > 1).then_some(count);
     }
 
     /// Names `id` by `role` in every key it appears in.
     pub fn name(&mut self, id: &str, role: &str, spread: Spread) {
         self.ids.insert(id.to_owned(), (role.to_owned(), spread));
+    }
+
+    /// The logical key a partition of a spread log belongs to, its shard left out
+    /// (`AUDIT#{tenant}`, `WORDS#{tenant}#{word}`); empty for any other partition, whose shape's
+    /// shards are all one key's.
+    pub fn spread_group(&self, partition: &str) -> String {
+        let kept = match partition.split('#').next() {
+            _ if self.log_shards.is_none() => 0,
+            Some("AUDIT") => 2,
+            Some("WORDS") => 3,
+            _ => 0,
+        };
+        let segments: Vec<&str> = partition.split('#').take(kept).collect();
+        segments.join("#")
     }
 
     /// The shape of `partition` and how its load grows: registered ids by their role; an
@@ -67,9 +83,17 @@ impl Roles {
     /// `{shard}`; anything else as it is.
     pub fn shape(&self, partition: &str) -> (String, Spread) {
         let segments: Vec<&str> = partition.split(SEPARATORS).collect();
-        if let (Some(count), ["AUDIT", tenant, ..]) = (self.audit_shards, segments.as_slice()) {
-            let (tenant, _) = self.segment("AUDIT", 1, Some("AUDIT"), tenant);
-            return (format!("AUDIT#{tenant}#{{shard}}"), Spread::Sharded(count));
+        match (self.log_shards, segments.as_slice()) {
+            (Some(count), ["AUDIT", tenant, ..]) => {
+                let (tenant, _) = self.segment("AUDIT", 1, Some("AUDIT"), tenant);
+                return (format!("AUDIT#{tenant}#{{shard}}"), Spread::Sharded(count));
+            }
+            (Some(count), ["WORDS", tenant, _, ..]) => {
+                let (tenant, _) = self.segment("WORDS", 1, Some("WORDS"), tenant);
+                let shape = format!("WORDS#{tenant}#{{word}}#{{shard}}");
+                return (shape, Spread::Sharded(count));
+            }
+            _ => {}
         }
         let separators = partition.matches(SEPARATORS);
         let mut spread = Spread::Shared;
@@ -188,13 +212,36 @@ mod tests {
     }
 
     #[test]
-    fn a_spread_audit_log_is_one_sharded_shape_its_first_partition_included() {
+    fn a_spread_logs_is_one_sharded_shape_its_first_partition_included() {
         let mut roles = roles();
-        roles.audit_log_spread(256);
+        roles.logs_spread(256);
         let shape = ("AUDIT#{tenant}#{shard}".to_owned(), Spread::Sharded(256));
         assert_eq!(roles.shape(&format!("AUDIT#{TENANT}")), shape);
         assert_eq!(roles.shape(&format!("AUDIT#{TENANT}#255")), shape);
-        roles.audit_log_spread(1);
+        assert_eq!(
+            roles.shape(&format!("WORDS#{TENANT}#invoice#17")),
+            (
+                "WORDS#{tenant}#{word}#{shard}".to_owned(),
+                Spread::Sharded(256)
+            )
+        );
+        assert_eq!(
+            roles.shape(&format!("WORDS#{TENANT}#invoice")),
+            (
+                "WORDS#{tenant}#{word}#{shard}".to_owned(),
+                Spread::Sharded(256)
+            )
+        );
+        let group = roles.spread_group(&format!("WORDS#{TENANT}#invoice#17"));
+        assert_eq!(
+            group,
+            roles.spread_group(&format!("WORDS#{TENANT}#invoice"))
+        );
+        assert_ne!(
+            group,
+            roles.spread_group(&format!("WORDS#{TENANT}#ledger#17"))
+        );
+        roles.logs_spread(1);
         assert_eq!(
             roles.shape(&format!("AUDIT#{TENANT}")),
             ("AUDIT#{tenant}".to_owned(), Spread::Shared)

@@ -14,9 +14,10 @@ use crate::tally::Count;
 /// same units per task at any size; a caller's or a callee's own keys take their share (one in
 /// two here), so a run with more agents stays within these.
 const BOUNDS: [(Scenario, &str, f64, f64); 25] = [
-    // Each word's posting (the tenant's audit log, three entries a task, is spread over 256
-    // partitions since 2026-12-07: 0.012 a key); the callee's agent item read by its claims.
-    (Scenario::OneCallee, "table", 1.0, 1.0),
+    // The tenant's spread logs: its audit log (three entries a task) over 256 partitions,
+    // 3/256 a key; each word's postings 1/256 (2026-12-07); the callee's agent item read by its
+    // claims.
+    (Scenario::OneCallee, "table", 0.012, 1.0),
     // The callee's queue: its entry in at the open, out at the claim; the claim's page.
     (Scenario::OneCallee, "gsi1", 2.0, 0.5),
     // The deadline entry in at the claim, out at the result, over 16 shards.
@@ -24,22 +25,23 @@ const BOUNDS: [(Scenario, &str, f64, f64); 25] = [
     // The callee's side entry: written at the open, refreshed at the claim and the result.
     (Scenario::OneCallee, "inbound_tasks", 3.0, 0.0),
     (Scenario::OneCallee, "outbound_tasks", 1.5, 0.0),
-    // Pushed: each word's posting, the callee's agent read by the worker; the outbox entry
-    // over its 16 shards.
-    (Scenario::OneCalleePush, "table", 1.0, 1.0),
+    // Pushed: the open's audit entry and each word's posting over 256 partitions, 1/256 a key;
+    // the callee's agent read by the worker; the outbox entry over its 16 shards.
+    (Scenario::OneCalleePush, "table", 0.004, 1.0),
     (Scenario::OneCalleePush, "gsi1", 0.25, 0.0),
     (Scenario::OneCalleePush, "inbound_tasks", 3.0, 0.0),
     (Scenario::OneCalleePush, "outbound_tasks", 1.5, 0.0),
-    (Scenario::OneTenant, "table", 1.0, 0.5),
+    (Scenario::OneTenant, "table", 0.012, 0.5),
     (Scenario::OneTenant, "gsi1", 1.0, 0.25),
     (Scenario::OneTenant, "gsi2", 0.125, 0.0),
     (Scenario::OneTenant, "inbound_tasks", 1.5, 0.0),
     (Scenario::OneTenant, "outbound_tasks", 1.5, 0.0),
-    (Scenario::CommonWord, "table", 1.0, 0.5),
+    (Scenario::CommonWord, "table", 0.012, 0.5),
     (Scenario::CommonWord, "gsi1", 1.0, 0.25),
     (Scenario::CommonWord, "gsi2", 0.125, 0.0),
     (Scenario::CommonWord, "inbound_tasks", 1.5, 0.0),
     (Scenario::CommonWord, "outbound_tasks", 1.5, 0.0),
+    // The conversation's item, counting each open.
     (Scenario::OneConversation, "table", 1.0, 1.0),
     (Scenario::OneConversation, "gsi1", 2.0, 0.5),
     (Scenario::OneConversation, "gsi2", 0.125, 0.0),

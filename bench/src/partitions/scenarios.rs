@@ -124,14 +124,14 @@ async fn bench(push: bool) -> Bench {
 /// Spreads the tenant's audit log over its most partitions, as DynamoDB's throttling of it
 /// would at the rates the model is for (`domain/shards.rs`: the count doubles at each
 /// throttle, up to its most).
-async fn spread_audit_log(bench: &mut Bench, tenant: &Tenant) {
+async fn spread_logs(bench: &mut Bench, tenant: &Tenant) {
     let store = &bench.app.app.store;
     let tenant_id = forgebench::domain::TenantId::from(tenant.id.clone());
     let mut count = ShardCount::ONE;
     while count < ShardCount::MAX {
-        count = store.spread_audit_log(&tenant_id, count).await.unwrap();
+        count = store.spread_logs(&tenant_id, count).await.unwrap();
     }
-    bench.roles.audit_log_spread(count.get());
+    bench.roles.logs_spread(count.get());
 }
 
 /// One tenant's callers, each bound to each of its callees.
@@ -156,7 +156,7 @@ async fn agents(app: &TestApp, tenant: &Tenant, role: &str, count: usize) -> Vec
 async fn party(bench: &mut Bench, callers: usize, callees: usize) -> Party {
     let tenant = bench.app.create_tenant().await;
     bench.roles.name(&tenant.id, "tenant", Spread::Shared);
-    spread_audit_log(bench, &tenant).await;
+    spread_logs(bench, &tenant).await;
     let callers = agents(&bench.app, &tenant, "caller", callers).await;
     let callees = agents(&bench.app, &tenant, "callee", callees).await;
     for (agents, role) in [(&callers, "caller"), (&callees, "callee")] {

@@ -44,6 +44,9 @@ pub struct ShapeLoad {
     /// The busiest key's write units and, apart, the busiest key's read units.
     pub hottest: Units,
     pub total: Units,
+    /// Of a sharded shape, the busiest of the logical keys it spreads (a word's postings over
+    /// their partitions), all their shards together; of another shape, its total.
+    pub busiest_spread: Units,
 }
 
 impl Count {
@@ -87,8 +90,15 @@ impl Count {
     /// The load by (place, shape), busiest write key first within each place.
     pub fn shapes(&self) -> Vec<ShapeLoad> {
         let mut shapes: BTreeMap<(String, String), ShapeLoad> = BTreeMap::new();
+        let mut spreads: BTreeMap<(String, String, String), Units> = BTreeMap::new();
         for ((place, partition), units) in &self.units {
             let (shape, spread) = self.roles.shape(partition);
+            let group = self.roles.spread_group(partition);
+            let spread_load = spreads
+                .entry((place.clone(), shape.clone(), group))
+                .or_default();
+            spread_load.read += units.read;
+            spread_load.write += units.write;
             let load = shapes
                 .entry((place.clone(), shape.clone()))
                 .or_insert_with(|| ShapeLoad {
@@ -98,12 +108,19 @@ impl Count {
                     keys: 0,
                     hottest: Units::default(),
                     total: Units::default(),
+                    busiest_spread: Units::default(),
                 });
             load.keys += 1;
             load.hottest.read = load.hottest.read.max(units.read);
             load.hottest.write = load.hottest.write.max(units.write);
             load.total.read += units.read;
             load.total.write += units.write;
+        }
+        for ((place, shape, _), units) in spreads {
+            if let Some(load) = shapes.get_mut(&(place, shape)) {
+                load.busiest_spread.read = load.busiest_spread.read.max(units.read);
+                load.busiest_spread.write = load.busiest_spread.write.max(units.write);
+            }
         }
         let mut shapes: Vec<ShapeLoad> = shapes.into_values().collect();
         let order = |place: &str| self.places.iter().position(|known| known == place);
@@ -133,8 +150,8 @@ impl Count {
 
 impl ShapeLoad {
     /// Units per task on the busiest key of this shape as the rate grows: the busiest key's for
-    /// a shared key, the shape's over the shards for a sharded one, none for a task's own keys
-    /// (one task's load, whatever the rate).
+    /// a shared key, the busiest spread key's over its shards for a sharded one, none for a
+    /// task's own keys (one task's load, whatever the rate).
     pub fn per_key_per_task(&self, tasks: usize) -> Option<Units> {
         let tasks = tasks as f64;
         match self.spread {
@@ -143,8 +160,8 @@ impl ShapeLoad {
                 write: self.hottest.write / tasks,
             }),
             Spread::Sharded(shards) => Some(Units {
-                read: self.total.read / tasks / f64::from(shards),
-                write: self.total.write / tasks / f64::from(shards),
+                read: self.busiest_spread.read / tasks / f64::from(shards),
+                write: self.busiest_spread.write / tasks / f64::from(shards),
             }),
             Spread::OneTask => None,
         }

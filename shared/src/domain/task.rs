@@ -105,7 +105,7 @@ pub struct Task {
     /// The partition of its tenant's audit log that the task's entries go to
     /// (`domain/shards.rs`), chosen at its open from the tenant's count then; `0`, the log's
     /// first partition, for a task of a log never spread.
-    pub audit_shard: u16,
+    pub log_shard: u16,
 }
 
 /// Where a task sits in the call ledger: its own call, the call that caused it (sent as
@@ -188,7 +188,7 @@ impl Task {
             notify_configs: 0,
             context_named: false,
             message_keys: Vec::new(),
-            audit_shard: 0,
+            log_shard: 0,
         }
     }
 
@@ -424,7 +424,7 @@ mod tests {
             updated_at: crate::domain::clock::Timestamp::default(),
             changes: Vec::new(),
             message_keys: Vec::new(),
-            audit_shard: 0,
+            log_shard: 0,
             notify_configs: 0,
             context_named: false,
         }

@@ -20,7 +20,7 @@ pub struct TenantSettings {
     /// How many partitions the tenant's audit log is spread over (`domain/shards.rs`): one
     /// until a write to it is throttled, never chosen by the tenant.
     #[serde(skip)]
-    pub audit_shards: ShardCount,
+    pub log_shards: ShardCount,
 }
 
 impl Default for TenantSettings {
@@ -29,7 +29,7 @@ impl Default for TenantSettings {
             word_search: true,
             call_tree: CallTreeLimits::default(),
             policies_version: 0,
-            audit_shards: ShardCount::ONE,
+            log_shards: ShardCount::ONE,
         }
     }
 }

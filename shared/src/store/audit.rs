@@ -122,7 +122,7 @@ impl AuditEntry {
     /// The entry, about `task`: the task, its call and the call's lineage.
     fn about(mut self, task: &Task) -> AuditEntry {
         self.task_id = Some(task.id.clone());
-        self.shard = task.audit_shard;
+        self.shard = task.log_shard;
         self.caller_agent_id = Some(task.caller_agent_id.clone());
         self.callee_agent_id = Some(task.callee_agent_id.clone());
         self.of_call(&task.lineage())
@@ -284,7 +284,9 @@ impl TryFrom<&Item> for AuditEntry {
 
 impl Store {
     /// Records one entry on its own (refusals and management actions).
-    /// A throttled write spreads the tenant's log further (`store/audit_log.rs`).
+    /// A throttled write of an entry about a task spreads the tenant's log further
+    /// (`store/audit_log.rs`); entries about no task stay on the log's first partition, where
+    /// spreading would not move them.
     pub async fn record_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {
         let written = self
             .client
@@ -295,8 +297,8 @@ impl Store {
             .await
             .map(|_| ())
             .map_err(classify);
-        if let Err(StoreError::Throttled(_)) = &written {
-            self.audit_log_throttled(&entry.tenant_id).await;
+        if let (Err(StoreError::Throttled(_)), Some(_)) = (&written, &entry.task_id) {
+            self.logs_throttled(&entry.tenant_id).await;
         }
         written
     }

@@ -1,5 +1,5 @@
-//! A tenant's audit log over its partitions: spreading it when a write to it is throttled, and
-//! reading a page of it, newest first, merged from every partition it is spread over.
+//! A page of a tenant's audit log, newest first, merged from every partition it is spread over
+//! (`store/log_shards.rs`).
 //!
 //! Every partition holds entries sorted by `{at}#{id}`, the same order the log pages in; a page
 //! reads the partitions side by side and keeps only what is final: an entry is in its place
@@ -11,14 +11,10 @@ use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 
 use super::audit::AuditEntry;
-use super::item::{key, n, s, Item, Reader};
-use super::layout::{audit_partition, audit_sort_key_past, tenant_partition, TENANT_SORT_KEY};
-use super::{classify, committed, Store, StoreError};
-use crate::domain::shards::ShardCount;
+use super::item::{key, s, Item, Reader};
+use super::layout::{audit_partition, audit_sort_key_past};
+use super::{classify, Store, StoreError};
 use crate::domain::TenantId;
-
-/// The tenant item's attribute that holds how many partitions its audit log is spread over.
-pub(crate) const AUDIT_SHARDS_ATTRIBUTE: &str = "audit_shards";
 
 /// The read capacity after which a page of the audit log reads no further: a filter that
 /// keeps few entries costs at most this much per page (its next page goes on from there).
@@ -60,58 +56,6 @@ struct PartitionRead {
 }
 
 impl Store {
-    /// Spreads `tenant_id`'s audit log over twice as many partitions as `from`, unless another
-    /// write did already (or it is at its most); the new count, as it now stands.
-    pub async fn spread_audit_log(
-        &self,
-        tenant_id: &TenantId,
-        from: ShardCount,
-    ) -> Result<ShardCount, StoreError> {
-        let Some(to) = from.doubled() else {
-            return Ok(from);
-        };
-        let condition = match from == ShardCount::ONE {
-            true => "attribute_exists(pk) AND (attribute_not_exists(#shards) OR #shards = :from)",
-            false => "attribute_exists(pk) AND #shards = :from",
-        };
-        let sent = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(tenant_partition(tenant_id)))
-            .key("sk", s(TENANT_SORT_KEY))
-            .update_expression("SET #shards = :to")
-            .condition_expression(condition)
-            .expression_attribute_names("#shards", AUDIT_SHARDS_ATTRIBUTE)
-            .expression_attribute_values(":from", n(u64::from(from.get())))
-            .expression_attribute_values(":to", n(u64::from(to.get())))
-            .send()
-            .await;
-        let spread = committed(sent)?;
-        self.recent_settings.forget(tenant_id.as_str());
-        let now = self.tenant_settings(tenant_id).await?.unwrap_or_default();
-        if spread {
-            tracing::warn!(tenant_id = %tenant_id, partitions = to.get(), "audit log throttled: spread over more partitions");
-        }
-        Ok(now.audit_shards)
-    }
-
-    /// After a write of `tenant_id`'s audit entries was throttled: the log is spread further,
-    /// from the count this process wrote with. Its own failure is logged, never answered (the
-    /// throttled write's error is).
-    pub(crate) async fn audit_log_throttled(&self, tenant_id: &TenantId) {
-        let spread = match self.recent_tenant_settings(tenant_id).await {
-            Ok(settings) => {
-                self.spread_audit_log(tenant_id, settings.audit_shards)
-                    .await
-            }
-            Err(error) => Err(error),
-        };
-        if let Err(error) = spread {
-            tracing::error!(tenant_id = %tenant_id, error = %error, "audit log not spread");
-        }
-    }
-
     /// A page of a tenant's audit log, newest first: the entries the search's filters keep,
     /// read on (filtered in the store) until the page holds `limit` of them, the log ends, or
     /// the page has spent [`AUDIT_READ_UNITS`]. Returns the page and the sort key to page on
@@ -127,7 +71,7 @@ impl Store {
             }
         }
         let shards = self.tenant_settings(search.tenant_id).await?;
-        let shards = shards.unwrap_or_default().audit_shards;
+        let shards = shards.unwrap_or_default().log_shards;
         let mut reads: Vec<PartitionRead> = shards
             .shards()
             .map(|shard| {

@@ -26,11 +26,11 @@
 //! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{tenant}#{root}` / `{at}#{id}` (older calls: `ROOT#{root}`) | |
 //! | the tasks a call opened (`max_fan_out`) | `CALL#{id}` | `CHILDREN` | | |
 //! | the open tasks of a tenant's tree (`max_open_in_tree`) | `TREE#{tenant}#{root}` | `OPEN` | | |
-//! | audit entry | `AUDIT#{tenant}`, or `AUDIT#{tenant}#{shard}` once the log is spread (`domain/shards.rs`) | `{at}#{id}` | | |
+//! | audit entry | `AUDIT#{tenant}`, or `AUDIT#{tenant}#{shard}` once the tenant's logs are spread (`domain/shards.rs`) | `{at}#{id}` | | |
 //! | a key holder's long-poll slot | `POLLS#{agent or member}` | `SLOT#{n}` | | |
 //! | a tenant's long-poll slot | `TPOLLS#{tenant}` | `SLOT#{n}` | | |
 //! | a tenant's push POST in flight | `TPUSH#{tenant}` | `SLOT#{n}` | | |
-//! | word posting | `WORDS#{tenant}#{word}` | `{created}#{task}` | | |
+//! | word posting | `WORDS#{tenant}#{word}`, or `WORDS#{tenant}#{word}#{shard}` once the tenant's logs are spread (`domain/shards.rs`) | `{created}#{task}` | | |
 //! | console session | `SESSION#{sha256}` | `SESSION` | | |
 //! | a tenant's trusted issuers | `TENANT#{tenant}` | `ISSUERS` | | |
 //! | an (issuer, audience) pair's tenant | `TRUST#{sha256(issuer, audience)}` | `TRUST` | | |
@@ -379,9 +379,13 @@ pub(crate) fn slot_of_sort_key(sort_key: &str) -> Option<u32> {
     sort_key.strip_prefix(SLOT_SORT_PREFIX)?.parse().ok()
 }
 
-/// The partition of one tenant's postings of `word`.
-pub(crate) fn posting_partition(tenant: &TenantId, word: &str) -> String {
-    format!("WORDS#{tenant}#{word}")
+/// The partition of one tenant's postings of `word`: its first, or one more once the tenant's
+/// logs are spread (`domain/shards.rs`).
+pub(crate) fn posting_partition(tenant: &TenantId, word: &str, shard: u16) -> String {
+    match shard {
+        0 => format!("WORDS#{tenant}#{word}"),
+        shard => format!("WORDS#{tenant}#{word}#{shard}"),
+    }
 }
 
 /// A posting's sort key: the task's place in a search with words (its creation, then its id).
@@ -463,7 +467,8 @@ mod tests {
             (tenant_polls_partition(&tenant), "TPOLLS#t"),
             (tenant_pushes_partition(&tenant), "TPUSH#t"),
             (slot_sort_key(3), "SLOT#3"),
-            (posting_partition(&tenant, "w"), "WORDS#t#w"),
+            (posting_partition(&tenant, "w", 0), "WORDS#t#w"),
+            (posting_partition(&tenant, "w", 12), "WORDS#t#w#12"),
             (posting_sort_key("at", &task), "at#f1"),
             (session_partition("h"), "SESSION#h"),
             (

@@ -15,7 +15,7 @@
 //! | push notification config of a task (`store/notify.rs`) | `TASK#{id}` | `NOTIFY#{config}` | `OUTBOX#{shard}` / due#task, until its task is finished and delivered | |
 //! | conversation | `CONTEXT#{id}` | `CONTEXT` | | |
 //! | call (lineage) | `CALL#{id}` | `CALL` | `ROOT#{tenant}#{root}` / at#id (older calls: `ROOT#{root}`) | |
-//! | audit entry | `AUDIT#{tenant}`, or `AUDIT#{tenant}#{shard}` once the log is spread (`domain/shards.rs`) | `{at}#{id}` | | |
+//! | audit entry | `AUDIT#{tenant}`, or `AUDIT#{tenant}#{shard}` once the tenant's logs are spread (`domain/shards.rs`) | `{at}#{id}` | | |
 //! | long-poll slot (`store/polls.rs`) | `POLLS#{agent}` | `SLOT#{n}` | | |
 //! | word posting (`store/words.rs`) | `WORDS#{tenant}#{word}` | `{created}#{task}` | | |
 //!
@@ -45,6 +45,7 @@ mod issuers;
 pub mod item;
 mod keys;
 mod layout;
+mod log_shards;
 mod notify;
 mod notify_sends;
 mod open;

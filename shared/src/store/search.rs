@@ -53,6 +53,8 @@ pub enum SearchIndex<'a> {
         agent: Option<&'a AgentId>,
         direction: Direction,
         word: &'a str,
+        /// The partition of the tenant's spread logs (`domain/shards.rs`) it walks.
+        shard: u16,
     },
     /// Every task of a tenant, by creation: the `task.open` entries of one partition of its
     /// audit log (the table's own items, one per task, written with the task's creation as
@@ -111,9 +113,12 @@ impl SearchIndex<'_> {
             SearchIndex::Context { context_id, .. } => {
                 vec![("context_id", context_id.to_owned())]
             }
-            SearchIndex::Word { tenant, word, .. } => {
-                vec![("pk", posting_partition(tenant, word))]
-            }
+            SearchIndex::Word {
+                tenant,
+                word,
+                shard,
+                ..
+            } => vec![("pk", posting_partition(tenant, word, shard))],
             SearchIndex::Opens { tenant, shard } => vec![("pk", audit_partition(tenant, shard))],
         }
     }
@@ -242,19 +247,16 @@ impl Store {
             agent,
             direction,
             word,
+            shard,
         } = index
         {
             // Word postings: the table's own items, by creation. A change's moment is not a
             // creation, so `since` is judged on the tasks read.
-            let partition = posting_partition(tenant, word);
+            let partition = posting_partition(tenant, word, shard);
+            let top = range.at_or_before;
+            let filter = (agent, direction);
             return self
-                .posting_page(
-                    partition,
-                    (agent, direction),
-                    range.at_or_before,
-                    start,
-                    limit,
-                )
+                .posting_page(partition, filter, top, start, limit)
                 .await;
         }
         if let SearchIndex::Context { tenant, context_id } = index {

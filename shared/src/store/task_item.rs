@@ -208,8 +208,8 @@ pub(crate) fn to_item(task: &Task) -> Item {
     if let Some(skill) = &task.skill {
         item.insert("skill".into(), s(skill));
     }
-    if task.audit_shard != 0 {
-        item.insert("audit_shard".into(), n(u64::from(task.audit_shard)));
+    if task.log_shard != 0 {
+        item.insert("log_shard".into(), n(u64::from(task.log_shard)));
     }
     insert_trace(&mut item, task.trace.as_ref());
     if task.delivery == Delivery::Push {
@@ -358,7 +358,7 @@ impl TryFrom<&Item> for Task {
                 _ => Vec::new(),
             },
             caller_signed_in_with: caller_signed_in_with(&read)?,
-            audit_shard: u16::try_from(read.n_or("audit_shard", 0)?).unwrap_or_default(),
+            log_shard: u16::try_from(read.n_or("log_shard", 0)?).unwrap_or_default(),
         })
     }
 }
@@ -500,7 +500,7 @@ mod tests {
                 MAX_LOGGED_CHANGES
             ],
             message_keys: Vec::new(),
-            audit_shard: 0,
+            log_shard: 0,
             notify_configs: 0,
             context_named: false,
         };
@@ -581,7 +581,7 @@ mod tests {
                 ),
             ],
             message_keys: Vec::new(),
-            audit_shard: 0,
+            log_shard: 0,
             notify_configs: 0,
             context_named: false,
         };

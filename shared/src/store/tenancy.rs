@@ -369,9 +369,7 @@ fn settings_of(item: &Item) -> Result<TenantSettings, StoreError> {
             tracked_by_bindings: read.n_or(super::bindings::TRACKING_ATTRIBUTE, 0)? > 0,
         },
         policies_version: read.n_or(super::policies::VERSION_ATTRIBUTE, 0)?,
-        audit_shards: ShardCount::from_stored(
-            read.n_or(super::audit_log::AUDIT_SHARDS_ATTRIBUTE, 1)?,
-        ),
+        log_shards: ShardCount::from_stored(read.n_or(super::log_shards::LOG_SHARDS_ATTRIBUTE, 1)?),
     })
 }
 

@@ -43,10 +43,10 @@ pub(crate) fn posting_position(item: &Item) -> Result<Position, StoreError> {
     })
 }
 
-/// The key of `task`'s posting of `word`.
+/// The key of `task`'s posting of `word`, on the partition of the task's spread logs.
 fn posting_key(task: &Task, word: &str) -> Item {
     key(
-        posting_partition(&task.tenant_id, word),
+        posting_partition(&task.tenant_id, word, task.log_shard),
         posting_sort_key(&task.created_at, &task.id),
     )
 }
@@ -96,9 +96,15 @@ impl Store {
     /// Writes `task`'s postings of `words`, as many as the write units one write of postings
     /// may spend allow ([`Store::with_index_units`]). Writing a posting that exists already
     /// changes nothing.
+    /// A throttled write spreads the tenant's logs further (`store/audit_log.rs`).
     pub async fn post_words(&self, task: &Task, words: &TaskWords) -> Result<(), StoreError> {
-        self.batch_write(posting_puts(task, words, self.index_units)?)
-            .await
+        let written = self
+            .batch_write(posting_puts(task, words, self.index_units)?)
+            .await;
+        if let Err(StoreError::Throttled(_)) = &written {
+            self.logs_throttled(&task.tenant_id).await;
+        }
+        written
     }
 
     /// Writes what follows from a task its open just wrote (`store/open.rs`: its call, its audit
@@ -120,9 +126,10 @@ impl Store {
         }
         let written = self.batch_write(puts).await;
         if let Err(StoreError::Throttled(_)) = &written {
-            // The batch holds the task's audit entry: its tenant's log is spread further, so
-            // that later opens share the load (the throttle may have been another item's).
-            self.audit_log_throttled(&task.tenant_id).await;
+            // The batch holds the task's audit entry and postings: its tenant's logs are spread
+            // further, so that later opens share the load (the throttle may have been its call's
+            // or its conversation's).
+            self.logs_throttled(&task.tenant_id).await;
         }
         written
     }
@@ -419,17 +426,17 @@ mod tests {
         let late = posting_sort_key("2026-01-01T00:00:00.000002Z", &id);
         assert!(early < late);
         let item = key(
-            posting_partition(&TenantId::from("tenant"), "word"),
+            posting_partition(&TenantId::from("tenant"), "word", 0),
             late.clone(),
         );
         let place = posting_position(&item).unwrap();
         assert_eq!(place.created_at, "2026-01-01T00:00:00.000002Z");
         assert_eq!(place.task_id, id);
-        let partition = posting_partition(&TenantId::from("t"), "w");
+        let partition = posting_partition(&TenantId::from("t"), "w", 0);
         assert!(posting_position(&key(partition, "no-separator")).is_err());
         assert_ne!(
-            posting_partition(&TenantId::from("a"), "w"),
-            posting_partition(&TenantId::from("b"), "w")
+            posting_partition(&TenantId::from("a"), "w", 0),
+            posting_partition(&TenantId::from("b"), "w", 0)
         );
     }
 }

@@ -30,7 +30,7 @@ async fn every_page(app: &TestApp, path: &str, key: &str, field: &str) -> Vec<Va
 
 async fn settings_count(app: &TestApp, tenant: &TenantId) -> ShardCount {
     let settings = app.app.store.tenant_settings(tenant).await.unwrap();
-    settings.expect("the tenant").audit_shards
+    settings.expect("the tenant").log_shards
 }
 
 async fn open(app: &TestApp, pair: &Pair, text: &str) -> String {
@@ -48,7 +48,7 @@ async fn open_until_on(app: &TestApp, pair: &Pair, shard: u16) -> Vec<String> {
         let id = open(app, pair, &format!("task {n}")).await;
         opened.push(id.clone());
         let task = app.app.store.get_task(&TaskId::from(id)).await.unwrap();
-        if task.expect("the task").audit_shard == shard {
+        if task.expect("the task").log_shard == shard {
             return opened;
         }
     }
@@ -106,26 +106,30 @@ async fn a_throttled_audit_write_spreads_the_log_and_every_entry_stays_listed_on
     // The throttled open's ledger is written again by the sweeper, on its task's partition.
     let swept = forgebench::sweeper::sweep_words_until(&app.app.store, &app.app.bodies, "~").await;
     assert_eq!(swept.done, 1, "{swept:?}");
+    // A claim whose entry's put is throttled (the claim stands; its entry is lost, and logged)
+    // spreads the log again.
+    store.set_where("\"AUDIT#", Fault::dynamodb_throttling());
+    let claimed = app.claim(&pair.callee.key, 0).await;
+    store.set(Fault::None);
+    assert_eq!(claimed.status, 200, "{}", claimed.text);
+    assert_eq!(settings_count(&app, &tenant).await.get(), 4, "spread again");
     opened.extend(open_until_on(&app, &pair, 1).await);
     opened.extend(open_until_on(&app, &pair, 0).await);
     every_open_listed_once(&app, &pair, &opened, 3).await;
 }
 
 #[tokio::test]
-async fn a_log_over_more_partitions_than_entries_pages_one_entry_at_a_time() {
+async fn logs_over_more_partitions_than_entries_page_one_entry_at_a_time() {
     let app = spawn_app_with(Options::default()).await;
     let pair = app.pair().await;
     let tenant = TenantId::from(pair.tenant.id.clone());
-    let mut opened = vec![open(&app, &pair, "first").await];
+    let mut opened = vec![open(&app, &pair, "alpha first").await];
     let mut count = ShardCount::ONE;
+    let mut nexts = Vec::new();
     for _ in 0..3 {
-        count = app
-            .app
-            .store
-            .spread_audit_log(&tenant, count)
-            .await
-            .unwrap();
-        opened.push(open(&app, &pair, "next").await);
+        count = app.app.store.spread_logs(&tenant, count).await.unwrap();
+        nexts.push(open(&app, &pair, "alpha next").await);
+        opened.push(nexts.last().unwrap().clone());
     }
     assert_eq!(count.get(), 8);
     // A refusal in between: the log's own entries, filtered out of the opens.
@@ -134,9 +138,18 @@ async fn a_log_over_more_partitions_than_entries_pages_one_entry_at_a_time() {
         .open_task(&pair.caller.key, &other.admin_key, text_message("no"), 0)
         .await;
     assert_eq!(refused.status, 403, "{}", refused.text);
-    opened.push(open(&app, &pair, "last").await);
+    opened.push(open(&app, &pair, "alpha last").await);
     every_open_listed_once(&app, &pair, &opened, 1).await;
     every_open_listed_once(&app, &pair, &opened, 2).await;
+    // A search by words walks every partition of the word's postings; its other words are
+    // read on the partition of each task found.
+    for (query, expected) in [("alpha", &opened), ("alpha%20next", &nexts)] {
+        let path = format!("/v1/tasks?q={query}&limit=2");
+        let found = every_page(&app, &path, &pair.caller.key, "items").await;
+        let found: Vec<&str> = found.iter().map(|t| t["id"].as_str().unwrap()).collect();
+        let newest_first: Vec<&str> = expected.iter().rev().map(String::as_str).collect();
+        assert_eq!(found, newest_first, "q={query}");
+    }
     let path = "/v1/audit?limit=2";
     let all = every_page(&app, path, &pair.tenant.admin_key, "items").await;
     let moments: Vec<&str> = all.iter().map(|e| e["at"].as_str().unwrap()).collect();

@@ -27,7 +27,7 @@ pub(super) struct Admission {
     pub tree: TreeAdmission,
     pub contract: ContractAdmission,
     /// How many partitions the tenant's audit log is spread over, as its settings stood.
-    pub audit_shards: crate::domain::shards::ShardCount,
+    pub log_shards: crate::domain::shards::ShardCount,
 }
 
 impl Admission {
@@ -112,6 +112,6 @@ async fn enter_counts(
     Ok(Ok(Admission {
         tree,
         contract,
-        audit_shards: settings.audit_shards,
+        log_shards: settings.log_shards,
     }))
 }

@@ -119,7 +119,7 @@ pub(crate) async fn open_task(
     task.context_named = context == ContextJoin::Name;
     task.counted_in_tree = admission.tree.counted_in_tree();
     task.counted_on_binding = admission.contract.counted_open();
-    task.audit_shard = admission.audit_shards.shard_of(&task.id);
+    task.log_shard = admission.log_shards.shard_of(&task.id);
     task.tree_place = Some(admission.tree.place.clone());
     task.skill.clone_from(&asked.skill);
     task.trace = trace_of_open(parent_trace.clone());

@@ -220,9 +220,10 @@ pub enum Step {
     RotateViewerKey {
         tenant: usize,
     },
-    /// The store throttled a write of the tenant's audit log, which the gateway then spreads
-    /// over twice as many partitions (`domain/shards.rs`): nothing any reader sees may change.
-    SpreadAudit {
+    /// The store throttled a write of the tenant's logs (audit entries, word postings), which
+    /// the gateway then spreads over twice as many partitions (`domain/shards.rs`): nothing any
+    /// reader sees may change.
+    SpreadLogs {
         tenant: usize,
     },
     WordSearch {
@@ -1266,7 +1267,7 @@ fn steps(state: &Model) -> BoxedStrategy<Step> {
     arms.push((
         1,
         (0..TENANTS)
-            .prop_map(|tenant| Step::SpreadAudit { tenant })
+            .prop_map(|tenant| Step::SpreadLogs { tenant })
             .boxed(),
     ));
     if !active.is_empty() {
@@ -1628,7 +1629,7 @@ impl ReferenceStateMachine for Reference {
                 Expect::Status(200)
             }
             Step::RotateViewerKey { .. } => Expect::Status(200),
-            Step::SpreadAudit { .. } => Expect::Read,
+            Step::SpreadLogs { .. } => Expect::Read,
             Step::WordSearch { tenant, on } => {
                 state.tenants[tenant].word_search = on;
                 Expect::Status(200)

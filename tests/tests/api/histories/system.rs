@@ -788,18 +788,15 @@ impl World {
         expect_status(&old_key, 401, "a person's revoked key");
     }
 
-    /// Spreads the tenant's audit log over twice as many partitions, as a throttled write of it
+    /// Spreads the tenant's logs over twice as many partitions, as a throttled write of them
     /// does: every later read is held to the same model as before.
-    fn spread_audit(&self, tenant: usize) {
+    fn spread_logs(&self, tenant: usize) {
         let store = &self.run.app.app.store;
         let tenant_id = forgebench::domain::TenantId::from(self.tenants[tenant].tenant_id.clone());
         self.run.runtime.block_on(async {
             let settings = store.tenant_settings(&tenant_id).await.expect("settings");
-            let from = settings.expect("the tenant").audit_shards;
-            let to = store
-                .spread_audit_log(&tenant_id, from)
-                .await
-                .expect("spread");
+            let from = settings.expect("the tenant").log_shards;
+            let to = store.spread_logs(&tenant_id, from).await.expect("spread");
             assert_eq!(Some(to), from.doubled().or(Some(from)), "the log spread");
         });
     }
@@ -1195,7 +1192,7 @@ fn tenant_of(model: &Model, step: &Step) -> usize {
         | Step::SetStatus { tenant, .. }
         | Step::RotateKey { tenant, .. }
         | Step::RotateViewerKey { tenant }
-        | Step::SpreadAudit { tenant }
+        | Step::SpreadLogs { tenant }
         | Step::WordSearch { tenant, .. }
         | Step::Limits { tenant, .. }
         | Step::Terms { tenant, .. }
@@ -1293,7 +1290,7 @@ impl StateMachineTest for Histories {
             } => world.set_status(model, tenant, agent, status.as_str()),
             Step::RotateKey { tenant, agent } => world.rotate_key(tenant, agent),
             Step::RotateViewerKey { tenant } => world.rotate_viewer_key(tenant),
-            Step::SpreadAudit { tenant } => world.spread_audit(tenant),
+            Step::SpreadLogs { tenant } => world.spread_logs(tenant),
             Step::WordSearch { tenant, on } => world.word_search(tenant, on),
             Step::Limits { tenant, limits } => world.limits(tenant, limits),
             Step::Terms {
