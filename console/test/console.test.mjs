@@ -968,22 +968,30 @@ describe("console", () => {
 
   test("a disabled endpoint stands out on its agent's page; an admin's Enable endpoint asks the gateway and the section reloads; a viewer only reads it", async () => {
     // The gateway disables an endpoint after 20 failures in a row over an hour (its defaults
-    // here): its answers for a disabled one are drawn from a real answer, once each.
+    // here): its answers for a disabled one are drawn from a real answer, every read until the
+    // page asks to enable it (a page may read the health more than once as it renders; read
+    // once each, a second read under load showed the real, active endpoint).
     const w = await createTenant();
     const steady = await endpointServer(200, { state: "completed" });
     const at = new Date(Date.now() - 5 * 60_000).toISOString();
     const reason = `20 failures in a row since ${new Date(Date.now() - 65 * 60_000).toISOString()}`;
     const disabledOnce = async (page) => {
+      let enabling = false;
+      page.on("request", (request) => {
+        if (request.method() === "POST" && /\/endpoint\/enable$/.test(request.url())) enabling = true;
+      });
       await page.route(/\/v1\/agents\/dormant-callee\/endpoint\/health$/, async (route) => {
+        if (enabling) return route.continue();
         const response = await route.fetch();
         const real = await response.json();
         await route.fulfill({ response, json: { ...real, state: "disabled", consecutive_failures: 20, failing_since: at, last_error: "the endpoint answered HTTP 503", last_failure_at: at, disabled: { at, reason } } });
-      }, { times: 1 });
+      });
       await page.route(/\/v1\/agents\/dormant-callee$/, async (route) => {
+        if (enabling || route.request().method() !== "GET") return route.continue();
         const response = await route.fetch();
         const real = await response.json();
         await route.fulfill({ response, json: { ...real, endpoint: { ...real.endpoint, disabled: { at, reason } } } });
-      }, { times: 1 });
+      });
     };
     try {
       await ok(w.admin, "POST", "/v1/agents", { name: "dormant-callee" });
