@@ -31,6 +31,10 @@ pub struct Roles {
 /// task's id.
 const TASK_ID_SHARDS: u16 = forgebench::store::DEADLINE_SHARDS.len() as u16;
 
+/// The logs a tenant's count spreads (`domain/shards.rs`), by their keys' first segment, and how
+/// many segments name the logical key before its shard: `AUDIT#{tenant}`, `WORDS#{tenant}#{word}`.
+const SPREAD_LOGS: [(&str, usize); 2] = [("AUDIT", 2), ("WORDS", 3)];
+
 /// Separators inside a key, kept in its shape.
 const SEPARATORS: [char; 3] = ['#', '|', ':'];
 
@@ -67,14 +71,20 @@ impl Roles {
     /// (`AUDIT#{tenant}`, `WORDS#{tenant}#{word}`); empty for any other partition, whose shape's
     /// shards are all one key's.
     pub fn spread_group(&self, partition: &str) -> String {
-        let kept = match partition.split('#').next() {
-            _ if self.log_shards.is_none() => 0,
-            Some("AUDIT") => 2,
-            Some("WORDS") => 3,
-            _ => 0,
-        };
+        let kept = self.spread_log(partition).map_or(0, |(kept, _)| kept);
         let segments: Vec<&str> = partition.split('#').take(kept).collect();
         segments.join("#")
+    }
+
+    /// Of a partition of a spread log: how many of its segments name the logical key (the
+    /// rest is its shard), and the log's count.
+    fn spread_log(&self, partition: &str) -> Option<(usize, u16)> {
+        let count = self.log_shards?;
+        let prefix = partition.split('#').next()?;
+        SPREAD_LOGS
+            .iter()
+            .find(|(log, _)| *log == prefix)
+            .map(|(_, kept)| (*kept, count))
     }
 
     /// The shape of `partition` and how its load grows: registered ids by their role; an
@@ -83,17 +93,19 @@ impl Roles {
     /// `{shard}`; anything else as it is.
     pub fn shape(&self, partition: &str) -> (String, Spread) {
         let segments: Vec<&str> = partition.split(SEPARATORS).collect();
-        match (self.log_shards, segments.as_slice()) {
-            (Some(count), ["AUDIT", tenant, ..]) => {
-                let (tenant, _) = self.segment("AUDIT", 1, Some("AUDIT"), tenant);
-                return (format!("AUDIT#{tenant}#{{shard}}"), Spread::Sharded(count));
-            }
-            (Some(count), ["WORDS", tenant, _, ..]) => {
-                let (tenant, _) = self.segment("WORDS", 1, Some("WORDS"), tenant);
-                let shape = format!("WORDS#{tenant}#{{word}}#{{shard}}");
-                return (shape, Spread::Sharded(count));
-            }
-            _ => {}
+        if let Some((kept, count)) = self.spread_log(partition) {
+            // The logical key's segments as any key's, then its shard, whichever partition.
+            let shaped: Vec<String> = (0..kept.min(segments.len()))
+                .map(|index| {
+                    let previous = index.checked_sub(1).map(|i| segments[i]);
+                    self.segment(segments[0], index, previous, segments[index])
+                        .0
+                })
+                .collect();
+            return (
+                format!("{}#{{shard}}", shaped.join("#")),
+                Spread::Sharded(count),
+            );
         }
         let separators = partition.matches(SEPARATORS);
         let mut spread = Spread::Shared;

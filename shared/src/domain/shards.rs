@@ -2,7 +2,8 @@
 //!
 //! DynamoDB serves at most 1,000 write units a second on one partition key, whatever the
 //! table's capacity (docs/capacity.md). A log that every task of a tenant writes to (its audit
-//! log) is therefore spread over `count` partitions, each item in the one its key hashes to.
+//! log, a word's postings) is therefore spread over `count` partitions, each item in the one
+//! its key hashes to.
 //! The count starts at one (the log's partition as it always was) and only ever doubles, when
 //! the store throttles a write to it; a reader reads every partition up to the count and merges
 //! them by their common sort order, so no item written under a smaller count is missed.

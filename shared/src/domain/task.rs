@@ -102,9 +102,9 @@ pub struct Task {
     /// answers written to the task, so a write repeated with the same `message_id` is told
     /// apart from a new one, even after the task has moved on.
     pub message_keys: Vec<String>,
-    /// The partition of its tenant's audit log that the task's entries go to
-    /// (`domain/shards.rs`), chosen at its open from the tenant's count then; `0`, the log's
-    /// first partition, for a task of a log never spread.
+    /// The partition of its tenant's spread logs (audit entries, word postings) that the task's
+    /// entries and postings go to (`domain/shards.rs`), chosen at its open from the tenant's
+    /// count then; `0`, each log's first partition, for a task of logs never spread.
     pub log_shard: u16,
 }
 

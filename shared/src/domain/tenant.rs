@@ -17,8 +17,8 @@ pub struct TenantSettings {
     /// The version of the tenant's policies (docs/api.md, "Tenant policies"): 0 while it has
     /// none, so a call of a tenant without policies reads nothing more.
     pub policies_version: u64,
-    /// How many partitions the tenant's audit log is spread over (`domain/shards.rs`): one
-    /// until a write to it is throttled, never chosen by the tenant.
+    /// How many partitions the tenant's logs (audit entries, word postings) are spread over
+    /// (`domain/shards.rs`): one until a write of them is throttled, never chosen by the tenant.
     #[serde(skip)]
     pub log_shards: ShardCount,
 }

@@ -8,7 +8,7 @@
 //! page reads it fresh).
 
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 
 use super::audit::AuditEntry;
 use super::item::{key, s, Item, Reader};
@@ -123,12 +123,10 @@ impl Store {
                 "audit",
                 AuditEntry::try_from,
             ));
-            read.reached = match output.last_evaluated_key() {
-                Some(last) => Some(Reader(last).s("sk")?),
-                None => None,
-            };
-            read.done = output.last_evaluated_key().is_none();
-            read.start = output.last_evaluated_key;
+            let last = output.last_evaluated_key;
+            read.reached = last.as_ref().map(|key| Reader(key).s("sk")).transpose()?;
+            read.done = last.is_none();
+            read.start = last;
         }
         Ok(units)
     }
@@ -194,7 +192,7 @@ fn with_filters(
         );
         query = query
             .expression_attribute_names("#target", "target")
-            .expression_attribute_values(":agent", AttributeValue::S(agent.to_owned()));
+            .expression_attribute_values(":agent", s(agent));
     }
     if filters.is_empty() {
         return (query, false);

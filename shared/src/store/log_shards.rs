@@ -41,8 +41,9 @@ impl Store {
             .send()
             .await;
         let spread = committed(sent)?;
-        self.recent_settings.forget(tenant_id.as_str());
+        // Read back, and kept for this process's next open, which then reads nothing.
         let now = self.tenant_settings(tenant_id).await?.unwrap_or_default();
+        self.recent_settings.put(tenant_id.as_str().to_owned(), now);
         if spread {
             tracing::warn!(tenant_id = %tenant_id, partitions = to.get(), "tenant logs throttled: spread over more partitions");
         }

@@ -26,7 +26,7 @@ pub(super) enum Refusal {
 pub(super) struct Admission {
     pub tree: TreeAdmission,
     pub contract: ContractAdmission,
-    /// How many partitions the tenant's audit log is spread over, as its settings stood.
+    /// How many partitions the tenant's logs are spread over, as its settings stood.
     pub log_shards: crate::domain::shards::ShardCount,
 }
 
