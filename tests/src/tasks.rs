@@ -23,6 +23,15 @@ impl TestApp {
         .await
     }
 
+    /// A task `pair`'s caller opens with the text `text`, its open answered `200`: its id.
+    pub async fn opened(&self, pair: &Pair, text: &str) -> String {
+        let reply = self
+            .open_task(&pair.caller.key, &pair.callee.name, text_message(text), 0)
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.field("id")
+    }
+
     /// A pull task of `pair` its callee has claimed and asked a question on
     /// (`input_required`): its id.
     pub async fn asked(&self, pair: &Pair) -> String {

@@ -8,8 +8,8 @@ use forgebench_tests::faults::{Fault, FaultProxy};
 use forgebench_tests::{dynamodb_endpoint, spawn_app_with, text_message, Options, Pair, TestApp};
 use serde_json::Value;
 
-/// Every item of a listing, page after page of `limit`, each page's `next_cursor` sent back.
-async fn every_page(app: &TestApp, path: &str, key: &str, field: &str) -> Vec<Value> {
+/// Every item of a listing, page after page, each page's `next_cursor` sent back.
+async fn every_page(app: &TestApp, path: &str, key: &str) -> Vec<Value> {
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..200 {
@@ -19,7 +19,7 @@ async fn every_page(app: &TestApp, path: &str, key: &str, field: &str) -> Vec<Va
         };
         let page = app.get(&page_path, key).await;
         assert_eq!(page.status, 200, "{page_path}: {}", page.text);
-        items.extend(page.body[field].as_array().cloned().unwrap_or_default());
+        items.extend(page.body["items"].as_array().cloned().unwrap_or_default());
         match page.body["next_cursor"].as_str() {
             Some(next) => cursor = Some(next.to_owned()),
             None => return items,
@@ -28,24 +28,24 @@ async fn every_page(app: &TestApp, path: &str, key: &str, field: &str) -> Vec<Va
     panic!("{path}: a listing that never ends");
 }
 
+/// The `field` of each item, in order.
+fn values_of<'a>(items: &'a [Value], field: &str) -> Vec<&'a str> {
+    items
+        .iter()
+        .map(|item| item[field].as_str().unwrap())
+        .collect()
+}
+
 async fn settings_count(app: &TestApp, tenant: &TenantId) -> ShardCount {
     let settings = app.app.store.tenant_settings(tenant).await.unwrap();
     settings.expect("the tenant").log_shards
-}
-
-async fn open(app: &TestApp, pair: &Pair, text: &str) -> String {
-    let reply = app
-        .open_task(&pair.caller.key, &pair.callee.name, text_message(text), 0)
-        .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    reply.field("id")
 }
 
 /// Opens tasks until one lands on the log's partition `shard`: their ids, oldest first.
 async fn open_until_on(app: &TestApp, pair: &Pair, shard: u16) -> Vec<String> {
     let mut opened = Vec::new();
     for n in 0..60 {
-        let id = open(app, pair, &format!("task {n}")).await;
+        let id = app.opened(pair, &format!("task {n}")).await;
         opened.push(id.clone());
         let task = app.app.store.get_task(&TaskId::from(id)).await.unwrap();
         if task.expect("the task").log_shard == shard {
@@ -59,20 +59,19 @@ async fn open_until_on(app: &TestApp, pair: &Pair, shard: u16) -> Vec<String> {
 /// `opened`, newest first, each once.
 async fn every_open_listed_once(app: &TestApp, pair: &Pair, opened: &[String], limit: u32) {
     let newest_first: Vec<&str> = opened.iter().rev().map(String::as_str).collect();
-    let path = format!("/v1/audit?action=task.open&outcome=allowed&limit={limit}");
-    let entries = every_page(app, &path, &pair.tenant.admin_key, "items").await;
-    let logged: Vec<&str> = entries
-        .iter()
-        .map(|entry| entry["task_id"].as_str().unwrap())
-        .collect();
-    assert_eq!(logged, newest_first, "the log's opens");
-    let path = format!("/v1/tasks?limit={limit}");
-    let tasks = every_page(app, &path, &pair.tenant.admin_key, "items").await;
-    let found: Vec<&str> = tasks
-        .iter()
-        .map(|task| task["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(found, newest_first, "the tenant's task search");
+    let listings = [
+        (
+            "/v1/audit?action=task.open&outcome=allowed&",
+            "task_id",
+            "the log's opens",
+        ),
+        ("/v1/tasks?", "id", "the tenant's task search"),
+    ];
+    for (path, field, what) in listings {
+        let path = format!("{path}limit={limit}");
+        let items = every_page(app, &path, &pair.tenant.admin_key).await;
+        assert_eq!(values_of(&items, field), newest_first, "{what}");
+    }
 }
 
 #[tokio::test]
@@ -86,12 +85,12 @@ async fn a_throttled_audit_write_spreads_the_log_and_every_entry_stays_listed_on
     .await;
     let pair = app.pair().await;
     let tenant = TenantId::from(pair.tenant.id.clone());
-    let mut opened = vec![open(&app, &pair, "before").await];
+    let mut opened = vec![app.opened(&pair, "before").await];
     assert_eq!(settings_count(&app, &tenant).await, ShardCount::ONE);
 
     // DynamoDB throttles the writes of the tenant's log partition, and only those.
     store.set_where("\"AUDIT#", Fault::dynamodb_throttling());
-    opened.push(open(&app, &pair, "throttled").await);
+    opened.push(app.opened(&pair, "throttled").await);
     store.set(Fault::None);
     assert!(
         store.faulted() > 0,
@@ -123,12 +122,12 @@ async fn logs_over_more_partitions_than_entries_page_one_entry_at_a_time() {
     let app = spawn_app_with(Options::default()).await;
     let pair = app.pair().await;
     let tenant = TenantId::from(pair.tenant.id.clone());
-    let mut opened = vec![open(&app, &pair, "alpha first").await];
+    let mut opened = vec![app.opened(&pair, "alpha first").await];
     let mut count = ShardCount::ONE;
     let mut nexts = Vec::new();
     for _ in 0..3 {
         count = app.app.store.spread_logs(&tenant, count).await.unwrap();
-        nexts.push(open(&app, &pair, "alpha next").await);
+        nexts.push(app.opened(&pair, "alpha next").await);
         opened.push(nexts.last().unwrap().clone());
     }
     assert_eq!(count.get(), 8);
@@ -138,27 +137,26 @@ async fn logs_over_more_partitions_than_entries_page_one_entry_at_a_time() {
         .open_task(&pair.caller.key, &other.admin_key, text_message("no"), 0)
         .await;
     assert_eq!(refused.status, 403, "{}", refused.text);
-    opened.push(open(&app, &pair, "alpha last").await);
+    opened.push(app.opened(&pair, "alpha last").await);
     every_open_listed_once(&app, &pair, &opened, 1).await;
     every_open_listed_once(&app, &pair, &opened, 2).await;
     // A search by words walks every partition of the word's postings; its other words are
     // read on the partition of each task found.
     for (query, expected) in [("alpha", &opened), ("alpha%20next", &nexts)] {
         let path = format!("/v1/tasks?q={query}&limit=2");
-        let found = every_page(&app, &path, &pair.caller.key, "items").await;
-        let found: Vec<&str> = found.iter().map(|t| t["id"].as_str().unwrap()).collect();
+        let found = every_page(&app, &path, &pair.caller.key).await;
         let newest_first: Vec<&str> = expected.iter().rev().map(String::as_str).collect();
-        assert_eq!(found, newest_first, "q={query}");
+        assert_eq!(values_of(&found, "id"), newest_first, "q={query}");
     }
     let path = "/v1/audit?limit=2";
-    let all = every_page(&app, path, &pair.tenant.admin_key, "items").await;
-    let moments: Vec<&str> = all.iter().map(|e| e["at"].as_str().unwrap()).collect();
+    let all = every_page(&app, path, &pair.tenant.admin_key).await;
+    let moments = values_of(&all, "at");
     let mut sorted = moments.clone();
     sorted.sort_by(|a, b| b.cmp(a));
     assert_eq!(moments, sorted, "the whole log, newest first");
-    let mut ids: Vec<&str> = all.iter().map(|e| e["id"].as_str().unwrap()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    assert_eq!(ids.len(), all.len(), "each entry once");
+    let mut entries = values_of(&all, "id");
+    entries.sort_unstable();
+    entries.dedup();
+    assert_eq!(entries.len(), all.len(), "each entry once");
     assert!(all.iter().any(|e| e["outcome"] == "refused"), "{all:?}");
 }

@@ -28,14 +28,6 @@ async fn receiver(healed: &Arc<AtomicBool>) -> Callee {
     .await
 }
 
-async fn open(app: &TestApp, pair: &Pair, text: &str) -> String {
-    let reply = app
-        .open_task(&pair.caller.key, &pair.callee.name, text_message(text), 0)
-        .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    reply.field("id")
-}
-
 async fn health(app: &TestApp, pair: &Pair, key: &str) -> (u16, Value) {
     let path = format!("/v1/agents/{}/endpoint/health", pair.callee.name);
     let reply = app.get(&path, key).await;
@@ -64,7 +56,7 @@ async fn health_shows_failures_then_the_success_that_ends_them() {
     assert_eq!(before["state"], "active");
     assert_eq!(before["success_rate"], Value::Null);
 
-    let failed = open(&app, &pair, "first").await;
+    let failed = app.opened(&pair, "first").await;
     let settled = app
         .settled(&pair.caller.key, &pair.callee.name, &failed)
         .await;
@@ -76,7 +68,7 @@ async fn health_shows_failures_then_the_success_that_ends_them() {
     assert!(failing["failing_since"].is_string());
 
     healed.store(true, Ordering::SeqCst);
-    let answered = open(&app, &pair, "second").await;
+    let answered = app.opened(&pair, "second").await;
     let settled = app
         .settled(&pair.caller.key, &pair.callee.name, &answered)
         .await;
@@ -134,7 +126,7 @@ async fn an_endpoint_failing_long_enough_is_disabled_audited_and_fails_its_tasks
     let endpoint = receiver(&healed).await;
     let pair = app.push_pair(&endpoint.url).await;
 
-    let tripped = open(&app, &pair, "first").await;
+    let tripped = app.opened(&pair, "first").await;
     let settled = app
         .settled(&pair.caller.key, &pair.callee.name, &tripped)
         .await;
@@ -174,7 +166,7 @@ async fn an_endpoint_failing_long_enough_is_disabled_audited_and_fails_its_tasks
     // A task for a disabled endpoint fails at once: no POST, no attempt.
     healed.store(true, Ordering::SeqCst);
     let posts = endpoint.received().len();
-    let refused = open(&app, &pair, "second").await;
+    let refused = app.opened(&pair, "second").await;
     let settled = app
         .settled(&pair.caller.key, &pair.callee.name, &refused)
         .await;
@@ -205,7 +197,7 @@ async fn an_endpoint_failing_long_enough_is_disabled_audited_and_fails_its_tasks
     assert!(audit
         .iter()
         .any(|entry| entry["action"] == "agent.endpoint.enable"));
-    let answered = open(&app, &pair, "third").await;
+    let answered = app.opened(&pair, "third").await;
     let settled = app
         .settled(&pair.caller.key, &pair.callee.name, &answered)
         .await;
@@ -224,7 +216,7 @@ async fn failures_in_a_row_that_span_too_little_time_do_not_disable() {
     .await;
     let endpoint = Callee::start(|_| Answer::text(503, "down")).await;
     let pair = app.push_pair(&endpoint.url).await;
-    let task_id = open(&app, &pair, "first").await;
+    let task_id = app.opened(&pair, "first").await;
     let settled = app
         .settled(&pair.caller.key, &pair.callee.name, &task_id)
         .await;
@@ -270,7 +262,7 @@ async fn a_replay_attempts_a_waiting_delivery_now_with_its_own_webhook_id() {
     let healed = Arc::new(AtomicBool::new(false));
     let endpoint = receiver(&healed).await;
     let pair = app.push_pair(&endpoint.url).await;
-    let task_id = open(&app, &pair, "first").await;
+    let task_id = app.opened(&pair, "first").await;
     attempts_reach(&app, &pair, &task_id, 1).await;
     healed.store(true, Ordering::SeqCst);
 
@@ -315,7 +307,7 @@ async fn a_replay_attempts_a_waiting_delivery_now_with_its_own_webhook_id() {
 async fn a_pull_task_is_not_replayed() {
     let app = spawn_app_with(Options::local_push()).await;
     let pair = app.pair().await;
-    let task_id = open(&app, &pair, "pulled").await;
+    let task_id = app.opened(&pair, "pulled").await;
     let path = format!("/v1/agents/{}/tasks/{task_id}/replay", pair.callee.name);
     let no_endpoint = app.post(&path, &pair.tenant.admin_key, json!({})).await;
     assert_eq!(no_endpoint.status, 404, "{}", no_endpoint.text);
@@ -340,13 +332,13 @@ async fn a_redrive_attempts_the_deliveries_waiting_since_a_moment() {
     let healed = Arc::new(AtomicBool::new(false));
     let endpoint = receiver(&healed).await;
     let pair = app.push_pair(&endpoint.url).await;
-    let before = open(&app, &pair, "before").await;
+    let before = app.opened(&pair, "before").await;
     attempts_reach(&app, &pair, &before, 1).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     let since = forgebench::domain::clock::now().to_string();
     let mut after = Vec::new();
     for n in 0..2 {
-        let task_id = open(&app, &pair, &format!("after {n}")).await;
+        let task_id = app.opened(&pair, &format!("after {n}")).await;
         attempts_reach(&app, &pair, &task_id, 1).await;
         after.push(task_id);
     }
@@ -507,13 +499,13 @@ async fn delivery_operations_in_a_tenant_that_has_lived() {
     let app = slow_retries().await;
     let pair = app.pair().await;
     let admin = &pair.tenant.admin_key;
-    let answered = open(&app, &pair, "pulled and answered").await;
+    let answered = app.opened(&pair, "pulled and answered").await;
     let claimed = claim(&app, &pair).await;
     assert_eq!(claimed, answered);
     let result = json!({"state": "completed", "artifacts": [{"parts": [{"text": "ok"}]}]});
     let posted = app.post_result(&pair.callee.key, &claimed, result).await;
     assert_eq!(posted.status, 200, "{}", posted.text);
-    let canceled = open(&app, &pair, "pulled and canceled").await;
+    let canceled = app.opened(&pair, "pulled and canceled").await;
     let cancel = app
         .cancel(&pair.caller.key, &pair.callee.name, &canceled)
         .await;
@@ -534,7 +526,7 @@ async fn delivery_operations_in_a_tenant_that_has_lived() {
         .set_endpoint(admin, &pair.callee.name, json!({"url": endpoint.url}))
         .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
-    let waiting = open(&app, &pair, "pushed").await;
+    let waiting = app.opened(&pair, "pushed").await;
     attempts_reach(&app, &pair, &waiting, 1).await;
 
     let (status, failing) = health(&app, &pair, admin).await;
@@ -579,7 +571,7 @@ async fn a_config_stored_before_configs_kept_their_start_is_replayed() {
     let app = spawn_app_with(Options::local_push()).await;
     let pair = app.pair().await;
     let receiver = Callee::start(|_| Answer::text(200, "ok")).await;
-    let task_id = open(&app, &pair, "hi").await;
+    let task_id = app.opened(&pair, "hi").await;
     let created = app
         .a2a_rpc(
             &pair.callee.id,

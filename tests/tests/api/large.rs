@@ -307,14 +307,6 @@ async fn a_push_endpoint_answering_five_megabytes_fails_the_task_once_with_a_cle
     assert_eq!(attempts.body["items"].as_array().unwrap().len(), 1);
 }
 
-async fn open_text(app: &TestApp, pair: &Pair, text: &str) -> String {
-    let opened = app
-        .open_task(&pair.caller.key, &pair.callee.name, text_message(text), 0)
-        .await;
-    assert_eq!(opened.status, 200, "{}", opened.text);
-    opened.field("id")
-}
-
 /// Pads a stored task (as an older version could have left it) to the largest size the table
 /// takes, so that any write adding a few bytes to it fails.
 async fn pad_to_the_item_limit(app: &TestApp, task_id: &str) {
@@ -340,7 +332,7 @@ async fn pad_to_the_item_limit(app: &TestApp, task_id: &str) {
 async fn a_task_no_claim_can_take_is_failed_and_every_other_task_is_claimed() {
     let app = spawn_app().await;
     let pair = app.pair().await;
-    let jam = open_text(&app, &pair, "jam").await;
+    let jam = app.opened(&pair, "jam").await;
     pad_to_the_item_limit(&app, &jam).await;
     let big = app
         .open_task(
@@ -353,7 +345,7 @@ async fn a_task_no_claim_can_take_is_failed_and_every_other_task_is_claimed() {
     assert_eq!(big.status, 200, "{}", big.text);
     let mut expected = vec![big.field("id")];
     for index in 0..5 {
-        expected.push(open_text(&app, &pair, &format!("small {index}")).await);
+        expected.push(app.opened(&pair, &format!("small {index}")).await);
     }
     let mut claimed = Vec::new();
     for _ in 0..expected.len() {
@@ -397,7 +389,7 @@ async fn a_sweep_over_a_task_whose_write_fails_expires_the_others_and_runs_the_o
     assert_eq!(patched.status, 200, "{}", patched.text);
     let mut tasks = Vec::new();
     for index in 0..3 {
-        tasks.push(open_text(&app, &pair, &format!("t{index}")).await);
+        tasks.push(app.opened(&pair, &format!("t{index}")).await);
         claim_ok(&app, &pair).await;
     }
     let broken = tasks[1].clone();
@@ -495,7 +487,7 @@ async fn each_limit_holds_at_its_edge_and_the_error_names_it() {
     assert_eq!(open(message_of(MAX_MESSAGE_BYTES, 8)).await.status, 200);
 
     // Results: 64 artifacts, and 1 MiB of them in all.
-    let task_id = open_text(&app, &pair, "artifacts").await;
+    let task_id = app.opened(&pair, "artifacts").await;
     let artifacts = |count: usize| vec![json!({"name": "a", "parts": [{"text": "x"}]}); count];
     let held = loop {
         let claimed = claim_ok(&app, &pair).await;
